@@ -1,0 +1,115 @@
+// Package channels is the contract between the gateway and the chat
+// platforms: typed inbound and outbound messages, the Channel interface every
+// adapter implements, and the optional capabilities an adapter may add.
+//
+// The adapters live in subpackages (terminal, slack, discord); each keeps its
+// platform library's types to itself. This package imports nothing of ours.
+package channels
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Inbound is one message a person sent to the bot, already filtered by the
+// adapter (own messages, duplicates, allowFrom, channel policy) and with the
+// bot mention stripped, so "@bot /dream-log" arrives as "/dream-log".
+type Inbound struct {
+	Channel    string // adapter name: "terminal", "slack", "discord"
+	ChatID     string // platform conversation id (channel, DM)
+	ThreadID   string // platform thread id; "" outside threads
+	SessionKey string // DESIGN §2 key, e.g. "slack:C1:1712.55"
+	SenderID   string // platform user id
+	SenderName string
+	MessageID  string // platform message id, used for reactions and replies
+	Text       string
+	Time       time.Time
+	// Local marks the machine's own user (the terminal), who is always an
+	// admin.
+	Local bool
+}
+
+// Kinds of outbound message.
+const (
+	KindReply    = ""         // the answer to a turn or command
+	KindError    = "error"    // a turn failed; Text is one sentence for the user
+	KindProgress = "progress" // a status line while work goes on (e.g. "Dreaming…")
+)
+
+// Outbound is one message the bot sends. Adapters split Text to their
+// platform's limit themselves (SplitMessage).
+type Outbound struct {
+	Channel    string
+	ChatID     string
+	ThreadID   string
+	SessionKey string
+	ReplyTo    string // MessageID of the inbound this answers, if any
+	Kind       string
+	Text       string
+}
+
+// ReplyTo builds the outbound that answers in.
+func ReplyTo(in Inbound, kind, text string) Outbound {
+	return Outbound{
+		Channel: in.Channel, ChatID: in.ChatID, ThreadID: in.ThreadID,
+		SessionKey: in.SessionKey, ReplyTo: in.MessageID, Kind: kind, Text: text,
+	}
+}
+
+// ErrClosed is returned by a Sink that no longer accepts messages because the
+// gateway is shutting down.
+var ErrClosed = errors.New("gateway is shutting down")
+
+// ErrBusy is returned by a Sink whose queue for that session is full.
+var ErrBusy = errors.New("too many messages waiting for this conversation")
+
+// Sink receives inbound messages from a channel. Deliver returns once the
+// message is accepted (queued), not when it is answered; a nil error means the
+// gateway owns it and will answer it. ErrClosed and ErrBusy say it was not
+// accepted.
+type Sink interface {
+	Deliver(ctx context.Context, in Inbound) error
+}
+
+// Channel is one chat platform.
+type Channel interface {
+	// Name is the adapter name used in Inbound.Channel and session keys.
+	Name() string
+	// Run connects and delivers inbound messages to sink until ctx ends,
+	// reconnecting with backoff by itself after a drop. It returns nil when
+	// ctx ends, and an error only when it cannot go on (bad credentials).
+	Run(ctx context.Context, sink Sink) error
+	// Send delivers one message, split to the platform's limit, retrying
+	// transient failures and rate limits. An error means it was not
+	// delivered after the retries.
+	Send(ctx context.Context, out Outbound) error
+}
+
+// Typer is implemented by channels that can show that the bot is working
+// (Discord's typing indicator, Slack's "eyes" reaction). The returned stop
+// func ends the indicator; it is safe to call more than once.
+type Typer interface {
+	StartTyping(ctx context.Context, in Inbound) (stop func())
+}
+
+// States reported by HealthReporter.
+const (
+	StateConnecting   = "connecting"
+	StateConnected    = "connected"
+	StateReconnecting = "reconnecting"
+	StateStopped      = "stopped"
+	StateFailed       = "failed"
+)
+
+// Health is a channel's connection state for /healthz.
+type Health struct {
+	State  string    `json:"state"`
+	Detail string    `json:"detail,omitempty"`
+	Since  time.Time `json:"since"`
+}
+
+// HealthReporter is implemented by channels that hold a connection.
+type HealthReporter interface {
+	Health() Health
+}

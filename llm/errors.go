@@ -1,0 +1,78 @@
+package llm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Sentinel kinds of failure. Every error the Client returns wraps exactly one
+// of them (or context.Canceled / context.DeadlineExceeded when the caller's
+// context ended), so callers can decide with errors.Is.
+var (
+	// ErrUnavailable: the endpoint could not be reached, kept failing with
+	// 5xx/429/timeouts after the retries, or the breaker is open.
+	ErrUnavailable = errors.New("model unavailable")
+	// ErrRejected: the provider refused the request (4xx other than 429);
+	// retrying the same request cannot help.
+	ErrRejected = errors.New("model rejected the request")
+	// ErrMalformed: the provider answered, but the body could not be read as
+	// a chat completion.
+	ErrMalformed = errors.New("malformed model response")
+)
+
+// Error carries what went wrong with a model call. Reason is short and safe to
+// show a user; Err holds the full chain (possibly with a provider body) and is
+// for logs only.
+type Error struct {
+	Kind   error
+	Status int
+	Reason string
+	Err    error
+}
+
+func (e *Error) Error() string {
+	msg := e.Kind.Error()
+	if e.Reason != "" {
+		msg += ": " + e.Reason
+	}
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+func (e *Error) Unwrap() []error {
+	if e.Err == nil {
+		return []error{e.Kind}
+	}
+	return []error{e.Kind, e.Err}
+}
+
+// UserMessage turns any error from a model call into one sentence fit for a
+// chat: it never includes a provider body, a token or a stack.
+func UserMessage(err error) string {
+	var le *Error
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(err, context.Canceled):
+		return "The request was cancelled."
+	case errors.As(err, &le) && errors.Is(le.Kind, ErrRejected):
+		if le.Status > 0 {
+			return fmt.Sprintf("The model rejected the request (HTTP %d); check the model name and settings.", le.Status)
+		}
+		return "The model rejected the request; check the model name and settings."
+	case errors.As(err, &le) && errors.Is(le.Kind, ErrMalformed):
+		return "The model returned a response that could not be read."
+	case errors.As(err, &le) && errors.Is(le.Kind, ErrUnavailable):
+		if le.Reason != "" {
+			return "The model is unavailable: " + le.Reason + "."
+		}
+		return "The model is unavailable."
+	case errors.Is(err, context.DeadlineExceeded):
+		return "The model did not answer in time."
+	default:
+		return "The model call failed."
+	}
+}

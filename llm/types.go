@@ -1,0 +1,127 @@
+package llm
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Roles of a chat message, as the OpenAI chat-completions format names them.
+const (
+	RoleSystem    = "system"
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+	RoleTool      = "tool"
+)
+
+// Finish reasons the rest of the program cares about; providers may send others.
+const (
+	FinishStop      = "stop"
+	FinishLength    = "length"
+	FinishToolCalls = "tool_calls"
+)
+
+// Purposes name the buckets usage is recorded under.
+const (
+	PurposeChat          = "chat"
+	PurposeArchive       = "archive"
+	PurposeDreamAnalysis = "dream-analysis"
+	PurposeDreamEdit     = "dream-edit"
+)
+
+// Message is one chat message. Its JSON form is the OpenAI/nanobot one, so
+// session files stay readable by other tools.
+type Message struct {
+	Role       string     `json:"role"`
+	Content    string     `json:"content"`
+	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string     `json:"tool_call_id,omitempty"`
+	// Name is the tool's name on a tool result.
+	Name string `json:"name,omitempty"`
+	// Time is when the message was recorded in its session. It is kept in
+	// session files and archive transcripts and never sent to the model.
+	Time time.Time `json:"timestamp,omitzero"`
+}
+
+// ToolCall is one function call the model asked for. Arguments is the raw
+// JSON text the model produced; it may be malformed.
+type ToolCall struct {
+	ID        string
+	Name      string
+	Arguments string
+}
+
+type toolCallJSON struct {
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+// MarshalJSON writes the OpenAI shape {"id","type":"function","function":{…}}.
+func (tc ToolCall) MarshalJSON() ([]byte, error) {
+	var j toolCallJSON
+	j.ID, j.Type = tc.ID, "function"
+	j.Function.Name, j.Function.Arguments = tc.Name, tc.Arguments
+	return json.Marshal(j)
+}
+
+// UnmarshalJSON reads the OpenAI shape.
+func (tc *ToolCall) UnmarshalJSON(b []byte) error {
+	var j toolCallJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return fmt.Errorf("decode tool call: %w", err)
+	}
+	tc.ID, tc.Name, tc.Arguments = j.ID, j.Function.Name, j.Function.Arguments
+	return nil
+}
+
+// ToolDef describes a tool offered to the model. Parameters is a JSON Schema
+// object.
+type ToolDef struct {
+	Name        string
+	Description string
+	Parameters  json.RawMessage
+}
+
+// Request is one chat-completions call.
+type Request struct {
+	// Model overrides the client's configured model when non-empty.
+	Model    string
+	Messages []Message
+	Tools    []ToolDef
+	// MaxTokens overrides the configured completion limit when > 0.
+	MaxTokens int
+	// Purpose is the usage bucket (PurposeChat, …); empty counts as chat.
+	Purpose string
+	// OnDelta, when set, makes the call streamed and receives each content
+	// fragment as it arrives. The Response is the same as unstreamed.
+	OnDelta func(fragment string)
+}
+
+// Response is the model's answer.
+type Response struct {
+	Content      string
+	ToolCalls    []ToolCall
+	FinishReason string
+	Model        string
+	Usage        Usage
+}
+
+// Usage counts tokens; Calls counts completed model calls.
+type Usage struct {
+	PromptTokens     int `json:"promptTokens"`
+	CompletionTokens int `json:"completionTokens"`
+	Calls            int `json:"calls"`
+}
+
+// Add returns the sum of two usages.
+func (u Usage) Add(o Usage) Usage {
+	return Usage{
+		PromptTokens:     u.PromptTokens + o.PromptTokens,
+		CompletionTokens: u.CompletionTokens + o.CompletionTokens,
+		Calls:            u.Calls + o.Calls,
+	}
+}
