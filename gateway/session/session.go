@@ -1,0 +1,432 @@
+// Package session stores conversations: one append-only JSONL file of
+// messages per session key plus a small metadata record written atomically.
+// The files live in the state directory, outside the workspace, so the
+// agent's file tools cannot read other people's chats.
+//
+// A turn only ever appends to the message file; it is never rewritten. /new
+// renames the current files aside (nothing is deleted) and starts afresh
+// under the same key.
+//
+// It imports only llm (for the message type).
+package session
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/dreamgate/dreamgate/llm"
+)
+
+// Store hands out sessions by key, loading each from disk once.
+type Store struct {
+	dir    string
+	logger *slog.Logger
+	now    func() time.Time
+
+	mu   sync.Mutex
+	open map[string]*Session
+}
+
+// NewStore opens (creating) the sessions directory.
+func NewStore(dir string, logger *slog.Logger) (*Store, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create sessions dir: %w", err)
+	}
+	return &Store{dir: dir, logger: logger, now: time.Now, open: map[string]*Session{}}, nil
+}
+
+// Get returns the session for key, loading it from disk or creating it.
+func (st *Store) Get(key string) (*Session, error) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if s, ok := st.open[key]; ok {
+		return s, nil
+	}
+	s, err := st.load(key)
+	if err != nil {
+		return nil, err
+	}
+	st.open[key] = s
+	return s, nil
+}
+
+// Loaded returns the sessions currently in memory.
+func (st *Store) Loaded() []*Session {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	out := make([]*Session, 0, len(st.open))
+	for _, s := range st.open {
+		out = append(out, s)
+	}
+	return out
+}
+
+// Rotate starts a new session under key. The old files are renamed aside
+// with the old session's id, and the returned old Session keeps working on
+// them (its unarchived tail can still be archived).
+func (st *Store) Rotate(key string) (old, fresh *Session, err error) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	old, ok := st.open[key]
+	if !ok {
+		if old, err = st.load(key); err != nil {
+			return nil, nil, err
+		}
+	}
+	base := st.base(key)
+	if err := old.moveTo(filepath.Join(st.dir, base+"."+old.ID())); err != nil {
+		return nil, nil, fmt.Errorf("set session %s aside: %w", key, err)
+	}
+	fresh, err = st.create(key, base)
+	if err != nil {
+		return nil, nil, err
+	}
+	st.open[key] = fresh
+	return old, fresh, nil
+}
+
+// Close closes every open file.
+func (st *Store) Close() error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	var errs []error
+	for _, s := range st.open {
+		errs = append(errs, s.close())
+	}
+	return errors.Join(errs...)
+}
+
+func (st *Store) base(key string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(key))
+}
+
+func (st *Store) load(key string) (*Session, error) {
+	base := st.base(key)
+	prefix := filepath.Join(st.dir, base)
+	raw, err := os.ReadFile(prefix + ".meta.json")
+	if errors.Is(err, fs.ErrNotExist) {
+		if _, serr := os.Stat(prefix + ".jsonl"); errors.Is(serr, fs.ErrNotExist) {
+			return st.create(key, base)
+		}
+		raw = nil // messages without metadata: rebuild it below
+	} else if err != nil {
+		return nil, fmt.Errorf("read session %s metadata: %w", key, err)
+	}
+	s := &Session{prefix: prefix, logger: st.logger, now: st.now}
+	if raw != nil {
+		if err := json.Unmarshal(raw, &s.meta); err != nil {
+			st.logger.Warn("session metadata unreadable; starting it anew, messages kept", "session", key, "err", err)
+			s.meta = meta{}
+		}
+	}
+	if s.meta.ID == "" {
+		s.meta = meta{Key: key, ID: newID(), Created: st.now().UTC()}
+	}
+	s.meta.Key = key
+	if err := s.readMessages(); err != nil {
+		return nil, err
+	}
+	if lc := s.meta.LastConsolidated; lc < 0 || lc > len(s.msgs) {
+		st.logger.Warn("session last_consolidated out of range; reset", "session", key, "value", lc, "messages", len(s.msgs))
+		s.meta.LastConsolidated = min(max(lc, 0), len(s.msgs))
+	}
+	if raw == nil {
+		if err := s.writeMeta(); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+func (st *Store) create(key, base string) (*Session, error) {
+	s := &Session{
+		prefix: filepath.Join(st.dir, base),
+		logger: st.logger,
+		now:    st.now,
+		meta:   meta{Key: key, ID: newID(), Created: st.now().UTC()},
+	}
+	if err := s.writeMeta(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func newID() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return time.Now().UTC().Format("20060102T150405") + "-" + hex.EncodeToString(b[:])
+}
+
+type meta struct {
+	Key              string    `json:"key"`
+	ID               string    `json:"id"`
+	Created          time.Time `json:"created"`
+	LastConsolidated int       `json:"last_consolidated"`
+	LastSummary      string    `json:"last_summary,omitempty"`
+	LastSummaryAt    time.Time `json:"last_summary_at,omitzero"`
+}
+
+// Session is one conversation. Its methods are safe for concurrent use; the
+// gateway runs one turn at a time per session.
+type Session struct {
+	logger *slog.Logger
+	now    func() time.Time
+
+	mu     sync.Mutex
+	prefix string // path without ".jsonl" / ".meta.json"
+	meta   meta
+	msgs   []llm.Message
+	file   *os.File // append handle, opened on first append
+	// needsNewline is set when the file ends in a torn line (a crash
+	// mid-write), so the next append starts on a line of its own.
+	needsNewline bool
+}
+
+// Key is the session key, e.g. "slack:C1:1712.55".
+func (s *Session) Key() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.meta.Key
+}
+
+// ID changes when /new starts a new session under the same key.
+func (s *Session) ID() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.meta.ID
+}
+
+// Messages returns every message, oldest first. The slice is shared: do not
+// modify it. Later appends never change the part it covers.
+func (s *Session) Messages() []llm.Message {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.msgs[:len(s.msgs):len(s.msgs)]
+}
+
+// Len is the number of messages.
+func (s *Session) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.msgs)
+}
+
+// LastConsolidated is how many leading messages have been archived.
+func (s *Session) LastConsolidated() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.meta.LastConsolidated
+}
+
+// LastSummary is the text of the last archive summary, "" if none.
+func (s *Session) LastSummary() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.meta.LastSummary
+}
+
+// LastActive is the time of the newest message (or creation).
+func (s *Session) LastActive() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n := len(s.msgs); n > 0 && !s.msgs[n-1].Time.IsZero() {
+		return s.msgs[n-1].Time
+	}
+	return s.meta.Created
+}
+
+// SetLastConsolidated records that the first n messages are archived, and
+// the newest archive summary when summary is not empty.
+func (s *Session) SetLastConsolidated(n int, summary string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n < s.meta.LastConsolidated || n > len(s.msgs) {
+		return fmt.Errorf("session %s: last_consolidated %d outside [%d, %d]", s.meta.Key, n, s.meta.LastConsolidated, len(s.msgs))
+	}
+	prev := s.meta
+	s.meta.LastConsolidated = n
+	if summary != "" {
+		s.meta.LastSummary = summary
+		s.meta.LastSummaryAt = s.now().UTC()
+	}
+	if err := s.writeMetaLocked(); err != nil {
+		s.meta = prev
+		return err
+	}
+	return nil
+}
+
+// Append records messages at the end of the session. Messages without a
+// time get the current one. The lines reach the file (write(2)) before
+// Append returns, so a crash of the process loses nothing appended.
+func (s *Session) Append(msgs ...llm.Message) error {
+	if len(msgs) == 0 {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var buf bytes.Buffer
+	if s.needsNewline {
+		buf.WriteByte('\n')
+	}
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	now := s.now().UTC()
+	for i := range msgs {
+		if msgs[i].Time.IsZero() {
+			msgs[i].Time = now
+		}
+		if err := enc.Encode(msgs[i]); err != nil {
+			return fmt.Errorf("encode message for session %s: %w", s.meta.Key, err)
+		}
+	}
+	if s.file == nil {
+		f, err := os.OpenFile(s.prefix+".jsonl", os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		if err != nil {
+			return fmt.Errorf("open session %s: %w", s.meta.Key, err)
+		}
+		s.file = f
+	}
+	if _, err := s.file.Write(buf.Bytes()); err != nil {
+		return fmt.Errorf("append to session %s: %w", s.meta.Key, err)
+	}
+	s.needsNewline = false
+	s.msgs = append(s.msgs, msgs...)
+	return nil
+}
+
+func (s *Session) readMessages() error {
+	f, err := os.Open(s.prefix + ".jsonl")
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("open session %s: %w", s.meta.Key, err)
+	}
+	defer f.Close()
+	r := bufio.NewReaderSize(f, 64<<10)
+	bad, lineNo := 0, 0
+	for {
+		line, err := r.ReadBytes('\n')
+		if len(line) > 0 {
+			lineNo++
+			complete := line[len(line)-1] == '\n'
+			if !complete {
+				s.needsNewline = true
+			}
+			trimmed := bytes.TrimSpace(line)
+			if len(trimmed) > 0 {
+				var m llm.Message
+				if jerr := json.Unmarshal(trimmed, &m); jerr != nil || m.Role == "" {
+					bad++
+					if bad == 1 {
+						s.logger.Warn("skipping unreadable session line", "session", s.meta.Key, "line", lineNo, "torn", !complete)
+					}
+				} else {
+					s.msgs = append(s.msgs, m)
+				}
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("read session %s: %w", s.meta.Key, err)
+		}
+	}
+	if bad > 1 {
+		s.logger.Warn("skipped unreadable session lines", "session", s.meta.Key, "count", bad)
+	}
+	return nil
+}
+
+func (s *Session) writeMeta() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.writeMetaLocked()
+}
+
+func (s *Session) writeMetaLocked() error {
+	data, err := json.Marshal(s.meta)
+	if err != nil {
+		return fmt.Errorf("encode session metadata: %w", err)
+	}
+	if err := writeAtomic(s.prefix+".meta.json", data); err != nil {
+		return fmt.Errorf("write session %s metadata: %w", s.meta.Key, err)
+	}
+	return nil
+}
+
+func (s *Session) moveTo(prefix string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.file != nil {
+		_ = s.file.Close()
+		s.file = nil
+	}
+	for _, ext := range []string{".jsonl", ".meta.json"} {
+		err := os.Rename(s.prefix+ext, prefix+ext)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	s.prefix = prefix
+	return nil
+}
+
+func (s *Session) close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.file == nil {
+		return nil
+	}
+	err := s.file.Close()
+	s.file = nil
+	return err
+}
+
+// writeAtomic replaces path with data: temp file, fsync, rename, fsync dir.
+func writeAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp) // no-op after a successful rename
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+	return nil
+}
