@@ -1,0 +1,18 @@
+// Package agent runs the tool-calling loop shared by chat turns and Dream
+// phase 2, and provides the file tools (read_file, write_file, edit_file,
+// list_dir) confined to the workspace.
+//
+// The loop guarantees a valid wire: every tool call the model makes is
+// answered by exactly one tool result, in order, under a unique id, also when
+// a tool fails, panics, the run is cancelled or a limit ends it. Callers may
+// persist Result.Messages as they are.
+//
+// Every path a model names is hostile. All file tools go through
+// Workspace.Resolve, which refuses anything outside the workspace, any
+// symbolic link, and anything the Policy forbids; files are reached only
+// through an os.Root, so even a path that slipped past Resolve could not leave
+// the workspace directory.
+//
+// agent imports llm (message types) and the standard library only. It must not
+// import gateway, dream, consolidator, gitstore or channels: those use it.
+package agent
