@@ -1,0 +1,150 @@
+package consolidator
+
+import (
+	"math"
+	"sync"
+
+	"github.com/dreamgate/dreamgate/llm"
+)
+
+// maxFloorRatio caps the provider floor. Providers count 10–50% more than
+// cl100k for newer models; a larger ratio means the observation was of a
+// different prompt than the one we counted, and is not trusted beyond this.
+const maxFloorRatio = 4.0
+
+// sessionCounts caches the token counts of one session (one Session.ID()).
+// Sessions are append-only, so each message is measured once: the per-turn
+// budget check adds the new messages' counts to running sums and never
+// re-counts the rest.
+type sessionCounts struct {
+	mu   sync.Mutex
+	used uint64 // recency, for eviction; guarded by Consolidator.mu
+
+	n     int     // messages seen
+	ubCum []int64 // ubCum[i]: sum of MessageUpperBound over messages[:i]
+	ex    []int32 // exact count per message, -1 until counted
+
+	// exSum is the exact count of messages[exLo:exHi]; exHi < 0 when unset.
+	exLo, exHi int
+	exSum      int64
+
+	fixed   string
+	fixedEx int // exact count of fixed, -1 until counted
+
+	ratio   float64      // provider floor (>= 1) applied to exact estimates
+	pending *observation // an observation not yet turned into ratio
+}
+
+// observation is a provider-reported prompt size, kept until the tokenizer
+// is needed anyway: resolving it at once would load the vocabulary on the
+// first turn of every one-shot chat.
+type observation struct {
+	provider int
+	fixed    string
+	lc, n    int
+}
+
+func newSessionCounts() *sessionCounts {
+	st := &sessionCounts{ratio: 1}
+	st.reset()
+	return st
+}
+
+func (st *sessionCounts) reset() {
+	st.n = 0
+	st.ubCum = append(st.ubCum[:0], 0)
+	st.ex = st.ex[:0]
+	st.exLo, st.exHi, st.exSum = 0, -1, 0
+	st.fixed, st.fixedEx = "", -1
+	st.pending = nil
+}
+
+// sync takes in messages appended since the last call (upper bounds only;
+// exact counts are made when first needed).
+func (st *sessionCounts) sync(msgs []llm.Message) {
+	if len(msgs) < st.n {
+		// Not the append-only session we measured; start over.
+		ratio := st.ratio
+		st.reset()
+		st.ratio = ratio
+	}
+	for _, m := range msgs[st.n:] {
+		st.ubCum = append(st.ubCum, st.ubCum[len(st.ubCum)-1]+int64(MessageUpperBound(m)))
+		st.ex = append(st.ex, -1)
+	}
+	st.n = len(msgs)
+}
+
+// bound is an upper bound of the scaled estimate, found without the
+// tokenizer: bytes of the fixed part and of messages[lc:], times the floor
+// ratio (or its cap while an observation is unresolved).
+func (st *sessionCounts) bound(lc int, fixed string) int {
+	ratio := st.ratio
+	if st.pending != nil {
+		ratio = maxFloorRatio
+	}
+	ub := int64(len(fixed)+MessageOverhead) + st.ubCum[st.n] - st.ubCum[lc]
+	return scale(ub, ratio)
+}
+
+// exact is the exact (unscaled) count of the prompt: fixed as one message
+// plus messages[lc:].
+func (st *sessionCounts) exact(c *Counter, msgs []llm.Message, lc int, fixed string) int64 {
+	if fixed != st.fixed || st.fixedEx < 0 {
+		st.fixed, st.fixedEx = fixed, c.Count(fixed)+MessageOverhead
+	}
+	n := st.n
+	if st.exHi < 0 || lc < st.exLo || lc > st.exHi {
+		st.exLo, st.exHi, st.exSum = lc, lc, 0
+	}
+	for i := st.exLo; i < lc; i++ {
+		st.exSum -= int64(st.ex[i])
+	}
+	st.exLo = lc
+	for i := st.exHi; i < n; i++ {
+		st.exSum += int64(st.msg(c, msgs, i))
+	}
+	st.exHi = n
+	return int64(st.fixedEx) + st.exSum
+}
+
+// msg is the exact count of messages[i], counted once.
+func (st *sessionCounts) msg(c *Counter, msgs []llm.Message, i int) int {
+	if st.ex[i] < 0 {
+		st.ex[i] = int32(min(c.Message(msgs[i]), math.MaxInt32))
+	}
+	return int(st.ex[i])
+}
+
+// estimate is the exact count scaled by the provider floor.
+func (st *sessionCounts) estimate(c *Counter, msgs []llm.Message, lc int, fixed string) int {
+	st.resolve(c, msgs)
+	return scale(st.exact(c, msgs, lc, fixed), st.ratio)
+}
+
+// resolve turns a pending observation into the floor ratio.
+func (st *sessionCounts) resolve(c *Counter, msgs []llm.Message) {
+	o := st.pending
+	if o == nil {
+		return
+	}
+	st.pending = nil
+	if o.n > st.n || o.lc > o.n {
+		return // the session it described is gone
+	}
+	ours := int64(c.Count(o.fixed) + MessageOverhead)
+	for i := o.lc; i < o.n; i++ {
+		ours += int64(st.msg(c, msgs, i))
+	}
+	if ours <= 0 {
+		return
+	}
+	st.ratio = min(max(float64(o.provider)/float64(ours), 1), maxFloorRatio)
+}
+
+func scale(n int64, ratio float64) int {
+	if ratio <= 1 {
+		return int(n)
+	}
+	return int(math.Ceil(float64(n) * ratio))
+}

@@ -1,0 +1,572 @@
+package consolidator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dreamgate/dreamgate/llm"
+)
+
+// Model is the one LLM call the Consolidator makes. Errors are llm.Client's:
+// any error is treated as a failed summary (the slice is archived raw),
+// except the caller's own context ending, which archives nothing.
+type Model interface {
+	Chat(ctx context.Context, req llm.Request) (llm.Response, error)
+}
+
+// Session is the consolidator's view of one conversation; the gateway's
+// session store implements it. Its methods must be safe to call while the
+// gateway appends to the session from another goroutine.
+type Session interface {
+	// Key is the session key, written to history entries as session_key.
+	Key() string
+	// ID changes when /new starts over under the same key; counts are
+	// cached per ID.
+	ID() string
+	// Messages returns all messages, oldest first. Callers do not modify
+	// the slice; the session only appends between calls.
+	Messages() []llm.Message
+	// LastConsolidated is how many leading messages are archived.
+	LastConsolidated() int
+	// SetLastConsolidated persists n and, when summary is not "", the text
+	// of the newest archive summary ("" keeps the old one). An error means
+	// n was not recorded.
+	SetLastConsolidated(n int, summary string) error
+	// LastSummary is the text of the last archive summary, "" if none.
+	LastSummary() string
+}
+
+// Config sets the token budget. Zero values take the defaults noted.
+type Config struct {
+	// ContextWindow is the model's context in tokens; <= 0 turns the
+	// budget (Maybe) off.
+	ContextWindow int
+	// MaxTokens is the reply's token allowance.
+	MaxTokens int
+	// ConsolidateRatio x ContextWindow is the trigger (0.5).
+	ConsolidateRatio float64
+	// TargetRatio x ContextWindow is what archiving drains to (0.3).
+	TargetRatio float64
+	// MaxRounds caps archive rounds per Maybe call (5).
+	MaxRounds int
+	// Model names the model for archive calls; "" is the client's default.
+	Model string
+}
+
+// safetyMargin is kept free besides the reply (DESIGN §4).
+const safetyMargin = 1024
+
+// maxSessionStates bounds the per-session count caches kept in memory.
+const maxSessionStates = 256
+
+// Recent history limits (DESIGN §3).
+const (
+	recentMaxEntries = 50
+	recentMaxTokens  = 8000
+)
+
+// Report says what one Maybe or ArchiveTail call did.
+type Report struct {
+	// Rounds is the number of archive rounds run.
+	Rounds int
+	// Archived is the number of session messages archived.
+	Archived int
+	// Entries are the history cursors written.
+	Entries []int
+	// Raw is set when a slice was archived raw (the summary failed).
+	Raw bool
+	// Usage is what the archive calls cost.
+	Usage llm.Usage
+	// Before and After are prompt estimates (tokens, provider floor
+	// applied). When the cheap byte bound alone showed that nothing was
+	// needed, both hold that bound: never below the exact estimate.
+	Before, After int
+	// OverLimit: the prompt still exceeds ContextWindow - MaxTokens - 1024
+	// after archiving (nothing more could be archived, or the rounds ran
+	// out). The caller must not send it as is.
+	OverLimit bool
+}
+
+// Consolidator keeps sessions within their token budget by archiving their
+// oldest turns into history.jsonl. Safe for concurrent use; calls for the
+// same session key are serialized.
+type Consolidator struct {
+	model   Model
+	store   *Store
+	cfg     Config
+	logger  *slog.Logger
+	counter *Counter
+	loc     *time.Location
+
+	trigger, target, hard int
+
+	mu     sync.Mutex
+	tick   uint64
+	states map[string]*sessionCounts
+	locks  map[string]*keyLock
+}
+
+type keyLock struct {
+	ch   chan struct{}
+	refs int
+}
+
+// New returns a Consolidator archiving through model into store. A nil
+// logger discards.
+func New(model Model, store *Store, cfg Config, logger *slog.Logger) *Consolidator {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.ConsolidateRatio <= 0 {
+		cfg.ConsolidateRatio = 0.5
+	}
+	if cfg.TargetRatio <= 0 {
+		cfg.TargetRatio = 0.3
+	}
+	if cfg.MaxRounds <= 0 {
+		cfg.MaxRounds = 5
+	}
+	c := &Consolidator{
+		model:   model,
+		store:   store,
+		cfg:     cfg,
+		logger:  logger,
+		counter: NewCounter(),
+		loc:     time.Local,
+		states:  map[string]*sessionCounts{},
+		locks:   map[string]*keyLock{},
+	}
+	if cfg.ContextWindow > 0 {
+		c.hard = cfg.ContextWindow - cfg.MaxTokens - safetyMargin
+		c.trigger = min(int(cfg.ConsolidateRatio*float64(cfg.ContextWindow)), c.hard)
+		c.target = min(int(cfg.TargetRatio*float64(cfg.ContextWindow)), c.trigger)
+	}
+	return c
+}
+
+// Estimate is the exact prompt estimate for s with fixed as the system part
+// (system prompt text and tool definitions): cl100k tokens scaled by the
+// provider floor. It loads the tokenizer if needed; counts are cached, so
+// repeated calls cost little.
+func (c *Consolidator) Estimate(s Session, fixed string) int {
+	st := c.state(s.ID())
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	msgs := s.Messages()
+	st.sync(msgs)
+	return st.estimate(c.counter, msgs, clampLC(s.LastConsolidated(), len(msgs)), fixed)
+}
+
+// ObservePrompt records the provider's prompt_tokens for the last call made
+// with s and fixed (the session as sent, before the reply was appended).
+// The ratio to our own count of that prompt (at least 1) scales later
+// estimates, since providers' tokenizers often count more than cl100k.
+func (c *Consolidator) ObservePrompt(s Session, fixed string, providerPromptTokens int) {
+	if providerPromptTokens <= 0 {
+		return
+	}
+	st := c.state(s.ID())
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	msgs := s.Messages()
+	st.sync(msgs)
+	st.pending = &observation{
+		provider: providerPromptTokens,
+		fixed:    fixed,
+		lc:       clampLC(s.LastConsolidated(), len(msgs)),
+		n:        len(msgs),
+	}
+	if c.counter.Loaded() {
+		st.resolve(c.counter, msgs)
+	}
+}
+
+// Maybe keeps s within budget, before and after a turn. When the estimate
+// exceeds ConsolidateRatio x ContextWindow it archives slices of the oldest
+// turns, one per round, until the estimate is at most TargetRatio x
+// ContextWindow, for at most MaxRounds rounds. fixed is called again after
+// each round, since an archive entry enlarges the system prompt's recent
+// history.
+//
+// A slice runs from LastConsolidated to just before a later user message
+// (so the newest user turn is never archived and tool calls stay with their
+// results). A failed summary archives the slice raw and ends the rounds. The
+// error is non-nil when an archive entry or the session's new
+// LastConsolidated could not be saved (ErrNotArchived for the former), or
+// ctx ended; what was archived before stays archived.
+func (c *Consolidator) Maybe(ctx context.Context, s Session, fixed func() string) (Report, error) {
+	var rep Report
+	if c.cfg.ContextWindow <= 0 {
+		return rep, nil
+	}
+	unlock, err := c.lockKey(ctx, s.Key())
+	if err != nil {
+		return rep, err
+	}
+	defer unlock()
+	st := c.state(s.ID())
+
+	fx := fixed()
+	msgs := s.Messages()
+	lc := clampLC(s.LastConsolidated(), len(msgs))
+	st.mu.Lock()
+	st.sync(msgs)
+	if b := st.bound(lc, fx); b <= c.trigger {
+		st.mu.Unlock()
+		rep.Before, rep.After = b, b
+		return rep, nil
+	}
+	est := st.estimate(c.counter, msgs, lc, fx)
+	st.mu.Unlock()
+	rep.Before, rep.After = est, est
+	if est <= c.trigger {
+		return rep, nil
+	}
+
+	log := c.logger.With("session", s.Key())
+	for rep.Rounds < c.cfg.MaxRounds && est > c.target {
+		st.mu.Lock()
+		end := st.boundary(c.counter, msgs, lc, est-c.target)
+		st.mu.Unlock()
+		if end < 0 {
+			log.Debug("nothing to archive: no user message after the unarchived start", "estimate", est)
+			break
+		}
+		rep.Rounds++
+		raw, err := c.archive(ctx, s, st, msgs, lc, end, &rep)
+		if err != nil {
+			return rep, err
+		}
+		fx = fixed()
+		msgs = s.Messages()
+		lc = clampLC(s.LastConsolidated(), len(msgs))
+		st.mu.Lock()
+		st.sync(msgs)
+		est = st.estimate(c.counter, msgs, lc, fx)
+		st.mu.Unlock()
+		rep.After = est
+		if raw {
+			break
+		}
+	}
+	if est > c.hard {
+		rep.OverLimit = true
+		log.Warn("prompt still over the hard limit after archiving",
+			"estimate", est, "limit", c.hard, "rounds", rep.Rounds)
+	}
+	if rep.Rounds > 0 {
+		log.Info("archived old turns", "rounds", rep.Rounds, "messages", rep.Archived,
+			"entries", len(rep.Entries), "raw", rep.Raw, "before", rep.Before, "after", rep.After)
+	}
+	return rep, nil
+}
+
+// ArchiveTail archives everything from LastConsolidated to the end of s,
+// whatever the budget: for idle sessions and /new. Messages appended while
+// it runs are left for later. Outcomes and errors are as for Maybe.
+func (c *Consolidator) ArchiveTail(ctx context.Context, s Session) (Report, error) {
+	var rep Report
+	unlock, err := c.lockKey(ctx, s.Key())
+	if err != nil {
+		return rep, err
+	}
+	defer unlock()
+	st := c.state(s.ID())
+	msgs := s.Messages()
+	lc := clampLC(s.LastConsolidated(), len(msgs))
+	if lc >= len(msgs) {
+		return rep, nil
+	}
+	rep.Rounds = 1
+	if _, err := c.archive(ctx, s, st, msgs, lc, len(msgs), &rep); err != nil {
+		return rep, err
+	}
+	c.logger.Info("archived session tail", "session", s.Key(), "messages", rep.Archived,
+		"entries", len(rep.Entries), "raw", rep.Raw)
+	return rep, nil
+}
+
+// boundary picks where the slice starting at start ends: just before the
+// first later user message by which at least need (scaled) tokens are
+// freed, else before the last later user message; -1 if there is none.
+func (st *sessionCounts) boundary(c *Counter, msgs []llm.Message, start, need int) int {
+	need = max(need, 1)
+	last := -1
+	freed := 0.0
+	for i := start; i < len(msgs); i++ {
+		if i > start && msgs[i].Role == llm.RoleUser {
+			last = i
+			if freed >= float64(need) {
+				return i
+			}
+		}
+		freed += float64(st.msg(c, msgs, i)) * st.ratio
+	}
+	return last
+}
+
+// archive archives msgs[from:to] as one or more entries (more when the
+// transcript is too large for one call) and advances LastConsolidated after
+// each. It reports whether it fell back to raw.
+func (c *Consolidator) archive(ctx context.Context, s Session, st *sessionCounts, msgs []llm.Message, from, to int, rep *Report) (bool, error) {
+	log := c.logger.With("session", s.Key())
+	st.mu.Lock()
+	ratio := st.ratio
+	st.mu.Unlock()
+	parts := c.split(msgs, from, to, ratio)
+	degraded := false
+	for i, p := range parts {
+		var content, summary, why string
+		if degraded {
+			// Do not hammer a model that just failed; the rest of the
+			// slice is archived raw too.
+			content, why = rawEntry(msgs[p.from:p.to], c.loc), "an earlier part failed"
+		} else {
+			answer, reason, err := c.summarize(ctx, p, i, len(parts), rep)
+			if err != nil {
+				return degraded, err
+			}
+			switch {
+			case reason != "":
+				degraded, why = true, reason
+				content = rawEntry(msgs[p.from:p.to], c.loc)
+			case isNothing(answer):
+				log.Debug("archive call found nothing worth keeping", "messages", p.to-p.from)
+			default:
+				content, _ = capChars(answer, MaxSummaryChars)
+				summary = content
+			}
+		}
+		if why != "" {
+			rep.Raw = true
+			log.Warn("archive summary failed; archiving the messages raw", "reason", why, "messages", p.to-p.from)
+		}
+		if content != "" {
+			e, err := c.store.Append(content, s.Key())
+			if err != nil {
+				return degraded, fmt.Errorf("archive messages %d-%d: %w: %w", p.from, p.to, ErrNotArchived, err)
+			}
+			rep.Entries = append(rep.Entries, e.Cursor)
+			// The store may have trimmed it; the session keeps what was stored.
+			if summary != "" {
+				summary = e.Content
+			}
+		}
+		if err := s.SetLastConsolidated(p.to, summary); err != nil {
+			if content != "" {
+				log.Error("archive entry written but the session did not record it; these messages will be archived again",
+					"from", p.from, "to", p.to, "err", err)
+			}
+			return degraded, fmt.Errorf("record archived messages %d-%d: %w", p.from, p.to, err)
+		}
+		rep.Archived += p.to - p.from
+	}
+	return degraded, nil
+}
+
+// summarize makes one archive call. reason is non-empty when the answer
+// cannot be used (the slice is then archived raw); err is set only when ctx
+// ended, in which case nothing is archived.
+func (c *Consolidator) summarize(ctx context.Context, p part, i, n int, rep *Report) (answer, reason string, err error) {
+	header := fmt.Sprintf("Archive this part of the conversation (%d messages, oldest first):", p.to-p.from)
+	if n > 1 {
+		header = fmt.Sprintf("Archive this part of the conversation (%d messages, oldest first; piece %d of %d of a longer stretch):", p.to-p.from, i+1, n)
+	}
+	req := llm.Request{
+		Model: c.cfg.Model,
+		Messages: []llm.Message{
+			{Role: llm.RoleSystem, Content: archivePrompt},
+			{Role: llm.RoleUser, Content: header + "\n\n" + p.text},
+		},
+		Purpose: llm.PurposeArchive,
+	}
+	resp, callErr := c.model.Chat(ctx, req)
+	rep.Usage = rep.Usage.Add(resp.Usage)
+	switch {
+	case callErr != nil && ctx.Err() != nil:
+		return "", "", fmt.Errorf("archive call: %w", context.Cause(ctx))
+	case callErr != nil:
+		c.logger.Warn("archive call failed", "err", callErr)
+		return "", "model error: " + errKind(callErr), nil
+	case len(resp.ToolCalls) > 0:
+		return "", "the model called a tool", nil
+	case resp.FinishReason == llm.FinishLength || resp.FinishReason == "content_filter" || resp.FinishReason == "error":
+		return "", "the answer was cut off (" + resp.FinishReason + ")", nil
+	}
+	answer = cleanAnswer(resp.Content)
+	if answer == "" {
+		return "", "empty answer", nil
+	}
+	return answer, "", nil
+}
+
+// errKind names an llm error's kind for logs without its details.
+func errKind(err error) string {
+	for _, k := range []error{llm.ErrUnavailable, llm.ErrRejected, llm.ErrMalformed, context.DeadlineExceeded} {
+		if errors.Is(err, k) {
+			return k.Error()
+		}
+	}
+	return "other"
+}
+
+// part is a run of messages archived by one call, with its transcript.
+type part struct {
+	from, to int
+	text     string
+}
+
+// split renders msgs[from:to] and cuts the transcript, by whole messages,
+// into parts that each fit an archive call's input budget, preferring to
+// cut before a user message. A single message too large for any call is cut
+// with a note in its text.
+func (c *Consolidator) split(msgs []llm.Message, from, to int, ratio float64) []part {
+	lines := make([]string, to-from)
+	total := 0
+	for i := range lines {
+		lines[i] = renderMessage(msgs[from+i], c.loc)
+		total += len(lines[i]) + 1
+	}
+	budget := c.inputBudget()
+	if budget <= 0 || scale(int64(total), ratio) <= budget {
+		return []part{{from: from, to: to, text: strings.Join(lines, "\n")}}
+	}
+	cost := make([]int, len(lines))
+	for i, l := range lines {
+		cost[i] = scale(int64(c.counter.Count(l)+1), ratio)
+		if cost[i] > budget {
+			lines[i] = cutToBytes(l, int(float64(budget)/max(ratio, 1)))
+			cost[i] = min(scale(int64(c.counter.Count(lines[i])+1), ratio), budget)
+		}
+	}
+	var parts []part
+	start, used := 0, 0
+	for i := range lines {
+		// Close parts until message i fits; each pass moves start forward.
+		for used+cost[i] > budget && i > start {
+			end := i
+			for j := i; j > start; j-- {
+				if msgs[from+j].Role == llm.RoleUser {
+					end = j
+					break
+				}
+			}
+			parts = append(parts, part{from: from + start, to: from + end, text: strings.Join(lines[start:end], "\n")})
+			start, used = end, 0
+			for _, k := range cost[start:i] {
+				used += k
+			}
+		}
+		used += cost[i]
+	}
+	return append(parts, part{from: from + start, to: to, text: strings.Join(lines[start:], "\n")})
+}
+
+// inputBudget is what an archive call's transcript may take: the hard limit
+// less the instructions (bounded by their bytes) and the header; 0 when the
+// window is unknown.
+func (c *Consolidator) inputBudget() int {
+	if c.cfg.ContextWindow <= 0 {
+		return 0
+	}
+	return max(c.hard-UpperBound(archivePrompt)-2*MessageOverhead-64, 1)
+}
+
+// RecentHistory is the "Recent history" block of a session's system prompt:
+// its entries Dream has not read yet, the newest 50, as many of those as fit
+// in 8K tokens, oldest first, one "- [timestamp] content" item each. "" when
+// there are none.
+func (c *Consolidator) RecentHistory(sessionKey string) (string, error) {
+	entries, err := c.store.Unread(sessionKey)
+	if err != nil {
+		return "", fmt.Errorf("recent history: %w", err)
+	}
+	if len(entries) > recentMaxEntries {
+		entries = entries[len(entries)-recentMaxEntries:]
+	}
+	lines := make([]string, len(entries))
+	total := 0
+	for i, e := range entries {
+		lines[i] = "- [" + e.Timestamp + "] " + e.Content
+		total += len(lines[i]) + 1
+	}
+	if total <= recentMaxTokens {
+		return strings.Join(lines, "\n"), nil
+	}
+	first, used := len(lines), 0
+	for i := len(lines) - 1; i >= 0; i-- {
+		n := c.counter.Count(lines[i]) + 1
+		if used+n > recentMaxTokens {
+			break
+		}
+		used += n
+		first = i
+	}
+	if first == len(lines) {
+		// The newest entry alone is too long: show its beginning, marked.
+		last := lines[len(lines)-1]
+		return cutToBytes(last, recentMaxTokens), nil
+	}
+	return strings.Join(lines[first:], "\n"), nil
+}
+
+// state returns the count cache of a session ID, evicting the least
+// recently used one beyond maxSessionStates.
+func (c *Consolidator) state(id string) *sessionCounts {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.tick++
+	st := c.states[id]
+	if st == nil {
+		st = newSessionCounts()
+		c.states[id] = st
+		if len(c.states) > maxSessionStates {
+			oldest, oldestID := uint64(0), ""
+			for k, v := range c.states {
+				if k != id && (oldestID == "" || v.used < oldest) {
+					oldest, oldestID = v.used, k
+				}
+			}
+			delete(c.states, oldestID)
+		}
+	}
+	st.used = c.tick
+	return st
+}
+
+// lockKey serializes Maybe and ArchiveTail per session key; waiting ends
+// with ctx.
+func (c *Consolidator) lockKey(ctx context.Context, key string) (func(), error) {
+	c.mu.Lock()
+	kl := c.locks[key]
+	if kl == nil {
+		kl = &keyLock{ch: make(chan struct{}, 1)}
+		c.locks[key] = kl
+	}
+	kl.refs++
+	c.mu.Unlock()
+	release := func() {
+		c.mu.Lock()
+		kl.refs--
+		if kl.refs == 0 {
+			delete(c.locks, key)
+		}
+		c.mu.Unlock()
+	}
+	select {
+	case kl.ch <- struct{}{}:
+		return func() { <-kl.ch; release() }, nil
+	case <-ctx.Done():
+		release()
+		return nil, fmt.Errorf("wait for session %s: %w", key, context.Cause(ctx))
+	}
+}
+
+func clampLC(lc, n int) int {
+	return min(max(lc, 0), n)
+}

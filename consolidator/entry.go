@@ -1,0 +1,211 @@
+package consolidator
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Entry is one line of history.jsonl.
+type Entry struct {
+	// Cursor numbers the entry; cursors are strictly increasing in the file.
+	Cursor int `json:"cursor"`
+	// Timestamp is local time, "YYYY-MM-DD HH:MM".
+	Timestamp string `json:"timestamp"`
+	// Content is the archived text: "- fact" lines or a "[RAW] N messages" dump.
+	Content string `json:"content"`
+	// SessionKey names the conversation the entry came from; old nanobot
+	// entries have none.
+	SessionKey string `json:"session_key,omitempty"`
+}
+
+// TimestampLayout is the history.jsonl timestamp format (minute precision).
+const TimestampLayout = "2006-01-02 15:04"
+
+// Caps on entry content, in characters (Unicode code points, as nanobot
+// counts them).
+const (
+	// MaxEntryChars is the hard cap Append applies to any entry.
+	MaxEntryChars = 64000
+	// MaxSummaryChars caps an archive summary.
+	MaxSummaryChars = 8000
+	// MaxRawChars caps a "[RAW] N messages" entry.
+	MaxRawChars = 16000
+)
+
+const truncatedSuffix = "\n... (truncated)"
+
+// capChars cuts s to at most limit characters and marks the cut. It reports
+// whether it cut.
+func capChars(s string, limit int) (string, bool) {
+	if len(s) <= limit { // bytes >= characters, so no cut is possible
+		return s, false
+	}
+	n := 0
+	for i := range s {
+		if n == limit {
+			return s[:i] + truncatedSuffix, true
+		}
+		n++
+	}
+	return s, false
+}
+
+// lineKind classifies a history.jsonl line; every kind but lineOK and
+// lineBlank is a kind of corruption warned about once per Store.
+type lineKind int
+
+const (
+	lineOK lineKind = iota
+	lineBlank
+	lineBadJSON
+	lineNotObject
+	lineBadCursor
+	lineBadFields
+)
+
+func (k lineKind) String() string {
+	switch k {
+	case lineBadJSON:
+		return "not JSON"
+	case lineNotObject:
+		return "not a JSON object"
+	case lineBadCursor:
+		return "missing or invalid cursor"
+	case lineBadFields:
+		return "timestamp, content or session_key of the wrong type"
+	default:
+		return "ok"
+	}
+}
+
+type entryFields struct {
+	Cursor     json.RawMessage `json:"cursor"`
+	Timestamp  json.RawMessage `json:"timestamp"`
+	Content    json.RawMessage `json:"content"`
+	SessionKey json.RawMessage `json:"session_key"`
+}
+
+// parseLine reads one line (without its newline). A valid entry has a
+// non-negative integer cursor (not a bool, not 1.0), string timestamp and
+// content, and a session_key that is absent, null or a string; other fields
+// are ignored.
+func parseLine(line []byte) (Entry, lineKind) {
+	line = bytes.TrimSpace(line)
+	if len(line) == 0 {
+		return Entry{}, lineBlank
+	}
+	if line[0] != '{' {
+		if json.Valid(line) {
+			return Entry{}, lineNotObject
+		}
+		return Entry{}, lineBadJSON
+	}
+	var r entryFields // every field is raw, so only a syntax error can fail here
+	if err := json.Unmarshal(line, &r); err != nil {
+		return Entry{}, lineBadJSON
+	}
+	cursor, ok := parseCursor(r.Cursor)
+	if !ok {
+		return Entry{}, lineBadCursor
+	}
+	e := Entry{Cursor: cursor}
+	if !jsonString(r.Timestamp, &e.Timestamp) || !jsonString(r.Content, &e.Content) {
+		return Entry{}, lineBadFields
+	}
+	if len(r.SessionKey) > 0 && string(r.SessionKey) != "null" && !jsonString(r.SessionKey, &e.SessionKey) {
+		return Entry{}, lineBadFields
+	}
+	return e, lineOK
+}
+
+// parseCursor accepts only a JSON integer literal >= 0: Python's json reads
+// 1.0 and 1e3 as floats, which nanobot rejects, and so do we.
+func parseCursor(raw json.RawMessage) (int, bool) {
+	if len(raw) == 0 {
+		return 0, false
+	}
+	for _, b := range raw {
+		if (b < '0' || b > '9') && b != '-' {
+			return 0, false
+		}
+	}
+	n, err := strconv.Atoi(string(raw))
+	if err != nil || n < 0 {
+		return 0, false
+	}
+	return n, true
+}
+
+func jsonString(raw json.RawMessage, dst *string) bool {
+	if len(raw) == 0 || raw[0] != '"' {
+		return false
+	}
+	return json.Unmarshal(raw, dst) == nil
+}
+
+// appendEntryJSON writes e the way Python's json.dumps(ensure_ascii=False)
+// does with nanobot's key order, so files stay byte-compatible:
+// {"cursor": 42, "timestamp": "…", "content": "…", "session_key": "…"}
+func appendEntryJSON(dst []byte, e Entry) []byte {
+	dst = append(dst, `{"cursor": `...)
+	dst = strconv.AppendInt(dst, int64(e.Cursor), 10)
+	dst = append(dst, `, "timestamp": `...)
+	dst = appendPyString(dst, e.Timestamp)
+	dst = append(dst, `, "content": `...)
+	dst = appendPyString(dst, e.Content)
+	if e.SessionKey != "" {
+		dst = append(dst, `, "session_key": `...)
+		dst = appendPyString(dst, e.SessionKey)
+	}
+	return append(dst, '}')
+}
+
+// appendPyString quotes s as Python's json module does with
+// ensure_ascii=False: only the quote, the backslash and control characters
+// are escaped; everything else, U+2028 included, is written as UTF-8.
+// (encoding/json differs on U+2028/U+2029 and invalid UTF-8.)
+func appendPyString(dst []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		dst = append(dst, s[start:i]...)
+		switch c {
+		case '"':
+			dst = append(dst, '\\', '"')
+		case '\\':
+			dst = append(dst, '\\', '\\')
+		case '\n':
+			dst = append(dst, '\\', 'n')
+		case '\r':
+			dst = append(dst, '\\', 'r')
+		case '\t':
+			dst = append(dst, '\\', 't')
+		case '\b':
+			dst = append(dst, '\\', 'b')
+		case '\f':
+			dst = append(dst, '\\', 'f')
+		default:
+			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		}
+		start = i + 1
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+// trimRight drops trailing whitespace, as Python's str.rstrip does.
+func trimRight(s string) string {
+	return strings.TrimRightFunc(s, unicode.IsSpace)
+}

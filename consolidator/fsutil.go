@@ -1,0 +1,115 @@
+package consolidator
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// writeFileAtomic replaces path with data by writing tmp and renaming it over
+// path, so a reader sees the old or the new content, never a mix. tmp is a
+// fixed name beside path; callers hold the history lock, so no two writers
+// share it. When durable, the data and the rename are fsynced before it
+// returns.
+func writeFileAtomic(path, tmp string, data []byte, durable bool) (err error) {
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", filepath.Base(tmp), err)
+	}
+	defer func() {
+		if err != nil {
+			_ = os.Remove(tmp)
+		}
+	}()
+	if _, err = f.Write(data); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("write %s: %w", filepath.Base(tmp), err)
+	}
+	if durable {
+		if err = f.Sync(); err != nil {
+			_ = f.Close()
+			return fmt.Errorf("sync %s: %w", filepath.Base(tmp), err)
+		}
+	}
+	if err = f.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", filepath.Base(tmp), err)
+	}
+	if err = os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("replace %s: %w", filepath.Base(path), err)
+	}
+	if durable {
+		if err = syncDir(filepath.Dir(path)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// syncDir makes a rename or a file creation in dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("open dir for sync: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("sync dir: %w", err)
+	}
+	return nil
+}
+
+// readIntFile reads a bare non-negative integer (.cursor, .dream_cursor).
+// present is false when the file is missing; valid is false when it holds
+// anything else (nanobot treats both as "no value").
+func readIntFile(path string) (n int, present, valid bool, err error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, false, false, nil
+	}
+	if err != nil {
+		return 0, false, false, fmt.Errorf("read %s: %w", filepath.Base(path), err)
+	}
+	n, perr := strconv.Atoi(strings.TrimSpace(string(data)))
+	if perr != nil || n < 0 {
+		return 0, true, false, nil
+	}
+	return n, true, true, nil
+}
+
+// readLines calls fn with each newline-terminated line of r, without the
+// newline, and returns the bytes those lines took. A last line without a
+// newline is not passed on and not counted: it is either being written by
+// another process right now or was torn by a crash. fn may stop the scan by
+// returning false. The slice passed to fn is only valid during the call.
+func readLines(r io.Reader, fn func(line []byte) bool) (int64, error) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var consumed int64
+	var long []byte // a line longer than the buffer, being assembled
+	for {
+		chunk, err := br.ReadSlice('\n')
+		switch {
+		case err == nil:
+			line := chunk
+			if long != nil {
+				line = append(long, chunk...)
+				long = nil
+			}
+			consumed += int64(len(line))
+			if !fn(line[:len(line)-1]) {
+				return consumed, nil
+			}
+		case errors.Is(err, bufio.ErrBufferFull):
+			long = append(long, chunk...)
+		case errors.Is(err, io.EOF):
+			return consumed, nil
+		default:
+			return consumed, err
+		}
+	}
+}

@@ -1,0 +1,558 @@
+package consolidator
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/gofrs/flock"
+)
+
+// File names inside the memory directory.
+const (
+	historyFile     = "history.jsonl"
+	cursorFile      = ".cursor"
+	dreamCursorFile = ".dream_cursor"
+	lockFile        = ".history.lock"
+	legacyFile      = "HISTORY.md"
+)
+
+// Store is the one reader and writer of memory/history.jsonl and its cursor
+// files. It is safe for concurrent use, and several processes (the gateway
+// and a `dreamgate dream run`) may hold a Store on the same directory: every
+// write takes an exclusive file lock, and readers notice appends, rewrites
+// and replacements made by others.
+//
+// Reads are served from an in-memory cache of the entries Dream has not read
+// yet; a read costs one stat when nothing changed and reads only the bytes
+// appended since the last read otherwise.
+type Store struct {
+	dir        string
+	path       string
+	cursorPath string
+	dreamPath  string
+	logger     *slog.Logger
+	now        func() time.Time
+
+	// mu serializes this process's use of the files (flock alone would not:
+	// it is per open file, and a Flock value is not meant to be shared by
+	// concurrent lockers) and guards everything below it.
+	mu     sync.Mutex
+	flock  *flock.Flock
+	warned map[string]bool
+	cache  cache
+}
+
+// cache holds what has been read of history.jsonl.
+type cache struct {
+	loaded  bool
+	file    os.FileInfo // the file read, to notice a replacement; nil when it did not exist
+	size    int64       // its size when last looked at
+	modTime time.Time
+	offset  int64 // bytes consumed: every complete line before it has been parsed
+
+	// floor is the dream cursor when entries were last dropped: only entries
+	// with Cursor > floor are kept, so memory stays bounded by what Dream has
+	// not read.
+	floor   int
+	entries []Entry // valid entries with Cursor > floor, in file order
+	sorted  bool    // entries' cursors strictly increase (binary search is safe)
+
+	count     int // valid entries in the consumed part, kept or not
+	maxCursor int // highest valid cursor in the consumed part, 0 if none
+}
+
+// OpenStore opens (creating it if needed) the memory directory of a
+// workspace, <workspace>/memory. A legacy memory/HISTORY.md is migrated into
+// history.jsonl once, as nanobot does: both cursor files are set to the last
+// migrated cursor, so Dream does not replay the old archive, and the old file
+// is kept as HISTORY.md.bak. A nil logger discards.
+func OpenStore(memoryDir string, logger *slog.Logger) (*Store, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if err := os.MkdirAll(memoryDir, 0o755); err != nil {
+		return nil, fmt.Errorf("create memory dir: %w", err)
+	}
+	s := &Store{
+		dir:        memoryDir,
+		path:       filepath.Join(memoryDir, historyFile),
+		cursorPath: filepath.Join(memoryDir, cursorFile),
+		dreamPath:  filepath.Join(memoryDir, dreamCursorFile),
+		logger:     logger,
+		now:        time.Now,
+		flock:      flock.New(filepath.Join(memoryDir, lockFile), flock.SetPermissions(0o644)),
+		warned:     map[string]bool{},
+	}
+	if err := s.migrateLegacy(); err != nil {
+		return nil, fmt.Errorf("migrate %s: %w", legacyFile, err)
+	}
+	return s, nil
+}
+
+// lock takes the in-process mutex and the cross-process file lock, in that
+// order (always), and returns the function that releases both.
+func (s *Store) lock() (func(), error) {
+	s.mu.Lock()
+	if err := s.flock.Lock(); err != nil {
+		s.mu.Unlock()
+		return nil, fmt.Errorf("lock history: %w", err)
+	}
+	return func() {
+		if err := s.flock.Unlock(); err != nil {
+			s.logger.Warn("cannot release the history lock", "err", err)
+		}
+		s.mu.Unlock()
+	}, nil
+}
+
+// warnOnce logs a warning the first time a kind of problem is seen by this
+// Store; a corrupt file must not flood the log on every read.
+func (s *Store) warnOnce(kind, msg string, args ...any) {
+	if s.warned[kind] {
+		return
+	}
+	s.warned[kind] = true
+	s.logger.Warn(msg, args...)
+}
+
+// Append adds an entry with the next cursor and returns it once it is on
+// disk (fsynced). Trailing whitespace is trimmed and content beyond
+// MaxEntryChars characters is cut with a "... (truncated)" marker; callers
+// cap summaries and raw dumps more tightly themselves.
+func (s *Store) Append(content, sessionKey string) (Entry, error) {
+	content = trimRight(content)
+	unlock, err := s.lock()
+	if err != nil {
+		return Entry{}, err
+	}
+	defer unlock()
+	if capped, cut := capChars(content, MaxEntryChars); cut {
+		s.warnOnce("oversize", "history entry over the size cap; truncating (further ones not logged)",
+			"chars", len([]rune(content)), "cap", MaxEntryChars)
+		content = capped
+	}
+	e, err := s.appendLocked(content, sessionKey)
+	if err != nil {
+		return Entry{}, fmt.Errorf("append history entry: %w", err)
+	}
+	return e, nil
+}
+
+func (s *Store) appendLocked(content, sessionKey string) (Entry, error) {
+	_, statErr := os.Stat(s.path)
+	created := errors.Is(statErr, fs.ErrNotExist)
+	f, err := os.OpenFile(s.path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return Entry{}, fmt.Errorf("open: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return Entry{}, fmt.Errorf("stat: %w", err)
+	}
+	size := fi.Size()
+	if size > 0 {
+		var last [1]byte
+		if _, err := f.ReadAt(last[:], size-1); err != nil {
+			return Entry{}, fmt.Errorf("read tail: %w", err)
+		}
+		if last[0] != '\n' {
+			// A crash tore the last line (we hold the lock, so nobody is
+			// writing it). End it, so it is skipped as one bad line instead of
+			// swallowing the entry written after it.
+			if _, err := f.Write([]byte{'\n'}); err != nil {
+				return Entry{}, fmt.Errorf("end torn line: %w", err)
+			}
+			size++
+		}
+	}
+	if err := s.refreshLocked(); err != nil {
+		return Entry{}, err
+	}
+	counter, _, _, err := readIntFile(s.cursorPath)
+	if err != nil {
+		return Entry{}, err
+	}
+	e := Entry{
+		Cursor:     max(counter, s.cache.maxCursor) + 1,
+		Timestamp:  s.now().Format(TimestampLayout),
+		Content:    content,
+		SessionKey: sessionKey,
+	}
+	line := append(appendEntryJSON(make([]byte, 0, len(content)+128), e), '\n')
+	if _, err := f.Write(line); err != nil {
+		// Take back a partial line rather than leave a torn one behind.
+		_ = f.Truncate(size)
+		return Entry{}, fmt.Errorf("write: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		_ = f.Truncate(size)
+		return Entry{}, fmt.Errorf("sync: %w", err)
+	}
+	if created {
+		if err := syncDir(s.dir); err != nil {
+			return Entry{}, err
+		}
+	}
+	if c := &s.cache; c.loaded && c.offset == size {
+		if after, err := f.Stat(); err == nil {
+			c.file, c.size, c.modTime = after, after.Size(), after.ModTime()
+			c.offset += int64(len(line))
+			c.add(e)
+		} else {
+			*c = cache{}
+		}
+	} else {
+		*c = cache{}
+	}
+	// .cursor only speeds up and secures numbering: the line above already
+	// holds the cursor, so a failure here loses nothing.
+	if err := writeFileAtomic(s.cursorPath, s.cursorPath+".tmp", []byte(strconv.Itoa(e.Cursor)), false); err != nil {
+		s.logger.Warn("cannot update the history cursor file", "err", err)
+	}
+	return e, nil
+}
+
+func (c *cache) add(e Entry) {
+	c.count++
+	c.maxCursor = max(c.maxCursor, e.Cursor)
+	if e.Cursor <= c.floor {
+		return
+	}
+	if n := len(c.entries); n > 0 && e.Cursor <= c.entries[n-1].Cursor {
+		c.sorted = false
+	}
+	c.entries = append(c.entries, e)
+}
+
+// refreshLocked brings the cache up to date with the file: nothing to do if
+// its size and mtime are unchanged, the appended bytes if it grew, a full
+// read if it was replaced, shrank or rewritten in place.
+func (s *Store) refreshLocked() error {
+	c := &s.cache
+	fi, err := os.Stat(s.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		if !c.loaded || c.file != nil {
+			floor := s.dreamCursorLocked()
+			*c = cache{loaded: true, floor: floor, sorted: true}
+		}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("stat history: %w", err)
+	}
+	if c.loaded && c.file != nil && os.SameFile(c.file, fi) && fi.Size() == c.size && fi.ModTime().Equal(c.modTime) {
+		return nil
+	}
+	f, err := os.Open(s.path)
+	if err != nil {
+		return fmt.Errorf("open history: %w", err)
+	}
+	defer f.Close()
+	if fi, err = f.Stat(); err != nil {
+		return fmt.Errorf("stat history: %w", err)
+	}
+	sameFile := c.loaded && c.file != nil && os.SameFile(c.file, fi)
+	inPlace := fi.Size() == c.size && !fi.ModTime().Equal(c.modTime)
+	if !sameFile || fi.Size() < c.offset || inPlace {
+		floor := s.dreamCursorLocked()
+		*c = cache{loaded: true, floor: floor, sorted: true}
+	}
+	n, err := readLines(io.NewSectionReader(f, c.offset, fi.Size()-c.offset), func(line []byte) bool {
+		if e, ok := s.parseLocked(line); ok {
+			c.add(e)
+		}
+		return true
+	})
+	if err != nil {
+		*c = cache{}
+		return fmt.Errorf("read history: %w", err)
+	}
+	c.offset += n
+	c.file, c.size, c.modTime = fi, fi.Size(), fi.ModTime()
+	return nil
+}
+
+// parseLocked parses a line and warns (once per kind) about a bad one.
+func (s *Store) parseLocked(line []byte) (Entry, bool) {
+	e, kind := parseLine(line)
+	switch kind {
+	case lineOK:
+		return e, true
+	case lineBlank:
+	default:
+		s.warnOnce("line:"+kind.String(), "skipping a malformed history.jsonl line (further ones of this kind not logged)",
+			"problem", kind.String(), "bytes", len(line))
+	}
+	return Entry{}, false
+}
+
+// scanLocked reads the whole file, bypassing the cache, for the rare read
+// that reaches below the cache's floor. fn returns false to stop.
+func (s *Store) scanLocked(fn func(Entry) bool) error {
+	f, err := os.Open(s.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("open history: %w", err)
+	}
+	defer f.Close()
+	_, err = readLines(f, func(line []byte) bool {
+		if e, ok := s.parseLocked(line); ok {
+			return fn(e)
+		}
+		return true
+	})
+	if err != nil {
+		return fmt.Errorf("read history: %w", err)
+	}
+	return nil
+}
+
+// Since returns the valid entries with Cursor > cursor, in file order, at
+// most limit of them (0 means all).
+func (s *Store) Since(cursor, limit int) ([]Entry, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.refreshLocked(); err != nil {
+		return nil, err
+	}
+	return s.selectLocked(cursor, limit, func(Entry) bool { return true })
+}
+
+// Unread returns the entries of one session that Dream has not consumed yet
+// (Cursor > the dream cursor), in file order: what a prompt's "Recent
+// history" shows.
+func (s *Store) Unread(sessionKey string) ([]Entry, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	dc := s.dreamCursorLocked()
+	if err := s.refreshLocked(); err != nil {
+		return nil, err
+	}
+	s.pruneLocked(dc)
+	return s.selectLocked(dc, 0, func(e Entry) bool { return e.SessionKey == sessionKey })
+}
+
+func (s *Store) selectLocked(cursor, limit int, keep func(Entry) bool) ([]Entry, error) {
+	var out []Entry
+	add := func(e Entry) bool {
+		if e.Cursor > cursor && keep(e) {
+			out = append(out, e)
+		}
+		return limit <= 0 || len(out) < limit
+	}
+	c := &s.cache
+	if cursor < c.floor {
+		if err := s.scanLocked(add); err != nil {
+			return nil, err
+		}
+		return out, nil
+	}
+	from := 0
+	if c.sorted {
+		from = sort.Search(len(c.entries), func(i int) bool { return c.entries[i].Cursor > cursor })
+	}
+	for _, e := range c.entries[from:] {
+		if !add(e) {
+			break
+		}
+	}
+	return out, nil
+}
+
+// pruneLocked drops cached entries Dream has consumed; they are still in the
+// file, and reads below the floor go to the file.
+func (s *Store) pruneLocked(dreamCursor int) {
+	c := &s.cache
+	if !c.loaded || dreamCursor <= c.floor {
+		return
+	}
+	c.floor = dreamCursor
+	kept := c.entries[:0:0]
+	for _, e := range c.entries {
+		if e.Cursor > dreamCursor {
+			kept = append(kept, e)
+		}
+	}
+	c.entries = slices.Clip(kept)
+}
+
+// DreamCursor is the highest cursor Dream has consumed (memory/.dream_cursor);
+// 0 when the file is missing or unreadable as a number (nanobot's rule).
+func (s *Store) DreamCursor() (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n, present, valid, err := readIntFile(s.dreamPath)
+	if err != nil {
+		return 0, err
+	}
+	if present && !valid {
+		s.warnOnce("dream-cursor-bad", "the dream cursor file does not hold a non-negative integer; treating it as 0")
+	}
+	return n, nil
+}
+
+func (s *Store) dreamCursorLocked() int {
+	n, present, valid, err := readIntFile(s.dreamPath)
+	if err != nil {
+		s.warnOnce("dream-cursor-read", "cannot read the dream cursor; treating it as 0", "err", err)
+		return 0
+	}
+	if present && !valid {
+		s.warnOnce("dream-cursor-bad", "the dream cursor file does not hold a non-negative integer; treating it as 0")
+	}
+	return n
+}
+
+// SetDreamCursor records that Dream consumed every entry up to n. The write
+// is atomic and durable.
+func (s *Store) SetDreamCursor(n int) error {
+	if n < 0 {
+		return fmt.Errorf("set dream cursor to %d: %w", n, ErrNegativeCursor)
+	}
+	unlock, err := s.lock()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if err := writeFileAtomic(s.dreamPath, s.dreamPath+".tmp", []byte(strconv.Itoa(n)), true); err != nil {
+		return fmt.Errorf("set dream cursor: %w", err)
+	}
+	s.pruneLocked(n)
+	return nil
+}
+
+// LastCursor is the highest cursor handed out so far (0 if none): the larger
+// of memory/.cursor and the highest cursor in the file. The next Append gets
+// LastCursor()+1.
+func (s *Store) LastCursor() (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.refreshLocked(); err != nil {
+		return 0, err
+	}
+	counter, _, _, err := readIntFile(s.cursorPath)
+	if err != nil {
+		return 0, err
+	}
+	return max(counter, s.cache.maxCursor), nil
+}
+
+// Len is the number of valid entries in the file.
+func (s *Store) Len() (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.refreshLocked(); err != nil {
+		return 0, err
+	}
+	return s.cache.count, nil
+}
+
+// Compact drops the oldest entries Dream has consumed (Cursor <= the dream
+// cursor) while more than maxEntries valid entries remain. It never drops an
+// entry Dream has not read, even if that leaves more than maxEntries (it logs
+// a warning then). Malformed lines before the first kept entry go too; later
+// ones are kept as they are. The file is replaced atomically, and
+// memory/.cursor is made durable first so numbering continues past every
+// dropped cursor. maxEntries <= 0 means no limit.
+func (s *Store) Compact(maxEntries int) (dropped int, err error) {
+	if maxEntries <= 0 {
+		return 0, nil
+	}
+	unlock, err := s.lock()
+	if err != nil {
+		return 0, err
+	}
+	defer unlock()
+	dropped, err = s.compactLocked(maxEntries)
+	if err != nil {
+		return 0, fmt.Errorf("compact history: %w", err)
+	}
+	return dropped, nil
+}
+
+func (s *Store) compactLocked(maxEntries int) (int, error) {
+	data, err := os.ReadFile(s.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read: %w", err)
+	}
+	type line struct {
+		raw   []byte
+		entry Entry
+		ok    bool
+	}
+	var lines []line
+	valid, maxCursor := 0, 0
+	for raw := range bytes.Lines(data) {
+		raw = bytes.TrimRight(raw, "\r\n")
+		if len(bytes.TrimSpace(raw)) == 0 {
+			continue
+		}
+		e, ok := s.parseLocked(raw)
+		if ok {
+			valid++
+			maxCursor = max(maxCursor, e.Cursor)
+		}
+		lines = append(lines, line{raw: raw, entry: e, ok: ok})
+	}
+	if valid <= maxEntries {
+		return 0, nil
+	}
+	dc := s.dreamCursorLocked()
+	dropped, keepFrom := 0, 0
+	for keepFrom < len(lines) {
+		l := lines[keepFrom]
+		if l.ok && (valid-dropped <= maxEntries || l.entry.Cursor > dc) {
+			break
+		}
+		if l.ok {
+			dropped++
+		}
+		keepFrom++
+	}
+	if dropped == 0 {
+		s.logger.Warn("history over its entry limit, but every entry is unread by Dream; keeping all",
+			"entries", valid, "limit", maxEntries)
+		return 0, nil
+	}
+	counter, _, _, err := readIntFile(s.cursorPath)
+	if err != nil {
+		return 0, err
+	}
+	last := max(counter, maxCursor)
+	if err := writeFileAtomic(s.cursorPath, s.cursorPath+".tmp", []byte(strconv.Itoa(last)), true); err != nil {
+		return 0, err
+	}
+	var out bytes.Buffer
+	out.Grow(len(data))
+	for _, l := range lines[keepFrom:] {
+		out.Write(l.raw)
+		out.WriteByte('\n')
+	}
+	if err := writeFileAtomic(s.path, s.path+".tmp", out.Bytes(), true); err != nil {
+		return 0, err
+	}
+	s.cache = cache{}
+	if left := valid - dropped; left > maxEntries {
+		s.logger.Warn("history still over its entry limit: the rest is unread by Dream and is kept",
+			"entries", left, "limit", maxEntries)
+	}
+	s.logger.Info("compacted history", "dropped", dropped, "kept", valid-dropped)
+	return dropped, nil
+}

@@ -1,0 +1,240 @@
+package consolidator
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/dreamgate/dreamgate/llm"
+)
+
+// Limits on what one message contributes to an archive transcript.
+const (
+	// maxToolResultChars: a tool result is evidence, but a file dump is
+	// not worth more than this.
+	maxToolResultChars = 4000
+	// maxToolArgsChars caps the rendered arguments of one tool call.
+	maxToolArgsChars = 1000
+	// maxRawLineChars caps the first line of a message in a [RAW] entry.
+	maxRawLineChars = 300
+)
+
+// archivePrompt is the system prompt of an archive call. It asks for facts
+// grounded in evidence (what the user said, what tools returned) rather than
+// in the assistant's account of its own actions (seed 003).
+const archivePrompt = `You keep the long-term archive of a chat between a user (or a team) and an AI assistant. You get part of the conversation as a transcript. Write down what will still matter weeks from now.
+
+Output rules:
+- One fact per line, each line starting with "- ". No headings, no preamble, nothing else.
+- Corrections come first: when the user corrected a fact, a preference or a mistake, write the corrected version and say what it replaces.
+- Then, in this order: preferences and stable facts about the people, decisions, solutions that worked, notable events (with dates), project context.
+- Use evidence: what the user wrote and what tool results (TOOL lines) showed. What the assistant says it did or found is not evidence; keep such a claim only when a tool result confirms it. Never record that something was saved, sent or changed unless a tool result shows it.
+- Leave out small talk, passing task chatter, and anything that can simply be re-read from files or repositories.
+- Be specific and brief: names, numbers, paths, dates.
+- If nothing is worth keeping, answer exactly: (nothing)`
+
+// nothingAnswer is the whole answer that means "no entry".
+const nothingAnswer = "(nothing)"
+
+// stamp formats a message time for transcripts, in the same local time as
+// history.jsonl timestamps; "" when unknown.
+func stamp(t time.Time, loc *time.Location) string {
+	if t.IsZero() {
+		return ""
+	}
+	return "[" + t.In(loc).Format(TimestampLayout) + "] "
+}
+
+// renderMessage writes one message as a transcript line:
+//
+//	[2026-04-03 00:02] USER: …
+//	[2026-04-03 00:02] ASSISTANT [calls read_file(path=USER.md)]: …
+//	[2026-04-03 00:02] TOOL read_file: <result, cut to 4K chars>
+func renderMessage(m llm.Message, loc *time.Location) string {
+	var b strings.Builder
+	b.WriteString(stamp(m.Time, loc))
+	switch m.Role {
+	case llm.RoleTool:
+		b.WriteString("TOOL")
+		if m.Name != "" {
+			b.WriteString(" " + m.Name)
+		}
+		b.WriteString(": ")
+		content, cut := capChars(m.Content, maxToolResultChars)
+		if cut {
+			content = strings.TrimSuffix(content, truncatedSuffix) +
+				fmt.Sprintf("\n... (result cut: %d more characters)", utf8.RuneCountInString(m.Content)-maxToolResultChars)
+		}
+		b.WriteString(content)
+		return b.String()
+	case "":
+		b.WriteString("UNKNOWN")
+	default:
+		b.WriteString(strings.ToUpper(m.Role))
+	}
+	if len(m.ToolCalls) > 0 {
+		b.WriteString(" [calls ")
+		for i, tc := range m.ToolCalls {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(tc.Name)
+			b.WriteString("(")
+			b.WriteString(renderArgs(tc.Arguments))
+			b.WriteString(")")
+		}
+		b.WriteString("]")
+	}
+	if m.Content != "" || len(m.ToolCalls) == 0 {
+		b.WriteString(": ")
+		b.WriteString(m.Content)
+	}
+	return b.String()
+}
+
+// renderArgs turns {"path":"USER.md","n":2} into path=USER.md, n=2, keeping
+// the model's key order; anything else is shown as it came.
+func renderArgs(raw string) string {
+	out, ok := argsKeyValues(raw)
+	if !ok {
+		out = strings.TrimSpace(raw)
+	}
+	if c, cut := capChars(out, maxToolArgsChars); cut {
+		out = strings.TrimSuffix(c, truncatedSuffix) + "…"
+	}
+	return out
+}
+
+func argsKeyValues(raw string) (string, bool) {
+	dec := json.NewDecoder(strings.NewReader(raw))
+	dec.UseNumber()
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return "", false
+	}
+	var b strings.Builder
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		key, ok := t.(string)
+		if !ok {
+			return "", false
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return "", false
+		}
+		if b.Len() > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(key)
+		b.WriteString("=")
+		var s string
+		if json.Unmarshal(v, &s) == nil {
+			b.WriteString(s)
+		} else {
+			b.Write(compactJSON(v))
+		}
+	}
+	if t, err := dec.Token(); err != nil || t != json.Delim('}') {
+		return "", false
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return "", false
+	}
+	return b.String(), true
+}
+
+func compactJSON(v []byte) []byte {
+	var buf bytes.Buffer
+	if json.Compact(&buf, v) != nil {
+		return v
+	}
+	return buf.Bytes()
+}
+
+// rawEntry is the fallback archive of messages the model could not
+// summarize: a header and one line per message (time, role, tool, first line
+// of content), capped at MaxRawChars. The full messages stay in the session.
+func rawEntry(msgs []llm.Message, loc *time.Location) string {
+	var b strings.Builder
+	b.WriteString("[RAW] " + strconv.Itoa(len(msgs)) + " messages")
+	for _, m := range msgs {
+		b.WriteString("\n")
+		b.WriteString(stamp(m.Time, loc))
+		role := strings.ToUpper(m.Role)
+		if role == "" {
+			role = "UNKNOWN"
+		}
+		b.WriteString(role)
+		if m.Role == llm.RoleTool && m.Name != "" {
+			b.WriteString(" " + m.Name)
+		}
+		if len(m.ToolCalls) > 0 {
+			names := make([]string, len(m.ToolCalls))
+			for i, tc := range m.ToolCalls {
+				names[i] = tc.Name
+			}
+			b.WriteString(" [calls " + strings.Join(names, ", ") + "]")
+		}
+		b.WriteString(": ")
+		first, _, _ := strings.Cut(strings.TrimSpace(m.Content), "\n")
+		if c, cut := capChars(first, maxRawLineChars); cut {
+			first = strings.TrimSuffix(c, truncatedSuffix) + "…"
+		}
+		b.WriteString(first)
+	}
+	out, _ := capChars(b.String(), MaxRawChars)
+	return out
+}
+
+// cleanAnswer removes reasoning a model leaked into its answer (<think>
+// blocks, or an unclosed <think> and all after it) and surrounding space.
+func cleanAnswer(s string) string {
+	for {
+		i := strings.Index(s, "<think>")
+		if i < 0 {
+			break
+		}
+		j := strings.Index(s[i:], "</think>")
+		if j < 0 {
+			s = s[:i]
+			break
+		}
+		s = s[:i] + s[i+j+len("</think>"):]
+	}
+	// A stray closing tag means the opening one came in an earlier turn of
+	// the template: everything before it is reasoning.
+	if j := strings.LastIndex(s, "</think>"); j >= 0 {
+		s = s[j+len("</think>"):]
+	}
+	return strings.TrimSpace(s)
+}
+
+// isNothing reports whether an answer means "nothing worth keeping".
+func isNothing(s string) bool {
+	s = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(s), "."))
+	s = strings.TrimSpace(strings.TrimPrefix(s, "- "))
+	return strings.EqualFold(s, nothingAnswer)
+}
+
+// cutToBytes shortens a transcript line that alone exceeds an archive
+// call's input budget, saying so in the text: the archiver must know it did
+// not see the whole message.
+func cutToBytes(line string, maxBytes int) string {
+	const marker = "\n... (message cut here: %d more characters did not fit in one archive request)"
+	keep := maxBytes - len(marker) - 20 // room for the number
+	if len(line) <= maxBytes || keep <= 0 {
+		return line
+	}
+	for keep > 0 && !utf8.RuneStart(line[keep]) {
+		keep--
+	}
+	return line[:keep] + fmt.Sprintf(marker, utf8.RuneCountInString(line[keep:]))
+}
