@@ -1,0 +1,121 @@
+package session
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dreamgate/dreamgate/llm"
+)
+
+func TestAppendSurvivesReopen(t *testing.T) {
+	dir := t.TempDir()
+	st, _ := NewStore(dir, nil)
+	s, err := st.Get("slack:C1:1712.55")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := s.ID()
+	if err := s.Append(llm.Message{Role: llm.RoleUser, Content: "hi <b>&"}, llm.Message{Role: llm.RoleAssistant, Content: "hello"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetLastConsolidated(1, "- said hi"); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+
+	st2, _ := NewStore(dir, nil)
+	s2, err := st2.Get("slack:C1:1712.55")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s2.ID() != id || s2.Len() != 2 || s2.LastConsolidated() != 1 || s2.LastSummary() != "- said hi" {
+		t.Errorf("reloaded: id %s len %d lc %d summary %q", s2.ID(), s2.Len(), s2.LastConsolidated(), s2.LastSummary())
+	}
+	if got := s2.Messages()[0].Content; got != "hi <b>&" {
+		t.Errorf("content = %q", got)
+	}
+	if s2.Messages()[0].Time.IsZero() {
+		t.Error("appended messages must carry a time")
+	}
+	raw, _ := os.ReadFile(s2.prefix + ".jsonl")
+	if !strings.Contains(string(raw), "hi <b>&") {
+		t.Errorf("the file should hold readable UTF-8 without HTML escaping: %s", raw)
+	}
+}
+
+func TestTornLineIsSkippedAndNotGluedTo(t *testing.T) {
+	dir := t.TempDir()
+	st, _ := NewStore(dir, nil)
+	s, _ := st.Get("k")
+	_ = s.Append(llm.Message{Role: llm.RoleUser, Content: "one"})
+	st.Close()
+	// A crash mid-write leaves half a line.
+	f, _ := os.OpenFile(s.prefix+".jsonl", os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString(`{"role":"assistant","content":"tw`)
+	f.Close()
+
+	st2, _ := NewStore(dir, nil)
+	s2, _ := st2.Get("k")
+	if s2.Len() != 1 {
+		t.Fatalf("len = %d, want 1 (torn line skipped)", s2.Len())
+	}
+	_ = s2.Append(llm.Message{Role: llm.RoleUser, Content: "two"})
+	st2.Close()
+
+	st3, _ := NewStore(dir, nil)
+	s3, _ := st3.Get("k")
+	if s3.Len() != 2 || s3.Messages()[1].Content != "two" {
+		t.Errorf("after a torn line the next append must be readable: %+v", s3.Messages())
+	}
+}
+
+func TestOutOfRangeLastConsolidatedIsClamped(t *testing.T) {
+	dir := t.TempDir()
+	st, _ := NewStore(dir, nil)
+	s, _ := st.Get("k")
+	_ = s.Append(llm.Message{Role: llm.RoleUser, Content: "one"})
+	st.Close()
+	os.WriteFile(s.prefix+".meta.json", []byte(`{"key":"k","id":"x","last_consolidated":99}`), 0o600)
+	st2, _ := NewStore(dir, nil)
+	s2, err := st2.Get("k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s2.LastConsolidated() != 1 {
+		t.Errorf("last_consolidated = %d, want clamped to 1", s2.LastConsolidated())
+	}
+	if err := s2.SetLastConsolidated(0, ""); err == nil {
+		t.Error("moving last_consolidated backwards must fail")
+	}
+}
+
+func TestRotateKeepsTheOldConversation(t *testing.T) {
+	dir := t.TempDir()
+	st, _ := NewStore(dir, nil)
+	s, _ := st.Get("terminal:default")
+	_ = s.Append(llm.Message{Role: llm.RoleUser, Content: "old"})
+	old, fresh, err := st.Rotate("terminal:default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if old != s || fresh.Len() != 0 || fresh.ID() == old.ID() {
+		t.Fatalf("rotate: old %p/%p fresh len %d", old, s, fresh.Len())
+	}
+	// The old session still works on its renamed files (its tail gets archived).
+	if err := old.SetLastConsolidated(1, "- old"); err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*.jsonl"))
+	if len(files) != 1 {
+		t.Errorf("want the old message file kept aside, got %v", files)
+	}
+	_ = fresh.Append(llm.Message{Role: llm.RoleUser, Content: "new"})
+	st.Close()
+	st2, _ := NewStore(dir, nil)
+	again, _ := st2.Get("terminal:default")
+	if again.Len() != 1 || again.Messages()[0].Content != "new" {
+		t.Errorf("after restart the key holds %+v", again.Messages())
+	}
+}
