@@ -1,0 +1,505 @@
+package gitstore
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/format/index"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/storage"
+)
+
+// Commit describes one commit.
+type Commit struct {
+	SHA     string    // full 40-hex id
+	Short   string    // first 8 hex digits
+	Subject string    // first line of the message
+	Body    string    // the rest, without the separating blank line
+	When    time.Time // author time (seconds precision, the commit's zone)
+	Parent  string    // full id of the first parent; "" for a root commit
+}
+
+// Commit records the tracked files as they are in the workspace, with the
+// given one-line subject and optional body. It stages exactly the tracked
+// files (nothing else that may be staged is committed) and compares them
+// byte for byte with HEAD; when none differs it returns ErrNothingToCommit
+// and makes no commit. A tracked file missing from the workspace is removed
+// from the tree.
+//
+// Status ignores differences in line endings alone, Commit does not (git
+// does not either): callers that decide by Status whether there is something
+// to record may still see such a change carried along in a later commit.
+func (s *Store) Commit(subject, body string) (Commit, error) {
+	defer s.lock()()
+	c, err := s.commitPaths(s.tracked, subject, body)
+	if err != nil {
+		return Commit{}, fmt.Errorf("commit %q: %w", subject, err)
+	}
+	return c, nil
+}
+
+// headState is what HEAD points at.
+type headState struct {
+	name   plumbing.ReferenceName // the ref a commit moves: the branch, or HEAD when detached
+	old    *plumbing.Reference    // its current value; nil on an unborn branch
+	commit *object.Commit         // nil on an unborn branch
+}
+
+func (h headState) treeHash() plumbing.Hash {
+	if h.commit == nil {
+		return plumbing.ZeroHash
+	}
+	return h.commit.TreeHash
+}
+
+func (s *Store) head() (headState, error) {
+	ref, err := s.repo.Storer.Reference(plumbing.HEAD)
+	if err != nil {
+		return headState{}, fmt.Errorf("read HEAD: %w", err)
+	}
+	h := headState{name: plumbing.HEAD}
+	if ref.Type() == plumbing.SymbolicReference {
+		h.name = ref.Target()
+		ref, err = s.repo.Storer.Reference(h.name)
+		if errors.Is(err, plumbing.ErrReferenceNotFound) {
+			return h, nil // unborn branch: no commit yet
+		}
+		if err != nil {
+			return headState{}, fmt.Errorf("read %s: %w", h.name, err)
+		}
+		if ref.Type() != plumbing.HashReference {
+			return headState{}, fmt.Errorf("read %s: symbolic references deeper than HEAD are not supported", h.name)
+		}
+	}
+	h.old = ref
+	h.commit, err = object.GetCommit(s.repo.Storer, ref.Hash())
+	if err != nil {
+		return headState{}, fmt.Errorf("read HEAD commit %s: %w", shortID(ref.Hash().String()), err)
+	}
+	return h, nil
+}
+
+// blobState identifies a file version: present or not, its mode and its
+// blob id. Two equal blobStates are the same bytes.
+type blobState struct {
+	exists bool
+	mode   filemode.FileMode
+	hash   plumbing.Hash
+}
+
+// workFile is a tracked file as found in the workspace.
+type workFile struct {
+	blobState
+	data []byte
+	info fs.FileInfo
+}
+
+// readWorking reads a tracked file the way git would record it: a regular
+// file's bytes, or a symbolic link's target.
+func (s *Store) readWorking(p string) (workFile, error) {
+	full := filepath.Join(s.dir, filepath.FromSlash(p))
+	fi, err := os.Lstat(full)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return workFile{}, nil
+	}
+	if err != nil {
+		return workFile{}, fmt.Errorf("stat %s: %w", p, err)
+	}
+	w := workFile{info: fi}
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		target, err := os.Readlink(full)
+		if err != nil {
+			return workFile{}, fmt.Errorf("read link %s: %w", p, err)
+		}
+		w.data, w.mode = []byte(filepath.ToSlash(target)), filemode.Symlink
+	case fi.Mode().IsRegular():
+		if w.data, err = os.ReadFile(full); err != nil {
+			return workFile{}, fmt.Errorf("read %s: %w", p, err)
+		}
+		w.mode = filemode.Regular
+		if fi.Mode().Perm()&0o111 != 0 {
+			w.mode = filemode.Executable
+		}
+	default:
+		return workFile{}, fmt.Errorf("tracked path %s is not a regular file", p)
+	}
+	w.exists = true
+	w.hash = plumbing.ComputeHash(plumbing.BlobObject, w.data)
+	return w, nil
+}
+
+// lookup finds the file at p under the tree root (zero: the empty tree).
+func (s *Store) lookup(root plumbing.Hash, p string) (blobState, error) {
+	h := root
+	segs := strings.Split(p, "/")
+	for i, seg := range segs {
+		if h.IsZero() {
+			return blobState{}, nil
+		}
+		t, err := object.GetTree(s.repo.Storer, h)
+		if err != nil {
+			return blobState{}, fmt.Errorf("read tree %s: %w", shortID(h.String()), err)
+		}
+		e := findEntry(t.Entries, seg)
+		if e == nil {
+			return blobState{}, nil
+		}
+		if i == len(segs)-1 {
+			if e.Mode == filemode.Dir {
+				return blobState{}, nil // a directory is not the file we track
+			}
+			return blobState{exists: true, mode: e.Mode, hash: e.Hash}, nil
+		}
+		if e.Mode != filemode.Dir {
+			return blobState{}, nil
+		}
+		h = e.Hash
+	}
+	return blobState{}, nil
+}
+
+func findEntry(entries []object.TreeEntry, name string) *object.TreeEntry {
+	for i := range entries {
+		if entries[i].Name == name {
+			return &entries[i]
+		}
+	}
+	return nil
+}
+
+// readBlob returns the content of a blob.
+func (s *Store) readBlob(h plumbing.Hash) ([]byte, error) {
+	b, err := object.GetBlob(s.repo.Storer, h)
+	if err != nil {
+		return nil, fmt.Errorf("read blob %s: %w", shortID(h.String()), err)
+	}
+	r, err := b.Reader()
+	if err != nil {
+		return nil, fmt.Errorf("read blob %s: %w", shortID(h.String()), err)
+	}
+	defer r.Close()
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("read blob %s: %w", shortID(h.String()), err)
+	}
+	return data, nil
+}
+
+// commitPaths commits the workspace state of paths on top of HEAD. The
+// caller holds s.mu.
+func (s *Store) commitPaths(paths []string, subject, body string) (Commit, error) {
+	msg, err := message(subject, body)
+	if err != nil {
+		return Commit{}, err
+	}
+	lock, err := s.lockIndex()
+	if err != nil {
+		return Commit{}, err
+	}
+	defer lock.release()
+
+	head, err := s.head()
+	if err != nil {
+		return Commit{}, err
+	}
+	files := make(map[string]workFile, len(paths))
+	edits := map[string]workFile{}
+	for _, p := range paths {
+		w, err := s.readWorking(p)
+		if err != nil {
+			return Commit{}, err
+		}
+		files[p] = w
+		had, err := s.lookup(head.treeHash(), p)
+		if err != nil {
+			return Commit{}, err
+		}
+		if had != w.blobState {
+			edits[p] = w
+		}
+	}
+	if len(edits) == 0 {
+		return Commit{}, ErrNothingToCommit
+	}
+	for p, w := range edits {
+		if w.exists {
+			if err := s.storeObject(plumbing.BlobObject, w.data); err != nil {
+				return Commit{}, fmt.Errorf("store %s: %w", p, err)
+			}
+		}
+	}
+	tree, _, err := s.editTree(head.treeHash(), edits)
+	if err != nil {
+		return Commit{}, err
+	}
+	now := s.now()
+	sig := object.Signature{
+		Name:  s.author.Name,
+		Email: s.author.Email,
+		When:  time.Unix(now.Unix(), 0).In(now.Location()),
+	}
+	c := &object.Commit{Author: sig, Committer: sig, Message: msg, TreeHash: tree}
+	if head.commit != nil {
+		c.ParentHashes = []plumbing.Hash{head.commit.Hash}
+	}
+	obj := s.repo.Storer.NewEncodedObject()
+	if err := c.Encode(obj); err != nil {
+		return Commit{}, fmt.Errorf("encode commit: %w", err)
+	}
+	if c.Hash, err = s.repo.Storer.SetEncodedObject(obj); err != nil {
+		return Commit{}, fmt.Errorf("store commit: %w", err)
+	}
+	err = s.repo.Storer.CheckAndSetReference(plumbing.NewHashReference(head.name, c.Hash), head.old)
+	if errors.Is(err, storage.ErrReferenceHasChanged) {
+		return Commit{}, fmt.Errorf("move %s: %w", head.name, ErrConcurrentUpdate)
+	}
+	if err != nil {
+		return Commit{}, fmt.Errorf("move %s: %w", head.name, err)
+	}
+	// The commit is made. A stale index only confuses `git status` (it
+	// would show our change reverted as staged); our own reads never use
+	// the index, so this is a warning, not a failed commit.
+	if err := s.writeIndex(lock, files); err != nil {
+		s.log.Warn("memory repository: commit made but the index was not updated",
+			"commit", shortID(c.Hash.String()), "err", err)
+	}
+	return toCommit(c), nil
+}
+
+// message builds a git commit message: the subject line, then the body
+// after a blank line.
+func message(subject, body string) (string, error) {
+	subject = strings.TrimSpace(subject)
+	if subject == "" || strings.ContainsAny(subject, "\r\n") {
+		return "", errors.New("the subject must be one non-empty line")
+	}
+	body = strings.Trim(body, " \t\r\n")
+	if body == "" {
+		return subject + "\n", nil
+	}
+	return subject + "\n\n" + body + "\n", nil
+}
+
+func toCommit(c *object.Commit) Commit {
+	subject, body, _ := strings.Cut(strings.TrimLeft(c.Message, "\r\n"), "\n")
+	out := Commit{
+		SHA:     c.Hash.String(),
+		Short:   shortID(c.Hash.String()),
+		Subject: strings.TrimSpace(subject),
+		Body:    strings.Trim(body, " \t\r\n"),
+		When:    c.Author.When,
+	}
+	if len(c.ParentHashes) > 0 {
+		out.Parent = c.ParentHashes[0].String()
+	}
+	return out
+}
+
+func shortID(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
+}
+
+// storeObject writes an object unless the repository already has it.
+func (s *Store) storeObject(t plumbing.ObjectType, data []byte) error {
+	h := plumbing.ComputeHash(t, data)
+	if s.repo.Storer.HasEncodedObject(h) == nil {
+		return nil
+	}
+	obj := s.repo.Storer.NewEncodedObject()
+	obj.SetType(t)
+	obj.SetSize(int64(len(data)))
+	w, err := obj.Writer()
+	if err != nil {
+		return err
+	}
+	if _, err := w.Write(data); err != nil {
+		return err
+	}
+	if err := w.Close(); err != nil {
+		return err
+	}
+	_, err = s.repo.Storer.SetEncodedObject(obj)
+	return err
+}
+
+// editTree returns the id of the tree base (zero: empty) with the edits
+// applied (path -> new state; a state that does not exist removes the
+// path), writing the new trees. Directories left empty disappear, as in git.
+func (s *Store) editTree(base plumbing.Hash, edits map[string]workFile) (plumbing.Hash, int, error) {
+	var entries []object.TreeEntry
+	if !base.IsZero() {
+		t, err := object.GetTree(s.repo.Storer, base)
+		if err != nil {
+			return plumbing.ZeroHash, 0, fmt.Errorf("read tree %s: %w", shortID(base.String()), err)
+		}
+		entries = slices.Clone(t.Entries)
+	}
+	here := map[string]workFile{}
+	below := map[string]map[string]workFile{}
+	for p, w := range edits {
+		dir, rest, nested := strings.Cut(p, "/")
+		if !nested {
+			here[p] = w
+			continue
+		}
+		if below[dir] == nil {
+			below[dir] = map[string]workFile{}
+		}
+		below[dir][rest] = w
+	}
+	set := func(e object.TreeEntry, keep bool) {
+		i := slices.IndexFunc(entries, func(x object.TreeEntry) bool { return x.Name == e.Name })
+		switch {
+		case i >= 0 && keep:
+			entries[i] = e
+		case i >= 0:
+			entries = slices.Delete(entries, i, i+1)
+		case keep:
+			entries = append(entries, e)
+		}
+	}
+	for name, w := range here {
+		set(object.TreeEntry{Name: name, Mode: w.mode, Hash: w.hash}, w.exists)
+	}
+	for name, sub := range below {
+		subBase := plumbing.ZeroHash
+		if e := findEntry(entries, name); e != nil && e.Mode == filemode.Dir {
+			subBase = e.Hash
+		}
+		h, n, err := s.editTree(subBase, sub)
+		if err != nil {
+			return plumbing.ZeroHash, 0, err
+		}
+		set(object.TreeEntry{Name: name, Mode: filemode.Dir, Hash: h}, n > 0)
+	}
+	sort.Sort(object.TreeEntrySorter(entries))
+	t := &object.Tree{Entries: entries}
+	obj := s.repo.Storer.NewEncodedObject()
+	if err := t.Encode(obj); err != nil {
+		return plumbing.ZeroHash, 0, fmt.Errorf("encode tree: %w", err)
+	}
+	if s.repo.Storer.HasEncodedObject(obj.Hash()) != nil {
+		if _, err := s.repo.Storer.SetEncodedObject(obj); err != nil {
+			return plumbing.ZeroHash, 0, fmt.Errorf("store tree: %w", err)
+		}
+	}
+	return obj.Hash(), len(entries), nil
+}
+
+// Lock handling. git takes <gitdir>/index.lock (created exclusively) for
+// every index write and renames it over the index when done; doing the same
+// keeps us from interleaving with a git command or another dreamgate
+// process, and makes the index write atomic.
+const (
+	defaultLockWait = 2 * time.Second  // a git command holds the lock for milliseconds
+	lockStale       = 10 * time.Minute // our writes take milliseconds: an older lock is a crash leftover
+)
+
+type indexLock struct {
+	f    *os.File
+	path string
+	done bool
+}
+
+func (s *Store) lockIndex() (*indexLock, error) {
+	p := filepath.Join(s.gitDir, "index.lock")
+	deadline := time.Now().Add(s.lockWait)
+	delay := 5 * time.Millisecond
+	for {
+		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if err == nil {
+			return &indexLock{f: f, path: p}, nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return nil, fmt.Errorf("lock index: %w", err)
+		}
+		if fi, err := os.Stat(p); err == nil && time.Since(fi.ModTime()) > lockStale {
+			s.log.Warn("memory repository: removing a stale index.lock", "age", time.Since(fi.ModTime()).Round(time.Second))
+			_ = os.Remove(p)
+			continue
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("%w (%s exists)", ErrLocked, p)
+		}
+		// Polling is how git waits for index.lock too: there is nothing to
+		// subscribe to.
+		time.Sleep(delay)
+		delay = min(2*delay, 100*time.Millisecond)
+	}
+}
+
+// release drops the lock unless writeIndex already turned it into the index.
+func (l *indexLock) release() {
+	if l.done {
+		return
+	}
+	_ = l.f.Close()
+	_ = os.Remove(l.path)
+	l.done = true
+}
+
+// writeIndex sets the index entries of the committed paths to what was
+// committed (with the files' stat data, so git sees them clean without
+// rehashing) and installs the index through the lock file.
+func (s *Store) writeIndex(l *indexLock, files map[string]workFile) error {
+	idx, err := s.repo.Storer.Index()
+	if err != nil {
+		return fmt.Errorf("read index: %w", err)
+	}
+	if idx.Version == 0 {
+		idx.Version = 2
+	}
+	idx.Cache = nil // the cached tree ids would be stale; git rebuilds them
+	idx.ResolveUndo = nil
+	for p, w := range files {
+		idx.Entries = slices.DeleteFunc(idx.Entries, func(e *index.Entry) bool { return e.Name == p })
+		if !w.exists {
+			continue
+		}
+		e := &index.Entry{
+			Name:       p,
+			Hash:       w.hash,
+			Mode:       w.mode,
+			Size:       uint32(w.info.Size()),
+			ModifiedAt: w.info.ModTime(),
+		}
+		fillStat(e, w.info)
+		idx.Entries = append(idx.Entries, e)
+	}
+	bw := bufio.NewWriter(l.f)
+	if err := index.NewEncoder(bw).Encode(idx); err != nil {
+		return fmt.Errorf("encode index: %w", err)
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("write index: %w", err)
+	}
+	if err := l.f.Sync(); err != nil {
+		return fmt.Errorf("sync index: %w", err)
+	}
+	if err := l.f.Close(); err != nil {
+		return fmt.Errorf("close index: %w", err)
+	}
+	if err := os.Rename(l.path, filepath.Join(s.gitDir, "index")); err != nil {
+		_ = os.Remove(l.path)
+		l.done = true
+		return fmt.Errorf("install index: %w", err)
+	}
+	l.done = true
+	return nil
+}

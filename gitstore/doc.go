@@ -1,0 +1,26 @@
+// Package gitstore is the memory repository: a git repository at the
+// workspace that versions exactly the files Dream edits (SOUL.md, USER.md,
+// memory/MEMORY.md by default) so every change can be shown and undone.
+//
+// It is responsible for creating or adopting the repository (refusing one
+// nested in another repository), keeping a .gitignore that tracks only those
+// files, committing real changes only, reading first-parent history, diffing
+// commits and the working files, and restoring the state before a commit as a
+// new commit. The result stays valid for the git command line: `git log`,
+// `git fsck --full` and `git status` agree with what the Store did.
+//
+// Writes never discard anything: a restore first commits uncommitted edits
+// of the tracked files as "manual: edits outside Dream", history is never
+// rewritten, and files the repository does not track (history.jsonl,
+// cursors, notes) are never touched. Commits are built from the tracked files
+// alone (like `git commit -- <paths>`): whatever else someone staged with the
+// git command line stays staged and out of our commits.
+//
+// Concurrency: a Store serialises its own methods. Across processes, writes
+// take the repository's index.lock (as git does) and move the branch with a
+// compare-and-swap, so a concurrent writer yields ErrLocked or
+// ErrConcurrentUpdate instead of a lost commit.
+//
+// gitstore wraps go-git; go-git types never appear in its API. It imports no
+// other dreamgate package.
+package gitstore

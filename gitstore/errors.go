@@ -1,0 +1,88 @@
+package gitstore
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Sentinel errors. Every error a Store method returns for one of these
+// conditions wraps the sentinel, so callers decide with errors.Is and pick
+// their own user-facing sentence; the wrapped text is for logs.
+var (
+	// ErrNotARepository: the workspace has a .git entry that go-git cannot
+	// open as a repository (empty, corrupt, or a dangling gitdir link).
+	ErrNotARepository = errors.New("not a git repository")
+
+	// ErrNestedRepository: the workspace has no repository of its own but
+	// lies inside another one. Open refuses to create a repository there.
+	// The error is a *NestedRepositoryError naming the outer directory.
+	ErrNestedRepository = errors.New("workspace is inside another git repository")
+
+	// ErrInvalidRevision: the revision is not 4 to 40 hexadecimal characters.
+	ErrInvalidRevision = errors.New("invalid revision")
+
+	// ErrUnknownRevision: no commit has that id or id prefix.
+	ErrUnknownRevision = errors.New("unknown revision")
+
+	// ErrAmbiguousRevision: more than one commit starts with that prefix.
+	// The error is an *AmbiguousRevisionError listing them.
+	ErrAmbiguousRevision = errors.New("ambiguous revision")
+
+	// ErrNothingToCommit: no tracked file differs from HEAD. No commit was
+	// made (the store never makes an empty commit).
+	ErrNothingToCommit = errors.New("nothing to commit")
+
+	// ErrRootCommit: the commit has no parent, so there is no earlier state
+	// to restore.
+	ErrRootCommit = errors.New("root commit has no earlier state")
+
+	// ErrNoMatchingCommit: no commit on the first-parent history from HEAD
+	// has the requested subject prefix (or the repository has no commits).
+	ErrNoMatchingCommit = errors.New("no matching commit")
+
+	// ErrNotInHistory: the commit exists but is not on the first-parent
+	// history of HEAD, so restoring "the state before it" has no meaning.
+	ErrNotInHistory = errors.New("commit is not in the current history")
+
+	// ErrLocked: another process holds the repository's index.lock (a git
+	// command or another dreamgate process) and did not release it in time.
+	ErrLocked = errors.New("memory repository is locked by another process")
+
+	// ErrConcurrentUpdate: HEAD moved while a commit was being made (another
+	// process committed). Nothing was lost; the caller may retry.
+	ErrConcurrentUpdate = errors.New("memory repository changed during the operation")
+)
+
+// NestedRepositoryError is returned by Open when the workspace lies inside
+// another repository. It matches ErrNestedRepository with errors.Is.
+type NestedRepositoryError struct {
+	Workspace string // the workspace directory asked for
+	Outer     string // the ancestor directory holding a .git entry
+}
+
+func (e *NestedRepositoryError) Error() string {
+	return fmt.Sprintf("%s: workspace %s is inside the git repository at %s; "+
+		"move the workspace outside it (nested repositories are refused)",
+		ErrNestedRepository, e.Workspace, e.Outer)
+}
+
+func (e *NestedRepositoryError) Unwrap() error { return ErrNestedRepository }
+
+// AmbiguousRevisionError is returned when a prefix names several commits. It
+// matches ErrAmbiguousRevision with errors.Is.
+type AmbiguousRevisionError struct {
+	Prefix     string
+	Candidates []string // full ids of the matching commits, sorted
+}
+
+func (e *AmbiguousRevisionError) Error() string {
+	shorts := make([]string, len(e.Candidates))
+	for i, c := range e.Candidates {
+		shorts[i] = shortID(c)
+	}
+	return fmt.Sprintf("%s: %q matches %d commits (%s)",
+		ErrAmbiguousRevision, e.Prefix, len(e.Candidates), strings.Join(shorts, ", "))
+}
+
+func (e *AmbiguousRevisionError) Unwrap() error { return ErrAmbiguousRevision }

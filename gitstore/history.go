@@ -1,0 +1,245 @@
+package gitstore
+
+import (
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+// Log lists commits following first parents from HEAD, newest first. With a
+// subjectPrefix only commits whose subject starts with it are listed and
+// count toward n; n <= 0 lists all. A repository without commits gives none.
+func (s *Store) Log(n int, subjectPrefix string) ([]Commit, error) {
+	defer s.lock()()
+	var out []Commit
+	err := s.walk(func(c *object.Commit) (bool, error) {
+		cc := toCommit(c)
+		if strings.HasPrefix(cc.Subject, subjectPrefix) {
+			out = append(out, cc)
+		}
+		return n <= 0 || len(out) < n, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("log: %w", err)
+	}
+	return out, nil
+}
+
+// walk calls fn for each commit on the first-parent chain from HEAD, newest
+// first, until fn returns false.
+func (s *Store) walk(fn func(*object.Commit) (bool, error)) error {
+	head, err := s.head()
+	if err != nil {
+		return err
+	}
+	for c := head.commit; c != nil; {
+		more, err := fn(c)
+		if err != nil || !more {
+			return err
+		}
+		if len(c.ParentHashes) == 0 {
+			return nil
+		}
+		if c, err = object.GetCommit(s.repo.Storer, c.ParentHashes[0]); err != nil {
+			return fmt.Errorf("read commit: %w", err)
+		}
+	}
+	return nil
+}
+
+// Show returns the commit named by rev (a full id, or a prefix of at least
+// 4 hex digits naming one commit) and its diff against its first parent; a
+// root commit is diffed against the empty tree. Errors wrap
+// ErrInvalidRevision, ErrUnknownRevision or ErrAmbiguousRevision.
+func (s *Store) Show(rev string) (Commit, Diff, error) {
+	defer s.lock()()
+	c, err := s.resolve(rev)
+	if err != nil {
+		return Commit{}, Diff{}, fmt.Errorf("show: %w", err)
+	}
+	d, err := s.commitDiff(c)
+	if err != nil {
+		return Commit{}, Diff{}, fmt.Errorf("show %s: %w", shortID(c.Hash.String()), err)
+	}
+	return toCommit(c), d, nil
+}
+
+// Latest returns the newest commit on the first-parent history whose subject
+// starts with subjectPrefix (e.g. "dream:"), with its diff against its first
+// parent. None: ErrNoMatchingCommit.
+func (s *Store) Latest(subjectPrefix string) (Commit, Diff, error) {
+	defer s.lock()()
+	var found *object.Commit
+	err := s.walk(func(c *object.Commit) (bool, error) {
+		if strings.HasPrefix(toCommit(c).Subject, subjectPrefix) {
+			found = c
+			return false, nil
+		}
+		return true, nil
+	})
+	if err != nil {
+		return Commit{}, Diff{}, fmt.Errorf("latest %q: %w", subjectPrefix, err)
+	}
+	if found == nil {
+		return Commit{}, Diff{}, fmt.Errorf("latest %q: %w", subjectPrefix, ErrNoMatchingCommit)
+	}
+	d, err := s.commitDiff(found)
+	if err != nil {
+		return Commit{}, Diff{}, fmt.Errorf("latest %q: %w", subjectPrefix, err)
+	}
+	return toCommit(found), d, nil
+}
+
+const minPrefix = 4
+
+// resolve finds the commit named by a full id or a unique prefix.
+func (s *Store) resolve(rev string) (*object.Commit, error) {
+	rev = strings.ToLower(strings.TrimSpace(rev))
+	if len(rev) < minPrefix || len(rev) > 40 || strings.Trim(rev, "0123456789abcdef") != "" {
+		return nil, fmt.Errorf("%w %q: want %d to 40 hex digits", ErrInvalidRevision, rev, minPrefix)
+	}
+	var ids []plumbing.Hash
+	if len(rev) == 40 {
+		ids = []plumbing.Hash{plumbing.NewHash(rev)}
+	} else {
+		var err error
+		if ids, err = s.objectsWithPrefix(rev); err != nil {
+			return nil, fmt.Errorf("resolve %q: %w", rev, err)
+		}
+	}
+	var commits []*object.Commit
+	for _, id := range ids {
+		c, err := object.GetCommit(s.repo.Storer, id)
+		if errors.Is(err, plumbing.ErrObjectNotFound) || errors.Is(err, object.ErrUnsupportedObject) ||
+			errors.Is(err, plumbing.ErrInvalidType) {
+			continue // a blob or tree sharing the prefix is not what anyone means
+		}
+		if err != nil {
+			return nil, fmt.Errorf("resolve %q: read %s: %w", rev, shortID(id.String()), err)
+		}
+		commits = append(commits, c)
+	}
+	switch len(commits) {
+	case 0:
+		return nil, fmt.Errorf("%w %q", ErrUnknownRevision, rev)
+	case 1:
+		return commits[0], nil
+	}
+	e := &AmbiguousRevisionError{Prefix: rev}
+	for _, c := range commits {
+		e.Candidates = append(e.Candidates, c.Hash.String())
+	}
+	slices.Sort(e.Candidates)
+	return nil, e
+}
+
+// objectsWithPrefix lists the ids of all objects starting with the hex
+// prefix (at least 2 digits) by looking only where such objects can be: the
+// loose-object directory named by the first two digits, and the matching
+// fan-out range of each pack index. go-git's own lookup lists every loose
+// directory, which costs tens of milliseconds in a repository of 10,000
+// commits.
+func (s *Store) objectsWithPrefix(prefix string) ([]plumbing.Hash, error) {
+	dir := filepath.Join(s.objDir, prefix[:2])
+	names, err := os.ReadDir(dir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("list %s: %w", prefix[:2], err)
+	}
+	var out []plumbing.Hash
+	for _, n := range names {
+		name := n.Name()
+		if len(name) == 38 && strings.HasPrefix(name, prefix[2:]) {
+			if h, ok := parseHash(prefix[:2] + name); ok {
+				out = append(out, h)
+			}
+		}
+	}
+	idxs, err := filepath.Glob(filepath.Join(s.objDir, "pack", "pack-*.idx"))
+	if err != nil {
+		return nil, err
+	}
+	for _, idx := range idxs {
+		hs, err := packPrefix(idx, prefix)
+		if err != nil {
+			return nil, fmt.Errorf("search %s: %w", filepath.Base(idx), err)
+		}
+		for _, h := range hs {
+			if !slices.Contains(out, h) {
+				out = append(out, h)
+			}
+		}
+	}
+	return out, nil
+}
+
+func parseHash(s string) (plumbing.Hash, bool) {
+	var h plumbing.Hash
+	if len(s) != 40 {
+		return h, false
+	}
+	if _, err := hex.Decode(h[:], []byte(s)); err != nil {
+		return h, false
+	}
+	return h, true
+}
+
+// packPrefix searches a version-2 pack index: a 256-entry fan-out table of
+// cumulative counts by first byte, then the sorted object ids. Only the ids
+// whose first byte matches are read.
+func packPrefix(path, prefix string) ([]plumbing.Hash, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var head [8]byte
+	if _, err := io.ReadFull(f, head[:]); err != nil {
+		return nil, err
+	}
+	if string(head[:4]) != "\xfftOc" || binary.BigEndian.Uint32(head[4:]) != 2 {
+		return nil, errors.New("unsupported pack index version")
+	}
+	first, err := hex.DecodeString(prefix[:2])
+	if err != nil {
+		return nil, err
+	}
+	b := int64(first[0])
+	var lo, hi uint32
+	var buf [4]byte
+	if b > 0 {
+		if _, err := f.ReadAt(buf[:], 8+4*(b-1)); err != nil {
+			return nil, err
+		}
+		lo = binary.BigEndian.Uint32(buf[:])
+	}
+	if _, err := f.ReadAt(buf[:], 8+4*b); err != nil {
+		return nil, err
+	}
+	hi = binary.BigEndian.Uint32(buf[:])
+	if hi <= lo {
+		return nil, nil
+	}
+	ids := make([]byte, 20*int64(hi-lo))
+	if _, err := f.ReadAt(ids, 8+4*256+20*int64(lo)); err != nil {
+		return nil, err
+	}
+	var out []plumbing.Hash
+	for i := 0; i < len(ids); i += 20 {
+		var h plumbing.Hash
+		copy(h[:], ids[i:i+20])
+		if strings.HasPrefix(h.String(), prefix) {
+			out = append(out, h)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,464 @@
+package gitstore
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+// Subjects of the commits the Store itself makes.
+const (
+	// InitSubject is the subject of the first commit of a new repository.
+	InitSubject = "init: memory store"
+	// IgnoreSubject is the subject of the commit that records a .gitignore
+	// Open had to extend in an existing repository.
+	IgnoreSubject = "init: track memory files in .gitignore"
+	// ManualSubject is the subject under which uncommitted edits of tracked
+	// files are saved before a restore (Dream uses it too, before its own
+	// commit, so a Dream commit shows Dream's changes alone).
+	ManualSubject = "manual: edits outside Dream"
+	// RevertPrefix starts the subject of a restore commit:
+	// "revert: undo <short id>".
+	RevertPrefix = "revert: undo "
+)
+
+// Defaults for Options.
+const (
+	DefaultAuthorName  = "dreamgate"
+	DefaultAuthorEmail = "dreamgate@localhost"
+)
+
+// DefaultTracked returns the files the repository tracks unless
+// Options.Tracked says otherwise: SOUL.md, USER.md, memory/MEMORY.md.
+func DefaultTracked() []string { return []string{"SOUL.md", "USER.md", "memory/MEMORY.md"} }
+
+const (
+	ignoreFile  = ".gitignore"
+	defaultHead = "refs/heads/main"
+)
+
+// Options configure a Store. The zero value is ready to use.
+type Options struct {
+	// Tracked are the workspace-relative, slash-separated files the
+	// repository versions. Default DefaultTracked(). Names are limited to
+	// letters, digits, '.', '_', '-' and '/' so they need no escaping in
+	// .gitignore.
+	Tracked []string
+	// Author signs commits as author and committer. Empty fields default
+	// to DefaultAuthorName and DefaultAuthorEmail.
+	Author Signature
+	// Now stamps commits. Default time.Now.
+	Now func() time.Time
+	// Logger receives warnings (stale lock removed, .gitignore extended).
+	// Nil discards.
+	Logger *slog.Logger
+}
+
+// Signature names who makes the Store's commits.
+type Signature struct{ Name, Email string }
+
+// Store is the memory repository of one workspace. Its methods are safe for
+// concurrent use.
+type Store struct {
+	dir     string // absolute workspace directory
+	gitDir  string // holds HEAD, index, index.lock
+	objDir  string // loose objects and packs; "" when unknown
+	tracked []string
+	author  Signature
+	now     func() time.Time
+	log     *slog.Logger
+
+	mu        sync.Mutex // serialises every method: go-git's storage is not goroutine-safe
+	repo      *git.Repository
+	packStamp time.Time     // mtime of objects/pack when go-git last listed the packs
+	lockWait  time.Duration // how long to wait for another writer's index.lock
+}
+
+// Open uses the repository at dir, or creates one there.
+//
+// A new repository gets a .gitignore that ignores everything except the
+// tracked files and itself, the missing tracked files as empty files, and an
+// initial commit InitSubject. An existing repository at dir is adopted: its
+// .gitignore gets the missing lines appended (and that change is committed
+// as IgnoreSubject); if it has no commit yet, it gets the initial commit.
+// A dir with no repository of its own inside another repository (an ancestor
+// holding a .git directory or file) is refused with a *NestedRepositoryError.
+func Open(dir string, opts Options) (*Store, error) {
+	s, err := newStore(dir, opts)
+	if err != nil {
+		return nil, fmt.Errorf("open memory repository: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.open(); err != nil {
+		return nil, fmt.Errorf("open memory repository %s: %w", s.dir, err)
+	}
+	return s, nil
+}
+
+func newStore(dir string, opts Options) (*Store, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("workspace path: %w", err)
+	}
+	tracked := opts.Tracked
+	if len(tracked) == 0 {
+		tracked = DefaultTracked()
+	}
+	tracked, err = cleanTracked(tracked)
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{
+		dir:      abs,
+		tracked:  tracked,
+		author:   opts.Author,
+		now:      opts.Now,
+		log:      opts.Logger,
+		lockWait: defaultLockWait,
+	}
+	if s.author.Name == "" {
+		s.author.Name = DefaultAuthorName
+	}
+	if s.author.Email == "" {
+		s.author.Email = DefaultAuthorEmail
+	}
+	if strings.ContainsAny(s.author.Name+s.author.Email, "<>\n") {
+		return nil, fmt.Errorf("author %q <%s>: name and email may not contain '<', '>' or newlines",
+			s.author.Name, s.author.Email)
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	return s, nil
+}
+
+// cleanTracked validates and sorts the tracked paths. The character set is
+// narrow on purpose: such names are literal in .gitignore patterns and never
+// need quoting in diffs.
+func cleanTracked(in []string) ([]string, error) {
+	out := make([]string, 0, len(in))
+	for _, p := range in {
+		if p == "" || strings.HasPrefix(p, "/") || path.Clean(p) != p || p == "." {
+			return nil, fmt.Errorf("tracked path %q: must be a clean relative path", p)
+		}
+		for _, r := range p {
+			ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' ||
+				r == '.' || r == '_' || r == '-' || r == '/'
+			if !ok {
+				return nil, fmt.Errorf("tracked path %q: only letters, digits, '.', '_', '-' and '/' are allowed", p)
+			}
+		}
+		for seg := range strings.SplitSeq(p, "/") {
+			if seg == ".." || strings.EqualFold(seg, ".git") {
+				return nil, fmt.Errorf("tracked path %q: may not contain %q", p, seg)
+			}
+		}
+		if p == ignoreFile {
+			return nil, fmt.Errorf("tracked path %q: .gitignore is managed by the store", p)
+		}
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	out = slices.Compact(out)
+	for i := 1; i < len(out); i++ {
+		if strings.HasPrefix(out[i], out[i-1]+"/") {
+			return nil, fmt.Errorf("tracked paths %q and %q: a file cannot also be a directory", out[i-1], out[i])
+		}
+	}
+	return out, nil
+}
+
+func (s *Store) open() error {
+	dotGit := filepath.Join(s.dir, ".git")
+	if _, err := os.Lstat(dotGit); err == nil {
+		return s.adopt(dotGit)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("look for .git: %w", err)
+	}
+	if err := s.refuseNested(); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(s.dir, 0o755); err != nil {
+		return fmt.Errorf("create workspace: %w", err)
+	}
+	// The workspace may be a symlink into someone's repository: check the
+	// real location too, now that it exists.
+	if err := s.refuseNested(); err != nil {
+		return err
+	}
+	repo, err := git.PlainInitWithOptions(s.dir, &git.PlainInitOptions{
+		InitOptions: git.InitOptions{DefaultBranch: plumbing.ReferenceName(defaultHead)},
+	})
+	if err != nil {
+		return fmt.Errorf("init repository: %w", err)
+	}
+	s.repo = repo
+	s.gitDir = dotGit
+	s.objDir = filepath.Join(dotGit, "objects")
+	if _, err := s.mergeIgnore(); err != nil {
+		return err
+	}
+	return s.initialCommit()
+}
+
+// refuseNested walks the ancestors of the workspace (as given and with
+// symlinks resolved) looking for a .git directory or file.
+func (s *Store) refuseNested() error {
+	starts := []string{s.dir}
+	if real, err := filepath.EvalSymlinks(s.dir); err == nil && real != s.dir {
+		starts = append(starts, real)
+	}
+	for _, start := range starts {
+		for d := filepath.Dir(start); ; d = filepath.Dir(d) {
+			if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+				return &NestedRepositoryError{Workspace: s.dir, Outer: d}
+			}
+			if parent := filepath.Dir(d); parent == d {
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// adopt opens the repository already at the workspace.
+func (s *Store) adopt(dotGit string) error {
+	gitDir, commonDir, err := locateGitDir(s.dir, dotGit)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrNotARepository, err)
+	}
+	repo, err := git.PlainOpenWithOptions(s.dir, &git.PlainOpenOptions{EnableDotGitCommonDir: true})
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrNotARepository, err)
+	}
+	if _, err := repo.Worktree(); err != nil {
+		return fmt.Errorf("%w: no worktree: %w", ErrNotARepository, err)
+	}
+	s.repo = repo
+	s.gitDir = gitDir
+	s.objDir = filepath.Join(commonDir, "objects")
+
+	changed, err := s.mergeIgnore()
+	if err != nil {
+		return err
+	}
+	head, err := s.head()
+	if err != nil {
+		return err
+	}
+	if head.commit == nil {
+		return s.initialCommit()
+	}
+	if changed {
+		_, err := s.commitPaths([]string{ignoreFile}, IgnoreSubject,
+			"Track only the memory files: "+strings.Join(s.tracked, ", ")+".")
+		if err != nil && !errors.Is(err, ErrNothingToCommit) {
+			return fmt.Errorf("commit .gitignore: %w", err)
+		}
+		s.log.Warn("memory repository: extended .gitignore of an existing repository", "dir", s.dir)
+	}
+	return nil
+}
+
+// locateGitDir follows a .git file ("gitdir: ...", as in linked worktrees
+// and submodules) and a commondir link, to find where the index and the
+// objects live.
+func locateGitDir(workspace, dotGit string) (gitDir, commonDir string, err error) {
+	fi, err := os.Stat(dotGit)
+	if err != nil {
+		return "", "", err
+	}
+	gitDir = dotGit
+	if !fi.IsDir() {
+		b, err := os.ReadFile(dotGit)
+		if err != nil {
+			return "", "", err
+		}
+		line, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir:")
+		if !ok {
+			return "", "", errors.New(".git file has no gitdir line")
+		}
+		gitDir = strings.TrimSpace(line)
+		if !filepath.IsAbs(gitDir) {
+			gitDir = filepath.Join(workspace, gitDir)
+		}
+	}
+	commonDir = gitDir
+	if b, err := os.ReadFile(filepath.Join(gitDir, "commondir")); err == nil {
+		commonDir = strings.TrimSpace(string(b))
+		if !filepath.IsAbs(commonDir) {
+			commonDir = filepath.Join(gitDir, commonDir)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(commonDir, "objects")); err != nil {
+		return "", "", err
+	}
+	return gitDir, commonDir, nil
+}
+
+// ignoreLines are the .gitignore lines that make git see only the tracked
+// files: ignore everything at the top, then for each directory on the way to
+// a tracked file re-include the directory and ignore its contents, then
+// re-include each tracked file. Git cannot re-include a file whose parent
+// directory is excluded, hence the directory pairs, parents first.
+func ignoreLines(tracked []string) []string {
+	dirs := map[string]bool{}
+	for _, p := range tracked {
+		for d := path.Dir(p); d != "."; d = path.Dir(d) {
+			dirs[d] = true
+		}
+	}
+	sorted := make([]string, 0, len(dirs))
+	for d := range dirs {
+		sorted = append(sorted, d)
+	}
+	slices.Sort(sorted) // a parent sorts before its children
+	lines := []string{"/*"}
+	for _, d := range sorted {
+		lines = append(lines, "!/"+d+"/", "/"+d+"/*")
+	}
+	for _, p := range tracked {
+		lines = append(lines, "!/"+p)
+	}
+	return append(lines, "!/"+ignoreFile)
+}
+
+// mergeIgnore writes .gitignore, or appends the lines it lacks. Lines
+// already there, in any order, are kept; ours come after them so they take
+// precedence.
+func (s *Store) mergeIgnore() (changed bool, err error) {
+	p := filepath.Join(s.dir, ignoreFile)
+	old, err := os.ReadFile(p)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return false, fmt.Errorf("read .gitignore: %w", err)
+	}
+	have := map[string]bool{}
+	for line := range strings.SplitSeq(string(old), "\n") {
+		have[strings.TrimRight(line, " \t\r")] = true
+	}
+	var add []string
+	for _, l := range ignoreLines(s.tracked) {
+		if !have[l] {
+			add = append(add, l)
+		}
+	}
+	if len(add) == 0 {
+		return false, nil
+	}
+	buf := bytes.Clone(old)
+	if len(buf) > 0 && buf[len(buf)-1] != '\n' {
+		buf = append(buf, '\n')
+	}
+	buf = append(buf, strings.Join(add, "\n")+"\n"...)
+	if err := writeFileAtomic(p, buf, 0o644); err != nil {
+		return false, fmt.Errorf("write .gitignore: %w", err)
+	}
+	return true, nil
+}
+
+// initialCommit touches the missing tracked files and commits them with the
+// .gitignore.
+func (s *Store) initialCommit() error {
+	for _, p := range s.tracked {
+		full := filepath.Join(s.dir, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			return fmt.Errorf("create directory for %s: %w", p, err)
+		}
+		f, err := os.OpenFile(full, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("create %s: %w", p, err)
+		}
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("create %s: %w", p, err)
+		}
+	}
+	paths := append([]string{ignoreFile}, s.tracked...)
+	if _, err := s.commitPaths(paths, InitSubject, ""); err != nil {
+		return fmt.Errorf("initial commit: %w", err)
+	}
+	return nil
+}
+
+// lock takes the Store's mutex and returns its release; every method but
+// Open starts with `defer s.lock()()`.
+func (s *Store) lock() (unlock func()) {
+	s.mu.Lock()
+	s.refresh()
+	return s.mu.Unlock
+}
+
+// refresh makes go-git list the packs again when the pack directory changed
+// since it last did: go-git remembers the pack list forever, so after a
+// `git gc` (the git command line runs one on its own now and then) or
+// another process packing objects, objects that moved from loose files into
+// a new pack would otherwise be "not found". One stat per operation.
+func (s *Store) refresh() {
+	fi, err := os.Stat(filepath.Join(s.objDir, "pack"))
+	if err != nil {
+		return
+	}
+	if fi.ModTime().Equal(s.packStamp) {
+		return
+	}
+	s.packStamp = fi.ModTime()
+	if r, ok := s.repo.Storer.(interface{ Reindex() }); ok {
+		r.Reindex()
+	}
+}
+
+// Dir is the absolute workspace directory.
+func (s *Store) Dir() string { return s.dir }
+
+// Tracked returns the tracked paths, sorted.
+func (s *Store) Tracked() []string { return slices.Clone(s.tracked) }
+
+// writeFileAtomic replaces p with data through a temporary file in the same
+// directory, synced before the rename, so a crash leaves the old or the new
+// content and never a torn file.
+func writeFileAtomic(p string, data []byte, perm fs.FileMode) (err error) {
+	f, err := os.CreateTemp(filepath.Dir(p), "."+filepath.Base(p)+".tmp*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer func() {
+		if err != nil {
+			_ = os.Remove(tmp)
+		}
+	}()
+	if _, err = f.Write(data); err != nil {
+		_ = f.Close()
+		return err
+	}
+	if err = f.Chmod(perm); err != nil {
+		_ = f.Close()
+		return err
+	}
+	if err = f.Sync(); err != nil {
+		_ = f.Close()
+		return err
+	}
+	if err = f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, p)
+}
