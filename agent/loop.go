@@ -119,6 +119,10 @@ func (l *Loop) Run(ctx context.Context, msgs []llm.Message) (Result, error) {
 		counts: map[[sha256.Size]byte]int{},
 		res:    &res,
 	}
+	defer func() {
+		r.log.Debug("agent run ended", "stop", res.Stop, "iterations", res.Iterations,
+			"tool_calls", res.ToolCalls, "tool_errors", res.ToolErrors, "purpose", l.Purpose)
+	}()
 	maxIter := l.MaxIterations
 	if maxIter <= 0 {
 		maxIter = DefaultMaxIterations
@@ -299,8 +303,9 @@ func (r *run) call(ctx context.Context, c llm.ToolCall) (out string, failed bool
 	case err != nil:
 		out, failed = "Error: "+err.Error(), true
 	default:
-		out = r.cap(text)
+		out = text
 	}
+	out = r.cap(out)
 	r.log.Debug("agent tool call", "tool", c.Name, "id", c.ID, "failed", failed,
 		"result_chars", len(out), "duration", time.Since(start))
 	return out, failed

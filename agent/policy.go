@@ -80,8 +80,8 @@ func (p Policy) allows(rel string) bool {
 	return false
 }
 
-// denied reports whether rel is readable under the policy; list_dir uses it
-// to hide entries rather than show what cannot be opened.
+// hidden reports whether rel is unreadable under the policy; list_dir hides
+// such entries rather than show what cannot be opened.
 func (p Policy) hidden(rel string) bool {
 	if len(p.Allow) > 0 && !p.allows(rel) {
 		return true

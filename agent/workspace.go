@@ -113,9 +113,9 @@ func cleanPath(p string) (string, error) {
 	case strings.Contains(p, `\`):
 		return "", &pathError{ErrInvalidPath, quote(p) + " contains a backslash; separate directories with /."}
 	case strings.HasPrefix(p, "/") || filepath.IsAbs(p) || filepath.VolumeName(p) != "":
-		return "", &pathError{ErrOutsideWorkspace, quote(p) + " is absolute; give a path relative to the workspace."}
+		return "", &pathError{ErrOutsideWorkspace, "Absolute paths are not allowed; give a path relative to the workspace."}
 	case p == "~" || strings.HasPrefix(p, "~/"):
-		return "", &pathError{ErrOutsideWorkspace, quote(p) + " is relative to a home directory; give a path relative to the workspace."}
+		return "", &pathError{ErrOutsideWorkspace, "Paths starting with ~ are not allowed; give a path relative to the workspace."}
 	}
 	rel := path.Clean(p)
 	if rel == ".." || strings.HasPrefix(rel, "../") {
