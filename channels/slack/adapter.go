@@ -1,0 +1,394 @@
+package slack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/slack-go/slack"
+
+	"github.com/dreamgate/dreamgate/channels"
+)
+
+// Name is the adapter name used in channels.Inbound.Channel and session keys.
+const Name = "slack"
+
+// MaxMessageLen is where outbound text is split (Slack refuses or truncates
+// text past 40,000 characters; the margin leaves room for closing fences).
+const MaxMessageLen = 39000
+
+const (
+	reactionName = "eyes"
+
+	busyReply       = "I'm still working on earlier messages here; please try again in a moment."
+	notAllowedReply = "You're not on this bot's allow list."
+
+	// maxRateLimitWaits bounds how many 429 answers one post waits out.
+	maxRateLimitWaits = 5
+	// recentCap bounds the set of recently seen message ids (dedupe) and of
+	// users already told they are not on the allow list.
+	recentCap = 4096
+)
+
+var (
+	_ channels.Channel        = (*Adapter)(nil)
+	_ channels.Typer          = (*Adapter)(nil)
+	_ channels.HealthReporter = (*Adapter)(nil)
+)
+
+// Adapter is the Slack channel. Create it with New; Run it once at a time;
+// Send and StartTyping may be called concurrently, also while Run is not
+// running.
+type Adapter struct {
+	cfg  Config
+	log  *slog.Logger
+	api  *slack.Client
+	gate *connGate
+
+	allowFrom     map[string]bool
+	allowChannels map[string]bool
+
+	seen *recentSet // channel+ts of messages already handled
+	told *recentSet // users already told they are not on the allow list
+
+	running atomic.Bool
+
+	healthMu sync.Mutex
+	health   channels.Health
+	// onHealth, when set (tests), sees every health change in order.
+	onHealth func(channels.Health)
+
+	// Tuning; tests shorten these.
+	reconnectMin, reconnectMax time.Duration
+	sendRetryMin               time.Duration
+	sendTries                  int
+	apiTimeout                 time.Duration
+	ackTimeout                 time.Duration
+	pingTimeout                time.Duration // 0 = slack-go's 30 s
+}
+
+// New validates cfg and returns an adapter; it does no network I/O.
+func New(cfg Config) (*Adapter, error) {
+	cfg, err := cfg.normalize()
+	if err != nil {
+		return nil, err
+	}
+	a := &Adapter{
+		cfg:           cfg,
+		log:           cfg.Logger.With("channel", Name),
+		allowFrom:     toSet(cfg.AllowFrom),
+		allowChannels: toSet(cfg.AllowChannels),
+		seen:          newRecentSet(recentCap),
+		told:          newRecentSet(recentCap),
+		health:        channels.Health{State: channels.StateStopped, Detail: "not started", Since: time.Now()},
+		reconnectMin:  time.Second,
+		reconnectMax:  30 * time.Second,
+		sendRetryMin:  time.Second,
+		sendTries:     3,
+		apiTimeout:    30 * time.Second,
+		ackTimeout:    5 * time.Second,
+	}
+	a.gate = &connGate{a: a}
+	opts := []slack.Option{
+		slack.OptionAppLevelToken(cfg.AppToken),
+		slack.OptionHTTPClient(&gatedClient{next: &http.Client{}, gate: a.gate}),
+		slack.OptionLog(slogOutput{log: a.log, lib: "slack-go"}),
+	}
+	if cfg.APIURL != "" {
+		opts = append(opts, slack.OptionAPIURL(cfg.APIURL))
+	}
+	if a.debugEnabled() {
+		opts = append(opts, slack.OptionDebug(true))
+	}
+	a.api = slack.New(cfg.BotToken, opts...)
+	return a, nil
+}
+
+// Name returns "slack".
+func (a *Adapter) Name() string { return Name }
+
+// Health reports the Socket Mode connection state.
+func (a *Adapter) Health() channels.Health {
+	a.healthMu.Lock()
+	defer a.healthMu.Unlock()
+	return a.health
+}
+
+func (a *Adapter) setHealth(state, detail string) {
+	a.healthMu.Lock()
+	defer a.healthMu.Unlock()
+	if a.health.State == state && a.health.Detail == detail {
+		return
+	}
+	if a.health.State != state {
+		a.health.Since = time.Now()
+	}
+	a.health.State, a.health.Detail = state, detail
+	if a.onHealth != nil {
+		a.onHealth(a.health)
+	}
+}
+
+func (a *Adapter) debugEnabled() bool {
+	return a.log.Enabled(context.Background(), slog.LevelDebug)
+}
+
+// Send posts out.Text (converted to mrkdwn and split at MaxMessageLen) to
+// out.ChatID, in out.ThreadID's thread when set, part by part in order. A 429
+// is waited out for its Retry-After and retried once per answer; network
+// errors and 5xx are retried with backoff (3 tries). The error names the
+// part, channel and thread that failed; parts before it were delivered.
+func (a *Adapter) Send(ctx context.Context, out channels.Outbound) error {
+	if out.ChatID == "" {
+		return errors.New("slack: send: no channel id")
+	}
+	text := toMrkdwn(out.Text)
+	if strings.TrimSpace(text) == "" {
+		// Slack refuses empty text (no_text); there is nothing to deliver.
+		a.log.Debug("skip empty message", "chat", out.ChatID, "kind", out.Kind)
+		return nil
+	}
+	parts := channels.SplitMessage(text, MaxMessageLen)
+	for i, part := range parts {
+		if err := a.post(ctx, out.ChatID, out.ThreadID, part); err != nil {
+			return fmt.Errorf("slack: post part %d of %d to channel %s thread %q: %w", i+1, len(parts), out.ChatID, out.ThreadID, err)
+		}
+	}
+	a.log.Debug("sent", "chat", out.ChatID, "thread", out.ThreadID, "parts", len(parts), "chars", len(text))
+	return nil
+}
+
+func (a *Adapter) post(ctx context.Context, channel, thread, text string) error {
+	opts := []slack.MsgOption{slack.MsgOptionText(text, false)}
+	if thread != "" {
+		opts = append(opts, slack.MsgOptionTS(thread))
+	}
+	failures, waits := 0, 0
+	for {
+		callCtx, cancel := context.WithTimeout(ctx, a.apiTimeout)
+		_, _, err := a.api.PostMessageContext(callCtx, channel, opts...)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("%w (last error: %w)", ctx.Err(), err)
+		}
+		var delay time.Duration
+		if rl, ok := errors.AsType[*slack.RateLimitedError](err); ok {
+			waits++
+			if waits > maxRateLimitWaits {
+				return fmt.Errorf("chat.postMessage still rate limited after %d waits: %w", maxRateLimitWaits, err)
+			}
+			delay = max(rl.RetryAfter, time.Second)
+			a.log.Info("slack rate limit; waiting", "chat", channel, "retry_after", delay)
+		} else {
+			if !transient(err) {
+				return fmt.Errorf("chat.postMessage: %w", err)
+			}
+			failures++
+			if failures >= a.sendTries {
+				return fmt.Errorf("chat.postMessage failed %d times: %w", failures, err)
+			}
+			delay = backoffDelay(failures-1, a.sendRetryMin, 30*time.Second)
+			a.log.Debug("chat.postMessage failed; retrying", "chat", channel, "try", failures, "in", delay, "err", err)
+		}
+		if serr := sleepCtx(ctx, delay); serr != nil {
+			return fmt.Errorf("%w (while waiting to retry after: %w)", serr, err)
+		}
+	}
+}
+
+// transient reports whether a failed Web API call may succeed when repeated.
+func transient(err error) bool {
+	if sc, ok := errors.AsType[slack.StatusCodeError](err); ok {
+		return sc.Code >= 500 || sc.Code == http.StatusRequestTimeout
+	}
+	if se, ok := errors.AsType[slack.SlackErrorResponse](err); ok {
+		switch se.Err {
+		case "internal_error", "fatal_error", "service_unavailable", "request_timeout", "ratelimited":
+			return true
+		}
+		return false
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return true // our per-call timeout, not the caller's
+	}
+	if _, ok := errors.AsType[*url.Error](err); ok {
+		return true // connection refused, reset, DNS, timeouts
+	}
+	return false
+}
+
+// slackErrorCode returns Slack's error code ("invalid_auth", …) or "".
+func slackErrorCode(err error) string {
+	if se, ok := errors.AsType[slack.SlackErrorResponse](err); ok {
+		return se.Err
+	}
+	return ""
+}
+
+// isAuthError reports a rejected token.
+func isAuthError(err error) bool {
+	switch slackErrorCode(err) {
+	case "invalid_auth", "not_authed", "account_inactive", "token_revoked", "token_expired":
+		return true
+	}
+	return false
+}
+
+// StartTyping adds the "eyes" reaction to in's message in the background;
+// stop removes it. stop waits for the add to finish (so the remove cannot
+// overtake it) and for one reactions.remove call, each bounded by the API
+// timeout; it is safe to call more than once. Failures are logged at debug.
+func (a *Adapter) StartTyping(ctx context.Context, in channels.Inbound) (stop func()) {
+	if in.ChatID == "" || in.MessageID == "" {
+		return func() {}
+	}
+	// The reaction must come off even when the turn's context was cancelled.
+	base := context.WithoutCancel(ctx)
+	item := slack.NewRefToMessage(in.ChatID, in.MessageID)
+	added := false
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		callCtx, cancel := context.WithTimeout(base, a.apiTimeout)
+		defer cancel()
+		err := a.api.AddReactionContext(callCtx, reactionName, item)
+		switch {
+		case err == nil:
+			added = true
+		case slackErrorCode(err) == "already_reacted":
+			added = true
+		default:
+			a.log.Debug("reactions.add failed", "chat", in.ChatID, "ts", in.MessageID, "err", err)
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			<-done
+			if !added {
+				return
+			}
+			callCtx, cancel := context.WithTimeout(base, a.apiTimeout)
+			defer cancel()
+			if err := a.api.RemoveReactionContext(callCtx, reactionName, item); err != nil && slackErrorCode(err) != "no_reaction" {
+				a.log.Debug("reactions.remove failed", "chat", in.ChatID, "ts", in.MessageID, "err", err)
+			}
+		})
+	}
+}
+
+// gatedClient passes Web API requests through, but holds every
+// apps.connections.open until the connection backoff allows it: slack-go
+// reconnects by itself, and this is where our pacing applies to it.
+type gatedClient struct {
+	next *http.Client
+	gate *connGate
+}
+
+func (g *gatedClient) Do(req *http.Request) (*http.Response, error) {
+	if strings.HasSuffix(req.URL.Path, "/apps.connections.open") {
+		if err := g.gate.wait(req.Context()); err != nil {
+			return nil, err
+		}
+	}
+	return g.next.Do(req)
+}
+
+// connGate paces connection attempts: the first of a Run goes at once, each
+// later one waits backoffDelay(failures), and a healthy connection (hello
+// received) resets the count.
+type connGate struct {
+	a        *Adapter
+	mu       sync.Mutex
+	opens    int
+	failures int
+}
+
+func (g *connGate) reset() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.opens, g.failures = 0, 0
+}
+
+func (g *connGate) healthy() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.failures = 0
+}
+
+func (g *connGate) wait(ctx context.Context) error {
+	g.mu.Lock()
+	first := g.opens == 0
+	n := g.failures
+	g.mu.Unlock()
+	if !first {
+		d := backoffDelay(n, g.a.reconnectMin, g.a.reconnectMax)
+		g.a.setHealth(channels.StateReconnecting, fmt.Sprintf("reconnecting in %s", d.Round(time.Millisecond)))
+		g.a.log.Info("slack reconnecting", "attempt", n+1, "in", d.Round(time.Millisecond))
+		if err := sleepCtx(ctx, d); err != nil {
+			return err
+		}
+	}
+	g.mu.Lock()
+	g.opens++
+	g.failures++
+	g.mu.Unlock()
+	return nil
+}
+
+// slogOutput routes slack-go's own log lines into slog at debug.
+type slogOutput struct {
+	log *slog.Logger
+	lib string
+}
+
+func (o slogOutput) Output(_ int, s string) error {
+	o.log.Debug(strings.TrimSpace(s), "lib", o.lib)
+	return nil
+}
+
+func toSet(ids []string) map[string]bool {
+	m := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		m[id] = true
+	}
+	return m
+}
+
+// recentSet is a bounded set that forgets its oldest keys first.
+type recentSet struct {
+	mu   sync.Mutex
+	keys map[string]struct{}
+	ring []string
+	next int
+}
+
+func newRecentSet(capacity int) *recentSet {
+	return &recentSet{keys: make(map[string]struct{}, capacity), ring: make([]string, capacity)}
+}
+
+// add records key and reports whether it was new.
+func (s *recentSet) add(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.keys[key]; ok {
+		return false
+	}
+	if old := s.ring[s.next]; old != "" {
+		delete(s.keys, old)
+	}
+	s.ring[s.next] = key
+	s.next = (s.next + 1) % len(s.ring)
+	s.keys[key] = struct{}{}
+	return true
+}

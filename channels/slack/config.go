@@ -1,0 +1,88 @@
+package slack
+
+import (
+	"fmt"
+	"log/slog"
+	"net/url"
+	"slices"
+	"strings"
+)
+
+// Group policies: which channel messages (not DMs) the bot answers.
+const (
+	PolicyMention   = "mention"   // only posts that mention the bot (default)
+	PolicyOpen      = "open"      // every post in every channel the bot is in
+	PolicyAllowlist = "allowlist" // every post in AllowChannels
+)
+
+// Config is the adapter's configuration, as read from channels.slack.
+type Config struct {
+	BotToken, AppToken string // xoxb-…, xapp-…
+	// APIURL is "" for Slack's own Web API, else e.g.
+	// http://127.0.0.1:PORT/api/ (a missing trailing slash is added).
+	APIURL        string
+	AllowFrom     []string // user ids; empty = everyone
+	GroupPolicy   string   // mention (default) | open | allowlist
+	AllowChannels []string // channel ids; empty = all; DMs are exempt
+	// ReplyInThread answers a top-level channel post in a thread of its own
+	// (its own session). The config layer defaults it to true.
+	ReplyInThread bool
+	Logger        *slog.Logger // nil = discard
+}
+
+// normalize validates c and returns it with defaults applied. Errors name
+// the field and never include a token.
+func (c Config) normalize() (Config, error) {
+	if err := checkToken("botToken", c.BotToken, "xoxb-", "SLACK_BOT_TOKEN"); err != nil {
+		return c, err
+	}
+	if err := checkToken("appToken", c.AppToken, "xapp-", "SLACK_APP_TOKEN"); err != nil {
+		return c, err
+	}
+	if c.APIURL != "" {
+		u, err := url.Parse(c.APIURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return c, &configError{"apiURL", fmt.Sprintf("must be an http(s) URL such as http://127.0.0.1:8080/api/ (got %q)", c.APIURL)}
+		}
+		if !strings.HasSuffix(c.APIURL, "/") {
+			// slack-go appends method names as-is: ".../api" + "auth.test".
+			c.APIURL += "/"
+		}
+	}
+	c.GroupPolicy = strings.ToLower(strings.TrimSpace(c.GroupPolicy))
+	if c.GroupPolicy == "" {
+		c.GroupPolicy = PolicyMention
+	}
+	if !slices.Contains([]string{PolicyMention, PolicyOpen, PolicyAllowlist}, c.GroupPolicy) {
+		return c, &configError{"groupPolicy", fmt.Sprintf("must be one of mention, open, allowlist (got %q)", c.GroupPolicy)}
+	}
+	c.AllowFrom = cleanIDs(c.AllowFrom)
+	c.AllowChannels = cleanIDs(c.AllowChannels)
+	if c.GroupPolicy == PolicyAllowlist && len(c.AllowChannels) == 0 {
+		return c, &configError{"allowChannels", `must list at least one channel id when groupPolicy is "allowlist"`}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c, nil
+}
+
+func checkToken(field, tok, prefix, env string) error {
+	switch {
+	case strings.TrimSpace(tok) == "":
+		return &configError{field, fmt.Sprintf("missing (set it in the config file or %s)", env)}
+	case !strings.HasPrefix(tok, prefix):
+		return &configError{field, fmt.Sprintf("must start with %q", prefix)}
+	}
+	return nil
+}
+
+func cleanIDs(ids []string) []string {
+	var out []string
+	for _, id := range ids {
+		if id = strings.TrimSpace(id); id != "" {
+			out = append(out, id)
+		}
+	}
+	return out
+}
