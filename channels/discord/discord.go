@@ -1,0 +1,242 @@
+// Package discord is the Discord channel: a bot on the Gateway (intents
+// GUILDS, GUILD_MESSAGES, DIRECT_MESSAGES, MESSAGE_CONTENT) that turns the
+// messages meant for it into channels.Inbound and posts replies over REST.
+//
+// It is responsible for Discord's side of a conversation: filtering (its own
+// messages, system messages, duplicates and replays, allowFrom,
+// allowChannels, the mention policy), stripping the bot mention, session keys
+// (`discord:<channel>` and `discord:<parent>:thread:<thread>`), splitting
+// replies at 2000 characters, rate limits, the typing indicator, and
+// reconnecting with backoff. discordgo types never leave this package.
+//
+// It imports only the channels contract of ours; never the gateway or any
+// other package of dreamgate.
+package discord
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+	"github.com/dreamgate/dreamgate/channels"
+	"github.com/gorilla/websocket"
+)
+
+// Name is the adapter name used in Inbound.Channel and session keys.
+const Name = "discord"
+
+// Group policies for guild channels.
+const (
+	PolicyMention   = "mention"   // answer only when the bot is mentioned or replied to
+	PolicyOpen      = "open"      // answer every message
+	PolicyAllowlist = "allowlist" // answer every message in allowChannels
+)
+
+// MaxMessageLen is Discord's limit on a message, in characters.
+const MaxMessageLen = 2000
+
+// Texts users see.
+const (
+	busyText       = "I'm still working on earlier messages here; please try again in a moment."
+	notAllowedText = "You're not on this bot's allow list."
+)
+
+// intents are the gateway intents the bot asks for; MESSAGE_CONTENT is
+// privileged and must be enabled in the developer portal.
+const intents = discordgo.IntentsGuilds | discordgo.IntentsGuildMessages |
+	discordgo.IntentsDirectMessages | discordgo.IntentsMessageContent
+
+// discordgo has no level below LogError; one below silences it without
+// touching its package-level Logger.
+const quietLogLevel = discordgo.LogError - 1
+
+// Config configures the adapter.
+type Config struct {
+	Token         string   // bot token, without the "Bot " prefix (one is tolerated)
+	APIURL        string   // "" = Discord's; else e.g. http://127.0.0.1:PORT: REST goes there and the gateway URL comes from its GET /api/v9/gateway
+	AllowFrom     []string // user ids allowed to talk to the bot; empty (or "*") = everyone
+	GroupPolicy   string   // mention (default) | open | allowlist
+	AllowChannels []string // channel ids answered in guilds; empty = all; a thread's parent counts; DMs are exempt
+	Logger        *slog.Logger
+}
+
+// tuning holds the timings; tests shorten them.
+type tuning struct {
+	backoffBase  time.Duration // first reconnect delay
+	backoffMax   time.Duration // reconnect delay cap
+	healthyAfter time.Duration // a connection this old resets the backoff
+	openTimeout  time.Duration // bound on one gateway handshake
+	sendBackoff  time.Duration // first delay between send retries
+	typingEvery  time.Duration // typing indicator refresh
+}
+
+var defaultTuning = tuning{
+	backoffBase:  time.Second,
+	backoffMax:   30 * time.Second,
+	healthyAfter: 30 * time.Second,
+	openTimeout:  30 * time.Second,
+	sendBackoff:  time.Second,
+	typingEvery:  8 * time.Second,
+}
+
+// Adapter is the Discord channel.
+type Adapter struct {
+	log           *slog.Logger
+	session       *discordgo.Session
+	policy        string
+	allowFrom     map[string]bool // nil = everyone
+	allowChannels map[string]bool // nil = all
+	tune          tuning
+	watch         *openWatch
+
+	running atomic.Bool
+	botID   atomic.Value // string; from GET /users/@me and READY
+
+	chans   *channelCache
+	seen    *recentSet // message ids already handled
+	refused *recentSet // users already told they are not allowed
+
+	healthMu sync.Mutex
+	health   channels.Health
+	onHealth func(channels.Health) // test hook, called on every change
+}
+
+var (
+	_ channels.Channel        = (*Adapter)(nil)
+	_ channels.Typer          = (*Adapter)(nil)
+	_ channels.HealthReporter = (*Adapter)(nil)
+)
+
+// configError names the offending field.
+type configError struct{ field, problem string }
+
+func (e *configError) Error() string { return "discord." + e.field + ": " + e.problem }
+func (e *configError) Unwrap() error { return ErrInvalidConfig }
+
+// New validates cfg and builds an adapter; it does not connect.
+func New(cfg Config) (*Adapter, error) {
+	token := strings.TrimSpace(cfg.Token)
+	token = strings.TrimSpace(strings.TrimPrefix(token, "Bot "))
+	if token == "" {
+		return nil, &configError{"token", "required (or set DISCORD_BOT_TOKEN)"}
+	}
+	if strings.ContainsAny(token, " \t\r\n") {
+		return nil, &configError{"token", "must not contain whitespace"}
+	}
+	policy := strings.TrimSpace(cfg.GroupPolicy)
+	switch policy {
+	case "":
+		policy = PolicyMention
+	case PolicyMention, PolicyOpen, PolicyAllowlist:
+	default:
+		return nil, &configError{"groupPolicy", fmt.Sprintf("must be %q, %q or %q, not %q", PolicyMention, PolicyOpen, PolicyAllowlist, cfg.GroupPolicy)}
+	}
+	allowChannels := idSet(cfg.AllowChannels)
+	if policy == PolicyAllowlist && allowChannels == nil {
+		return nil, &configError{"allowChannels", `must list at least one channel id when groupPolicy is "allowlist"`}
+	}
+	transport := http.DefaultTransport
+	if cfg.APIURL != "" {
+		u, err := url.Parse(cfg.APIURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, &configError{"apiURL", fmt.Sprintf("must be an http(s) URL such as http://127.0.0.1:8080, not %q", cfg.APIURL)}
+		}
+		transport = rewriteTransport{base: u, next: http.DefaultTransport}
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+
+	s, err := discordgo.New("Bot " + token)
+	if err != nil {
+		return nil, fmt.Errorf("create discord session: %w", err)
+	}
+	a := &Adapter{
+		log:           logger.With("channel", Name),
+		session:       s,
+		policy:        policy,
+		allowFrom:     idSet(cfg.AllowFrom),
+		allowChannels: allowChannels,
+		tune:          defaultTuning,
+		watch:         &openWatch{},
+		chans:         newChannelCache(maxCachedChannels),
+		seen:          newRecentSet(recentMessages),
+		refused:       newRecentSet(recentRefusals),
+		health:        channels.Health{State: channels.StateStopped, Detail: "not started", Since: time.Now()},
+	}
+	a.botID.Store("")
+
+	s.Client = &http.Client{Timeout: 20 * time.Second, Transport: transport}
+	s.Dialer = &websocket.Dialer{
+		Proxy:            http.ProxyFromEnvironment,
+		HandshakeTimeout: 15 * time.Second,
+		NetDialContext:   a.watch.dial,
+	}
+	s.LogLevel = quietLogLevel
+	// Handlers run in the gateway's read loop, in order: messages of one
+	// conversation must reach the gateway in the order they were posted.
+	s.SyncEvents = true
+	// The adapter keeps the little channel state it needs (thread parents).
+	s.StateEnabled = false
+	// The adapter owns reconnection (backoff with jitter, cancellable);
+	// discordgo still resumes the session on the next Open.
+	s.ShouldReconnectOnError = false
+	s.ShouldReconnectVoiceOnSessionError = false
+	// Send decides about 429s and retries itself, cancellably.
+	s.ShouldRetryOnRateLimit = false
+	s.MaxRestRetries = 0
+	s.Identify.Intents = intents
+	return a, nil
+}
+
+// idSet turns a list of ids into a set; nil means "no restriction" (empty
+// list, or "*").
+func idSet(ids []string) map[string]bool {
+	set := map[string]bool{}
+	for _, id := range ids {
+		id = strings.TrimSpace(id)
+		if id == "*" {
+			return nil
+		}
+		if id != "" {
+			set[id] = true
+		}
+	}
+	if len(set) == 0 {
+		return nil
+	}
+	return set
+}
+
+// Name implements channels.Channel.
+func (a *Adapter) Name() string { return Name }
+
+// Health implements channels.HealthReporter.
+func (a *Adapter) Health() channels.Health {
+	a.healthMu.Lock()
+	defer a.healthMu.Unlock()
+	return a.health
+}
+
+func (a *Adapter) setHealth(state, detail string) {
+	a.healthMu.Lock()
+	if a.health.State == state && a.health.Detail == detail {
+		a.healthMu.Unlock()
+		return
+	}
+	a.health = channels.Health{State: state, Detail: detail, Since: time.Now()}
+	h, hook := a.health, a.onHealth
+	a.healthMu.Unlock()
+	if hook != nil {
+		hook(h)
+	}
+}
+
+func (a *Adapter) bot() string { return a.botID.Load().(string) }

@@ -1,0 +1,287 @@
+package fakediscord
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// maxContent is Discord's limit on a message's content, in characters.
+const maxContent = 2000
+
+// maxNonce is Discord's limit on a nonce's length.
+const maxNonce = 25
+
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/gateway-ws/", s.serveGateway)
+	mux.HandleFunc("GET /api/v9/gateway", s.authed(s.getGateway))
+	mux.HandleFunc("GET /api/v9/users/{id}", s.authed(s.getUser))
+	mux.HandleFunc("GET /api/v9/channels/{id}", s.authed(s.getChannel))
+	mux.HandleFunc("POST /api/v9/channels/{id}/messages", s.authed(s.postMessage))
+	mux.HandleFunc("POST /api/v9/channels/{id}/typing", s.authed(s.postTyping))
+	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, 0, "404: Not Found")
+	})
+	return s.record(mux)
+}
+
+// statusWriter remembers the status for the request log.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	w.status = code
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (s *Server) record(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/gateway-ws/") {
+			next.ServeHTTP(w, r) // hijacked; recorded in Stats
+			return
+		}
+		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		next.ServeHTTP(sw, r)
+		s.mu.Lock()
+		s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.Path, Status: sw.status})
+		s.notifyLocked()
+		s.mu.Unlock()
+	})
+}
+
+// authed refuses requests without "Authorization: Bot <token>", as Discord
+// does with 401.
+func (s *Server) authed(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bot "+s.cfg.Token {
+			writeError(w, http.StatusUnauthorized, 0, "401: Unauthorized")
+			return
+		}
+		h(w, r)
+	}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(mustJSON(v))
+}
+
+func writeError(w http.ResponseWriter, status, code int, msg string) {
+	writeJSON(w, status, map[string]any{"message": msg, "code": code})
+}
+
+// bucketHeaders are the rate-limit headers of a request that still has room.
+func bucketHeaders(h http.Header, route string) {
+	h.Set("X-RateLimit-Bucket", route)
+	h.Set("X-RateLimit-Limit", "5")
+	h.Set("X-RateLimit-Remaining", "4")
+	h.Set("X-RateLimit-Reset-After", "5.000")
+	h.Set("X-RateLimit-Reset", fmt.Sprintf("%.3f", float64(time.Now().Add(5*time.Second).UnixMilli())/1000))
+}
+
+func (s *Server) getGateway(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"url": s.wsURL()})
+}
+
+func (s *Server) getUser(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if id == "@me" {
+		id = s.cfg.BotID
+	}
+	if _, ok := s.users[id]; !ok {
+		writeError(w, http.StatusNotFound, 10013, "Unknown User")
+		return
+	}
+	writeJSON(w, http.StatusOK, s.userObjectLocked(id))
+}
+
+func (s *Server) getChannel(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	c, ok := s.channels[r.PathValue("id")]
+	s.mu.Unlock()
+	if !ok {
+		writeError(w, http.StatusNotFound, 10003, "Unknown Channel")
+		return
+	}
+	writeJSON(w, http.StatusOK, channelObject(c))
+}
+
+func (s *Server) postTyping(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.channels[id]; !ok {
+		writeError(w, http.StatusNotFound, 10003, "Unknown Channel")
+		return
+	}
+	s.typing = append(s.typing, Typing{ChannelID: id, Authorization: r.Header.Get("Authorization"), At: time.Now()})
+	s.notifyLocked()
+	bucketHeaders(w.Header(), "typing")
+	w.WriteHeader(http.StatusNoContent)
+}
+
+type postBody struct {
+	Content          string          `json:"content"`
+	Nonce            json.RawMessage `json:"nonce"`
+	EnforceNonce     bool            `json:"enforce_nonce"`
+	MessageReference *struct {
+		MessageID       string `json:"message_id"`
+		ChannelID       string `json:"channel_id"`
+		FailIfNotExists *bool  `json:"fail_if_not_exists"`
+	} `json:"message_reference"`
+	AllowedMentions *struct {
+		Parse       []string `json:"parse"`
+		RepliedUser *bool    `json:"replied_user"`
+	} `json:"allowed_mentions"`
+}
+
+// nonceString accepts a nonce as a JSON string or integer.
+func nonceString(raw json.RawMessage) string {
+	if len(raw) == 0 || string(raw) == "null" {
+		return ""
+	}
+	var str string
+	if json.Unmarshal(raw, &str) == nil {
+		return str
+	}
+	return string(raw)
+}
+
+func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
+	chID := r.PathValue("id")
+	var body postBody
+	dec := json.NewDecoder(r.Body)
+	if err := dec.Decode(&body); err != nil {
+		writeError(w, http.StatusBadRequest, 50109, "The request body contains invalid JSON.")
+		return
+	}
+	nonce := nonceString(body.Nonce)
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	status := http.StatusOK
+	defer func() {
+		s.attempts = append(s.attempts, Attempt{ChannelID: chID, Status: status, Nonce: nonce, At: time.Now()})
+		s.notifyLocked()
+	}()
+
+	var fail *failure
+	if len(s.failures) > 0 {
+		f := s.failures[0]
+		s.failures = s.failures[1:]
+		fail = &f
+	}
+	if fail != nil && fail.status == http.StatusTooManyRequests {
+		status = http.StatusTooManyRequests
+		write429(w, *fail)
+		return
+	}
+	if fail != nil && !fail.afterCreate {
+		status = fail.status
+		writeError(w, fail.status, 0, http.StatusText(fail.status))
+		return
+	}
+
+	c, ok := s.channels[chID]
+	switch {
+	case !ok:
+		status = http.StatusNotFound
+		writeError(w, status, 10003, "Unknown Channel")
+		return
+	case strings.TrimSpace(body.Content) == "":
+		status = http.StatusBadRequest
+		writeError(w, status, 50006, "Cannot send an empty message")
+		return
+	case utf8.RuneCountInString(body.Content) > maxContent:
+		status = http.StatusBadRequest
+		writeJSON(w, status, map[string]any{"message": "Invalid Form Body", "code": 50035,
+			"errors": map[string]any{"content": map[string]any{"_errors": []any{map[string]any{
+				"code": "BASE_TYPE_MAX_LENGTH", "message": "Must be 2000 or fewer in length."}}}}})
+		return
+	case len(nonce) > maxNonce:
+		status = http.StatusBadRequest
+		writeError(w, status, 50035, "Invalid Form Body (nonce)")
+		return
+	}
+	if body.EnforceNonce && nonce != "" {
+		if id, ok := s.nonces[nonce]; ok {
+			// Discord answers a repeated nonce with the message it created.
+			if fail != nil {
+				status = fail.status
+				writeError(w, fail.status, 0, http.StatusText(fail.status))
+				return
+			}
+			bucketHeaders(w.Header(), "messages:"+chID)
+			writeJSON(w, http.StatusOK, s.messages[id])
+			return
+		}
+	}
+	replyTo := ""
+	if ref := body.MessageReference; ref != nil && ref.MessageID != "" {
+		if _, ok := s.messages[ref.MessageID]; ok {
+			replyTo = ref.MessageID
+		} else if ref.FailIfNotExists == nil || *ref.FailIfNotExists {
+			status = http.StatusBadRequest
+			writeError(w, status, 50035, "Invalid Form Body (message_reference: Unknown message)")
+			return
+		}
+	}
+
+	m := Message{ID: s.newIDLocked(), ChannelID: chID, Author: s.users[s.cfg.BotID], Content: body.Content, ReplyTo: replyTo}
+	obj := s.messageObjectLocked(m, c)
+	if nonce != "" {
+		obj["nonce"] = nonce
+		if body.EnforceNonce {
+			s.nonces[nonce] = m.ID
+		}
+	}
+	s.messages[m.ID] = obj
+	sent := Sent{ID: m.ID, ChannelID: chID, Content: body.Content, ReplyTo: replyTo, Nonce: nonce,
+		Authorization: r.Header.Get("Authorization"), At: time.Now()}
+	if am := body.AllowedMentions; am != nil {
+		sent.RepliedUser = am.RepliedUser
+		sent.AllowedParse = append([]string{}, am.Parse...)
+	}
+	s.sent = append(s.sent, sent)
+	// Discord echoes the bot's own messages on the gateway.
+	s.dispatchLocked("MESSAGE_CREATE", obj)
+
+	if fail != nil {
+		status = fail.status
+		writeError(w, fail.status, 0, http.StatusText(fail.status))
+		return
+	}
+	bucketHeaders(w.Header(), "messages:"+chID)
+	writeJSON(w, http.StatusOK, obj)
+}
+
+// write429 answers as Discord does when a route's limit is exhausted.
+func write429(w http.ResponseWriter, f failure) {
+	secs := f.retryAfter.Seconds()
+	h := w.Header()
+	h.Set("Retry-After", strconv.Itoa(int(math.Ceil(secs))))
+	h.Set("X-RateLimit-Limit", "5")
+	h.Set("X-RateLimit-Remaining", "0")
+	h.Set("X-RateLimit-Reset-After", fmt.Sprintf("%.3f", secs))
+	h.Set("X-RateLimit-Reset", fmt.Sprintf("%.3f", float64(time.Now().Add(f.retryAfter).UnixMilli())/1000))
+	h.Set("X-RateLimit-Bucket", "messages")
+	scope := "user"
+	if f.global {
+		h.Set("X-RateLimit-Global", "true")
+		scope = "global"
+	}
+	h.Set("X-RateLimit-Scope", scope)
+	writeJSON(w, http.StatusTooManyRequests, map[string]any{
+		"message": "You are being rate limited.", "retry_after": secs, "global": f.global, "code": 0})
+}

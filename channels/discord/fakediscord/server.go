@@ -1,0 +1,675 @@
+// Package fakediscord is a local stand-in for Discord, speaking its real wire
+// protocol so that the discord adapter (and the end-to-end tests of the built
+// binary) can run offline: the REST API v9 that a bot uses (gateway lookup,
+// current user, channels, messages, typing) and the Gateway websocket (HELLO,
+// IDENTIFY, READY, dispatches with sequence numbers, heartbeat ACKs, RESUME
+// with replay, INVALID_SESSION, RECONNECT).
+//
+// It records everything a client did and lets a test script what Discord
+// would do: inject messages and thread creations, answer the next send with a
+// 429 or a server error, drop the websocket, invalidate the session, deliver
+// a message twice. It binds 127.0.0.1:0 only.
+//
+// It is not a test file so that cmd/dreamgate can drive a built binary
+// against it. It imports nothing of ours and no Discord client library: what
+// it sends is plain JSON written here, so a shared misunderstanding with the
+// client library cannot hide a bug.
+package fakediscord
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Channel types (Discord's numbering).
+const (
+	ChannelText          = 0
+	ChannelDM            = 1
+	ChannelNewsThread    = 10
+	ChannelPublicThread  = 11
+	ChannelPrivateThread = 12
+	ChannelForum         = 15
+)
+
+// Message types (Discord's numbering); only a few are named.
+const (
+	MessageDefault         = 0
+	MessageGuildMemberJoin = 7
+	MessageThreadCreated   = 18
+	MessageReply           = 19
+)
+
+// Gateway intents the fake looks at.
+const (
+	IntentGuilds         = 1 << 0
+	IntentGuildMessages  = 1 << 9
+	IntentDirectMessages = 1 << 12
+	IntentMessageContent = 1 << 15
+)
+
+// Config describes the bot the fake serves. Zero values take the defaults.
+type Config struct {
+	Token             string        // the bot token without "Bot "; default "fake-token"
+	BotID             string        // default "BOT1"
+	BotName           string        // default "fakebot"
+	HeartbeatInterval time.Duration // sent in HELLO; default 1 s
+	// DisallowMessageContent makes the app behave as if the Message Content
+	// intent were not enabled in the developer portal: an IDENTIFY asking for
+	// it is closed with 4014 (disallowed intents).
+	DisallowMessageContent bool
+}
+
+// Channel is a channel the fake knows: a guild text channel, a thread (with
+// its parent) or a DM.
+type Channel struct {
+	ID       string
+	GuildID  string // "" for DMs
+	ParentID string // a thread's parent channel
+	Name     string
+	Type     int
+}
+
+// User is a message author.
+type User struct {
+	ID       string
+	Username string
+	Bot      bool
+}
+
+// Message is a message a user posts, injected with InjectMessage.
+type Message struct {
+	ID        string // "" assigns a new snowflake
+	ChannelID string
+	Author    User
+	Content   string
+	Type      int      // MessageDefault unless set; MessageReply is implied by ReplyTo
+	Mentions  []string // user ids mentioned besides the <@id> found in Content
+	ReplyTo   string   // id of the message this one replies to (without pinging its author)
+	// Attachments are file names; the fake serves no files.
+	Attachments []string
+}
+
+// Sent is one message the bot created through POST /channels/{id}/messages.
+type Sent struct {
+	ID            string
+	ChannelID     string
+	Content       string
+	ReplyTo       string   // message_reference.message_id, "" when absent
+	RepliedUser   *bool    // allowed_mentions.replied_user, nil when absent
+	AllowedParse  []string // allowed_mentions.parse
+	Nonce         string
+	Authorization string
+	At            time.Time
+}
+
+// Attempt is one POST /channels/{id}/messages, whatever its outcome.
+type Attempt struct {
+	ChannelID string
+	Status    int
+	Nonce     string
+	At        time.Time
+}
+
+// Typing is one POST /channels/{id}/typing.
+type Typing struct {
+	ChannelID     string
+	Authorization string
+	At            time.Time
+}
+
+// Request is one REST request, for debugging tests.
+type Request struct {
+	Method string
+	Path   string
+	Status int
+}
+
+// Stats counts gateway activity.
+type Stats struct {
+	Connections     int // websocket upgrades
+	Identifies      int // sessions started with IDENTIFY (READY sent)
+	Resumes         int // sessions resumed (RESUMED sent)
+	InvalidSessions int // RESUMEs answered with op 9
+	HeartbeatAcks   int
+	Intents         int // intents of the last IDENTIFY
+}
+
+type failure struct {
+	status      int
+	retryAfter  time.Duration
+	global      bool
+	afterCreate bool
+}
+
+// Server is a running fake. All methods are safe for concurrent use.
+type Server struct {
+	cfg  Config
+	http *httptest.Server
+
+	wg sync.WaitGroup // websocket goroutines
+
+	mu       sync.Mutex
+	changed  chan struct{} // closed and replaced on every recorded change
+	closed   bool
+	nextID   int64
+	channels map[string]Channel
+	guilds   []string // in the order added
+	users    map[string]User
+	messages map[string]map[string]any // id -> message object as dispatched
+	nonces   map[string]string         // nonce -> message id
+
+	sent     []Sent
+	attempts []Attempt
+	typing   []Typing
+	requests []Request
+	failures []failure
+	stats    Stats
+
+	// the gateway session
+	conn           *gwConn
+	conns          map[*gwConn]struct{}
+	sessionID      string
+	sessionN       int
+	seq            int64
+	events         []event // dispatches of the current session, for RESUME
+	resumable      bool
+	invalidateNext bool
+	overlap        int
+	intents        int
+}
+
+type event struct {
+	seq     int64
+	payload []byte
+}
+
+// maxEvents bounds the replay log of a session.
+const maxEvents = 10000
+
+// Start runs a fake on 127.0.0.1:0.
+func Start(cfg Config) (*Server, error) {
+	if cfg.Token == "" {
+		cfg.Token = "fake-token"
+	}
+	if cfg.BotID == "" {
+		cfg.BotID = "BOT1"
+	}
+	if cfg.BotName == "" {
+		cfg.BotName = "fakebot"
+	}
+	if cfg.HeartbeatInterval <= 0 {
+		cfg.HeartbeatInterval = time.Second
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("listen: %w", err)
+	}
+	s := &Server{
+		cfg:      cfg,
+		changed:  make(chan struct{}),
+		nextID:   1_100_000_000_000_000_000,
+		channels: map[string]Channel{},
+		users:    map[string]User{cfg.BotID: {ID: cfg.BotID, Username: cfg.BotName, Bot: true}},
+		messages: map[string]map[string]any{},
+		nonces:   map[string]string{},
+		conns:    map[*gwConn]struct{}{},
+	}
+	s.http = httptest.NewUnstartedServer(s.routes())
+	s.http.Listener.Close()
+	s.http.Listener = ln
+	s.http.Start()
+	return s, nil
+}
+
+// URL is the base URL to configure as the adapter's apiURL.
+func (s *Server) URL() string { return s.http.URL }
+
+// BotID is the id of the bot user.
+func (s *Server) BotID() string { return s.cfg.BotID }
+
+// Token is the bot token the fake accepts (without "Bot ").
+func (s *Server) Token() string { return s.cfg.Token }
+
+// Close drops every connection and stops the server.
+func (s *Server) Close() {
+	s.mu.Lock()
+	s.closed = true
+	conns := make([]*gwConn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.conn = nil
+	s.notifyLocked()
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.abort()
+	}
+	s.http.Close()
+	s.wg.Wait()
+}
+
+// AddGuild registers a guild and its channels (threads included). A guild
+// added before the bot connects is announced with GUILD_CREATE after READY;
+// one added later is dispatched at once.
+func (s *Server) AddGuild(id string, chans ...Channel) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.guilds = append(s.guilds, id)
+	for _, c := range chans {
+		c.GuildID = id
+		s.channels[c.ID] = c
+	}
+	if s.conn != nil && s.conn.isReady() {
+		s.dispatchLocked("GUILD_CREATE", s.guildObjectLocked(id))
+	}
+}
+
+// AddChannel registers a channel silently: REST knows it (GET
+// /channels/{id}), the gateway announces nothing. Use it for DMs and for
+// threads the client has to look up.
+func (s *Server) AddChannel(c Channel) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.channels[c.ID] = c
+}
+
+// CreateThread registers a thread and dispatches THREAD_CREATE.
+func (s *Server) CreateThread(c Channel) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c.Type == 0 {
+		c.Type = ChannelPublicThread
+	}
+	if c.GuildID == "" {
+		c.GuildID = s.channels[c.ParentID].GuildID
+	}
+	s.channels[c.ID] = c
+	obj := channelObject(c)
+	obj["newly_created"] = true
+	s.dispatchLocked("THREAD_CREATE", obj)
+}
+
+// InjectMessage posts m as a user would: the message is stored and a
+// MESSAGE_CREATE is dispatched (queued for replay when no client is
+// connected). It returns the message id.
+func (s *Server) InjectMessage(m Message) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.channels[m.ChannelID]
+	if !ok {
+		return "", fmt.Errorf("inject message: unknown channel %q", m.ChannelID)
+	}
+	if m.ID == "" {
+		m.ID = s.newIDLocked()
+	}
+	if m.Author.Username == "" {
+		m.Author.Username = m.Author.ID
+	}
+	s.users[m.Author.ID] = m.Author
+	obj := s.messageObjectLocked(m, c)
+	if c.GuildID != "" && s.intents&IntentMessageContent == 0 && !mentions(obj, s.cfg.BotID) && m.Author.ID != s.cfg.BotID {
+		// Without the privileged intent Discord blanks the content of guild
+		// messages that do not mention the bot.
+		obj["content"] = ""
+	}
+	s.messages[m.ID] = obj
+	s.dispatchLocked("MESSAGE_CREATE", obj)
+	return m.ID, nil
+}
+
+// Redeliver dispatches MESSAGE_CREATE for an already delivered message again,
+// as Discord may after a resume.
+func (s *Server) Redeliver(id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	obj, ok := s.messages[id]
+	if !ok {
+		return fmt.Errorf("redeliver: unknown message %q", id)
+	}
+	s.dispatchLocked("MESSAGE_CREATE", obj)
+	return nil
+}
+
+// Inject429 makes the next POST /channels/{id}/messages answer 429 with this
+// retry_after (global when global is set), without creating the message.
+func (s *Server) Inject429(retryAfter time.Duration, global bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failures = append(s.failures, failure{status: http.StatusTooManyRequests, retryAfter: retryAfter, global: global})
+}
+
+// InjectSendError makes the next POST /channels/{id}/messages answer status.
+// With afterCreate the message is created first and only the answer is lost,
+// as when a response times out.
+func (s *Server) InjectSendError(status int, afterCreate bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failures = append(s.failures, failure{status: status, afterCreate: afterCreate})
+}
+
+// DropConnection cuts the current websocket without a close frame, as a
+// network failure would. The session stays resumable.
+func (s *Server) DropConnection() error {
+	s.mu.Lock()
+	c := s.conn
+	s.conn = nil
+	s.mu.Unlock()
+	if c == nil {
+		return errors.New("drop connection: no client connected")
+	}
+	c.abort()
+	return nil
+}
+
+// RequestReconnect sends op 7 RECONNECT on the current websocket.
+func (s *Server) RequestReconnect() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.conn == nil {
+		return errors.New("request reconnect: no client connected")
+	}
+	s.conn.enqueue(mustJSON(map[string]any{"op": 7, "d": nil}))
+	return nil
+}
+
+// InvalidateSession makes the next RESUME fail with op 9 INVALID_SESSION
+// (d=false), so the client has to IDENTIFY again.
+func (s *Server) InvalidateSession() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.invalidateNext = true
+}
+
+// ReplayOverlap makes the next successful RESUME also replay the last n
+// dispatches the client had already received, as Discord's at-least-once
+// delivery may.
+func (s *Server) ReplayOverlap(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.overlap = n
+}
+
+// Sent returns the messages the bot created, in order.
+func (s *Server) Sent() []Sent {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Sent(nil), s.sent...)
+}
+
+// Attempts returns every POST /channels/{id}/messages, in order.
+func (s *Server) Attempts() []Attempt {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Attempt(nil), s.attempts...)
+}
+
+// Typing returns the typing calls, in order.
+func (s *Server) Typing() []Typing {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Typing(nil), s.typing...)
+}
+
+// Requests returns every REST request, in order.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Request(nil), s.requests...)
+}
+
+// Stats returns the gateway counters.
+func (s *Server) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stats
+}
+
+// WaitSent waits until the bot has created at least n messages and returns
+// them all.
+func (s *Server) WaitSent(ctx context.Context, n int) ([]Sent, error) {
+	var out []Sent
+	err := s.waitFor(ctx, func() bool {
+		if len(s.sent) < n {
+			return false
+		}
+		out = append([]Sent(nil), s.sent...)
+		return true
+	})
+	if err != nil {
+		return nil, fmt.Errorf("wait for %d sent messages (have %d): %w", n, len(s.Sent()), err)
+	}
+	return out, nil
+}
+
+// WaitTyping waits until at least n typing calls were made.
+func (s *Server) WaitTyping(ctx context.Context, n int) ([]Typing, error) {
+	var out []Typing
+	err := s.waitFor(ctx, func() bool {
+		if len(s.typing) < n {
+			return false
+		}
+		out = append([]Typing(nil), s.typing...)
+		return true
+	})
+	if err != nil {
+		return nil, fmt.Errorf("wait for %d typing calls: %w", n, err)
+	}
+	return out, nil
+}
+
+// WaitSessions waits until n gateway handshakes (READY or RESUMED) have
+// completed in total.
+func (s *Server) WaitSessions(ctx context.Context, n int) error {
+	err := s.waitFor(ctx, func() bool { return s.stats.Identifies+s.stats.Resumes >= n })
+	if err != nil {
+		return fmt.Errorf("wait for %d gateway sessions: %w", n, err)
+	}
+	return nil
+}
+
+// WaitRequest waits until a REST request with this method and path was made.
+func (s *Server) WaitRequest(ctx context.Context, method, path string) error {
+	err := s.waitFor(ctx, func() bool {
+		for _, r := range s.requests {
+			if r.Method == method && r.Path == path {
+				return true
+			}
+		}
+		return false
+	})
+	if err != nil {
+		return fmt.Errorf("wait for %s %s: %w", method, path, err)
+	}
+	return nil
+}
+
+// waitFor calls cond under the lock after every change until it holds.
+func (s *Server) waitFor(ctx context.Context, cond func() bool) error {
+	for {
+		s.mu.Lock()
+		if cond() {
+			s.mu.Unlock()
+			return nil
+		}
+		ch := s.changed
+		s.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func (s *Server) notifyLocked() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// newIDLocked returns a new snowflake-like id (digits, increasing).
+func (s *Server) newIDLocked() string {
+	s.nextID++
+	return strconv.FormatInt(s.nextID, 10)
+}
+
+// dispatchLocked sends an op 0 dispatch with the next sequence number and
+// keeps it for replay.
+func (s *Server) dispatchLocked(t string, d any) {
+	s.seq++
+	payload := mustJSON(map[string]any{"op": 0, "s": s.seq, "t": t, "d": d})
+	s.events = append(s.events, event{seq: s.seq, payload: payload})
+	if len(s.events) > maxEvents {
+		s.events = s.events[len(s.events)-maxEvents:]
+	}
+	if s.conn != nil && s.conn.isReady() {
+		s.conn.enqueue(payload)
+	}
+}
+
+var mentionRE = regexp.MustCompile(`<@!?([0-9A-Za-z_]+)>`)
+
+func (s *Server) userObjectLocked(id string) map[string]any {
+	u, ok := s.users[id]
+	if !ok {
+		u = User{ID: id, Username: id}
+	}
+	obj := map[string]any{"id": u.ID, "username": u.Username, "global_name": nil, "discriminator": "0", "avatar": nil}
+	if u.Bot {
+		obj["bot"] = true
+	}
+	return obj
+}
+
+func (s *Server) messageObjectLocked(m Message, c Channel) map[string]any {
+	seen := map[string]bool{}
+	var ments []any
+	add := func(id string) {
+		if !seen[id] {
+			seen[id] = true
+			ments = append(ments, s.userObjectLocked(id))
+		}
+	}
+	for _, sub := range mentionRE.FindAllStringSubmatch(m.Content, -1) {
+		add(sub[1])
+	}
+	for _, id := range m.Mentions {
+		add(id)
+	}
+	if ments == nil {
+		ments = []any{}
+	}
+	typ := m.Type
+	if m.ReplyTo != "" && typ == MessageDefault {
+		typ = MessageReply
+	}
+	atts := []any{}
+	for _, name := range m.Attachments {
+		id := s.newIDLocked()
+		atts = append(atts, map[string]any{"id": id, "filename": name, "size": 1024,
+			"url": s.http.URL + "/attachments/" + id + "/" + name, "proxy_url": s.http.URL + "/attachments/" + id + "/" + name})
+	}
+	obj := map[string]any{
+		"id":               m.ID,
+		"channel_id":       m.ChannelID,
+		"author":           s.userObjectLocked(m.Author.ID),
+		"content":          m.Content,
+		"timestamp":        time.Now().UTC().Format(time.RFC3339Nano),
+		"edited_timestamp": nil,
+		"tts":              false,
+		"mention_everyone": false,
+		"mentions":         ments,
+		"mention_roles":    []any{},
+		"attachments":      atts,
+		"embeds":           []any{},
+		"pinned":           false,
+		"type":             typ,
+	}
+	if c.GuildID != "" {
+		obj["guild_id"] = c.GuildID
+		obj["member"] = map[string]any{"roles": []any{}, "joined_at": "2024-01-01T00:00:00Z", "deaf": false, "mute": false}
+	}
+	if m.ReplyTo != "" {
+		ref := map[string]any{"type": 0, "message_id": m.ReplyTo, "channel_id": m.ChannelID}
+		if c.GuildID != "" {
+			ref["guild_id"] = c.GuildID
+		}
+		obj["message_reference"] = ref
+		if orig, ok := s.messages[m.ReplyTo]; ok {
+			// Discord nests one level only.
+			cp := make(map[string]any, len(orig))
+			for k, v := range orig {
+				cp[k] = v
+			}
+			delete(cp, "referenced_message")
+			obj["referenced_message"] = cp
+		} else {
+			obj["referenced_message"] = nil
+		}
+	}
+	return obj
+}
+
+func mentions(obj map[string]any, id string) bool {
+	ms, _ := obj["mentions"].([]any)
+	for _, m := range ms {
+		if u, ok := m.(map[string]any); ok && u["id"] == id {
+			return true
+		}
+	}
+	return false
+}
+
+func channelObject(c Channel) map[string]any {
+	obj := map[string]any{"id": c.ID, "type": c.Type, "name": c.Name}
+	if c.GuildID != "" {
+		obj["guild_id"] = c.GuildID
+	}
+	if c.ParentID != "" {
+		obj["parent_id"] = c.ParentID
+	}
+	if isThread(c.Type) {
+		obj["thread_metadata"] = map[string]any{"archived": false, "auto_archive_duration": 1440, "locked": false}
+	}
+	return obj
+}
+
+func isThread(t int) bool {
+	return t == ChannelNewsThread || t == ChannelPublicThread || t == ChannelPrivateThread
+}
+
+func (s *Server) guildObjectLocked(id string) map[string]any {
+	chans, threads := []any{}, []any{}
+	for _, c := range s.channels {
+		if c.GuildID != id {
+			continue
+		}
+		if isThread(c.Type) {
+			threads = append(threads, channelObject(c))
+		} else {
+			chans = append(chans, channelObject(c))
+		}
+	}
+	return map[string]any{
+		"id": id, "name": "guild " + id, "unavailable": false, "member_count": 2,
+		"channels": chans, "threads": threads, "roles": []any{}, "emojis": []any{},
+		"members": []any{}, "presences": []any{}, "voice_states": []any{},
+		"joined_at": "2024-01-01T00:00:00Z", "large": false, "owner_id": "OWNER",
+	}
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("fakediscord: marshal: %v", err)) // only our own maps are marshalled
+	}
+	return b
+}

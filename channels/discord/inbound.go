@@ -1,0 +1,323 @@
+package discord
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+	"github.com/dreamgate/dreamgate/channels"
+)
+
+// Bounds on what the adapter remembers.
+const (
+	recentMessages    = 4096   // message ids kept to drop duplicates and replays
+	recentRefusals    = 1024   // users told they are not on the allow list
+	maxCachedChannels = 50_000 // channel -> parent entries
+	lookupTries       = 3      // GET /channels/{id} attempts
+)
+
+// consume filters what the gateway read and hands it to sink, in order.
+func (a *Adapter) consume(ctx context.Context, stop context.CancelFunc, sink channels.Sink, queue <-chan *discordgo.Message, replies *sync.WaitGroup) {
+	for {
+		var m *discordgo.Message
+		select {
+		case <-ctx.Done():
+			return
+		case m = <-queue:
+		}
+		in, ok := a.accept(ctx, m, replies)
+		if !ok {
+			continue
+		}
+		err := sink.Deliver(ctx, in)
+		switch {
+		case err == nil:
+			a.log.Debug("discord: delivered", "session", in.SessionKey, "message", in.MessageID, "len", len(in.Text))
+		case errors.Is(err, channels.ErrBusy):
+			a.log.Warn("discord: conversation busy; asking the user to retry", "session", in.SessionKey, "message", in.MessageID)
+			a.replyAside(ctx, replies, channels.ReplyTo(in, channels.KindError, busyText))
+		case errors.Is(err, channels.ErrClosed):
+			a.log.Info("discord: gateway closed; no longer delivering", "message", in.MessageID)
+			stop()
+			return
+		case ctx.Err() != nil:
+			return
+		default:
+			a.log.Error("discord: deliver failed", "session", in.SessionKey, "message", in.MessageID, "err", err)
+		}
+	}
+}
+
+// replyAside sends a message of the adapter's own without holding up the
+// messages behind it; Run waits for it.
+func (a *Adapter) replyAside(ctx context.Context, wg *sync.WaitGroup, out channels.Outbound) {
+	wg.Go(func() {
+		if err := a.Send(ctx, out); err != nil && ctx.Err() == nil {
+			a.log.Error("discord: send notice failed", "session", out.SessionKey, "chat", out.ChatID, "err", err)
+		}
+	})
+}
+
+// accept applies the filters, in order: own messages, non-user message
+// types, duplicates, allowFrom, then (guilds only) the mention policy and
+// allowChannels. It returns the Inbound to deliver.
+func (a *Adapter) accept(ctx context.Context, m *discordgo.Message, replies *sync.WaitGroup) (channels.Inbound, bool) {
+	if m == nil || m.Author == nil {
+		return channels.Inbound{}, false
+	}
+	bot := a.bot()
+	if m.Author.ID == bot {
+		return channels.Inbound{}, false
+	}
+	if m.Type != discordgo.MessageTypeDefault && m.Type != discordgo.MessageTypeReply {
+		a.log.Debug("discord: ignored non-user message", "type", int(m.Type), "message", m.ID)
+		return channels.Inbound{}, false
+	}
+	if !a.seen.add(m.ID) {
+		a.log.Debug("discord: ignored duplicate", "message", m.ID)
+		return channels.Inbound{}, false
+	}
+	dm := m.GuildID == ""
+	if a.allowFrom != nil && !a.allowFrom[m.Author.ID] {
+		if !dm {
+			a.log.Debug("discord: ignored sender not in allowFrom", "user", m.Author.ID, "chat", m.ChannelID)
+			return channels.Inbound{}, false
+		}
+		a.log.Info("discord: direct message from a user not in allowFrom", "user", m.Author.ID)
+		if a.refused.add(m.Author.ID) {
+			a.replyAside(ctx, replies, channels.Outbound{
+				Channel: Name, ChatID: m.ChannelID, SessionKey: Name + ":" + m.ChannelID,
+				ReplyTo: m.ID, Kind: channels.KindError, Text: notAllowedText,
+			})
+		}
+		return channels.Inbound{}, false
+	}
+
+	chatID, threadID := m.ChannelID, ""
+	if !dm {
+		// The mention check needs no lookup; do it first so that chatter in
+		// busy guilds costs no REST calls.
+		if a.policy == PolicyMention && !mentioned(m, bot) {
+			a.log.Debug("discord: ignored message without mention", "chat", m.ChannelID, "message", m.ID)
+			return channels.Inbound{}, false
+		}
+		info := a.channelInfo(ctx, m.ChannelID)
+		if info.thread && info.parentID != "" {
+			chatID, threadID = info.parentID, m.ChannelID
+		}
+		if a.allowChannels != nil && !a.allowChannels[m.ChannelID] && !(info.thread && a.allowChannels[info.parentID]) {
+			a.log.Debug("discord: ignored channel not in allowChannels", "chat", m.ChannelID, "message", m.ID)
+			return channels.Inbound{}, false
+		}
+	}
+
+	text := stripMention(m.Content, bot)
+	for _, at := range m.Attachments {
+		if at == nil {
+			continue
+		}
+		// Attachments are not downloaded; say so instead of hiding them.
+		text = strings.TrimSpace(text + "\n[attachment: " + at.Filename + " (not downloaded)]")
+	}
+	if text == "" {
+		a.log.Debug("discord: ignored empty message", "message", m.ID)
+		return channels.Inbound{}, false
+	}
+	key := Name + ":" + chatID
+	if threadID != "" {
+		key += ":thread:" + threadID
+	}
+	when := m.Timestamp
+	if when.IsZero() {
+		when = time.Now()
+	}
+	return channels.Inbound{
+		Channel:    Name,
+		ChatID:     chatID,
+		ThreadID:   threadID,
+		SessionKey: key,
+		SenderID:   m.Author.ID,
+		SenderName: senderName(m),
+		MessageID:  m.ID,
+		Text:       text,
+		Time:       when,
+	}, true
+}
+
+func senderName(m *discordgo.Message) string {
+	if m.Member != nil && m.Member.Nick != "" {
+		return m.Member.Nick
+	}
+	if m.Author.GlobalName != "" {
+		return m.Author.GlobalName
+	}
+	return m.Author.Username
+}
+
+// mentioned reports whether m addresses the bot: <@id> or <@!id> in the
+// content, the bot in the mentions, or a reply to one of the bot's messages.
+func mentioned(m *discordgo.Message, bot string) bool {
+	if bot == "" {
+		return false
+	}
+	if strings.Contains(m.Content, "<@"+bot+">") || strings.Contains(m.Content, "<@!"+bot+">") {
+		return true
+	}
+	for _, u := range m.Mentions {
+		if u != nil && u.ID == bot {
+			return true
+		}
+	}
+	ref := m.ReferencedMessage
+	return ref != nil && ref.Author != nil && ref.Author.ID == bot
+}
+
+// stripMention removes every mention of the bot and the whitespace around
+// it, so "<@id> /dream-log" becomes "/dream-log". Words that a mention sat
+// between stay apart: by a newline if the gap held one, else by a space.
+func stripMention(text, bot string) string {
+	if bot == "" {
+		return strings.TrimSpace(text)
+	}
+	forms := [...]string{"<@" + bot + ">", "<@!" + bot + ">"}
+	var pieces []string
+	for rest := text; ; {
+		at, n := -1, 0
+		for _, f := range forms {
+			if i := strings.Index(rest, f); i >= 0 && (at < 0 || i < at) {
+				at, n = i, len(f)
+			}
+		}
+		if at < 0 {
+			pieces = append(pieces, rest)
+			break
+		}
+		pieces = append(pieces, rest[:at])
+		rest = rest[at+n:]
+	}
+	var b strings.Builder
+	gap := "" // whitespace since the last text written
+	for _, p := range pieces {
+		core := strings.TrimSpace(p)
+		if core == "" {
+			gap += p
+			continue
+		}
+		start := strings.Index(p, core)
+		gap += p[:start]
+		if b.Len() > 0 {
+			if strings.Contains(gap, "\n") {
+				b.WriteByte('\n')
+			} else {
+				b.WriteByte(' ')
+			}
+		}
+		b.WriteString(core)
+		gap = p[start+len(core):]
+	}
+	return b.String()
+}
+
+// channelInfo says whether a guild channel is a thread and its parent: from
+// the gateway's announcements, else from GET /channels/{id} (cached). When
+// Discord cannot be asked, the channel is treated as a plain channel.
+func (a *Adapter) channelInfo(ctx context.Context, id string) chanInfo {
+	if info, ok := a.chans.get(id); ok {
+		return info
+	}
+	var err error
+	for try := 1; try <= lookupTries; try++ {
+		var c *discordgo.Channel
+		c, err = a.session.Channel(id, discordgo.WithContext(ctx))
+		if err == nil && c != nil {
+			return a.chans.learn(c)
+		}
+		if !transient(err) || try == lookupTries || !sleep(ctx, jitter(a.tune.sendBackoff*time.Duration(try))) {
+			break
+		}
+	}
+	a.log.Warn("discord: channel lookup failed; treating it as a plain channel", "chat", id, "err", err)
+	return chanInfo{}
+}
+
+// chanInfo is what the adapter needs to know about a channel.
+type chanInfo struct {
+	thread   bool
+	parentID string
+}
+
+// channelCache maps channel ids to chanInfo; it is cleared when it outgrows
+// its bound and refilled on demand.
+type channelCache struct {
+	mu  sync.Mutex
+	max int
+	m   map[string]chanInfo
+}
+
+func newChannelCache(max int) *channelCache {
+	return &channelCache{max: max, m: map[string]chanInfo{}}
+}
+
+func (c *channelCache) get(id string) (chanInfo, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	info, ok := c.m[id]
+	return info, ok
+}
+
+func (c *channelCache) learn(ch *discordgo.Channel) chanInfo {
+	if ch == nil || ch.ID == "" {
+		return chanInfo{}
+	}
+	info := chanInfo{thread: ch.IsThread(), parentID: ch.ParentID}
+	if !info.thread {
+		info.parentID = "" // a category is not a parent that matters here
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.m) >= c.max {
+		clear(c.m)
+	}
+	c.m[ch.ID] = info
+	return info
+}
+
+func (c *channelCache) forget(ch *discordgo.Channel) {
+	if ch == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.m, ch.ID)
+}
+
+// recentSet remembers the last n ids added.
+type recentSet struct {
+	mu   sync.Mutex
+	ids  map[string]struct{}
+	ring []string
+	next int
+}
+
+func newRecentSet(n int) *recentSet {
+	return &recentSet{ids: make(map[string]struct{}, n), ring: make([]string, n)}
+}
+
+// add records id and reports whether it was new.
+func (r *recentSet) add(id string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.ids[id]; ok {
+		return false
+	}
+	if old := r.ring[r.next]; old != "" {
+		delete(r.ids, old)
+	}
+	r.ring[r.next] = id
+	r.next = (r.next + 1) % len(r.ring)
+	r.ids[id] = struct{}{}
+	return true
+}

@@ -1,0 +1,275 @@
+package discord
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+	"github.com/dreamgate/dreamgate/channels"
+	"github.com/gorilla/websocket"
+)
+
+// queueSize bounds the messages read from the gateway but not yet filtered.
+// When it is full the gateway read loop waits (nothing is dropped).
+const queueSize = 256
+
+// Run implements channels.Channel: it connects to the gateway, delivers the
+// accepted messages to sink in the order they were posted, reconnects with
+// backoff after any drop (resuming the session, so messages posted meanwhile
+// are replayed) and returns nil when ctx ends. It returns an error only when
+// Discord refuses the bot for good: ErrInvalidAuth, ErrDisallowedIntents,
+// ErrGatewayRefused.
+func (a *Adapter) Run(ctx context.Context, sink channels.Sink) error {
+	if sink == nil {
+		return errors.New("run discord adapter: nil sink")
+	}
+	if !a.running.CompareAndSwap(false, true) {
+		return ErrAlreadyRunning
+	}
+	defer a.running.Store(false)
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	queue := make(chan *discordgo.Message, queueSize)
+	drops := make(chan struct{}, 1)
+	for _, remove := range a.addHandlers(ctx, queue, drops) {
+		defer remove()
+	}
+
+	var replies sync.WaitGroup // replies the adapter sends by itself (busy, not allowed)
+	consumed := make(chan struct{})
+	go func() {
+		defer close(consumed)
+		a.consume(ctx, cancel, sink, queue, &replies)
+	}()
+
+	a.setHealth(channels.StateConnecting, "")
+	err := a.connect(ctx, drops)
+	cancel()
+	<-consumed
+	replies.Wait()
+	if err != nil {
+		a.log.Error("discord: giving up", "err", err)
+		a.setHealth(channels.StateFailed, err.Error())
+		return fmt.Errorf("run discord adapter: %w", err)
+	}
+	a.setHealth(channels.StateStopped, "")
+	return nil
+}
+
+// addHandlers registers the gateway handlers of one Run and returns their
+// removers. They run in discordgo's read loop (SyncEvents), so they only
+// copy and hand over.
+func (a *Adapter) addHandlers(ctx context.Context, queue chan<- *discordgo.Message, drops chan<- struct{}) []func() {
+	return []func(){
+		a.session.AddHandler(func(_ *discordgo.Session, r *discordgo.Ready) {
+			if r.User != nil {
+				a.botID.Store(r.User.ID)
+			}
+			a.log.Debug("discord: ready", "guilds", len(r.Guilds))
+		}),
+		a.session.AddHandler(func(_ *discordgo.Session, _ *discordgo.Resumed) {
+			a.log.Debug("discord: session resumed")
+		}),
+		a.session.AddHandler(func(_ *discordgo.Session, _ *discordgo.Disconnect) {
+			select {
+			case drops <- struct{}{}:
+			default:
+			}
+		}),
+		a.session.AddHandler(func(_ *discordgo.Session, m *discordgo.MessageCreate) {
+			if m.Message == nil {
+				return
+			}
+			select {
+			case queue <- m.Message:
+			case <-ctx.Done():
+			}
+		}),
+		a.session.AddHandler(func(_ *discordgo.Session, g *discordgo.GuildCreate) {
+			if g.Guild == nil {
+				return
+			}
+			for _, c := range g.Channels {
+				a.chans.learn(c)
+			}
+			for _, c := range g.Threads {
+				a.chans.learn(c)
+			}
+		}),
+		a.session.AddHandler(func(_ *discordgo.Session, c *discordgo.ChannelCreate) { a.chans.learn(c.Channel) }),
+		a.session.AddHandler(func(_ *discordgo.Session, c *discordgo.ChannelUpdate) { a.chans.learn(c.Channel) }),
+		a.session.AddHandler(func(_ *discordgo.Session, c *discordgo.ChannelDelete) { a.chans.forget(c.Channel) }),
+		a.session.AddHandler(func(_ *discordgo.Session, c *discordgo.ThreadCreate) { a.chans.learn(c.Channel) }),
+		a.session.AddHandler(func(_ *discordgo.Session, c *discordgo.ThreadUpdate) { a.chans.learn(c.Channel) }),
+		a.session.AddHandler(func(_ *discordgo.Session, c *discordgo.ThreadDelete) { a.chans.forget(c.Channel) }),
+		a.session.AddHandler(func(_ *discordgo.Session, t *discordgo.ThreadListSync) {
+			for _, c := range t.Threads {
+				a.chans.learn(c)
+			}
+		}),
+	}
+}
+
+// connect keeps a gateway connection up until ctx ends. It returns nil then,
+// or the error that makes reconnecting pointless.
+func (a *Adapter) connect(ctx context.Context, drops <-chan struct{}) error {
+	defer a.closeSession()
+	bo := backoff{base: a.tune.backoffBase, max: a.tune.backoffMax}
+
+	// A bad token is the common unrecoverable mistake; REST says so plainly,
+	// before any websocket.
+	for {
+		err := a.checkToken(ctx)
+		if err == nil {
+			break
+		}
+		if errors.Is(err, ErrInvalidAuth) {
+			return err
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		a.log.Warn("discord: cannot reach the API", "err", err)
+		a.setHealth(channels.StateReconnecting, "cannot reach the Discord API")
+		if !sleep(ctx, bo.next()) {
+			return nil
+		}
+	}
+
+	for {
+		select { // a drop of the previous connection, already handled
+		case <-drops:
+		default:
+		}
+		if err := a.open(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			if fatal := fatalClose(err); fatal != nil {
+				return fatal
+			}
+			a.log.Warn("discord: gateway connection failed", "err", err)
+			a.setHealth(channels.StateReconnecting, "gateway connection failed")
+			if !sleep(ctx, bo.next()) {
+				return nil
+			}
+			continue
+		}
+		since := time.Now()
+		a.setHealth(channels.StateConnected, "")
+		a.log.Info("discord: connected to the gateway")
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-drops:
+		}
+		if time.Since(since) >= a.tune.healthyAfter {
+			bo.reset()
+		}
+		a.log.Info("discord: gateway connection lost; reconnecting")
+		a.setHealth(channels.StateReconnecting, "connection lost")
+		if !sleep(ctx, bo.next()) {
+			return nil
+		}
+	}
+}
+
+// open runs one bounded gateway handshake. discordgo sends RESUME when it
+// has a session (so missed events are replayed), IDENTIFY otherwise.
+func (a *Adapter) open(ctx context.Context) error {
+	octx, cancel := context.WithTimeout(ctx, a.tune.openTimeout)
+	defer cancel()
+	a.watch.begin(octx)
+	err := a.session.Open()
+	a.watch.end()
+	if errors.Is(err, discordgo.ErrWSAlreadyOpen) {
+		// A second Disconnect from the same teardown; the link is up.
+		return nil
+	}
+	return err
+}
+
+// closeSession ends the gateway connection, if any. discordgo waits a second
+// after the close frame.
+func (a *Adapter) closeSession() {
+	if err := a.session.Close(); err != nil {
+		a.log.Debug("discord: close gateway", "err", err)
+	}
+}
+
+// checkToken asks who the bot is; it learns the bot id on the way.
+func (a *Adapter) checkToken(ctx context.Context) error {
+	u, err := a.session.User("@me", discordgo.WithContext(ctx))
+	if err != nil {
+		var rest *discordgo.RESTError
+		if errors.As(err, &rest) && rest.Response != nil && rest.Response.StatusCode == http.StatusUnauthorized {
+			return ErrInvalidAuth
+		}
+		return fmt.Errorf("get current user: %w", err)
+	}
+	if u != nil && u.ID != "" {
+		a.botID.Store(u.ID)
+	}
+	return nil
+}
+
+// fatalClose maps the gateway close codes after which reconnecting cannot
+// help to an error; nil for anything else.
+func fatalClose(err error) error {
+	var ce *websocket.CloseError
+	if !errors.As(err, &ce) {
+		return nil
+	}
+	switch ce.Code {
+	case 4004:
+		return ErrInvalidAuth
+	case 4013, 4014:
+		return fmt.Errorf("%w (close %d)", ErrDisallowedIntents, ce.Code)
+	case 4010, 4011, 4012:
+		return fmt.Errorf("%w: close %d %s", ErrGatewayRefused, ce.Code, ce.Text)
+	}
+	return nil
+}
+
+// backoff doubles a delay from base to max; each delay gets ±20 % jitter so
+// that many bots do not reconnect in step.
+type backoff struct {
+	base, max, cur time.Duration
+}
+
+func (b *backoff) next() time.Duration {
+	if b.cur == 0 {
+		b.cur = b.base
+	} else {
+		b.cur = min(2*b.cur, b.max)
+	}
+	return jitter(b.cur)
+}
+
+func (b *backoff) reset() { b.cur = 0 }
+
+func jitter(d time.Duration) time.Duration {
+	spread := int64(d) * 2 / 5
+	if spread <= 0 {
+		return d
+	}
+	return d - d/5 + time.Duration(rand.Int64N(spread+1))
+}
+
+// sleep waits d or until ctx ends; it reports whether the full wait passed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

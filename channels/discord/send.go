@@ -1,0 +1,205 @@
+package discord
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+	"github.com/dreamgate/dreamgate/channels"
+)
+
+// Retry bounds for one REST call.
+const (
+	sendTries      = 3 // attempts on transient failures (network, 5xx)
+	rateLimitWaits = 5 // 429 answers waited out before giving up
+)
+
+// messageBody is POST /channels/{id}/messages. discordgo's MessageSend has
+// no nonce; with enforce_nonce Discord answers a repeated nonce with the
+// message it already created, so a retry after a lost response cannot post
+// the part twice.
+type messageBody struct {
+	Content          string            `json:"content"`
+	Nonce            string            `json:"nonce,omitempty"`
+	EnforceNonce     bool              `json:"enforce_nonce,omitempty"`
+	AllowedMentions  allowedMentions   `json:"allowed_mentions"`
+	MessageReference *messageReference `json:"message_reference,omitempty"`
+}
+
+// allowedMentions lets a reply ping the users it names but never @everyone,
+// @here or roles (the text comes from a model), and not the author of the
+// message it answers.
+type allowedMentions struct {
+	Parse       []string `json:"parse"`
+	RepliedUser bool     `json:"replied_user"`
+}
+
+type messageReference struct {
+	MessageID       string `json:"message_id"`
+	ChannelID       string `json:"channel_id,omitempty"`
+	FailIfNotExists bool   `json:"fail_if_not_exists"`
+}
+
+// Send implements channels.Channel: out.Text is split at 2000 characters
+// with code fences balanced, the parts are posted in order to the thread
+// (out.ThreadID) or channel (out.ChatID), the first one as a reply to
+// out.ReplyTo without pinging its author. A 429 is waited out (retry_after)
+// and retried once per answer; network errors and 5xx are retried with
+// backoff, 3 tries in all; other 4xx fail at once (ErrRejected). The error
+// names the part and channel that failed.
+func (a *Adapter) Send(ctx context.Context, out channels.Outbound) error {
+	target := out.ThreadID
+	if target == "" {
+		target = out.ChatID
+	}
+	if target == "" {
+		return fmt.Errorf("send discord message: %w", ErrNoTarget)
+	}
+	if strings.TrimSpace(out.Text) == "" {
+		return fmt.Errorf("send discord message to %s: %w", target, ErrEmptyMessage)
+	}
+	parts := channels.SplitMessage(out.Text, MaxMessageLen)
+	endpoint := discordgo.EndpointChannelMessages(target)
+	for i, part := range parts {
+		if strings.TrimSpace(part) == "" {
+			continue
+		}
+		body := messageBody{
+			Content:         part,
+			Nonce:           newNonce(),
+			EnforceNonce:    true,
+			AllowedMentions: allowedMentions{Parse: []string{"users"}},
+		}
+		if i == 0 && out.ReplyTo != "" {
+			body.MessageReference = &messageReference{MessageID: out.ReplyTo, ChannelID: target}
+		}
+		err := a.retry(ctx, func(ctx context.Context) error {
+			_, err := a.session.RequestWithBucketID(http.MethodPost, endpoint, body, endpoint, discordgo.WithContext(ctx))
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("send part %d/%d (%d chars) to discord channel %s: %w", i+1, len(parts), len(part), target, err)
+		}
+	}
+	a.log.Debug("discord: sent", "session", out.SessionKey, "chat", target, "parts", len(parts), "len", len(out.Text))
+	return nil
+}
+
+// newNonce returns 24 random hex characters (Discord allows 25).
+func newNonce() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return hex.EncodeToString(b[:])
+}
+
+// retry runs call until it succeeds, waiting out 429s and retrying
+// transient failures with backoff.
+func (a *Adapter) retry(ctx context.Context, call func(context.Context) error) error {
+	tries, waits := 0, 0
+	for {
+		err := call(ctx)
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		var rl *discordgo.RateLimitError
+		if errors.As(err, &rl) {
+			waits++
+			if waits > rateLimitWaits {
+				return fmt.Errorf("still rate limited after %d waits", rateLimitWaits)
+			}
+			wait := rl.RetryAfter
+			if wait <= 0 {
+				wait = time.Second
+			}
+			a.log.Info("discord: rate limited; waiting", "retry_after", wait)
+			if !sleep(ctx, wait) {
+				return ctx.Err()
+			}
+			continue
+		}
+		if !transient(err) {
+			return rejected(err)
+		}
+		tries++
+		if tries >= sendTries {
+			return fmt.Errorf("%d tries: %w", tries, err)
+		}
+		a.log.Debug("discord: request failed; retrying", "try", tries, "err", err)
+		if !sleep(ctx, jitter(a.tune.sendBackoff<<(tries-1))) {
+			return ctx.Err()
+		}
+	}
+}
+
+// transient reports whether a failed request may succeed when repeated:
+// anything but a 4xx answer.
+func transient(err error) bool {
+	if err == nil {
+		return false
+	}
+	var rest *discordgo.RESTError
+	if errors.As(err, &rest) && rest.Response != nil {
+		return rest.Response.StatusCode >= 500
+	}
+	return true
+}
+
+// rejected describes a refused request without discordgo's types.
+func rejected(err error) error {
+	var rest *discordgo.RESTError
+	if !errors.As(err, &rest) || rest.Response == nil {
+		return err
+	}
+	if m := rest.Message; m != nil && m.Message != "" {
+		return fmt.Errorf("%w: HTTP %d, code %d: %s", ErrRejected, rest.Response.StatusCode, m.Code, m.Message)
+	}
+	return fmt.Errorf("%w: HTTP %d", ErrRejected, rest.Response.StatusCode)
+}
+
+// StartTyping implements channels.Typer: POST /channels/{id}/typing now and
+// every 8 s until stop is called or ctx ends. Failures are logged at debug;
+// stop returns promptly and is safe to call more than once.
+func (a *Adapter) StartTyping(ctx context.Context, in channels.Inbound) (stop func()) {
+	target := in.ThreadID
+	if target == "" {
+		target = in.ChatID
+	}
+	if target == "" {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(a.tune.typingEvery)
+		defer tick.Stop()
+		for {
+			err := a.session.ChannelTyping(target, discordgo.WithContext(ctx))
+			if err != nil && ctx.Err() == nil {
+				a.log.Debug("discord: typing indicator failed", "chat", target, "err", err)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			cancel()
+			<-done
+		})
+	}
+}
