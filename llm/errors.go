@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 )
 
 // Sentinel kinds of failure. Every error the Client returns wraps exactly one
@@ -59,6 +60,12 @@ func UserMessage(err error) string {
 	case errors.Is(err, context.Canceled):
 		return "The request was cancelled."
 	case errors.As(err, &le) && errors.Is(le.Kind, ErrRejected):
+		switch le.Status {
+		case http.StatusUnauthorized, http.StatusForbidden:
+			return fmt.Sprintf("The model provider refused the API key (HTTP %d); check llm.apiKey.", le.Status)
+		case http.StatusNotFound:
+			return "The model or endpoint was not found (HTTP 404); check llm.model and llm.baseURL."
+		}
 		if le.Status > 0 {
 			return fmt.Sprintf("The model rejected the request (HTTP %d); check the model name and settings.", le.Status)
 		}

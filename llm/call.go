@@ -1,0 +1,263 @@
+package llm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// errTryTimeout is the cancel cause of a try that ran out of time, which
+// tells it apart from the caller's own cancellation.
+var errTryTimeout = errors.New("try timed out")
+
+// call is one Chat: the tries of one request.
+type call struct {
+	client  *Client
+	model   string
+	purpose string
+	onDelta func(string)
+}
+
+func (k *call) run(ctx context.Context, req Request) (Response, error) {
+	c := k.client
+	wire, fill, err := c.wireRequest(req, k.model)
+	if err != nil {
+		return Response{}, &Error{
+			Kind:   ErrRejected,
+			Reason: "the request could not be encoded",
+			Err:    fmt.Errorf("encode request for %s: %w", k.model, err),
+		}
+	}
+	stream := k.onDelta != nil
+	if stream {
+		wire.Stream = true
+		wire.StreamOptions = &openai.StreamOptions{IncludeUsage: true}
+	}
+
+	for attempt := 1; ; attempt++ {
+		start := time.Now()
+		var (
+			resp Response
+			f    *failure
+		)
+		if stream {
+			resp, f = k.tryStream(ctx, wire, fill)
+		} else {
+			resp, f = k.try(ctx, wire, fill)
+		}
+		k.logTry(attempt, start, resp, f)
+		if f == nil {
+			return resp, nil
+		}
+		if ctx.Err() != nil {
+			return Response{}, fmt.Errorf("chat with %s: %w", k.model, ctx.Err())
+		}
+		if !f.retryable || attempt >= c.cfg.MaxTries {
+			return Response{}, f.final(attempt)
+		}
+		delay := c.backoff(attempt)
+		if f.hasRetryAfter {
+			delay = min(f.retryAfter, c.cfg.MaxDelay)
+		}
+		if err := c.wait(ctx, delay); err != nil {
+			return Response{}, fmt.Errorf("chat with %s: wait to retry: %w", k.model, err)
+		}
+	}
+}
+
+func (k *call) logTry(attempt int, start time.Time, resp Response, f *failure) {
+	log := k.client.log
+	args := []any{
+		"model", k.model, "purpose", k.purpose, "attempt", attempt,
+		"stream", k.onDelta != nil, "duration", time.Since(start),
+	}
+	if f == nil {
+		log.Debug("llm try", append(args, "status", 200,
+			"prompt_tokens", resp.Usage.PromptTokens,
+			"completion_tokens", resp.Usage.CompletionTokens)...)
+		return
+	}
+	// Only the safe reason: the chain may quote a provider body.
+	log.Debug("llm try failed", append(args, "status", f.status,
+		"kind", f.kind.Error(), "reason", f.reason, "retryable", f.retryable)...)
+}
+
+// try makes one unstreamed request.
+func (k *call) try(ctx context.Context, wire openai.ChatCompletionRequest, fill bool) (Response, *failure) {
+	c := k.client
+	d := c.newDoer(fill)
+	cl := openai.NewClientWithConfig(c.openaiConfig(d))
+	tctx, cancel := context.WithTimeoutCause(ctx, c.cfg.Timeout, errTryTimeout)
+	defer cancel()
+
+	out, err := cl.CreateChatCompletion(tctx, wire)
+	if err != nil {
+		return Response{}, c.classify(err, d, tctx, c.cfg.Timeout)
+	}
+	if len(out.Choices) == 0 {
+		return Response{}, &failure{
+			kind: ErrMalformed, status: d.status,
+			reason: "the response held no choices",
+			err:    errors.New("chat completion without choices"),
+		}
+	}
+	ch := out.Choices[0]
+	resp := Response{
+		Content:      ch.Message.Content,
+		ToolCalls:    fromWireToolCalls(ch.Message.ToolCalls),
+		FinishReason: string(ch.FinishReason),
+		Model:        out.Model,
+		Usage:        fromWireUsage(out.Usage),
+	}
+	if resp.Model == "" {
+		resp.Model = k.model
+	}
+	return resp, nil
+}
+
+// tryStream makes one streamed request. A failure after a fragment reached
+// OnDelta is never retried: the caller has shown it already.
+func (k *call) tryStream(ctx context.Context, wire openai.ChatCompletionRequest, fill bool) (Response, *failure) {
+	c := k.client
+	d := c.newDoer(fill)
+	cl := openai.NewClientWithConfig(c.openaiConfig(d))
+	tctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	idle := time.AfterFunc(c.cfg.Timeout, func() { cancel(errTryTimeout) })
+	defer idle.Stop()
+
+	st, err := cl.CreateChatCompletionStream(tctx, wire)
+	if err != nil {
+		return Response{}, c.classify(err, d, tctx, c.cfg.Timeout)
+	}
+	defer st.Close()
+
+	var acc streamAcc
+	for {
+		chunk, err := st.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			f := c.classify(err, d, tctx, c.cfg.Timeout)
+			if acc.delivered {
+				f.retryable = false
+				if f.kind == ErrUnavailable && !f.timeout {
+					f.reason = "the answer broke off mid-stream"
+				}
+			}
+			return Response{}, f
+		}
+		idle.Reset(c.cfg.Timeout)
+		acc.add(chunk, k.onDelta)
+	}
+
+	switch {
+	case !acc.sawChoice:
+		return Response{}, &failure{
+			kind: ErrMalformed, status: d.status,
+			reason: "the stream held no completion",
+			err:    errors.New("stream ended without a choice chunk"),
+		}
+	case acc.finish == "":
+		// go-openai reports a connection closed before [DONE] as a plain
+		// EOF; a missing finish_reason is how a cut-off answer shows.
+		return Response{}, &failure{
+			kind: ErrUnavailable, status: d.status,
+			reason:    "the answer broke off mid-stream",
+			retryable: !acc.delivered,
+			err:       errors.New("stream ended without finish_reason"),
+		}
+	}
+	resp := acc.response()
+	if resp.Model == "" {
+		resp.Model = k.model
+	}
+	return resp, nil
+}
+
+// streamAcc assembles a streamed answer into a Response.
+type streamAcc struct {
+	content   strings.Builder
+	calls     []ToolCall
+	byIndex   map[int]int // wire tool-call index -> position in calls
+	finish    string
+	model     string
+	usage     Usage
+	sawChoice bool
+	delivered bool
+}
+
+func (a *streamAcc) add(chunk openai.ChatCompletionStreamResponse, onDelta func(string)) {
+	if chunk.Model != "" {
+		a.model = chunk.Model
+	}
+	if chunk.Usage != nil {
+		a.usage = fromWireUsage(*chunk.Usage)
+	}
+	for _, ch := range chunk.Choices {
+		if ch.Index != 0 {
+			continue
+		}
+		a.sawChoice = true
+		if frag := ch.Delta.Content; frag != "" {
+			a.content.WriteString(frag)
+			a.delivered = true
+			onDelta(frag)
+		}
+		for _, tc := range ch.Delta.ToolCalls {
+			a.addToolDelta(tc)
+		}
+		if ch.FinishReason != "" && ch.FinishReason != openai.FinishReasonNull {
+			a.finish = string(ch.FinishReason)
+		}
+	}
+}
+
+// addToolDelta merges one tool-call fragment: the first fragment of a call
+// carries its id and name, later ones pieces of the arguments. Providers
+// that send no index are matched by id, else to the latest call.
+func (a *streamAcc) addToolDelta(tc openai.ToolCall) {
+	pos := -1
+	switch {
+	case tc.Index != nil:
+		if a.byIndex == nil {
+			a.byIndex = make(map[int]int)
+		}
+		if p, ok := a.byIndex[*tc.Index]; ok {
+			pos = p
+		} else {
+			a.byIndex[*tc.Index] = len(a.calls)
+		}
+	case len(a.calls) > 0 && (tc.ID == "" || tc.ID == a.calls[len(a.calls)-1].ID):
+		pos = len(a.calls) - 1
+	}
+	if pos < 0 {
+		a.calls = append(a.calls, ToolCall{})
+		pos = len(a.calls) - 1
+	}
+	cur := &a.calls[pos]
+	if tc.ID != "" {
+		cur.ID = tc.ID
+	}
+	// Some servers repeat the name on every fragment; the first one counts.
+	if cur.Name == "" {
+		cur.Name = tc.Function.Name
+	}
+	cur.Arguments += tc.Function.Arguments
+}
+
+func (a *streamAcc) response() Response {
+	return Response{
+		Content:      a.content.String(),
+		ToolCalls:    fillToolCallIDs(a.calls),
+		FinishReason: a.finish,
+		Model:        a.model,
+		Usage:        a.usage,
+	}
+}

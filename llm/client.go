@@ -1,0 +1,242 @@
+package llm
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// DefaultBaseURL is the endpoint used when Config.BaseURL is empty: a local
+// OpenAI-compatible server on Ollama's port.
+const DefaultBaseURL = "http://127.0.0.1:11434/v1"
+
+const (
+	defaultTimeout          = 120 * time.Second
+	defaultMaxTries         = 5
+	defaultBaseDelay        = time.Second
+	defaultMaxDelay         = 60 * time.Second
+	defaultBreakerThreshold = 5
+	defaultBreakerCooldown  = 30 * time.Second
+	// pingTimeout bounds Ping below the chat timeout: a status check must
+	// not hang for two minutes on a dead endpoint.
+	pingTimeout = 10 * time.Second
+)
+
+// Config configures a Client. Zero values take the documented defaults.
+type Config struct {
+	// BaseURL of the OpenAI-compatible API, including the version path
+	// ("https://api.openai.com/v1"); empty means DefaultBaseURL.
+	BaseURL string
+	// APIKey is sent as a bearer token when non-empty. It never appears in
+	// an error Reason or a log line.
+	APIKey string
+	// Model is used for every request that does not name its own.
+	Model string
+	// MaxTokens limits the completion when > 0 (Request.MaxTokens wins).
+	MaxTokens int
+	// Temperature is sent as given; 0 asks for greedy decoding (go-openai
+	// drops a zero temperature, so it is sent as the smallest positive
+	// float); a negative value leaves the provider's default.
+	Temperature float32
+	// Timeout bounds one try; 0 means 120s. For streamed calls it bounds the
+	// wait for the first chunk and then for each next one, so a long answer
+	// that keeps flowing is not cut off.
+	Timeout time.Duration
+	// MaxTries is the number of tries per call, the first included; 0 means 5.
+	MaxTries int
+	// BaseDelay is the wait before the second try, doubling for each next
+	// one; 0 means 1s.
+	BaseDelay time.Duration
+	// MaxDelay caps the backoff and a provider's Retry-After; 0 means 60s.
+	MaxDelay time.Duration
+	// BreakerThreshold is the number of consecutive calls ending in
+	// ErrUnavailable that open the breaker; 0 means 5.
+	BreakerThreshold int
+	// BreakerCooldown is how long an open breaker fails calls fast before
+	// letting one trial call through; 0 means 30s.
+	BreakerCooldown time.Duration
+	// HTTPClient is the base client for every request; nil means a plain
+	// http.Client. Its own Timeout, if any, also applies.
+	HTTPClient *http.Client
+	// Logger receives debug lines per try and breaker changes; nil discards.
+	Logger *slog.Logger
+}
+
+func (cfg Config) withDefaults() Config {
+	if cfg.BaseURL == "" {
+		cfg.BaseURL = DefaultBaseURL
+	}
+	cfg.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = defaultTimeout
+	}
+	if cfg.MaxTries <= 0 {
+		cfg.MaxTries = defaultMaxTries
+	}
+	if cfg.BaseDelay <= 0 {
+		cfg.BaseDelay = defaultBaseDelay
+	}
+	if cfg.MaxDelay <= 0 {
+		cfg.MaxDelay = defaultMaxDelay
+	}
+	if cfg.BaseDelay > cfg.MaxDelay {
+		cfg.BaseDelay = cfg.MaxDelay
+	}
+	if cfg.BreakerThreshold <= 0 {
+		cfg.BreakerThreshold = defaultBreakerThreshold
+	}
+	if cfg.BreakerCooldown <= 0 {
+		cfg.BreakerCooldown = defaultBreakerCooldown
+	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = &http.Client{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return cfg
+}
+
+// Client calls one OpenAI-compatible endpoint. It is safe for concurrent
+// use; the breaker and the usage counters are shared by all calls.
+type Client struct {
+	cfg Config
+	// endpoint is BaseURL with credentials and query removed, the only form
+	// of the URL that may reach a Reason.
+	endpoint string
+	log      *slog.Logger
+	brk      *breaker
+
+	// now and wait are the clock; tests replace them.
+	now  func() time.Time
+	wait func(ctx context.Context, d time.Duration) error
+
+	mu    sync.Mutex
+	usage map[string]Usage
+}
+
+// New returns a Client for cfg. It does not contact the endpoint; use Ping
+// for that.
+func New(cfg Config) *Client {
+	cfg = cfg.withDefaults()
+	return &Client{
+		cfg:      cfg,
+		endpoint: safeEndpoint(cfg.BaseURL),
+		log:      cfg.Logger,
+		brk:      newBreaker(cfg.BreakerThreshold, cfg.BreakerCooldown),
+		now:      time.Now,
+		wait:     sleepCtx,
+		usage:    make(map[string]Usage),
+	}
+}
+
+// Model returns the configured model name.
+func (c *Client) Model() string { return c.cfg.Model }
+
+// Usage returns a snapshot of the tokens used by successful calls, keyed by
+// Request.Purpose (an empty purpose is counted as PurposeChat).
+func (c *Client) Usage() map[string]Usage {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]Usage, len(c.usage))
+	for k, v := range c.usage {
+		out[k] = v
+	}
+	return out
+}
+
+func (c *Client) record(purpose string, u Usage) {
+	u.Calls = 1
+	c.mu.Lock()
+	c.usage[purpose] = c.usage[purpose].Add(u)
+	c.mu.Unlock()
+}
+
+// Chat sends one chat-completions request, retrying transient failures, and
+// returns the model's answer. When req.OnDelta is set the answer is
+// streamed: OnDelta is called on the calling goroutine with each content
+// fragment, and the returned Response is the same as unstreamed.
+//
+// Errors: an *Error whose Kind is ErrUnavailable (unreachable, 429/5xx or
+// timeouts after all tries, broken stream, open breaker), ErrRejected (a
+// 4xx other than 429, or a request the library refuses to send) or
+// ErrMalformed (a 2xx that is not a chat completion); or, when ctx ended,
+// an error wrapping ctx.Err().
+func (c *Client) Chat(ctx context.Context, req Request) (Response, error) {
+	purpose := req.Purpose
+	if purpose == "" {
+		purpose = PurposeChat
+	}
+	model := req.Model
+	if model == "" {
+		model = c.cfg.Model
+	}
+	if err := ctx.Err(); err != nil {
+		return Response{}, fmt.Errorf("chat with %s: %w", model, err)
+	}
+
+	trial, berr := c.brk.allow(c.now())
+	if berr != nil {
+		return Response{}, berr
+	}
+	if trial {
+		c.log.Debug("llm breaker half-open: trial call", "model", model, "purpose", purpose)
+	}
+
+	call := &call{
+		client:  c,
+		model:   model,
+		purpose: purpose,
+		onDelta: req.OnDelta,
+	}
+	resp, err := call.run(ctx, req)
+
+	switch c.brk.done(trial, outcomeOf(ctx, err), err, c.now()) {
+	case breakerOpened:
+		c.log.Warn("llm breaker open", "model", model, "cooldown", c.cfg.BreakerCooldown)
+	case breakerClosed:
+		c.log.Info("llm breaker closed", "model", model)
+	}
+	if err != nil {
+		return Response{}, err
+	}
+	c.record(purpose, resp.Usage)
+	return resp, nil
+}
+
+// Ping checks that the endpoint answers (GET {BaseURL}/models), with one
+// try bounded by min(Timeout, 10s). Any HTTP answer proves it reachable;
+// the error then says what it answered: ErrRejected for a 4xx (a refused
+// key, a server without /models), ErrUnavailable for 5xx, network errors
+// and timeouts, ErrMalformed for a 2xx that is not a model list. Ping
+// neither consults nor feeds the breaker.
+func (c *Client) Ping(ctx context.Context) error {
+	d := c.newDoer(false)
+	cl := openai.NewClientWithConfig(c.openaiConfig(d))
+	timeout := min(c.cfg.Timeout, pingTimeout)
+	tctx, cancel := context.WithTimeoutCause(ctx, timeout, errTryTimeout)
+	defer cancel()
+	_, err := cl.ListModels(tctx)
+	if err == nil {
+		return nil
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("ping %s: %w", c.endpoint, ctx.Err())
+	}
+	f := c.classify(err, d, tctx, timeout)
+	c.log.Debug("llm ping failed", "status", f.status, "reason", f.reason)
+	return f.final(1)
+}
+
+func (c *Client) openaiConfig(d *doer) openai.ClientConfig {
+	oc := openai.DefaultConfig(c.cfg.APIKey)
+	oc.BaseURL = c.cfg.BaseURL
+	oc.HTTPClient = d
+	return oc
+}

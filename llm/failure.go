@@ -1,0 +1,268 @@
+package llm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strconv"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// failure is what one try learned about an error: how to report it and
+// whether another try may help.
+type failure struct {
+	kind   error
+	status int
+	// reason is safe for a user: no body, no key, no message text.
+	reason string
+	// perTry: the reason is about one HTTP answer, so the final Reason
+	// says how many tries saw it ("HTTP 503 after 5 tries").
+	perTry        bool
+	timeout       bool
+	retryable     bool
+	hasRetryAfter bool
+	retryAfter    time.Duration
+	err           error
+}
+
+// final turns the last failure of a call into the *Error returned.
+func (f *failure) final(tries int) *Error {
+	reason := f.reason
+	if f.perTry && f.kind == ErrUnavailable {
+		reason = fmt.Sprintf("%s after %d %s", reason, tries, plural(tries, "try", "tries"))
+	}
+	return &Error{
+		Kind:   f.kind,
+		Status: f.status,
+		Reason: reason,
+		Err:    fmt.Errorf("%d %s: %w", tries, plural(tries, "try", "tries"), f.err),
+	}
+}
+
+// classify maps an error from go-openai (with what the doer saw) to a
+// failure. tctx is the try's context; its cause tells a per-try timeout.
+func (c *Client) classify(err error, d *doer, tctx context.Context, timeout time.Duration) *failure {
+	f := &failure{err: err, status: d.status}
+	if errors.Is(context.Cause(tctx), errTryTimeout) {
+		f.kind, f.retryable, f.timeout = ErrUnavailable, true, true
+		f.reason = "timed out after " + formatDuration(timeout)
+		return f
+	}
+
+	var apiErr *openai.APIError
+	var reqErr *openai.RequestError
+	switch {
+	case errors.As(err, &apiErr) && apiErr.HTTPStatusCode == 0:
+		// An error event inside a 200 stream.
+		f.kind, f.retryable = ErrUnavailable, true
+		f.reason = "the provider reported an error mid-stream"
+		return f
+	case errors.As(err, &apiErr):
+		return c.statusFailure(f, apiErr.HTTPStatusCode, safeCode(apiErr.Code), d)
+	case errors.As(err, &reqErr) && reqErr.HTTPStatusCode != 0:
+		return c.statusFailure(f, reqErr.HTTPStatusCode, "", d)
+	}
+
+	if !d.sent {
+		// go-openai refused before sending (model not valid for chat,
+		// parameters a reasoning model rejects, a body it cannot encode).
+		f.kind = ErrRejected
+		f.reason = "the request is not valid for this model"
+		return f
+	}
+	if d.status == 0 {
+		return c.networkFailure(f, err)
+	}
+
+	// A 2xx whose body could not be read.
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn), errors.As(err, &typ), errors.Is(err, io.EOF),
+		errors.Is(err, openai.ErrTooManyEmptyStreamMessages):
+		f.kind = ErrMalformed
+		f.reason = "the response was not a chat completion"
+	default:
+		// The body broke off (io.ErrUnexpectedEOF, a reset): transient.
+		f.kind, f.retryable = ErrUnavailable, true
+		f.reason = "the connection to " + c.endpoint + " broke off"
+	}
+	return f
+}
+
+func (c *Client) statusFailure(f *failure, status int, code string, d *doer) *failure {
+	f.status = status
+	switch {
+	case status == http.StatusTooManyRequests:
+		f.kind, f.retryable, f.perTry = ErrUnavailable, true, true
+		f.reason = "rate limited (HTTP 429)"
+	case status >= 500:
+		f.kind, f.retryable, f.perTry = ErrUnavailable, true, true
+		f.reason = fmt.Sprintf("HTTP %d", status)
+	case status >= 400:
+		f.kind = ErrRejected
+		f.reason = fmt.Sprintf("HTTP %d", status)
+		if code != "" {
+			f.reason += " (" + code + ")"
+		}
+		return f
+	default:
+		f.kind = ErrMalformed
+		f.reason = fmt.Sprintf("unexpected HTTP %d", status)
+		return f
+	}
+	if d.retryAfter != "" || d.retryAfterMS != "" {
+		f.retryAfter, f.hasRetryAfter = parseRetryAfter(d.retryAfter, d.retryAfterMS, c.now())
+	}
+	return f
+}
+
+func (c *Client) networkFailure(f *failure, err error) *failure {
+	f.kind, f.retryable = ErrUnavailable, true
+	var opErr *net.OpError
+	var dnsErr *net.DNSError
+	var netErr net.Error
+	switch {
+	case errors.As(err, &dnsErr), errors.As(err, &opErr) && opErr.Op == "dial":
+		f.reason = "cannot connect to " + c.endpoint
+	case errors.As(err, &netErr) && netErr.Timeout():
+		// The base http.Client's own Timeout.
+		f.timeout = true
+		f.reason = "timed out waiting for " + c.endpoint
+	default:
+		f.reason = "the connection to " + c.endpoint + " failed"
+	}
+	return f
+}
+
+// codePattern admits provider error codes such as "context_length_exceeded":
+// identifiers, never free text that could quote the request.
+var codePattern = regexp.MustCompile(`^[A-Za-z0-9_.\-]{1,64}$`)
+
+func safeCode(code any) string {
+	s, ok := code.(string)
+	if !ok || !codePattern.MatchString(s) {
+		return ""
+	}
+	return s
+}
+
+// backoff is the wait after the given (1-based) failed try: BaseDelay
+// doubling, capped at MaxDelay.
+func (c *Client) backoff(attempt int) time.Duration {
+	d := c.cfg.BaseDelay
+	for i := 1; i < attempt; i++ {
+		d *= 2
+		if d >= c.cfg.MaxDelay {
+			return c.cfg.MaxDelay
+		}
+	}
+	return min(d, c.cfg.MaxDelay)
+}
+
+// parseRetryAfter reads Retry-After (delay-seconds or an HTTP date) and,
+// when present, OpenAI's finer retry-after-ms. ok is false when neither
+// can be read.
+func parseRetryAfter(v, ms string, now time.Time) (time.Duration, bool) {
+	if ms != "" {
+		if n, err := strconv.ParseFloat(ms, 64); err == nil && n >= 0 {
+			return time.Duration(n * float64(time.Millisecond)), true
+		}
+	}
+	if v == "" {
+		return 0, false
+	}
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if n < 0 {
+			return 0, false
+		}
+		// Cap before multiplying so a huge value cannot overflow.
+		return time.Duration(min(n, int64(24*time.Hour/time.Second))) * time.Second, true
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(t.Sub(now), 0), true
+	}
+	return 0, false
+}
+
+// doer is the HTTP client one try runs through. go-openai drops response
+// headers, so the doer keeps what the retry logic needs (status and
+// Retry-After), and it mends request bodies go-openai encodes in a way
+// providers refuse (see fillEmptyContent).
+type doer struct {
+	base *http.Client
+	fill bool
+
+	sent         bool
+	status       int
+	retryAfter   string
+	retryAfterMS string
+}
+
+func (c *Client) newDoer(fill bool) *doer {
+	return &doer{base: c.cfg.HTTPClient, fill: fill}
+}
+
+func (d *doer) Do(req *http.Request) (*http.Response, error) {
+	if d.fill && req.Body != nil {
+		if err := fillRequestBody(req); err != nil {
+			return nil, fmt.Errorf("mend request body: %w", err)
+		}
+	}
+	d.sent = true
+	resp, err := d.base.Do(req)
+	if resp != nil {
+		d.status = resp.StatusCode
+		d.retryAfter = resp.Header.Get("Retry-After")
+		d.retryAfterMS = resp.Header.Get("Retry-After-Ms")
+	}
+	return resp, err
+}
+
+// safeEndpoint returns the base URL without user info, query or fragment,
+// fit for a Reason.
+func safeEndpoint(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return "the configured endpoint"
+	}
+	u.User, u.RawQuery, u.Fragment, u.RawFragment = nil, "", "", ""
+	return u.String()
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// formatDuration writes whole seconds as "120s" and anything finer as Go does.
+func formatDuration(d time.Duration) string {
+	if d >= time.Second && d%time.Second == 0 {
+		return strconv.FormatInt(int64(d/time.Second), 10) + "s"
+	}
+	return d.String()
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
