@@ -300,12 +300,19 @@ func toCommit(c *object.Commit) Commit {
 		Short:   shortID(c.Hash.String()),
 		Subject: strings.TrimSpace(subject),
 		Body:    strings.Trim(body, " \t\r\n"),
-		When:    c.Author.When,
+		When:    fixedZone(c.Author.When),
 	}
 	if len(c.ParentHashes) > 0 {
 		out.Parent = c.ParentHashes[0].String()
 	}
 	return out
+}
+
+// fixedZone gives a commit time the same form whether it was just made or
+// read back: git keeps only the seconds and the zone offset.
+func fixedZone(t time.Time) time.Time {
+	_, off := t.Zone()
+	return time.Unix(t.Unix(), 0).In(time.FixedZone("", off))
 }
 
 func shortID(id string) string {

@@ -66,6 +66,12 @@ func mustCommit(t testing.TB, s *gitstore.Store, subject string) gitstore.Commit
 	return c
 }
 
+// hasGit reports whether the git command line is installed, without skipping.
+func hasGit() bool {
+	_, err := exec.LookPath("git")
+	return err == nil
+}
+
 // gitBin returns the git command line, or skips the test.
 func gitBin(t testing.TB) string {
 	t.Helper()
@@ -154,4 +160,12 @@ func lines(s string) []string {
 		return nil
 	}
 	return strings.Split(s, "\n")
+}
+
+// sameCommit compares commits field by field (times by instant and offset).
+func sameCommit(a, b gitstore.Commit) bool {
+	_, oa := a.When.Zone()
+	_, ob := b.When.Zone()
+	return a.SHA == b.SHA && a.Short == b.Short && a.Subject == b.Subject && a.Body == b.Body &&
+		a.Parent == b.Parent && a.When.Equal(b.When) && oa == ob
 }
