@@ -1,0 +1,167 @@
+package dream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/dreamgate/dreamgate/gitstore"
+	"github.com/dreamgate/dreamgate/llm"
+)
+
+// Defaults for zero Config fields (DESIGN §5, §9).
+const (
+	DefaultMaxBatchSize  = 20
+	DefaultMaxIterations = 10
+	DefaultTimeout       = 10 * time.Minute
+	DefaultMaxEntries    = 1000
+	DefaultMaxFailures   = 3
+)
+
+// repeatLimit ends phase 2 when the same tool call has the same outcome this
+// many times (DESIGN §5.3).
+const repeatLimit = 3
+
+// Entry is one history entry as Dream sees it.
+type Entry struct {
+	Cursor     int
+	Timestamp  string
+	Content    string
+	SessionKey string
+}
+
+// History is what Dream needs of memory/history.jsonl. cmd adapts the
+// consolidator's store to it; Dream never reads the file itself.
+type History interface {
+	// Since returns the entries with a cursor above cursor, oldest first, at
+	// most limit of them (0 = all). Malformed lines are skipped, not errors;
+	// an error means the archive could not be read.
+	Since(cursor, limit int) ([]Entry, error)
+	// DreamCursor is the highest cursor Dream has consumed (0 when none).
+	DreamCursor() (int, error)
+	// SetDreamCursor records n as consumed, durably, before returning nil.
+	SetDreamCursor(n int) error
+	// Append adds an entry (Dream uses it to record a skipped batch) and
+	// returns it with its cursor, durably written before returning nil.
+	Append(content, sessionKey string) (Entry, error)
+	// Compact drops the oldest entries already consumed by Dream while more
+	// than maxEntries remain, and returns how many it dropped. It never
+	// drops an entry above the Dream cursor.
+	Compact(maxEntries int) (dropped int, err error)
+}
+
+// Model is the one call Dream makes; *llm.Client satisfies it.
+type Model interface {
+	// Chat sends one request; errors are as llm.Client.Chat documents.
+	Chat(ctx context.Context, req llm.Request) (llm.Response, error)
+}
+
+// Repo is what Dream needs of the memory repository; *gitstore.Store
+// satisfies it. Errors wrap the gitstore sentinels.
+type Repo interface {
+	// Status diffs the tracked files in the workspace against HEAD.
+	Status() (gitstore.Diff, error)
+	// Commit records the tracked files; gitstore.ErrNothingToCommit when
+	// none changed.
+	Commit(subject, body string) (gitstore.Commit, error)
+	// Summary renders a diff as a commit body, the diff capped.
+	Summary(d gitstore.Diff, maxDiffChars int) string
+	// Show resolves a full id or unique prefix to a commit and its diff.
+	Show(rev string) (gitstore.Commit, gitstore.Diff, error)
+	// Restore puts the tracked files back to their state before rev, as a
+	// new commit, and lists the later commits this also undoes.
+	Restore(rev string) (gitstore.Commit, []gitstore.Commit, error)
+}
+
+// Config is the Dream's configuration; zero fields take the defaults.
+type Config struct {
+	// Workspace holds SOUL.md, USER.md, memory/MEMORY.md, the optional
+	// prompts/dream.md, and Dream's own state files under memory/.
+	Workspace string
+	// Model is dream.model: "" uses the client's default model.
+	Model string
+	// MaxBatchSize is the number of history entries read per run (20).
+	MaxBatchSize int
+	// MaxIterations bounds the model calls of phase 2 (10).
+	MaxIterations int
+	// Timeout is a run's deadline (10 minutes).
+	Timeout time.Duration
+	// MaxEntries is the history size above which consumed entries are
+	// compacted away (1000).
+	MaxEntries int
+	// MaxFailures is the number of failed runs on one batch after which it
+	// is skipped (3).
+	MaxFailures int
+}
+
+func (c Config) withDefaults() Config {
+	if c.MaxBatchSize <= 0 {
+		c.MaxBatchSize = DefaultMaxBatchSize
+	}
+	if c.MaxIterations <= 0 {
+		c.MaxIterations = DefaultMaxIterations
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.MaxEntries <= 0 {
+		c.MaxEntries = DefaultMaxEntries
+	}
+	if c.MaxFailures <= 0 {
+		c.MaxFailures = DefaultMaxFailures
+	}
+	return c
+}
+
+// Deps are the Dreamer's collaborators. Model, History and Repo are
+// required; a nil Logger discards, a nil Now is time.Now.
+type Deps struct {
+	Model   Model
+	History History
+	Repo    Repo
+	Logger  *slog.Logger
+	Now     func() time.Time
+}
+
+// New returns a Dreamer for the workspace. It checks the configuration and
+// touches nothing on disk.
+func New(cfg Config, deps Deps) (*Dreamer, error) {
+	cfg = cfg.withDefaults()
+	if cfg.Workspace == "" {
+		return nil, errors.New("dream: no workspace directory")
+	}
+	fi, err := os.Stat(cfg.Workspace)
+	if err != nil {
+		return nil, fmt.Errorf("dream workspace: %w", err)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("dream workspace %s: not a directory", cfg.Workspace)
+	}
+	switch {
+	case deps.Model == nil:
+		return nil, errors.New("dream: no model")
+	case deps.History == nil:
+		return nil, errors.New("dream: no history store")
+	case deps.Repo == nil:
+		return nil, errors.New("dream: no memory repository")
+	}
+	if deps.Logger == nil {
+		deps.Logger = slog.New(slog.DiscardHandler)
+	}
+	if deps.Now == nil {
+		deps.Now = time.Now
+	}
+	d := &Dreamer{
+		cfg:   cfg,
+		model: deps.Model,
+		hist:  deps.History,
+		repo:  deps.Repo,
+		log:   deps.Logger,
+		now:   deps.Now,
+	}
+	d.flight.path = lockPath(cfg.Workspace)
+	return d, nil
+}

@@ -1,0 +1,265 @@
+package dream
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/dreamgate/dreamgate/gitstore"
+)
+
+// The texts of the Dream commands, shared by chat (/dream, /dream-log,
+// /dream-restore) and the CLI (dreamgate dream run|log|restore). Each is
+// plain text with Markdown code spans and fences, which every channel
+// renders or shows legibly. None carries an error's text: errors are mapped
+// to sentences here and logged by the caller.
+
+// logDiffCap caps the diff /dream-log shows; the channel splits long
+// replies, but a whole rewritten file is not worth reading in a chat.
+const logDiffCap = 6_000
+
+// timeLayout is how commit times are shown.
+const timeLayout = "2006-01-02 15:04 MST"
+
+// FormatReport is the reply to /dream and `dreamgate dream run`.
+func FormatReport(r Report) string {
+	switch r.Outcome {
+	case OutcomeNothingNew:
+		return "Dream: nothing new to read."
+	case OutcomeCompleted:
+		var b strings.Builder
+		if r.Changes == 0 {
+			fmt.Fprintf(&b, "Dream: read %s, nothing worth changing.", plural(r.Entries, "entry", "entries"))
+		} else {
+			b.WriteString("Dream: ")
+			for i, f := range r.Files {
+				if i == 0 {
+					b.WriteString(plural(f.Changes, "change", "changes"))
+				} else {
+					fmt.Fprintf(&b, ", %d", f.Changes)
+				}
+				b.WriteString(" to " + base(f.Path))
+			}
+			fmt.Fprintf(&b, " (commit %s), %s read.", r.Commit, plural(r.Entries, "history entry", "history entries"))
+		}
+		if r.ManualCommit != "" {
+			fmt.Fprintf(&b, " Hand edits made since the last Dream were saved first (commit %s).", r.ManualCommit)
+		}
+		return b.String()
+	case OutcomeSkipped:
+		return fmt.Sprintf("Dream failed: %s. After %d failed runs, history entries %d-%d were skipped; the skip is recorded in the history.",
+			reasonOr(r.Reason), r.Failures, r.First, r.Last)
+	case OutcomeFailed:
+		msg := fmt.Sprintf("Dream failed: %s.", reasonOr(r.Reason))
+		switch {
+		case r.Entries == 0:
+		case r.Failures > 0 && r.MaxFailures > 0:
+			msg += fmt.Sprintf(" The entries will be read again next time (failed %d of %d times).", r.Failures, r.MaxFailures)
+		default:
+			msg += " The entries will be read again next time."
+		}
+		return msg
+	}
+	return "Dream: no result."
+}
+
+func reasonOr(s string) string {
+	if s == "" {
+		return "something went wrong"
+	}
+	return s
+}
+
+// FormatCommit is the reply to /dream-log [sha]: the commit and its diff
+// against its parent.
+func FormatCommit(c gitstore.Commit, d gitstore.Diff) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s\n`%s` %s\n", subjectOr(c.Subject), c.Short, c.When.Format(timeLayout))
+	if len(d.Files) == 0 {
+		b.WriteString("No memory file changed in this commit.\n")
+	} else {
+		parts := make([]string, len(d.Files))
+		for i, f := range d.Files {
+			if f.Binary {
+				parts[i] = base(f.Path) + " (binary)"
+			} else {
+				parts[i] = fmt.Sprintf("%s (+%d -%d)", base(f.Path), f.Added, f.Deleted)
+			}
+		}
+		fmt.Fprintf(&b, "Changed: %s\n", strings.Join(parts, ", "))
+		if diff := strings.TrimRight(d.Unified, "\n"); diff != "" {
+			diff, cut := capText(diff, logDiffCap)
+			if cut {
+				diff = strings.TrimSuffix(diff, "…[truncated]") + "\n...[diff truncated]"
+			}
+			fence := fenceFor(diff)
+			fmt.Fprintf(&b, "\n%sdiff\n%s\n%s\n", fence, diff, fence)
+		}
+	}
+	if strings.HasPrefix(c.Subject, SubjectPrefix) {
+		fmt.Fprintf(&b, "\nUndo it with /dream-restore %s", c.Short)
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+// fenceFor returns a backtick fence longer than any backtick run in s, so a
+// memory file holding code blocks cannot close it early.
+func fenceFor(s string) string {
+	longest, run := 0, 0
+	for _, r := range s {
+		if r == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	return strings.Repeat("`", max(3, longest+1))
+}
+
+func subjectOr(s string) string {
+	if s == "" {
+		return "(no message)"
+	}
+	return s
+}
+
+// FormatList is the reply to /dream-restore without arguments: the given
+// Dream commits, newest first (the caller asks for the 10 latest).
+func FormatList(cs []gitstore.Commit) string {
+	if len(cs) == 0 {
+		return "No Dream commits yet: Dream has not changed the memory files."
+	}
+	var b strings.Builder
+	b.WriteString("Dream commits, newest first:\n")
+	for _, c := range cs {
+		fmt.Fprintf(&b, "- `%s` %s %s\n", c.Short, c.When.Format(timeLayout), subjectOr(c.Subject))
+	}
+	b.WriteString("See one with /dream-log <sha>; undo one (and everything after it) with /dream-restore <sha>.")
+	return b.String()
+}
+
+// FormatRestore is the reply to /dream-restore <sha>.
+func FormatRestore(r RestoreResult) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Restored the memory files to their state before `%s` (new commit `%s`).", r.Target.Short, r.Revert.Short)
+	if len(r.Files) > 0 {
+		names := make([]string, len(r.Files))
+		for i, f := range r.Files {
+			names[i] = base(f)
+		}
+		fmt.Fprintf(&b, "\nRestored: %s.", strings.Join(names, ", "))
+	}
+	var later []string
+	for _, c := range r.Undone {
+		if c.SHA == r.Target.SHA {
+			continue
+		}
+		later = append(later, fmt.Sprintf("`%s` %s", c.Short, subjectOr(c.Subject)))
+	}
+	if len(later) > 0 {
+		fmt.Fprintf(&b, "\nThis also undid later changes to those files:\n- %s", strings.Join(later, "\n- "))
+	}
+	b.WriteString("\nThe history behind the undone change will not be dreamed again.")
+	return b.String()
+}
+
+// FormatBusy is the reply when a Dream is already running:
+// "Already dreaming (started 12s ago)."
+func FormatBusy(err error, now time.Time) string {
+	var busy *BusyError
+	if !errors.As(err, &busy) || busy.Since.IsZero() {
+		return "Already dreaming."
+	}
+	return fmt.Sprintf("Already dreaming (started %s ago).", ago(now.Sub(busy.Since)))
+}
+
+// ago renders an elapsed time coarsely: 12s, 3m, 1h5m.
+func ago(d time.Duration) string {
+	switch {
+	case d < time.Second:
+		return "0s"
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d/time.Second))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d/time.Minute))
+	}
+	h, m := int(d/time.Hour), int(d%time.Hour/time.Minute)
+	if m == 0 {
+		return fmt.Sprintf("%dh", h)
+	}
+	return fmt.Sprintf("%dh%dm", h, m)
+}
+
+// FormatError turns an error from Run, Restore or the repository calls
+// behind /dream-log and /dream-restore into one sentence for a user; rev is
+// the revision the user typed ("" when none). The error itself belongs in
+// the log.
+func FormatError(err error, rev string, now time.Time) string {
+	rev = strings.TrimSpace(rev)
+	var amb *gitstore.AmbiguousRevisionError
+	var runErr *RunError
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(err, ErrAlreadyRunning):
+		return FormatBusy(err, now)
+	case errors.As(err, &runErr):
+		return fmt.Sprintf("Dream failed: %s.", reasonOr(runErr.Reason))
+	case errors.Is(err, ErrNotDreamCommit):
+		return fmt.Sprintf("`%s` is not a Dream commit; only Dream's changes can be restored. Try /dream-restore to list them.", rev)
+	case errors.As(err, &amb):
+		shorts := make([]string, 0, len(amb.Candidates))
+		for _, c := range amb.Candidates {
+			shorts = append(shorts, "`"+c[:min(8, len(c))]+"`")
+		}
+		return fmt.Sprintf("`%s` matches several commits (%s); give more characters.", rev, strings.Join(shorts, ", "))
+	case errors.Is(err, gitstore.ErrAmbiguousRevision):
+		return fmt.Sprintf("`%s` matches several commits; give more characters.", rev)
+	case errors.Is(err, gitstore.ErrInvalidRevision):
+		return fmt.Sprintf("`%s` is not a commit id: give 4 to 40 hex characters, e.g. /dream-log 1a2b3c4d.", rev)
+	case errors.Is(err, gitstore.ErrUnknownRevision), errors.Is(err, gitstore.ErrNotInHistory):
+		return fmt.Sprintf("No Dream commit `%s`. Try /dream-restore to list them.", rev)
+	case errors.Is(err, gitstore.ErrNoMatchingCommit):
+		return "No Dream commits yet: Dream has not changed the memory files."
+	case errors.Is(err, gitstore.ErrRootCommit):
+		return fmt.Sprintf("`%s` is the first commit of the memory repository; there is no earlier state to restore.", rev)
+	case errors.Is(err, gitstore.ErrNothingToCommit):
+		return fmt.Sprintf("The memory files already are as they were before `%s`; nothing to restore.", rev)
+	case errors.Is(err, gitstore.ErrLocked), errors.Is(err, gitstore.ErrConcurrentUpdate):
+		return "The memory repository is busy (another git command is using it); try again in a moment."
+	case errors.Is(err, gitstore.ErrNotARepository), errors.Is(err, gitstore.ErrNestedRepository):
+		return "The memory repository is not available; see the log for details."
+	}
+	return "Something went wrong with the memory repository; see the log for details."
+}
+
+// FormatStatus is the Dream line of /status and `dreamgate status`.
+func FormatStatus(s Status, now time.Time) string {
+	var parts []string
+	if s.Running {
+		parts = append(parts, fmt.Sprintf("dreaming now (started %s ago)", ago(now.Sub(s.Since))))
+	}
+	if s.Last == nil {
+		parts = append(parts, "last: never")
+	} else {
+		l := s.Last
+		last := fmt.Sprintf("last: %s ago, %s", ago(now.Sub(l.When)), l.Outcome)
+		switch {
+		case l.Commit != "":
+			last += fmt.Sprintf(" (%s, commit %s)", plural(l.Changes, "change", "changes"), l.Commit)
+		case l.Outcome == OutcomeFailed || l.Outcome == OutcomeSkipped:
+			if l.Reason != "" {
+				last += ": " + l.Reason
+			}
+		}
+		parts = append(parts, last)
+	}
+	if !s.Next.IsZero() {
+		parts = append(parts, fmt.Sprintf("next: %s (in %s)", s.Next.Format(timeLayout), ago(s.Next.Sub(now))))
+	} else {
+		parts = append(parts, "next: not scheduled")
+	}
+	return "Dream: " + strings.Join(parts, "; ")
+}

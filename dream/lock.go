@@ -1,0 +1,98 @@
+package dream
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gofrs/flock"
+)
+
+// lockPath is the file that makes Dream single-flight across processes. It
+// lives under memory/, which the memory repository ignores and the chat
+// file tools may not write (*.lock).
+func lockPath(workspace string) string {
+	return filepath.Join(workspace, "memory", ".dream.lock")
+}
+
+// flight is the single-flight guard: an in-process flag (cheap, and it
+// carries the start time) and an advisory file lock for other processes
+// (a `dreamgate dream run` beside the gateway). Neither ever waits: a second
+// request is refused at once with a *BusyError.
+type flight struct {
+	path string
+
+	mu      sync.Mutex
+	running bool
+	since   time.Time
+}
+
+// acquire takes both locks or neither. The returned release must be called
+// exactly once.
+func (f *flight) acquire(now time.Time) (release func(), err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.running {
+		return nil, &BusyError{Since: f.since}
+	}
+	if err := os.MkdirAll(filepath.Dir(f.path), 0o755); err != nil {
+		return nil, fmt.Errorf("dream lock: %w", err)
+	}
+	fl := flock.New(f.path)
+	ok, err := fl.TryLock()
+	if err != nil {
+		return nil, fmt.Errorf("dream lock: %w", err)
+	}
+	if !ok {
+		return nil, &BusyError{Since: readLockTime(f.path), Elsewhere: true}
+	}
+	// The start time is for the processes we refuse; the lock itself is
+	// the flock, so a failed write only costs them the "started …" detail.
+	_ = os.WriteFile(f.path, []byte(formatLockTime(now)), 0o600)
+	f.running, f.since = true, now
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			// Clear the time before unlocking, so nobody reads a stale one.
+			_ = os.Truncate(f.path, 0)
+			_ = fl.Unlock()
+			f.mu.Lock()
+			f.running, f.since = false, time.Time{}
+			f.mu.Unlock()
+		})
+	}, nil
+}
+
+// runningSince reports an in-process run.
+func (f *flight) runningSince() (time.Time, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.since, f.running
+}
+
+// The lock file holds "started <unix nanoseconds> pid <pid>\n".
+func formatLockTime(t time.Time) string {
+	return fmt.Sprintf("started %d pid %d\n", t.UnixNano(), os.Getpid())
+}
+
+// readLockTime reads the holder's start time; zero when it cannot (the
+// holder may not have written it yet).
+func readLockTime(path string) time.Time {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return time.Time{}
+	}
+	fields := strings.Fields(string(b))
+	if len(fields) < 2 || fields[0] != "started" {
+		return time.Time{}
+	}
+	ns, err := strconv.ParseInt(fields[1], 10, 64)
+	if err != nil || ns <= 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns)
+}

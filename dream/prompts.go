@@ -1,0 +1,207 @@
+package dream
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/dreamgate/dreamgate/llm"
+)
+
+// The memory files Dream reads and edits, workspace-relative, in the order
+// the prompts show them.
+const (
+	fileSoul   = "SOUL.md"
+	fileUser   = "USER.md"
+	fileMemory = "memory/MEMORY.md"
+)
+
+// memoryFiles is the fixed set phase 2 may edit (agent.DreamPolicy).
+var memoryFiles = [...]string{fileSoul, fileUser, fileMemory}
+
+// overridePath is the workspace's own Dream guidance (DESIGN §5).
+const overridePath = "prompts/dream.md"
+
+// Caps on what goes into a prompt, in characters (runes).
+const (
+	entryCap    = 4_000  // one history entry in phase 1
+	memoryCap   = 32_000 // MEMORY.md
+	profileCap  = 16_000 // SOUL.md and USER.md
+	overrideCap = 32_000 // prompts/dream.md
+	summaryCap  = 6_000  // the unified diff in a commit body
+)
+
+// The built-in guidance. A non-empty prompts/dream.md replaces both texts;
+// the step and format sections below are always appended, because the
+// program parses phase 1's answer and the tools enforce phase 2's rules
+// whatever the guidance says.
+const phase1Guidance = `You look after the long-term memory of a chat assistant. You get a batch of entries from the archive of its conversations, oldest first, and the current text of its three memory files:
+
+- USER.md: who the users are: names, roles, preferences, habits, how they like to be answered.
+- SOUL.md: how the assistant should behave: tone, rules, things the users asked it to always or never do.
+- memory/MEMORY.md: durable knowledge: projects, decisions and their reasons, people, systems, dates that stay relevant.
+
+Decide what in the archive deserves to be remembered, and what in the files is now wrong or redundant.
+
+- Keep a fact only if it will still matter in a few weeks. Leave out small talk, one-off questions, passing status, weather, errors that were fixed, and anything the files already say.
+- One fact per line, short and self-contained; say who or what it is about.
+- Each fact belongs in exactly one file. MEMORY.md must not repeat what belongs in USER.md or SOUL.md.
+- When the archive corrects something a file says, state the corrected fact: it replaces the old one, it is not added beside it.
+- Propose a removal for duplicates, and for what the archive shows is no longer true. Never remove a stated preference or a behaviour rule only because it is old.
+- Saying nothing is better than guessing.`
+
+const phase2Guidance = `You edit the memory files of a chat assistant. You get the findings of an analysis of its conversation archive and the current text of the files. Apply the findings with small, exact edits.
+
+- A [USER], [SOUL] or [MEMORY] finding adds a fact to that file. If the file already says it, leave the file alone. If the file holds an older version of the fact, replace that line instead of adding a second one.
+- A [FILE-REMOVE] finding deletes what it names: the lines only; keep a heading while other lines remain under it.
+- Keep each file's structure and headings. Put a new fact under the heading it fits, or add a short heading when none fits.
+- Change only what the findings ask for: do not rewrite, reorder or reformat anything else.
+- Skip a finding that is unclear or contradicts another one.`
+
+// phase1Rules follow the guidance in phase 1's system prompt.
+const phase1Rules = `## This step: analysis
+Read the archive entries and the files below and list your findings. Do not edit anything; another step applies the findings.
+
+## Answer format (required)
+One finding per line and nothing else. Every line starts with one of these tags:
+[USER] a fact about the users
+[SOUL] a rule for the assistant's behaviour
+[MEMORY] a durable fact, decision or piece of context
+[FILE-REMOVE] what to delete, from which file, and why
+[SKIP]
+Answer with the single line [SKIP] when nothing needs to change. Lines without one of these tags are ignored.`
+
+// phase2Rules follow the guidance in phase 2's system prompt.
+const phase2Rules = `## This step: editing
+Apply the findings given below to the files.
+
+## Tools (required)
+- You may touch only SOUL.md, USER.md and memory/MEMORY.md, named by exactly these paths. Any other path is refused.
+- Their current text is given below, so you need read_file only to look again after a failed edit.
+- edit_file(path, old_text, new_text) replaces old_text, which must occur exactly once in the file: copy it exactly, with enough neighbouring lines to make it unique. To delete, give the lines as old_text and an empty new_text. To fill an empty or missing file, give an empty old_text. old_text and new_text must differ.
+- Combine changes to the same passage into one edit. Do not repeat an edit that failed; look at the file again and adjust.
+- When every finding is applied, or none needs a change, answer with one short sentence and no tool call. That ends the work.`
+
+// memFile is one memory file as read for a prompt.
+type memFile struct {
+	rel  string
+	text string // "" when missing or empty
+}
+
+// readMemoryFiles reads the three memory files. A missing file reads as
+// empty; any other error is returned.
+func readMemoryFiles(workspace string) ([]memFile, error) {
+	out := make([]memFile, 0, len(memoryFiles))
+	for _, rel := range []string{fileMemory, fileSoul, fileUser} {
+		b, err := os.ReadFile(filepath.Join(workspace, filepath.FromSlash(rel)))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("read %s: %w", rel, err)
+		}
+		out = append(out, memFile{rel: rel, text: string(b)})
+	}
+	return out, nil
+}
+
+// guidance returns the workspace's prompts/dream.md when it holds more than
+// white space (capped), else "".
+func guidance(workspace string) (text string, truncated bool, err error) {
+	b, err := os.ReadFile(filepath.Join(workspace, filepath.FromSlash(overridePath)))
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("read %s: %w", overridePath, err)
+	}
+	s := strings.TrimSpace(string(b))
+	if s == "" {
+		return "", false, nil
+	}
+	capped, cut := capText(s, overrideCap)
+	return capped, cut, nil
+}
+
+// system joins guidance and the fixed rules of a step.
+func system(guidance, rules string) string {
+	return guidance + "\n\n" + rules
+}
+
+// phase1Messages builds the analysis request: the batch, today's date and
+// the current files.
+func phase1Messages(guide string, batch []Entry, today time.Time, files []memFile) []llm.Message {
+	if guide == "" {
+		guide = phase1Guidance
+	}
+	var b strings.Builder
+	b.WriteString("## Archive entries (oldest first)\n")
+	for _, e := range batch {
+		content, _ := capText(strings.TrimSpace(e.Content), entryCap)
+		fmt.Fprintf(&b, "[%s] %s\n", e.Timestamp, content)
+	}
+	fmt.Fprintf(&b, "\n## Today\n%s\n", today.Format("2006-01-02 (Monday)"))
+	writeFiles(&b, files, "## Current %s (%d characters)\n")
+	return []llm.Message{
+		{Role: llm.RoleSystem, Content: system(guide, phase1Rules)},
+		{Role: llm.RoleUser, Content: b.String()},
+	}
+}
+
+// phase2Messages builds the editing conversation: the findings, then the
+// current files (the same caps as phase 1).
+func phase2Messages(guide string, findings []Finding, files []memFile) []llm.Message {
+	if guide == "" {
+		guide = phase2Guidance
+	}
+	var b strings.Builder
+	b.WriteString("## Findings to apply\n")
+	for _, f := range findings {
+		b.WriteString(f.String())
+		b.WriteByte('\n')
+	}
+	b.WriteString("\n## Current memory files\n")
+	writeFiles(&b, files, "### %s (%d characters)\n")
+	return []llm.Message{
+		{Role: llm.RoleSystem, Content: system(guide, phase2Rules)},
+		{Role: llm.RoleUser, Content: b.String()},
+	}
+}
+
+// writeFiles renders the memory files in the order MEMORY, SOUL, USER; a
+// file over its cap is cut, saying so.
+func writeFiles(b *strings.Builder, files []memFile, header string) {
+	for _, f := range files {
+		limit := profileCap
+		if f.rel == fileMemory {
+			limit = memoryCap
+		}
+		text := strings.TrimRight(f.text, "\n")
+		fmt.Fprintf(b, "\n"+header, f.rel, utf8.RuneCountInString(text))
+		if strings.TrimSpace(text) == "" {
+			b.WriteString("(empty)\n")
+			continue
+		}
+		capped, cut := capText(text, limit)
+		b.WriteString(capped)
+		b.WriteByte('\n')
+		if cut {
+			fmt.Fprintf(b, "[cut at %d characters; use read_file on %s to see the rest]\n", limit, f.rel)
+		}
+	}
+}
+
+// capText cuts s to at most limit runes, marking the cut.
+func capText(s string, limit int) (string, bool) {
+	if len(s) <= limit || utf8.RuneCountInString(s) <= limit {
+		return s, false
+	}
+	end := 0
+	for n := 0; n < limit; n++ {
+		_, size := utf8.DecodeRuneInString(s[end:])
+		end += size
+	}
+	return s[:end] + "…[truncated]", true
+}

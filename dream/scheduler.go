@@ -1,0 +1,149 @@
+package dream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+	_ "time/tzdata" // time zones also on images without zoneinfo
+
+	"github.com/robfig/cron/v3"
+)
+
+// Scheduler runs a Dreamer on a cron schedule. A run still going when the
+// next one is due makes that one skip (never overlap, never queue); a
+// /dream or CLI run at the same time is refused by the Dreamer's own lock.
+type Scheduler struct {
+	c      *cron.Cron
+	sched  cron.Schedule
+	id     cron.EntryID
+	loc    *time.Location
+	log    *slog.Logger
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu      sync.Mutex
+	started bool
+	stopped bool
+}
+
+// NewScheduler parses spec (standard 5 fields, or a descriptor such as
+// @daily or @every 6h; a CRON_TZ= prefix overrides timezone) in timezone
+// (an IANA name; "" means UTC, "Local" the machine's) and prepares a
+// scheduler that calls d.Run(ctx, TriggerCron, nil). Nothing runs before
+// Start. It also makes d.Status report the next run.
+func NewScheduler(spec, timezone string, d *Dreamer, logger *slog.Logger) (*Scheduler, error) {
+	if d == nil {
+		return nil, errors.New("dream scheduler: no dreamer")
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	job := func(ctx context.Context) {
+		// The outcome is logged by Run; a refusal (a /dream is running)
+		// is routine.
+		_, _ = d.Run(ctx, TriggerCron, nil)
+	}
+	s, err := newScheduler(spec, timezone, job, logger)
+	if err != nil {
+		return nil, err
+	}
+	d.setNext(s.Next)
+	return s, nil
+}
+
+// newScheduler is NewScheduler with any job, for tests.
+func newScheduler(spec, timezone string, job func(context.Context), logger *slog.Logger) (*Scheduler, error) {
+	loc, err := time.LoadLocation(timezone)
+	if err != nil {
+		return nil, fmt.Errorf("dream time zone %q: %w", timezone, err)
+	}
+	sched, err := cron.ParseStandard(strings.TrimSpace(spec))
+	if err != nil {
+		return nil, fmt.Errorf("dream schedule %q: %w", spec, err)
+	}
+	return newSchedulerWith(sched, loc, job, logger), nil
+}
+
+// newSchedulerWith takes a parsed (or, in tests, hand-made) schedule.
+func newSchedulerWith(sched cron.Schedule, loc *time.Location, job func(context.Context), logger *slog.Logger) *Scheduler {
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Scheduler{sched: sched, loc: loc, log: logger, ctx: ctx, cancel: cancel}
+	chainLog := cronLogger{log: logger, level: slog.LevelInfo}
+	s.c = cron.New(
+		cron.WithLocation(loc),
+		cron.WithLogger(cronLogger{log: logger, level: slog.LevelDebug}),
+		cron.WithChain(cron.Recover(chainLog), cron.SkipIfStillRunning(chainLog)),
+	)
+	s.id = s.c.Schedule(sched, cron.FuncJob(func() { job(s.ctx) }))
+	return s
+}
+
+// Start begins the schedule. It does not wait for anything; calling it again
+// or after Stop does nothing.
+func (s *Scheduler) Start() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started || s.stopped {
+		return
+	}
+	s.started = true
+	s.c.Start()
+	s.log.Info("dream schedule started", "next", s.Next())
+}
+
+// Next is when the next scheduled run is due; zero after Stop.
+func (s *Scheduler) Next() time.Time {
+	s.mu.Lock()
+	started, stopped := s.started, s.stopped
+	s.mu.Unlock()
+	if stopped {
+		return time.Time{}
+	}
+	if started {
+		if next := s.c.Entry(s.id).Next; !next.IsZero() {
+			return next
+		}
+	}
+	return s.sched.Next(time.Now().In(s.loc))
+}
+
+// Stop ends the schedule, cancels a running Dream's context and waits for it
+// to return (a cancelled Dream stops at its next model call, undoing its
+// partial edits; it is not counted against its batch). It returns ctx's
+// error if ctx ends first. Calling it more than once is fine.
+func (s *Scheduler) Stop(ctx context.Context) error {
+	s.mu.Lock()
+	s.stopped = true
+	s.mu.Unlock()
+	s.cancel()
+	done := s.c.Stop().Done()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("stop dream scheduler: %w", ctx.Err())
+	}
+}
+
+// cronLogger is cron's logger over slog. cron's own bookkeeping goes to
+// debug; the chain's "skip" and recovered panics are worth seeing.
+type cronLogger struct {
+	log   *slog.Logger
+	level slog.Level
+}
+
+func (l cronLogger) Info(msg string, kv ...any) {
+	if msg == "skip" {
+		l.log.Log(context.Background(), l.level, "dream run skipped: the previous one is still running")
+		return
+	}
+	l.log.Log(context.Background(), l.level, "dream cron: "+msg, kv...)
+}
+
+func (l cronLogger) Error(err error, msg string, kv ...any) {
+	l.log.Error("dream cron: "+msg, append(kv, "err", err)...)
+}
