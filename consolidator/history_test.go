@@ -1,0 +1,552 @@
+package consolidator
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+const fixtureKey = "slack:C1:1712.55"
+
+func TestEncodingMatchesPython(t *testing.T) {
+	golden := readFile(t, filepath.Join("testdata", "python-json.golden"))
+	entries := []Entry{
+		{Cursor: 42, Timestamp: "2026-04-03 00:02", Content: "- User prefers dark mode", SessionKey: fixtureKey},
+		{Cursor: 43, Timestamp: "2026-04-03 00:02", Content: "tab\there \"q\" back\\slash\nnl é ☕ \u2028 \x01 \x7f </script> \b\f\r"},
+	}
+	var got []byte
+	for _, e := range entries {
+		got = append(appendEntryJSON(got, e), '\n')
+	}
+	if string(got) != golden {
+		t.Errorf("encoding differs from Python's json.dumps(ensure_ascii=False)\n got: %q\nwant: %q", got, golden)
+	}
+	for i, line := range strings.Split(strings.TrimSpace(golden), "\n") {
+		e, kind := parseLine([]byte(line))
+		if kind != lineOK || e != entries[i] {
+			t.Errorf("line %d parsed as %+v (%v), want %+v", i, e, kind, entries[i])
+		}
+	}
+}
+
+func TestParseLine(t *testing.T) {
+	tests := []struct {
+		name string
+		line string
+		want lineKind
+	}{
+		{"valid", `{"cursor": 1, "timestamp": "t", "content": "c"}`, lineOK},
+		{"valid with key and extras", `{"cursor": 0, "timestamp": "t", "content": "c", "session_key": "k", "x": [1]}`, lineOK},
+		{"null session key", `{"cursor": 1, "timestamp": "t", "content": "c", "session_key": null}`, lineOK},
+		{"blank", "   ", lineBlank},
+		{"not json", `{"cursor": 1, "timest`, lineBadJSON},
+		{"garbage", `hello`, lineBadJSON},
+		{"null", `null`, lineNotObject},
+		{"list", `[1, 2]`, lineNotObject},
+		{"true", `true`, lineNotObject},
+		{"missing cursor", `{"timestamp": "t", "content": "c"}`, lineBadCursor},
+		{"null cursor", `{"cursor": null, "timestamp": "t", "content": "c"}`, lineBadCursor},
+		{"bool cursor", `{"cursor": true, "timestamp": "t", "content": "c"}`, lineBadCursor},
+		{"negative cursor", `{"cursor": -3, "timestamp": "t", "content": "c"}`, lineBadCursor},
+		{"float cursor", `{"cursor": 1.0, "timestamp": "t", "content": "c"}`, lineBadCursor},
+		{"exponent cursor", `{"cursor": 1e3, "timestamp": "t", "content": "c"}`, lineBadCursor},
+		{"string cursor", `{"cursor": "4", "timestamp": "t", "content": "c"}`, lineBadCursor},
+		{"huge cursor", `{"cursor": 99999999999999999999999, "timestamp": "t", "content": "c"}`, lineBadCursor},
+		{"numeric timestamp", `{"cursor": 1, "timestamp": 5, "content": "c"}`, lineBadFields},
+		{"missing content", `{"cursor": 1, "timestamp": "t"}`, lineBadFields},
+		{"list content", `{"cursor": 1, "timestamp": "t", "content": ["c"]}`, lineBadFields},
+		{"numeric session key", `{"cursor": 1, "timestamp": "t", "content": "c", "session_key": 7}`, lineBadFields},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, got := parseLine([]byte(tt.line)); got != tt.want {
+				t.Errorf("parseLine(%q) = %v, want %v", tt.line, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestNanobotWorkspaceLoads(t *testing.T) {
+	ws := copyTree(t, filepath.Join("testdata", "nanobot-workspace"))
+	rec := &logRecorder{}
+	s := openTestStore(t, filepath.Join(ws, "memory"), slog.New(rec))
+
+	n, err := s.Len()
+	if err != nil || n != 7 {
+		t.Fatalf("Len = %d, %v; want 7 valid entries (one torn line and one bool cursor skipped)", n, err)
+	}
+	all, err := s.Since(0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cursors(all); !slices.Equal(got, []int{1, 2, 3, 4, 5, 6, 7}) {
+		t.Errorf("Since(0) cursors = %v", got)
+	}
+	if all[0].SessionKey != "" || all[2].SessionKey != fixtureKey {
+		t.Errorf("session keys: %q, %q", all[0].SessionKey, all[2].SessionKey)
+	}
+	if want := "- Correction: the staging DB is pg-staging-2 (not pg-staging-1)\n- Ana likes \"café ☕\" references"; all[2].Content != want {
+		t.Errorf("content of 3 = %q", all[2].Content)
+	}
+
+	tests := []struct {
+		name          string
+		cursor, limit int
+		want          []int
+	}{
+		{"after dream cursor", 3, 0, []int{4, 5, 6, 7}},
+		{"limited", 3, 2, []int{4, 5}},
+		{"below the cache floor", 1, 3, []int{2, 3, 4}},
+		{"everything, limited", -1, 1, []int{1}},
+		{"past the end", 7, 0, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := s.Since(tt.cursor, tt.limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(cursors(got), tt.want) {
+				t.Errorf("Since(%d, %d) = %v, want %v", tt.cursor, tt.limit, cursors(got), tt.want)
+			}
+		})
+	}
+
+	unread, err := s.Unread(fixtureKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cursors(unread); !slices.Equal(got, []int{5, 6}) {
+		t.Errorf("Unread(%s) = %v, want [5 6] (3 is already dreamed)", fixtureKey, got)
+	}
+	if u, _ := s.Unread("discord:42"); !slices.Equal(cursors(u), []int{4, 7}) {
+		t.Errorf("Unread(discord:42) = %v", cursors(u))
+	}
+	if u, _ := s.Unread("terminal:nobody"); len(u) != 0 {
+		t.Errorf("Unread of an unknown session = %v", cursors(u))
+	}
+	if dc, err := s.DreamCursor(); dc != 3 || err != nil {
+		t.Errorf("DreamCursor = %d, %v", dc, err)
+	}
+	if lc, err := s.LastCursor(); lc != 7 || err != nil {
+		t.Errorf("LastCursor = %d, %v", lc, err)
+	}
+	// Many reads, one warning per kind of damage.
+	if got := rec.count(slog.LevelWarn, "skipping a malformed history.jsonl line (further ones of this kind not logged)"); got != 2 {
+		t.Errorf("malformed-line warnings = %d, want 2 (torn JSON, bool cursor)", got)
+	}
+}
+
+func TestCursorNumberingContinues(t *testing.T) {
+	tests := []struct {
+		name   string
+		cursor *string // content of .cursor; nil removes it
+		want   int
+	}{
+		{"cursor file agrees", ptr("7"), 8},
+		{"cursor file ahead of the file", ptr("20"), 21},
+		{"cursor file behind the file", ptr("2"), 8},
+		{"cursor file garbled", ptr("seven"), 8},
+		{"cursor file negative", ptr("-4"), 8},
+		{"no cursor file", nil, 8},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ws := copyTree(t, filepath.Join("testdata", "nanobot-workspace"))
+			dir := filepath.Join(ws, "memory")
+			if tt.cursor == nil {
+				if err := os.Remove(filepath.Join(dir, cursorFile)); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				writeFile(t, filepath.Join(dir, cursorFile), *tt.cursor)
+			}
+			s := openTestStore(t, dir, nil)
+			e, err := s.Append("- new fact", "terminal:me")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e.Cursor != tt.want {
+				t.Errorf("next cursor = %d, want %d", e.Cursor, tt.want)
+			}
+			if got := strings.TrimSpace(readFile(t, filepath.Join(dir, cursorFile))); got != fmt.Sprint(tt.want) {
+				t.Errorf(".cursor = %q after the append", got)
+			}
+			e2, err := s.Append("- another", "terminal:me")
+			if err != nil || e2.Cursor != tt.want+1 {
+				t.Errorf("second append: %d, %v", e2.Cursor, err)
+			}
+			// A fresh Store (another process) sees both.
+			got, err := openTestStore(t, dir, nil).Since(tt.want-1, 0)
+			if err != nil || !slices.Equal(cursors(got), []int{tt.want, tt.want + 1}) {
+				t.Errorf("fresh store Since = %v, %v", cursors(got), err)
+			}
+		})
+	}
+}
+
+func ptr(s string) *string { return &s }
+
+func TestAppendFormat(t *testing.T) {
+	dir := t.TempDir()
+	s := openTestStore(t, dir, nil)
+	e, err := s.Append("- User prefers dark mode  \n\n", fixtureKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"cursor": 1, "timestamp": "2026-04-03 00:02", "content": "- User prefers dark mode", "session_key": "slack:C1:1712.55"}` + "\n"
+	if got := readFile(t, filepath.Join(dir, historyFile)); got != want {
+		t.Errorf("file = %q\nwant %q", got, want)
+	}
+	if e.Content != "- User prefers dark mode" || e.Timestamp != "2026-04-03 00:02" {
+		t.Errorf("entry = %+v", e)
+	}
+	if _, err := s.Append("no key", ""); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, filepath.Join(dir, historyFile)); !strings.HasSuffix(got, `"content": "no key"}`+"\n") {
+		t.Errorf("entry without a session key written as %q", got)
+	}
+}
+
+func TestAppendCapsContent(t *testing.T) {
+	rec := &logRecorder{}
+	s := openTestStore(t, t.TempDir(), slog.New(rec))
+	long := strings.Repeat("é", MaxEntryChars+10)
+	for range 2 {
+		e, err := s.Append(long, "k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := strings.Repeat("é", MaxEntryChars) + "\n... (truncated)"; e.Content != want {
+			t.Errorf("capped content has %d chars", len([]rune(e.Content)))
+		}
+	}
+	all, _ := s.Since(0, 0)
+	if len(all) != 2 || all[1].Content != all[0].Content {
+		t.Errorf("stored entries differ from returned ones")
+	}
+	if n := rec.count(slog.LevelWarn, "history entry over the size cap; truncating (further ones not logged)"); n != 1 {
+		t.Errorf("oversize warnings = %d, want 1", n)
+	}
+}
+
+func TestTornLastLine(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, historyFile)
+	writeFile(t, path, `{"cursor": 1, "timestamp": "t", "content": "a"}`+"\n"+`{"cursor": 2, "timestamp": "t", "con`)
+	s := openTestStore(t, dir, nil)
+	got, err := s.Since(0, 0)
+	if err != nil || !slices.Equal(cursors(got), []int{1}) {
+		t.Fatalf("Since = %v, %v; want only the complete line", cursors(got), err)
+	}
+	e, err := s.Append("b", "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Cursor != 2 {
+		t.Errorf("cursor after a torn line = %d, want 2 (the torn line's cursor was never valid)", e.Cursor)
+	}
+	got, _ = s.Since(0, 0)
+	if !slices.Equal(cursors(got), []int{1, 2}) || got[1].Content != "b" {
+		t.Errorf("after append: %+v", got)
+	}
+	lines := strings.Split(strings.TrimSuffix(readFile(t, path), "\n"), "\n")
+	if len(lines) != 3 || lines[1] != `{"cursor": 2, "timestamp": "t", "con` {
+		t.Errorf("the torn line must be ended, not glued to the new entry: %q", lines)
+	}
+	// A hand-edited file whose valid last line lacks a newline keeps that
+	// entry once something is appended after it.
+	writeFile(t, path, `{"cursor": 5, "timestamp": "t", "content": "a"}`)
+	e, err = openTestStore(t, dir, nil).Append("c", "k")
+	if err != nil || e.Cursor != 6 {
+		t.Errorf("append after an unterminated valid line: %d, %v", e.Cursor, err)
+	}
+}
+
+func TestReadsOnlyWhatWasAppended(t *testing.T) {
+	dir := t.TempDir()
+	a := openTestStore(t, dir, nil)
+	b := openTestStore(t, dir, nil) // stands for another process
+	for i := range 3 {
+		if _, err := a.Append(fmt.Sprintf("entry %d", i), "k"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, _ := a.Since(0, 0); len(got) != 3 {
+		t.Fatalf("a sees %d entries", len(got))
+	}
+	// Change an already-read line in place, same length: a reader that
+	// re-read the whole file would see it; one that reads only appended
+	// bytes keeps its cached copy.
+	path := filepath.Join(dir, historyFile)
+	data := readFile(t, path)
+	writeFile(t, path, strings.Replace(data, "entry 0", "ENTRY 0", 1))
+	if _, err := b.Append("entry 3", "k"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := a.Since(0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 4 || got[3].Content != "entry 3" {
+		t.Fatalf("a does not see b's append: %+v", got)
+	}
+	if got[0].Content != "entry 0" {
+		t.Errorf("the whole file was re-read (saw %q)", got[0].Content)
+	}
+	// A replaced file (compaction elsewhere) is read again in full.
+	if err := b.SetDreamCursor(2); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := b.Compact(2); err != nil || n != 2 {
+		t.Fatalf("Compact = %d, %v", n, err)
+	}
+	got, _ = a.Since(0, 0)
+	if !slices.Equal(cursors(got), []int{3, 4}) {
+		t.Errorf("after compaction by another store: %v", cursors(got))
+	}
+	if n, _ := a.Len(); n != 2 {
+		t.Errorf("Len after compaction = %d", n)
+	}
+}
+
+func TestUnreadFollowsDreamCursor(t *testing.T) {
+	dir := t.TempDir()
+	s := openTestStore(t, dir, nil)
+	for i := range 6 {
+		if _, err := s.Append(fmt.Sprint(i), "k"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		dream int
+		want  []int
+	}{
+		{0, []int{1, 2, 3, 4, 5, 6}},
+		{4, []int{5, 6}},
+		{6, nil},
+		{2, []int{3, 4, 5, 6}}, // moved back by hand: read from the file again
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprint("dream cursor ", tt.dream), func(t *testing.T) {
+			writeFile(t, filepath.Join(dir, dreamCursorFile), fmt.Sprint(tt.dream))
+			got, err := s.Unread("k")
+			if err != nil || !slices.Equal(cursors(got), tt.want) {
+				t.Errorf("Unread = %v, %v; want %v", cursors(got), err, tt.want)
+			}
+		})
+	}
+}
+
+func TestDreamCursor(t *testing.T) {
+	rec := &logRecorder{}
+	dir := t.TempDir()
+	s := openTestStore(t, dir, slog.New(rec))
+	if n, err := s.DreamCursor(); n != 0 || err != nil {
+		t.Errorf("missing file: %d, %v", n, err)
+	}
+	if err := s.SetDreamCursor(12); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, filepath.Join(dir, dreamCursorFile)); got != "12" {
+		t.Errorf(".dream_cursor = %q, want a bare integer", got)
+	}
+	if n, _ := s.DreamCursor(); n != 12 {
+		t.Errorf("DreamCursor = %d", n)
+	}
+	if err := s.SetDreamCursor(-1); !errors.Is(err, ErrNegativeCursor) {
+		t.Errorf("negative cursor: %v", err)
+	}
+	writeFile(t, filepath.Join(dir, dreamCursorFile), "twelve")
+	for range 3 {
+		if n, err := s.DreamCursor(); n != 0 || err != nil {
+			t.Errorf("garbled file: %d, %v", n, err)
+		}
+	}
+	if n := rec.count(slog.LevelWarn, "the dream cursor file does not hold a non-negative integer; treating it as 0"); n != 1 {
+		t.Errorf("garbled cursor warnings = %d, want 1", n)
+	}
+	if _, err := os.Stat(filepath.Join(dir, dreamCursorFile+".tmp")); !os.IsNotExist(err) {
+		t.Errorf("temp file left behind: %v", err)
+	}
+}
+
+func TestCompact(t *testing.T) {
+	tests := []struct {
+		name        string
+		entries     int
+		dream       int
+		max         int
+		wantDropped int
+		wantLeft    []int
+	}{
+		{"under the limit", 5, 5, 10, 0, []int{1, 2, 3, 4, 5}},
+		{"drops consumed down to the limit", 10, 8, 5, 5, []int{6, 7, 8, 9, 10}},
+		{"never drops unread entries", 10, 6, 3, 6, []int{7, 8, 9, 10}},
+		{"nothing consumed", 10, 0, 3, 0, []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}},
+		{"all consumed, keeps the newest", 10, 10, 1, 9, []int{10}},
+		{"limit 0 means no limit", 10, 10, 0, 0, []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			s := openTestStore(t, dir, nil)
+			for i := range tt.entries {
+				if _, err := s.Append(fmt.Sprint("entry ", i+1), "k"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := s.SetDreamCursor(tt.dream); err != nil {
+				t.Fatal(err)
+			}
+			dropped, err := s.Compact(tt.max)
+			if err != nil || dropped != tt.wantDropped {
+				t.Fatalf("Compact(%d) = %d, %v; want %d", tt.max, dropped, err, tt.wantDropped)
+			}
+			got, _ := s.Since(-1, 0)
+			if !slices.Equal(cursors(got), tt.wantLeft) {
+				t.Errorf("left %v, want %v", cursors(got), tt.wantLeft)
+			}
+			// Numbering continues past every dropped cursor, even without
+			// .cursor.
+			if err := os.Remove(filepath.Join(dir, cursorFile)); err != nil {
+				t.Fatal(err)
+			}
+			e, err := s.Append("next", "k")
+			if err != nil || e.Cursor != tt.entries+1 {
+				t.Errorf("next cursor = %d, %v; want %d", e.Cursor, err, tt.entries+1)
+			}
+			if _, err := os.Stat(filepath.Join(dir, historyFile+".tmp")); !os.IsNotExist(err) {
+				t.Errorf("temp file left behind: %v", err)
+			}
+		})
+	}
+}
+
+func TestCompactKeepsCursorFileAhead(t *testing.T) {
+	// Entries out of order (hand edits): the highest cursor is dropped with
+	// the oldest lines, and only the .cursor written before the rewrite
+	// keeps numbering above it.
+	dir := t.TempDir()
+	var b strings.Builder
+	for _, c := range []int{50, 2, 3, 4} {
+		fmt.Fprintf(&b, `{"cursor": %d, "timestamp": "t", "content": "x"}`+"\n", c)
+	}
+	writeFile(t, filepath.Join(dir, historyFile), b.String())
+	writeFile(t, filepath.Join(dir, dreamCursorFile), "50")
+	s := openTestStore(t, dir, nil)
+	if n, err := s.Compact(2); err != nil || n != 2 {
+		t.Fatalf("Compact = %d, %v", n, err)
+	}
+	e, err := s.Append("y", "k")
+	if err != nil || e.Cursor != 51 {
+		t.Errorf("cursor after compaction = %d, %v; want 51", e.Cursor, err)
+	}
+}
+
+func TestConcurrentAppendsTwoStores(t *testing.T) {
+	dir := t.TempDir()
+	stores := []*Store{openTestStore(t, dir, nil), openTestStore(t, dir, nil)}
+	const perWorker = 25
+	var wg sync.WaitGroup
+	errs := make(chan error, 8*perWorker)
+	for w := range 8 {
+		wg.Go(func() {
+			s := stores[w%2]
+			for i := range perWorker {
+				if _, err := s.Append(fmt.Sprintf("w%d-%d", w, i), "k"); err != nil {
+					errs <- err
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	all, err := openTestStore(t, dir, nil).Since(0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 8*perWorker {
+		t.Fatalf("%d entries, want %d", len(all), 8*perWorker)
+	}
+	for i, e := range all {
+		if e.Cursor != i+1 {
+			t.Fatalf("entry %d has cursor %d: cursors must be 1..n in file order", i, e.Cursor)
+		}
+	}
+}
+
+func TestLegacyMigration(t *testing.T) {
+	ws := copyTree(t, filepath.Join("testdata", "legacy-workspace"))
+	dir := filepath.Join(ws, "memory")
+	mtime := time.Date(2026, 2, 5, 8, 15, 0, 0, time.Local)
+	if err := os.Chtimes(filepath.Join(dir, legacyFile), mtime, mtime); err != nil {
+		t.Fatal(err)
+	}
+	s := openTestStore(t, dir, nil)
+	got, err := s.Since(-1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Entry{
+		{1, "2026-02-01 10:00", "User asked about the deploy process; we settled on blue-green deploys.", ""},
+		{2, "2026-02-02 14:30", "[RAW] 2 messages\n[2026-02-02 14:29] USER: what's the db host?\n[2026-02-02 14:30] ASSISTANT [tools: read_file]: pg-1.internal", ""},
+		{3, "2026-02-03 09:00", "User prefers tabs over spaces.\nA second line of the same entry.", ""},
+		{4, "2026-02-05 08:15", "[2026-02-04] Day-only entry keeps its bracket.", ""},
+		{5, "2026-02-05 08:15", "Another paragraph without a date.", ""},
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("migrated entries:\n got %+v\nwant %+v", got, want)
+	}
+	for _, f := range []string{cursorFile, dreamCursorFile} {
+		if c := readFile(t, filepath.Join(dir, f)); c != "5" {
+			t.Errorf("%s = %q, want 5", f, c)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, legacyFile)); !os.IsNotExist(err) {
+		t.Errorf("HISTORY.md still there: %v", err)
+	}
+	if readFile(t, filepath.Join(dir, legacyFile+".bak")) == "" {
+		t.Error("HISTORY.md.bak is empty")
+	}
+	if u, _ := s.Unread(""); len(u) != 0 {
+		t.Errorf("migrated entries must count as dreamed; Unread = %v", cursors(u))
+	}
+	if e, err := s.Append("new", "k"); err != nil || e.Cursor != 6 {
+		t.Errorf("first new cursor = %d, %v", e.Cursor, err)
+	}
+
+	// A second legacy file next to a non-empty history.jsonl is left alone.
+	writeFile(t, filepath.Join(dir, legacyFile), "[2026-01-01 00:00] old\n")
+	openTestStore(t, dir, nil)
+	if _, err := os.Stat(filepath.Join(dir, legacyFile)); err != nil {
+		t.Errorf("HISTORY.md beside a non-empty history.jsonl must stay: %v", err)
+	}
+	// With history.jsonl empty it migrates, and the backup name moves on.
+	writeFile(t, filepath.Join(dir, historyFile), "")
+	openTestStore(t, dir, nil)
+	if _, err := os.Stat(filepath.Join(dir, legacyFile+".bak.2")); err != nil {
+		t.Errorf("second backup: %v", err)
+	}
+}
+
+func TestLegacyMigrationInvalidUTF8(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, legacyFile), "[2026-01-01 00:00] caf\xe9 ok\n")
+	s := openTestStore(t, dir, nil)
+	got, err := s.Since(-1, 0)
+	if err != nil || len(got) != 1 || got[0].Content != "caf\uFFFD ok" {
+		t.Errorf("got %+v, %v", got, err)
+	}
+}
