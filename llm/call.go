@@ -50,13 +50,18 @@ func (k *call) run(ctx context.Context, req Request) (Response, error) {
 		} else {
 			resp, f = k.try(ctx, wire, fill)
 		}
-		k.logTry(attempt, start, resp, f)
 		if f == nil {
+			k.logTry(attempt, start, resp, nil)
 			return resp, nil
 		}
 		if ctx.Err() != nil {
+			// The try failed because the caller gave up; f describes that
+			// cancellation, not the endpoint.
+			c.log.Debug("llm call abandoned", "model", k.model, "purpose", k.purpose,
+				"attempt", attempt, "duration", time.Since(start))
 			return Response{}, fmt.Errorf("chat with %s: %w", k.model, ctx.Err())
 		}
+		k.logTry(attempt, start, resp, f)
 		if !f.retryable || attempt >= c.cfg.MaxTries {
 			return Response{}, f.final(attempt)
 		}

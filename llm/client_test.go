@@ -1091,14 +1091,39 @@ func TestUserMessage(t *testing.T) {
 	}
 }
 
+// toolConversation is a 20-turn history with tool calls: its assistant
+// messages have empty content, which takes the body-mending path.
+func toolConversation() llm.Request {
+	req := userReq("start")
+	for i := range 5 {
+		id := "call_" + string(rune('a'+i))
+		req.Messages = append(req.Messages,
+			llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: id, Name: "read_file", Arguments: `{"path":"memory/MEMORY.md"}`}}},
+			llm.Message{Role: llm.RoleTool, ToolCallID: id, Name: "read_file", Content: strings.Repeat("- a remembered fact\n", 40)},
+			llm.Message{Role: llm.RoleAssistant, Content: "Noted."},
+			llm.Message{Role: llm.RoleUser, Content: "and then?"},
+		)
+	}
+	return req
+}
+
 func BenchmarkChat(b *testing.B) {
-	for _, stream := range []bool{false, true} {
-		b.Run(map[bool]string{false: "plain", true: "streamed"}[stream], func(b *testing.B) {
+	cases := []struct {
+		name   string
+		stream bool
+		req    llm.Request
+	}{
+		{"plain", false, userReq("hi")},
+		{"streamed", true, userReq("hi")},
+		{"tool-history", false, toolConversation()},
+	}
+	for _, bc := range cases {
+		b.Run(bc.name, func(b *testing.B) {
 			srv := llmtest.New(b)
 			srv.SetResponder(func(llmtest.Request) llmtest.Reply { return llmtest.Text("Hello there, world") })
 			c := newClient(b, srv.URL(), nil)
-			req := userReq("hi")
-			if stream {
+			req := bc.req
+			if bc.stream {
 				req.OnDelta = func(string) {}
 			}
 			b.ReportAllocs()
@@ -1108,5 +1133,23 @@ func BenchmarkChat(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkFillEmptyContent is the cost of mending one request body of the
+// tool-history benchmark.
+func BenchmarkFillEmptyContent(b *testing.B) {
+	srv := llmtest.New(b)
+	c := newClient(b, srv.URL(), nil)
+	if _, err := c.Chat(b.Context(), toolConversation()); err != nil {
+		b.Fatal(err)
+	}
+	body := srv.Requests()[0].Body
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := llm.FillEmptyContent(body); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -4,6 +4,16 @@
 // breaker, timeouts and per-purpose token usage, and it turns every failure
 // into an *Error whose Kind is one of the sentinels in errors.go.
 //
+// What it sends is what providers accept, not only what go-openai would
+// encode: every message carries "content" (an empty string when empty;
+// go-openai omits it, and OpenAI and Ollama refuse a user or tool message
+// without one), Message.Time is never sent, a tool call without arguments
+// goes back as "{}", a tool without parameters gets an empty object schema,
+// and a temperature of 0 is really sent. Tool calls a provider returns
+// without an id get a generated "call_…" id, so every result can name its
+// call. For reasoning models (o1/o3/o4, gpt-5) the token limit goes as
+// max_completion_tokens and the temperature is left out.
+//
 // go-openai's types never leave this package. It imports no other package of
 // ours; llm/llmtest is its fake server for tests.
 package llm

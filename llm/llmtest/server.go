@@ -13,6 +13,9 @@
 // the bytes of the reply's text plus tool names and arguments divided by 4,
 // both rounded up.
 //
+// A test that runs the built binary starts a Server the same way and
+// writes URL() into the binary's config as llm.baseURL.
+//
 // It imports llm for the message types and nothing else of ours.
 package llmtest
 
