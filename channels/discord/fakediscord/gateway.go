@@ -318,8 +318,10 @@ func (s *Server) resume(c *gwConn, d resumeData) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.resumable || s.invalidateNext || d.SessionID != s.sessionID {
-		s.invalidateNext = false
-		s.resumable = false
+		if d.SessionID == s.sessionID {
+			s.invalidateNext = false
+			s.resumable = false // Discord forgets a session it refused to resume
+		}
 		s.stats.InvalidSessions++
 		s.notifyLocked()
 		c.enqueue(mustJSON(map[string]any{"op": 9, "d": false}))

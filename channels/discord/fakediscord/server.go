@@ -17,6 +17,7 @@
 package fakediscord
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -666,10 +667,14 @@ func (s *Server) guildObjectLocked(id string) map[string]any {
 	}
 }
 
+// mustJSON encodes v as Discord does, without escaping <, > and & (mentions
+// arrive as "<@id>").
 func mustJSON(v any) []byte {
-	b, err := json.Marshal(v)
-	if err != nil {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
 		panic(fmt.Sprintf("fakediscord: marshal: %v", err)) // only our own maps are marshalled
 	}
-	return b
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 }

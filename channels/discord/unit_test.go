@@ -1,0 +1,248 @@
+package discord
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+	"github.com/gorilla/websocket"
+)
+
+func TestNewValidatesConfig(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		cfg   Config
+		field string // "" = valid
+	}{
+		{"minimal", Config{Token: "abc"}, ""},
+		{"token with Bot prefix", Config{Token: "Bot abc"}, ""},
+		{"missing token", Config{}, "discord.token:"},
+		{"blank token", Config{Token: "  "}, "discord.token:"},
+		{"token with space", Config{Token: "abc def"}, "discord.token:"},
+		{"open policy", Config{Token: "abc", GroupPolicy: "open"}, ""},
+		{"bad policy", Config{Token: "abc", GroupPolicy: "everyone"}, "discord.groupPolicy:"},
+		{"allowlist without channels", Config{Token: "abc", GroupPolicy: "allowlist"}, "discord.allowChannels:"},
+		{"allowlist with blank channel", Config{Token: "abc", GroupPolicy: "allowlist", AllowChannels: []string{" "}}, "discord.allowChannels:"},
+		{"allowlist", Config{Token: "abc", GroupPolicy: "allowlist", AllowChannels: []string{"C1"}}, ""},
+		{"api url", Config{Token: "abc", APIURL: "http://127.0.0.1:9"}, ""},
+		{"api url without scheme", Config{Token: "abc", APIURL: "127.0.0.1:9"}, "discord.apiURL:"},
+		{"api url ftp", Config{Token: "abc", APIURL: "ftp://x"}, "discord.apiURL:"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, err := New(tt.cfg)
+			if tt.field == "" {
+				if err != nil {
+					t.Fatalf("New: %v", err)
+				}
+				if a.Name() != "discord" {
+					t.Fatalf("Name = %q", a.Name())
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("New accepted %+v", tt.cfg)
+			}
+			if !errors.Is(err, ErrInvalidConfig) || !strings.HasPrefix(err.Error(), tt.field) {
+				t.Fatalf("error %q, want one starting with %q wrapping ErrInvalidConfig", err, tt.field)
+			}
+			if strings.TrimSpace(tt.cfg.Token) != "" && strings.Contains(err.Error(), strings.TrimSpace(tt.cfg.Token)) {
+				t.Fatalf("error %q shows the token", err)
+			}
+		})
+	}
+}
+
+func TestNewSetsBotToken(t *testing.T) {
+	t.Parallel()
+	for _, token := range []string{"abc", "Bot abc", " abc\n"} {
+		a, err := New(Config{Token: token})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.session.Token != "Bot abc" {
+			t.Fatalf("token %q became %q", token, a.session.Token)
+		}
+	}
+}
+
+func TestIDSet(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		in   []string
+		want string // sorted keys, "nil" for no restriction
+	}{
+		{nil, "nil"},
+		{[]string{}, "nil"},
+		{[]string{" ", ""}, "nil"},
+		{[]string{"1", "*"}, "nil"},
+		{[]string{" 1 ", "2", "2"}, "1,2"},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprint(tt.in), func(t *testing.T) {
+			set := idSet(tt.in)
+			got := "nil"
+			if set != nil {
+				var keys []string
+				for _, k := range []string{"1", "2"} {
+					if set[k] {
+						keys = append(keys, k)
+					}
+				}
+				got = strings.Join(keys, ",")
+			}
+			if got != tt.want {
+				t.Fatalf("idSet(%q) = %s, want %s", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestStripMention(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		in, want string
+	}{
+		{"<@B> /dream-log", "/dream-log"},
+		{"<@!B> /dream-log", "/dream-log"},
+		{"  <@B>\t/status  ", "/status"},
+		{"hey <@B> there", "hey there"},
+		{"hey<@B>there", "hey there"},
+		{"line one\n<@B> line two", "line one\nline two"},
+		{"<@B> <@!B> twice", "twice"},
+		{"<@B>", ""},
+		{"no mention", "no mention"},
+		{"<@B2> not me", "<@B2> not me"},
+		{"<@BB> prefix id", "<@BB> prefix id"},
+		{"keep\n\ninner  spacing", "keep\n\ninner  spacing"},
+		{"code:\n```\n<@B>\n```", "code:\n```\n```"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			if got := stripMention(tt.in, "B"); got != tt.want {
+				t.Fatalf("stripMention(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+		})
+	}
+	if got := stripMention("  <@B> hi ", ""); got != "<@B> hi" {
+		t.Fatalf("unknown bot id: %q", got)
+	}
+}
+
+func TestMentioned(t *testing.T) {
+	t.Parallel()
+	bot := &discordgo.User{ID: "B"}
+	user := &discordgo.User{ID: "U"}
+	tests := []struct {
+		name string
+		m    discordgo.Message
+		want bool
+	}{
+		{"content", discordgo.Message{Content: "<@B> hi"}, true},
+		{"nickname content", discordgo.Message{Content: "hi <@!B>"}, true},
+		{"mentions", discordgo.Message{Content: "hi", Mentions: []*discordgo.User{user, bot}}, true},
+		{"reply to bot", discordgo.Message{Content: "so?", ReferencedMessage: &discordgo.Message{Author: bot}}, true},
+		{"reply to user", discordgo.Message{Content: "so?", ReferencedMessage: &discordgo.Message{Author: user}}, false},
+		{"other mention", discordgo.Message{Content: "<@U> hi", Mentions: []*discordgo.User{user}}, false},
+		{"name only", discordgo.Message{Content: "B, are you there?"}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := mentioned(&tt.m, "B"); got != tt.want {
+				t.Fatalf("mentioned = %v, want %v", got, tt.want)
+			}
+		})
+	}
+	if mentioned(&discordgo.Message{Content: "<@B>"}, "") {
+		t.Fatal("mentioned with an unknown bot id")
+	}
+}
+
+func TestRecentSet(t *testing.T) {
+	t.Parallel()
+	r := newRecentSet(3)
+	steps := []struct {
+		id  string
+		new bool
+	}{
+		{"a", true}, {"a", false}, {"b", true}, {"c", true}, {"b", false},
+		{"d", true}, // evicts a
+		{"a", true}, // evicts b
+		{"c", false}, {"b", true},
+	}
+	for i, s := range steps {
+		if got := r.add(s.id); got != s.new {
+			t.Fatalf("step %d add(%q) = %v, want %v", i, s.id, got, s.new)
+		}
+	}
+	if len(r.ids) != 3 {
+		t.Fatalf("set holds %d ids, want 3", len(r.ids))
+	}
+}
+
+func TestChannelCache(t *testing.T) {
+	t.Parallel()
+	c := newChannelCache(2)
+	c.learn(&discordgo.Channel{ID: "T", Type: discordgo.ChannelTypeGuildPublicThread, ParentID: "C"})
+	c.learn(&discordgo.Channel{ID: "C", Type: discordgo.ChannelTypeGuildText, ParentID: "CATEGORY"})
+	if info, _ := c.get("T"); !info.thread || info.parentID != "C" {
+		t.Fatalf("thread info = %+v", info)
+	}
+	if info, _ := c.get("C"); info.thread || info.parentID != "" {
+		t.Fatalf("a text channel's category is not a parent: %+v", info)
+	}
+	c.forget(&discordgo.Channel{ID: "T"})
+	if _, ok := c.get("T"); ok {
+		t.Fatal("forgotten channel still cached")
+	}
+	c.learn(&discordgo.Channel{ID: "X"})
+	c.learn(&discordgo.Channel{ID: "Y"}) // over the bound: cleared, then refilled
+	if len(c.m) > 2 {
+		t.Fatalf("cache holds %d entries, bound 2", len(c.m))
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	t.Parallel()
+	b := backoff{base: time.Second, max: 30 * time.Second}
+	want := []time.Duration{1, 2, 4, 8, 16, 30, 30}
+	for i, w := range want {
+		w *= time.Second
+		got := b.next()
+		if got < w*4/5 || got > w*6/5 {
+			t.Fatalf("delay %d = %v, want %v ±20%%", i, got, w)
+		}
+	}
+	b.reset()
+	if got := b.next(); got < 800*time.Millisecond || got > 1200*time.Millisecond {
+		t.Fatalf("after reset: %v", got)
+	}
+}
+
+func TestFatalClose(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		err  error
+		want error
+	}{
+		{&websocket.CloseError{Code: 4004}, ErrInvalidAuth},
+		{&websocket.CloseError{Code: 4014}, ErrDisallowedIntents},
+		{&websocket.CloseError{Code: 4013}, ErrDisallowedIntents},
+		{&websocket.CloseError{Code: 4011}, ErrGatewayRefused},
+		{&websocket.CloseError{Code: 4000}, nil},
+		{&websocket.CloseError{Code: 1006}, nil},
+		{errors.New("dial tcp: refused"), nil},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprint(tt.err), func(t *testing.T) {
+			got := fatalClose(fmt.Errorf("open: %w", tt.err))
+			if tt.want == nil && got != nil || tt.want != nil && !errors.Is(got, tt.want) {
+				t.Fatalf("fatalClose = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
