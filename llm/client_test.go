@@ -294,7 +294,7 @@ func TestRetriesThenSuccess(t *testing.T) {
 		{
 			name:     "timeout then answer",
 			replies:  []llmtest.Reply{llmtest.Slow(time.Minute, llmtest.Text("late")), llmtest.Text("ok")},
-			mod:      func(c *llm.Config) { c.Timeout = 300 * time.Millisecond },
+			mod:      func(c *llm.Config) { c.Timeout = 500 * time.Millisecond },
 			wantReqs: 2,
 		},
 		{
@@ -457,10 +457,10 @@ func TestFailures(t *testing.T) {
 			replies: []llmtest.Reply{{
 				Fragments: []string{"one", " two"}, FragmentDelay: time.Minute,
 			}},
-			mod:        func(c *llm.Config) { c.Timeout = 200 * time.Millisecond },
+			mod:        func(c *llm.Config) { c.Timeout = 400 * time.Millisecond },
 			wantKind:   llm.ErrUnavailable,
 			wantStatus: 200,
-			wantReason: "timed out after 200ms",
+			wantReason: "timed out after 400ms",
 			wantReqs:   1,
 			wantFrags:  1,
 		},
@@ -976,10 +976,10 @@ func TestWireParameters(t *testing.T) {
 func TestStreamIdleTimeout(t *testing.T) {
 	srv := llmtest.New(t)
 	srv.Push(llmtest.Reply{
-		Fragments:     []string{"a", "b", "c", "d", "e"},
-		FragmentDelay: 100 * time.Millisecond, // 400ms in all
+		Fragments:     []string{"a", "b", "c", "d", "e", "f"},
+		FragmentDelay: 120 * time.Millisecond, // 600ms in all
 	})
-	c := newClient(t, srv.URL(), func(c *llm.Config) { c.Timeout = 300 * time.Millisecond })
+	c := newClient(t, srv.URL(), func(c *llm.Config) { c.Timeout = 450 * time.Millisecond })
 	req := userReq("hi")
 	var col collector
 	req.OnDelta = col.add
@@ -987,7 +987,7 @@ func TestStreamIdleTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Chat: %v", err)
 	}
-	if resp.Content != "abcde" || len(col.frags) != 5 {
+	if resp.Content != "abcdef" || len(col.frags) != 6 {
 		t.Errorf("Content = %q, fragments = %q", resp.Content, col.frags)
 	}
 	if n := len(srv.Requests()); n != 1 {
