@@ -125,11 +125,12 @@ func (r *runner) connectLoop(ctx context.Context, sm *socketmode.Client) error {
 		r.cancelAttempt = cancel
 		r.attemptMu.Unlock()
 		err := sm.RunContext(attemptCtx)
+		aborted := attemptCtx.Err() != nil
 		cancel()
 		switch {
 		case ctx.Err() != nil:
 			return nil
-		case attemptCtx.Err() != nil:
+		case aborted:
 			continue // cancelled by readEvents after a failed attempt
 		case isAuthError(err):
 			return fmt.Errorf("slack: apps.connections.open with slack.appToken: %w: %w", ErrAuth, err)

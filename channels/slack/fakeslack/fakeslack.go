@@ -167,6 +167,10 @@ func (c *conn) close() {
 func (c *conn) write(b []byte) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
+	return c.writeLocked(b)
+}
+
+func (c *conn) writeLocked(b []byte) error {
 	_ = c.ws.SetWriteDeadline(time.Now().Add(10 * time.Second))
 	return c.ws.WriteMessage(websocket.TextMessage, b)
 }
@@ -478,11 +482,13 @@ func (s *Server) SendEnvelope(typ string, payload any) (string, error) {
 	if c == nil {
 		return "", ErrNotConnected
 	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
 	s.mu.Lock()
 	s.deliveries = append(s.deliveries, Delivery{EnvelopeID: id, At: time.Now()})
 	s.notifyLocked()
 	s.mu.Unlock()
-	return id, c.write(b)
+	return id, c.writeLocked(b)
 }
 
 // RequestDisconnect sends a disconnect envelope (Slack does this before
@@ -537,12 +543,16 @@ func (s *Server) send(d Delivery) (Delivery, error) {
 	if c == nil {
 		return Delivery{}, ErrNotConnected
 	}
+	// Record under the write lock, so Deliveries lists envelopes in the
+	// order they went on the wire.
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
 	d.At = time.Now()
 	s.mu.Lock()
 	s.deliveries = append(s.deliveries, d)
 	s.notifyLocked()
 	s.mu.Unlock()
-	if err := c.write(b); err != nil {
+	if err := c.writeLocked(b); err != nil {
 		return d, fmt.Errorf("fakeslack: write envelope: %w", err)
 	}
 	return d, nil
@@ -798,11 +808,13 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, token strin
 	if thread != "" {
 		msg["thread_ts"] = thread
 	}
-	s.answer(w, method, http.StatusOK, map[string]any{"ok": true, "channel": channel, "ts": p.TS, "message": msg})
 	if s.cfg.EchoPosts {
-		// Best effort, as for Slack: no connection means no echo.
+		// Before the answer, so a test knows the echo is on the wire once
+		// the post returned. Best effort, as for Slack: no connection, no
+		// echo.
 		_, _ = s.Inject(Event{Type: "message", Channel: channel, User: s.cfg.BotUserID, BotID: s.cfg.BotID, Text: text, TS: p.TS, ThreadTS: thread})
 	}
+	s.answer(w, method, http.StatusOK, map[string]any{"ok": true, "channel": channel, "ts": p.TS, "message": msg})
 }
 
 func (s *Server) react(w http.ResponseWriter, r *http.Request, method, token string) {

@@ -1,0 +1,130 @@
+package slack
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func validConfig() Config {
+	return Config{BotToken: "xoxb-1-2-abc", AppToken: "xapp-1-A-2-def"}
+}
+
+func TestNewValidation(t *testing.T) {
+	tests := []struct {
+		name    string
+		mod     func(*Config)
+		wantErr string // "" = valid
+	}{
+		{"valid defaults", func(*Config) {}, ""},
+		{"missing bot token", func(c *Config) { c.BotToken = "" }, "slack.botToken: missing"},
+		{"bot token with wrong prefix", func(c *Config) { c.BotToken = "xapp-oops" }, `slack.botToken: must start with "xoxb-"`},
+		{"missing app token", func(c *Config) { c.AppToken = " " }, "slack.appToken: missing"},
+		{"app token with wrong prefix", func(c *Config) { c.AppToken = "xoxb-oops" }, `slack.appToken: must start with "xapp-"`},
+		{"bad group policy", func(c *Config) { c.GroupPolicy = "everyone" }, `slack.groupPolicy: must be one of mention, open, allowlist (got "everyone")`},
+		{"policy case-insensitive", func(c *Config) { c.GroupPolicy = " Open " }, ""},
+		{"allowlist without channels", func(c *Config) { c.GroupPolicy = "allowlist" }, "slack.allowChannels: must list at least one channel id"},
+		{"allowlist with blank channel only", func(c *Config) { c.GroupPolicy = "allowlist"; c.AllowChannels = []string{" "} }, "slack.allowChannels"},
+		{"allowlist with channels", func(c *Config) { c.GroupPolicy = "allowlist"; c.AllowChannels = []string{"C1"} }, ""},
+		{"api url not http", func(c *Config) { c.APIURL = "ftp://x/api/" }, "slack.apiURL: must be an http(s) URL"},
+		{"api url without host", func(c *Config) { c.APIURL = "http:///api/" }, "slack.apiURL"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := validConfig()
+			tt.mod(&cfg)
+			a, err := New(cfg)
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("New: %v", err)
+				}
+				if a.Name() != "slack" {
+					t.Errorf("Name() = %q", a.Name())
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("New: no error, want %q", tt.wantErr)
+			}
+			if !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("error %q does not contain %q", err, tt.wantErr)
+			}
+			if !errors.Is(err, ErrInvalidConfig) {
+				t.Errorf("error %v does not wrap ErrInvalidConfig", err)
+			}
+			for _, tok := range []string{cfg.BotToken, cfg.AppToken} {
+				if len(tok) > 5 && strings.Contains(err.Error(), tok) {
+					t.Errorf("error %q leaks a token", err)
+				}
+			}
+		})
+	}
+}
+
+func TestNewNormalizes(t *testing.T) {
+	cfg := validConfig()
+	cfg.APIURL = "http://127.0.0.1:9/api"
+	a, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.cfg.APIURL != "http://127.0.0.1:9/api/" {
+		t.Errorf("APIURL = %q, want the trailing slash added", a.cfg.APIURL)
+	}
+	if a.cfg.GroupPolicy != PolicyMention {
+		t.Errorf("GroupPolicy = %q, want mention", a.cfg.GroupPolicy)
+	}
+	if h := a.Health(); h.State != "stopped" {
+		t.Errorf("Health before Run = %+v", h)
+	}
+}
+
+func TestBackoffDelay(t *testing.T) {
+	const lo, hi = time.Second, 30 * time.Second
+	wantBase := []time.Duration{1, 2, 4, 8, 16, 30, 30, 30}
+	for n, base := range wantBase {
+		base *= time.Second
+		for range 50 {
+			d := backoffDelay(n, lo, hi)
+			if d > base || d < base*3/4 {
+				t.Fatalf("backoffDelay(%d) = %v, want within [%v, %v]", n, d, base*3/4, base)
+			}
+		}
+	}
+	if d := backoffDelay(1000, lo, hi); d > hi {
+		t.Errorf("backoffDelay(1000) = %v exceeds the cap", d)
+	}
+}
+
+func TestRecentSetIsBounded(t *testing.T) {
+	s := newRecentSet(3)
+	for _, k := range []string{"a", "b", "c"} {
+		if !s.add(k) {
+			t.Fatalf("add(%q) reported a duplicate", k)
+		}
+	}
+	if s.add("a") {
+		t.Fatal("add(a) twice reported new")
+	}
+	s.add("d") // evicts the oldest, "a"
+	if len(s.keys) != 3 {
+		t.Fatalf("set holds %d keys, want 3", len(s.keys))
+	}
+	if !s.add("a") {
+		t.Error("a should have been forgotten")
+	}
+	if s.add("d") {
+		t.Error("d should still be remembered")
+	}
+}
+
+func TestParseTS(t *testing.T) {
+	got := parseTS("1712345678.000100")
+	if got.Unix() != 1712345678 || got.Nanosecond() != 100000 {
+		t.Errorf("parseTS = %v", got)
+	}
+	if !parseTS("junk").IsZero() {
+		t.Error("parseTS(junk) should be zero")
+	}
+}
