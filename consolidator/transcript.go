@@ -183,12 +183,13 @@ func rawEntry(msgs []llm.Message, loc *time.Location) string {
 			}
 			b.WriteString(" [calls " + strings.Join(names, ", ") + "]")
 		}
-		b.WriteString(": ")
 		first, _, _ := strings.Cut(strings.TrimSpace(m.Content), "\n")
 		if c, cut := capChars(first, maxRawLineChars); cut {
 			first = strings.TrimSuffix(c, truncatedSuffix) + "…"
 		}
-		b.WriteString(first)
+		if first != "" || len(m.ToolCalls) == 0 {
+			b.WriteString(": " + first)
+		}
 	}
 	out, _ := capChars(b.String(), MaxRawChars)
 	return out

@@ -1,0 +1,769 @@
+package consolidator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/dreamgate/dreamgate/llm"
+)
+
+// baseConfig: hard limit 7976, trigger 5000, target 3000.
+var baseConfig = Config{ContextWindow: 10000, MaxTokens: 1000, Model: "archiver"}
+
+func newTestConsolidator(t *testing.T, m Model, cfg Config) (*Consolidator, *Store) {
+	t.Helper()
+	st := openTestStore(t, t.TempDir(), nil)
+	return New(m, st, cfg, nil), st
+}
+
+func noFixed() string { return "" }
+
+func TestWordsHelper(t *testing.T) {
+	c := NewCounter()
+	for _, n := range []int{1, 10, 1000} {
+		if got := c.Count(words("", n)); got != n {
+			t.Errorf("words(%d) has %d tokens", n, got)
+		}
+	}
+}
+
+func TestMaybeSliceSelection(t *testing.T) {
+	turns := func(n, size int) []llm.Message {
+		var out []llm.Message
+		for i := range n {
+			out = append(out, user(words(fmt.Sprintf("u%d", i), size)), assistant(words("", size)))
+		}
+		return out
+	}
+	withRecent := func(c *Consolidator, s Session) func() string {
+		return func() string {
+			r, err := c.RecentHistory(s.Key())
+			if err != nil {
+				panic(err)
+			}
+			return "You are a helpful assistant.\n" + r
+		}
+	}
+	tests := []struct {
+		name          string
+		cfg           Config
+		msgs          []llm.Message
+		recent        bool            // fixed includes the session's recent history
+		summary       string          // what the model answers (default "- summary N")
+		wantRounds    int             // also the number of model calls
+		wantLC        int             // LastConsolidated afterwards
+		wantOverLimit bool            // Report.OverLimit
+		wantLoaded    bool            // the tokenizer had to be loaded
+		check         func(*testing.T, []string, Report)
+	}{
+		{
+			name:       "under the byte bound: no tokenizer, nothing archived",
+			cfg:        baseConfig,
+			msgs:       []llm.Message{user(words("", 100)), assistant(words("", 100)), user(words("", 100))},
+			wantRounds: 0, wantLC: 0, wantLoaded: false,
+		},
+		{
+			name:       "over the byte bound, under the trigger",
+			cfg:        baseConfig,
+			msgs:       []llm.Message{user(words("", 1000)), assistant(words("", 1000)), user(words("", 10))},
+			wantRounds: 0, wantLC: 0, wantLoaded: true,
+		},
+		{
+			name:       "target reached after one round",
+			cfg:        baseConfig,
+			msgs:       append(turns(3, 1000), user(words("", 100))),
+			wantRounds: 1, wantLC: 4, wantLoaded: true,
+			check: func(t *testing.T, tr []string, rep Report) {
+				if rep.After > 3000 || rep.Before <= 5000 {
+					t.Errorf("before %d after %d; want > 5000 then <= 3000", rep.Before, rep.After)
+				}
+			},
+		},
+		{
+			name: "a tool chain is archived whole, with its results",
+			cfg:  baseConfig,
+			msgs: []llm.Message{
+				user(words("first", 1500)),
+				assistant("", call("c1", "read_file", `{"path":"USER.md"}`), call("c2", "list_dir", `{"path":"."}`)),
+				toolResult("c1", "read_file", words("EVIDENCE", 1500)),
+				toolResult("c2", "list_dir", "USER.md SOUL.md"),
+				assistant(words("done", 1500)),
+				user(words("second", 1500)), assistant(words("", 100)), user(words("third", 10)),
+			},
+			wantRounds: 1, wantLC: 5, wantLoaded: true,
+			check: func(t *testing.T, tr []string, _ Report) {
+				for _, want := range []string{"TOOL read_file: EVIDENCE", "TOOL list_dir: USER.md SOUL.md", "calls read_file(path=USER.md), list_dir(path=.)"} {
+					if !strings.Contains(tr[0], want) {
+						t.Errorf("transcript lacks %q", want)
+					}
+				}
+				if strings.Contains(tr[0], "second") {
+					t.Error("the transcript crosses the chosen boundary")
+				}
+			},
+		},
+		{
+			name: "no later user message: nothing to archive",
+			cfg:  baseConfig,
+			msgs: []llm.Message{
+				user(words("", 100)),
+				assistant("", call("c1", "read_file", `{"path":"big"}`)),
+				toolResult("c1", "read_file", words("", 6000)),
+				assistant(words("", 100)),
+			},
+			wantRounds: 0, wantLC: 0, wantLoaded: true,
+		},
+		{
+			name:       "one huge message",
+			cfg:        baseConfig,
+			msgs:       []llm.Message{user(words("huge", 6000)), assistant(words("", 50)), user(words("", 20))},
+			wantRounds: 1, wantLC: 2, wantLoaded: true,
+			check: func(t *testing.T, tr []string, _ Report) {
+				if strings.Contains(tr[0], "message cut here") || strings.Count(tr[0], " hello") != 6050 {
+					t.Error("a message that fits one archive call must be sent whole")
+				}
+			},
+		},
+		{
+			name:       "at most five rounds when archiving keeps growing the prompt",
+			cfg:        Config{ContextWindow: 20000, MaxTokens: 1000},
+			msgs:       append(turns(20, 300), user(words("", 10))),
+			recent:     true,
+			summary:    "- fact" + words("", 1000),
+			wantRounds: 5, wantLC: -1, wantLoaded: true,
+			check: func(t *testing.T, tr []string, rep Report) {
+				if rep.After <= 6000 {
+					t.Errorf("after %d: the scenario should still be above the target", rep.After)
+				}
+				if rep.OverLimit {
+					t.Error("above the target is not over the hard limit")
+				}
+			},
+		},
+		{
+			name:       "hard limit: the newest turn alone is too big",
+			cfg:        baseConfig,
+			msgs:       []llm.Message{user(words("", 100)), assistant(words("", 100)), user(words("now", 8000))},
+			wantRounds: 1, wantLC: 2, wantOverLimit: true, wantLoaded: true,
+			check: func(t *testing.T, tr []string, _ Report) {
+				if strings.Contains(tr[0], "now") {
+					t.Error("the newest user turn was archived")
+				}
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := &fakeModel{}
+			for range 10 {
+				if tt.summary != "" {
+					m.script = append(m.script, step{resp: llm.Response{Content: tt.summary, FinishReason: llm.FinishStop}})
+				}
+			}
+			c, _ := newTestConsolidator(t, m, tt.cfg)
+			s := newSession("terminal:t", tt.msgs...)
+			fixed := noFixed
+			if tt.recent {
+				fixed = withRecent(c, s)
+			}
+			rep, err := c.Maybe(t.Context(), s, fixed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Rounds != tt.wantRounds || len(m.calls()) != tt.wantRounds {
+				t.Errorf("rounds %d, model calls %d; want %d", rep.Rounds, len(m.calls()), tt.wantRounds)
+			}
+			if tt.wantLC >= 0 && s.lc != tt.wantLC {
+				t.Errorf("LastConsolidated = %d, want %d", s.lc, tt.wantLC)
+			}
+			if rep.OverLimit != tt.wantOverLimit {
+				t.Errorf("OverLimit = %v (after %d)", rep.OverLimit, rep.After)
+			}
+			if got := c.counter.Loaded(); got != tt.wantLoaded {
+				t.Errorf("tokenizer loaded = %v, want %v", got, tt.wantLoaded)
+			}
+			lastUser := -1
+			for i, msg := range tt.msgs {
+				if msg.Role == llm.RoleUser {
+					lastUser = i
+				}
+			}
+			for _, n := range s.sets {
+				if tt.msgs[n].Role != llm.RoleUser || n > lastUser {
+					t.Errorf("slice ended at %d (%s): must end just before a user message, never past the newest", n, tt.msgs[n].Role)
+				}
+			}
+			if rep.Archived != s.lc {
+				t.Errorf("Report.Archived = %d, LastConsolidated %d", rep.Archived, s.lc)
+			}
+			if tt.check != nil {
+				tt.check(t, m.transcripts(), rep)
+			}
+		})
+	}
+}
+
+// outcomeSession: one round archives messages 0-3 (a user turn with a
+// tool call and its result); 4-6 stay.
+func outcomeSession() *fakeSession {
+	s := newSession("slack:C1:1712.55",
+		user(words("alpha", 2000)),
+		assistant("", call("c1", "read_file", `{"path":"USER.md"}`)),
+		toolResult("c1", "read_file", "EVIDENCE-42 Ana prefers tea"),
+		assistant(words("", 500)),
+		user(words("beta", 2000)),
+		assistant(words("", 500)),
+		user(words("gamma", 10)),
+	)
+	s.summary = "old summary"
+	return s
+}
+
+func TestArchiveOutcomes(t *testing.T) {
+	rawLines := func(t *testing.T, content string) {
+		t.Helper()
+		lines := strings.Split(content, "\n")
+		want := []string{
+			"[RAW] 4 messages",
+			"[2026-04-03 00:02] USER: alpha hello",
+			"[2026-04-03 00:02] ASSISTANT [calls read_file]",
+			"[2026-04-03 00:02] TOOL read_file: EVIDENCE-42 Ana prefers tea",
+			"[2026-04-03 00:02] ASSISTANT: hello",
+		}
+		if len(lines) != len(want) {
+			t.Fatalf("raw entry has %d lines: %q", len(lines), content)
+		}
+		for i := range want {
+			if !strings.HasPrefix(lines[i], want[i]) {
+				t.Errorf("raw line %d = %.60q, want prefix %q", i, lines[i], want[i])
+			}
+		}
+		if !strings.HasSuffix(lines[1], "…") || len([]rune(lines[1])) > 330 {
+			t.Errorf("a long first line must be cut: %d chars", len([]rune(lines[1])))
+		}
+	}
+	tests := []struct {
+		name        string
+		step        step
+		wantEntry   func(*testing.T, string) // nil: no entry
+		wantSummary string
+		wantRaw     bool
+	}{
+		{
+			name:        "summary",
+			step:        step{resp: llm.Response{Content: "- Ana prefers tea\n", FinishReason: llm.FinishStop}},
+			wantEntry:   func(t *testing.T, c string) { equal(t, c, "- Ana prefers tea") },
+			wantSummary: "- Ana prefers tea",
+		},
+		{
+			name:        "summary after leaked reasoning",
+			step:        step{resp: llm.Response{Content: "<think>the user said tea</think>\n- Ana prefers tea", FinishReason: llm.FinishStop}},
+			wantEntry:   func(t *testing.T, c string) { equal(t, c, "- Ana prefers tea") },
+			wantSummary: "- Ana prefers tea",
+		},
+		{
+			name:        "oversized summary is capped",
+			step:        step{resp: llm.Response{Content: "- " + strings.Repeat("x", 9000), FinishReason: llm.FinishStop}},
+			wantEntry:   func(t *testing.T, c string) { equal(t, len([]rune(c)), MaxSummaryChars+len(truncatedSuffix)) },
+			wantSummary: "- " + strings.Repeat("x", MaxSummaryChars-2) + truncatedSuffix,
+		},
+		{
+			name:        "nothing worth keeping",
+			step:        step{resp: llm.Response{Content: " (nothing) ", FinishReason: llm.FinishStop}},
+			wantSummary: "old summary",
+		},
+		{
+			name:        "model error",
+			step:        step{err: &llm.Error{Kind: llm.ErrUnavailable, Reason: "HTTP 503"}},
+			wantEntry:   rawLines,
+			wantSummary: "old summary", wantRaw: true,
+		},
+		{
+			name:        "empty answer",
+			step:        step{resp: llm.Response{Content: " \n ", FinishReason: llm.FinishStop}},
+			wantEntry:   rawLines,
+			wantSummary: "old summary", wantRaw: true,
+		},
+		{
+			name:        "only reasoning",
+			step:        step{resp: llm.Response{Content: "<think>hmm", FinishReason: llm.FinishStop}},
+			wantEntry:   rawLines,
+			wantSummary: "old summary", wantRaw: true,
+		},
+		{
+			name:        "cut-off answer",
+			step:        step{resp: llm.Response{Content: "- Ana prefers te", FinishReason: llm.FinishLength}},
+			wantEntry:   rawLines,
+			wantSummary: "old summary", wantRaw: true,
+		},
+		{
+			name:        "tool call",
+			step:        step{resp: llm.Response{ToolCalls: []llm.ToolCall{call("x", "write_file", `{}`)}, FinishReason: llm.FinishToolCalls}},
+			wantEntry:   rawLines,
+			wantSummary: "old summary", wantRaw: true,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := &fakeModel{script: []step{tt.step}}
+			c, store := newTestConsolidator(t, m, baseConfig)
+			s := outcomeSession()
+			rep, err := c.Maybe(t.Context(), s, noFixed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			entries, _ := store.Since(0, 0)
+			switch {
+			case tt.wantEntry == nil && len(entries) != 0:
+				t.Errorf("want no entry, got %q", entries[0].Content)
+			case tt.wantEntry != nil && len(entries) != 1:
+				t.Fatalf("want one entry, got %d", len(entries))
+			case tt.wantEntry != nil:
+				tt.wantEntry(t, entries[0].Content)
+				if entries[0].SessionKey != s.key || !slices.Equal(rep.Entries, []int{entries[0].Cursor}) {
+					t.Errorf("entry %+v, report entries %v", entries[0], rep.Entries)
+				}
+			}
+			if s.lc != 4 || rep.Archived != 4 {
+				t.Errorf("LastConsolidated %d, archived %d; want 4 in every case", s.lc, rep.Archived)
+			}
+			if s.summary != tt.wantSummary {
+				t.Errorf("LastSummary = %.40q, want %.40q", s.summary, tt.wantSummary)
+			}
+			if rep.Raw != tt.wantRaw || rep.Rounds != 1 {
+				t.Errorf("Raw %v rounds %d", rep.Raw, rep.Rounds)
+			}
+			// Nothing is archived twice: the next archive starts after it.
+			if _, err := c.ArchiveTail(t.Context(), s); err != nil {
+				t.Fatal(err)
+			}
+			tr := m.transcripts()
+			if len(tr) != 2 || strings.Contains(tr[1], "alpha") || strings.Contains(tr[1], "EVIDENCE-42") || !strings.Contains(tr[1], "beta") {
+				t.Errorf("second archive call re-sent archived messages or missed new ones")
+			}
+			if s.lc != len(s.msgs) {
+				t.Errorf("ArchiveTail left LastConsolidated at %d of %d", s.lc, len(s.msgs))
+			}
+		})
+	}
+}
+
+func equal[T comparable](t *testing.T, got, want T) {
+	t.Helper()
+	if got != want {
+		t.Errorf("got %v, want %v", got, want)
+	}
+}
+
+func TestArchiveRequest(t *testing.T) {
+	m := &fakeModel{}
+	c, _ := newTestConsolidator(t, m, baseConfig)
+	s := outcomeSession()
+	long := strings.Repeat("r", 5000)
+	s.msgs[2] = toolResult("c1", "read_file", "EVIDENCE-42 Ana prefers tea\n"+long)
+	if _, err := c.Maybe(t.Context(), s, noFixed); err != nil {
+		t.Fatal(err)
+	}
+	calls := m.calls()
+	if len(calls) != 1 {
+		t.Fatalf("%d calls", len(calls))
+	}
+	req := calls[0]
+	if len(req.Tools) != 0 || req.Purpose != llm.PurposeArchive || req.Model != "archiver" {
+		t.Errorf("request: %d tools, purpose %q, model %q; want a plain archive call", len(req.Tools), req.Purpose, req.Model)
+	}
+	if len(req.Messages) != 2 || req.Messages[0].Role != llm.RoleSystem || req.Messages[0].Content != archivePrompt || req.Messages[1].Role != llm.RoleUser {
+		t.Fatalf("messages: %+v", req.Messages)
+	}
+	tr := req.Messages[1].Content
+	for _, want := range []string{
+		"(4 messages, oldest first)",
+		"[2026-04-03 00:02] USER: alpha hello",
+		"[2026-04-03 00:02] ASSISTANT [calls read_file(path=USER.md)]\n",
+		"[2026-04-03 00:02] TOOL read_file: EVIDENCE-42 Ana prefers tea\n" + long[:4000-28] + "\n... (result cut: 1028 more characters)",
+	} {
+		if !strings.Contains(tr, want) {
+			t.Errorf("transcript lacks %.80q", want)
+		}
+	}
+	if strings.Contains(tr, "beta") {
+		t.Error("the transcript includes messages after the slice")
+	}
+	for _, want := range []string{"(nothing)", "- ", "evidence", "Corrections come first"} {
+		if !strings.Contains(archivePrompt, want) {
+			t.Errorf("archive prompt lacks %q", want)
+		}
+	}
+}
+
+func TestHistoryWriteFailureKeepsMessages(t *testing.T) {
+	m := &fakeModel{}
+	c, store := newTestConsolidator(t, m, baseConfig)
+	// A directory where the file should be: every append fails.
+	if err := os.Mkdir(store.path, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s := outcomeSession()
+	_, err := c.Maybe(t.Context(), s, noFixed)
+	if !errors.Is(err, ErrNotArchived) {
+		t.Fatalf("err = %v, want ErrNotArchived", err)
+	}
+	if s.lc != 0 || s.summary != "old summary" {
+		t.Errorf("LastConsolidated %d summary %q: nothing may advance when the entry was not written", s.lc, s.summary)
+	}
+	// Once the disk is back, the same slice is archived.
+	if err := os.Remove(store.path); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Maybe(t.Context(), s, noFixed); err != nil {
+		t.Fatal(err)
+	}
+	if s.lc != 4 {
+		t.Errorf("LastConsolidated = %d after recovery", s.lc)
+	}
+}
+
+func TestSessionSaveFailure(t *testing.T) {
+	c, store := newTestConsolidator(t, &fakeModel{}, baseConfig)
+	s := outcomeSession()
+	s.setErr = errors.New("disk full")
+	if _, err := c.Maybe(t.Context(), s, noFixed); err == nil || !strings.Contains(err.Error(), "disk full") {
+		t.Fatalf("err = %v", err)
+	}
+	if n, _ := store.Len(); n != 1 || s.lc != 0 {
+		t.Errorf("entries %d, LastConsolidated %d: the entry stays, the session did not move", n, s.lc)
+	}
+}
+
+func TestCancelledArchiveWritesNothing(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	m := &fakeModel{script: []step{{wait: func(ctx context.Context) error {
+		cancel()
+		<-ctx.Done()
+		return ctx.Err()
+	}}}}
+	c, store := newTestConsolidator(t, m, baseConfig)
+	s := outcomeSession()
+	_, err := c.Maybe(ctx, s, noFixed)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v", err)
+	}
+	if n, _ := store.Len(); n != 0 || s.lc != 0 {
+		t.Errorf("entries %d, LastConsolidated %d: a cancelled call archives nothing (not even raw)", n, s.lc)
+	}
+}
+
+func TestArchiveTailSplitsLargeTranscript(t *testing.T) {
+	// Hard limit 2476; the instructions take ~1.5K of it, so a transcript
+	// part holds about 900 tokens.
+	cfg := Config{ContextWindow: 4000, MaxTokens: 500}
+	m := &fakeModel{}
+	c, store := newTestConsolidator(t, m, cfg)
+	var msgs []llm.Message
+	for i := range 6 {
+		msgs = append(msgs, user(words(fmt.Sprintf("q%d", i), 200)), assistant(words(fmt.Sprintf("a%d", i), 200)))
+	}
+	msgs = append(msgs, user(words("giant", 3000)))
+	s := newSession("terminal:t", msgs...)
+	rep, err := c.ArchiveTail(t.Context(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := m.transcripts()
+	if len(tr) < 3 {
+		t.Fatalf("%d archive calls; the tail does not fit in one", len(tr))
+	}
+	budget := c.inputBudget()
+	seen := map[string]int{}
+	for i, text := range tr {
+		body := text[strings.Index(text, "\n\n")+2:]
+		if n := c.counter.Count(body); n > budget {
+			t.Errorf("part %d has %d tokens, budget %d", i, n, budget)
+		}
+		if !strings.Contains(text, fmt.Sprintf("piece %d of %d", i+1, len(tr))) {
+			t.Errorf("part %d does not say which piece it is", i)
+		}
+		for _, marker := range []string{"q0", "q1", "q2", "q3", "q4", "q5", "a0", "a5", "giant"} {
+			if strings.Contains(body, ": "+marker+" hello") {
+				seen[marker]++
+			}
+		}
+	}
+	for _, marker := range []string{"q0", "q1", "q2", "q3", "q4", "q5", "a0", "a5", "giant"} {
+		if seen[marker] != 1 {
+			t.Errorf("message %s sent %d times, want exactly once", marker, seen[marker])
+		}
+	}
+	if last := tr[len(tr)-1]; !strings.Contains(last, "more characters did not fit in one archive request)") {
+		t.Error("the oversized message must be cut with a note, not silently")
+	}
+	entries, _ := store.Since(0, 0)
+	if len(entries) != len(tr) || len(rep.Entries) != len(tr) || s.lc != len(msgs) || rep.Archived != len(msgs) {
+		t.Errorf("entries %d, report %v, LastConsolidated %d: want one entry per part and everything archived", len(entries), rep.Entries, s.lc)
+	}
+	for i := 1; i < len(s.sets); i++ {
+		if s.sets[i] <= s.sets[i-1] {
+			t.Errorf("LastConsolidated moved %v", s.sets)
+		}
+	}
+}
+
+func TestArchiveTailStopsCallingAfterFailure(t *testing.T) {
+	cfg := Config{ContextWindow: 4000, MaxTokens: 500}
+	m := &fakeModel{script: []step{{err: errors.New("boom")}}}
+	c, store := newTestConsolidator(t, m, cfg)
+	var msgs []llm.Message
+	for i := range 8 {
+		msgs = append(msgs, user(words(fmt.Sprintf("q%d", i), 200)), assistant(words("", 200)))
+	}
+	s := newSession("terminal:t", msgs...)
+	rep, err := c.ArchiveTail(t.Context(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := store.Since(0, 0)
+	if len(m.calls()) != 1 || !rep.Raw || len(entries) < 2 || s.lc != len(msgs) {
+		t.Fatalf("calls %d raw %v entries %d lc %d", len(m.calls()), rep.Raw, len(entries), s.lc)
+	}
+	total := 0
+	for _, e := range entries {
+		var n int
+		if _, err := fmt.Sscanf(e.Content, "[RAW] %d messages", &n); err != nil {
+			t.Fatalf("entry %q is not raw", e.Content[:30])
+		}
+		total += n
+	}
+	if total != len(msgs) {
+		t.Errorf("raw entries cover %d messages, want %d", total, len(msgs))
+	}
+}
+
+func TestArchiveTailNothingToDo(t *testing.T) {
+	m := &fakeModel{}
+	c, _ := newTestConsolidator(t, m, baseConfig)
+	s := newSession("k", user("hi"), assistant("hello"))
+	s.lc = 2
+	rep, err := c.ArchiveTail(t.Context(), s)
+	if err != nil || rep.Rounds != 0 || len(m.calls()) != 0 {
+		t.Errorf("rep %+v err %v calls %d", rep, err, len(m.calls()))
+	}
+}
+
+func TestSameSessionIsSerialized(t *testing.T) {
+	c, _ := newTestConsolidator(t, nil, baseConfig)
+	waiting := func() int {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if kl := c.locks["slack:C1:1712.55"]; kl != nil {
+			return kl.refs
+		}
+		return 0
+	}
+	// The first archive call holds until the second caller is queued on
+	// the session, so both really overlap.
+	m := &fakeModel{script: []step{{
+		wait: func(context.Context) error {
+			for waiting() < 2 {
+				runtime.Gosched()
+			}
+			return nil
+		},
+		resp: llm.Response{Content: "- first", FinishReason: llm.FinishStop},
+	}}}
+	c.model = m
+	s := outcomeSession()
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if _, err := c.Maybe(t.Context(), s, noFixed); err != nil {
+			t.Error(err)
+		}
+	})
+	for len(m.calls()) == 0 {
+		runtime.Gosched()
+	}
+	wg.Go(func() {
+		if _, err := c.ArchiveTail(t.Context(), s); err != nil {
+			t.Error(err)
+		}
+	})
+	wg.Wait()
+	if m.maxInflight.Load() != 1 {
+		t.Errorf("%d archive calls of one session ran at once", m.maxInflight.Load())
+	}
+	tr := m.transcripts()
+	if len(tr) != 2 || strings.Contains(tr[1], "alpha") || !strings.Contains(tr[1], "beta") {
+		t.Errorf("the second call must start where the first ended")
+	}
+	if s.lc != len(s.msgs) {
+		t.Errorf("LastConsolidated = %d", s.lc)
+	}
+}
+
+func TestProviderFloor(t *testing.T) {
+	tests := []struct {
+		name     string
+		provider func(exact int) int
+		want     func(exact int) int
+	}{
+		{"provider counts 30% more", func(e int) int { return e * 13 / 10 }, func(e int) int { return e * 13 / 10 }},
+		{"provider counts less: no change", func(e int) int { return e / 2 }, func(e int) int { return e }},
+		{"implausible ratio is capped at 4", func(e int) int { return e * 10 }, func(e int) int { return e * 4 }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, _ := newTestConsolidator(t, &fakeModel{}, baseConfig)
+			s := newSession("k", user(words("", 1000)), assistant(words("", 1000)))
+			fixed := words("", 500)
+			exact := c.Estimate(s, fixed)
+			if exact != 1000+4+1000+4+500+4 {
+				t.Fatalf("exact estimate %d", exact)
+			}
+			c.ObservePrompt(s, fixed, tt.provider(exact))
+			got := c.Estimate(s, fixed)
+			if diff := got - tt.want(exact); diff < -1 || diff > 1 {
+				t.Errorf("estimate %d, want %d", got, tt.want(exact))
+			}
+			// The ratio also scales what is appended later.
+			s.append(user(words("", 1000)))
+			if got := c.Estimate(s, fixed); got < tt.want(exact)+1000 {
+				t.Errorf("after an append: %d", got)
+			}
+		})
+	}
+}
+
+func TestFloorTriggersArchiving(t *testing.T) {
+	// 4000 tokens by cl100k is under the 5000 trigger; a provider that
+	// counts 1.5x as many makes it 6000, over.
+	m := &fakeModel{}
+	c, _ := newTestConsolidator(t, m, baseConfig)
+	s := newSession("k", user(words("", 1000)), assistant(words("", 1000)), user(words("", 1000)), assistant(words("", 1000)), user("next"))
+	if rep, _ := c.Maybe(t.Context(), s, noFixed); rep.Rounds != 0 {
+		t.Fatalf("archived without the floor: %+v", rep)
+	}
+	c.ObservePrompt(s, "", c.Estimate(s, "")*3/2)
+	rep, err := c.Maybe(t.Context(), s, noFixed)
+	if err != nil || rep.Rounds != 1 || s.lc == 0 {
+		t.Errorf("with the floor: %+v, %v", rep, err)
+	}
+}
+
+func TestObservationDoesNotLoadTokenizer(t *testing.T) {
+	c, _ := newTestConsolidator(t, &fakeModel{}, baseConfig)
+	s := newSession("k", user("hi"), assistant("hello"))
+	for range 3 {
+		if rep, err := c.Maybe(t.Context(), s, func() string { return "system prompt" }); err != nil || rep.Rounds != 0 {
+			t.Fatal(rep, err)
+		}
+		c.ObservePrompt(s, "system prompt", 40)
+		s.append(user("and again"), assistant("sure"))
+	}
+	if c.counter.Loaded() {
+		t.Error("a small chat loaded the tokenizer")
+	}
+}
+
+func TestEstimateCachesPerSession(t *testing.T) {
+	c, _ := newTestConsolidator(t, &fakeModel{}, baseConfig)
+	s := newSession("k")
+	for i := range 50 {
+		s.append(user(words(fmt.Sprint(i), i)), assistant(words("", 2*i)))
+		if i%7 == 0 {
+			s.lc = len(s.msgs) - 2
+		}
+		fresh := New(nil, nil, baseConfig, nil)
+		if got, want := c.Estimate(s, "sys"), fresh.Estimate(s, "sys"); got != want {
+			t.Fatalf("step %d: cached estimate %d, fresh %d", i, got, want)
+		}
+	}
+	// /new: same key, new ID, shorter message list.
+	s.id, s.msgs, s.lc = "k#2", []llm.Message{user("hi")}, 0
+	if got := c.Estimate(s, ""); got != 4+4+1 {
+		t.Errorf("after /new: %d", got)
+	}
+}
+
+func TestRecentHistory(t *testing.T) {
+	c, store := newTestConsolidator(t, &fakeModel{}, baseConfig)
+	if got, err := c.RecentHistory("k"); got != "" || err != nil {
+		t.Errorf("empty store: %q, %v", got, err)
+	}
+	for i := range 60 {
+		key := "k"
+		if i%2 == 1 {
+			key = "other"
+		}
+		if _, err := store.Append(fmt.Sprintf("- fact %d", i), key); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := store.SetDreamCursor(10); err != nil { // entries 1..10 dreamed
+		t.Fatal(err)
+	}
+	got, err := c.RecentHistory("k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(got, "\n")
+	// Entries of "k" have odd cursors 1..59; 11..59 are unread: 25 of them.
+	if len(lines) != 25 || lines[0] != "- [2026-04-03 00:02] - fact 10" || lines[24] != "- [2026-04-03 00:02] - fact 58" {
+		t.Errorf("%d lines, first %q last %q", len(lines), lines[0], lines[len(lines)-1])
+	}
+	if c.counter.Loaded() {
+		t.Error("a small block loaded the tokenizer")
+	}
+
+	// Many large entries: the newest that fit in 8K tokens, oldest first.
+	for i := range 60 {
+		if _, err := store.Append(words(fmt.Sprintf("big%d", i), 1000), "big"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, _ = c.RecentHistory("big")
+	lines = strings.Split(got, "\n")
+	if n := c.counter.Count(got); n > 8000 || len(lines) != 7 || !strings.Contains(lines[6], "big59") || !strings.Contains(lines[0], "big53") {
+		t.Errorf("%d tokens in %d lines (%.30q … %.30q)", n, len(lines), lines[0], lines[len(lines)-1])
+	}
+	// A single entry over the cap is shown cut, with a note.
+	if _, err := store.Append(words("huge", 12000), "huge"); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = c.RecentHistory("huge")
+	if n := c.counter.Count(got); n > 8000 || !strings.Contains(got, "did not fit") {
+		t.Errorf("oversized entry: %d tokens", n)
+	}
+}
+
+func TestPackageImports(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	out, err := runGo(t, "list", "-deps", ".")
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, dep := range strings.Fields(out) {
+		rest, ours := strings.CutPrefix(dep, "github.com/dreamgate/dreamgate/")
+		if ours && rest != "llm" && rest != "consolidator" {
+			t.Errorf("consolidator imports %s; it may only use llm of ours", dep)
+		}
+		if dep == "github.com/tiktoken-go/tokenizer" {
+			t.Errorf("imports %s: only its codec package may be linked (the root package links every vocabulary)", dep)
+		}
+	}
+}
+
+func runGo(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	out, err := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), args...).CombinedOutput()
+	return string(out), err
+}

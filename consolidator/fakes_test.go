@@ -1,0 +1,160 @@
+package consolidator
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dreamgate/dreamgate/llm"
+)
+
+// step is one scripted model answer.
+type step struct {
+	resp llm.Response
+	err  error
+	// wait, when set, is called before answering (with the call's context);
+	// a non-nil error it returns is the call's error.
+	wait func(ctx context.Context) error
+}
+
+// fakeModel answers archive calls from a script; past its end it answers
+// with a one-line summary. It records every request.
+type fakeModel struct {
+	mu       sync.Mutex
+	script   []step
+	requests []llm.Request
+
+	inflight, maxInflight atomic.Int32
+}
+
+func (m *fakeModel) Chat(ctx context.Context, req llm.Request) (llm.Response, error) {
+	n := m.inflight.Add(1)
+	defer m.inflight.Add(-1)
+	for {
+		old := m.maxInflight.Load()
+		if n <= old || m.maxInflight.CompareAndSwap(old, n) {
+			break
+		}
+	}
+	m.mu.Lock()
+	m.requests = append(m.requests, req)
+	var s step
+	if len(m.script) > 0 {
+		s, m.script = m.script[0], m.script[1:]
+	} else {
+		s = step{resp: llm.Response{Content: fmt.Sprintf("- summary %d", len(m.requests)), FinishReason: llm.FinishStop}}
+	}
+	m.mu.Unlock()
+	if s.wait != nil {
+		if err := s.wait(ctx); err != nil {
+			return llm.Response{}, err
+		}
+	}
+	if s.resp.Usage == (llm.Usage{}) && s.err == nil {
+		s.resp.Usage = llm.Usage{PromptTokens: len(req.Messages[1].Content) / 4, CompletionTokens: len(s.resp.Content) / 4, Calls: 1}
+	}
+	return s.resp, s.err
+}
+
+func (m *fakeModel) calls() []llm.Request {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]llm.Request(nil), m.requests...)
+}
+
+// transcripts returns the user message of every archive request.
+func (m *fakeModel) transcripts() []string {
+	var out []string
+	for _, r := range m.calls() {
+		out = append(out, r.Messages[len(r.Messages)-1].Content)
+	}
+	return out
+}
+
+// fakeSession is an in-memory Session.
+type fakeSession struct {
+	mu      sync.Mutex
+	key, id string
+	msgs    []llm.Message
+	lc      int
+	summary string
+	setErr  error
+	sets    []int // every n passed to SetLastConsolidated
+}
+
+func newSession(key string, msgs ...llm.Message) *fakeSession {
+	return &fakeSession{key: key, id: key + "#1", msgs: msgs}
+}
+
+func (s *fakeSession) Key() string { return s.key }
+func (s *fakeSession) ID() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.id
+}
+func (s *fakeSession) Messages() []llm.Message {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.msgs[:len(s.msgs):len(s.msgs)]
+}
+func (s *fakeSession) LastConsolidated() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lc
+}
+func (s *fakeSession) LastSummary() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.summary
+}
+func (s *fakeSession) SetLastConsolidated(n int, summary string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.setErr != nil {
+		return s.setErr
+	}
+	if n < s.lc || n > len(s.msgs) {
+		return fmt.Errorf("last_consolidated %d outside [%d, %d]", n, s.lc, len(s.msgs))
+	}
+	s.lc = n
+	s.sets = append(s.sets, n)
+	if summary != "" {
+		s.summary = summary
+	}
+	return nil
+}
+func (s *fakeSession) append(msgs ...llm.Message) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.msgs = append(s.msgs, msgs...)
+}
+
+// words is text of exactly n cl100k tokens (" hello" is one token), after
+// an optional marker.
+func words(marker string, n int) string {
+	if marker == "" {
+		return strings.Repeat(" hello", n)
+	}
+	return marker + strings.Repeat(" hello", n)
+}
+
+var t0 = time.Date(2026, 4, 3, 0, 2, 0, 0, time.Local)
+
+func user(text string) llm.Message {
+	return llm.Message{Role: llm.RoleUser, Content: text, Time: t0}
+}
+
+func assistant(text string, calls ...llm.ToolCall) llm.Message {
+	return llm.Message{Role: llm.RoleAssistant, Content: text, ToolCalls: calls, Time: t0}
+}
+
+func toolResult(id, name, text string) llm.Message {
+	return llm.Message{Role: llm.RoleTool, ToolCallID: id, Name: name, Content: text, Time: t0}
+}
+
+func call(id, name, args string) llm.ToolCall {
+	return llm.ToolCall{ID: id, Name: name, Arguments: args}
+}
