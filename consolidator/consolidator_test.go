@@ -57,12 +57,12 @@ func TestMaybeSliceSelection(t *testing.T) {
 		name          string
 		cfg           Config
 		msgs          []llm.Message
-		recent        bool            // fixed includes the session's recent history
-		summary       string          // what the model answers (default "- summary N")
-		wantRounds    int             // also the number of model calls
-		wantLC        int             // LastConsolidated afterwards
-		wantOverLimit bool            // Report.OverLimit
-		wantLoaded    bool            // the tokenizer had to be loaded
+		recent        bool   // fixed includes the session's recent history
+		summary       string // what the model answers (default "- summary N")
+		wantRounds    int    // also the number of model calls
+		wantLC        int    // LastConsolidated afterwards
+		wantOverLimit bool   // Report.OverLimit
+		wantLoaded    bool   // the tokenizer had to be loaded
 		check         func(*testing.T, []string, Report)
 	}{
 		{
