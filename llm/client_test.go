@@ -559,6 +559,19 @@ func TestEndpointDown(t *testing.T) {
 			t.Errorf("Ping = %v, want ErrUnavailable", err)
 		}
 	})
+	t.Run("refused connection is not retried", func(t *testing.T) {
+		// With an hour between tries, a retry would end in the deadline.
+		c := newClient(t, deadURL(t), func(c *llm.Config) { c.MaxTries, c.BaseDelay = 5, time.Hour })
+		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+		defer cancel()
+		_, err := c.Chat(ctx, userReq("hi"))
+		if !errors.Is(err, llm.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("err = %v, want ErrUnavailable at once", err)
+		}
+		if !strings.Contains(err.Error(), "1 try") {
+			t.Errorf("err = %v, want a single try", err)
+		}
+	})
 	t.Run("credentials stay out of the reason", func(t *testing.T) {
 		base := strings.Replace(deadURL(t), "http://", "http://user:"+testKey+"@", 1) + "?key=" + testKey
 		c := newClient(t, base, func(c *llm.Config) { c.MaxTries = 1 })

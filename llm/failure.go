@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"regexp"
 	"strconv"
+	"syscall"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -131,6 +132,11 @@ func (c *Client) networkFailure(f *failure, err error) *failure {
 	var dnsErr *net.DNSError
 	var netErr net.Error
 	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		// Nothing listens there: retrying for a minute only makes the
+		// user wait for the same sentence (DESIGN §9: say it at once).
+		f.retryable = false
+		f.reason = "cannot connect to " + c.endpoint
 	case errors.As(err, &dnsErr), errors.As(err, &opErr) && opErr.Op == "dial":
 		f.reason = "cannot connect to " + c.endpoint
 	case errors.As(err, &netErr) && netErr.Timeout():
