@@ -386,6 +386,9 @@ func (c *Consolidator) summarize(ctx context.Context, p part, i, n int, rep *Rep
 		Purpose: llm.PurposeArchive,
 	}
 	resp, callErr := c.model.Chat(ctx, req)
+	if callErr == nil && resp.Usage.Calls == 0 {
+		resp.Usage.Calls = 1 // the client counts calls in its own totals only
+	}
 	rep.Usage = rep.Usage.Add(resp.Usage)
 	switch {
 	case callErr != nil && ctx.Err() != nil:
