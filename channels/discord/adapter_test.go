@@ -3,6 +3,7 @@ package discord
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -622,4 +623,61 @@ func TestAttachmentsAreNamedNotHidden(t *testing.T) {
 	h.inject(fakediscord.Message{ChannelID: "C1", Content: "<@BOT1>"})
 	last := h.inject(fakediscord.Message{ChannelID: "C1", Content: "<@BOT1> ok"})
 	h.expectNext(last)
+}
+
+func TestUnreachableAPIKeepsTrying(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	a, err := New(Config{Token: "abc", APIURL: "http://" + addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.tune = testTuning
+	h := &harness{t: t, a: a, sink: newRecSink(), health: make(chan channels.Health, 64)}
+	a.onHealth = func(hl channels.Health) {
+		select {
+		case h.health <- hl:
+		default:
+		}
+	}
+	h.start()
+	h.expectHealth(channels.StateConnecting, "cannot reach the Discord API")
+	if err := h.stop(); err != nil {
+		t.Fatalf("Run = %v, want nil: a network failure is not fatal", err)
+	}
+	h.expectState(channels.StateStopped)
+}
+
+func TestStalledGateway(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, harnessOpts{noStart: true})
+	h.a.tune.openTimeout = 300 * time.Millisecond
+	h.fake.StallGateway(true)
+	h.start()
+	// The handshake is abandoned after openTimeout and tried again.
+	h.expectHealth(channels.StateConnecting, "gateway connection failed")
+	h.fake.StallGateway(false)
+	h.expectState(channels.StateConnected)
+	id := h.inject(fakediscord.Message{ChannelID: "D1", Content: "finally"})
+	h.expectNext(id)
+}
+
+func TestShutdownDuringStalledHandshake(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, harnessOpts{noStart: true})
+	h.a.tune.openTimeout = time.Hour
+	h.fake.StallGateway(true)
+	h.start()
+	if err := h.fake.WaitConnections(h.ctx(), 1); err != nil {
+		t.Fatal(err)
+	}
+	// Run must not hang in discordgo's Open, which has no context.
+	if err := h.stop(); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -193,11 +193,18 @@ func (h *harness) expectNext(id string) channels.Inbound {
 // expectState waits for the adapter to report state.
 func (h *harness) expectState(state string) channels.Health {
 	h.t.Helper()
+	return h.expectHealth(state, "")
+}
+
+// expectHealth waits for the adapter to report state with detail (any
+// detail when detail is "").
+func (h *harness) expectHealth(state, detail string) channels.Health {
+	h.t.Helper()
 	ctx := h.ctx()
 	for {
 		select {
 		case hl := <-h.health:
-			if hl.State == state {
+			if hl.State == state && (detail == "" || hl.Detail == detail) {
 				return hl
 			}
 		case <-ctx.Done():

@@ -54,7 +54,6 @@ func (a *Adapter) Run(ctx context.Context, sink channels.Sink) error {
 	<-consumed
 	replies.Wait()
 	if err != nil {
-		a.log.Error("discord: giving up", "err", err)
 		a.setHealth(channels.StateFailed, err.Error())
 		return fmt.Errorf("run discord adapter: %w", err)
 	}
@@ -121,6 +120,8 @@ func (a *Adapter) addHandlers(ctx context.Context, queue chan<- *discordgo.Messa
 func (a *Adapter) connect(ctx context.Context, drops <-chan struct{}) error {
 	defer a.closeSession()
 	bo := backoff{base: a.tune.backoffBase, max: a.tune.backoffMax}
+	// Until the first connection the state stays "connecting".
+	retrying := channels.StateConnecting
 
 	// A bad token is the common unrecoverable mistake; REST says so plainly,
 	// before any websocket.
@@ -136,7 +137,7 @@ func (a *Adapter) connect(ctx context.Context, drops <-chan struct{}) error {
 			return nil
 		}
 		a.log.Warn("discord: cannot reach the API", "err", err)
-		a.setHealth(channels.StateReconnecting, "cannot reach the Discord API")
+		a.setHealth(retrying, "cannot reach the Discord API")
 		if !sleep(ctx, bo.next()) {
 			return nil
 		}
@@ -155,13 +156,14 @@ func (a *Adapter) connect(ctx context.Context, drops <-chan struct{}) error {
 				return fatal
 			}
 			a.log.Warn("discord: gateway connection failed", "err", err)
-			a.setHealth(channels.StateReconnecting, "gateway connection failed")
+			a.setHealth(retrying, "gateway connection failed")
 			if !sleep(ctx, bo.next()) {
 				return nil
 			}
 			continue
 		}
 		since := time.Now()
+		retrying = channels.StateReconnecting
 		a.setHealth(channels.StateConnected, "")
 		a.log.Info("discord: connected to the gateway")
 		select {

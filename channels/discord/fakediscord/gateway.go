@@ -164,6 +164,7 @@ func (s *Server) serveGateway(w http.ResponseWriter, r *http.Request) {
 	}
 	s.conns[c] = struct{}{}
 	s.stats.Connections++
+	stall := s.stall
 	s.notifyLocked()
 	s.wg.Add(1)
 	s.mu.Unlock()
@@ -190,6 +191,14 @@ func (s *Server) serveGateway(w http.ResponseWriter, r *http.Request) {
 		<-writerDone
 	}()
 
+	if stall {
+		// Read until the client gives up; say nothing.
+		for {
+			if _, _, err := ws.ReadMessage(); err != nil {
+				return
+			}
+		}
+	}
 	interval := s.cfg.HeartbeatInterval.Milliseconds()
 	c.enqueue(mustJSON(map[string]any{"op": 10, "s": nil, "t": nil, "d": map[string]any{"heartbeat_interval": interval}}))
 

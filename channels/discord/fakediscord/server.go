@@ -186,6 +186,7 @@ type Server struct {
 	invalidateNext bool
 	overlap        int
 	intents        int
+	stall          bool
 }
 
 type event struct {
@@ -399,6 +400,14 @@ func (s *Server) ReplayOverlap(n int) {
 	s.overlap = n
 }
 
+// StallGateway makes new websocket connections hang before HELLO while on,
+// as an overloaded or half-broken gateway would.
+func (s *Server) StallGateway(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stall = on
+}
+
 // Sent returns the messages the bot created, in order.
 func (s *Server) Sent() []Sent {
 	s.mu.Lock()
@@ -473,6 +482,15 @@ func (s *Server) WaitSessions(ctx context.Context, n int) error {
 	err := s.waitFor(ctx, func() bool { return s.stats.Identifies+s.stats.Resumes >= n })
 	if err != nil {
 		return fmt.Errorf("wait for %d gateway sessions: %w", n, err)
+	}
+	return nil
+}
+
+// WaitConnections waits until n websockets have been opened in total.
+func (s *Server) WaitConnections(ctx context.Context, n int) error {
+	err := s.waitFor(ctx, func() bool { return s.stats.Connections >= n })
+	if err != nil {
+		return fmt.Errorf("wait for %d gateway connections: %w", n, err)
 	}
 	return nil
 }
