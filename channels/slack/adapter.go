@@ -71,7 +71,7 @@ type Adapter struct {
 	sendTries                  int
 	apiTimeout                 time.Duration
 	ackTimeout                 time.Duration
-	pingTimeout                time.Duration // 0 = slack-go's 30 s
+	reactionTimeout            time.Duration
 }
 
 // New validates cfg and returns an adapter; it does no network I/O.
@@ -94,11 +94,13 @@ func New(cfg Config) (*Adapter, error) {
 		sendTries:     3,
 		apiTimeout:    30 * time.Second,
 		ackTimeout:    5 * time.Second,
+		// Short: stop waits for these calls at the end of a turn.
+		reactionTimeout: 10 * time.Second,
 	}
 	a.gate = &connGate{a: a}
 	opts := []slack.Option{
 		slack.OptionAppLevelToken(cfg.AppToken),
-		slack.OptionHTTPClient(&gatedClient{next: &http.Client{}, gate: a.gate}),
+		slack.OptionHTTPClient(&gatedClient{next: &http.Client{Transport: newTransport()}, gate: a.gate}),
 		slack.OptionLog(slogOutput{log: a.log, lib: "slack-go"}),
 	}
 	if cfg.APIURL != "" {
@@ -244,10 +246,11 @@ func isAuthError(err error) bool {
 	return false
 }
 
-// StartTyping adds the "eyes" reaction to in's message in the background;
-// stop removes it. stop waits for the add to finish (so the remove cannot
-// overtake it) and for one reactions.remove call, each bounded by the API
-// timeout; it is safe to call more than once. Failures are logged at debug.
+// StartTyping adds the "eyes" reaction to in's message in the background
+// and returns at once; stop removes it. stop waits for the add to finish (so
+// the remove cannot overtake it) and for one reactions.remove call, each
+// bounded by 10 s; it is safe to call more than once. Failures are logged at
+// debug and never reach the caller.
 func (a *Adapter) StartTyping(ctx context.Context, in channels.Inbound) (stop func()) {
 	if in.ChatID == "" || in.MessageID == "" {
 		return func() {}
@@ -259,7 +262,7 @@ func (a *Adapter) StartTyping(ctx context.Context, in channels.Inbound) (stop fu
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		callCtx, cancel := context.WithTimeout(base, a.apiTimeout)
+		callCtx, cancel := context.WithTimeout(base, a.reactionTimeout)
 		defer cancel()
 		err := a.api.AddReactionContext(callCtx, reactionName, item)
 		switch {
@@ -278,13 +281,22 @@ func (a *Adapter) StartTyping(ctx context.Context, in channels.Inbound) (stop fu
 			if !added {
 				return
 			}
-			callCtx, cancel := context.WithTimeout(base, a.apiTimeout)
+			callCtx, cancel := context.WithTimeout(base, a.reactionTimeout)
 			defer cancel()
 			if err := a.api.RemoveReactionContext(callCtx, reactionName, item); err != nil && slackErrorCode(err) != "no_reaction" {
 				a.log.Debug("reactions.remove failed", "chat", in.ChatID, "ts", in.MessageID, "err", err)
 			}
 		})
 	}
+}
+
+// newTransport is http.DefaultTransport with more idle connections per
+// host: replies to many sessions at once all go to one API host, and the
+// default of 2 would open a new TLS connection for most of them.
+func newTransport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = 32
+	return t
 }
 
 // gatedClient passes Web API requests through, but holds every

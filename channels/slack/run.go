@@ -73,9 +73,6 @@ func (r *runner) run(ctx context.Context) error {
 	if r.a.debugEnabled() {
 		opts = append(opts, socketmode.OptionDebug(true))
 	}
-	if r.a.pingTimeout > 0 {
-		opts = append(opts, socketmode.OptionPingInterval(r.a.pingTimeout))
-	}
 	sm := socketmode.New(r.a.api, opts...)
 
 	var wg sync.WaitGroup

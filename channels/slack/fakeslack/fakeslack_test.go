@@ -1,0 +1,162 @@
+package fakeslack
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/slack-go/slack"
+)
+
+// These tests drive the fake with slack-go's Web API client and a bare
+// websocket, to pin the wire protocol independently of the adapter.
+
+func TestWebAPI(t *testing.T) {
+	s := New(Config{})
+	defer s.Close()
+	api := slack.New(s.BotToken(), slack.OptionAPIURL(s.APIURL()), slack.OptionAppLevelToken(s.AppToken()))
+	ctx := t.Context()
+
+	auth, err := api.AuthTestContext(ctx)
+	if err != nil || auth.UserID != DefaultBotUserID || auth.BotID != DefaultBotID {
+		t.Fatalf("auth.test = %+v, %v", auth, err)
+	}
+	_, ts, err := api.PostMessageContext(ctx, "C1", slack.MsgOptionText("hi", false), slack.MsgOptionTS("1.1"))
+	if err != nil || ts == "" {
+		t.Fatalf("chat.postMessage = %q, %v", ts, err)
+	}
+	if p := s.Posts(); len(p) != 1 || p[0].Channel != "C1" || p[0].Text != "hi" || p[0].ThreadTS != "1.1" || p[0].TS != ts {
+		t.Errorf("posts = %+v", p)
+	}
+
+	s.RateLimitNextPost(2 * time.Second)
+	_, _, err = api.PostMessageContext(ctx, "C1", slack.MsgOptionText("x", false))
+	if rl, ok := errors.AsType[*slack.RateLimitedError](err); !ok || rl.RetryAfter != 2*time.Second {
+		t.Errorf("scripted 429 gave %v", err)
+	}
+	s.FailNextPost(http.StatusInternalServerError)
+	_, _, err = api.PostMessageContext(ctx, "C1", slack.MsgOptionText("x", false))
+	if sc, ok := errors.AsType[slack.StatusCodeError](err); !ok || sc.Code != 500 {
+		t.Errorf("scripted 500 gave %v", err)
+	}
+	_, _, err = api.PostMessageContext(ctx, "C1", slack.MsgOptionText(strings.Repeat("x", MaxTextLen+1), false))
+	if err == nil || err.Error() != "msg_too_long" {
+		t.Errorf("long text gave %v", err)
+	}
+
+	ref := slack.NewRefToMessage("C1", "1.1")
+	if err := api.AddReactionContext(ctx, "eyes", ref); err != nil {
+		t.Fatal(err)
+	}
+	if err := api.AddReactionContext(ctx, "eyes", ref); err == nil || err.Error() != "already_reacted" {
+		t.Errorf("second add gave %v", err)
+	}
+	if err := api.RemoveReactionContext(ctx, "eyes", ref); err != nil {
+		t.Fatal(err)
+	}
+	if err := api.RemoveReactionContext(ctx, "eyes", ref); err == nil || err.Error() != "no_reaction" {
+		t.Errorf("second remove gave %v", err)
+	}
+
+	bad := slack.New("xoxb-wrong", slack.OptionAPIURL(s.APIURL()), slack.OptionAppLevelToken("xapp-wrong"))
+	if _, err := bad.AuthTestContext(ctx); err == nil || err.Error() != "invalid_auth" {
+		t.Errorf("wrong bot token gave %v", err)
+	}
+	if _, _, err := bad.StartSocketModeContext(ctx); err == nil || err.Error() != "invalid_auth" {
+		t.Errorf("wrong app token gave %v", err)
+	}
+}
+
+func TestSocketMode(t *testing.T) {
+	s := New(Config{PingInterval: 10 * time.Millisecond})
+	defer s.Close()
+	api := slack.New(s.BotToken(), slack.OptionAPIURL(s.APIURL()), slack.OptionAppLevelToken(s.AppToken()))
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+
+	_, wsURL, err := api.StartSocketModeContext(ctx)
+	if err != nil || !strings.HasPrefix(wsURL, "ws://127.0.0.1:") || !strings.Contains(wsURL, "/link/?ticket=") {
+		t.Fatalf("apps.connections.open = %q, %v", wsURL, err)
+	}
+	pinged := make(chan struct{}, 1)
+	ws, _, err := websocket.DefaultDialer.DialContext(ctx, wsURL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	ws.SetPingHandler(func(string) error {
+		select {
+		case pinged <- struct{}{}:
+		default:
+		}
+		return nil
+	})
+	read := func() map[string]any {
+		t.Helper()
+		_ = ws.SetReadDeadline(time.Now().Add(5 * time.Second))
+		var m map[string]any
+		if err := ws.ReadJSON(&m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	if m := read(); m["type"] != "hello" {
+		t.Fatalf("first frame = %v, want hello", m)
+	}
+	if err := s.WaitConnections(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+
+	d, err := s.Inject(Event{Type: "app_mention", Channel: "C1", User: "U1", Text: "<@UBOT> hi"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := read()
+	if env["type"] != "events_api" || env["envelope_id"] != d.EnvelopeID {
+		t.Fatalf("envelope = %v", env)
+	}
+	payload, _ := json.Marshal(env["payload"])
+	var cb struct {
+		Type  string `json:"type"`
+		Event struct {
+			Type, Channel, User, Text, TS string
+		} `json:"event"`
+	}
+	if err := json.Unmarshal(payload, &cb); err != nil || cb.Type != "event_callback" || cb.Event.Type != "app_mention" || cb.Event.TS != d.Event.TS {
+		t.Fatalf("payload = %s (%v)", payload, err)
+	}
+	if err := ws.WriteJSON(map[string]string{"envelope_id": d.EnvelopeID}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WaitAcked(ctx, d.EnvelopeID); err != nil {
+		t.Fatal(err)
+	}
+	// Read on, so the ping handler runs.
+	go func() {
+		for {
+			if _, _, err := ws.ReadMessage(); err != nil {
+				return
+			}
+		}
+	}()
+	select {
+	case <-pinged:
+	case <-ctx.Done():
+		t.Fatal("no PING frame")
+	}
+	if err := s.DropConnection(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Inject(Event{Channel: "D1", User: "U1", Text: "x"}); !errors.Is(err, ErrNotConnected) {
+		t.Errorf("inject after drop = %v, want ErrNotConnected", err)
+	}
+	// A ticket works once.
+	if _, resp, err := websocket.DefaultDialer.DialContext(ctx, wsURL, nil); err == nil || resp == nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("reused ticket: %v", err)
+	}
+}
