@@ -316,9 +316,10 @@ func (g *gatedClient) Do(req *http.Request) (*http.Response, error) {
 	return g.next.Do(req)
 }
 
-// connGate paces connection attempts: the first of a Run goes at once, each
-// later one waits backoffDelay(failures), and a healthy connection (hello
-// received) resets the count.
+// connGate paces connection attempts: the first of a Run goes at once; each
+// later one waits backoffDelay(n), n counting the attempts since the last
+// healthy connection (hello received), so waits run 1 s, 2 s, 4 s … 30 s and
+// start again at 1 s after a connection that worked.
 type connGate struct {
 	a        *Adapter
 	mu       sync.Mutex
@@ -339,23 +340,29 @@ func (g *connGate) healthy() {
 }
 
 func (g *connGate) wait(ctx context.Context) error {
-	g.mu.Lock()
-	first := g.opens == 0
-	n := g.failures
-	g.mu.Unlock()
-	if !first {
-		d := backoffDelay(n, g.a.reconnectMin, g.a.reconnectMax)
-		g.a.setHealth(channels.StateReconnecting, fmt.Sprintf("reconnecting in %s", d.Round(time.Millisecond)))
-		g.a.log.Info("slack reconnecting", "attempt", n+1, "in", d.Round(time.Millisecond))
-		if err := sleepCtx(ctx, d); err != nil {
-			return err
-		}
+	if err := ctx.Err(); err != nil {
+		return err // shutting down: not a reconnect
 	}
+	d, first := g.next()
+	if first {
+		return nil
+	}
+	g.a.setHealth(channels.StateReconnecting, fmt.Sprintf("reconnecting in %s", d.Round(time.Millisecond)))
+	g.a.log.Info("slack reconnecting", "in", d.Round(time.Millisecond))
+	return sleepCtx(ctx, d)
+}
+
+// next books one connection attempt and returns its wait.
+func (g *connGate) next() (d time.Duration, first bool) {
 	g.mu.Lock()
+	defer g.mu.Unlock()
 	g.opens++
+	if g.opens == 1 {
+		return 0, true
+	}
+	d = backoffDelay(g.failures, g.a.reconnectMin, g.a.reconnectMax)
 	g.failures++
-	g.mu.Unlock()
-	return nil
+	return d, false
 }
 
 // slogOutput routes slack-go's own log lines into slog at debug.

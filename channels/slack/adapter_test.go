@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
@@ -542,5 +543,60 @@ func TestRunTwiceRefused(t *testing.T) {
 	h := startHarness(t, harnessOpts{})
 	if err := h.a.Run(context.Background(), h.sink); !errors.Is(err, ErrAlreadyRunning) {
 		t.Errorf("second Run = %v, want ErrAlreadyRunning", err)
+	}
+}
+
+func TestLogsCarryNoTokensOrText(t *testing.T) {
+	var logs lockedBuffer
+	h := startHarness(t, harnessOpts{logTo: &logs, logLevel: slog.LevelInfo, sink: echoReplies(t)})
+	h.inject(fakeslack.Event{Type: "app_mention", Channel: "C1", User: "U1", Text: "<@UBOT> my secret plans"})
+	in := h.sink.next(t)
+	h.a.StartTyping(h.ctx(), in)()
+	if _, err := h.fake.WaitPosts(h.ctx(), 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.fake.DropConnection(); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.fake.WaitConnections(h.ctx(), 2); err != nil {
+		t.Fatal(err)
+	}
+	h.cancel()
+	if err := h.result(); err != nil {
+		t.Fatal(err)
+	}
+	out := logs.String()
+	if !strings.Contains(out, "slack connected") {
+		t.Fatalf("expected info logs, got:\n%s", out)
+	}
+	for _, secret := range []string{h.fake.BotToken(), h.fake.AppToken(), "ticket-", "secret plans"} {
+		if strings.Contains(out, secret) {
+			t.Errorf("info logs contain %q:\n%s", secret, out)
+		}
+	}
+}
+
+func TestDebugLogsCarryNoTokens(t *testing.T) {
+	// At debug, slack-go's own logging is on (routed into slog); it must
+	// not print the tokens either.
+	var logs lockedBuffer
+	h := startHarness(t, harnessOpts{logTo: &logs, logLevel: slog.LevelDebug, sink: echoReplies(t)})
+	h.inject(fakeslack.Event{Channel: "D1", User: "U1", Text: "hello"})
+	h.sink.next(t)
+	if _, err := h.fake.WaitPosts(h.ctx(), 1); err != nil {
+		t.Fatal(err)
+	}
+	h.cancel()
+	if err := h.result(); err != nil {
+		t.Fatal(err)
+	}
+	out := logs.String()
+	if !strings.Contains(out, "lib=slack-go") {
+		t.Fatalf("slack-go's debug lines did not reach slog:\n%s", out)
+	}
+	for _, secret := range []string{h.fake.BotToken(), h.fake.AppToken()} {
+		if strings.Contains(out, secret) {
+			t.Errorf("debug logs contain a token:\n%s", out)
+		}
 	}
 }

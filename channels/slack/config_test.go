@@ -128,3 +128,39 @@ func TestParseTS(t *testing.T) {
 		t.Error("parseTS(junk) should be zero")
 	}
 }
+
+func TestConnGateSequence(t *testing.T) {
+	a, err := New(validConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := a.gate
+	// base waits (before jitter) of successive attempts; 0 = at once
+	step := func(want time.Duration) {
+		t.Helper()
+		d, first := g.next()
+		if want == 0 {
+			if !first || d != 0 {
+				t.Fatalf("attempt waited %v, want the first attempt to go at once", d)
+			}
+			return
+		}
+		if first || d > want || d < want*3/4 {
+			t.Fatalf("attempt waited %v, want about %v", d, want)
+		}
+	}
+	s := time.Second
+	step(0) // Run starts
+	step(1 * s)
+	step(2 * s)
+	step(4 * s)
+	g.healthy() // a connection said hello, then dropped
+	step(1 * s)
+	step(2 * s)
+	for range 10 {
+		g.next()
+	}
+	step(30 * s) // capped
+	g.reset()    // a new Run
+	step(0)
+}

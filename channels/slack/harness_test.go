@@ -1,8 +1,10 @@
 package slack
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"sync"
 	"testing"
@@ -100,6 +102,7 @@ type harnessOpts struct {
 	sink     func(*recSink, *Adapter)
 	noWait   bool // do not wait for the first connection
 	logLevel slog.Level
+	logTo    io.Writer // default: t.Log
 }
 
 func startHarness(t *testing.T, o harnessOpts) *harness {
@@ -109,8 +112,12 @@ func startHarness(t *testing.T, o harnessOpts) *harness {
 	cfg := Config{
 		BotToken: fake.BotToken(), AppToken: fake.AppToken(), APIURL: fake.APIURL(),
 		ReplyInThread: true,
-		Logger:        slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: o.logLevel})),
 	}
+	var logw io.Writer = testWriter{t}
+	if o.logTo != nil {
+		logw = o.logTo
+	}
+	cfg.Logger = slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: o.logLevel}))
 	if o.cfg != nil {
 		o.cfg(&cfg)
 	}
@@ -221,4 +228,22 @@ func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Helper()
 	w.t.Log(string(p))
 	return len(p), nil
+}
+
+// lockedBuffer is a bytes.Buffer safe for concurrent writers.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

@@ -247,18 +247,23 @@ func (r *runner) handleEventsAPI(ctx context.Context, req *socketmode.Request, a
 		case <-ctx.Done():
 		}
 	case verdictNotAllowedDM:
-		r.a.log.Info("slack DM from a user not in allowFrom", "user", m.user)
 		if r.a.told.add(m.user) {
+			r.a.log.Info("slack DM from a user not in allowFrom; told once", "user", m.user)
 			r.reply(ctx, in, notAllowedReply)
 		}
-	case verdictNotAllowed:
-		r.a.log.Info("slack message from a user not in allowFrom", "user", m.user, "chat", m.channel)
 	}
 }
 
 // deliver hands accepted messages to the sink one at a time, so the
 // gateway sees them in the order they were sent.
 func (r *runner) deliver(ctx context.Context) {
+	defer func() {
+		// Acked but not handed over: the gateway is going away and Slack
+		// will not redeliver them. Say so rather than drop them silently.
+		if n := len(r.queue); n > 0 {
+			r.a.log.Warn("slack messages not delivered: shutting down", "count", n)
+		}
+	}()
 	for {
 		var in channels.Inbound
 		select {
