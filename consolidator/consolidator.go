@@ -93,8 +93,8 @@ type Report struct {
 }
 
 // Consolidator keeps sessions within their token budget by archiving their
-// oldest turns into history.jsonl. Safe for concurrent use; calls for the
-// same session key are serialized.
+// oldest turns into history.jsonl. Safe for concurrent use; Maybe and
+// ArchiveTail calls for the same session (key and ID) are serialized.
 type Consolidator struct {
 	model   Model
 	store   *Store
@@ -204,7 +204,7 @@ func (c *Consolidator) Maybe(ctx context.Context, s Session, fixed func() string
 	if c.cfg.ContextWindow <= 0 {
 		return rep, nil
 	}
-	unlock, err := c.lockKey(ctx, s.Key())
+	unlock, err := c.lockSession(ctx, s)
 	if err != nil {
 		return rep, err
 	}
@@ -268,10 +268,11 @@ func (c *Consolidator) Maybe(ctx context.Context, s Session, fixed func() string
 
 // ArchiveTail archives everything from LastConsolidated to the end of s,
 // whatever the budget: for idle sessions and /new. Messages appended while
-// it runs are left for later. Outcomes and errors are as for Maybe.
+// it runs are left for later. Outcomes and errors are as for Maybe; the
+// report's Before and After stay 0.
 func (c *Consolidator) ArchiveTail(ctx context.Context, s Session) (Report, error) {
 	var rep Report
-	unlock, err := c.lockKey(ctx, s.Key())
+	unlock, err := c.lockSession(ctx, s)
 	if err != nil {
 		return rep, err
 	}
@@ -542,9 +543,12 @@ func (c *Consolidator) state(id string) *sessionCounts {
 	return st
 }
 
-// lockKey serializes Maybe and ArchiveTail per session key; waiting ends
-// with ctx.
-func (c *Consolidator) lockKey(ctx context.Context, key string) (func(), error) {
+// lockSession serializes Maybe and ArchiveTail per session: per key and
+// ID, so that the background archive of a conversation ended by /new does
+// not hold up the first turn of the new one under the same key. Waiting
+// ends with ctx.
+func (c *Consolidator) lockSession(ctx context.Context, s Session) (func(), error) {
+	key := s.Key() + "\x00" + s.ID()
 	c.mu.Lock()
 	kl := c.locks[key]
 	if kl == nil {
@@ -566,7 +570,7 @@ func (c *Consolidator) lockKey(ctx context.Context, key string) (func(), error) 
 		return func() { <-kl.ch; release() }, nil
 	case <-ctx.Done():
 		release()
-		return nil, fmt.Errorf("wait for session %s: %w", key, context.Cause(ctx))
+		return nil, fmt.Errorf("wait for session %s: %w", s.Key(), context.Cause(ctx))
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/dreamgate/dreamgate/llm"
 )
@@ -563,7 +564,7 @@ func TestSameSessionIsSerialized(t *testing.T) {
 	waiting := func() int {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		if kl := c.locks["slack:C1:1712.55"]; kl != nil {
+		if kl := c.locks["slack:C1:1712.55\x00slack:C1:1712.55#1"]; kl != nil {
 			return kl.refs
 		}
 		return 0
@@ -605,6 +606,46 @@ func TestSameSessionIsSerialized(t *testing.T) {
 	}
 	if s.lc != len(s.msgs) {
 		t.Errorf("LastConsolidated = %d", s.lc)
+	}
+}
+
+func TestNewSessionUnderSameKeyIsNotBlocked(t *testing.T) {
+	// /new: the old conversation's tail is archived in the background
+	// while the new one, under the same key, takes its first turns.
+	old := outcomeSession()
+	fresh := outcomeSession()
+	fresh.id = "slack:C1:1712.55#2"
+	freshDone := make(chan struct{})
+	m := &fakeModel{script: []step{{
+		wait: func(ctx context.Context) error {
+			ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			select {
+			case <-freshDone:
+				return nil
+			case <-ctx.Done():
+				return errors.New("the new session waited for the old one's archive")
+			}
+		},
+		resp: llm.Response{Content: "- old", FinishReason: llm.FinishStop},
+	}}}
+	c, _ := newTestConsolidator(t, m, baseConfig)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if rep, err := c.ArchiveTail(t.Context(), old); err != nil || rep.Raw {
+			t.Errorf("old tail: %+v, %v", rep, err)
+		}
+	})
+	for len(m.calls()) == 0 {
+		runtime.Gosched()
+	}
+	if _, err := c.Maybe(t.Context(), fresh, noFixed); err != nil {
+		t.Error(err)
+	}
+	close(freshDone)
+	wg.Wait()
+	if fresh.lc != 4 || old.lc != len(old.msgs) {
+		t.Errorf("fresh lc %d, old lc %d", fresh.lc, old.lc)
 	}
 }
 
