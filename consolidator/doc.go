@@ -9,8 +9,14 @@
 // content and an optional session_key; memory/.cursor holds the last cursor
 // handed out and memory/.dream_cursor the highest one Dream has consumed.
 //
+// Token counts are cl100k_base, offline. The vocabulary costs about 6 MB of
+// resident memory, so it is loaded only when a byte bound cannot decide:
+// Maybe, RecentHistory and ObservePrompt on a small chat never load it;
+// Estimate (an exact figure, for /status) always may. The per-turn hard-limit
+// check belongs to Maybe's Report.OverLimit.
+//
 // Dream reads the archive through Store; the gateway drives the Consolidator
 // before and after each turn. This package must not import gateway or dream
-// (nor anything above llm in DESIGN.md's table); third-party types
-// (flock, the tokenizer) never appear in its exported API.
+// (nor anything above llm in DESIGN.md's table); third-party types (flock,
+// the tokenizer) never appear in its exported API.
 package consolidator
