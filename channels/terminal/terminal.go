@@ -1,0 +1,171 @@
+// Package terminal is the built-in channel: a chat on stdin/stdout for the
+// person at the machine, who is always an admin. Replies go to stdout;
+// errors and progress lines go to stderr, so a one-shot `chat -m` can be
+// scripted.
+//
+// It imports only channels.
+package terminal
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dreamgate/dreamgate/channels"
+)
+
+// Name is the adapter name, used in session keys ("terminal:<name>").
+const Name = "terminal"
+
+// Config wires the terminal to its streams.
+type Config struct {
+	In       io.Reader // nil: no input (one-shot mode)
+	Out, Err io.Writer
+	// Session names the conversation: the key is "terminal:<Session>".
+	Session string
+	// User is recorded as the sender; "" means the OS user.
+	User string
+	// Prompt is printed before each line is read, when non-empty.
+	Prompt string
+}
+
+// Adapter is the terminal channel.
+type Adapter struct {
+	cfg  Config
+	mu   sync.Mutex // serialises writes to Out and Err
+	eof  chan struct{}
+	once sync.Once
+}
+
+var (
+	_ channels.Channel        = (*Adapter)(nil)
+	_ channels.HealthReporter = (*Adapter)(nil)
+)
+
+// New returns a terminal channel.
+func New(cfg Config) *Adapter {
+	if cfg.Out == nil {
+		cfg.Out = os.Stdout
+	}
+	if cfg.Err == nil {
+		cfg.Err = os.Stderr
+	}
+	if cfg.Session == "" {
+		cfg.Session = "default"
+	}
+	if cfg.User == "" {
+		cfg.User = os.Getenv("USER")
+	}
+	return &Adapter{cfg: cfg, eof: make(chan struct{})}
+}
+
+// Name implements channels.Channel.
+func (a *Adapter) Name() string { return Name }
+
+// SessionKey is the key of the terminal conversation.
+func (a *Adapter) SessionKey() string { return Name + ":" + a.cfg.Session }
+
+// Inbound builds the message for one line typed (or passed with -m).
+func (a *Adapter) Inbound(text string) channels.Inbound {
+	return channels.Inbound{
+		Channel:    Name,
+		ChatID:     a.cfg.Session,
+		SessionKey: a.SessionKey(),
+		SenderID:   a.cfg.User,
+		SenderName: a.cfg.User,
+		Text:       text,
+		Time:       time.Now(),
+		Local:      true,
+	}
+}
+
+// EOF is closed when the input has ended (Ctrl-D, or a closed pipe).
+func (a *Adapter) EOF() <-chan struct{} { return a.eof }
+
+// Run reads lines and delivers each non-empty one until the input ends or
+// ctx does. The reading goroutine blocks in Read and cannot be interrupted;
+// it ends with the input, which for stdin is the end of the process.
+func (a *Adapter) Run(ctx context.Context, sink channels.Sink) error {
+	if a.cfg.In == nil {
+		a.once.Do(func() { close(a.eof) })
+		<-ctx.Done()
+		return nil
+	}
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(a.cfg.In)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			select {
+			case lines <- sc.Text():
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	a.prompt()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case line, ok := <-lines:
+			if !ok {
+				a.once.Do(func() { close(a.eof) })
+				<-ctx.Done()
+				return nil
+			}
+			text := strings.TrimSpace(line)
+			if text == "" {
+				a.prompt()
+				continue
+			}
+			if err := sink.Deliver(ctx, a.Inbound(text)); err != nil {
+				a.write(a.cfg.Err, "Not sent: "+err.Error()+".")
+			}
+		}
+	}
+}
+
+// Send prints a reply to stdout, an error or progress line to stderr.
+func (a *Adapter) Send(_ context.Context, out channels.Outbound) error {
+	w := a.cfg.Out
+	if out.Kind == channels.KindError || out.Kind == channels.KindProgress {
+		w = a.cfg.Err
+	}
+	a.write(w, out.Text)
+	if out.Kind != channels.KindProgress {
+		a.prompt()
+	}
+	return nil
+}
+
+// Health implements channels.HealthReporter.
+func (a *Adapter) Health() channels.Health {
+	select {
+	case <-a.eof:
+		return channels.Health{State: channels.StateStopped, Detail: "input closed"}
+	default:
+		return channels.Health{State: channels.StateConnected}
+	}
+}
+
+func (a *Adapter) write(w io.Writer, text string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	fmt.Fprintln(w, strings.TrimRight(text, "\n"))
+}
+
+func (a *Adapter) prompt() {
+	if a.cfg.Prompt == "" {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	fmt.Fprint(a.cfg.Out, a.cfg.Prompt)
+}

@@ -1,0 +1,37 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+func cmdHelp() *command {
+	return &command{
+		name: "/help",
+		help: "list the commands",
+		run: func(_ context.Context, g *Gateway, req cmdRequest) string {
+			names := make([]string, 0, len(g.commands))
+			for n := range g.commands {
+				names = append(names, n)
+			}
+			slices.Sort(names)
+			var b strings.Builder
+			b.WriteString("Commands:")
+			for _, n := range names {
+				c := g.commands[n]
+				if c.admin && !g.isAdmin(req.in) {
+					continue
+				}
+				usage := n
+				if c.args != "" {
+					usage += " " + c.args
+				}
+				fmt.Fprintf(&b, "\n%s — %s", usage, c.help)
+			}
+			b.WriteString("\nAnything else is sent to the assistant.")
+			return b.String()
+		},
+	}
+}

@@ -1,0 +1,78 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/dreamgate/dreamgate/dream"
+	"github.com/dreamgate/dreamgate/llm"
+)
+
+func cmdStatus() *command {
+	return &command{
+		name:     "/status",
+		help:     "model, conversation size, tokens used, last and next Dream",
+		priority: true,
+		run: func(_ context.Context, g *Gateway, req cmdRequest) string {
+			var b strings.Builder
+			fmt.Fprintf(&b, "Model: %s\n", g.cfg.ModelName)
+			sess, err := g.deps.Sessions.Get(req.in.SessionKey)
+			if err != nil {
+				fmt.Fprintf(&b, "Conversation: unavailable (%s)\n", "see the gateway log")
+				g.logger.Error("/status: session", "session", req.in.SessionKey, "err", err)
+			} else {
+				n, lc := sess.Len(), sess.LastConsolidated()
+				fmt.Fprintf(&b, "Conversation: %d messages, %d archived, %d in the prompt\n", n, lc, n-lc)
+				if g.deps.Consolidator != nil && g.cfg.ContextWindow > 0 {
+					est := g.deps.Consolidator.Estimate(sess, g.fixedPrompt(sess)) + runtimeAllowance
+					budget := g.cfg.ContextWindow - g.cfg.MaxTokens - safetyMargin
+					fmt.Fprintf(&b, "Prompt: about %s tokens of %s usable (%d%%)\n",
+						kTokens(est), kTokens(budget), est*100/max(budget, 1))
+				}
+			}
+			if g.deps.Usage != nil {
+				b.WriteString(usageLine(g.deps.Usage()))
+			}
+			if g.deps.Dream != nil {
+				b.WriteString(dreamStatusLines(g.deps.Dream.Status(), g.now()))
+			} else {
+				b.WriteString("Dream: off\n")
+			}
+			fmt.Fprintf(&b, "Up: %s", time.Since(g.started).Round(time.Second))
+			return b.String()
+		},
+	}
+}
+
+func kTokens(n int) string {
+	if n < 1000 {
+		return fmt.Sprint(n)
+	}
+	return fmt.Sprintf("%.1fk", float64(n)/1000)
+}
+
+func usageLine(u map[string]llm.Usage) string {
+	if len(u) == 0 {
+		return "Tokens used: none yet\n"
+	}
+	purposes := make([]string, 0, len(u))
+	var total llm.Usage
+	for p, v := range u {
+		purposes = append(purposes, p)
+		total = total.Add(v)
+	}
+	slices.Sort(purposes)
+	parts := make([]string, 0, len(purposes))
+	for _, p := range purposes {
+		parts = append(parts, fmt.Sprintf("%s %s", p, kTokens(u[p].PromptTokens+u[p].CompletionTokens)))
+	}
+	return fmt.Sprintf("Tokens used: %s in, %s out in %d calls (%s)\n",
+		kTokens(total.PromptTokens), kTokens(total.CompletionTokens), total.Calls, strings.Join(parts, ", "))
+}
+
+func dreamStatusLines(st dream.Status, now time.Time) string {
+	return dream.FormatStatus(st, now) + "\n"
+}

@@ -1,0 +1,139 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/dreamgate/dreamgate/channels"
+)
+
+// command is one slash command: a small handler with its help line.
+// Authorization is checked in runCommand, in one place.
+type command struct {
+	name string
+	args string // argument hint for /help, "" when it takes none
+	help string
+	// admin commands are refused to anyone not in config admins (the local
+	// terminal user always is one).
+	admin bool
+	// priority commands skip the session queue so they work during a turn.
+	priority bool
+	run      func(ctx context.Context, g *Gateway, req cmdRequest) string
+}
+
+type cmdRequest struct {
+	in   channels.Inbound
+	args string
+}
+
+func commandTable() map[string]*command {
+	list := []*command{
+		cmdHelp(), cmdNew(), cmdStatus(), cmdStop(),
+		cmdDream(), cmdDreamLog(), cmdDreamRestore(),
+	}
+	m := make(map[string]*command, len(list))
+	for _, c := range list {
+		m[c.name] = c
+	}
+	return m
+}
+
+type parsedCommand struct {
+	name string // with the slash, lower case
+	args string
+}
+
+// commandWord matches "/name" and "/name@bot" (the suffix some clients add).
+var commandWord = regexp.MustCompile(`^/([A-Za-z][A-Za-z0-9_-]*)(@\S+)?$`)
+
+// parseCommand recognises "/word args". Text that merely starts with a
+// slash, like a path ("/etc/hosts is missing"), is not a command and goes to
+// the model.
+func parseCommand(text string) *parsedCommand {
+	text = strings.TrimSpace(text)
+	if !strings.HasPrefix(text, "/") {
+		return nil
+	}
+	word, args, _ := strings.Cut(text, " ")
+	if i := strings.IndexAny(word, "\n\t"); i >= 0 {
+		word, args = word[:i], strings.TrimSpace(text[i:])
+	}
+	m := commandWord.FindStringSubmatch(word)
+	if m == nil {
+		return nil
+	}
+	// Telegram-style underscores (/dream_log) mean the hyphenated command.
+	name := "/" + strings.ReplaceAll(strings.ToLower(m[1]), "_", "-")
+	return &parsedCommand{name: name, args: strings.TrimSpace(args)}
+}
+
+func (g *Gateway) runCommand(ctx context.Context, in channels.Inbound, pc *parsedCommand) Result {
+	c := g.commands[pc.name]
+	var reply string
+	switch {
+	case c == nil:
+		reply = g.unknownCommand(pc.name)
+	case c.admin && !g.isAdmin(in):
+		g.logger.Info("admin command refused", "command", pc.name, "channel", in.Channel, "sender", in.SenderID)
+		reply = fmt.Sprintf("Not allowed: %s is for admins only.", pc.name)
+	case c.args == "" && pc.args != "":
+		reply = fmt.Sprintf("%s takes no arguments. Try %s.", pc.name, pc.name)
+	default:
+		reply = c.run(ctx, g, cmdRequest{in: in, args: pc.args})
+	}
+	if reply != "" {
+		g.send(channels.ReplyTo(in, channels.KindReply, reply))
+	}
+	return Result{Reply: reply}
+}
+
+func (g *Gateway) unknownCommand(name string) string {
+	best, bestDist := "", 3
+	names := make([]string, 0, len(g.commands))
+	for n := range g.commands {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		if d := editDistance(name, n); d < bestDist {
+			best, bestDist = n, d
+		}
+	}
+	if best == "" {
+		for _, n := range names {
+			if len(name) > 2 && (strings.HasPrefix(n, name) || strings.HasPrefix(name, n)) {
+				best = n
+				break
+			}
+		}
+	}
+	if best != "" {
+		return fmt.Sprintf("Unknown command %s. Did you mean %s?", name, best)
+	}
+	return fmt.Sprintf("Unknown command %s. Try /help for the list.", name)
+}
+
+// editDistance is the Levenshtein distance between two short strings.
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)]
+}

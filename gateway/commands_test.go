@@ -1,0 +1,119 @@
+package gateway
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/dreamgate/dreamgate/llm"
+)
+
+func TestParseCommand(t *testing.T) {
+	tests := []struct {
+		in         string
+		name, args string
+		isCmd      bool
+	}{
+		{"/help", "/help", "", true},
+		{"  /Dream-Log  abc123 ", "/dream-log", "abc123", true},
+		{"/dream_log abc", "/dream-log", "abc", true},
+		{"/dream-log@dreambot 1a2b", "/dream-log", "1a2b", true},
+		{"/new\nand more", "/new", "and more", true},
+		{"/etc/hosts is missing", "", "", false},
+		{"hello /help", "", "", false},
+		{"/", "", "", false},
+		{"/123", "", "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			pc := parseCommand(tt.in)
+			if (pc != nil) != tt.isCmd {
+				t.Fatalf("parseCommand(%q) = %v, want command=%v", tt.in, pc, tt.isCmd)
+			}
+			if pc != nil && (pc.name != tt.name || pc.args != tt.args) {
+				t.Errorf("got %q %q, want %q %q", pc.name, pc.args, tt.name, tt.args)
+			}
+		})
+	}
+}
+
+func noModel(t *testing.T) func(context.Context, llm.Request) (llm.Response, error) {
+	return func(context.Context, llm.Request) (llm.Response, error) {
+		t.Error("the model was called for a command")
+		return llm.Response{}, nil
+	}
+}
+
+func TestCommandsNeverReachTheModel(t *testing.T) {
+	env := newTestEnv(t, noModel(t), nil)
+	tests := []struct {
+		text, want string
+	}{
+		{"/dreamlog", "Unknown command /dreamlog. Did you mean /dream-log?"},
+		{"/hlep", "Unknown command /hlep. Did you mean /help?"},
+		{"/xyzzy", "Unknown command /xyzzy. Try /help for the list."},
+		{"/help extra", "/help takes no arguments. Try /help."},
+		{"/dream-log", "The memory repository is not available in this gateway."},
+		{"/dream", "Dream is off in this gateway's config."},
+	}
+	for _, tt := range tests {
+		t.Run(tt.text, func(t *testing.T) {
+			done, err := env.g.Submit(t.Context(), inbound("cmds", tt.text))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r := wait(t, done); r.Reply != tt.want {
+				t.Errorf("reply = %q, want %q", r.Reply, tt.want)
+			}
+			if out := env.ch.next(t); out.Text != tt.want {
+				t.Errorf("sent %q, want %q", out.Text, tt.want)
+			}
+		})
+	}
+	if n := len(env.model.requests()); n != 0 {
+		t.Errorf("model got %d requests", n)
+	}
+}
+
+func TestAdminCommandsAreAuthorisedInOnePlace(t *testing.T) {
+	env := newTestEnv(t, noModel(t), func(c *Config, _ *Deps) { c.Admins = []string{"test:BOSS"} })
+	tests := []struct {
+		name   string
+		sender string
+		local  bool
+		refuse bool
+	}{
+		{"stranger", "U1", false, true},
+		{"admin from config", "BOSS", false, false},
+		{"local terminal user", "whoever", true, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := inbound("admin", "/dream-restore abcd")
+			in.SenderID, in.Local = tt.sender, tt.local
+			done, err := env.g.Submit(t.Context(), in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := wait(t, done)
+			if got := strings.HasPrefix(r.Reply, "Not allowed"); got != tt.refuse {
+				t.Errorf("reply %q: refused=%v, want %v", r.Reply, got, tt.refuse)
+			}
+			env.ch.next(t)
+		})
+	}
+}
+
+func TestHelpListsCommandsForTheSender(t *testing.T) {
+	env := newTestEnv(t, noModel(t), nil)
+	done, _ := env.g.Submit(t.Context(), inbound("help", "/help"))
+	r := wait(t, done)
+	for _, c := range []string{"/new", "/status", "/stop", "/dream", "/dream-log [sha]"} {
+		if !strings.Contains(r.Reply, c) {
+			t.Errorf("/help does not list %s:\n%s", c, r.Reply)
+		}
+	}
+	if strings.Contains(r.Reply, "/dream-restore") {
+		t.Errorf("/help shows an admin command to a non-admin:\n%s", r.Reply)
+	}
+}

@@ -1,0 +1,400 @@
+// Package gateway is the heart of a running dreamgate: it takes inbound
+// messages from the channels, runs one worker per session (a session's turns
+// in order, sessions in parallel, a global cap on concurrent model calls),
+// routes slash commands, builds prompts, runs the agent loop and sends the
+// replies back.
+//
+// It sits at the top of the library packages: it may import consolidator,
+// dream, gitstore, agent, llm, channels and workspace-template; none of them
+// imports it. Concrete adapters are chosen in cmd/dreamgate, not here.
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/dreamgate/dreamgate/agent"
+	"github.com/dreamgate/dreamgate/channels"
+	"github.com/dreamgate/dreamgate/consolidator"
+	"github.com/dreamgate/dreamgate/gateway/session"
+	"github.com/dreamgate/dreamgate/llm"
+)
+
+// Model is what the gateway needs of the LLM client.
+type Model interface {
+	Chat(ctx context.Context, req llm.Request) (llm.Response, error)
+}
+
+// Consolidator is what a turn needs of the token budget and the archive.
+type Consolidator interface {
+	Maybe(ctx context.Context, s consolidator.Session, fixed func() string) (consolidator.Report, error)
+	ArchiveTail(ctx context.Context, s consolidator.Session) (consolidator.Report, error)
+	ObservePrompt(s consolidator.Session, fixed string, providerPromptTokens int)
+	Estimate(s consolidator.Session, fixed string) int
+	RecentHistory(sessionKey string) (string, error)
+}
+
+// Config holds the gateway's settings; cmd fills it from the config file.
+type Config struct {
+	Workspace         string
+	ModelName         string
+	ContextWindow     int
+	MaxTokens         int
+	MaxToolIterations int
+	// QueueSize bounds the messages waiting per session; 0 means 32.
+	QueueSize int
+	// IdleCompactAfter archives a session's tail after this much quiet; 0
+	// turns idle compaction off.
+	IdleCompactAfter time.Duration
+	// Admins are "channel:userID" entries allowed to run admin commands.
+	Admins []string
+}
+
+// Deps are the parts the gateway is wired with.
+type Deps struct {
+	Model        Model
+	Sessions     *session.Store
+	Consolidator Consolidator
+	Prompts      *PromptBuilder
+	Tools        []agent.Tool
+	// Dream and MemoryLog are optional: without them the /dream commands
+	// say Dream is off.
+	Dream     Dreamer
+	MemoryLog MemoryLog
+	// Usage reports tokens used per purpose, for /status.
+	Usage  func() map[string]llm.Usage
+	Logger *slog.Logger
+	Now    func() time.Time
+}
+
+// Result is the outcome of one inbound message.
+type Result struct {
+	// Reply is what was sent back ("" when nothing was).
+	Reply string
+	// Err is set when the turn failed; the user was sent a one-sentence
+	// explanation (Result.Reply).
+	Err error
+}
+
+// Gateway routes messages between channels and the agent.
+type Gateway struct {
+	cfg      Config
+	deps     Deps
+	logger   *slog.Logger
+	now      func() time.Time
+	admins   map[string]bool
+	commands map[string]*command
+	started  time.Time
+	toolText string
+
+	// turnCtx is the parent of every turn; cancelled when shutdown runs out
+	// of patience.
+	turnCtx    context.Context
+	cancelTurn context.CancelFunc
+
+	mu       sync.Mutex
+	closed   bool
+	channels map[string]channels.Channel
+	workers  map[string]*worker
+
+	workerWG     sync.WaitGroup // session workers
+	backgroundWG sync.WaitGroup // /new archives, /dream runs, command replies
+}
+
+type worker struct {
+	key     string
+	queue   []job
+	running bool
+	cancel  context.CancelFunc // of the job running now
+}
+
+type job struct {
+	in   channels.Inbound
+	cmd  *parsedCommand // nil for a chat turn
+	task func(ctx context.Context)
+	done chan Result
+}
+
+// New builds a gateway. Add channels with AddChannel before Run.
+func New(cfg Config, deps Deps) *Gateway {
+	if cfg.QueueSize <= 0 {
+		cfg.QueueSize = 32
+	}
+	if cfg.MaxToolIterations <= 0 {
+		cfg.MaxToolIterations = 20
+	}
+	if deps.Logger == nil {
+		deps.Logger = slog.New(slog.DiscardHandler)
+	}
+	if deps.Now == nil {
+		deps.Now = time.Now
+	}
+	g := &Gateway{
+		cfg: cfg, deps: deps, logger: deps.Logger, now: deps.Now,
+		admins:   map[string]bool{},
+		channels: map[string]channels.Channel{},
+		workers:  map[string]*worker{},
+		started:  deps.Now(),
+	}
+	for _, a := range cfg.Admins {
+		g.admins[a] = true
+	}
+	g.commands = commandTable()
+	g.toolText = toolText(deps.Tools)
+	g.turnCtx, g.cancelTurn = context.WithCancel(context.Background())
+	return g
+}
+
+// AddChannel registers a channel; its replies are sent through it.
+func (g *Gateway) AddChannel(ch channels.Channel) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.channels[ch.Name()] = ch
+}
+
+// Health reports each channel's state; channels without a connection
+// report "connected" once added.
+func (g *Gateway) Health() map[string]channels.Health {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := map[string]channels.Health{}
+	for name, ch := range g.channels {
+		if h, ok := ch.(channels.HealthReporter); ok {
+			out[name] = h.Health()
+		} else {
+			out[name] = channels.Health{State: channels.StateConnected, Since: g.started}
+		}
+	}
+	return out
+}
+
+// Run runs every channel and the idle-compaction sweep until ctx ends. A
+// channel that fails for good is logged and marked; the others go on.
+func (g *Gateway) Run(ctx context.Context) error {
+	g.mu.Lock()
+	chs := make([]channels.Channel, 0, len(g.channels))
+	for _, ch := range g.channels {
+		chs = append(chs, ch)
+	}
+	g.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, ch := range chs {
+		wg.Go(func() {
+			if err := ch.Run(ctx, g); err != nil && ctx.Err() == nil {
+				g.logger.Error("channel stopped", "channel", ch.Name(), "err", err)
+			}
+		})
+	}
+	if g.cfg.IdleCompactAfter > 0 {
+		wg.Go(func() { g.idleLoop(ctx) })
+	}
+	wg.Wait()
+	return nil
+}
+
+// Deliver accepts one inbound message (channels.Sink).
+func (g *Gateway) Deliver(ctx context.Context, in channels.Inbound) error {
+	_, err := g.Submit(ctx, in)
+	return err
+}
+
+// Submit accepts one inbound message and returns a channel that receives
+// its Result once it has been handled.
+func (g *Gateway) Submit(ctx context.Context, in channels.Inbound) (<-chan Result, error) {
+	if in.Time.IsZero() {
+		in.Time = g.now()
+	}
+	done := make(chan Result, 1)
+	pc := parseCommand(in.Text)
+	if pc != nil {
+		if c := g.commands[pc.name]; c != nil && c.priority {
+			// Priority commands (/stop, /status) must work while a turn
+			// of the same session is running, so they skip the queue.
+			g.mu.Lock()
+			closed := g.closed
+			if !closed {
+				g.backgroundWG.Add(1)
+			}
+			g.mu.Unlock()
+			if closed {
+				return nil, channels.ErrClosed
+			}
+			go func() {
+				defer g.backgroundWG.Done()
+				done <- g.runCommand(context.WithoutCancel(ctx), in, pc)
+			}()
+			return done, nil
+		}
+	}
+	return done, g.enqueue(job{in: in, cmd: pc, done: done})
+}
+
+func (g *Gateway) enqueue(j job) error {
+	key := j.in.SessionKey
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return channels.ErrClosed
+	}
+	w := g.workers[key]
+	if w == nil {
+		w = &worker{key: key}
+		g.workers[key] = w
+	}
+	if len(w.queue) >= g.cfg.QueueSize {
+		return channels.ErrBusy
+	}
+	w.queue = append(w.queue, j)
+	if !w.running {
+		w.running = true
+		g.workerWG.Add(1)
+		go g.runWorker(w)
+	}
+	return nil
+}
+
+func (g *Gateway) runWorker(w *worker) {
+	defer g.workerWG.Done()
+	for {
+		g.mu.Lock()
+		if len(w.queue) == 0 {
+			w.running = false
+			delete(g.workers, w.key)
+			g.mu.Unlock()
+			return
+		}
+		j := w.queue[0]
+		w.queue = w.queue[1:]
+		ctx, cancel := context.WithCancel(g.turnCtx)
+		w.cancel = cancel
+		g.mu.Unlock()
+
+		g.runJob(ctx, j)
+
+		g.mu.Lock()
+		w.cancel = nil
+		g.mu.Unlock()
+		cancel()
+	}
+}
+
+func (g *Gateway) runJob(ctx context.Context, j job) {
+	var res Result
+	switch {
+	case j.task != nil:
+		j.task(ctx)
+	case g.turnCtx.Err() != nil:
+		res = g.refuseAtShutdown(j.in)
+	case j.cmd != nil:
+		res = g.runCommand(ctx, j.in, j.cmd)
+	default:
+		res = g.turn(ctx, j.in)
+	}
+	if j.done != nil {
+		j.done <- res
+	}
+}
+
+// refuseAtShutdown handles a message still queued when shutdown ran out of
+// time: it is saved in its session, so nothing said is lost, and the sender
+// is told it was not answered.
+func (g *Gateway) refuseAtShutdown(in channels.Inbound) Result {
+	if parseCommand(in.Text) == nil {
+		if s, err := g.deps.Sessions.Get(in.SessionKey); err == nil {
+			if err := s.Append(llm.Message{Role: llm.RoleUser, Content: in.Text, Time: in.Time}); err != nil {
+				g.logger.Error("could not save a message at shutdown", "session", in.SessionKey, "err", err)
+			}
+		}
+	}
+	msg := "dreamgate was shutting down before it could answer this; your message is saved, please send it again."
+	g.send(channels.ReplyTo(in, channels.KindError, msg))
+	return Result{Reply: msg, Err: channels.ErrClosed}
+}
+
+// Shutdown stops accepting messages and lets queued and running turns
+// finish. When ctx ends first, running turns are cancelled and what is still
+// queued is saved and answered with a notice. It then waits for background
+// work (archives of /new, Dream runs) — that work is bounded by its own
+// timeouts, and an archive must not be lost.
+func (g *Gateway) Shutdown(ctx context.Context) error {
+	g.mu.Lock()
+	g.closed = true
+	g.mu.Unlock()
+
+	drained := make(chan struct{})
+	go func() { g.workerWG.Wait(); close(drained) }()
+	var err error
+	select {
+	case <-drained:
+	case <-ctx.Done():
+		g.logger.Warn("shutdown: cancelling running turns")
+		g.cancelTurn()
+		<-drained
+		err = fmt.Errorf("shutdown: turns cancelled: %w", ctx.Err())
+	}
+	g.backgroundWG.Wait()
+	g.cancelTurn()
+	return err
+}
+
+// goBackground runs f as owned background work that Shutdown waits for.
+// It is called from jobs, which Shutdown waits for before it waits for
+// background work, so the Add never races the Wait.
+func (g *Gateway) goBackground(f func()) {
+	g.backgroundWG.Go(f)
+}
+
+// send delivers an outbound message through its channel, logging failures
+// with the session key (the adapters have already retried).
+func (g *Gateway) send(out channels.Outbound) {
+	g.mu.Lock()
+	ch := g.channels[out.Channel]
+	g.mu.Unlock()
+	if ch == nil {
+		g.logger.Error("reply for an unknown channel dropped", "channel", out.Channel, "session", out.SessionKey)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := ch.Send(ctx, out); err != nil {
+		g.logger.Error("reply not delivered", "channel", out.Channel, "session", out.SessionKey, "chars", len(out.Text), "err", err)
+	}
+}
+
+// cancelRunning cancels the job running for a session; it reports whether
+// there was one.
+func (g *Gateway) cancelRunning(key string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	w := g.workers[key]
+	if w == nil || w.cancel == nil {
+		return false
+	}
+	w.cancel()
+	return true
+}
+
+func (g *Gateway) isAdmin(in channels.Inbound) bool {
+	return in.Local || g.admins[in.Channel+":"+in.SenderID]
+}
+
+// queued reports how many jobs wait for a session, including a running one.
+func (g *Gateway) queued(key string) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	w := g.workers[key]
+	if w == nil {
+		return 0
+	}
+	n := len(w.queue)
+	if w.cancel != nil {
+		n++
+	}
+	return n
+}
+
+var errStopped = errors.New("stopped by /stop")

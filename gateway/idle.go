@@ -1,0 +1,52 @@
+package gateway
+
+import (
+	"context"
+	"time"
+
+	"github.com/dreamgate/dreamgate/channels"
+)
+
+// idleLoop archives the tail of sessions that went quiet, so short chats
+// also reach Dream (nanobot #3973: without it Dream starves).
+func (g *Gateway) idleLoop(ctx context.Context) {
+	every := min(time.Minute, max(g.cfg.IdleCompactAfter/4, time.Second))
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			g.compactIdle()
+		}
+	}
+}
+
+// compactIdle queues an archive job for every loaded session idle for
+// IdleCompactAfter with unarchived messages. The job runs in the session's
+// worker, so it never overlaps a turn of that session.
+func (g *Gateway) compactIdle() {
+	cutoff := g.now().Add(-g.cfg.IdleCompactAfter)
+	for _, s := range g.deps.Sessions.Loaded() {
+		if s.LastConsolidated() >= s.Len() || s.LastActive().After(cutoff) || g.queued(s.Key()) > 0 {
+			continue
+		}
+		sess := s
+		err := g.enqueue(job{
+			in: channels.Inbound{SessionKey: sess.Key()},
+			task: func(ctx context.Context) {
+				// Re-check inside the worker: a message may have arrived.
+				if sess.LastConsolidated() >= sess.Len() || sess.LastActive().After(g.now().Add(-g.cfg.IdleCompactAfter)) {
+					return
+				}
+				if _, err := g.deps.Consolidator.ArchiveTail(ctx, sess); err != nil {
+					g.logger.Error("idle archive failed", "session", sess.Key(), "err", err)
+				}
+			},
+		})
+		if err != nil {
+			g.logger.Debug("idle archive not queued", "session", s.Key(), "err", err)
+		}
+	}
+}

@@ -1,0 +1,143 @@
+package gateway
+
+import (
+	"bytes"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	workspacetemplate "github.com/dreamgate/dreamgate/workspace-template"
+)
+
+// identity opens every system prompt. It never changes between turns, so it
+// and the files after it form a stable prefix for providers' prompt caches.
+const identity = `You are an AI assistant that a team talks to through chat (a terminal, Slack or Discord), running in dreamgate.
+Your workspace holds your instructions (AGENTS.md), your voice and rules (SOUL.md), what you know about the people you talk with (USER.md) and your long-term memory (memory/MEMORY.md). SOUL.md, USER.md and memory/MEMORY.md are maintained by Dream, a background process that reads archived conversations; read them, do not edit them.
+Only what is written below or in this conversation is known to you. If something is not here, you do not remember it: say so instead of guessing.`
+
+// promptFile is one workspace file the system prompt includes.
+type promptFile struct {
+	path    string // workspace-relative
+	heading string
+	// skipIfTemplate leaves the file out while it is still byte-identical
+	// to the template: an empty skeleton costs tokens and says nothing.
+	skipIfTemplate bool
+}
+
+var promptFiles = []promptFile{
+	{"AGENTS.md", "# Instructions (AGENTS.md)", false},
+	{"SOUL.md", "# Soul (SOUL.md)", false},
+	{"USER.md", "# Users (USER.md)", true},
+	{"memory/MEMORY.md", "# Long-term memory (memory/MEMORY.md)", true},
+}
+
+// maxPromptFileChars caps each file in the prompt; a runaway file must not
+// crowd out the conversation.
+const maxPromptFileChars = 32000
+
+// RecentHistory supplies the "Recent history" block for a session: archived
+// entries Dream has not read yet.
+type RecentHistory interface {
+	RecentHistory(sessionKey string) (string, error)
+}
+
+// PromptBuilder assembles system prompts from the workspace files. It keeps
+// the files in memory and re-reads one only when its size or mtime changes,
+// so a turn costs a few stat calls, not reads.
+type PromptBuilder struct {
+	dir    string
+	recent RecentHistory
+	logger *slog.Logger
+
+	mu    sync.Mutex
+	files map[string]cachedFile
+}
+
+type cachedFile struct {
+	size    int64
+	modTime time.Time
+	text    string // "" when missing or left out
+}
+
+// NewPromptBuilder reads prompts from the workspace dir.
+func NewPromptBuilder(dir string, recent RecentHistory, logger *slog.Logger) *PromptBuilder {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &PromptBuilder{dir: dir, recent: recent, logger: logger, files: map[string]cachedFile{}}
+}
+
+// Stable is the part of the system prompt that does not depend on the
+// moment: identity, the workspace files, this session's recent history and
+// the last archive summary.
+func (p *PromptBuilder) Stable(sessionKey, lastSummary string) string {
+	var b strings.Builder
+	b.WriteString(identity)
+	for _, f := range promptFiles {
+		text := p.file(f)
+		if text == "" {
+			continue
+		}
+		fmt.Fprintf(&b, "\n\n%s\n\n%s", f.heading, text)
+	}
+	recent := ""
+	if p.recent != nil {
+		var err error
+		recent, err = p.recent.RecentHistory(sessionKey)
+		if err != nil {
+			p.logger.Warn("recent history unavailable for prompt", "session", sessionKey, "err", err)
+			recent = ""
+		}
+	}
+	if recent != "" {
+		b.WriteString("\n\n# Recent history\n\nArchived from earlier in this conversation; not yet folded into long-term memory:\n\n")
+		b.WriteString(recent)
+	}
+	if s := strings.TrimSpace(lastSummary); s != "" && !strings.Contains(recent, s) {
+		b.WriteString("\n\n# Summary of the most recently archived part of this conversation\n\n")
+		b.WriteString(s)
+	}
+	return b.String()
+}
+
+// Runtime is the small, changing tail of the system prompt.
+func Runtime(now time.Time, channel, sessionKey, sender string) string {
+	return fmt.Sprintf("\n\n# Now\n\nTime: %s. Channel: %s. Conversation: %s. Sender: %s.",
+		now.Format("Monday 2006-01-02 15:04 MST"), channel, sessionKey, sender)
+}
+
+func (p *PromptBuilder) file(f promptFile) string {
+	path := filepath.Join(p.dir, filepath.FromSlash(f.path))
+	fi, err := os.Stat(path)
+	if err != nil {
+		return ""
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c, ok := p.files[f.path]; ok && c.size == fi.Size() && c.modTime.Equal(fi.ModTime()) {
+		return c.text
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		p.logger.Warn("cannot read workspace file for prompt", "file", f.path, "err", err)
+		return ""
+	}
+	text := ""
+	if !f.skipIfTemplate || !sameAsTemplate(f.path, data) {
+		text = strings.TrimSpace(string(data))
+		if r := []rune(text); len(r) > maxPromptFileChars {
+			text = string(r[:maxPromptFileChars]) + "\n... (truncated)"
+		}
+	}
+	p.files[f.path] = cachedFile{size: fi.Size(), modTime: fi.ModTime(), text: text}
+	return text
+}
+
+func sameAsTemplate(path string, data []byte) bool {
+	tpl, err := workspacetemplate.Read(path)
+	return err == nil && bytes.Equal(bytes.TrimSpace(tpl), bytes.TrimSpace(data))
+}

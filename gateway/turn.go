@@ -1,0 +1,239 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+
+	"github.com/dreamgate/dreamgate/agent"
+	"github.com/dreamgate/dreamgate/channels"
+	"github.com/dreamgate/dreamgate/gateway/session"
+	"github.com/dreamgate/dreamgate/llm"
+)
+
+// safetyMargin is kept free below the context window besides the reply's
+// max tokens (DESIGN §4: a prompt never exceeds window - maxTokens - 1024).
+const safetyMargin = 1024
+
+// runtimeAllowance is what the small changing tail of the prompt (time,
+// channel) is budgeted at, so that it need not be counted each turn.
+const runtimeAllowance = 64
+
+// turn answers one chat message: save it, keep the prompt within budget,
+// run the agent loop, save and send the reply, and archive again if needed.
+func (g *Gateway) turn(ctx context.Context, in channels.Inbound) Result {
+	log := g.logger.With("session", in.SessionKey)
+	sess, err := g.deps.Sessions.Get(in.SessionKey)
+	if err != nil {
+		log.Error("cannot open session", "err", err)
+		return g.fail(in, err, "I could not open this conversation's record, so I did not answer; the error is in the gateway log.")
+	}
+	if err := sess.Append(llm.Message{Role: llm.RoleUser, Content: in.Text, Time: in.Time}); err != nil {
+		log.Error("cannot save message", "err", err)
+		return g.fail(in, err, "I could not save your message, so I did not answer; the error is in the gateway log.")
+	}
+
+	fixed := func() string { return g.fixedPrompt(sess) }
+	if g.deps.Consolidator != nil {
+		rep, err := g.deps.Consolidator.Maybe(ctx, sess, fixed)
+		if err != nil {
+			log.Error("archiving before the turn failed", "err", err)
+		}
+		// OverLimit comes from the same check, so the common turn needs no
+		// exact count (and no tokenizer) at all.
+		if rep.OverLimit {
+			log.Warn("prompt over the hard limit after archiving", "estimate", rep.After)
+			return g.fail(in, errPromptTooLarge, "This conversation no longer fits the model's context window, even after archiving; start a new one with /new.")
+		}
+	}
+
+	stableSystem := g.deps.Prompts.Stable(sess.Key(), sess.LastSummary())
+	stable := stableSystem + g.toolText
+	system := stableSystem + Runtime(g.now(), in.Channel, in.SessionKey, senderLabel(in))
+	msgs := append([]llm.Message{{Role: llm.RoleSystem, Content: system}}, replay(sess)...)
+
+	stopTyping := g.startTyping(ctx, in)
+	model := &promptMeter{m: g.deps.Model}
+	loop := agent.Loop{
+		Model:         model,
+		Tools:         g.deps.Tools,
+		Purpose:       llm.PurposeChat,
+		MaxIterations: g.cfg.MaxToolIterations,
+		Logger:        log,
+	}
+	res, runErr := loop.Run(ctx, msgs)
+	stopTyping()
+
+	g.record(sess, res, stable, model.last)
+
+	var out Result
+	switch {
+	case runErr != nil && errors.Is(runErr, context.Canceled) && g.turnCtx.Err() == nil:
+		out = g.fail(in, errStopped, "Stopped.")
+	case runErr != nil:
+		log.Warn("turn failed", "err", runErr, "stop", res.Stop)
+		out = g.fail(in, runErr, llm.UserMessage(runErr))
+	case res.Stop == agent.StopMaxIterations:
+		reply := strings.TrimSpace(res.Reply)
+		if reply == "" {
+			reply = "I stopped after too many tool steps without finishing; try a narrower request."
+		}
+		g.send(channels.ReplyTo(in, channels.KindReply, reply))
+		out = Result{Reply: reply}
+	default:
+		reply := strings.TrimSpace(res.Reply)
+		if reply == "" {
+			reply = "(The model returned an empty answer.)"
+		}
+		g.send(channels.ReplyTo(in, channels.KindReply, reply))
+		out = Result{Reply: reply}
+	}
+
+	if g.deps.Consolidator != nil && ctx.Err() == nil {
+		if _, err := g.deps.Consolidator.Maybe(ctx, sess, fixed); err != nil {
+			log.Error("archiving after the turn failed", "err", err)
+		}
+	}
+	return out
+}
+
+// record saves what the run produced. The provider's prompt count of the
+// last call is observed before the final reply is appended, so that it is
+// compared with the same messages the provider saw.
+func (g *Gateway) record(sess *session.Session, res agent.Result, stable string, providerPrompt int) {
+	msgs := res.Messages
+	var final []llm.Message
+	if n := len(msgs); n > 0 && msgs[n-1].Role == llm.RoleAssistant && len(msgs[n-1].ToolCalls) == 0 {
+		msgs, final = msgs[:n-1], msgs[n-1:]
+	}
+	if err := sess.Append(msgs...); err != nil {
+		g.logger.Error("cannot save the turn's tool steps", "session", sess.Key(), "err", err)
+	}
+	if g.deps.Consolidator != nil && providerPrompt > 0 {
+		g.deps.Consolidator.ObservePrompt(sess, stable, providerPrompt)
+	}
+	if err := sess.Append(final...); err != nil {
+		g.logger.Error("cannot save the reply", "session", sess.Key(), "err", err)
+	}
+}
+
+var errPromptTooLarge = errors.New("prompt exceeds the context window")
+
+// fail sends one sentence to the user and returns the failed Result.
+func (g *Gateway) fail(in channels.Inbound, err error, userText string) Result {
+	g.send(channels.ReplyTo(in, channels.KindError, userText))
+	return Result{Reply: userText, Err: err}
+}
+
+// fixedPrompt is the part of the prompt outside the session's messages, as
+// the consolidator counts it: the stable system prompt and the tool
+// definitions.
+func (g *Gateway) fixedPrompt(sess *session.Session) string {
+	return g.deps.Prompts.Stable(sess.Key(), sess.LastSummary()) + g.toolText
+}
+
+// toolText renders the tool definitions for counting; they cost prompt
+// tokens on every call.
+func toolText(tools []agent.Tool) string {
+	var b strings.Builder
+	for _, t := range tools {
+		d := t.Def()
+		b.WriteString("\n")
+		b.WriteString(d.Name)
+		b.WriteString(" ")
+		b.WriteString(d.Description)
+		b.Write(d.Parameters)
+	}
+	return b.String()
+}
+
+// replay returns the session's unarchived messages in a form every provider
+// accepts: starting at a user message, every tool call answered by exactly
+// one result and no result without its call (a crash mid-turn could leave
+// either behind).
+func replay(sess *session.Session) []llm.Message {
+	all := sess.Messages()
+	tail := all[min(sess.LastConsolidated(), len(all)):]
+	i := slices.IndexFunc(tail, func(m llm.Message) bool { return m.Role == llm.RoleUser })
+	if i < 0 {
+		return nil
+	}
+	tail = tail[i:]
+	answered := map[string]int{}
+	for _, m := range tail {
+		if m.Role == llm.RoleTool {
+			answered[m.ToolCallID]++
+		}
+	}
+	out := make([]llm.Message, 0, len(tail))
+	called := map[string]bool{}
+	for _, m := range tail {
+		switch m.Role {
+		case llm.RoleAssistant:
+			if len(m.ToolCalls) > 0 && !allAnswered(m.ToolCalls, answered) {
+				m.ToolCalls = nil
+				if m.Content == "" {
+					continue
+				}
+			}
+			for _, tc := range m.ToolCalls {
+				called[tc.ID] = true
+			}
+		case llm.RoleTool:
+			if !called[m.ToolCallID] {
+				continue
+			}
+			delete(called, m.ToolCallID)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func allAnswered(calls []llm.ToolCall, answered map[string]int) bool {
+	for _, tc := range calls {
+		if answered[tc.ID] == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func senderLabel(in channels.Inbound) string {
+	switch {
+	case in.SenderName != "" && in.SenderID != "":
+		return in.SenderName + " (" + in.SenderID + ")"
+	case in.SenderName != "":
+		return in.SenderName
+	case in.SenderID != "":
+		return in.SenderID
+	default:
+		return "unknown"
+	}
+}
+
+func (g *Gateway) startTyping(ctx context.Context, in channels.Inbound) func() {
+	g.mu.Lock()
+	ch := g.channels[in.Channel]
+	g.mu.Unlock()
+	if t, ok := ch.(channels.Typer); ok {
+		return t.StartTyping(ctx, in)
+	}
+	return func() {}
+}
+
+// promptMeter remembers the provider-reported prompt tokens of the last
+// successful call of one turn: the consolidator's floor for its estimate.
+type promptMeter struct {
+	m    Model
+	last int
+}
+
+func (p *promptMeter) Chat(ctx context.Context, req llm.Request) (llm.Response, error) {
+	resp, err := p.m.Chat(ctx, req)
+	if err == nil && resp.Usage.PromptTokens > 0 {
+		p.last = resp.Usage.PromptTokens
+	}
+	return resp, err
+}
