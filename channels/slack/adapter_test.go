@@ -498,6 +498,9 @@ func TestHealthTransitions(t *testing.T) {
 	h := startHarness(t, harnessOpts{noWait: true})
 	h.waitHealth(channels.StateConnecting)
 	h.waitHealth(channels.StateConnected)
+	if err := h.fake.WaitConnections(h.ctx(), 1); err != nil {
+		t.Fatal(err)
+	}
 	if err := h.fake.DropConnection(); err != nil {
 		t.Fatal(err)
 	}

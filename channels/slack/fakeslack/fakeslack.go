@@ -802,17 +802,19 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, token strin
 	}
 	s.mu.Lock()
 	p := Post{Channel: channel, Text: text, ThreadTS: thread, Token: token, TS: s.nextTSLocked(), At: time.Now()}
+	s.mu.Unlock()
+	if s.cfg.EchoPosts {
+		// Before the post is recorded and answered, so once a test sees the
+		// post the echo is on the wire. Best effort, as for Slack: no
+		// connection, no echo.
+		_, _ = s.Inject(Event{Type: "message", Channel: channel, User: s.cfg.BotUserID, BotID: s.cfg.BotID, Text: text, TS: p.TS, ThreadTS: thread})
+	}
+	s.mu.Lock()
 	s.posts = append(s.posts, p)
 	s.mu.Unlock()
 	msg := map[string]any{"type": "message", "user": s.cfg.BotUserID, "bot_id": s.cfg.BotID, "text": text, "ts": p.TS}
 	if thread != "" {
 		msg["thread_ts"] = thread
-	}
-	if s.cfg.EchoPosts {
-		// Before the answer, so a test knows the echo is on the wire once
-		// the post returned. Best effort, as for Slack: no connection, no
-		// echo.
-		_, _ = s.Inject(Event{Type: "message", Channel: channel, User: s.cfg.BotUserID, BotID: s.cfg.BotID, Text: text, TS: p.TS, ThreadTS: thread})
 	}
 	s.answer(w, method, http.StatusOK, map[string]any{"ok": true, "channel": channel, "ts": p.TS, "message": msg})
 }
