@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/dreamgate/dreamgate/channels/terminal"
+	"golang.org/x/term"
+)
+
+// cmdChat is the terminal chat: interactive, or one turn with -m.
+func cmdChat(ctx context.Context, e *env, args []string) error {
+	fs := e.flags("chat")
+	message := fs.String("m", "", "send one message, print the reply and exit")
+	sessionName := fs.String("session", "default", "conversation name (the session key is terminal:<name>)")
+	if err := e.parse(fs, args); err != nil {
+		return err
+	}
+	cfg, err := e.config()
+	if err != nil {
+		return err
+	}
+	// The chat owns the terminal: only errors are logged, so a failed
+	// one-shot turn leaves exactly one sentence on stderr.
+	logger := e.logger(slog.LevelError)
+	a, err := newApp(cfg, logger)
+	if err != nil {
+		return err
+	}
+	defer a.close()
+	// A one-shot turn does not open the memory repository unless the
+	// message is a command that needs it.
+	g, _, err := a.gateway(cfg.Dream.Enabled && (*message == "" || isDreamCommand(*message)))
+	if err != nil {
+		return err
+	}
+
+	if *message != "" {
+		term := terminal.New(terminal.Config{Out: e.stdout, Err: e.stderr, Session: *sessionName})
+		g.AddChannel(term)
+		done, err := g.Submit(ctx, term.Inbound(*message))
+		if err != nil {
+			return err
+		}
+		var res struct{ err error }
+		select {
+		case r := <-done:
+			res.err = r.Err
+		case <-ctx.Done():
+			res.err = ctx.Err()
+		}
+		// Shutdown waits for background work such as the archive of /new:
+		// a one-shot run must not exit before it is written.
+		sctx, cancel := shutdownContext()
+		defer cancel()
+		_ = g.Shutdown(sctx)
+		if res.err != nil {
+			// The one-sentence explanation is already on stderr.
+			return &exitError{code: 1, err: errors.New("")}
+		}
+		return nil
+	}
+
+	prompt := ""
+	if f, ok := e.stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		prompt = "> "
+	}
+	t := terminal.New(terminal.Config{In: e.stdin, Out: e.stdout, Err: e.stderr, Session: *sessionName, Prompt: prompt})
+	g.AddChannel(t)
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	ran := make(chan struct{})
+	go func() { _ = g.Run(runCtx); close(ran) }()
+	select {
+	case <-t.EOF():
+	case <-ctx.Done():
+	}
+	sctx, cancel := shutdownContext()
+	defer cancel()
+	err = g.Shutdown(sctx)
+	stop()
+	<-ran
+	return err
+}
+
+// isDreamCommand reports whether a one-shot message needs Dream wired in.
+func isDreamCommand(msg string) bool {
+	for _, p := range []string{"/dream", "/status"} {
+		if strings.HasPrefix(strings.TrimSpace(msg), p) {
+			return true
+		}
+	}
+	return false
+}

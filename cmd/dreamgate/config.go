@@ -1,0 +1,339 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/robfig/cron/v3"
+)
+
+// Config is config.json. Every key is optional; defaultConfig holds the
+// defaults of DESIGN §9.
+type Config struct {
+	Workspace string        `json:"workspace"`
+	StateDir  string        `json:"stateDir"`
+	LLM       LLMConfig     `json:"llm"`
+	Agent     AgentConfig   `json:"agent"`
+	Dream     DreamConfig   `json:"dream"`
+	Admins    []string      `json:"admins"`
+	Gateway   GatewayConfig `json:"gateway"`
+	Channels  ChannelsCfg   `json:"channels"`
+
+	// path is the file the config came from ("" when none existed).
+	path string
+}
+
+type LLMConfig struct {
+	BaseURL        string  `json:"baseURL"`
+	APIKey         string  `json:"apiKey"`
+	Model          string  `json:"model"`
+	ContextWindow  int     `json:"contextWindow"`
+	MaxTokens      int     `json:"maxTokens"`
+	Temperature    float32 `json:"temperature"`
+	TimeoutSeconds int     `json:"timeoutSeconds"`
+}
+
+type AgentConfig struct {
+	MaxToolIterations       int     `json:"maxToolIterations"`
+	ConsolidateRatio        float64 `json:"consolidateRatio"`
+	TargetRatio             float64 `json:"targetRatio"`
+	IdleCompactAfterMinutes int     `json:"idleCompactAfterMinutes"`
+}
+
+type DreamConfig struct {
+	Enabled       bool   `json:"enabled"`
+	Cron          string `json:"cron"`
+	Timezone      string `json:"timezone"`
+	Model         string `json:"model"`
+	MaxBatchSize  int    `json:"maxBatchSize"`
+	MaxIterations int    `json:"maxIterations"`
+}
+
+type GatewayConfig struct {
+	HealthAddr         string `json:"healthAddr"`
+	MaxConcurrentTurns int    `json:"maxConcurrentTurns"`
+}
+
+type ChannelsCfg struct {
+	Terminal TerminalConfig `json:"terminal"`
+	Slack    SlackConfig    `json:"slack"`
+	Discord  DiscordConfig  `json:"discord"`
+}
+
+type TerminalConfig struct {
+	Enabled bool `json:"enabled"`
+}
+
+type SlackConfig struct {
+	Enabled       bool     `json:"enabled"`
+	BotToken      string   `json:"botToken"`
+	AppToken      string   `json:"appToken"`
+	APIURL        string   `json:"apiURL"`
+	AllowFrom     []string `json:"allowFrom"`
+	GroupPolicy   string   `json:"groupPolicy"`
+	AllowChannels []string `json:"allowChannels"`
+	ReplyInThread bool     `json:"replyInThread"`
+}
+
+type DiscordConfig struct {
+	Enabled       bool     `json:"enabled"`
+	Token         string   `json:"token"`
+	APIURL        string   `json:"apiURL"`
+	AllowFrom     []string `json:"allowFrom"`
+	GroupPolicy   string   `json:"groupPolicy"`
+	AllowChannels []string `json:"allowChannels"`
+}
+
+func defaultConfig() Config {
+	return Config{
+		Workspace: "~/.dreamgate/workspace",
+		StateDir:  "~/.dreamgate",
+		LLM: LLMConfig{
+			BaseURL: "http://127.0.0.1:11434/v1", Model: "llama3.2",
+			ContextWindow: 128000, MaxTokens: 4096, Temperature: 0.2, TimeoutSeconds: 120,
+		},
+		Agent: AgentConfig{MaxToolIterations: 20, ConsolidateRatio: 0.5, TargetRatio: 0.3, IdleCompactAfterMinutes: 15},
+		Dream: DreamConfig{Enabled: true, Cron: "0 */2 * * *", Timezone: "UTC", MaxBatchSize: 20, MaxIterations: 10},
+		Gateway: GatewayConfig{
+			HealthAddr: "127.0.0.1:18790", MaxConcurrentTurns: 8,
+		},
+		Channels: ChannelsCfg{
+			Terminal: TerminalConfig{Enabled: true},
+			Slack:    SlackConfig{GroupPolicy: "mention", ReplyInThread: true},
+			Discord:  DiscordConfig{GroupPolicy: "mention"},
+		},
+	}
+}
+
+// configError is an invalid config: it names the file and the field, and
+// makes the process exit with code 2.
+type configError struct {
+	path, field, msg string
+}
+
+func (e *configError) Error() string {
+	where := e.path
+	if where == "" {
+		where = "config"
+	}
+	if e.field == "" {
+		return fmt.Sprintf("%s: %s", where, e.msg)
+	}
+	return fmt.Sprintf("%s: %s: %s", where, e.field, e.msg)
+}
+
+// defaultConfigPath is ~/.dreamgate/config.json.
+func defaultConfigPath() string {
+	return expandHome("~/.dreamgate/config.json")
+}
+
+// loadConfig reads path (a missing file means all defaults), applies the
+// environment and validates. Errors are *configError.
+func loadConfig(path string, getenv func(string) string) (Config, error) {
+	cfg := defaultConfig()
+	cfg.path = path
+	data, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		cfg.path = ""
+	case err != nil:
+		return cfg, &configError{path: path, msg: "cannot read: " + err.Error()}
+	default:
+		if err := decodeConfig(data, &cfg); err != nil {
+			return cfg, &configError{path: path, msg: err.Error()}
+		}
+	}
+	applyEnv(&cfg, getenv)
+	cfg.Workspace = expandHome(cfg.Workspace)
+	cfg.StateDir = expandHome(cfg.StateDir)
+	if err := cfg.Validate(); err != nil {
+		var ce *configError
+		if errors.As(err, &ce) {
+			ce.path = path
+		}
+		return cfg, err
+	}
+	return cfg, nil
+}
+
+func decodeConfig(data []byte, cfg *Config) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(cfg)
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case err == nil:
+		if dec.More() {
+			return errors.New("unexpected data after the JSON object")
+		}
+		return nil
+	case errors.As(err, &syn):
+		line, col := lineCol(data, syn.Offset)
+		return fmt.Errorf("invalid JSON at line %d, column %d: %s", line, col, syn.Error())
+	case errors.As(err, &typ):
+		return fmt.Errorf("%s: must be a %s, not %s", typ.Field, typ.Type, typ.Value)
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return fmt.Errorf("unknown key %s", strings.TrimPrefix(err.Error(), "json: unknown field "))
+	default:
+		return fmt.Errorf("invalid JSON: %w", err)
+	}
+}
+
+func lineCol(data []byte, off int64) (int, int) {
+	off = min(off, int64(len(data)))
+	before := data[:off]
+	line := bytes.Count(before, []byte("\n")) + 1
+	col := int(off) - bytes.LastIndexByte(before, '\n')
+	return line, col
+}
+
+// applyEnv lets secrets and the endpoint come from the environment; they win
+// over the file.
+func applyEnv(cfg *Config, getenv func(string) string) {
+	set := func(dst *string, key string) {
+		if v := getenv(key); v != "" {
+			*dst = v
+		}
+	}
+	set(&cfg.LLM.APIKey, "OPENAI_API_KEY")
+	set(&cfg.LLM.BaseURL, "OPENAI_BASE_URL")
+	set(&cfg.Channels.Slack.BotToken, "SLACK_BOT_TOKEN")
+	set(&cfg.Channels.Slack.AppToken, "SLACK_APP_TOKEN")
+	set(&cfg.Channels.Discord.Token, "DISCORD_BOT_TOKEN")
+}
+
+// Validate checks every field and names the first bad one.
+func (c *Config) Validate() error {
+	bad := func(field, format string, args ...any) error {
+		return &configError{field: field, msg: fmt.Sprintf(format, args...)}
+	}
+	if strings.TrimSpace(c.Workspace) == "" {
+		return bad("workspace", "must not be empty")
+	}
+	if strings.TrimSpace(c.StateDir) == "" {
+		return bad("stateDir", "must not be empty")
+	}
+	if u, err := url.Parse(c.LLM.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return bad("llm.baseURL", "must be an http:// or https:// URL, got %q", c.LLM.BaseURL)
+	}
+	if strings.TrimSpace(c.LLM.Model) == "" {
+		return bad("llm.model", "must name a model")
+	}
+	if c.LLM.ContextWindow < 2048 {
+		return bad("llm.contextWindow", "must be at least 2048 tokens, got %d", c.LLM.ContextWindow)
+	}
+	if c.LLM.MaxTokens < 1 || c.LLM.MaxTokens > c.LLM.ContextWindow-2048 {
+		return bad("llm.maxTokens", "must be between 1 and contextWindow-2048 (%d), got %d", c.LLM.ContextWindow-2048, c.LLM.MaxTokens)
+	}
+	if c.LLM.Temperature < 0 || c.LLM.Temperature > 2 {
+		return bad("llm.temperature", "must be between 0 and 2, got %g", c.LLM.Temperature)
+	}
+	if c.LLM.TimeoutSeconds < 1 {
+		return bad("llm.timeoutSeconds", "must be at least 1, got %d", c.LLM.TimeoutSeconds)
+	}
+	if c.Agent.MaxToolIterations < 1 {
+		return bad("agent.maxToolIterations", "must be at least 1, got %d", c.Agent.MaxToolIterations)
+	}
+	if c.Agent.ConsolidateRatio <= 0 || c.Agent.ConsolidateRatio >= 1 {
+		return bad("agent.consolidateRatio", "must be between 0 and 1, got %g", c.Agent.ConsolidateRatio)
+	}
+	if c.Agent.TargetRatio <= 0 || c.Agent.TargetRatio >= c.Agent.ConsolidateRatio {
+		return bad("agent.targetRatio", "must be above 0 and below consolidateRatio (%g), got %g", c.Agent.ConsolidateRatio, c.Agent.TargetRatio)
+	}
+	if c.Agent.IdleCompactAfterMinutes < 0 {
+		return bad("agent.idleCompactAfterMinutes", "must be 0 (off) or more, got %d", c.Agent.IdleCompactAfterMinutes)
+	}
+	if _, err := time.LoadLocation(c.Dream.Timezone); err != nil {
+		return bad("dream.timezone", "unknown time zone %q", c.Dream.Timezone)
+	}
+	if _, err := cron.ParseStandard(c.Dream.Cron); err != nil {
+		return bad("dream.cron", "%v", err)
+	}
+	if c.Dream.MaxBatchSize < 1 {
+		return bad("dream.maxBatchSize", "must be at least 1, got %d", c.Dream.MaxBatchSize)
+	}
+	if c.Dream.MaxIterations < 1 {
+		return bad("dream.maxIterations", "must be at least 1, got %d", c.Dream.MaxIterations)
+	}
+	for i, a := range c.Admins {
+		ch, id, ok := strings.Cut(a, ":")
+		if !ok || id == "" || (ch != "slack" && ch != "discord" && ch != "terminal") {
+			return bad(fmt.Sprintf("admins[%d]", i), `must look like "slack:U012AB3CD" or "discord:80351110224678912", got %q`, a)
+		}
+	}
+	if _, _, err := net.SplitHostPort(c.Gateway.HealthAddr); c.Gateway.HealthAddr != "" && err != nil {
+		return bad("gateway.healthAddr", "must be host:port, got %q", c.Gateway.HealthAddr)
+	}
+	if c.Gateway.MaxConcurrentTurns < 1 {
+		return bad("gateway.maxConcurrentTurns", "must be at least 1, got %d", c.Gateway.MaxConcurrentTurns)
+	}
+	if s := c.Channels.Slack; s.Enabled {
+		if !strings.HasPrefix(s.BotToken, "xoxb-") {
+			return bad("channels.slack.botToken", `must be a bot token starting with "xoxb-" (or set SLACK_BOT_TOKEN)`)
+		}
+		if !strings.HasPrefix(s.AppToken, "xapp-") {
+			return bad("channels.slack.appToken", `must be an app-level token starting with "xapp-" (or set SLACK_APP_TOKEN)`)
+		}
+		if err := checkPolicy("channels.slack", s.GroupPolicy, s.AllowChannels); err != nil {
+			return err
+		}
+		if err := checkURL("channels.slack.apiURL", s.APIURL); err != nil {
+			return err
+		}
+	}
+	if d := c.Channels.Discord; d.Enabled {
+		if strings.TrimSpace(d.Token) == "" {
+			return bad("channels.discord.token", "must be set (or set DISCORD_BOT_TOKEN)")
+		}
+		if err := checkPolicy("channels.discord", d.GroupPolicy, d.AllowChannels); err != nil {
+			return err
+		}
+		if err := checkURL("channels.discord.apiURL", d.APIURL); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func checkPolicy(prefix, policy string, allow []string) error {
+	switch policy {
+	case "mention", "open":
+		return nil
+	case "allowlist":
+		if len(allow) == 0 {
+			return &configError{field: prefix + ".allowChannels", msg: `must list channel ids when groupPolicy is "allowlist"`}
+		}
+		return nil
+	default:
+		return &configError{field: prefix + ".groupPolicy", msg: fmt.Sprintf(`must be "mention", "open" or "allowlist", got %q`, policy)}
+	}
+}
+
+func checkURL(field, raw string) error {
+	if raw == "" {
+		return nil
+	}
+	if u, err := url.Parse(raw); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return &configError{field: field, msg: fmt.Sprintf("must be an http:// or https:// URL, got %q", raw)}
+	}
+	return nil
+}
+
+func expandHome(p string) string {
+	if p == "~" || strings.HasPrefix(p, "~/") {
+		if home, err := os.UserHomeDir(); err == nil {
+			return filepath.Join(home, strings.TrimPrefix(p, "~"))
+		}
+	}
+	return p
+}

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/dreamgate/dreamgate/llm/llmtest"
+)
+
+// binPath is the dreamgate binary built once for the end-to-end tests: they
+// run the real program, as a user would.
+var binPath string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "dreamgate-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binPath = filepath.Join(dir, "dreamgate")
+	build := exec.Command("go", "build", "-o", binPath, ".")
+	build.Stdout, build.Stderr = os.Stdout, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building dreamgate:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// harness is one user's machine: a home, a config, a workspace, and a fake
+// model server.
+type harness struct {
+	t       testing.TB
+	home    string
+	ws      string
+	state   string
+	cfgPath string
+	llm     *llmtest.Server
+	cfg     map[string]any
+}
+
+func newHarness(t testing.TB) *harness {
+	t.Helper()
+	home := t.TempDir()
+	h := &harness{
+		t: t, home: home,
+		ws:      filepath.Join(home, "ws"),
+		state:   filepath.Join(home, "state"),
+		cfgPath: filepath.Join(home, "config.json"),
+		llm:     llmtest.New(t),
+	}
+	h.cfg = map[string]any{
+		"workspace": h.ws,
+		"stateDir":  h.state,
+		"llm": map[string]any{
+			"baseURL": h.llm.URL(), "apiKey": "sk-test-secret", "model": "test-model",
+			"contextWindow": 128000, "maxTokens": 1024, "timeoutSeconds": 5,
+		},
+		"agent":   map[string]any{"idleCompactAfterMinutes": 0},
+		"gateway": map[string]any{"healthAddr": ""},
+	}
+	h.writeConfig()
+	return h
+}
+
+// set changes one config value by dotted path ("llm.contextWindow").
+func (h *harness) set(path string, v any) {
+	keys := strings.Split(path, ".")
+	m := h.cfg
+	for _, k := range keys[:len(keys)-1] {
+		next, ok := m[k].(map[string]any)
+		if !ok {
+			next = map[string]any{}
+			m[k] = next
+		}
+		m = next
+	}
+	m[keys[len(keys)-1]] = v
+	h.writeConfig()
+}
+
+func (h *harness) writeConfig() {
+	data, err := json.MarshalIndent(h.cfg, "", "  ")
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if err := os.WriteFile(h.cfgPath, data, 0o600); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+type runResult struct {
+	stdout, stderr string
+	code           int
+	elapsed        time.Duration
+	maxRSSKB       int64
+}
+
+// run executes dreamgate with the harness config and a clean environment.
+func (h *harness) run(args ...string) runResult {
+	h.t.Helper()
+	return h.runInput("", args...)
+}
+
+func (h *harness) runInput(stdin string, args ...string) runResult {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binPath, append([]string{"--config", h.cfgPath}, args...)...)
+	cmd.Env = []string{"HOME=" + h.home, "PATH=" + os.Getenv("PATH"), "TZ=UTC"}
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	start := time.Now()
+	err := cmd.Run()
+	res := runResult{stdout: out.String(), stderr: errb.String(), elapsed: time.Since(start)}
+	if cmd.ProcessState != nil {
+		res.code = cmd.ProcessState.ExitCode()
+		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			res.maxRSSKB = ru.Maxrss
+		}
+	} else if err != nil {
+		h.t.Fatalf("running dreamgate: %v", err)
+	}
+	return res
+}
+
+// oneSentence checks that a user-facing error is a single short sentence
+// with no stack trace, provider body or secret in it.
+func oneSentence(t testing.TB, text string) {
+	t.Helper()
+	text = strings.TrimSpace(text)
+	switch {
+	case text == "":
+		t.Error("expected one sentence, got nothing")
+	case strings.Count(text, "\n") > 0:
+		t.Errorf("expected one line, got:\n%s", text)
+	case strings.Contains(text, llmtest.BodyMarker):
+		t.Errorf("a provider body leaked: %s", text)
+	case strings.Contains(text, "sk-test-secret"):
+		t.Errorf("the API key leaked: %s", text)
+	case strings.Contains(text, "goroutine ") || strings.Contains(text, "panic"):
+		t.Errorf("a stack trace leaked: %s", text)
+	}
+}

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/dreamgate/dreamgate"
+
+// layers is DESIGN §1's list, top to bottom: a package may import only
+// packages of layers below its own (and its own family, within the limits
+// of sameFamilyOK).
+var layers = []string{
+	"cmd", "gateway", "consolidator", "dream", "gitstore", "agent", "llm", "channels", "workspace-template",
+}
+
+// forbidden pairs beyond the order: the two memory stages never import each
+// other; history.jsonl is shared through the consolidator's store, adapted
+// in cmd.
+var forbidden = map[[2]string]bool{
+	{"consolidator", "dream"}: true,
+	{"dream", "consolidator"}: true,
+}
+
+func family(pkg string) string {
+	rel := strings.TrimPrefix(strings.TrimPrefix(pkg, module), "/")
+	first, _, _ := strings.Cut(rel, "/")
+	return first
+}
+
+func rank(fam string) int {
+	for i, l := range layers {
+		if l == fam {
+			return i
+		}
+	}
+	return -1
+}
+
+// sameFamilyOK: a subpackage may use its family's root and its ancestors
+// (channels/slack -> channels, llm/llmtest -> llm); gateway and cmd may use
+// their own subpackages; an adapter never imports a sibling adapter, and a
+// contract package never imports its implementations. Tests may also use
+// their package's fakes (fakeslack, llmtest), checked by the caller.
+func sameFamilyOK(from, to string) bool {
+	fam := family(from)
+	root := module + "/" + fam
+	switch {
+	case to == root:
+		return true
+	case strings.HasPrefix(to, from+"/"):
+		return fam == "gateway" || fam == "cmd"
+	case strings.HasPrefix(from, to+"/"):
+		return true
+	default:
+		return false
+	}
+}
+
+func TestImportDirection(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f",
+		`{{.ImportPath}}|{{join .Imports " "}}|{{join .TestImports " "}}|{{join .XTestImports " "}}`,
+		module+"/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	seen := 0
+	for line := range strings.SplitSeq(strings.TrimSpace(string(out)), "\n") {
+		parts := strings.Split(line, "|")
+		from := parts[0]
+		fromFam := family(from)
+		if rank(fromFam) < 0 {
+			t.Errorf("package %s is outside DESIGN §1's layers; add it to the table if it earns its place", from)
+			continue
+		}
+		seen++
+		isTestOf := map[string]bool{}
+		for _, imp := range strings.Fields(parts[2] + " " + parts[3]) {
+			isTestOf[imp] = true
+		}
+		for _, imp := range strings.Fields(parts[1] + " " + parts[2] + " " + parts[3]) {
+			if !strings.HasPrefix(imp, module+"/") || imp == from {
+				continue
+			}
+			toFam := family(imp)
+			switch {
+			case forbidden[[2]string{fromFam, toFam}]:
+				t.Errorf("%s imports %s: %s and %s must never import each other", from, imp, fromFam, toFam)
+			case toFam == fromFam:
+				if !sameFamilyOK(from, imp) && !isTestOf[imp] {
+					t.Errorf("%s imports %s: not allowed within %s", from, imp, fromFam)
+				}
+			case rank(toFam) < rank(fromFam):
+				t.Errorf("%s imports %s, which is above it (DESIGN §1)", from, imp)
+			}
+		}
+	}
+	if seen < len(layers) {
+		t.Fatalf("go list saw only %d packages; the check is not looking at the module", seen)
+	}
+}
+
+func TestLayerRulesCatchViolations(t *testing.T) {
+	// The rules themselves must be able to fail.
+	if rank(family(module+"/llm")) <= rank(family(module+"/gateway")) {
+		t.Fatal("llm should rank below gateway")
+	}
+	if sameFamilyOK(module+"/channels/slack", module+"/channels/discord") {
+		t.Error("an adapter importing a sibling adapter must be refused")
+	}
+	if sameFamilyOK(module+"/channels", module+"/channels/slack") {
+		t.Error("the contract importing an implementation must be refused")
+	}
+	if !sameFamilyOK(module+"/channels/slack", module+"/channels") {
+		t.Error("an adapter may import its contract")
+	}
+	if !forbidden[[2]string{"dream", "consolidator"}] {
+		t.Error("dream -> consolidator must be forbidden")
+	}
+}

@@ -1,0 +1,163 @@
+// Command dreamgate runs the chat gateway and its tools. It is the only place
+// that reads config and picks concrete adapters; every library package gets
+// its dependencies from here.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"golang.org/x/term"
+)
+
+const usage = `dreamgate — a chat gateway whose assistant remembers.
+
+Usage:
+  dreamgate [--config PATH] <command> [flags]
+
+Commands:
+  onboard                      create config and workspace (never overwrites)
+  gateway                      run every enabled channel, the Dream scheduler and /healthz
+  chat [-m msg] [--session s]  chat in the terminal; with -m: one turn, reply on stdout
+  dream run                    run Dream now
+  dream log [sha]              show the latest Dream change, or that commit
+  dream restore [sha]          list Dream commits, or undo one as a new commit
+  status                       config, workspace, provider, last and next Dream
+
+Every command takes --config PATH (default ~/.dreamgate/config.json).
+`
+
+// exitError carries a process exit code up to main.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv)
+	stop()
+	os.Exit(code)
+}
+
+// env is what every subcommand gets.
+type env struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	getenv         func(string) string
+	configPath     string
+}
+
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
+	top := flag.NewFlagSet("dreamgate", flag.ContinueOnError)
+	top.SetOutput(stderr)
+	top.Usage = func() { fmt.Fprint(stderr, usage) }
+	configPath := top.String("config", "", "config file")
+	if err := top.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	rest := top.Args()
+	if len(rest) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv, configPath: *configPath}
+	var err error
+	switch rest[0] {
+	case "onboard":
+		err = cmdOnboard(ctx, e, rest[1:])
+	case "gateway":
+		err = cmdGateway(ctx, e, rest[1:])
+	case "chat":
+		err = cmdChat(ctx, e, rest[1:])
+	case "dream":
+		err = cmdDream(ctx, e, rest[1:])
+	case "status":
+		err = cmdStatus(ctx, e, rest[1:])
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "dreamgate: unknown command %q\n\n%s", rest[0], usage)
+		return 2
+	}
+	return exitCode(err, stderr)
+}
+
+func exitCode(err error, stderr io.Writer) int {
+	if err == nil {
+		return 0
+	}
+	var ce *configError
+	if errors.As(err, &ce) {
+		fmt.Fprintf(stderr, "dreamgate: invalid config: %v\n", ce)
+		return 2
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if msg := ee.err.Error(); msg != "" {
+			fmt.Fprintln(stderr, msg)
+		}
+		return ee.code
+	}
+	fmt.Fprintf(stderr, "dreamgate: %v\n", err)
+	return 1
+}
+
+// flags returns a FlagSet that takes --config like every subcommand.
+func (e *env) flags(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet("dreamgate "+name, flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	fs.Func("config", "config file (default ~/.dreamgate/config.json)", func(v string) error {
+		e.configPath = v
+		return nil
+	})
+	return fs
+}
+
+// parse parses subcommand flags; a usage error exits 2.
+func (e *env) parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return &exitError{code: 0, err: errors.New("")}
+		}
+		return &exitError{code: 2, err: errors.New("")}
+	}
+	return nil
+}
+
+func (e *env) config() (Config, error) {
+	path := e.configPath
+	if path == "" {
+		path = defaultConfigPath()
+	}
+	return loadConfig(path, e.getenv)
+}
+
+// logger logs to stderr: text on a terminal, JSON otherwise.
+// DREAMGATE_LOG_LEVEL (debug, info, warn, error) overrides the level.
+func (e *env) logger(defaultLevel slog.Level) *slog.Logger {
+	level := defaultLevel
+	if v := e.getenv("DREAMGATE_LOG_LEVEL"); v != "" {
+		_ = level.UnmarshalText([]byte(strings.ToUpper(v)))
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	if f, ok := e.stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		return slog.New(slog.NewTextHandler(e.stderr, opts))
+	}
+	return slog.New(slog.NewJSONHandler(e.stderr, opts))
+}
