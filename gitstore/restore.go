@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -183,32 +184,40 @@ func (s *Store) commitsAfter(target *object.Commit) ([]*object.Commit, error) {
 }
 
 // touching keeps the commits of later (newest first, each the child of the
-// next, the last one the child of target) that changed any of paths.
+// next, the last one the child of target) that changed any of paths. It
+// walks oldest first so each tree is looked into once.
 func (s *Store) touching(later []*object.Commit, target *object.Commit, paths []string) ([]Commit, error) {
-	var out []Commit
-	for i, c := range later {
-		parentTree := target.TreeHash
-		if i+1 < len(later) {
-			parentTree = later[i+1].TreeHash
+	stateAt := func(tree plumbing.Hash) ([]blobState, error) {
+		st := make([]blobState, len(paths))
+		for i, p := range paths {
+			var err error
+			if st[i], err = s.lookup(tree, p); err != nil {
+				return nil, err
+			}
 		}
-		if parentTree == c.TreeHash {
+		return st, nil
+	}
+	prevTree := target.TreeHash
+	prev, err := stateAt(prevTree)
+	if err != nil {
+		return nil, err
+	}
+	var out []Commit
+	for i := len(later) - 1; i >= 0; i-- {
+		c := later[i]
+		if c.TreeHash == prevTree {
 			continue
 		}
-		for _, p := range paths {
-			a, err := s.lookup(parentTree, p)
-			if err != nil {
-				return nil, err
-			}
-			b, err := s.lookup(c.TreeHash, p)
-			if err != nil {
-				return nil, err
-			}
-			if a != b {
-				out = append(out, toCommit(c))
-				break
-			}
+		cur, err := stateAt(c.TreeHash)
+		if err != nil {
+			return nil, err
 		}
+		if !slices.Equal(cur, prev) {
+			out = append(out, toCommit(c))
+		}
+		prevTree, prev = c.TreeHash, cur
 	}
+	slices.Reverse(out)
 	return out, nil
 }
 

@@ -84,6 +84,8 @@ type Store struct {
 	repo      *git.Repository
 	packStamp time.Time     // mtime of objects/pack when go-git last listed the packs
 	lockWait  time.Duration // how long to wait for another writer's index.lock
+	// packThreshold is PackThreshold; tests lower it.
+	packThreshold int
 }
 
 // Open uses the repository at dir, or creates one there.
@@ -122,12 +124,13 @@ func newStore(dir string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{
-		dir:      abs,
-		tracked:  tracked,
-		author:   opts.Author,
-		now:      opts.Now,
-		log:      opts.Logger,
-		lockWait: defaultLockWait,
+		dir:           abs,
+		tracked:       tracked,
+		author:        opts.Author,
+		now:           opts.Now,
+		log:           opts.Logger,
+		lockWait:      defaultLockWait,
+		packThreshold: PackThreshold,
 	}
 	if s.author.Name == "" {
 		s.author.Name = DefaultAuthorName

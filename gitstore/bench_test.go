@@ -1,0 +1,437 @@
+package gitstore_test
+
+import (
+	"bytes"
+	"compress/zlib"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/format/packfile"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/storer"
+	"github.com/go-git/go-git/v5/storage/memory"
+
+	"github.com/dreamgate/dreamgate/gitstore"
+)
+
+// Benchmarks run against a repository of 10,000 commits, built once per
+// test process in a temporary directory (removed by TestMain) and only when
+// a benchmark asks for it.
+const benchCommits = 10_000
+
+var benchRoot string // set by TestMain; test-only state
+
+func TestMain(m *testing.M) {
+	root, err := os.MkdirTemp("", "gitstore-bench-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	benchRoot = root
+	code := m.Run()
+	_ = os.RemoveAll(root)
+	os.Exit(code)
+}
+
+type benchFixture struct {
+	once  sync.Once
+	dir   string
+	store *gitstore.Store
+	mid   gitstore.Commit // a commit half-way down the history
+	err   error
+}
+
+var fixtures = map[string]*benchFixture{"loose": {}, "packed": {}}
+
+// fixture returns the 10k-commit repository, loose (as go-git leaves it) or
+// packed (as after a repack).
+func fixture(b *testing.B, kind string) *benchFixture {
+	b.Helper()
+	f := fixtures[kind]
+	f.once.Do(func() {
+		f.dir = filepath.Join(benchRoot, kind)
+		start := time.Now()
+		if f.err = buildHistory(f.dir, benchCommits, kind == "packed"); f.err != nil {
+			return
+		}
+		b.Logf("built %d commits (%s) in %v; %s", benchCommits, kind, time.Since(start).Round(time.Millisecond), objectStats(f.dir))
+		if f.store, f.err = gitstore.Open(f.dir, gitstore.Options{}); f.err != nil {
+			return
+		}
+		var log []gitstore.Commit
+		if log, f.err = f.store.Log(benchCommits/2, ""); f.err == nil {
+			f.mid = log[len(log)-1]
+		}
+	})
+	if f.err != nil {
+		b.Fatal(f.err)
+	}
+	return f
+}
+
+// buildHistory makes a workspace whose memory/MEMORY.md (200 lines) got one
+// line rewritten by each of n commits, nine Dream commits for each manual
+// one. The objects (blob, memory/ tree, root tree, commit per step) are
+// encoded in memory with go-git's plumbing, then written either as loose
+// object files, in parallel (the layout go-git leaves behind), or as one
+// pack through go-git's pack encoder. A last real Commit makes the index
+// match, as in a live workspace.
+func buildHistory(dir string, n int, packed bool) error {
+	s, err := gitstore.Open(dir, gitstore.Options{})
+	if err != nil {
+		return err
+	}
+	repo, err := git.PlainOpen(dir)
+	if err != nil {
+		return err
+	}
+	head, err := repo.Head()
+	if err != nil {
+		return err
+	}
+	root, err := repo.CommitObject(head.Hash())
+	if err != nil {
+		return err
+	}
+	tree, err := root.Tree()
+	if err != nil {
+		return err
+	}
+	var top []object.TreeEntry // .gitignore, SOUL.md, USER.md; memory/ is replaced each step
+	for _, e := range tree.Entries {
+		if e.Name != "memory" {
+			top = append(top, e)
+		}
+	}
+	mem := memory.NewStorage()
+	var hashes []plumbing.Hash
+	put := func(o interface {
+		Encode(plumbing.EncodedObject) error
+	}) (plumbing.Hash, error) {
+		obj := mem.NewEncodedObject()
+		if err := o.Encode(obj); err != nil {
+			return plumbing.ZeroHash, err
+		}
+		h, err := mem.SetEncodedObject(obj)
+		hashes = append(hashes, h)
+		return h, err
+	}
+	lines := make([]string, 200)
+	for i := range lines {
+		lines[i] = fmt.Sprintf("- fact %d: the team decided something worth remembering\n", i)
+	}
+	parent := root.Hash
+	when := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := 1; i <= n; i++ {
+		lines[i%len(lines)] = fmt.Sprintf("- fact %d: revised by run %d\n", i%len(lines), i)
+		obj := mem.NewEncodedObject()
+		obj.SetType(plumbing.BlobObject)
+		w, _ := obj.Writer()
+		_, _ = w.Write([]byte(strings.Join(lines, "")))
+		_ = w.Close()
+		bh, err := mem.SetEncodedObject(obj)
+		if err != nil {
+			return err
+		}
+		hashes = append(hashes, bh)
+		mh, err := put(&object.Tree{Entries: []object.TreeEntry{{Name: "MEMORY.md", Mode: filemode.Regular, Hash: bh}}})
+		if err != nil {
+			return err
+		}
+		entries := append(append([]object.TreeEntry{}, top...), object.TreeEntry{Name: "memory", Mode: filemode.Dir, Hash: mh})
+		th, err := put(&object.Tree{Entries: entries})
+		if err != nil {
+			return err
+		}
+		subject := fmt.Sprintf("dream: 1 change(s) from history %d-%d", i, i)
+		if i%10 == 0 {
+			subject = gitstore.ManualSubject
+		}
+		sig := object.Signature{Name: "dreamgate", Email: "dreamgate@localhost", When: when.Add(time.Duration(i) * time.Hour)}
+		if parent, err = put(&object.Commit{
+			Author: sig, Committer: sig, TreeHash: th, ParentHashes: []plumbing.Hash{parent},
+			Message: subject + "\n\nmemory/MEMORY.md: +1 -1\n",
+		}); err != nil {
+			return err
+		}
+	}
+	if packed {
+		pw, err := repo.Storer.(storer.PackfileWriter).PackfileWriter()
+		if err != nil {
+			return err
+		}
+		if _, err := packfile.NewEncoder(pw, mem, false).Encode(hashes, 10); err != nil {
+			return err
+		}
+		if err := pw.Close(); err != nil {
+			return err
+		}
+	} else if err := writeLoose(filepath.Join(dir, ".git", "objects"), mem, hashes); err != nil {
+		return err
+	}
+	if err := repo.Storer.SetReference(plumbing.NewHashReference(head.Name(), parent)); err != nil {
+		return err
+	}
+	lines[0] = "- fact 0: revised by the last run\n"
+	if err := os.WriteFile(filepath.Join(dir, "memory", "MEMORY.md"), []byte(strings.Join(lines, "")), 0o644); err != nil {
+		return err
+	}
+	_, err = s.Commit("dream: 1 change(s) from history last", "")
+	return err
+}
+
+// writeLoose writes objects as git's loose files (objects/ab/cdef...: zlib
+// of "<type> <size>\x00<data>") with a few workers: creating 40,000 small
+// files is the slow part.
+func writeLoose(objDir string, src *memory.Storage, hashes []plumbing.Hash) error {
+	work := make(chan plumbing.Hash)
+	errs := make(chan error, 8)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for h := range work {
+				if err := writeLooseObject(objDir, src, h); err != nil {
+					errs <- err
+					for range work { // drain so the sender finishes
+					}
+					return
+				}
+			}
+		}()
+	}
+	for _, h := range hashes {
+		work <- h
+	}
+	close(work)
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
+
+func writeLooseObject(objDir string, src *memory.Storage, h plumbing.Hash) error {
+	o, err := src.EncodedObject(plumbing.AnyObject, h)
+	if err != nil {
+		return err
+	}
+	r, err := o.Reader()
+	if err != nil {
+		return err
+	}
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	zw := zlib.NewWriter(&buf)
+	fmt.Fprintf(zw, "%s %d\x00", o.Type(), len(data))
+	_, _ = zw.Write(data)
+	if err := zw.Close(); err != nil {
+		return err
+	}
+	name := h.String()
+	if err := os.MkdirAll(filepath.Join(objDir, name[:2]), 0o755); err != nil {
+		return err
+	}
+	err = os.WriteFile(filepath.Join(objDir, name[:2], name[2:]), buf.Bytes(), 0o444)
+	if errors.Is(err, fs.ErrPermission) || errors.Is(err, fs.ErrExist) {
+		return nil // identical content already there (e.g. an unchanged tree)
+	}
+	return err
+}
+
+func objectStats(dir string) string {
+	loose, bytes := 0, int64(0)
+	_ = filepath.WalkDir(filepath.Join(dir, ".git", "objects"), func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if fi, err := d.Info(); err == nil {
+				bytes += (fi.Size() + 4095) / 4096 * 4096 // what the files occupy in 4 KiB blocks
+				if !strings.Contains(p, string(filepath.Separator)+"pack"+string(filepath.Separator)) {
+					loose++
+				}
+			}
+		}
+		return nil
+	})
+	return fmt.Sprintf("%d loose object files, %.1f MB on disk in .git/objects", loose, float64(bytes)/1e6)
+}
+
+// bumpMemory rewrites one line of MEMORY.md so the next Commit is real.
+func bumpMemory(b *testing.B, dir string, i int) {
+	p := filepath.Join(dir, "memory", "MEMORY.md")
+	data, err := os.ReadFile(p)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ls := strings.SplitAfter(string(data), "\n")
+	ls[i%50] = fmt.Sprintf("- fact %d: benchmark edit %d %d\n", i%50, i, time.Now().UnixNano())
+	if err := os.WriteFile(p, []byte(strings.Join(ls, "")), 0o644); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func BenchmarkStore10k(b *testing.B) {
+	for _, kind := range []string{"loose", "packed"} {
+		b.Run(kind+"/Latest", func(b *testing.B) {
+			f := fixture(b, kind)
+			for b.Loop() {
+				c, d, err := f.store.Latest("dream:")
+				if err != nil || len(d.Files) == 0 || c.SHA == "" {
+					b.Fatal(c, d, err)
+				}
+			}
+		})
+		b.Run(kind+"/LatestNoMatch", func(b *testing.B) {
+			// Worst case: the prefix matches nothing, the whole first-parent
+			// history is read.
+			f := fixture(b, kind)
+			for b.Loop() {
+				if _, _, err := f.store.Latest("nothing:"); err == nil {
+					b.Fatal("found a commit that does not exist")
+				}
+			}
+		})
+		b.Run(kind+"/Log10", func(b *testing.B) {
+			f := fixture(b, kind)
+			for b.Loop() {
+				if log, err := f.store.Log(10, "dream:"); err != nil || len(log) != 10 {
+					b.Fatal(len(log), err)
+				}
+			}
+		})
+		for _, n := range []int{4, 8} {
+			b.Run(fmt.Sprintf("%s/ShowPrefix%d", kind, n), func(b *testing.B) {
+				f := fixture(b, kind)
+				target := uniquePrefixCommit(b, f, n)
+				for b.Loop() {
+					c, d, err := f.store.Show(target.SHA[:n])
+					if err != nil || c.SHA != target.SHA || len(d.Files) != 1 {
+						b.Fatal(c, err)
+					}
+				}
+			})
+		}
+		b.Run(kind+"/Status", func(b *testing.B) {
+			f := fixture(b, kind)
+			for b.Loop() {
+				if _, err := f.store.Status(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(kind+"/Commit", func(b *testing.B) {
+			f := fixture(b, kind)
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				bumpMemory(b, f.dir, i)
+				b.StartTimer()
+				if _, err := f.store.Commit("dream: 1 change(s) from history bench", ""); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(kind+"/Restore", func(b *testing.B) {
+			f := fixture(b, kind)
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				bumpMemory(b, f.dir, i)
+				c, err := f.store.Commit("dream: 1 change(s) from history bench", "")
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				if _, _, err := f.store.Restore(c.Short); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(kind+"/RestoreDeep", func(b *testing.B) {
+			// Restore the state before a commit half-way down (5,000 commits
+			// back): the walk to it dominates.
+			f := fixture(b, kind)
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				bumpMemory(b, f.dir, i) // so there is something to restore each time
+				if _, err := f.store.Commit("dream: 1 change(s) from history bench", ""); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				if _, _, err := f.store.Restore(f.mid.SHA); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(kind+"/Open", func(b *testing.B) {
+			f := fixture(b, kind)
+			for b.Loop() {
+				if _, err := gitstore.Open(f.dir, gitstore.Options{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// uniquePrefixCommit picks a commit about 5,000 back whose first n hex
+// digits name no other commit.
+func uniquePrefixCommit(b *testing.B, f *benchFixture, n int) gitstore.Commit {
+	b.Helper()
+	all, err := f.store.Log(0, "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	count := map[string]int{}
+	for _, c := range all {
+		count[c.SHA[:n]]++
+	}
+	for _, c := range all[len(all)/2:] {
+		if count[c.SHA[:n]] == 1 {
+			return c
+		}
+	}
+	b.Fatal("no unique prefix")
+	return gitstore.Commit{}
+}
+
+// BenchmarkPack times Pack on a fresh all-loose history: 1,700 commits is
+// about the PackThreshold (6,700 objects), 10,000 commits is the worst case
+// of a store that was never packed. Run with -benchtime 1x: each iteration
+// builds its own repository first (untimed).
+func BenchmarkPack(b *testing.B) {
+	for _, n := range []int{1_700, benchCommits} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				dir := filepath.Join(b.TempDir(), "ws")
+				if err := buildHistory(dir, n, false); err != nil {
+					b.Fatal(err)
+				}
+				s, err := gitstore.Open(dir, gitstore.Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				gitstore.SetPackThreshold(s, -1)
+				b.StartTimer()
+				packed, err := s.Pack()
+				if err != nil || packed < 4*n {
+					b.Fatal(packed, err)
+				}
+				b.StopTimer()
+				b.ReportMetric(float64(packed), "objects")
+				b.Logf("%d commits: %s", n, objectStats(dir))
+			}
+		})
+	}
+}
