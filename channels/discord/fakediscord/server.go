@@ -495,6 +495,15 @@ func (s *Server) WaitConnections(ctx context.Context, n int) error {
 	return nil
 }
 
+// WaitHeartbeats waits until n heartbeats have been acknowledged in total.
+func (s *Server) WaitHeartbeats(ctx context.Context, n int) error {
+	err := s.waitFor(ctx, func() bool { return s.stats.HeartbeatAcks >= n })
+	if err != nil {
+		return fmt.Errorf("wait for %d heartbeat ACKs: %w", n, err)
+	}
+	return nil
+}
+
 // WaitRequest waits until a REST request with this method and path was made.
 func (s *Server) WaitRequest(ctx context.Context, method, path string) error {
 	err := s.waitFor(ctx, func() bool {
