@@ -43,7 +43,7 @@ type Commit struct {
 // to record may still see such a change carried along in a later commit.
 func (s *Store) Commit(subject, body string) (Commit, error) {
 	defer s.lock()()
-	c, err := s.commitPaths(s.tracked, subject, body)
+	c, err := s.lockedCommit(s.tracked, subject, body)
 	if err != nil {
 		return Commit{}, fmt.Errorf("commit %q: %w", subject, err)
 	}
@@ -198,19 +198,23 @@ func (s *Store) readBlob(h plumbing.Hash) ([]byte, error) {
 	return data, nil
 }
 
-// commitPaths commits the workspace state of paths on top of HEAD. The
-// caller holds s.mu.
-func (s *Store) commitPaths(paths []string, subject, body string) (Commit, error) {
-	msg, err := message(subject, body)
-	if err != nil {
-		return Commit{}, err
-	}
+// lockedCommit is commitPaths under the index lock.
+func (s *Store) lockedCommit(paths []string, subject, body string) (Commit, error) {
 	lock, err := s.lockIndex()
 	if err != nil {
 		return Commit{}, err
 	}
 	defer lock.release()
+	return s.commitPaths(paths, subject, body)
+}
 
+// commitPaths commits the workspace state of paths on top of HEAD. The
+// caller holds s.mu and the index lock.
+func (s *Store) commitPaths(paths []string, subject, body string) (Commit, error) {
+	msg, err := message(subject, body)
+	if err != nil {
+		return Commit{}, err
+	}
 	head, err := s.head()
 	if err != nil {
 		return Commit{}, err
@@ -272,7 +276,7 @@ func (s *Store) commitPaths(paths []string, subject, body string) (Commit, error
 	// The commit is made. A stale index only confuses `git status` (it
 	// would show our change reverted as staged); our own reads never use
 	// the index, so this is a warning, not a failed commit.
-	if err := s.writeIndex(lock, files); err != nil {
+	if err := s.writeIndex(files); err != nil {
 		s.log.Warn("memory repository: commit made but the index was not updated",
 			"commit", shortID(c.Hash.String()), "err", err)
 	}
@@ -409,19 +413,18 @@ func (s *Store) editTree(base plumbing.Hash, edits map[string]workFile) (plumbin
 	return obj.Hash(), len(entries), nil
 }
 
-// Lock handling. git takes <gitdir>/index.lock (created exclusively) for
-// every index write and renames it over the index when done; doing the same
-// keeps us from interleaving with a git command or another dreamgate
-// process, and makes the index write atomic.
+// Lock handling. git takes <gitdir>/index.lock (created exclusively) before
+// it writes the index or moves a branch; taking it too keeps us from
+// interleaving with a git command or another dreamgate process. We hold it
+// for a whole operation (a restore makes two commits) and write the index
+// itself through a temporary file and a rename, so it is never torn.
 const (
 	defaultLockWait = 2 * time.Second  // a git command holds the lock for milliseconds
 	lockStale       = 10 * time.Minute // our writes take milliseconds: an older lock is a crash leftover
 )
 
 type indexLock struct {
-	f    *os.File
 	path string
-	done bool
 }
 
 func (s *Store) lockIndex() (*indexLock, error) {
@@ -431,7 +434,11 @@ func (s *Store) lockIndex() (*indexLock, error) {
 	for {
 		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 		if err == nil {
-			return &indexLock{f: f, path: p}, nil
+			if err := f.Close(); err != nil {
+				_ = os.Remove(p)
+				return nil, fmt.Errorf("lock index: %w", err)
+			}
+			return &indexLock{path: p}, nil
 		}
 		if !errors.Is(err, fs.ErrExist) {
 			return nil, fmt.Errorf("lock index: %w", err)
@@ -451,20 +458,12 @@ func (s *Store) lockIndex() (*indexLock, error) {
 	}
 }
 
-// release drops the lock unless writeIndex already turned it into the index.
-func (l *indexLock) release() {
-	if l.done {
-		return
-	}
-	_ = l.f.Close()
-	_ = os.Remove(l.path)
-	l.done = true
-}
+func (l *indexLock) release() { _ = os.Remove(l.path) }
 
 // writeIndex sets the index entries of the committed paths to what was
 // committed (with the files' stat data, so git sees them clean without
-// rehashing) and installs the index through the lock file.
-func (s *Store) writeIndex(l *indexLock, files map[string]workFile) error {
+// rehashing) and replaces the index atomically. The caller holds the lock.
+func (s *Store) writeIndex(files map[string]workFile) (err error) {
 	idx, err := s.repo.Storer.Index()
 	if err != nil {
 		return fmt.Errorf("read index: %w", err)
@@ -489,24 +488,31 @@ func (s *Store) writeIndex(l *indexLock, files map[string]workFile) error {
 		fillStat(e, w.info)
 		idx.Entries = append(idx.Entries, e)
 	}
-	bw := bufio.NewWriter(l.f)
+	f, err := os.CreateTemp(s.gitDir, "index.dreamgate-*")
+	if err != nil {
+		return fmt.Errorf("write index: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = f.Close()
+			_ = os.Remove(f.Name())
+		}
+	}()
+	bw := bufio.NewWriter(f)
 	if err := index.NewEncoder(bw).Encode(idx); err != nil {
 		return fmt.Errorf("encode index: %w", err)
 	}
 	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("write index: %w", err)
 	}
-	if err := l.f.Sync(); err != nil {
+	if err := f.Sync(); err != nil {
 		return fmt.Errorf("sync index: %w", err)
 	}
-	if err := l.f.Close(); err != nil {
+	if err := f.Close(); err != nil {
 		return fmt.Errorf("close index: %w", err)
 	}
-	if err := os.Rename(l.path, filepath.Join(s.gitDir, "index")); err != nil {
-		_ = os.Remove(l.path)
-		l.done = true
+	if err := os.Rename(f.Name(), filepath.Join(s.gitDir, "index")); err != nil {
 		return fmt.Errorf("install index: %w", err)
 	}
-	l.done = true
 	return nil
 }

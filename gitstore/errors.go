@@ -62,9 +62,9 @@ type NestedRepositoryError struct {
 }
 
 func (e *NestedRepositoryError) Error() string {
-	return fmt.Sprintf("%s: workspace %s is inside the git repository at %s; "+
-		"move the workspace outside it (nested repositories are refused)",
-		ErrNestedRepository, e.Workspace, e.Outer)
+	return fmt.Sprintf("workspace %s is inside the git repository at %s: "+
+		"choose a workspace outside it (a memory repository nested in another one is refused)",
+		e.Workspace, e.Outer)
 }
 
 func (e *NestedRepositoryError) Unwrap() error { return ErrNestedRepository }

@@ -56,6 +56,13 @@ func (s *Store) restore(rev string) (Commit, []Commit, error) {
 	if err != nil {
 		return Commit{}, nil, err
 	}
+	// One lock for both commits: no other writer may slip a commit in
+	// between, whose change the restore would then discard unannounced.
+	lock, err := s.lockIndex()
+	if err != nil {
+		return Commit{}, nil, err
+	}
+	defer lock.release()
 	// Save hand edits first, so the restore cannot silently discard them.
 	manual, err := s.saveManualEdits()
 	if err != nil {
@@ -74,8 +81,8 @@ func (s *Store) restore(rev string) (Commit, []Commit, error) {
 	}
 
 	type fileRestore struct {
-		path string
-		want blobState
+		path      string
+		want, now blobState
 	}
 	var restores []fileRestore
 	for _, p := range s.tracked {
@@ -88,16 +95,32 @@ func (s *Store) restore(rev string) (Commit, []Commit, error) {
 			return Commit{}, nil, err
 		}
 		if want != now {
-			restores = append(restores, fileRestore{p, want})
+			restores = append(restores, fileRestore{p, want, now})
 		}
 	}
 	if len(restores) == 0 {
 		return Commit{}, nil, fmt.Errorf("the memory files already are as before %s: %w", short, ErrNothingToCommit)
 	}
 
+	// Until the revert commit exists, a failure puts the files back as HEAD
+	// has them (all of it is committed by now, hand edits included), so a
+	// half-done restore is never mistaken later for edits made by hand.
+	done := false
+	var written []fileRestore
+	defer func() {
+		if done {
+			return
+		}
+		for _, r := range written {
+			if err := s.writeVersion(r.path, r.now); err != nil {
+				s.log.Error("memory repository: could not undo a failed restore", "path", r.path, "err", err)
+			}
+		}
+	}()
 	changed := make([]string, 0, len(restores))
 	var lines []string
 	for _, r := range restores {
+		written = append(written, r)
 		if err := s.writeVersion(r.path, r.want); err != nil {
 			return Commit{}, nil, err
 		}
@@ -132,12 +155,14 @@ func (s *Store) restore(rev string) (Commit, []Commit, error) {
 	if err != nil {
 		return Commit{}, nil, fmt.Errorf("commit the restore: %w", err)
 	}
+	done = true
 	return c, undone, nil
 }
 
 // saveManualEdits commits uncommitted changes of the tracked files (byte for
 // byte: even a change of line endings only is kept) as ManualSubject, and
-// returns that commit, or nil when there was nothing to save.
+// returns that commit, or nil when there was nothing to save. The caller
+// holds the index lock.
 func (s *Store) saveManualEdits() (*object.Commit, error) {
 	d, err := s.status()
 	if err != nil {

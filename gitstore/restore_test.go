@@ -227,3 +227,39 @@ func mapsEqual(a, b map[string]string) bool {
 	}
 	return true
 }
+
+func TestRestoreFailureLeavesFilesAsCommitted(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ws")
+	s, err := gitstore.Open(dir, gitstore.Options{Tracked: []string{"SOUL.md", "a/b.md"}, Now: newClock().now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, dir, "SOUL.md", "v1\n")
+	writeFile(t, dir, "a/b.md", "x\n")
+	mustCommit(t, s, "dream: x")
+	writeFile(t, dir, "SOUL.md", "v2\n")
+	if err := os.RemoveAll(filepath.Join(dir, "a")); err != nil {
+		t.Fatal(err)
+	}
+	y := mustCommit(t, s, "dream: y")
+	// A plain file now sits where the restore needs the directory a/: the
+	// restore writes SOUL.md first, then fails on a/b.md.
+	writeFile(t, dir, "a", "blocker\n")
+
+	if _, _, err := s.Restore(y.Short); err == nil {
+		t.Fatal("Restore succeeded although a/b.md cannot be written")
+	}
+	if got := readFile(t, dir, "SOUL.md"); got != "v2\n" {
+		t.Errorf("SOUL.md = %q after a failed restore, want it back as committed (v2)", got)
+	}
+	if got := readFile(t, dir, "a"); got != "blocker\n" {
+		t.Errorf("the blocking file was touched: %q", got)
+	}
+	if st, err := s.Status(); err != nil || !st.Empty() {
+		t.Errorf("Status after a failed restore = %+v, %v; want clean", st, err)
+	}
+	if log, _ := s.Log(1, ""); len(log) != 1 || log[0].SHA != y.SHA {
+		t.Errorf("a failed restore committed: %q", subjects(log))
+	}
+	checkGit(t, s, dir)
+}

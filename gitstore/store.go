@@ -74,7 +74,7 @@ type Signature struct{ Name, Email string }
 type Store struct {
 	dir     string // absolute workspace directory
 	gitDir  string // holds HEAD, index, index.lock
-	objDir  string // loose objects and packs; "" when unknown
+	objDir  string // loose objects and packs (the common dir's, for a linked worktree)
 	tracked []string
 	author  Signature
 	now     func() time.Time
@@ -92,11 +92,13 @@ type Store struct {
 //
 // A new repository gets a .gitignore that ignores everything except the
 // tracked files and itself, the missing tracked files as empty files, and an
-// initial commit InitSubject. An existing repository at dir is adopted: its
-// .gitignore gets the missing lines appended (and that change is committed
-// as IgnoreSubject); if it has no commit yet, it gets the initial commit.
+// initial commit InitSubject. An existing repository at dir (a .git
+// directory, or a .git file of a linked worktree) is adopted: its .gitignore
+// gets the missing lines appended (and that change is committed as
+// IgnoreSubject); if it has no commit yet, it gets the initial commit.
 // A dir with no repository of its own inside another repository (an ancestor
-// holding a .git directory or file) is refused with a *NestedRepositoryError.
+// holding a .git directory or file, also after resolving symlinks) is
+// refused with a *NestedRepositoryError and nothing is created.
 func Open(dir string, opts Options) (*Store, error) {
 	s, err := newStore(dir, opts)
 	if err != nil {
@@ -269,7 +271,7 @@ func (s *Store) adopt(dotGit string) error {
 		return s.initialCommit()
 	}
 	if changed {
-		_, err := s.commitPaths([]string{ignoreFile}, IgnoreSubject,
+		_, err := s.lockedCommit([]string{ignoreFile}, IgnoreSubject,
 			"Track only the memory files: "+strings.Join(s.tracked, ", ")+".")
 		if err != nil && !errors.Is(err, ErrNothingToCommit) {
 			return fmt.Errorf("commit .gitignore: %w", err)
@@ -395,7 +397,7 @@ func (s *Store) initialCommit() error {
 		}
 	}
 	paths := append([]string{ignoreFile}, s.tracked...)
-	if _, err := s.commitPaths(paths, InitSubject, ""); err != nil {
+	if _, err := s.lockedCommit(paths, InitSubject, ""); err != nil {
 		return fmt.Errorf("initial commit: %w", err)
 	}
 	return nil
