@@ -141,13 +141,13 @@ func New(cfg Config) (*Adapter, error) {
 	if policy == PolicyAllowlist && allowChannels == nil {
 		return nil, &configError{"allowChannels", `must list at least one channel id when groupPolicy is "allowlist"`}
 	}
-	transport := http.DefaultTransport
+	var transport http.RoundTripper = newTransport()
 	if cfg.APIURL != "" {
 		u, err := url.Parse(cfg.APIURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return nil, &configError{"apiURL", fmt.Sprintf("must be an http(s) URL such as http://127.0.0.1:8080, not %q", cfg.APIURL)}
 		}
-		transport = rewriteTransport{base: u, next: http.DefaultTransport}
+		transport = rewriteTransport{base: u, next: transport}
 	}
 	logger := cfg.Logger
 	if logger == nil {

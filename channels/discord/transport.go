@@ -9,6 +9,23 @@ import (
 	"sync"
 )
 
+// maxIdlePerHost keeps enough connections to Discord open for replies to
+// many channels at once; the net/http default of 2 makes a burst of sends
+// dial a new connection for nearly every request.
+const maxIdlePerHost = 32
+
+// newTransport is net/http's default transport with more idle connections
+// per host.
+func newTransport() http.RoundTripper {
+	base, ok := http.DefaultTransport.(*http.Transport)
+	if !ok {
+		return http.DefaultTransport
+	}
+	t := base.Clone()
+	t.MaxIdleConnsPerHost = maxIdlePerHost
+	return t
+}
+
 // rewriteTransport sends every REST request to the configured apiURL instead
 // of Discord's host. discordgo builds its URLs from package-level variables;
 // rewriting here leaves them alone, so adapters pointed at different servers
