@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/dreamgate/dreamgate/channels"
@@ -32,19 +31,15 @@ func cmdDream() *command {
 				progress := func(msg string) {
 					g.send(channels.ReplyTo(in, channels.KindProgress, msg))
 				}
-				rep, err := g.deps.Dream.Run(ctx, "chat", progress)
+				rep, err := g.deps.Dream.Run(ctx, dream.TriggerManual, progress)
 				var text string
-				switch {
-				case errors.Is(err, dream.ErrAlreadyRunning):
-					text = dream.FormatBusy(err, g.now())
-				case err != nil && rep.Outcome == "":
-					g.logger.Error("/dream failed", "session", in.SessionKey, "err", err)
-					text = "Dream failed; the error is in the gateway log."
-				default:
-					if err != nil {
-						g.logger.Warn("/dream did not complete", "session", in.SessionKey, "err", err)
-					}
+				if err != nil {
+					g.logger.Warn("/dream did not complete", "session", in.SessionKey, "outcome", rep.Outcome, "err", err)
+				}
+				if rep.Outcome != "" {
 					text = dream.FormatReport(rep)
+				} else {
+					text = dream.FormatError(err, "", g.now())
 				}
 				g.send(channels.ReplyTo(in, channels.KindReply, text))
 			})

@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"errors"
 
 	"github.com/dreamgate/dreamgate/dream"
 )
@@ -23,19 +22,15 @@ func cmdDreamRestore() *command {
 			if req.args == "" {
 				cs, err := g.deps.MemoryLog.Log(restoreListSize, dream.SubjectPrefix)
 				if err != nil {
-					g.logger.Error("memory log failed", "err", err)
-					return "The memory repository could not be read; the error is in the gateway log."
+					return g.memoryError("/dream-restore", "", err)
 				}
 				return dream.FormatList(cs)
 			}
 			res, err := g.deps.Dream.Restore(req.args)
-			if errors.Is(err, dream.ErrAlreadyRunning) {
-				return dream.FormatBusy(err, g.now())
+			if err != nil {
+				return g.memoryError("/dream-restore", req.args, err)
 			}
-			if errors.Is(err, dream.ErrNotDreamCommit) {
-				return "Only Dream commits can be restored; /dream-restore lists them."
-			}
-			return formatRevisionError(g, req.args, err, func() string { return dream.FormatRestore(res) })
+			return dream.FormatRestore(res)
 		},
 	}
 }

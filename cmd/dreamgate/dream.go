@@ -38,17 +38,15 @@ func cmdDream(ctx context.Context, e *env, args []string) error {
 		if err != nil {
 			return err
 		}
-		rep, err := d.Run(ctx, "cli", func(msg string) { fmt.Fprintln(e.stderr, msg) })
-		if errors.Is(err, dream.ErrAlreadyRunning) {
-			return &exitError{code: 1, err: errors.New(dream.FormatBusy(err, time.Now()))}
-		}
-		if rep.Outcome != "" {
-			fmt.Fprintln(e.stdout, dream.FormatReport(rep))
-		}
-		if err != nil {
-			if rep.Outcome == "" {
-				return fmt.Errorf("dream run: %w", err)
+		rep, err := d.Run(ctx, dream.TriggerCLI, func(msg string) { fmt.Fprintln(e.stderr, msg) })
+		if rep.Outcome == "" {
+			if err != nil {
+				return revisionError("", err)
 			}
+			return nil
+		}
+		fmt.Fprintln(e.stdout, dream.FormatReport(rep))
+		if err != nil {
 			return &exitError{code: 1, err: errors.New("")}
 		}
 		return nil
@@ -79,7 +77,7 @@ func cmdDream(ctx context.Context, e *env, args []string) error {
 		if rev == "" {
 			cs, err := repo.Log(10, dream.SubjectPrefix)
 			if err != nil {
-				return err
+				return revisionError("", err)
 			}
 			fmt.Fprintln(e.stdout, dream.FormatList(cs))
 			return nil
@@ -89,9 +87,6 @@ func cmdDream(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 		res, err := d.Restore(rev)
-		if errors.Is(err, dream.ErrAlreadyRunning) {
-			return &exitError{code: 1, err: errors.New(dream.FormatBusy(err, time.Now()))}
-		}
 		if err != nil {
 			return revisionError(rev, err)
 		}
@@ -102,16 +97,8 @@ func cmdDream(ctx context.Context, e *env, args []string) error {
 	}
 }
 
+// revisionError is a failed Dream or repository call as the one sentence the
+// user sees (exit 1).
 func revisionError(rev string, err error) error {
-	switch {
-	case errors.Is(err, gitstore.ErrAmbiguousRevision):
-		return &exitError{code: 1, err: fmt.Errorf("%q matches more than one commit; give more characters of the sha", rev)}
-	case errors.Is(err, gitstore.ErrUnknownRevision) && rev == "":
-		return &exitError{code: 1, err: errors.New("Dream has not changed memory yet; run `dreamgate dream run`")}
-	case errors.Is(err, gitstore.ErrUnknownRevision):
-		return &exitError{code: 1, err: fmt.Errorf("no commit %s; `dreamgate dream restore` lists the Dream commits", rev)}
-	case errors.Is(err, dream.ErrNotDreamCommit):
-		return &exitError{code: 1, err: errors.New("only Dream commits can be restored; `dreamgate dream restore` lists them")}
-	}
-	return err
+	return &exitError{code: 1, err: errors.New(dream.FormatError(err, rev, time.Now()))}
 }
