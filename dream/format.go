@@ -19,8 +19,18 @@ import (
 // replies, but a whole rewritten file is not worth reading in a chat.
 const logDiffCap = 6_000
 
-// timeLayout is how commit times are shown.
-const timeLayout = "2006-01-02 15:04 MST"
+// showTime renders a commit time with its zone: a named zone by name
+// ("CEST"), an unnamed one by offset ("+0200"), offset zero as "UTC".
+func showTime(t time.Time) string {
+	name, off := t.Zone()
+	switch {
+	case off == 0 && (name == "" || name[0] == '+' || name[0] == '-'):
+		return t.Format("2006-01-02 15:04") + " UTC"
+	case name == "" || name[0] == '+' || name[0] == '-':
+		return t.Format("2006-01-02 15:04 -0700")
+	}
+	return t.Format("2006-01-02 15:04 MST")
+}
 
 // FormatReport is the reply to /dream and `dreamgate dream run`.
 func FormatReport(r Report) string {
@@ -75,7 +85,7 @@ func reasonOr(s string) string {
 // against its parent.
 func FormatCommit(c gitstore.Commit, d gitstore.Diff) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s\n`%s` %s\n", subjectOr(c.Subject), c.Short, c.When.Format(timeLayout))
+	fmt.Fprintf(&b, "%s\n`%s` %s\n", subjectOr(c.Subject), c.Short, showTime(c.When))
 	if len(d.Files) == 0 {
 		b.WriteString("No memory file changed in this commit.\n")
 	} else {
@@ -134,7 +144,7 @@ func FormatList(cs []gitstore.Commit) string {
 	var b strings.Builder
 	b.WriteString("Dream commits, newest first:\n")
 	for _, c := range cs {
-		fmt.Fprintf(&b, "- `%s` %s %s\n", c.Short, c.When.Format(timeLayout), subjectOr(c.Subject))
+		fmt.Fprintf(&b, "- `%s` %s %s\n", c.Short, showTime(c.When), subjectOr(c.Subject))
 	}
 	b.WriteString("See one with /dream-log <sha>; undo one (and everything after it) with /dream-restore <sha>.")
 	return b.String()
@@ -257,7 +267,7 @@ func FormatStatus(s Status, now time.Time) string {
 		parts = append(parts, last)
 	}
 	if !s.Next.IsZero() {
-		parts = append(parts, fmt.Sprintf("next: %s (in %s)", s.Next.Format(timeLayout), ago(s.Next.Sub(now))))
+		parts = append(parts, fmt.Sprintf("next: %s (in %s)", showTime(s.Next), ago(s.Next.Sub(now))))
 	} else {
 		parts = append(parts, "next: not scheduled")
 	}

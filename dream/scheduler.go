@@ -39,37 +39,43 @@ func NewScheduler(spec, timezone string, d *Dreamer, logger *slog.Logger) (*Sche
 	if d == nil {
 		return nil, errors.New("dream scheduler: no dreamer")
 	}
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
+	sched, loc, err := parseSchedule(spec, timezone)
+	if err != nil {
+		return nil, err
 	}
+	return newDreamScheduler(sched, loc, d, logger), nil
+}
+
+// parseSchedule checks a dream.cron spec and time zone.
+func parseSchedule(spec, timezone string) (cron.Schedule, *time.Location, error) {
+	loc, err := time.LoadLocation(timezone)
+	if err != nil {
+		return nil, nil, fmt.Errorf("dream time zone %q: %w", timezone, err)
+	}
+	sched, err := cron.ParseStandard(strings.TrimSpace(spec))
+	if err != nil {
+		return nil, nil, fmt.Errorf("dream schedule %q: %w", spec, err)
+	}
+	return sched, loc, nil
+}
+
+// newDreamScheduler runs d on any schedule (tests use a fast one).
+func newDreamScheduler(sched cron.Schedule, loc *time.Location, d *Dreamer, logger *slog.Logger) *Scheduler {
 	job := func(ctx context.Context) {
 		// The outcome is logged by Run; a refusal (a /dream is running)
 		// is routine.
 		_, _ = d.Run(ctx, TriggerCron, nil)
 	}
-	s, err := newScheduler(spec, timezone, job, logger)
-	if err != nil {
-		return nil, err
-	}
+	s := newSchedulerWith(sched, loc, job, logger)
 	d.setNext(s.Next)
-	return s, nil
-}
-
-// newScheduler is NewScheduler with any job, for tests.
-func newScheduler(spec, timezone string, job func(context.Context), logger *slog.Logger) (*Scheduler, error) {
-	loc, err := time.LoadLocation(timezone)
-	if err != nil {
-		return nil, fmt.Errorf("dream time zone %q: %w", timezone, err)
-	}
-	sched, err := cron.ParseStandard(strings.TrimSpace(spec))
-	if err != nil {
-		return nil, fmt.Errorf("dream schedule %q: %w", spec, err)
-	}
-	return newSchedulerWith(sched, loc, job, logger), nil
+	return s
 }
 
 // newSchedulerWith takes a parsed (or, in tests, hand-made) schedule.
 func newSchedulerWith(sched cron.Schedule, loc *time.Location, job func(context.Context), logger *slog.Logger) *Scheduler {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Scheduler{sched: sched, loc: loc, log: logger, ctx: ctx, cancel: cancel}
 	chainLog := cronLogger{log: logger, level: slog.LevelInfo}
@@ -86,12 +92,13 @@ func newSchedulerWith(sched cron.Schedule, loc *time.Location, job func(context.
 // or after Stop does nothing.
 func (s *Scheduler) Start() {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.started || s.stopped {
+		s.mu.Unlock()
 		return
 	}
 	s.started = true
 	s.c.Start()
+	s.mu.Unlock()
 	s.log.Info("dream schedule started", "next", s.Next())
 }
 

@@ -1,0 +1,73 @@
+package dream
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseAnalysis(t *testing.T) {
+	tests := []struct {
+		name     string
+		in       string
+		findings []Finding
+		skips    int
+		ignored  int
+	}{
+		{"plain", "[USER] prefers tea over coffee\n[SOUL] answer in German\n[MEMORY] release is on May 5\n[FILE-REMOVE] MEMORY.md: the old release date",
+			[]Finding{{TagUser, "prefers tea over coffee"}, {TagSoul, "answer in German"}, {TagMemory, "release is on May 5"}, {TagFileRemove, "MEMORY.md: the old release date"}}, 0, 0},
+		{"skip only", "[SKIP]", nil, 1, 0},
+		{"skip with a note", "[SKIP] nothing durable here\n\n", nil, 1, 0},
+		{"markdown decorations", "- [USER] likes cats\n* **[MEMORY]** uses Go 1.26\n1. [soul]: be brief\n2) [File-Remove] - the duplicate name line\n• [USER] — lives in Lisbon",
+			[]Finding{{TagUser, "likes cats"}, {TagMemory, "uses Go 1.26"}, {TagSoul, "be brief"}, {TagFileRemove, "the duplicate name line"}, {TagUser, "lives in Lisbon"}}, 0, 0},
+		{"code fence around the answer", "```\n[USER] likes cats\n```", []Finding{{TagUser, "likes cats"}}, 0, 0},
+		{"prose and unknown tags ignored", "Here is my analysis:\n[SKILL] deploy: how to deploy\n[USER] likes cats\n[] nothing\n[USER]\nThanks!",
+			[]Finding{{TagUser, "likes cats"}}, 0, 5},
+		{"duplicates kept once", "[USER] likes cats\n[USER] likes cats", []Finding{{TagUser, "likes cats"}}, 0, 0},
+		{"prose only", "I think the user likes cats.", nil, 0, 1},
+		{"unclosed bracket", "[USER likes cats", nil, 0, 1},
+		{"CRLF", "[USER] likes cats\r\n[SKIP]\r\n", []Finding{{TagUser, "likes cats"}}, 1, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			a := parseAnalysis(tc.in)
+			if !reflect.DeepEqual(a.findings, tc.findings) {
+				t.Errorf("findings = %#v\nwant %#v", a.findings, tc.findings)
+			}
+			if a.skips != tc.skips || len(a.ignored) != tc.ignored {
+				t.Errorf("skips %d ignored %q, want %d and %d", a.skips, a.ignored, tc.skips, tc.ignored)
+			}
+		})
+	}
+}
+
+func TestPhase1Input(t *testing.T) {
+	long := strings.Repeat("é", entryCap+10)
+	batch := []Entry{{Cursor: 7, Timestamp: "2026-04-03 00:02", Content: "- User prefers dark mode\n- Decided on PostgreSQL"}, {Cursor: 8, Timestamp: "2026-04-03 00:05", Content: long}}
+	files := []memFile{{rel: fileMemory, text: strings.Repeat("m", memoryCap+1)}, {rel: fileSoul}, {rel: fileUser, text: "# User\n- Ana\n"}}
+	msgs := phase1Messages("", batch, time.Date(2026, 4, 3, 9, 0, 0, 0, time.UTC), files)
+	if len(msgs) != 2 || msgs[0].Role != "system" || msgs[1].Role != "user" {
+		t.Fatalf("messages = %+v", msgs)
+	}
+	if !strings.HasPrefix(msgs[0].Content, phase1Guidance) || !strings.HasSuffix(msgs[0].Content, phase1Rules) {
+		t.Error("system prompt is not guidance + rules")
+	}
+	in := msgs[1].Content
+	for _, want := range []string{
+		"[2026-04-03 00:02] - User prefers dark mode\n- Decided on PostgreSQL\n",
+		"[2026-04-03 00:05] " + strings.Repeat("é", entryCap) + "…[truncated]\n",
+		"## Today\n2026-04-03 (Friday)\n",
+		"## Current memory/MEMORY.md (32001 characters)\n",
+		"[cut at 32000 characters; use read_file on memory/MEMORY.md to see the rest]",
+		"## Current SOUL.md (0 characters)\n(empty)\n",
+		"## Current USER.md (12 characters)\n# User\n- Ana\n",
+	} {
+		if !strings.Contains(in, want) {
+			t.Errorf("phase 1 input lacks %q", want)
+		}
+	}
+	if strings.Contains(in, strings.Repeat("é", entryCap+1)) {
+		t.Error("entry not capped")
+	}
+}

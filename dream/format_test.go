@@ -1,0 +1,160 @@
+package dream
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dreamgate/dreamgate/gitstore"
+)
+
+func TestFormatReport(t *testing.T) {
+	tests := []struct {
+		name string
+		r    Report
+		want string
+	}{
+		{"nothing new", Report{Outcome: OutcomeNothingNew}, "Dream: nothing new to read."},
+		{"changes in two files", Report{Outcome: OutcomeCompleted, Entries: 14, Commit: "1a2b3c4d", Changes: 4,
+			Files: []FileChange{{Path: "memory/MEMORY.md", Changes: 3}, {Path: "USER.md", Changes: 1}}},
+			"Dream: 3 changes to MEMORY.md, 1 to USER.md (commit 1a2b3c4d), 14 history entries read."},
+		{"one change one entry", Report{Outcome: OutcomeCompleted, Entries: 1, Commit: "1a2b3c4d", Changes: 1,
+			Files: []FileChange{{Path: "SOUL.md", Changes: 1}}},
+			"Dream: 1 change to SOUL.md (commit 1a2b3c4d), 1 history entry read."},
+		{"nothing worth changing", Report{Outcome: OutcomeCompleted, Entries: 14}, "Dream: read 14 entries, nothing worth changing."},
+		{"hand edits saved", Report{Outcome: OutcomeCompleted, Entries: 2, ManualCommit: "99aa88bb"},
+			"Dream: read 2 entries, nothing worth changing. Hand edits made since the last Dream were saved first (commit 99aa88bb)."},
+		{"failed, counted", Report{Outcome: OutcomeFailed, Entries: 3, Reason: "the model's analysis was empty", Failures: 1, MaxFailures: 3},
+			"Dream failed: the model's analysis was empty. The entries will be read again next time (failed 1 of 3 times)."},
+		{"failed, not counted", Report{Outcome: OutcomeFailed, Entries: 3, Reason: "the model is unavailable: connection refused", MaxFailures: 3},
+			"Dream failed: the model is unavailable: connection refused. The entries will be read again next time."},
+		{"failed before reading", Report{Outcome: OutcomeFailed, Reason: "the history could not be read"},
+			"Dream failed: the history could not be read."},
+		{"skipped", Report{Outcome: OutcomeSkipped, First: 41, Last: 60, Entries: 20, Failures: 3, Reason: "the editing step kept repeating the same tool call"},
+			"Dream failed: the editing step kept repeating the same tool call. After 3 failed runs, history entries 41-60 were skipped; the skip is recorded in the history."},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := FormatReport(tc.r); got != tc.want {
+				t.Errorf("got  %q\nwant %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestFormatBusy(t *testing.T) {
+	now := time.Date(2026, 4, 3, 12, 0, 0, 0, time.UTC)
+	tests := []struct {
+		err  error
+		want string
+	}{
+		{&BusyError{Since: now.Add(-12 * time.Second)}, "Already dreaming (started 12s ago)."},
+		{fmt.Errorf("wrapped: %w", &BusyError{Since: now.Add(-3*time.Minute - 5*time.Second), Elsewhere: true}), "Already dreaming (started 3m ago)."},
+		{&BusyError{Since: now.Add(-65 * time.Minute)}, "Already dreaming (started 1h5m ago)."},
+		{&BusyError{}, "Already dreaming."},
+		{ErrAlreadyRunning, "Already dreaming."},
+	}
+	for _, tc := range tests {
+		if got := FormatBusy(tc.err, now); got != tc.want {
+			t.Errorf("FormatBusy(%v) = %q, want %q", tc.err, got, tc.want)
+		}
+	}
+}
+
+func TestFormatError(t *testing.T) {
+	now := time.Now()
+	tests := []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"ambiguous", fmt.Errorf("show: %w", &gitstore.AmbiguousRevisionError{Prefix: "1a2b",
+			Candidates: []string{"1a2b000000000000000000000000000000000000", "1a2bffff00000000000000000000000000000000"}}),
+			"`1a2b` matches several commits (`1a2b0000`, `1a2bffff`); give more characters."},
+		{"unknown", fmt.Errorf("x: %w", gitstore.ErrUnknownRevision), "No Dream commit `1a2b`. Try /dream-restore to list them."},
+		{"no dream commits", gitstore.ErrNoMatchingCommit, "No Dream commits yet: Dream has not changed the memory files."},
+		{"root", gitstore.ErrRootCommit, "`1a2b` is the first commit of the memory repository; there is no earlier state to restore."},
+		{"nothing to restore", gitstore.ErrNothingToCommit, "The memory files already are as they were before `1a2b`; nothing to restore."},
+		{"locked", gitstore.ErrLocked, "The memory repository is busy (another git command is using it); try again in a moment."},
+		{"busy", &BusyError{Since: now.Add(-2 * time.Second)}, "Already dreaming (started 2s ago)."},
+		{"run error", &RunError{Reason: "the model's analysis was empty", Err: errors.New("secret provider body")}, "Dream failed: the model's analysis was empty."},
+		{"anything else", errors.New("open /home/ana/.dreamgate/workspace/.git: token=abc"), "Something went wrong with the memory repository; see the log for details."},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := FormatError(tc.err, "1a2b", now)
+			if got != tc.want {
+				t.Errorf("got  %q\nwant %q", got, tc.want)
+			}
+			if strings.Contains(got, "secret") || strings.Contains(got, "/home/") {
+				t.Errorf("leaks the error text: %q", got)
+			}
+		})
+	}
+}
+
+func TestFormatCommitAndList(t *testing.T) {
+	when := time.Date(2026, 4, 3, 0, 2, 0, 0, time.UTC)
+	c := gitstore.Commit{SHA: "1a2b3c4d5e6f", Short: "1a2b3c4d", Subject: "dream: 2 changes from history 41-60", When: when}
+	d := gitstore.Diff{
+		Files:   []gitstore.FileChange{{Path: "memory/MEMORY.md", Added: 2, Deleted: 1}, {Path: "USER.md", Binary: true}},
+		Unified: "diff --git a/memory/MEMORY.md b/memory/MEMORY.md\n--- a/memory/MEMORY.md\n+++ b/memory/MEMORY.md\n@@ -1 +1,2 @@\n-```go\n+````\n+x\n",
+	}
+	got := FormatCommit(c, d)
+	want := "dream: 2 changes from history 41-60\n`1a2b3c4d` 2026-04-03 00:02 UTC\nChanged: MEMORY.md (+2 -1), USER.md (binary)\n\n" +
+		"`````diff\n" + strings.TrimRight(d.Unified, "\n") + "\n`````\n\nUndo it with /dream-restore 1a2b3c4d"
+	if got != want {
+		t.Errorf("FormatCommit:\n%s\nwant:\n%s", got, want)
+	}
+	manual := FormatCommit(gitstore.Commit{Short: "99aa88bb", Subject: gitstore.ManualSubject, When: when}, gitstore.Diff{})
+	if strings.Contains(manual, "/dream-restore") || !strings.Contains(manual, "No memory file changed") {
+		t.Errorf("FormatCommit of a manual commit without diff:\n%s", manual)
+	}
+	long := gitstore.Diff{Files: []gitstore.FileChange{{Path: "USER.md", Added: 5000}}, Unified: strings.Repeat("+a line\n", 5000)}
+	if got := FormatCommit(c, long); !strings.Contains(got, "...[diff truncated]") || len(got) > logDiffCap+500 {
+		t.Errorf("long diff not capped: %d chars", len(got))
+	}
+
+	if got := FormatList(nil); got != "No Dream commits yet: Dream has not changed the memory files." {
+		t.Errorf("FormatList(nil) = %q", got)
+	}
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := FormatList([]gitstore.Commit{c, {Short: "0f0f0f0f", Subject: "dream: 1 change from history 1-40", When: when.In(berlin)}})
+	wantList := "Dream commits, newest first:\n" +
+		"- `1a2b3c4d` 2026-04-03 00:02 UTC dream: 2 changes from history 41-60\n" +
+		"- `0f0f0f0f` 2026-04-03 02:02 CEST dream: 1 change from history 1-40\n" +
+		"See one with /dream-log <sha>; undo one (and everything after it) with /dream-restore <sha>."
+	if list != wantList {
+		t.Errorf("FormatList:\n%s\nwant:\n%s", list, wantList)
+	}
+}
+
+func TestFormatStatus(t *testing.T) {
+	now := time.Date(2026, 4, 3, 12, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name string
+		s    Status
+		want string
+	}{
+		{"never", Status{}, "Dream: last: never; next: not scheduled"},
+		{"completed and scheduled", Status{
+			Last: &LastRun{When: now.Add(-2 * time.Hour), Outcome: OutcomeCompleted, Changes: 3, Commit: "1a2b3c4d"},
+			Next: now.Add(90 * time.Minute)},
+			"Dream: last: 2h ago, completed (3 changes, commit 1a2b3c4d); next: 2026-04-03 13:30 UTC (in 1h30m)"},
+		{"failed while another runs", Status{Running: true, Since: now.Add(-5 * time.Second),
+			Last: &LastRun{When: now.Add(-time.Hour), Outcome: OutcomeFailed, Reason: "the model's analysis was empty"}},
+			"Dream: dreaming now (started 5s ago); last: 1h ago, failed: the model's analysis was empty; next: not scheduled"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := FormatStatus(tc.s, now); got != tc.want {
+				t.Errorf("got  %q\nwant %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,108 @@
+package dream
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dreamgate/dreamgate/gitstore"
+	"github.com/dreamgate/dreamgate/llm/llmtest"
+)
+
+// dreamEdit runs one Dream that replaces oldText with newText in rel.
+func (e *env) dreamEdit(d *Dreamer, rel, oldText, newText string) Report {
+	e.t.Helper()
+	cur := e.hist.cursor(e.t)
+	e.hist.seed(e.t, len(e.hist.all(e.t)), 1, func(int) string { return "- " + newText })
+	e.srv.Push(llmtest.Text("[USER] "+newText), calls(editCall(rel, oldText, newText)), llmtest.Text("done"))
+	rep, err := d.Run(e.t.Context(), TriggerManual, nil)
+	if err != nil || rep.Commit == "" {
+		e.t.Fatalf("dream after cursor %d: %+v, %v", cur, rep, err)
+	}
+	return rep
+}
+
+func TestRestore(t *testing.T) {
+	e := newEnv(t)
+	d := e.dreamer(Config{})
+	first := e.dreamEdit(d, "USER.md", "- Name: Ana.\n", "- Name: Ana.\n- Likes tea.\n")
+	second := e.dreamEdit(d, "USER.md", "- Likes tea.\n", "- Likes tea.\n- Has a cat.\n")
+	cursor := e.hist.cursor(t)
+
+	// /dream-log of the latest Dream commit.
+	c, diff, err := e.repo.Latest(SubjectPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := FormatCommit(c, diff)
+	for _, want := range []string{c.Subject, "`" + second.Commit + "`", "Changed: USER.md (+1 -0)", "```diff\n", "+- Has a cat.", "/dream-restore " + second.Commit} {
+		if !strings.Contains(log, want) {
+			t.Errorf("FormatCommit lacks %q:\n%s", want, log)
+		}
+	}
+
+	// The list /dream-restore shows.
+	cs, err := e.repo.Log(10, SubjectPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := FormatList(cs)
+	if !strings.Contains(list, "`"+second.Commit+"`") || !strings.Contains(list, "`"+first.Commit+"`") || strings.Contains(list, "init:") ||
+		strings.Index(list, second.Commit) > strings.Index(list, first.Commit) {
+		t.Errorf("FormatList:\n%s", list)
+	}
+
+	res, err := d.Restore(first.Commit)
+	if err != nil {
+		t.Fatalf("Restore: %v", err)
+	}
+	if got := e.read("USER.md"); got != initUser {
+		t.Errorf("USER.md after restore = %q", got)
+	}
+	if res.Revert.Subject != gitstore.RevertPrefix+first.Commit {
+		t.Errorf("revert subject = %q", res.Revert.Subject)
+	}
+	if e.log(1)[0].SHA != res.Revert.SHA {
+		t.Error("the revert commit is not HEAD")
+	}
+	if len(res.Files) != 1 || res.Files[0] != "USER.md" {
+		t.Errorf("restored files = %v", res.Files)
+	}
+	if e.hist.cursor(t) != cursor {
+		t.Errorf("cursor rolled back to %d, want %d", e.hist.cursor(t), cursor)
+	}
+	msg := FormatRestore(res)
+	for _, want := range []string{"before `" + first.Commit + "`", "new commit `" + res.Revert.Short + "`", "Restored: USER.md.", "`" + second.Commit + "` dream:", "will not be dreamed again"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("FormatRestore lacks %q:\n%s", want, msg)
+		}
+	}
+
+	now := time.Now()
+	errorCases := []struct {
+		name, rev string
+		want      error
+		text      string
+	}{
+		{"a revert commit", res.Revert.Short, ErrNotDreamCommit, "is not a Dream commit"},
+		{"the initial commit", e.log(10)[len(e.log(10))-1].Short, ErrNotDreamCommit, "is not a Dream commit"},
+		{"unknown", "deadbeef", gitstore.ErrUnknownRevision, "No Dream commit `deadbeef`. Try /dream-restore to list them."},
+		{"not hex", "xyz!", gitstore.ErrInvalidRevision, "is not a commit id"},
+	}
+	for _, tc := range errorCases {
+		t.Run(tc.name, func(t *testing.T) {
+			head := e.log(1)[0].SHA
+			_, err := d.Restore(tc.rev)
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("Restore(%q) = %v, want %v", tc.rev, err, tc.want)
+			}
+			if got := FormatError(err, tc.rev, now); !strings.Contains(got, tc.text) {
+				t.Errorf("FormatError = %q, want %q", got, tc.text)
+			}
+			if e.log(1)[0].SHA != head {
+				t.Error("a refused restore made a commit")
+			}
+		})
+	}
+}
