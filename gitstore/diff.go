@@ -49,11 +49,12 @@ type side struct {
 	data []byte
 }
 
-// Status compares the tracked files in the workspace with HEAD: what a
-// commit would record, as Dream and "manual:" commits describe it. A file
-// missing on either side counts as empty, and differences in line endings
-// alone (CRLF against LF) are ignored, in the counts and in the diff; a
-// missing final newline is a change.
+// Status compares the tracked files in the workspace with HEAD, as Dream
+// counts its changes and as Dream and "manual:" commit bodies describe them
+// (through Summary). A file missing on either side counts as empty, and
+// differences in line endings alone (CRLF against LF) are ignored, in the
+// counts and in the diff; a missing final newline is a change; a lone CR is
+// a change. An empty Diff means there is nothing worth a commit.
 func (s *Store) Status() (Diff, error) {
 	defer s.lock()()
 	d, err := s.status()

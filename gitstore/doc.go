@@ -16,6 +16,9 @@
 // alone (like `git commit -- <paths>`): whatever else someone staged with the
 // git command line stays staged and out of our commits.
 //
+// go-git writes every object as a file of its own and never packs; Pack
+// moves them into a pack file once there are thousands (see PackThreshold).
+//
 // Concurrency: a Store serialises its own methods. Across processes, writes
 // take the repository's index.lock (as git does) and move the branch with a
 // compare-and-swap, so a concurrent writer yields ErrLocked or

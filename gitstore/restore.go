@@ -52,17 +52,18 @@ func (s *Store) restore(rev string) (Commit, []Commit, error) {
 	if len(target.ParentHashes) == 0 {
 		return Commit{}, nil, ErrRootCommit
 	}
-	later, err := s.commitsAfter(target)
-	if err != nil {
-		return Commit{}, nil, err
-	}
-	// One lock for both commits: no other writer may slip a commit in
-	// between, whose change the restore would then discard unannounced.
+	// One lock from the history walk to the revert commit: no other writer
+	// may slip a commit in whose change the restore would then discard
+	// without naming it.
 	lock, err := s.lockIndex()
 	if err != nil {
 		return Commit{}, nil, err
 	}
 	defer lock.release()
+	later, err := s.commitsAfter(target)
+	if err != nil {
+		return Commit{}, nil, err
+	}
 	// Save hand edits first, so the restore cannot silently discard them.
 	manual, err := s.saveManualEdits()
 	if err != nil {
