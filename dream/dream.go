@@ -146,11 +146,15 @@ func (d *Dreamer) Run(ctx context.Context, trigger string, progress func(string)
 	ctx, cancel := context.WithTimeout(ctx, d.cfg.Timeout)
 	defer cancel()
 	r := &run{d: d, rep: &rep, parent: parent, progress: progress}
+	r.st, err = loadState(d.cfg.Workspace)
+	if err != nil {
+		d.log.Warn("dream state unreadable; starting afresh", "err", err)
+	}
 	err = r.do(ctx)
 	r.compact()
 	rep.Duration = d.now().Sub(start)
 	rep.Usage.Calls = rep.Calls
-	d.recordLast(rep)
+	r.saveState()
 
 	attrs := []any{"trigger", trigger, "outcome", rep.Outcome, "entries", rep.Entries,
 		"first", rep.First, "last", rep.Last, "findings", rep.Findings, "changes", rep.Changes,
@@ -174,6 +178,9 @@ type run struct {
 	rep      *Report
 	parent   context.Context
 	progress func(string)
+	// st is memory/.dream_state as read at the start; the run updates it
+	// and writes it once at the end (the Dream lock keeps it ours).
+	st state
 }
 
 func (r *run) say(msg string) {
@@ -380,7 +387,7 @@ func (r *run) complete() error {
 		// phase 1 will find its facts already in the files.
 		return r.fail(false, "the Dream cursor could not be saved", fmt.Errorf("set dream cursor to %d: %w", rep.Last, err))
 	}
-	r.updateState(func(st *state) { st.Failures = nil })
+	r.st.Failures = nil
 	rep.Outcome = OutcomeCompleted
 	return nil
 }
@@ -412,17 +419,15 @@ func (r *run) fail(counted bool, reason string, err error) error {
 	if !counted || rep.Entries == 0 {
 		return &RunError{Reason: reason, Err: err}
 	}
-	st := r.loadState()
-	f := st.Failures
+	f := r.st.Failures
 	if f == nil || f.First != rep.First {
 		f = &batchFailures{First: rep.First}
 	}
 	f.Last, f.Reason = rep.Last, reason
 	f.Count++
 	rep.Failures = f.Count
+	r.st.Failures = f
 	if f.Count < r.d.cfg.MaxFailures {
-		st.Failures = f
-		r.saveState(st)
 		return &RunError{Reason: reason, Err: err}
 	}
 	return r.skip(f, err)
@@ -436,9 +441,6 @@ func (r *run) skip(f *batchFailures, cause error) error {
 		rep.First, rep.Last, f.Count, rep.Reason)
 	rec, err := d.hist.Append(content, skipSessionKey)
 	if err != nil {
-		st := r.loadState()
-		st.Failures = f
-		r.saveState(st)
 		return &RunError{Reason: rep.Reason, Err: errors.Join(cause, fmt.Errorf("record skipped batch: %w", err))}
 	}
 	// When the record is the very next entry, step over it too: reading it
@@ -448,12 +450,9 @@ func (r *run) skip(f *batchFailures, cause error) error {
 		to = rec.Cursor
 	}
 	if err := d.hist.SetDreamCursor(to); err != nil {
-		st := r.loadState()
-		st.Failures = f
-		r.saveState(st)
 		return &RunError{Reason: rep.Reason, Err: errors.Join(cause, fmt.Errorf("set dream cursor past skipped batch: %w", err))}
 	}
-	r.updateState(func(st *state) { st.Failures = nil })
+	r.st.Failures = nil
 	rep.Outcome = OutcomeSkipped
 	d.log.Warn("dream skipped a history batch after repeated failures",
 		"first", rep.First, "last", rep.Last, "failures", f.Count, "record", rec.Cursor, "reason", rep.Reason, "err", cause)
@@ -484,39 +483,17 @@ func (r *run) compact() {
 	}
 }
 
-func (r *run) loadState() state {
-	st, err := loadState(r.d.cfg.Workspace)
-	if err != nil {
-		r.d.log.Warn("dream state unreadable; starting afresh", "err", err)
-	}
-	return st
-}
-
-func (r *run) saveState(st state) {
-	if err := saveState(r.d.cfg.Workspace, st); err != nil {
-		r.d.log.Error("dream state not saved", "err", err)
-	}
-}
-
-func (r *run) updateState(f func(*state)) {
-	st := r.loadState()
-	f(&st)
-	r.saveState(st)
-}
-
-// recordLast stores the run's outcome for Status (also in other processes).
-func (d *Dreamer) recordLast(rep Report) {
-	st, err := loadState(d.cfg.Workspace)
-	if err != nil {
-		d.log.Warn("dream state unreadable; starting afresh", "err", err)
-	}
-	st.LastRun = &LastRun{
+// saveState writes the run's bookkeeping and its outcome (for Status, also
+// in other processes) in one atomic write.
+func (r *run) saveState() {
+	rep := r.rep
+	r.st.LastRun = &LastRun{
 		When: rep.Started, Trigger: rep.Trigger, Outcome: rep.Outcome, Entries: rep.Entries,
 		First: rep.First, Last: rep.Last, Changes: rep.Changes, Commit: rep.Commit,
 		Reason: rep.Reason, Duration: rep.Duration,
 	}
-	if err := saveState(d.cfg.Workspace, st); err != nil {
-		d.log.Error("dream state not saved", "err", err)
+	if err := saveState(r.d.cfg.Workspace, r.st); err != nil {
+		r.d.log.Error("dream state not saved", "err", err)
 	}
 }
 
