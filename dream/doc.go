@@ -22,6 +22,35 @@
 //   - the text of the Dream commands shared by chat (/dream, /dream-log,
 //     /dream-restore) and the CLI (dreamgate dream ...).
 //
+// Decisions where the design left room:
+//
+//   - prompts/dream.md, when it holds more than white space (capped at 32,000
+//     characters), replaces the built-in guidance of both phases. The
+//     program still appends, in both cases, a short "This step" section and
+//     the rules it depends on: phase 1's answer format (the tags it parses)
+//     and phase 2's tool rules (the tools enforce them anyway), then the
+//     history and the files as data in the user message.
+//   - An analysis with no tagged line at all (prose, an error text) is a
+//     failure, not "nothing to do": taking it as [SKIP] would advance the
+//     cursor past what the users said without anything having read it.
+//   - A failed phase 2 leaves no half-edit: the three files are put back as
+//     they were before phase 2 (a batch that did not complete is read
+//     again, and its partial edits must not be committed later as someone's
+//     manual change).
+//   - Failures count against a batch (identified by its first cursor, which
+//     does not move while it fails) only when the batch or the model's
+//     handling of it may be at fault: a rejected or unreadable model
+//     answer, a cut-off or unusable analysis, the editing step's iteration
+//     or repeat limit, the run's deadline. An unreachable model, a cancelled
+//     run (shutdown) and a repository or file error do not count: an outage
+//     must not skip history. Counts live in memory/.dream_state (JSON, with
+//     the last run's outcome for Status); after MaxFailures the batch is
+//     skipped, recorded first as a "[DREAM-SKIPPED] …" history entry under
+//     the session key "dream", then the cursor moves (also past the record
+//     when it is the very next entry), with a warning in the log.
+//   - A Dream commit's change count is taken from the real diff: per file
+//     max(lines added, lines deleted), so a replaced line counts once.
+//
 // dream imports agent, gitstore and llm. It must not import consolidator
 // (the history store reaches it through the History interface, adapted in
 // cmd) nor gateway, channels or cmd.

@@ -264,7 +264,12 @@ func (r *run) do(ctx context.Context) error {
 	if err != nil {
 		return r.fail(false, "the memory files could not be read", err)
 	}
-	res, err := r.edit(ctx, guide, a.findings, files)
+	ws, err := agent.OpenWorkspace(d.cfg.Workspace)
+	if err != nil {
+		return r.fail(false, "the memory files could not be opened for editing", fmt.Errorf("open workspace for phase 2: %w", err))
+	}
+	defer ws.Close()
+	res, err := r.edit(ctx, ws, guide, a.findings, files)
 	rep.Calls += res.Iterations
 	rep.Phase2 = res.Usage
 	rep.Usage = rep.Usage.Add(res.Usage)
@@ -301,13 +306,8 @@ func (r *run) do(ctx context.Context) error {
 
 // edit runs phase 2 through the shared agent loop with read_file and
 // edit_file confined to the three memory files.
-func (r *run) edit(ctx context.Context, guide string, findings []Finding, files []memFile) (agent.Result, error) {
+func (r *run) edit(ctx context.Context, ws *agent.Workspace, guide string, findings []Finding, files []memFile) (agent.Result, error) {
 	d := r.d
-	ws, err := agent.OpenWorkspace(d.cfg.Workspace)
-	if err != nil {
-		return agent.Result{}, fmt.Errorf("open workspace for phase 2: %w", err)
-	}
-	defer ws.Close()
 	loop := agent.Loop{
 		Model:         d.model,
 		Tools:         agent.FileTools(ws, agent.DreamPolicy(), agent.ToolReadFile, agent.ToolEditFile),
