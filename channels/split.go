@@ -7,9 +7,6 @@ import (
 
 const fenceMarker = "```"
 
-// closeFence is appended to a part that ends inside a code block.
-const closeFence = "\n" + fenceMarker
-
 // maxFenceLine bounds the reopening line ("```go") carried into the next
 // part, so a silly info string cannot eat the room of every part.
 const maxFenceLine = 24
@@ -35,20 +32,37 @@ func SplitMessage(text string, limit int) []string {
 			parts = append(parts, prefix+rest)
 			break
 		}
-		room := limit - utf8.RuneCountInString(prefix) - len(closeFence)
+		room := limit - utf8.RuneCountInString(prefix) - 1 - len(fenceMarker)
 		fences := room >= 1
 		if !fences {
 			// The limit is too small to carry fences: plain cuts.
 			prefix, room = "", limit
 		}
-		cut, skip := breakPoint(rest, room)
-		chunk := rest[:cut]
-		after := fenceAfter(open, chunk)
-		part := prefix + chunk
-		if !fences {
-			after = ""
-		} else if after != "" {
-			part += closeFence
+		var part, after string
+		var cut, skip int
+		for {
+			cut, skip = breakPoint(rest, room)
+			after = fenceAfter(open, rest[:cut])
+			part = prefix + rest[:cut]
+			if !fences {
+				after = ""
+				break
+			}
+			if after == "" {
+				break
+			}
+			closing := "\n" + fenceRun(after)
+			over := utf8.RuneCountInString(part) + len(closing) - limit
+			if over <= 0 {
+				part += closing
+				break
+			}
+			if room-over < 1 {
+				after = "" // no room to carry this fence at all
+				break
+			}
+			// A longer fence than reserved for is open: cut shorter.
+			room -= over
 		}
 		parts = append(parts, part)
 		rest = rest[cut+skip:]
@@ -79,21 +93,37 @@ func breakPoint(s string, room int) (cut, skip int) {
 }
 
 // fenceAfter replays the fence lines of chunk starting from state open and
-// returns the fence line still open at its end ("" when none).
+// returns the fence line still open at its end ("" when none). As in
+// CommonMark, a fence is a run of three or more backticks indented by at
+// most three spaces, and only a run at least as long as the opening one,
+// with nothing after it, closes the block — so a "```" line inside a
+// "````diff" block is content.
 func fenceAfter(open, chunk string) string {
 	for line := range strings.SplitSeq(chunk, "\n") {
-		t := strings.TrimSpace(line)
-		if !strings.HasPrefix(t, fenceMarker) {
+		t := strings.TrimLeft(line, " ")
+		if len(line)-len(t) > 3 {
+			continue
+		}
+		run := fenceRun(t)
+		if len(run) < len(fenceMarker) {
 			continue
 		}
 		if open != "" {
-			open = ""
+			if len(run) >= len(fenceRun(open)) && strings.TrimSpace(t[len(run):]) == "" {
+				open = ""
+			}
 			continue
 		}
+		t = strings.TrimSpace(t)
 		if len(t) > maxFenceLine {
-			t = fenceMarker
+			t = run
 		}
 		open = t
 	}
 	return open
+}
+
+// fenceRun is the run of backticks s starts with.
+func fenceRun(s string) string {
+	return s[:len(s)-len(strings.TrimLeft(s, "`"))]
 }

@@ -74,3 +74,25 @@ func TestSplitMessageReopensFenceWithInfo(t *testing.T) {
 		t.Errorf("code lines after split = %d, want 400", got)
 	}
 }
+
+func TestSplitMessageLongerFences(t *testing.T) {
+	// A diff shown in a four-backtick fence contains a "```" context line:
+	// it is content, not a fence.
+	diff := "````diff\n" + strings.Repeat(" context\n ```\n+added line\n", 150) + "````"
+	parts := SplitMessage(diff, 2000)
+	if len(parts) < 2 {
+		t.Fatalf("want several parts, got %d", len(parts))
+	}
+	for i, p := range parts {
+		lines := strings.Split(p, "\n")
+		if lines[0] != "````diff" {
+			t.Errorf("part %d does not open the four-backtick fence: %q", i, lines[0])
+		}
+		if last := lines[len(lines)-1]; last != "````" {
+			t.Errorf("part %d does not close with four backticks: %q", i, last)
+		}
+		if utf8.RuneCountInString(p) > 2000 {
+			t.Errorf("part %d too long", i)
+		}
+	}
+}
