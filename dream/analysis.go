@@ -6,24 +6,24 @@ import (
 
 // Tags of phase 1's answer.
 const (
-	TagUser       = "USER"
-	TagSoul       = "SOUL"
-	TagMemory     = "MEMORY"
-	TagFileRemove = "FILE-REMOVE"
-	TagSkip       = "SKIP"
+	tagUser       = "USER"
+	tagSoul       = "SOUL"
+	tagMemory     = "MEMORY"
+	tagFileRemove = "FILE-REMOVE"
+	tagSkip       = "SKIP"
 )
 
-// Finding is one line of phase 1's answer that phase 2 acts on.
-type Finding struct {
-	Tag  string // TagUser, TagSoul, TagMemory or TagFileRemove
+// finding is one line of phase 1's answer that phase 2 acts on.
+type finding struct {
+	Tag  string // tagUser, tagSoul, tagMemory or tagFileRemove
 	Text string
 }
 
-func (f Finding) String() string { return "[" + f.Tag + "] " + f.Text }
+func (f finding) String() string { return "[" + f.Tag + "] " + f.Text }
 
 // analysis is phase 1's answer, parsed.
 type analysis struct {
-	findings []Finding
+	findings []finding
 	skips    int      // [SKIP] lines
 	ignored  []string // non-blank lines that carry no known tag
 }
@@ -35,7 +35,7 @@ type analysis struct {
 // not counted as ignored. Identical findings are kept once.
 func parseAnalysis(out string) analysis {
 	var a analysis
-	seen := map[Finding]bool{}
+	seen := map[finding]bool{}
 	for _, raw := range strings.Split(out, "\n") {
 		line := strings.TrimSpace(raw)
 		if line == "" || strings.HasPrefix(line, "```") {
@@ -47,14 +47,14 @@ func parseAnalysis(out string) analysis {
 			continue
 		}
 		switch tag {
-		case TagSkip:
+		case tagSkip:
 			a.skips++
-		case TagUser, TagSoul, TagMemory, TagFileRemove:
+		case tagUser, tagSoul, tagMemory, tagFileRemove:
 			if text == "" {
 				a.ignored = append(a.ignored, line)
 				continue
 			}
-			f := Finding{Tag: tag, Text: text}
+			f := finding{Tag: tag, Text: text}
 			if !seen[f] {
 				seen[f] = true
 				a.findings = append(a.findings, f)

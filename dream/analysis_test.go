@@ -11,23 +11,23 @@ func TestParseAnalysis(t *testing.T) {
 	tests := []struct {
 		name     string
 		in       string
-		findings []Finding
+		findings []finding
 		skips    int
 		ignored  int
 	}{
 		{"plain", "[USER] prefers tea over coffee\n[SOUL] answer in German\n[MEMORY] release is on May 5\n[FILE-REMOVE] MEMORY.md: the old release date",
-			[]Finding{{TagUser, "prefers tea over coffee"}, {TagSoul, "answer in German"}, {TagMemory, "release is on May 5"}, {TagFileRemove, "MEMORY.md: the old release date"}}, 0, 0},
+			[]finding{{tagUser, "prefers tea over coffee"}, {tagSoul, "answer in German"}, {tagMemory, "release is on May 5"}, {tagFileRemove, "MEMORY.md: the old release date"}}, 0, 0},
 		{"skip only", "[SKIP]", nil, 1, 0},
 		{"skip with a note", "[SKIP] nothing durable here\n\n", nil, 1, 0},
 		{"markdown decorations", "- [USER] likes cats\n* **[MEMORY]** uses Go 1.26\n1. [soul]: be brief\n2) [File-Remove] - the duplicate name line\n• [USER] — lives in Lisbon",
-			[]Finding{{TagUser, "likes cats"}, {TagMemory, "uses Go 1.26"}, {TagSoul, "be brief"}, {TagFileRemove, "the duplicate name line"}, {TagUser, "lives in Lisbon"}}, 0, 0},
-		{"code fence around the answer", "```\n[USER] likes cats\n```", []Finding{{TagUser, "likes cats"}}, 0, 0},
+			[]finding{{tagUser, "likes cats"}, {tagMemory, "uses Go 1.26"}, {tagSoul, "be brief"}, {tagFileRemove, "the duplicate name line"}, {tagUser, "lives in Lisbon"}}, 0, 0},
+		{"code fence around the answer", "```\n[USER] likes cats\n```", []finding{{tagUser, "likes cats"}}, 0, 0},
 		{"prose and unknown tags ignored", "Here is my analysis:\n[SKILL] deploy: how to deploy\n[USER] likes cats\n[] nothing\n[USER]\nThanks!",
-			[]Finding{{TagUser, "likes cats"}}, 0, 5},
-		{"duplicates kept once", "[USER] likes cats\n[USER] likes cats", []Finding{{TagUser, "likes cats"}}, 0, 0},
+			[]finding{{tagUser, "likes cats"}}, 0, 5},
+		{"duplicates kept once", "[USER] likes cats\n[USER] likes cats", []finding{{tagUser, "likes cats"}}, 0, 0},
 		{"prose only", "I think the user likes cats.", nil, 0, 1},
 		{"unclosed bracket", "[USER likes cats", nil, 0, 1},
-		{"CRLF", "[USER] likes cats\r\n[SKIP]\r\n", []Finding{{TagUser, "likes cats"}}, 1, 0},
+		{"CRLF", "[USER] likes cats\r\n[SKIP]\r\n", []finding{{tagUser, "likes cats"}}, 1, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -306,7 +306,7 @@ func (r *run) do(ctx context.Context) error {
 
 // edit runs phase 2 through the shared agent loop with read_file and
 // edit_file confined to the three memory files.
-func (r *run) edit(ctx context.Context, ws *agent.Workspace, guide string, findings []Finding, files []memFile) (agent.Result, error) {
+func (r *run) edit(ctx context.Context, ws *agent.Workspace, guide string, findings []finding, files []memFile) (agent.Result, error) {
 	d := r.d
 	loop := agent.Loop{
 		Model:         d.model,

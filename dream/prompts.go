@@ -152,7 +152,7 @@ func phase1Messages(guide string, batch []Entry, today time.Time, files []memFil
 
 // phase2Messages builds the editing conversation: the findings, then the
 // current files (the same caps as phase 1).
-func phase2Messages(guide string, findings []Finding, files []memFile) []llm.Message {
+func phase2Messages(guide string, findings []finding, files []memFile) []llm.Message {
 	if guide == "" {
 		guide = phase2Guidance
 	}
