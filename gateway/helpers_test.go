@@ -64,7 +64,7 @@ func (r *recorder) Send(_ context.Context, out channels.Outbound) error {
 	return nil
 }
 
-func (r *recorder) next(t *testing.T) channels.Outbound {
+func (r *recorder) next(t testing.TB) channels.Outbound {
 	t.Helper()
 	select {
 	case o := <-r.got:
@@ -83,7 +83,7 @@ type testEnv struct {
 	ws       string
 }
 
-func newTestEnv(t *testing.T, f func(ctx context.Context, req llm.Request) (llm.Response, error), mod func(*Config, *Deps)) *testEnv {
+func newTestEnv(t testing.TB, f func(ctx context.Context, req llm.Request) (llm.Response, error), mod func(*Config, *Deps)) *testEnv {
 	t.Helper()
 	dir := t.TempDir()
 	ws := filepath.Join(dir, "workspace")
@@ -128,7 +128,7 @@ func inbound(session, text string) channels.Inbound {
 	}
 }
 
-func wait(t *testing.T, done <-chan Result) Result {
+func wait(t testing.TB, done <-chan Result) Result {
 	t.Helper()
 	select {
 	case r := <-done:
