@@ -43,8 +43,10 @@ func ChatPolicy() Policy {
 			"memory/history.jsonl",
 			"memory/.cursor",
 			"memory/.dream_cursor",
+			"memory/.dream_state",
 			"memory/**/*.lock",
 			".git/",
+			".gitignore",
 		},
 		DenyRead: []string{".git/"},
 	}
