@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"os/exec"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/dreamgate/dreamgate/llm/llmtest"
+)
+
+func percentile(ds []time.Duration, p int) time.Duration {
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[min(len(s)-1, len(s)*p/100)]
+}
+
+// BenchmarkChatOneShot runs `dreamgate chat -m hi` end to end against a fake
+// model that answers at once: process start, config, session, prompt, model
+// call, reply, exit.
+func BenchmarkChatOneShot(b *testing.B) {
+	h := newHarness(b)
+	h.llm.SetResponder(func(llmtest.Request) llmtest.Reply { return llmtest.Text("hello") })
+	h.run("chat", "-m", "hi") // first run creates the workspace
+	var lat []time.Duration
+	var maxRSS int64
+	b.ResetTimer()
+	for range b.N {
+		r := h.run("chat", "-m", "hi")
+		if r.code != 0 {
+			b.Fatalf("exit %d: %s", r.code, r.stderr)
+		}
+		lat = append(lat, r.elapsed)
+		maxRSS = max(maxRSS, r.maxRSSKB)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(percentile(lat, 50).Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(maxRSS)/1024, "maxRSS-MB")
+}
+
+// BenchmarkGatewayStart measures from process start to the first answer of
+// GET /healthz, and the idle resident memory once it is up.
+func BenchmarkGatewayStart(b *testing.B) {
+	h := newHarness(b)
+	var ready []time.Duration
+	var idleRSS int64
+	client := &http.Client{Timeout: time.Second}
+	for range b.N {
+		addr := freeAddr(b)
+		h.set("gateway.healthAddr", addr)
+		cmd := exec.Command(binPath, "--config", h.cfgPath, "gateway")
+		cmd.Env = []string{"HOME=" + h.home, "PATH=" + os.Getenv("PATH")}
+		start := time.Now()
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		url := "http://" + addr + "/healthz"
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			resp, err := client.Get(url)
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					break
+				}
+			}
+			if time.Now().After(deadline) {
+				b.Fatal("gateway never answered /healthz")
+			}
+			time.Sleep(200 * time.Microsecond)
+		}
+		ready = append(ready, time.Since(start))
+		// Idle memory: what a gateway that nobody talks to holds.
+		time.Sleep(300 * time.Millisecond)
+		idleRSS = max(idleRSS, rssKB(cmd.Process.Pid))
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		cancel()
+	}
+	b.ReportMetric(float64(percentile(ready, 50).Microseconds())/1000, "ready-p50-ms")
+	b.ReportMetric(float64(idleRSS)/1024, "idleRSS-MB")
+}
+
+// rssKB reads VmRSS of a running process (Linux).
+func rssKB(pid int) int64 {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return n
+		}
+	}
+	return 0
+}
