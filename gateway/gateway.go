@@ -273,29 +273,31 @@ func (g *Gateway) runWorker(w *worker) {
 		w.cancel = cancel
 		g.mu.Unlock()
 
-		g.runJob(ctx, j)
+		res := g.runJob(ctx, j)
 
+		// The job is over before anyone hears of it: a /stop that
+		// arrives after the result must find nothing running.
 		g.mu.Lock()
 		w.cancel = nil
 		g.mu.Unlock()
 		cancel()
+		if j.done != nil {
+			j.done <- res
+		}
 	}
 }
 
-func (g *Gateway) runJob(ctx context.Context, j job) {
-	var res Result
+func (g *Gateway) runJob(ctx context.Context, j job) Result {
 	switch {
 	case j.task != nil:
 		j.task(ctx)
+		return Result{}
 	case g.turnCtx.Err() != nil:
-		res = g.refuseAtShutdown(j.in)
+		return g.refuseAtShutdown(j.in)
 	case j.cmd != nil:
-		res = g.runCommand(ctx, j.in, j.cmd)
+		return g.runCommand(ctx, j.in, j.cmd)
 	default:
-		res = g.turn(ctx, j.in)
-	}
-	if j.done != nil {
-		j.done <- res
+		return g.turn(ctx, j.in)
 	}
 }
 
