@@ -1,0 +1,147 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/dreamgate/dreamgate/llm/llmtest"
+)
+
+// gitAgrees runs the real git command line on the workspace: the repository
+// go-git wrote must be valid, nothing tracked left uncommitted.
+func gitAgrees(t *testing.T, ws string) string {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Log("git not installed; skipping the git command-line checks (.ci/run installs it)")
+		return ""
+	}
+	run := func(args ...string) string {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = ws
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+t.TempDir())
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	log := run("log", "--format=%s")
+	run("fsck", "--full")
+	if st := run("status", "--porcelain"); st != "" {
+		t.Errorf("git status --porcelain = %q, want clean", st)
+	}
+	// The workspace's other files are outside the repository's concern.
+	if ign := run("status", "--porcelain", "--ignored"); !strings.Contains(ign, "!! notes.txt") || !strings.Contains(ign, "!! memory/history.jsonl") {
+		t.Errorf("git status --ignored = %q, want notes.txt and history.jsonl ignored", ign)
+	}
+	return log
+}
+
+func TestDreamRunLogRestoreThroughTheBinary(t *testing.T) {
+	h := newHarness(t)
+	userMD := filepath.Join(h.ws, "USER.md")
+
+	// A conversation, archived by /new.
+	h.llm.Push(
+		llmtest.Text("Noted: tea, not coffee."),            // the chat turn
+		llmtest.Text("- The user prefers tea over coffee"), // the archive call of /new
+	)
+	if r := h.run("chat", "-m", "I prefer tea over coffee."); r.code != 0 {
+		t.Fatalf("chat: %d %s", r.code, r.stderr)
+	}
+	if r := h.run("chat", "-m", "/new"); r.code != 0 {
+		t.Fatalf("/new: %d %s", r.code, r.stderr)
+	}
+	hist := readHistory(t, h.ws)
+	if len(hist) != 1 {
+		t.Fatalf("history = %+v", hist)
+	}
+	if err := os.WriteFile(filepath.Join(h.ws, "notes.txt"), []byte("mine, untracked"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(userMD)
+	gitAgrees(t, h.ws)
+
+	// Dream: phase 1 finds the fact, phase 2 edits USER.md, then stops.
+	h.llm.Push(
+		llmtest.Text("[USER] prefers tea over coffee"),
+		llmtest.ToolCall("edit_file", `{"path":"USER.md","old_text":"## Preferences\n","new_text":"## Preferences\n- Prefers tea over coffee.\n"}`),
+		llmtest.Text("Added the preference to USER.md."),
+	)
+	r := h.run("dream", "run")
+	if r.code != 0 {
+		t.Fatalf("dream run: exit %d\nstdout %s\nstderr %s", r.code, r.stdout, r.stderr)
+	}
+	t.Logf("dream run:\n%s", r.stdout)
+	after, _ := os.ReadFile(userMD)
+	if !strings.Contains(string(after), "- Prefers tea over coffee.") {
+		t.Fatalf("USER.md not edited:\n%s", after)
+	}
+	if !strings.Contains(r.stdout, "USER.md") || !strings.Contains(r.stdout, "1 history entr") {
+		t.Errorf("dream run said %q", r.stdout)
+	}
+	cursor, _ := os.ReadFile(filepath.Join(h.ws, "memory", ".dream_cursor"))
+	if strings.TrimSpace(string(cursor)) != "1" {
+		t.Errorf(".dream_cursor = %q, want the batch's last cursor 1", cursor)
+	}
+	log := gitAgrees(t, h.ws)
+	if log != "" && strings.Count(log, "dream:") != 1 {
+		t.Errorf("want exactly one dream: commit, git log:\n%s", log)
+	}
+	for _, req := range h.llm.Requests() {
+		if err := req.CheckToolPairs(); err != nil {
+			t.Error(err)
+		}
+	}
+
+	// dream log prints that diff.
+	r = h.run("dream", "log")
+	if r.code != 0 || !strings.Contains(r.stdout, "+- Prefers tea over coffee.") {
+		t.Fatalf("dream log: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	t.Logf("dream log:\n%s", r.stdout)
+	sha := regexp.MustCompile("`([0-9a-f]{8})`").FindStringSubmatch(r.stdout)
+	if sha == nil {
+		t.Fatalf("no short sha in dream log output:\n%s", r.stdout)
+	}
+
+	// Nothing new: no model call.
+	n := len(h.llm.Requests())
+	if r := h.run("dream", "run"); r.code != 0 || !strings.Contains(r.stdout, "nothing new") {
+		t.Errorf("second dream run: %d %q", r.code, r.stdout)
+	}
+	if len(h.llm.Requests()) != n {
+		t.Error("a Dream with nothing new called the model")
+	}
+
+	// dream restore <sha> puts USER.md back as a revert commit.
+	r = h.run("dream", "restore", sha[1])
+	if r.code != 0 {
+		t.Fatalf("dream restore: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	t.Logf("dream restore:\n%s", r.stdout)
+	restored, _ := os.ReadFile(userMD)
+	if string(restored) != string(before) {
+		t.Errorf("USER.md after restore:\n%s\nwant:\n%s", restored, before)
+	}
+	log = gitAgrees(t, h.ws)
+	if log != "" && !strings.HasPrefix(log, "revert: undo "+sha[1]) {
+		t.Errorf("newest commit should be the revert, git log:\n%s", log)
+	}
+	if notes, _ := os.ReadFile(filepath.Join(h.ws, "notes.txt")); string(notes) != "mine, untracked" {
+		t.Error("an untracked file was touched")
+	}
+	if cursor2, _ := os.ReadFile(filepath.Join(h.ws, "memory", ".dream_cursor")); string(cursor2) != string(cursor) {
+		t.Error("restore must not roll the Dream cursor back")
+	}
+	// An unknown sha is one sentence, exit 1.
+	r = h.run("dream", "log", "ffff")
+	if r.code != 1 {
+		t.Errorf("dream log ffff: exit %d", r.code)
+	}
+	oneSentence(t, r.stderr)
+}
