@@ -34,9 +34,10 @@ func (g *Gateway) turn(ctx context.Context, in channels.Inbound) Result {
 		return g.fail(in, err, "I could not save your message, so I did not answer; the error is in the gateway log.")
 	}
 
-	fixed := func() string { return g.fixedPrompt(sess) }
+	sys := &systemPrompt{g: g, sess: sess}
+	sys.build()
 	if g.deps.Consolidator != nil {
-		rep, err := g.deps.Consolidator.Maybe(ctx, sess, fixed)
+		rep, err := g.deps.Consolidator.Maybe(ctx, sess, sys.fixed)
 		if err != nil {
 			log.Error("archiving before the turn failed", "err", err)
 		}
@@ -48,9 +49,8 @@ func (g *Gateway) turn(ctx context.Context, in channels.Inbound) Result {
 		}
 	}
 
-	stableSystem := g.deps.Prompts.Stable(sess.Key(), sess.LastSummary())
-	stable := stableSystem + g.toolText
-	system := stableSystem + Runtime(g.now(), in.Channel, in.SessionKey, senderLabel(in))
+	stable := sys.text + g.toolText
+	system := sys.text + Runtime(g.now(), in.Channel, in.SessionKey, senderLabel(in))
 	msgs := append([]llm.Message{{Role: llm.RoleSystem, Content: system}}, replay(sess)...)
 
 	stopTyping := g.startTyping(ctx, in)
@@ -91,7 +91,8 @@ func (g *Gateway) turn(ctx context.Context, in channels.Inbound) Result {
 	}
 
 	if g.deps.Consolidator != nil && ctx.Err() == nil {
-		if _, err := g.deps.Consolidator.Maybe(ctx, sess, fixed); err != nil {
+		sys.fresh = true // nothing archived since it was built
+		if _, err := g.deps.Consolidator.Maybe(ctx, sess, sys.fixed); err != nil {
 			log.Error("archiving after the turn failed", "err", err)
 		}
 	}
@@ -126,9 +127,33 @@ func (g *Gateway) fail(in channels.Inbound, err error, userText string) Result {
 	return Result{Reply: userText, Err: err}
 }
 
-// fixedPrompt is the part of the prompt outside the session's messages, as
-// the consolidator counts it: the stable system prompt and the tool
-// definitions.
+// systemPrompt is a turn's stable system prompt, built once and rebuilt only
+// after the consolidator archived something (an archive entry joins the
+// Recent history).
+type systemPrompt struct {
+	g     *Gateway
+	sess  *session.Session
+	text  string
+	fresh bool // text is current: the next fixed call may use it as it is
+}
+
+func (p *systemPrompt) build() {
+	p.text = p.g.deps.Prompts.Stable(p.sess.Key(), p.sess.LastSummary())
+	p.fresh = true
+}
+
+// fixed is the part of the prompt outside the session's messages, as the
+// consolidator counts it: the stable system prompt and the tool
+// definitions. The consolidator calls it again after each archive round.
+func (p *systemPrompt) fixed() string {
+	if !p.fresh {
+		p.build()
+	}
+	p.fresh = false
+	return p.text + p.g.toolText
+}
+
+// fixedPrompt is fixed for one-off uses such as /status.
 func (g *Gateway) fixedPrompt(sess *session.Session) string {
 	return g.deps.Prompts.Stable(sess.Key(), sess.LastSummary()) + g.toolText
 }

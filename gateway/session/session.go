@@ -146,25 +146,19 @@ func (st *Store) load(key string) (*Session, error) {
 		st.logger.Warn("session last_consolidated out of range; reset", "session", key, "value", lc, "messages", len(s.msgs))
 		s.meta.LastConsolidated = min(max(lc, 0), len(s.msgs))
 	}
-	if raw == nil {
-		if err := s.writeMeta(); err != nil {
-			return nil, err
-		}
-	}
 	return s, nil
 }
 
+// create starts a session in memory. Nothing is written until the first
+// message (the message file) or the first archive (the metadata): a new
+// conversation costs no fsync, and a key that never speaks leaves no file.
 func (st *Store) create(key, base string) (*Session, error) {
-	s := &Session{
+	return &Session{
 		prefix: filepath.Join(st.dir, base),
 		logger: st.logger,
 		now:    st.now,
 		meta:   meta{Key: key, ID: newID(), Created: st.now().UTC()},
-	}
-	if err := s.writeMeta(); err != nil {
-		return nil, err
-	}
-	return s, nil
+	}, nil
 }
 
 func newID() string {
@@ -354,12 +348,6 @@ func (s *Session) readMessages() error {
 		s.logger.Warn("skipped unreadable session lines", "session", s.meta.Key, "count", bad)
 	}
 	return nil
-}
-
-func (s *Session) writeMeta() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.writeMetaLocked()
 }
 
 func (s *Session) writeMetaLocked() error {

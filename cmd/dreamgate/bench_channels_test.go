@@ -1,0 +1,230 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dreamgate/dreamgate/channels"
+	"github.com/dreamgate/dreamgate/channels/discord"
+	"github.com/dreamgate/dreamgate/channels/discord/fakediscord"
+	"github.com/dreamgate/dreamgate/channels/slack"
+	"github.com/dreamgate/dreamgate/channels/slack/fakeslack"
+	"github.com/dreamgate/dreamgate/llm/llmtest"
+)
+
+// timed wraps a channel to see when the gateway accepted each message and
+// when it sent the answer: the gateway's own share of the latency.
+type timed struct {
+	channels.Channel
+	mu       sync.Mutex
+	accepted map[string]time.Time
+	gateway  []time.Duration
+}
+
+type timedSink struct {
+	t    *timed
+	sink channels.Sink
+}
+
+func (s timedSink) Deliver(ctx context.Context, in channels.Inbound) error {
+	s.t.mu.Lock()
+	s.t.accepted[in.MessageID] = time.Now()
+	s.t.mu.Unlock()
+	return s.sink.Deliver(ctx, in)
+}
+
+func (t *timed) Run(ctx context.Context, sink channels.Sink) error {
+	return t.Channel.Run(ctx, timedSink{t: t, sink: sink})
+}
+
+func (t *timed) Send(ctx context.Context, out channels.Outbound) error {
+	t.mu.Lock()
+	if at, ok := t.accepted[out.ReplyTo]; ok {
+		t.gateway = append(t.gateway, time.Since(at))
+		delete(t.accepted, out.ReplyTo)
+	}
+	t.mu.Unlock()
+	return t.Channel.Send(ctx, out)
+}
+
+func (t *timed) StartTyping(ctx context.Context, in channels.Inbound) func() {
+	if ty, ok := t.Channel.(channels.Typer); ok {
+		return ty.StartTyping(ctx, in)
+	}
+	return func() {}
+}
+
+func (t *timed) Health() channels.Health {
+	return t.Channel.(channels.HealthReporter).Health()
+}
+
+// BenchmarkChannelsBurst sends 500 messages over 50 channels at once (250
+// through Slack, 250 through Discord) into a gateway wired as `dreamgate
+// gateway` wires it, with a model that answers at once. Every message must
+// be answered exactly once. It reports the end-to-end latency (the fake
+// platform sending the event to it receiving the reply) and the gateway's
+// own share (accepted from the adapter to handed back to it, model call
+// included).
+func BenchmarkChannelsBurst(b *testing.B) {
+	const perPlatform, chans = 250, 25
+	sl, dc, ts, td := channelsBench(b, chans)
+	wctx := waitCtx(b)
+
+	var e2e []time.Duration
+	b.ResetTimer()
+	for range b.N {
+		slackBase, discordBase := len(sl.Posts()), len(dc.Sent())
+		start := time.Now()
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			for i := range perPlatform {
+				if _, err := sl.InjectPost(fakeslack.Event{Channel: fmt.Sprint("C", i%chans), User: "U1", Text: fmt.Sprintf("<@UBOT> s%d", i)}); err != nil {
+					b.Error(err)
+				}
+			}
+		})
+		wg.Go(func() {
+			for i := range perPlatform {
+				if _, err := dc.InjectMessage(fakediscord.Message{ChannelID: fmt.Sprint("D", i%chans), Author: fakediscord.User{ID: "U1"}, Content: fmt.Sprintf("<@%s> d%d", dc.BotID(), i)}); err != nil {
+					b.Error(err)
+				}
+			}
+		})
+		wg.Wait()
+		posts, err := sl.WaitPosts(wctx, slackBase+perPlatform)
+		if err != nil {
+			b.Fatal(err)
+		}
+		sent, err := dc.WaitSent(wctx, discordBase+perPlatform)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, p := range posts[slackBase:] {
+			e2e = append(e2e, p.At.Sub(start))
+		}
+		for _, s := range sent[discordBase:] {
+			e2e = append(e2e, s.At.Sub(start))
+		}
+		if len(posts) != slackBase+perPlatform || len(dc.Sent()) != discordBase+perPlatform {
+			b.Fatalf("answers: slack %d, discord %d; want exactly %d each", len(posts)-slackBase, len(dc.Sent())-discordBase, perPlatform)
+		}
+	}
+	b.StopTimer()
+	reportChannels(b, ts, td, e2e, "burst")
+}
+
+// BenchmarkChannelsOneAtATime is the same path with one message in flight:
+// the gateway's added latency without queueing behind other messages.
+func BenchmarkChannelsOneAtATime(b *testing.B) {
+	const chans = 25
+	sl, dc, ts, td := channelsBench(b, chans)
+	wctx := waitCtx(b)
+	var e2e []time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		start := time.Now()
+		if i%2 == 0 {
+			n := len(sl.Posts())
+			if _, err := sl.InjectPost(fakeslack.Event{Channel: fmt.Sprint("C", i%chans), User: "U1", Text: fmt.Sprintf("<@UBOT> s%d", i)}); err != nil {
+				b.Fatal(err)
+			}
+			posts, err := sl.WaitPosts(wctx, n+1)
+			if err != nil {
+				b.Fatal(err)
+			}
+			e2e = append(e2e, posts[n].At.Sub(start))
+		} else {
+			n := len(dc.Sent())
+			if _, err := dc.InjectMessage(fakediscord.Message{ChannelID: fmt.Sprint("D", i%chans), Author: fakediscord.User{ID: "U1"}, Content: fmt.Sprintf("<@%s> d%d", dc.BotID(), i)}); err != nil {
+				b.Fatal(err)
+			}
+			sent, err := dc.WaitSent(wctx, n+1)
+			if err != nil {
+				b.Fatal(err)
+			}
+			e2e = append(e2e, sent[n].At.Sub(start))
+		}
+	}
+	b.StopTimer()
+	reportChannels(b, ts, td, e2e, "e2e")
+}
+
+func reportChannels(b *testing.B, ts, td *timed, e2e []time.Duration, name string) {
+	ts.mu.Lock()
+	td.mu.Lock()
+	gw := append(append([]time.Duration(nil), ts.gateway...), td.gateway...)
+	td.mu.Unlock()
+	ts.mu.Unlock()
+	b.ReportMetric(float64(percentile(gw, 50).Microseconds())/1000, "gw-p50-ms")
+	b.ReportMetric(float64(percentile(gw, 99).Microseconds())/1000, "gw-p99-ms")
+	b.ReportMetric(float64(percentile(e2e, 50).Microseconds())/1000, name+"-p50-ms")
+	b.ReportMetric(float64(percentile(e2e, 99).Microseconds())/1000, name+"-p99-ms")
+}
+
+// channelsBench wires a gateway as `dreamgate gateway` does, with Slack and
+// Discord adapters (wrapped to time the gateway's share) against the fakes
+// and a model that answers at once.
+func channelsBench(b *testing.B, chans int) (*fakeslack.Server, *fakediscord.Server, *timed, *timed) {
+	h := newHarness(b)
+	h.llm.SetResponder(func(r llmtest.Request) llmtest.Reply {
+		return llmtest.Text("ok " + r.Messages[len(r.Messages)-1].Content)
+	})
+	cfg, err := loadConfig(h.cfgPath, func(string) string { return "" })
+	if err != nil {
+		b.Fatal(err)
+	}
+	a, err := newApp(cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(a.close)
+	g, _, _ := a.gateway(false)
+
+	sl := fakeslack.New(fakeslack.Config{})
+	b.Cleanup(sl.Close)
+	dc, err := fakediscord.Start(fakediscord.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(dc.Close)
+	var dchans []fakediscord.Channel
+	for i := range chans {
+		dchans = append(dchans, fakediscord.Channel{ID: fmt.Sprint("D", i), GuildID: "G1", Type: 0})
+	}
+	dc.AddGuild("G1", dchans...)
+	sa, err := slack.New(slack.Config{BotToken: sl.BotToken(), AppToken: sl.AppToken(), APIURL: sl.APIURL(), GroupPolicy: "mention", ReplyInThread: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	da, err := discord.New(discord.Config{Token: dc.Token(), APIURL: dc.URL(), GroupPolicy: "mention"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ts := &timed{Channel: sa, accepted: map[string]time.Time{}}
+	td := &timed{Channel: da, accepted: map[string]time.Time{}}
+	g.AddChannel(ts)
+	g.AddChannel(td)
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan struct{})
+	go func() { _ = g.Run(ctx); close(ran) }()
+	b.Cleanup(func() {
+		sctx, c2 := context.WithTimeout(context.Background(), 10*time.Second)
+		_ = g.Shutdown(sctx)
+		c2()
+		cancel()
+		<-ran
+	})
+	wctx := waitCtx(b)
+	if err := sl.WaitConnections(wctx, 1); err != nil {
+		b.Fatal(err)
+	}
+	if err := dc.WaitSessions(wctx, 1); err != nil {
+		b.Fatal(err)
+	}
+
+	return sl, dc, ts, td
+}
