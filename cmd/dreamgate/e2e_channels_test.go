@@ -3,7 +3,9 @@ package main
 import (
 	"fmt"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/dreamgate/dreamgate/channels/discord/fakediscord"
@@ -198,4 +200,34 @@ func TestSlackAndDiscordThroughTheBinary(t *testing.T) {
 	}
 	var _ = llm.RoleUser
 	_ = fmt.Sprint
+}
+
+func TestSIGTERMLetsTheRunningTurnFinish(t *testing.T) {
+	h, sl, _ := channelHarness(t)
+	h.llm.SetResponder(nil)
+	h.llm.Push(llmtest.Slow(700*time.Millisecond, llmtest.Text("finished after the signal")))
+	gw := h.startGateway(t)
+	gw.waitConnected(t, "slack")
+	ctx := waitCtx(t)
+	if _, err := sl.InjectPost(fakeslack.Event{Channel: "C1", User: "U1", Text: "<@UBOT> take your time"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.llm.WaitRequests(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := gw.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-gw.exited:
+	case <-ctx.Done():
+		t.Fatalf("gateway did not exit; log:\n%s", gw.stderr.String())
+	}
+	posts := sl.Posts()
+	if len(posts) != 1 || posts[0].Text != "finished after the signal" {
+		t.Errorf("posts after shutdown = %+v; log:\n%s", posts, gw.stderr.String())
+	}
+	if code := gw.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Errorf("exit code %d after SIGTERM", code)
+	}
 }

@@ -81,7 +81,10 @@ func cmdGateway(ctx context.Context, e *env, args []string) error {
 	}
 	health.set(g)
 
-	runCtx, stop := context.WithCancel(ctx)
+	// The channels outlive the signal: Shutdown first drains the turns
+	// (their replies go out through still-connected channels), then the
+	// channels are stopped.
+	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	defer stop()
 	ran := make(chan struct{})
 	go func() { _ = g.Run(runCtx); close(ran) }()
