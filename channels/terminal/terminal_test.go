@@ -1,0 +1,81 @@
+package terminal
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/dreamgate/dreamgate/channels"
+)
+
+type sink struct {
+	mu  sync.Mutex
+	got []channels.Inbound
+	err error
+}
+
+func (s *sink) Deliver(_ context.Context, in channels.Inbound) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.got = append(s.got, in)
+	return s.err
+}
+
+func TestRunDeliversLinesUntilEOF(t *testing.T) {
+	var out, errOut bytes.Buffer
+	a := New(Config{In: strings.NewReader("hello\n\n  /help  \nbye"), Out: &out, Err: &errOut, Session: "work", User: "ada"})
+	s := &sink{}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error)
+	go func() { done <- a.Run(ctx, s) }()
+	<-a.EOF()
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	var texts []string
+	for _, in := range s.got {
+		texts = append(texts, in.Text)
+		if in.SessionKey != "terminal:work" || !in.Local || in.Channel != Name || in.SenderID != "ada" {
+			t.Errorf("inbound = %+v", in)
+		}
+	}
+	if got := strings.Join(texts, "|"); got != "hello|/help|bye" {
+		t.Errorf("delivered %q", got)
+	}
+	if h := a.Health(); h.State != channels.StateStopped {
+		t.Errorf("health after EOF = %+v", h)
+	}
+}
+
+func TestSendSeparatesRepliesFromErrors(t *testing.T) {
+	var out, errOut bytes.Buffer
+	a := New(Config{Out: &out, Err: &errOut})
+	in := a.Inbound("hi")
+	_ = a.Send(t.Context(), channels.ReplyTo(in, channels.KindReply, "the answer"))
+	_ = a.Send(t.Context(), channels.ReplyTo(in, channels.KindProgress, "Dreaming…"))
+	_ = a.Send(t.Context(), channels.ReplyTo(in, channels.KindError, "The model is unavailable."))
+	if out.String() != "the answer\n" {
+		t.Errorf("stdout = %q", out.String())
+	}
+	if errOut.String() != "Dreaming…\nThe model is unavailable.\n" {
+		t.Errorf("stderr = %q", errOut.String())
+	}
+}
+
+func TestRefusedDeliveryIsSaidOnStderr(t *testing.T) {
+	var out, errOut bytes.Buffer
+	a := New(Config{In: strings.NewReader("one\n"), Out: &out, Err: &errOut})
+	s := &sink{err: channels.ErrBusy}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error)
+	go func() { done <- a.Run(ctx, s) }()
+	<-a.EOF()
+	cancel()
+	<-done
+	if !strings.Contains(errOut.String(), "Not sent") {
+		t.Errorf("stderr = %q", errOut.String())
+	}
+}
