@@ -51,6 +51,13 @@ func NewStore(dir string, logger *slog.Logger) (*Store, error) {
 	return &Store{dir: dir, logger: logger, now: time.Now, open: map[string]*Session{}}, nil
 }
 
+// SetClock replaces the clock that stamps messages (tests).
+func (st *Store) SetClock(now func() time.Time) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.now = now
+}
+
 // Get returns the session for key, loading it from disk or creating it.
 func (st *Store) Get(key string) (*Session, error) {
 	st.mu.Lock()

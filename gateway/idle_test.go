@@ -1,0 +1,94 @@
+package gateway
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dreamgate/dreamgate/consolidator"
+	"github.com/dreamgate/dreamgate/llm"
+)
+
+// fakeConsolidator records which sessions were archived.
+type fakeConsolidator struct {
+	mu       sync.Mutex
+	archived []string
+	done     chan string
+}
+
+func (f *fakeConsolidator) Maybe(context.Context, consolidator.Session, func() string) (consolidator.Report, error) {
+	return consolidator.Report{}, nil
+}
+func (f *fakeConsolidator) ArchiveTail(_ context.Context, s consolidator.Session) (consolidator.Report, error) {
+	f.mu.Lock()
+	f.archived = append(f.archived, s.Key())
+	f.mu.Unlock()
+	n := len(s.Messages())
+	err := s.SetLastConsolidated(n, "- archived")
+	f.done <- s.Key()
+	return consolidator.Report{Archived: n}, err
+}
+func (f *fakeConsolidator) ObservePrompt(consolidator.Session, string, int) {}
+func (f *fakeConsolidator) Estimate(consolidator.Session, string) int    { return 1234 }
+func (f *fakeConsolidator) RecentHistory(string) (string, error)          { return "", nil }
+
+func TestIdleSessionsAreArchived(t *testing.T) {
+	now := time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
+	var mu sync.Mutex
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	fc := &fakeConsolidator{done: make(chan string, 4)}
+	env := newTestEnv(t, func(context.Context, llm.Request) (llm.Response, error) { return textReply("ok"), nil },
+		func(c *Config, d *Deps) {
+			c.IdleCompactAfter = 15 * time.Minute
+			d.Consolidator = fc
+			d.Now = clock
+		})
+	env.g.deps.Sessions.SetClock(clock)
+	wait(t, must(env.g.Submit(t.Context(), inbound("quiet", "short chat"))))
+	wait(t, must(env.g.Submit(t.Context(), inbound("busy", "another chat"))))
+
+	env.g.compactIdle()
+	select {
+	case k := <-fc.done:
+		t.Fatalf("%s archived before it was idle", k)
+	default:
+	}
+
+	mu.Lock()
+	now = now.Add(20 * time.Minute)
+	mu.Unlock()
+	// One session speaks again: it is not idle.
+	wait(t, must(env.g.Submit(t.Context(), inbound("busy", "still here"))))
+	env.g.compactIdle()
+	if k := <-fc.done; k != "test:quiet" {
+		t.Errorf("archived %s, want test:quiet", k)
+	}
+	env.g.compactIdle() // nothing left to archive in quiet
+	if err := env.g.Shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if len(fc.done) != 0 {
+		t.Errorf("archived again: %v", <-fc.done)
+	}
+}
+
+func TestStatusReportsTheConversation(t *testing.T) {
+	fc := &fakeConsolidator{done: make(chan string, 1)}
+	env := newTestEnv(t, func(context.Context, llm.Request) (llm.Response, error) { return textReply("ok"), nil },
+		func(c *Config, d *Deps) {
+			c.ContextWindow, c.MaxTokens = 8192, 1024
+			d.Consolidator = fc
+			d.Usage = func() map[string]llm.Usage {
+				return map[string]llm.Usage{"chat": {PromptTokens: 1500, CompletionTokens: 20, Calls: 2}}
+			}
+		})
+	wait(t, must(env.g.Submit(t.Context(), inbound("st", "hello"))))
+	r := wait(t, must(env.g.Submit(t.Context(), inbound("st", "/status"))))
+	for _, want := range []string{"Model: test-model", "2 messages, 0 archived", "of 6.1k usable", "Tokens used: 1.5k in, 20 out in 2 calls", "Dream: off"} {
+		if !strings.Contains(r.Reply, want) {
+			t.Errorf("/status lacks %q:\n%s", want, r.Reply)
+		}
+	}
+}
