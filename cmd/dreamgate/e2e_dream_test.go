@@ -145,3 +145,38 @@ func TestDreamRunLogRestoreThroughTheBinary(t *testing.T) {
 	}
 	oneSentence(t, r.stderr)
 }
+
+func TestDreamFromChatAndStatus(t *testing.T) {
+	h := newHarness(t)
+	h.llm.Push(
+		llmtest.Text("Noted."),
+		llmtest.Text("- The user's name is Ada"),
+	)
+	h.run("chat", "-m", "I'm Ada.")
+	h.run("chat", "-m", "/new")
+	h.llm.Push(
+		llmtest.Text("[USER] name is Ada"),
+		llmtest.ToolCall("edit_file", `{"path":"USER.md","old_text":"## People\n","new_text":"## People\n- Ada\n"}`),
+		llmtest.Text("Done."),
+	)
+	r := h.run("chat", "-m", "/dream")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stdout, "Dream: 1 change to USER.md") {
+		t.Errorf("/dream replied %q", r.stdout)
+	}
+	if !strings.Contains(r.stderr, "Dreaming") {
+		t.Errorf("no progress line on stderr: %q", r.stderr)
+	}
+	r = h.run("chat", "-m", "/status")
+	if !strings.Contains(r.stdout, "Dream:") || !strings.Contains(r.stdout, "last:") {
+		t.Errorf("/status = %q", r.stdout)
+	}
+	t.Logf("/status:\n%s", r.stdout)
+	r = h.run("status")
+	if r.code != 0 || !strings.Contains(r.stdout, "Last Dream commit: ") || !strings.Contains(r.stdout, "reachable") {
+		t.Errorf("status: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	t.Logf("status:\n%s", r.stdout)
+}

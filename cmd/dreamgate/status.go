@@ -47,7 +47,11 @@ func cmdStatus(ctx context.Context, e *env, args []string) error {
 	if n, err := a.history.Len(); err == nil {
 		dc, _ := a.history.DreamCursor()
 		last, _ := a.history.LastCursor()
-		fmt.Fprintf(w, "History: %d entries, last cursor %d, Dream has read up to %d\n", n, last, dc)
+		noun := "entries"
+		if n == 1 {
+			noun = "entry"
+		}
+		fmt.Fprintf(w, "History: %d %s, last cursor %d, Dream has read up to %d\n", n, noun, last, dc)
 	}
 	if !cfg.Dream.Enabled {
 		fmt.Fprintln(w, "Dream: off")
