@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"os"
 	"strings"
 
 	"github.com/dreamgate/dreamgate/channels/terminal"
-	"golang.org/x/term"
 )
 
 // cmdChat is the terminal chat: interactive, or one turn with -m.
@@ -65,7 +63,7 @@ func cmdChat(ctx context.Context, e *env, args []string) error {
 	}
 
 	prompt := ""
-	if f, ok := e.stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+	if e.stdinIsTTY() {
 		prompt = "> "
 	}
 	t := terminal.New(terminal.Config{In: e.stdin, Out: e.stdout, Err: e.stderr, Session: *sessionName, Prompt: prompt})

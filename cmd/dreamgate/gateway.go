@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"sync/atomic"
 	"time"
 
@@ -18,7 +17,6 @@ import (
 	"github.com/dreamgate/dreamgate/channels/terminal"
 	"github.com/dreamgate/dreamgate/dream"
 	"github.com/dreamgate/dreamgate/gateway"
-	"golang.org/x/term"
 )
 
 // cmdGateway runs every enabled channel, the Dream scheduler and /healthz
@@ -32,7 +30,14 @@ func cmdGateway(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	logger := e.logger(slog.LevelInfo)
+	// With the terminal chat on a TTY, info lines would interleave with the
+	// conversation; keep them for headless runs (DREAMGATE_LOG_LEVEL
+	// overrides either way).
+	level := slog.LevelInfo
+	if cfg.Channels.Terminal.Enabled && e.stdinIsTTY() {
+		level = slog.LevelWarn
+	}
+	logger := e.logger(level)
 
 	// /healthz answers first, before anything slow, so supervisors see the
 	// process alive at once; it reports "starting" until the channels run.
@@ -108,7 +113,7 @@ func cmdGateway(ctx context.Context, e *env, args []string) error {
 func addChannels(g *gateway.Gateway, cfg Config, e *env, logger *slog.Logger) error {
 	if cfg.Channels.Terminal.Enabled {
 		prompt := ""
-		if f, ok := e.stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		if e.stdinIsTTY() {
 			prompt = "> "
 		}
 		g.AddChannel(terminal.New(terminal.Config{In: e.stdin, Out: e.stdout, Err: e.stderr, Prompt: prompt}))

@@ -161,3 +161,8 @@ func (e *env) logger(defaultLevel slog.Level) *slog.Logger {
 	}
 	return slog.New(slog.NewJSONHandler(e.stderr, opts))
 }
+
+func (e *env) stdinIsTTY() bool {
+	f, ok := e.stdin.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
