@@ -77,14 +77,27 @@ func (st *sessionCounts) sync(msgs []llm.Message) {
 
 // bound is an upper bound of the scaled estimate, found without the
 // tokenizer: bytes of the fixed part and of messages[lc:], times the floor
-// ratio (or its cap while an observation is unresolved).
+// ratio (or its cap while an observation is unresolved). While an
+// observation is unresolved, the provider's own count of that prompt plus
+// the bytes added since bounds the estimate far more tightly than the cap,
+// so a long session below budget still needs no tokenizer.
 func (st *sessionCounts) bound(lc int, fixed string) int {
 	ratio := st.ratio
 	if st.pending != nil {
 		ratio = maxFloorRatio
 	}
 	ub := int64(len(fixed)+MessageOverhead) + st.ubCum[st.n] - st.ubCum[lc]
-	return scale(ub, ratio)
+	b := scale(ub, ratio)
+	if o := st.pending; o != nil && o.n <= st.n && o.lc <= lc {
+		// The provider's count is the truth for the observed prompt (and
+		// equals the scaled estimate of it whenever the provider counts
+		// at least as many tokens as cl100k, the usual case); messages
+		// archived since only lower it, and the messages and fixed-part
+		// growth added since cost at most their bytes, times the cap.
+		added := st.ubCum[st.n] - st.ubCum[o.n] + int64(max(len(fixed)-len(o.fixed), 0))
+		b = min(b, o.provider+scale(added, maxFloorRatio))
+	}
+	return b
 }
 
 // exact is the exact (unscaled) count of the prompt: fixed as one message

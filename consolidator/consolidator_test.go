@@ -713,6 +713,32 @@ func TestObservationDoesNotLoadTokenizer(t *testing.T) {
 	}
 }
 
+// A long conversation well below budget: the provider's count of the last
+// prompt (a little above ours, as usual) bounds the next estimate, so the
+// tokenizer stays unloaded even though the raw bytes, scaled by the
+// unresolved floor's cap, would exceed the trigger.
+func TestProviderCountKeepsLongSessionsOffTheTokenizer(t *testing.T) {
+	c, _ := newTestConsolidator(t, &fakeModel{}, baseConfig)
+	s := newSession("k")
+	for range 40 {
+		s.append(user(words("", 5)), assistant(words("", 5)))
+	}
+	fixed := func() string { return "system prompt" }
+	if bytes := len(fixed()) + MessageOverhead + s.bytes(); scale(int64(bytes), maxFloorRatio) <= c.trigger {
+		t.Fatalf("fixture too small: %d bytes, trigger %d", bytes, c.trigger)
+	}
+	ours := New(nil, nil, baseConfig, nil).Estimate(s, fixed()) // a separate tokenizer
+	c.ObservePrompt(s, fixed(), ours*6/5)
+	s.append(user("one more"), assistant("sure"))
+	rep, err := c.Maybe(t.Context(), s, fixed)
+	if err != nil || rep.Rounds != 0 {
+		t.Fatalf("archived below budget: %+v, %v", rep, err)
+	}
+	if c.counter.Loaded() {
+		t.Error("the tokenizer was loaded although the provider's count settled it")
+	}
+}
+
 func TestEstimateCachesPerSession(t *testing.T) {
 	c, _ := newTestConsolidator(t, &fakeModel{}, baseConfig)
 	s := newSession("k")

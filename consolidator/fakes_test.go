@@ -158,3 +158,12 @@ func toolResult(id, name, text string) llm.Message {
 func call(id, name, args string) llm.ToolCall {
 	return llm.ToolCall{ID: id, Name: name, Arguments: args}
 }
+
+// bytes is the byte upper bound of the unarchived messages.
+func (s *fakeSession) bytes() int {
+	n := 0
+	for _, m := range s.Messages()[s.LastConsolidated():] {
+		n += MessageUpperBound(m)
+	}
+	return n
+}
