@@ -78,7 +78,7 @@ func BenchmarkGatewayStart(b *testing.B) {
 		ready = append(ready, time.Since(start))
 		// Idle memory: what a gateway that nobody talks to holds.
 		time.Sleep(300 * time.Millisecond)
-		idleRSS = max(idleRSS, rssKB(cmd.Process.Pid))
+		idleRSS = max(idleRSS, procStatusKB(cmd.Process.Pid, "VmRSS:"))
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		done := make(chan struct{})
@@ -95,14 +95,15 @@ func BenchmarkGatewayStart(b *testing.B) {
 	b.ReportMetric(float64(idleRSS)/1024, "idleRSS-MB")
 }
 
-// rssKB reads VmRSS of a running process (Linux).
-func rssKB(pid int) int64 {
+// procStatusKB reads one kB field (VmRSS:, VmHWM:) of a running process's
+// /proc status; 0 when it cannot.
+func procStatusKB(pid int, field string) int64 {
 	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
 	if err != nil {
 		return 0
 	}
 	for line := range strings.SplitSeq(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+		if rest, ok := strings.CutPrefix(line, field); ok {
 			n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
 			return n
 		}

@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -123,16 +122,35 @@ func (h *harness) runInput(stdin string, args ...string) runResult {
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	start := time.Now()
-	err := cmd.Run()
-	res := runResult{stdout: out.String(), stderr: errb.String(), elapsed: time.Since(start)}
-	if cmd.ProcessState != nil {
-		res.code = cmd.ProcessState.ExitCode()
-		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-			res.maxRSSKB = ru.Maxrss
-		}
-	} else if err != nil {
+	if err := cmd.Start(); err != nil {
 		h.t.Fatalf("running dreamgate: %v", err)
 	}
+	// Peak memory is read from /proc while the program runs: the rusage of
+	// a child started by Go counts the parent's memory too (the child
+	// shares it until exec), so it cannot be used.
+	exited := make(chan struct{})
+	peak := make(chan int64, 1)
+	go func() {
+		var hwm int64
+		t := time.NewTicker(500 * time.Microsecond)
+		defer t.Stop()
+		for {
+			if v := procStatusKB(cmd.Process.Pid, "VmHWM:"); v > hwm {
+				hwm = v
+			}
+			select {
+			case <-exited:
+				peak <- hwm
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	_ = cmd.Wait()
+	res := runResult{stdout: out.String(), stderr: errb.String(), elapsed: time.Since(start)}
+	close(exited)
+	res.maxRSSKB = <-peak
+	res.code = cmd.ProcessState.ExitCode()
 	return res
 }
 
