@@ -189,9 +189,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 			}
 		})
 	}
-	if g.cfg.IdleCompactAfter > 0 {
-		wg.Go(func() { g.idleLoop(ctx) })
-	}
+	wg.Go(func() { g.idleLoop(ctx) })
 	wg.Wait()
 	return nil
 }
@@ -312,9 +310,8 @@ func (g *Gateway) refuseAtShutdown(in channels.Inbound) Result {
 			}
 		}
 	}
-	msg := "dreamgate was shutting down before it could answer this; your message is saved, please send it again."
-	g.send(channels.ReplyTo(in, channels.KindError, msg))
-	return Result{Reply: msg, Err: channels.ErrClosed}
+	g.send(channels.ReplyTo(in, channels.KindError, shutdownNotice))
+	return Result{Reply: shutdownNotice, Err: channels.ErrClosed}
 }
 
 // Shutdown stops accepting messages and lets queued and running turns
@@ -400,3 +397,6 @@ func (g *Gateway) queued(key string) int {
 }
 
 var errStopped = errors.New("stopped by /stop")
+
+// shutdownNotice answers a message that shutdown left unanswered.
+const shutdownNotice = "dreamgate was shutting down before it could answer this; your message is saved, please send it again."

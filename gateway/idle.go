@@ -7,10 +7,18 @@ import (
 	"github.com/dreamgate/dreamgate/channels"
 )
 
+// evictAfter is how long a fully archived conversation stays in memory
+// after its last message.
+const evictAfter = time.Hour
+
 // idleLoop archives the tail of sessions that went quiet, so short chats
-// also reach Dream (nanobot #3973: without it Dream starves).
+// also reach Dream (nanobot #3973: without it Dream starves), and lets go of
+// conversations that have been quiet for long.
 func (g *Gateway) idleLoop(ctx context.Context) {
-	every := min(time.Minute, max(g.cfg.IdleCompactAfter/4, time.Second))
+	every := time.Minute
+	if g.cfg.IdleCompactAfter > 0 {
+		every = min(every, max(g.cfg.IdleCompactAfter/4, time.Second))
+	}
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -18,7 +26,10 @@ func (g *Gateway) idleLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			g.compactIdle()
+			if g.cfg.IdleCompactAfter > 0 {
+				g.compactIdle()
+			}
+			g.evictIdle()
 		}
 	}
 }
@@ -48,5 +59,19 @@ func (g *Gateway) compactIdle() {
 		if err != nil {
 			g.logger.Debug("idle archive not queued", "session", s.Key(), "err", err)
 		}
+	}
+}
+
+// evictIdle drops from memory the sessions quiet for evictAfter whose
+// messages are all archived (or that idle compaction does not cover); they
+// are read from disk again when they next speak.
+func (g *Gateway) evictIdle() {
+	cutoff := g.now().Add(-max(evictAfter, 2*g.cfg.IdleCompactAfter))
+	for _, s := range g.deps.Sessions.Loaded() {
+		archived := s.LastConsolidated() >= s.Len() || g.cfg.IdleCompactAfter == 0
+		if !archived || s.LastActive().After(cutoff) || g.queued(s.Key()) > 0 {
+			continue
+		}
+		g.deps.Sessions.Evict(s)
 	}
 }

@@ -31,8 +31,8 @@ func (f *fakeConsolidator) ArchiveTail(_ context.Context, s consolidator.Session
 	return consolidator.Report{Archived: n}, err
 }
 func (f *fakeConsolidator) ObservePrompt(consolidator.Session, string, int) {}
-func (f *fakeConsolidator) Estimate(consolidator.Session, string) int    { return 1234 }
-func (f *fakeConsolidator) RecentHistory(string) (string, error)          { return "", nil }
+func (f *fakeConsolidator) Estimate(consolidator.Session, string) int       { return 1234 }
+func (f *fakeConsolidator) RecentHistory(string) (string, error)            { return "", nil }
 
 func TestIdleSessionsAreArchived(t *testing.T) {
 	now := time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
@@ -90,5 +90,41 @@ func TestStatusReportsTheConversation(t *testing.T) {
 		if !strings.Contains(r.Reply, want) {
 			t.Errorf("/status lacks %q:\n%s", want, r.Reply)
 		}
+	}
+}
+
+func TestQuietArchivedSessionsLeaveMemory(t *testing.T) {
+	now := time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
+	var mu sync.Mutex
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	fc := &fakeConsolidator{done: make(chan string, 4)}
+	env := newTestEnv(t, func(context.Context, llm.Request) (llm.Response, error) { return textReply("ok"), nil },
+		func(c *Config, d *Deps) {
+			c.IdleCompactAfter = 15 * time.Minute
+			d.Consolidator = fc
+			d.Now = clock
+		})
+	env.g.deps.Sessions.SetClock(clock)
+	wait(t, must(env.g.Submit(t.Context(), inbound("old", "hello"))))
+	mu.Lock()
+	now = now.Add(20 * time.Minute)
+	mu.Unlock()
+	env.g.compactIdle()
+	<-fc.done
+	env.g.evictIdle() // archived, but quiet for only 20 minutes
+	if n := len(env.sessions.Loaded()); n != 1 {
+		t.Fatalf("evicted too early: %d loaded", n)
+	}
+	mu.Lock()
+	now = now.Add(2 * time.Hour)
+	mu.Unlock()
+	env.g.evictIdle()
+	if n := len(env.sessions.Loaded()); n != 0 {
+		t.Fatalf("a quiet archived session stayed in memory: %d loaded", n)
+	}
+	// It comes back from disk with everything it had.
+	s, err := env.sessions.Get("test:old")
+	if err != nil || s.Len() != 2 || s.LastConsolidated() != 2 {
+		t.Errorf("reloaded: len %d lc %d err %v", s.Len(), s.LastConsolidated(), err)
 	}
 }

@@ -71,6 +71,8 @@ func (g *Gateway) turn(ctx context.Context, in channels.Inbound) Result {
 	switch {
 	case runErr != nil && errors.Is(runErr, context.Canceled) && g.turnCtx.Err() == nil:
 		out = g.fail(in, errStopped, "Stopped.")
+	case runErr != nil && g.turnCtx.Err() != nil:
+		out = g.fail(in, runErr, shutdownNotice)
 	case runErr != nil:
 		log.Warn("turn failed", "err", runErr, "stop", res.Stop)
 		out = g.fail(in, runErr, llm.UserMessage(runErr))

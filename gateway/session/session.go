@@ -84,6 +84,22 @@ func (st *Store) Loaded() []*Session {
 	return out
 }
 
+// Evict drops s from memory if it is still the session held for its key,
+// closing its file; the next Get loads it from disk again. A long-running
+// gateway thus holds only the conversations that are active, not every
+// thread it ever saw.
+func (st *Store) Evict(s *Session) bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	key := s.Key()
+	if st.open[key] != s {
+		return false
+	}
+	delete(st.open, key)
+	_ = s.close()
+	return true
+}
+
 // Rotate starts a new session under key. The old files are renamed aside
 // with the old session's id, and the returned old Session keeps working on
 // them (its unarchived tail can still be archived).
