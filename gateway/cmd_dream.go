@@ -18,6 +18,9 @@ func cmdDream() *command {
 		help: "run Dream now: fold archived conversation into long-term memory",
 		run: func(_ context.Context, g *Gateway, req cmdRequest) string {
 			if g.deps.Dream == nil {
+				if g.deps.DreamOff != "" {
+					return g.deps.DreamOff
+				}
 				return "Dream is off in this gateway's config."
 			}
 			// Dream runs beside the conversation, not in its queue: it may

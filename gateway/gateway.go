@@ -65,6 +65,9 @@ type Deps struct {
 	// say Dream is off.
 	Dream     Dreamer
 	MemoryLog MemoryLog
+	// DreamOff is what /dream says when Dream is nil ("" means it is off
+	// in the config).
+	DreamOff string
 	// Usage reports tokens used per purpose, for /status.
 	Usage  func() map[string]llm.Usage
 	Logger *slog.Logger

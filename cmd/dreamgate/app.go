@@ -34,31 +34,37 @@ type app struct {
 }
 
 // openWorkspace creates a missing workspace as onboard would (template files
-// and the memory repository) and returns whether it was created.
-func openWorkspace(cfg Config, logger *slog.Logger) (created bool, err error) {
-	if _, err := os.Stat(filepath.Join(cfg.Workspace, "AGENTS.md")); err == nil {
-		return false, nil
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return false, fmt.Errorf("workspace %s: %w", cfg.Workspace, err)
+// and the memory repository) and returns the files it created. A workspace
+// that has its AGENTS.md is taken as set up, unless complete asks to add
+// whatever template file is missing (onboard); nothing is ever overwritten.
+func openWorkspace(cfg Config, logger *slog.Logger, complete bool) (created []string, err error) {
+	if !complete {
+		if _, err := os.Stat(filepath.Join(cfg.Workspace, "AGENTS.md")); err == nil {
+			return nil, nil
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("workspace %s: %w", cfg.Workspace, err)
+		}
 	}
-	files, err := workspacetemplate.Install(cfg.Workspace)
+	created, err = workspacetemplate.Install(cfg.Workspace)
 	if err != nil {
-		return false, err
+		return created, err
 	}
 	if _, err := gitstore.Open(cfg.Workspace, gitstore.Options{}); err != nil {
 		if errors.Is(err, gitstore.ErrNestedRepository) {
-			logger.Warn("memory versioning is off: the workspace is inside another git repository", "workspace", cfg.Workspace)
+			logger.Warn("memory versioning is off: the workspace is inside another git repository", "workspace", cfg.Workspace, "err", err)
 		} else {
-			return true, fmt.Errorf("init memory repository: %w", err)
+			return created, fmt.Errorf("init memory repository: %w", err)
 		}
 	}
-	logger.Info("workspace created", "workspace", cfg.Workspace, "files", len(files))
-	return true, nil
+	if len(created) > 0 {
+		logger.Info("workspace files created", "workspace", cfg.Workspace, "files", len(created))
+	}
+	return created, nil
 }
 
 func newApp(cfg Config, logger *slog.Logger) (*app, error) {
 	a := &app{cfg: cfg, logger: logger}
-	if _, err := openWorkspace(cfg, logger); err != nil {
+	if _, err := openWorkspace(cfg, logger, false); err != nil {
 		return nil, err
 	}
 	a.model = llm.New(llm.Config{
@@ -138,6 +144,10 @@ func (a *app) gateway(withDream bool) (*gateway.Gateway, *dream.Dreamer, error) 
 		var err error
 		if d, err = a.dreamer(); err != nil {
 			a.logger.Warn("Dream is unavailable", "err", err)
+			deps.DreamOff = "Dream is unavailable: the memory repository could not be opened; the reason is in the gateway log."
+			if errors.Is(err, gitstore.ErrNestedRepository) {
+				deps.DreamOff = "Dream is unavailable: the workspace is inside another git repository, so its memory cannot be versioned."
+			}
 		} else {
 			deps.Dream = d
 			deps.MemoryLog = a.repo

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // cmdOnboard creates the config file and the workspace, never overwriting.
@@ -34,14 +35,14 @@ func cmdOnboard(_ context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	created, err := openWorkspace(cfg, e.logger(slog.LevelWarn))
+	created, err := openWorkspace(cfg, e.logger(slog.LevelWarn), true)
 	if err != nil {
 		return err
 	}
-	if created {
-		fmt.Fprintf(e.stdout, "Created workspace %s\n", cfg.Workspace)
+	if len(created) > 0 {
+		fmt.Fprintf(e.stdout, "Workspace %s: added %s\n", cfg.Workspace, strings.Join(created, ", "))
 	} else {
-		fmt.Fprintf(e.stdout, "Workspace %s exists; missing template files were not re-added\n", cfg.Workspace)
+		fmt.Fprintf(e.stdout, "Workspace %s: complete, nothing changed\n", cfg.Workspace)
 	}
 	fmt.Fprintf(e.stdout, "Model: %s at %s. Edit the config or set OPENAI_BASE_URL / OPENAI_API_KEY to change it.\n", cfg.LLM.Model, cfg.LLM.BaseURL)
 	return nil
