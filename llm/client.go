@@ -206,6 +206,9 @@ func (c *Client) Chat(ctx context.Context, req Request) (Response, error) {
 	if err != nil {
 		return Response{}, err
 	}
+	// Usage.Calls counts completed calls; this Response is one, so callers
+	// that sum Response.Usage (the agent loop) count calls right too.
+	resp.Usage.Calls = 1
 	c.record(purpose, resp.Usage)
 	return resp, nil
 }

@@ -825,7 +825,12 @@ func TestUsagePerPurpose(t *testing.T) {
 		srv.Push(call.reply)
 		req := userReq("x")
 		req.Purpose = call.purpose
-		_, _ = c.Chat(t.Context(), req)
+		resp, err := c.Chat(t.Context(), req)
+		// A completed call's own Usage counts it, so callers summing
+		// Response.Usage (the agent loop, Dream) get the calls right.
+		if err == nil && (resp.Usage.Calls != 1 || resp.Usage.PromptTokens != call.reply.Usage.PromptTokens) {
+			t.Errorf("purpose %q: Response.Usage = %+v, want %+v with Calls 1", call.purpose, resp.Usage, *call.reply.Usage)
+		}
 	}
 	want := map[string]llm.Usage{
 		llm.PurposeChat:          {PromptTokens: 30, CompletionTokens: 3, Calls: 2},
