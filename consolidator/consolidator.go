@@ -444,7 +444,7 @@ func (c *Consolidator) split(msgs []llm.Message, from, to int, ratio float64) []
 	for i, l := range lines {
 		cost[i] = scale(int64(c.counter.Count(l)+1), ratio)
 		if cost[i] > budget {
-			lines[i] = cutToBytes(l, int(float64(budget)/max(ratio, 1)))
+			lines[i] = cutToBytes(l, int(float64(budget)/max(ratio, 1)), archiveCutNote)
 			cost[i] = min(scale(int64(c.counter.Count(lines[i])+1), ratio), budget)
 		}
 	}
@@ -514,7 +514,7 @@ func (c *Consolidator) RecentHistory(sessionKey string) (string, error) {
 	if first == len(lines) {
 		// The newest entry alone is too long: show its beginning, marked.
 		last := lines[len(lines)-1]
-		return cutToBytes(last, recentMaxTokens), nil
+		return cutToBytes(last, recentMaxTokens, recentCutNote), nil
 	}
 	return strings.Join(lines[first:], "\n"), nil
 }

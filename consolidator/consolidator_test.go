@@ -805,8 +805,13 @@ func TestRecentHistory(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, _ = c.RecentHistory("huge")
-	if n := c.counter.Count(got); n > 8000 || !strings.Contains(got, "did not fit") {
-		t.Errorf("oversized entry: %d tokens", n)
+	if n := c.counter.Count(got); n > 8000 || !strings.Contains(got, "\n... (entry cut here: ") {
+		t.Errorf("oversized entry: %d tokens, or no cut note: %.80q", n, got[max(len(got)-120, 0):])
+	}
+	// The note must be true where it stands: this block is a prompt, and
+	// nothing about it was sent in an archive request.
+	if strings.Contains(got, "archive request") {
+		t.Errorf("the Recent history cut note claims an archive request: %.120q", got[max(len(got)-120, 0):])
 	}
 }
 

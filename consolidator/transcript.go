@@ -225,11 +225,19 @@ func isNothing(s string) bool {
 	return strings.EqualFold(s, nothingAnswer)
 }
 
-// cutToBytes shortens a transcript line that alone exceeds an archive
-// call's input budget, saying so in the text: the archiver must know it did
-// not see the whole message.
-func cutToBytes(line string, maxBytes int) string {
-	const marker = "\n... (message cut here: %d more characters did not fit in one archive request)"
+// Notes cutToBytes leaves where it cut; each says what is true where it
+// stands (seed 003: no text the model sees may claim what did not happen).
+const (
+	// archiveCutNote: a transcript line too large for one archive call.
+	archiveCutNote = "\n... (message cut here: %d more characters did not fit in one archive request)"
+	// recentCutNote: a Recent history entry too large for the block.
+	recentCutNote = "\n... (entry cut here: %d more characters not shown)"
+)
+
+// cutToBytes shortens a line to at most maxBytes, ending it with marker (a
+// format with one %d, the characters left out): the reader must know it did
+// not see the whole text.
+func cutToBytes(line string, maxBytes int, marker string) string {
 	keep := maxBytes - len(marker) - 20 // room for the number
 	if len(line) <= maxBytes || keep <= 0 {
 		return line
