@@ -39,9 +39,15 @@ func FormatReport(r Report) string {
 		return "Dream: nothing new to read."
 	case OutcomeCompleted:
 		var b strings.Builder
-		if r.Changes == 0 {
+		switch {
+		case r.Changes == 0 && r.Findings > 0:
+			// Phase 2 may have found the facts already there, or failed
+			// every edit and given up: say only what is known.
+			fmt.Fprintf(&b, "Dream: read %s; %s, but no memory file changed.",
+				plural(r.Entries, "entry", "entries"), plural(r.Findings, "finding", "findings"))
+		case r.Changes == 0:
 			fmt.Fprintf(&b, "Dream: read %s, nothing worth changing.", plural(r.Entries, "entry", "entries"))
-		} else {
+		default:
 			b.WriteString("Dream: ")
 			for i, f := range r.Files {
 				if i == 0 {

@@ -24,6 +24,13 @@ func TestFormatReport(t *testing.T) {
 			Files: []FileChange{{Path: "SOUL.md", Changes: 1}}},
 			"Dream: 1 change to SOUL.md (commit 1a2b3c4d), 1 history entry read."},
 		{"nothing worth changing", Report{Outcome: OutcomeCompleted, Entries: 14}, "Dream: read 14 entries, nothing worth changing."},
+		// Phase 1 found something but the files did not change (already
+		// there, or every edit failed): the reply must not say there was
+		// nothing worth changing.
+		{"findings but no change", Report{Outcome: OutcomeCompleted, Entries: 14, Findings: 2},
+			"Dream: read 14 entries; 2 findings, but no memory file changed."},
+		{"one finding no change", Report{Outcome: OutcomeCompleted, Entries: 1, Findings: 1},
+			"Dream: read 1 entry; 1 finding, but no memory file changed."},
 		{"hand edits saved", Report{Outcome: OutcomeCompleted, Entries: 2, ManualCommit: "99aa88bb"},
 			"Dream: read 2 entries, nothing worth changing. Hand edits made since the last Dream were saved first (commit 99aa88bb)."},
 		{"failed, counted", Report{Outcome: OutcomeFailed, Entries: 3, Reason: "the model's analysis was empty", Failures: 1, MaxFailures: 3},
