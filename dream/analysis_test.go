@@ -59,7 +59,7 @@ func TestPhase1Input(t *testing.T) {
 		"[2026-04-03 00:05] " + strings.Repeat("é", entryCap) + "…[truncated]\n",
 		"## Today\n2026-04-03 (Friday)\n",
 		"## Current memory/MEMORY.md (32001 characters)\n",
-		"[cut at 32000 characters; use read_file on memory/MEMORY.md to see the rest]",
+		"[cut at 32000 characters; the rest of memory/MEMORY.md is not shown]",
 		"## Current SOUL.md (0 characters)\n(empty)\n",
 		"## Current USER.md (12 characters)\n# User\n- Ana\n",
 	} {
@@ -69,5 +69,14 @@ func TestPhase1Input(t *testing.T) {
 	}
 	if strings.Contains(in, strings.Repeat("é", entryCap+1)) {
 		t.Error("entry not capped")
+	}
+	// Phase 1 has no tools: its input must not point the model at one.
+	if strings.Contains(in, "read_file") {
+		t.Error("phase 1 input tells the model to use read_file, which it does not have")
+	}
+	// Phase 2 has read_file, and its note says so.
+	p2 := phase2Messages("", []finding{{Tag: tagMemory, Text: "x"}}, files)[1].Content
+	if !strings.Contains(p2, "[cut at 32000 characters; use read_file on memory/MEMORY.md to see the rest]") {
+		t.Errorf("phase 2 input lacks the read_file cut note")
 	}
 }

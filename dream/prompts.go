@@ -143,7 +143,7 @@ func phase1Messages(guide string, batch []Entry, today time.Time, files []memFil
 		fmt.Fprintf(&b, "[%s] %s\n", e.Timestamp, content)
 	}
 	fmt.Fprintf(&b, "\n## Today\n%s\n", today.Format("2006-01-02 (Monday)"))
-	writeFiles(&b, files, "## Current %s (%d characters)\n")
+	writeFiles(&b, files, "## Current %s (%d characters)\n", phase1CutNote)
 	return []llm.Message{
 		{Role: llm.RoleSystem, Content: system(guide, phase1Rules)},
 		{Role: llm.RoleUser, Content: b.String()},
@@ -163,16 +163,23 @@ func phase2Messages(guide string, findings []finding, files []memFile) []llm.Mes
 		b.WriteByte('\n')
 	}
 	b.WriteString("\n## Current memory files\n")
-	writeFiles(&b, files, "### %s (%d characters)\n")
+	writeFiles(&b, files, "### %s (%d characters)\n", phase2CutNote)
 	return []llm.Message{
 		{Role: llm.RoleSystem, Content: system(guide, phase2Rules)},
 		{Role: llm.RoleUser, Content: b.String()},
 	}
 }
 
+// Notes after a memory file cut for a prompt (the cap, the file). Phase 1
+// has no tools, so only phase 2's note may point at read_file.
+const (
+	phase1CutNote = "[cut at %d characters; the rest of %s is not shown]\n"
+	phase2CutNote = "[cut at %d characters; use read_file on %s to see the rest]\n"
+)
+
 // writeFiles renders the memory files in the order MEMORY, SOUL, USER; a
-// file over its cap is cut, saying so.
-func writeFiles(b *strings.Builder, files []memFile, header string) {
+// file over its cap is cut, saying so with cutNote.
+func writeFiles(b *strings.Builder, files []memFile, header, cutNote string) {
 	for _, f := range files {
 		limit := profileCap
 		if f.rel == fileMemory {
@@ -188,7 +195,7 @@ func writeFiles(b *strings.Builder, files []memFile, header string) {
 		b.WriteString(capped)
 		b.WriteByte('\n')
 		if cut {
-			fmt.Fprintf(b, "[cut at %d characters; use read_file on %s to see the rest]\n", limit, f.rel)
+			fmt.Fprintf(b, cutNote, limit, f.rel)
 		}
 	}
 }
