@@ -431,6 +431,47 @@ func TestCompact(t *testing.T) {
 	}
 }
 
+// TestCompactAtScale: the default limit (1000) on a history above it, as
+// Dream compacts after a run (issue 4): no unread entry is ever dropped.
+func TestCompactAtScale(t *testing.T) {
+	tests := []struct {
+		name        string
+		dream       int
+		wantDropped int
+	}{
+		{"half unread", 600, 200},
+		{"most unread", 100, 100},
+		{"all unread", 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			var buf []byte
+			for c := 1; c <= 1200; c++ {
+				buf = append(appendEntryJSON(buf, Entry{Cursor: c, Timestamp: "2026-04-03 00:02", Content: fmt.Sprint("- fact ", c), SessionKey: "k"}), '\n')
+			}
+			writeFile(t, filepath.Join(dir, historyFile), string(buf))
+			writeFile(t, filepath.Join(dir, dreamCursorFile), fmt.Sprint(tt.dream))
+			s := openTestStore(t, dir, nil)
+			dropped, err := s.Compact(1000)
+			if err != nil || dropped != tt.wantDropped {
+				t.Fatalf("Compact(1000) = %d, %v; want %d", dropped, err, tt.wantDropped)
+			}
+			got, err := s.Since(0, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != 1200-tt.wantDropped || got[0].Cursor != tt.wantDropped+1 || got[len(got)-1].Cursor != 1200 {
+				t.Fatalf("left %d entries, %d..%d", len(got), got[0].Cursor, got[len(got)-1].Cursor)
+			}
+			unread, err := s.Unread("k")
+			if err != nil || len(unread) != 1200-tt.dream {
+				t.Errorf("unread after compaction = %d, %v; want all %d", len(unread), err, 1200-tt.dream)
+			}
+		})
+	}
+}
+
 func TestCompactKeepsCursorFileAhead(t *testing.T) {
 	// Entries out of order (hand edits): the highest cursor is dropped with
 	// the oldest lines, and only the .cursor written before the rewrite
