@@ -78,6 +78,12 @@ func (b *breaker) allow(now time.Time) (trial bool, err error) {
 }
 
 func (b *breaker) openError(reason string) *Error {
+	// Lead with the cause users can act on ("cannot connect to …"); the
+	// last failure's Reason is safe by construction.
+	var last *Error
+	if errors.As(b.last, &last) && last.Reason != "" {
+		reason = last.Reason + " (" + reason + ")"
+	}
 	return &Error{
 		Kind:   ErrUnavailable,
 		Reason: reason,

@@ -689,7 +689,7 @@ func TestBreaker(t *testing.T) {
 	srv.SetResponder(func(llmtest.Request) llmtest.Reply { return llmtest.Status(503, "") })
 	step("first failure", llm.ErrUnavailable, "HTTP 503", 1)
 	step("second failure opens", llm.ErrUnavailable, "HTTP 503", 2)
-	step("open fails fast", llm.ErrUnavailable, "too many failures in a row; next try in 30s", 2)
+	step("open fails fast", llm.ErrUnavailable, "HTTP 503 after 1 try (too many failures in a row; next try in 30s)", 2)
 	clock.advance(20 * time.Second)
 	step("still open", llm.ErrUnavailable, "next try in 10s", 2)
 
