@@ -247,10 +247,12 @@ func isAuthError(err error) bool {
 }
 
 // StartTyping adds the "eyes" reaction to in's message in the background
-// and returns at once; stop removes it. stop waits for the add to finish (so
-// the remove cannot overtake it) and for one reactions.remove call, each
-// bounded by 10 s; it is safe to call more than once. Failures are logged at
-// debug and never reach the caller.
+// and returns at once. stop returns at once too: the gateway calls it
+// before it posts the reply, so it must not hold the reply up for Slack
+// round trips. The same goroutine removes the reaction once stop is called
+// (or ctx ends), after the add has finished so the remove cannot overtake
+// it; each call is bounded by 10 s. stop is safe to call more than once.
+// Failures are logged at debug and never reach the caller.
 func (a *Adapter) StartTyping(ctx context.Context, in channels.Inbound) (stop func()) {
 	if in.ChatID == "" || in.MessageID == "" {
 		return func() {}
@@ -258,36 +260,27 @@ func (a *Adapter) StartTyping(ctx context.Context, in channels.Inbound) (stop fu
 	// The reaction must come off even when the turn's context was cancelled.
 	base := context.WithoutCancel(ctx)
 	item := slack.NewRefToMessage(in.ChatID, in.MessageID)
-	added := false
-	done := make(chan struct{})
+	stopped := make(chan struct{})
 	go func() {
-		defer close(done)
 		callCtx, cancel := context.WithTimeout(base, a.reactionTimeout)
-		defer cancel()
 		err := a.api.AddReactionContext(callCtx, reactionName, item)
-		switch {
-		case err == nil:
-			added = true
-		case slackErrorCode(err) == "already_reacted":
-			added = true
-		default:
+		cancel()
+		if err != nil && slackErrorCode(err) != "already_reacted" {
 			a.log.Debug("reactions.add failed", "chat", in.ChatID, "ts", in.MessageID, "err", err)
+			return
+		}
+		select {
+		case <-stopped:
+		case <-ctx.Done():
+		}
+		callCtx, cancel = context.WithTimeout(base, a.reactionTimeout)
+		defer cancel()
+		if err := a.api.RemoveReactionContext(callCtx, reactionName, item); err != nil && slackErrorCode(err) != "no_reaction" {
+			a.log.Debug("reactions.remove failed", "chat", in.ChatID, "ts", in.MessageID, "err", err)
 		}
 	}()
 	var once sync.Once
-	return func() {
-		once.Do(func() {
-			<-done
-			if !added {
-				return
-			}
-			callCtx, cancel := context.WithTimeout(base, a.reactionTimeout)
-			defer cancel()
-			if err := a.api.RemoveReactionContext(callCtx, reactionName, item); err != nil && slackErrorCode(err) != "no_reaction" {
-				a.log.Debug("reactions.remove failed", "chat", in.ChatID, "ts", in.MessageID, "err", err)
-			}
-		})
-	}
+	return func() { once.Do(func() { close(stopped) }) }
 }
 
 // newTransport is http.DefaultTransport with more idle connections per

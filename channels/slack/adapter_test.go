@@ -294,7 +294,10 @@ func TestTypingReaction(t *testing.T) {
 	}
 	stop()
 	stop() // safe twice
-	rs = h.fake.Reactions()
+	rs, err = h.fake.WaitReactions(h.ctx(), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(rs) != 2 || rs[1].Op != "remove" || rs[1].Name != "eyes" || rs[1].Timestamp != d.Event.TS {
 		t.Errorf("reactions = %+v, want add then remove", rs)
 	}
@@ -304,8 +307,42 @@ func TestTypingStopBeforeAddFinishes(t *testing.T) {
 	h := startHarness(t, harnessOpts{})
 	in := channels.Inbound{ChatID: "C1", MessageID: "5.5"}
 	h.a.StartTyping(h.ctx(), in)() // stop at once: the remove must follow the add
-	rs := h.fake.Reactions()
+	rs, err := h.fake.WaitReactions(h.ctx(), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(rs) != 2 || rs[0].Op != "add" || rs[1].Op != "remove" {
+		t.Errorf("reactions = %+v, want add then remove", rs)
+	}
+}
+
+// The gateway stops the indicator before it posts the reply, so stop must
+// not wait for Slack: a slow reactions API would hold every reply up.
+func TestTypingStopDoesNotWaitForSlack(t *testing.T) {
+	// Calls outlast the test's waits, so a stop that waits is caught.
+	h := startHarness(t, harnessOpts{adapter: func(a *Adapter) { a.reactionTimeout = 2 * waitTimeout }})
+	release := h.fake.HoldReactions()
+	defer release()
+	stop := h.a.StartTyping(h.ctx(), channels.Inbound{ChatID: "C1", MessageID: "6.6"})
+	stopped := make(chan struct{})
+	go func() {
+		stop()
+		close(stopped)
+	}()
+	select {
+	case <-stopped:
+	case <-h.ctx().Done():
+		t.Fatal("stop waited for the held reactions API")
+	}
+	if rs := h.fake.Reactions(); len(rs) != 0 {
+		t.Fatalf("reactions = %+v while held, want none yet", rs)
+	}
+	release()
+	rs, err := h.fake.WaitReactions(h.ctx(), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rs[0].Op != "add" || rs[1].Op != "remove" || rs[1].Timestamp != "6.6" {
 		t.Errorf("reactions = %+v, want add then remove", rs)
 	}
 }

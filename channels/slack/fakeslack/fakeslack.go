@@ -141,6 +141,8 @@ type Server struct {
 	tsBase      int64
 	tsSeq       int
 	postScript  []scripted
+	reactHold   chan struct{} // while non-nil, reactions.* wait for it to close
+	done        chan struct{} // closed by Close: held requests give up
 }
 
 // scripted is a canned failure for the next chat.postMessage.
@@ -183,6 +185,7 @@ func New(cfg Config) *Server {
 		changed:     make(chan struct{}),
 		reactionSet: make(map[string]bool),
 		tickets:     make(map[string]bool),
+		done:        make(chan struct{}),
 		tsBase:      time.Now().Unix(),
 	}
 	mux := http.NewServeMux()
@@ -213,6 +216,9 @@ func withDefaults(c Config) Config {
 // Close drops every websocket and stops the server.
 func (s *Server) Close() {
 	s.mu.Lock()
+	if !s.closed {
+		close(s.done)
+	}
 	s.closed = true
 	conns := append([]*conn(nil), s.conns...)
 	s.mu.Unlock()
@@ -411,6 +417,27 @@ func (s *Server) FailNextPost(status int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.postScript = append(s.postScript, scripted{status: status})
+}
+
+// HoldReactions makes reactions.add and reactions.remove wait, unanswered,
+// until release is called (as a slow Slack would); release is safe to call
+// more than once.
+func (s *Server) HoldReactions() (release func()) {
+	hold := make(chan struct{})
+	s.mu.Lock()
+	s.reactHold = hold
+	s.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			s.mu.Lock()
+			if s.reactHold == hold {
+				s.reactHold = nil
+			}
+			s.mu.Unlock()
+			close(hold)
+		})
+	}
 }
 
 // --- socket mode ---
@@ -820,6 +847,19 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, token strin
 }
 
 func (s *Server) react(w http.ResponseWriter, r *http.Request, method, token string) {
+	s.mu.Lock()
+	hold := s.reactHold
+	s.mu.Unlock()
+	if hold != nil {
+		select {
+		case <-hold:
+		case <-r.Context().Done():
+			return
+		case <-s.done:
+			http.Error(w, "server closing", http.StatusServiceUnavailable)
+			return
+		}
+	}
 	if token != s.cfg.BotToken {
 		s.fail(w, method, "invalid_auth")
 		return
