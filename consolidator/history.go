@@ -60,6 +60,11 @@ type cache struct {
 	size    int64       // its size when last looked at
 	modTime time.Time
 	offset  int64 // bytes consumed: every complete line before it has been parsed
+	// head is the file's first bytes (up to headLen) when it was read from
+	// the start. Compaction always drops the first entry, so a file that
+	// kept its inode (a reused one, or a rewrite in place) but not its head
+	// is another file, and reading on from offset would start mid-line.
+	head []byte
 
 	// floor is the dream cursor when entries were last dropped: only entries
 	// with Cursor > floor are kept, so memory stays bounded by what Dream has
@@ -210,6 +215,9 @@ func (s *Store) appendLocked(content, sessionKey string) (Entry, error) {
 			c.file, c.size, c.modTime = after, after.Size(), after.ModTime()
 			c.offset += int64(len(line))
 			c.add(e)
+			if len(c.head) < headLen {
+				c.head = readHead(f) // the file was empty or short when read
+			}
 		} else {
 			*c = cache{}
 		}
@@ -265,9 +273,12 @@ func (s *Store) refreshLocked() error {
 	}
 	sameFile := c.loaded && c.file != nil && os.SameFile(c.file, fi)
 	inPlace := fi.Size() == c.size && !fi.ModTime().Equal(c.modTime)
-	if !sameFile || fi.Size() < c.offset || inPlace {
+	if !sameFile || fi.Size() < c.offset || inPlace || !sameHead(f, c.head) {
 		floor := s.dreamCursorLocked()
 		*c = cache{loaded: true, floor: floor, sorted: true}
+	}
+	if c.offset == 0 {
+		c.head = readHead(f)
 	}
 	n, err := readLines(io.NewSectionReader(f, c.offset, fi.Size()-c.offset), func(line []byte) bool {
 		if e, ok := s.parseLocked(line); ok {
@@ -282,6 +293,35 @@ func (s *Store) refreshLocked() error {
 	c.offset += n
 	c.file, c.size, c.modTime = fi, fi.Size(), fi.ModTime()
 	return nil
+}
+
+// headLen bounds cache.head: enough to hold `{"cursor": N` of any entry.
+const headLen = 64
+
+// readHead returns the first bytes of f, up to headLen (fewer when the file
+// is shorter); nil when it cannot read them.
+func readHead(f *os.File) []byte {
+	buf := make([]byte, headLen)
+	n, err := f.ReadAt(buf, 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil
+	}
+	return buf[:n]
+}
+
+// sameHead reports whether f still starts with head. An empty head (the
+// file was empty, or its start could not be read) proves nothing, and the
+// inode and size checks are all there is.
+func sameHead(f *os.File, head []byte) bool {
+	if len(head) == 0 {
+		return true
+	}
+	buf := make([]byte, len(head))
+	n, err := f.ReadAt(buf, 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return false
+	}
+	return bytes.Equal(buf[:n], head)
 }
 
 // parseLocked parses a line and warns (once per kind) about a bad one.

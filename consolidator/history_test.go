@@ -285,10 +285,12 @@ func TestReadsOnlyWhatWasAppended(t *testing.T) {
 	}
 	// Change an already-read line in place, same length: a reader that
 	// re-read the whole file would see it; one that reads only appended
-	// bytes keeps its cached copy.
+	// bytes keeps its cached copy. (Not the first line: a changed start
+	// means another file, read again in full; see
+	// TestRewriteOfTheSameInodeIsReadAgain.)
 	path := filepath.Join(dir, historyFile)
 	data := readFile(t, path)
-	writeFile(t, path, strings.Replace(data, "entry 0", "ENTRY 0", 1))
+	writeFile(t, path, strings.Replace(data, "entry 1", "ENTRY 1", 1))
 	if _, err := b.Append("entry 3", "k"); err != nil {
 		t.Fatal(err)
 	}
@@ -299,8 +301,8 @@ func TestReadsOnlyWhatWasAppended(t *testing.T) {
 	if len(got) != 4 || got[3].Content != "entry 3" {
 		t.Fatalf("a does not see b's append: %+v", got)
 	}
-	if got[0].Content != "entry 0" {
-		t.Errorf("the whole file was re-read (saw %q)", got[0].Content)
+	if got[1].Content != "entry 1" {
+		t.Errorf("the whole file was re-read (saw %q)", got[1].Content)
 	}
 	// A replaced file (compaction elsewhere) is read again in full.
 	if err := b.SetDreamCursor(2); err != nil {
@@ -315,6 +317,67 @@ func TestReadsOnlyWhatWasAppended(t *testing.T) {
 	}
 	if n, _ := a.Len(); n != 2 {
 		t.Errorf("Len after compaction = %d", n)
+	}
+}
+
+// TestRewriteOfTheSameInodeIsReadAgain: a file rewritten under the inode
+// the cache knows, and longer than what it had read (a compaction by
+// another process after the filesystem reused a freed inode, or a hand edit
+// in place), is read again in full, not from the old offset into the middle
+// of a line: Dream reads its batch from this cache and moves its cursor past
+// the batch, so an entry missed here would never be dreamed.
+func TestRewriteOfTheSameInodeIsReadAgain(t *testing.T) {
+	line := func(c int) string {
+		return string(appendEntryJSON(nil, Entry{Cursor: c, Timestamp: "2026-04-03 00:02", Content: fmt.Sprint("- fact ", c), SessionKey: "k"})) + "\n"
+	}
+	tests := []struct {
+		name string
+		fill func(t *testing.T, s *Store, path string) // entries 1-3
+	}{
+		{"file read from disk", func(t *testing.T, _ *Store, path string) {
+			writeFile(t, path, line(1)+line(2)+line(3))
+		}},
+		{"file created by Append", func(t *testing.T, s *Store, _ string) {
+			for c := 1; c <= 3; c++ {
+				if _, err := s.Append(fmt.Sprint("- fact ", c), "k"); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, historyFile)
+			s := openTestStore(t, dir, nil)
+			tt.fill(t, s, path)
+			if got, err := s.Since(0, 0); err != nil || len(got) != 3 {
+				t.Fatalf("Since = %v, %v", cursors(got), err)
+			}
+			// Entries 1-2 dropped, 4-9 added: same inode, longer than before.
+			var rewritten strings.Builder
+			for c := 3; c <= 9; c++ {
+				rewritten.WriteString(line(c))
+			}
+			f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.WriteString(rewritten.String()); err != nil {
+				t.Fatal(err)
+			}
+			if err := f.Close(); err != nil {
+				t.Fatal(err)
+			}
+			got, err := s.Since(0, 0)
+			if err != nil || !slices.Equal(cursors(got), []int{3, 4, 5, 6, 7, 8, 9}) {
+				t.Errorf("Since after the rewrite = %v, %v; want 3..9", cursors(got), err)
+			}
+			batch, err := s.Since(3, 20)
+			if err != nil || !slices.Equal(cursors(batch), []int{4, 5, 6, 7, 8, 9}) {
+				t.Errorf("a Dream batch after 3 = %v, %v; want 4..9", cursors(batch), err)
+			}
+		})
 	}
 }
 
