@@ -16,7 +16,7 @@ import (
 const (
 	DefaultMaxBatchSize  = 20
 	DefaultMaxIterations = 10
-	DefaultTimeout       = 10 * time.Minute
+	DefaultTimeout       = 30 * time.Minute
 	DefaultMaxEntries    = 1000
 	DefaultMaxFailures   = 3
 )
@@ -87,7 +87,8 @@ type Config struct {
 	MaxBatchSize int
 	// MaxIterations bounds the model calls of phase 2 (10).
 	MaxIterations int
-	// Timeout is a run's deadline (10 minutes).
+	// Timeout is a run's deadline (30 minutes: local models are slow, and
+	// a run cut by it counts as a failure of its batch).
 	Timeout time.Duration
 	// MaxEntries is the history size above which consumed entries are
 	// compacted away (1000).

@@ -10,7 +10,7 @@ import (
 
 // dreamTimeout bounds a /dream started from chat; Dream has its own
 // deadline too.
-const dreamTimeout = 30 * time.Minute
+const dreamTimeout = 45 * time.Minute
 
 func cmdDream() *command {
 	return &command{

@@ -94,11 +94,11 @@ func (p *PromptBuilder) Stable(sessionKey, lastSummary string) string {
 		}
 	}
 	if recent != "" {
-		b.WriteString("\n\n# Recent history\n\nArchived from earlier in this conversation; not yet folded into long-term memory:\n\n")
+		b.WriteString("\n\n# Recent history\n\nNotes archived from earlier exchanges in this chat, not yet folded into long-term memory:\n\n")
 		b.WriteString(recent)
 	}
 	if s := strings.TrimSpace(lastSummary); s != "" && !strings.Contains(recent, s) {
-		b.WriteString("\n\n# Summary of the most recently archived part of this conversation\n\n")
+		b.WriteString("\n\n# Last archive summary of this conversation\n\n")
 		b.WriteString(s)
 	}
 	return b.String()
