@@ -204,34 +204,52 @@ func (g *Gateway) Deliver(ctx context.Context, in channels.Inbound) error {
 }
 
 // Submit accepts one inbound message and returns a channel that receives
-// its Result once it has been handled.
+// its Result once it has been handled. Once shutdown has begun, a message is
+// still not dropped: it is saved in its session and its sender told to send
+// it again.
 func (g *Gateway) Submit(ctx context.Context, in channels.Inbound) (<-chan Result, error) {
 	if in.Time.IsZero() {
 		in.Time = g.now()
 	}
 	done := make(chan Result, 1)
 	pc := parseCommand(in.Text)
-	if pc != nil {
-		if c := g.commands[pc.name]; c != nil && c.priority {
-			// Priority commands (/stop, /status) must work while a turn
-			// of the same session is running, so they skip the queue.
-			g.mu.Lock()
-			closed := g.closed
-			if !closed {
-				g.backgroundWG.Add(1)
-			}
-			g.mu.Unlock()
-			if closed {
-				return nil, channels.ErrClosed
-			}
-			go func() {
-				defer g.backgroundWG.Done()
-				done <- g.runCommand(context.WithoutCancel(ctx), in, pc)
-			}()
-			return done, nil
-		}
+	var err error
+	if c := g.commandFor(pc); c != nil && c.priority {
+		err = g.runPriority(ctx, in, pc, done)
+	} else {
+		err = g.enqueue(job{in: in, cmd: pc, done: done})
 	}
-	return done, g.enqueue(job{in: in, cmd: pc, done: done})
+	if errors.Is(err, channels.ErrClosed) {
+		done <- g.refuseAtShutdown(in)
+		return done, nil
+	}
+	return done, err
+}
+
+func (g *Gateway) commandFor(pc *parsedCommand) *command {
+	if pc == nil {
+		return nil
+	}
+	return g.commands[pc.name]
+}
+
+// runPriority runs a priority command (/stop, /status) beside the session's
+// queue, so it works while a turn of that session is running.
+func (g *Gateway) runPriority(ctx context.Context, in channels.Inbound, pc *parsedCommand, done chan<- Result) error {
+	g.mu.Lock()
+	closed := g.closed
+	if !closed {
+		g.backgroundWG.Add(1)
+	}
+	g.mu.Unlock()
+	if closed {
+		return channels.ErrClosed
+	}
+	go func() {
+		defer g.backgroundWG.Done()
+		done <- g.runCommand(context.WithoutCancel(ctx), in, pc)
+	}()
+	return nil
 }
 
 func (g *Gateway) enqueue(j job) error {

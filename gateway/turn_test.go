@@ -175,8 +175,14 @@ func TestShutdownLosesNoAcceptedMessage(t *testing.T) {
 	if err := env.g.Shutdown(ctx); err == nil {
 		t.Error("Shutdown with an expired context should report the cancelled turns")
 	}
-	if _, err := env.g.Submit(t.Context(), inbound("shut", "late")); err != channels.ErrClosed {
-		t.Errorf("Submit after Shutdown = %v, want ErrClosed", err)
+	// A message arriving after shutdown began is saved and answered with
+	// a notice, never dropped.
+	late, err := env.g.Submit(t.Context(), inbound("shut", "late"))
+	if err != nil {
+		t.Fatalf("Submit after Shutdown = %v", err)
+	}
+	if r := wait(t, late); r.Err == nil || r.Reply != shutdownNotice {
+		t.Errorf("late message result = %+v", r)
 	}
 	for _, d := range dones {
 		if r := wait(t, d); r.Err == nil {
@@ -190,7 +196,7 @@ func TestShutdownLosesNoAcceptedMessage(t *testing.T) {
 			said = append(said, m.Content)
 		}
 	}
-	if got := strings.Join(said, "|"); got != "message 0|message 1|message 2" {
+	if got := strings.Join(said, "|"); got != "message 0|message 1|message 2|late" {
 		t.Errorf("saved user messages = %q", got)
 	}
 }

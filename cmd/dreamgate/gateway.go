@@ -122,7 +122,7 @@ func addChannels(g *gateway.Gateway, cfg Config, e *env, logger *slog.Logger) er
 		ad, err := slack.New(slack.Config{
 			BotToken: s.BotToken, AppToken: s.AppToken, APIURL: s.APIURL,
 			AllowFrom: s.AllowFrom, GroupPolicy: s.GroupPolicy, AllowChannels: s.AllowChannels,
-			ReplyInThread: s.ReplyInThread, Logger: logger.With("channel", "slack"),
+			ReplyInThread: s.ReplyInThread, Logger: logger,
 		})
 		if err != nil {
 			return &configError{path: cfg.path, msg: err.Error()}
@@ -133,7 +133,7 @@ func addChannels(g *gateway.Gateway, cfg Config, e *env, logger *slog.Logger) er
 		ad, err := discord.New(discord.Config{
 			Token: d.Token, APIURL: d.APIURL,
 			AllowFrom: d.AllowFrom, GroupPolicy: d.GroupPolicy, AllowChannels: d.AllowChannels,
-			Logger: logger.With("channel", "discord"),
+			Logger: logger,
 		})
 		if err != nil {
 			return &configError{path: cfg.path, msg: err.Error()}
