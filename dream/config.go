@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/dreamgate/dreamgate/agent"
 	"github.com/dreamgate/dreamgate/gitstore"
 	"github.com/dreamgate/dreamgate/llm"
 )
@@ -123,8 +124,12 @@ type Deps struct {
 	Model   Model
 	History History
 	Repo    Repo
-	Logger  *slog.Logger
-	Now     func() time.Time
+	// Files, when set, is the workspace the chat tools also write through,
+	// so phase 2's edits and a chat edit of the same file are serialised
+	// by one lock. Nil: each run opens its own.
+	Files  *agent.Workspace
+	Logger *slog.Logger
+	Now    func() time.Time
 }
 
 // New returns a Dreamer for the workspace. It checks the configuration and
@@ -160,6 +165,7 @@ func New(cfg Config, deps Deps) (*Dreamer, error) {
 		model: deps.Model,
 		hist:  deps.History,
 		repo:  deps.Repo,
+		files: deps.Files,
 		log:   deps.Logger,
 		now:   deps.Now,
 	}

@@ -105,6 +105,7 @@ type Dreamer struct {
 	model  Model
 	hist   History
 	repo   Repo
+	files  *agent.Workspace // nil: opened per run
 	log    *slog.Logger
 	now    func() time.Time
 	flight flight
@@ -264,11 +265,13 @@ func (r *run) do(ctx context.Context) error {
 	if err != nil {
 		return r.fail(false, "the memory files could not be read", err)
 	}
-	ws, err := agent.OpenWorkspace(d.cfg.Workspace)
-	if err != nil {
-		return r.fail(false, "the memory files could not be opened for editing", fmt.Errorf("open workspace for phase 2: %w", err))
+	ws := d.files
+	if ws == nil {
+		if ws, err = agent.OpenWorkspace(d.cfg.Workspace); err != nil {
+			return r.fail(false, "the memory files could not be opened for editing", fmt.Errorf("open workspace for phase 2: %w", err))
+		}
+		defer ws.Close()
 	}
-	defer ws.Close()
 	res, err := r.edit(ctx, ws, guide, a.findings, files)
 	rep.Calls += res.Iterations
 	rep.Phase2 = res.Usage

@@ -179,6 +179,7 @@ func (a *app) dreamer() (*dream.Dreamer, error) {
 		Model:   a.model,
 		History: historyAdapter{a.history},
 		Repo:    repo,
+		Files:   a.ws,
 		Logger:  a.logger.With("component", "dream"),
 	})
 }
