@@ -34,18 +34,26 @@ func (f *fakeConsolidator) ObservePrompt(consolidator.Session, string, int) {}
 func (f *fakeConsolidator) Estimate(consolidator.Session, string) int       { return 1234 }
 func (f *fakeConsolidator) RecentHistory(string) (string, error)            { return "", nil }
 
-func TestIdleSessionsAreArchived(t *testing.T) {
+// newIdleEnv is a gateway with idle compaction after 15 minutes, a fake
+// consolidator and a clock the test moves with advance.
+func newIdleEnv(t *testing.T) (env *testEnv, fc *fakeConsolidator, advance func(time.Duration)) {
 	now := time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
 	var mu sync.Mutex
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	fc := &fakeConsolidator{done: make(chan string, 4)}
-	env := newTestEnv(t, func(context.Context, llm.Request) (llm.Response, error) { return textReply("ok"), nil },
+	fc = &fakeConsolidator{done: make(chan string, 4)}
+	env = newTestEnv(t, func(context.Context, llm.Request) (llm.Response, error) { return textReply("ok"), nil },
 		func(c *Config, d *Deps) {
 			c.IdleCompactAfter = 15 * time.Minute
 			d.Consolidator = fc
 			d.Now = clock
 		})
 	env.g.deps.Sessions.SetClock(clock)
+	advance = func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	return env, fc, advance
+}
+
+func TestIdleSessionsAreArchived(t *testing.T) {
+	env, fc, advance := newIdleEnv(t)
 	wait(t, must(env.g.Submit(t.Context(), inbound("quiet", "short chat"))))
 	wait(t, must(env.g.Submit(t.Context(), inbound("busy", "another chat"))))
 
@@ -56,9 +64,7 @@ func TestIdleSessionsAreArchived(t *testing.T) {
 	default:
 	}
 
-	mu.Lock()
-	now = now.Add(20 * time.Minute)
-	mu.Unlock()
+	advance(20 * time.Minute)
 	// One session speaks again: it is not idle.
 	wait(t, must(env.g.Submit(t.Context(), inbound("busy", "still here"))))
 	env.g.compactIdle()
@@ -94,30 +100,16 @@ func TestStatusReportsTheConversation(t *testing.T) {
 }
 
 func TestQuietArchivedSessionsLeaveMemory(t *testing.T) {
-	now := time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
-	var mu sync.Mutex
-	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	fc := &fakeConsolidator{done: make(chan string, 4)}
-	env := newTestEnv(t, func(context.Context, llm.Request) (llm.Response, error) { return textReply("ok"), nil },
-		func(c *Config, d *Deps) {
-			c.IdleCompactAfter = 15 * time.Minute
-			d.Consolidator = fc
-			d.Now = clock
-		})
-	env.g.deps.Sessions.SetClock(clock)
+	env, fc, advance := newIdleEnv(t)
 	wait(t, must(env.g.Submit(t.Context(), inbound("old", "hello"))))
-	mu.Lock()
-	now = now.Add(20 * time.Minute)
-	mu.Unlock()
+	advance(20 * time.Minute)
 	env.g.compactIdle()
 	<-fc.done
 	env.g.evictIdle() // archived, but quiet for only 20 minutes
 	if n := len(env.sessions.Loaded()); n != 1 {
 		t.Fatalf("evicted too early: %d loaded", n)
 	}
-	mu.Lock()
-	now = now.Add(2 * time.Hour)
-	mu.Unlock()
+	advance(2 * time.Hour)
 	env.g.evictIdle()
 	if n := len(env.sessions.Loaded()); n != 0 {
 		t.Fatalf("a quiet archived session stayed in memory: %d loaded", n)
