@@ -109,6 +109,12 @@ type Consolidator struct {
 	tick   uint64
 	states map[string]*sessionCounts
 	locks  map[string]*keyLock
+
+	// recentMu guards recentCounts: token counts of Recent history lines
+	// by entry cursor (entries never change), so a block over the byte
+	// fast path is not re-tokenised on every turn.
+	recentMu     sync.Mutex
+	recentCounts map[int]int
 }
 
 type keyLock struct {
@@ -503,8 +509,9 @@ func (c *Consolidator) RecentHistory(sessionKey string) (string, error) {
 		return strings.Join(lines, "\n"), nil
 	}
 	first, used := len(lines), 0
+	counts := c.recentLineCounts(entries, lines)
 	for i := len(lines) - 1; i >= 0; i-- {
-		n := c.counter.Count(lines[i]) + 1
+		n := counts[i] + 1
 		if used+n > recentMaxTokens {
 			break
 		}
@@ -517,6 +524,36 @@ func (c *Consolidator) RecentHistory(sessionKey string) (string, error) {
 		return cutToBytes(last, recentMaxTokens, recentCutNote), nil
 	}
 	return strings.Join(lines[first:], "\n"), nil
+}
+
+// recentCountsCap bounds the cache of Recent history line counts: when it
+// is reached, only the lines of the current call are kept.
+const recentCountsCap = 4096
+
+// recentLineCounts returns the token count of each line, counting only
+// lines not seen before.
+func (c *Consolidator) recentLineCounts(entries []Entry, lines []string) []int {
+	c.recentMu.Lock()
+	defer c.recentMu.Unlock()
+	if c.recentCounts == nil || len(c.recentCounts) >= recentCountsCap {
+		old := c.recentCounts
+		c.recentCounts = make(map[int]int, len(lines))
+		for _, e := range entries {
+			if n, ok := old[e.Cursor]; ok {
+				c.recentCounts[e.Cursor] = n
+			}
+		}
+	}
+	counts := make([]int, len(lines))
+	for i, e := range entries {
+		n, ok := c.recentCounts[e.Cursor]
+		if !ok {
+			n = c.counter.Count(lines[i])
+			c.recentCounts[e.Cursor] = n
+		}
+		counts[i] = n
+	}
+	return counts
 }
 
 // state returns the count cache of a session ID, evicting the least

@@ -37,7 +37,7 @@ func cmdStatus() *command {
 				b.WriteString(usageLine(g.deps.Usage()))
 			}
 			if g.deps.Dream != nil {
-				b.WriteString(dreamStatusLines(g.deps.Dream.Status(), g.now()))
+				b.WriteString(dream.FormatStatus(g.deps.Dream.Status(), g.now()) + "\n")
 			} else {
 				b.WriteString("Dream: off\n")
 			}
@@ -71,8 +71,4 @@ func usageLine(u map[string]llm.Usage) string {
 	}
 	return fmt.Sprintf("Tokens used: %s in, %s out in %d calls (%s)\n",
 		kTokens(total.PromptTokens), kTokens(total.CompletionTokens), total.Calls, strings.Join(parts, ", "))
-}
-
-func dreamStatusLines(st dream.Status, now time.Time) string {
-	return dream.FormatStatus(st, now) + "\n"
 }

@@ -127,7 +127,7 @@ func (a *app) consolidator(model gateway.Model) *consolidator.Consolidator {
 }
 
 // gateway builds the gateway with chat tools and, when asked, Dream.
-func (a *app) gateway(withDream bool) (*gateway.Gateway, *dream.Dreamer, error) {
+func (a *app) gateway(withDream bool) (*gateway.Gateway, *dream.Dreamer) {
 	model := a.limited()
 	cons := a.consolidator(model)
 	deps := gateway.Deps{
@@ -162,7 +162,7 @@ func (a *app) gateway(withDream bool) (*gateway.Gateway, *dream.Dreamer, error) 
 		IdleCompactAfter:  time.Duration(a.cfg.Agent.IdleCompactAfterMinutes) * time.Minute,
 		Admins:            a.cfg.Admins,
 	}, deps)
-	return g, d, nil
+	return g, d
 }
 
 func (a *app) dreamer() (*dream.Dreamer, error) {

@@ -182,7 +182,7 @@ func channelsBench(b *testing.B, chans int) (*fakeslack.Server, *fakediscord.Ser
 		b.Fatal(err)
 	}
 	b.Cleanup(a.close)
-	g, _, _ := a.gateway(false)
+	g, _ := a.gateway(false)
 
 	sl := fakeslack.New(fakeslack.Config{})
 	b.Cleanup(sl.Close)

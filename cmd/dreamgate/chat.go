@@ -31,10 +31,7 @@ func cmdChat(ctx context.Context, e *env, args []string) error {
 	defer a.close()
 	// A one-shot turn does not open the memory repository unless the
 	// message is a command that needs it.
-	g, _, err := a.gateway(cfg.Dream.Enabled && (*message == "" || isDreamCommand(*message)))
-	if err != nil {
-		return err
-	}
+	g, _ := a.gateway(cfg.Dream.Enabled && (*message == "" || needsDream(*message)))
 
 	if *message != "" {
 		term := terminal.New(terminal.Config{Out: e.stdout, Err: e.stderr, Session: *sessionName})
@@ -84,8 +81,9 @@ func cmdChat(ctx context.Context, e *env, args []string) error {
 	return err
 }
 
-// isDreamCommand reports whether a one-shot message needs Dream wired in.
-func isDreamCommand(msg string) bool {
+// needsDream reports whether a one-shot message needs Dream wired in
+// (/dream* commands, and /status, which shows the last Dream).
+func needsDream(msg string) bool {
 	for _, p := range []string{"/dream", "/status"} {
 		if strings.HasPrefix(strings.TrimSpace(msg), p) {
 			return true

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"strings"
 	"syscall"
 	"testing"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/dreamgate/dreamgate/channels/discord/fakediscord"
 	"github.com/dreamgate/dreamgate/channels/slack/fakeslack"
-	"github.com/dreamgate/dreamgate/llm"
 	"github.com/dreamgate/dreamgate/llm/llmtest"
 )
 
@@ -198,8 +196,6 @@ func TestSlackAndDiscordThroughTheBinary(t *testing.T) {
 	if err != nil || hb.Status != "ok" {
 		t.Errorf("healthz = %+v, %v", hb, err)
 	}
-	var _ = llm.RoleUser
-	_ = fmt.Sprint
 }
 
 func TestSIGTERMLetsTheRunningTurnFinish(t *testing.T) {

@@ -67,10 +67,7 @@ func cmdGateway(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer a.close()
-	g, dreamer, err := a.gateway(cfg.Dream.Enabled)
-	if err != nil {
-		return err
-	}
+	g, dreamer := a.gateway(cfg.Dream.Enabled)
 	if err := addChannels(g, cfg, e, logger); err != nil {
 		return err
 	}

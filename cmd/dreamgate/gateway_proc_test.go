@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -141,5 +140,3 @@ func waitCtx(t testing.TB) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
-
-var _ = fmt.Sprint

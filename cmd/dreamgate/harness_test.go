@@ -109,16 +109,11 @@ type runResult struct {
 // run executes dreamgate with the harness config and a clean environment.
 func (h *harness) run(args ...string) runResult {
 	h.t.Helper()
-	return h.runInput("", args...)
-}
-
-func (h *harness) runInput(stdin string, args ...string) runResult {
-	h.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binPath, append([]string{"--config", h.cfgPath}, args...)...)
 	cmd.Env = []string{"HOME=" + h.home, "PATH=" + os.Getenv("PATH"), "TZ=UTC"}
-	cmd.Stdin = strings.NewReader(stdin)
+	cmd.Stdin = strings.NewReader("")
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	start := time.Now()

@@ -116,10 +116,7 @@ func (st *Store) Rotate(key string) (old, fresh *Session, err error) {
 	if err := old.moveTo(filepath.Join(st.dir, base+"."+old.ID())); err != nil {
 		return nil, nil, fmt.Errorf("set session %s aside: %w", key, err)
 	}
-	fresh, err = st.create(key, base)
-	if err != nil {
-		return nil, nil, err
-	}
+	fresh = st.create(key, base)
 	st.open[key] = fresh
 	return old, fresh, nil
 }
@@ -145,7 +142,7 @@ func (st *Store) load(key string) (*Session, error) {
 	raw, err := os.ReadFile(prefix + ".meta.json")
 	if errors.Is(err, fs.ErrNotExist) {
 		if _, serr := os.Stat(prefix + ".jsonl"); errors.Is(serr, fs.ErrNotExist) {
-			return st.create(key, base)
+			return st.create(key, base), nil
 		}
 		raw = nil // messages without metadata: rebuild it below
 	} else if err != nil {
@@ -175,13 +172,13 @@ func (st *Store) load(key string) (*Session, error) {
 // create starts a session in memory. Nothing is written until the first
 // message (the message file) or the first archive (the metadata): a new
 // conversation costs no fsync, and a key that never speaks leaves no file.
-func (st *Store) create(key, base string) (*Session, error) {
+func (st *Store) create(key, base string) *Session {
 	return &Session{
 		prefix: filepath.Join(st.dir, base),
 		logger: st.logger,
 		now:    st.now,
 		meta:   meta{Key: key, ID: newID(), Created: st.now().UTC()},
-	}, nil
+	}
 }
 
 func newID() string {
