@@ -105,6 +105,7 @@ func TestQuietArchivedSessionsLeaveMemory(t *testing.T) {
 	advance(20 * time.Minute)
 	env.g.compactIdle()
 	<-fc.done
+	waitWorkerIdle(t, env.g, "test:old")
 	env.g.evictIdle() // archived, but quiet for only 20 minutes
 	if n := len(env.sessions.Loaded()); n != 1 {
 		t.Fatalf("evicted too early: %d loaded", n)
@@ -118,5 +119,19 @@ func TestQuietArchivedSessionsLeaveMemory(t *testing.T) {
 	s, err := env.sessions.Get("test:old")
 	if err != nil || s.Len() != 2 || s.LastConsolidated() != 2 {
 		t.Errorf("reloaded: len %d lc %d err %v", s.Len(), s.LastConsolidated(), err)
+	}
+}
+
+// waitWorkerIdle waits until the session's worker has finished its job: the
+// fake consolidator reports before the job returns, and a busy session is
+// rightly never evicted.
+func waitWorkerIdle(t *testing.T, g *Gateway, key string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for g.queued(key) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("worker for %s still busy after 10s", key)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
