@@ -75,6 +75,10 @@ type Repo interface {
 	// Restore puts the tracked files back to their state before rev, as a
 	// new commit, and lists the later commits this also undoes.
 	Restore(rev string) (gitstore.Commit, []gitstore.Commit, error)
+	// Pack packs the loose objects once they pass git's gc --auto
+	// threshold and reports how many it packed (0 below it, the usual
+	// case, which costs one directory listing).
+	Pack() (int, error)
 }
 
 // Config is the Dream's configuration; zero fields take the defaults.

@@ -153,6 +153,7 @@ func (d *Dreamer) Run(ctx context.Context, trigger string, progress func(string)
 	}
 	err = r.do(ctx)
 	r.compact()
+	r.pack()
 	rep.Duration = d.now().Sub(start)
 	rep.Usage.Calls = rep.Calls
 	r.saveState()
@@ -483,6 +484,24 @@ func (r *run) compact() {
 	r.rep.Dropped = n
 	if n > 0 {
 		r.d.log.Info("dream compacted history", "dropped", n)
+	}
+}
+
+// pack keeps the memory repository small over months of Dreams: go-git
+// writes every object as its own file and never packs, so after a run that
+// committed, the loose objects are packed once there are enough of them.
+// Its failure does not fail the run; the objects stay loose and readable.
+func (r *run) pack() {
+	if r.rep.Commit == "" && r.rep.ManualCommit == "" {
+		return
+	}
+	n, err := r.d.repo.Pack()
+	if err != nil {
+		r.d.log.Warn("dream could not pack the memory repository", "err", err)
+		return
+	}
+	if n > 0 {
+		r.d.log.Info("dream packed the memory repository", "objects", n)
 	}
 }
 
