@@ -26,13 +26,20 @@ type recSink struct {
 	got     []channels.Inbound
 	ch      chan channels.Inbound
 	respond func(channels.Inbound) error
-	reply   func(channels.Inbound) // called in a goroutine the sink waits for
-	wg      sync.WaitGroup
+	// respondCtx, when set, is called before respond with Deliver's context.
+	respondCtx func(context.Context, channels.Inbound) error
+	reply      func(channels.Inbound) // called in a goroutine the sink waits for
+	wg         sync.WaitGroup
 }
 
 func newRecSink() *recSink { return &recSink{ch: make(chan channels.Inbound, 1024)} }
 
-func (s *recSink) Deliver(_ context.Context, in channels.Inbound) error {
+func (s *recSink) Deliver(ctx context.Context, in channels.Inbound) error {
+	if s.respondCtx != nil {
+		if err := s.respondCtx(ctx, in); err != nil {
+			return err
+		}
+	}
 	if s.respond != nil {
 		if err := s.respond(in); err != nil {
 			return err

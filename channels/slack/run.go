@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"regexp"
 	"sync"
+	"time"
 
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/slackevents"
@@ -18,6 +19,10 @@ import (
 // deliverQueue bounds accepted messages waiting for sink.Deliver; envelopes
 // are acked before they enter it.
 const deliverQueue = 256
+
+// handOverTimeout bounds the delivery, after Run stops, of the messages
+// acked but not yet delivered (see runner.handOver).
+const handOverTimeout = 5 * time.Second
 
 // Run connects over Socket Mode and delivers accepted messages to sink, in
 // the order Slack sent them, until ctx ends (nil) or Slack rejects a token
@@ -61,6 +66,11 @@ type runner struct {
 	queue chan channels.Inbound
 	bg    sync.WaitGroup // replies sent by the runner itself
 
+	// held is the message deliver was handing over when Run stopped, late
+	// the one readEvents could not queue; each is written by its own
+	// goroutine and read by handOver after both have ended.
+	held, late *channels.Inbound
+
 	attemptMu     sync.Mutex
 	cancelAttempt context.CancelFunc
 }
@@ -81,7 +91,46 @@ func (r *runner) run(ctx context.Context) error {
 	err := r.connectLoop(ctx, sm)
 	r.stop()
 	wg.Wait()
+	r.handOver(ctx)
 	return err
+}
+
+// handOver delivers, once the event stream has stopped, what was acked but
+// not yet delivered: Slack will not send those events again. A gateway that
+// is shutting down still saves each message in its session and tells its
+// sender, so nothing acked is dropped in silence. ctx is Run's, already
+// done; the hand-over has its own short deadline.
+func (r *runner) handOver(ctx context.Context) {
+	var left []channels.Inbound // in the order Slack sent them
+	if r.held != nil {
+		left = append(left, *r.held)
+	}
+	for len(r.queue) > 0 {
+		left = append(left, <-r.queue)
+	}
+	if r.late != nil {
+		left = append(left, *r.late)
+	}
+	if len(left) == 0 {
+		return
+	}
+	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), handOverTimeout)
+	defer cancel()
+	lost := 0
+	for _, in := range left {
+		err := r.sink.Deliver(hctx, in)
+		switch {
+		case err == nil:
+		case errors.Is(err, channels.ErrBusy):
+			if err := r.a.Send(hctx, channels.ReplyTo(in, channels.KindReply, busyReply)); err != nil {
+				r.a.log.Warn("slack notice not sent", "session", in.SessionKey, "err", err)
+			}
+		default:
+			lost++
+			r.a.log.Error("slack message acked but not delivered", "session", in.SessionKey, "err", err)
+		}
+	}
+	r.a.log.Info("slack handed over the messages acked before it stopped", "count", len(left), "lost", lost)
 }
 
 // authTest learns the bot's own ids, retrying transient failures.
@@ -245,6 +294,7 @@ func (r *runner) handleEventsAPI(ctx context.Context, req *socketmode.Request, a
 		select {
 		case r.queue <- in:
 		case <-ctx.Done():
+			r.late = &in
 		}
 	case verdictNotAllowedDM:
 		if r.a.told.add(m.user) {
@@ -257,13 +307,6 @@ func (r *runner) handleEventsAPI(ctx context.Context, req *socketmode.Request, a
 // deliver hands accepted messages to the sink one at a time, so the
 // gateway sees them in the order they were sent.
 func (r *runner) deliver(ctx context.Context) {
-	defer func() {
-		// Acked but not handed over: the gateway is going away and Slack
-		// will not redeliver them. Say so rather than drop them silently.
-		if n := len(r.queue); n > 0 {
-			r.a.log.Warn("slack messages not delivered: shutting down", "count", n)
-		}
-	}()
 	for {
 		var in channels.Inbound
 		select {
@@ -282,6 +325,7 @@ func (r *runner) deliver(ctx context.Context) {
 			r.stop()
 			return
 		case ctx.Err() != nil:
+			r.held = &in
 			return
 		default:
 			r.a.log.Error("slack message not delivered to the gateway", "session", in.SessionKey, "err", err)
