@@ -104,7 +104,8 @@ type Adapter struct {
 
 	healthMu sync.Mutex
 	health   channels.Health
-	onHealth func(channels.Health) // test hook, called on every change
+	onHealth func(channels.Health)  // test hook, called on every change
+	onQueued func(messageID string) // test hook, called once a message is queued
 }
 
 var (

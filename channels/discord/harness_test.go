@@ -30,14 +30,21 @@ type recSink struct {
 	ch     chan channels.Inbound
 	mu     sync.Mutex
 	answer func(channels.Inbound) error
+	// answerCtx, when set, is called before answer with Deliver's context.
+	answerCtx func(context.Context, channels.Inbound) error
 }
 
 func newRecSink() *recSink { return &recSink{ch: make(chan channels.Inbound, 1024)} }
 
 func (s *recSink) Deliver(ctx context.Context, in channels.Inbound) error {
 	s.mu.Lock()
-	answer := s.answer
+	answer, answerCtx := s.answer, s.answerCtx
 	s.mu.Unlock()
+	if answerCtx != nil {
+		if err := answerCtx(ctx, in); err != nil {
+			return err
+		}
+	}
 	if answer != nil {
 		if err := answer(in); err != nil {
 			return err

@@ -20,12 +20,14 @@ const (
 )
 
 // consume filters what the gateway read and hands it to sink, in order.
-func (a *Adapter) consume(ctx context.Context, stop context.CancelFunc, sink channels.Sink, queue <-chan *discordgo.Message, replies *sync.WaitGroup) {
+// It returns the message it was delivering when ctx ended, if any, for
+// handOver.
+func (a *Adapter) consume(ctx context.Context, stop context.CancelFunc, sink channels.Sink, queue <-chan *discordgo.Message, replies *sync.WaitGroup) *channels.Inbound {
 	for {
 		var m *discordgo.Message
 		select {
 		case <-ctx.Done():
-			return
+			return nil
 		case m = <-queue:
 		}
 		in, ok := a.accept(ctx, m, replies)
@@ -42,13 +44,49 @@ func (a *Adapter) consume(ctx context.Context, stop context.CancelFunc, sink cha
 		case errors.Is(err, channels.ErrClosed):
 			a.log.Info("discord: gateway closed; no longer delivering", "message", in.MessageID)
 			stop()
-			return
+			return nil
 		case ctx.Err() != nil:
-			return
+			return &in
 		default:
 			a.log.Error("discord: deliver failed", "session", in.SessionKey, "message", in.MessageID, "err", err)
 		}
 	}
+}
+
+// handOver delivers, once the gateway connection is closed, what was read
+// but not yet delivered when Run stopped: Discord will not send it again. A
+// gateway that is shutting down still saves each message in its session and
+// tells its sender, so nothing read is dropped in silence. ctx is Run's,
+// already done; the hand-over has its own short deadline.
+func (a *Adapter) handOver(ctx context.Context, sink channels.Sink, held *channels.Inbound, queue <-chan *discordgo.Message, replies *sync.WaitGroup) {
+	if held == nil && len(queue) == 0 {
+		return
+	}
+	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), handOverTimeout)
+	defer cancel()
+	defer replies.Wait() // notices sent with hctx go out before it is cancelled
+	count, lost := 0, 0
+	deliver := func(in channels.Inbound) {
+		count++
+		err := sink.Deliver(hctx, in)
+		switch {
+		case err == nil:
+		case errors.Is(err, channels.ErrBusy):
+			a.replyAside(hctx, replies, channels.ReplyTo(in, channels.KindError, busyText))
+		default:
+			lost++
+			a.log.Error("discord: message read but not delivered", "session", in.SessionKey, "message", in.MessageID, "err", err)
+		}
+	}
+	if held != nil {
+		deliver(*held)
+	}
+	for len(queue) > 0 {
+		if in, ok := a.accept(hctx, <-queue, replies); ok {
+			deliver(in)
+		}
+	}
+	a.log.Info("discord: handed over the messages read before it stopped", "count", count, "lost", lost)
 }
 
 // replyAside sends a message of the adapter's own without holding up the

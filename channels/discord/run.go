@@ -18,6 +18,10 @@ import (
 // When it is full the gateway read loop waits (nothing is dropped).
 const queueSize = 256
 
+// handOverTimeout bounds the delivery, after Run stops, of the messages
+// read from the gateway but not yet delivered (see Adapter.handOver).
+const handOverTimeout = 5 * time.Second
+
 // Run implements channels.Channel: it connects to the gateway, delivers the
 // accepted messages to sink in the order they were posted, reconnects with
 // backoff after any drop (resuming the session, so messages posted meanwhile
@@ -43,15 +47,17 @@ func (a *Adapter) Run(ctx context.Context, sink channels.Sink) error {
 
 	var replies sync.WaitGroup // replies the adapter sends by itself (busy, not allowed)
 	consumed := make(chan struct{})
+	var held *channels.Inbound
 	go func() {
 		defer close(consumed)
-		a.consume(ctx, cancel, sink, queue, &replies)
+		held = a.consume(ctx, cancel, sink, queue, &replies)
 	}()
 
 	a.setHealth(channels.StateConnecting, "")
-	err := a.connect(ctx, drops)
+	err := a.connect(ctx, drops) // the session is closed when it returns
 	cancel()
 	<-consumed
+	a.handOver(ctx, sink, held, queue, &replies)
 	replies.Wait()
 	if err != nil {
 		a.setHealth(channels.StateFailed, err.Error())
@@ -85,9 +91,20 @@ func (a *Adapter) addHandlers(ctx context.Context, queue chan<- *discordgo.Messa
 			if m.Message == nil {
 				return
 			}
+			// Into the queue whenever there is room, also while Run is
+			// stopping: handOver still delivers what is queued.
 			select {
 			case queue <- m.Message:
-			case <-ctx.Done():
+			default:
+				select {
+				case queue <- m.Message:
+				case <-ctx.Done():
+					a.log.Warn("discord: message not delivered: stopping with a full queue", "message", m.ID, "chat", m.ChannelID)
+					return
+				}
+			}
+			if a.onQueued != nil {
+				a.onQueued(m.ID)
 			}
 		}),
 		a.session.AddHandler(func(_ *discordgo.Session, g *discordgo.GuildCreate) {
