@@ -2,6 +2,7 @@ package slack
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -32,6 +33,13 @@ const (
 
 	// maxRateLimitWaits bounds how many 429 answers one post waits out.
 	maxRateLimitWaits = 5
+	// postEventType marks each post's message metadata, with an id of its
+	// own, so a retry can first ask Slack whether the post went through:
+	// chat.postMessage has no idempotency key, and a 5xx or a lost answer
+	// does not say whether Slack posted.
+	postEventType = "dreamgate_post"
+	// postLookback is how many recent messages that check reads.
+	postLookback = 100
 	// recentCap bounds the set of recently seen message ids (dedupe) and of
 	// users already told they are not on the allow list.
 	recentCap = 4096
@@ -145,8 +153,10 @@ func (a *Adapter) debugEnabled() bool {
 // Send posts out.Text (converted to mrkdwn and split at MaxMessageLen) to
 // out.ChatID, in out.ThreadID's thread when set, part by part in order. A 429
 // is waited out for its Retry-After and retried once per answer; network
-// errors and 5xx are retried with backoff (3 tries). The error names the
-// part, channel and thread that failed; parts before it were delivered.
+// errors and 5xx are retried with backoff (3 tries), each retry only after
+// Slack's recent messages show the post did not go through after all. The
+// error names the part, channel and thread that failed; parts before it
+// were delivered.
 func (a *Adapter) Send(ctx context.Context, out channels.Outbound) error {
 	if out.ChatID == "" {
 		return errors.New("slack: send: no channel id")
@@ -159,7 +169,7 @@ func (a *Adapter) Send(ctx context.Context, out channels.Outbound) error {
 	}
 	parts := channels.SplitMessage(text, MaxMessageLen)
 	for i, part := range parts {
-		if err := a.post(ctx, out.ChatID, out.ThreadID, part); err != nil {
+		if err := a.post(ctx, out.ChatID, out.ThreadID, out.ReplyTo, part); err != nil {
 			return fmt.Errorf("slack: post part %d of %d to channel %s thread %q: %w", i+1, len(parts), out.ChatID, out.ThreadID, err)
 		}
 	}
@@ -167,13 +177,25 @@ func (a *Adapter) Send(ctx context.Context, out channels.Outbound) error {
 	return nil
 }
 
-func (a *Adapter) post(ctx context.Context, channel, thread, text string) error {
-	opts := []slack.MsgOption{slack.MsgOptionText(text, false)}
+// post sends one part. after, when set, is the ts of the message being
+// answered: the post can only be newer, which bounds the check for a post
+// that went through despite an error.
+func (a *Adapter) post(ctx context.Context, channel, thread, after, text string) error {
+	id := rand.Text()
+	opts := []slack.MsgOption{
+		slack.MsgOptionText(text, false),
+		slack.MsgOptionMetadata(slack.SlackMetadata{EventType: postEventType, EventPayload: map[string]any{"id": id}}),
+	}
 	if thread != "" {
 		opts = append(opts, slack.MsgOptionTS(thread))
 	}
 	failures, waits := 0, 0
+	unsure := false // the last failure may have posted all the same
 	for {
+		if unsure && a.posted(ctx, channel, thread, after, id) {
+			a.log.Info("slack post went through despite the error; not posting it again", "chat", channel, "thread", thread)
+			return nil
+		}
 		callCtx, cancel := context.WithTimeout(ctx, a.apiTimeout)
 		_, _, err := a.api.PostMessageContext(callCtx, channel, opts...)
 		cancel()
@@ -190,13 +212,19 @@ func (a *Adapter) post(ctx context.Context, channel, thread, text string) error 
 				return fmt.Errorf("chat.postMessage still rate limited after %d waits: %w", maxRateLimitWaits, err)
 			}
 			delay = max(rl.RetryAfter, time.Second)
+			unsure = false // a 429 is a refusal: nothing was posted
 			a.log.Info("slack rate limit; waiting", "chat", channel, "retry_after", delay)
 		} else {
 			if !transient(err) {
 				return fmt.Errorf("chat.postMessage: %w", err)
 			}
 			failures++
+			unsure = true
 			if failures >= a.sendTries {
+				if a.posted(ctx, channel, thread, after, id) {
+					a.log.Info("slack post went through despite the error", "chat", channel, "thread", thread)
+					return nil
+				}
 				return fmt.Errorf("chat.postMessage failed %d times: %w", failures, err)
 			}
 			delay = backoffDelay(failures-1, a.sendRetryMin, 30*time.Second)
@@ -206,6 +234,42 @@ func (a *Adapter) post(ctx context.Context, channel, thread, text string) error 
 			return fmt.Errorf("%w (while waiting to retry after: %w)", serr, err)
 		}
 	}
+}
+
+// posted reports whether Slack shows the post marked id among the recent
+// messages of the channel (thread set: of the thread) newer than after. It
+// reads conversations.history or conversations.replies, which the
+// *:history scopes that message events need already allow; when the read
+// fails it reports false, and the caller posts again: a reply posted twice
+// is better than a reply lost.
+func (a *Adapter) posted(ctx context.Context, channel, thread, after, id string) bool {
+	ctx, cancel := context.WithTimeout(ctx, a.apiTimeout)
+	defer cancel()
+	var msgs []slack.Message
+	var err error
+	if thread != "" {
+		msgs, _, _, err = a.api.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{
+			ChannelID: channel, Timestamp: thread, Oldest: after, Limit: postLookback, IncludeAllMetadata: true,
+		})
+	} else {
+		var resp *slack.GetConversationHistoryResponse
+		resp, err = a.api.GetConversationHistoryContext(ctx, &slack.GetConversationHistoryParameters{
+			ChannelID: channel, Oldest: after, Limit: postLookback, IncludeAllMetadata: true,
+		})
+		if resp != nil {
+			msgs = resp.Messages
+		}
+	}
+	if err != nil {
+		a.log.Warn("slack cannot tell whether a failed post went through; posting again", "chat", channel, "err", err)
+		return false
+	}
+	for _, m := range msgs {
+		if m.Metadata.EventType == postEventType && m.Metadata.EventPayload["id"] == id {
+			return true
+		}
+	}
+	return false
 }
 
 // transient reports whether a failed Web API call may succeed when repeated.

@@ -424,29 +424,48 @@ func TestRateLimitedSendWaitsRetryAfter(t *testing.T) {
 	}
 }
 
+// A failed post is retried, but never posted twice: before each retry the
+// adapter looks for the post (by its metadata id) among the conversation's
+// recent messages, since a 5xx does not say whether Slack posted.
 func TestSendRetries(t *testing.T) {
+	const fail, failAfterPosting = false, true
+	type failure struct {
+		status    int
+		afterPost bool
+	}
 	tests := []struct {
 		name      string
-		failures  []int
+		thread    string
+		failures  []failure
+		noHistory bool
 		wantErr   bool
 		wantPosts int
 		wantCalls int
+		wantCheck string // the read that found (or not) the post
 	}{
-		{"two 500s then ok", []int{500, 502}, false, 1, 3},
-		{"three 500s give up", []int{500, 500, 503}, true, 0, 3},
-		{"400 is not retried", []int{400}, true, 0, 1},
+		{"two 500s then ok", "9.9", []failure{{500, fail}, {502, fail}}, false, false, 1, 3, "conversations.replies"},
+		{"three 500s give up", "9.9", []failure{{500, fail}, {500, fail}, {503, fail}}, false, true, 0, 3, "conversations.replies"},
+		{"400 is not retried", "9.9", []failure{{400, fail}}, false, true, 0, 1, ""},
+		{"500 after posting in a thread: not posted again", "9.9", []failure{{500, failAfterPosting}}, false, false, 1, 1, "conversations.replies"},
+		{"500 after posting at top level: not posted again", "", []failure{{502, failAfterPosting}}, false, false, 1, 1, "conversations.history"},
+		{"last of three 500s posted: success", "9.9", []failure{{500, fail}, {500, fail}, {503, failAfterPosting}}, false, false, 1, 3, "conversations.replies"},
+		{"cannot read the history: posted again rather than lost", "9.9", []failure{{500, failAfterPosting}}, true, false, 2, 2, "conversations.replies"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := startHarness(t, harnessOpts{})
-			for _, st := range tt.failures {
-				h.fake.FailNextPost(st)
+			h := startHarness(t, harnessOpts{fake: fakeslack.Config{NoHistoryScope: tt.noHistory}})
+			for _, f := range tt.failures {
+				if f.afterPost {
+					h.fake.FailNextPostAfterPosting(f.status)
+				} else {
+					h.fake.FailNextPost(f.status)
+				}
 			}
-			err := h.a.Send(h.ctx(), channels.Outbound{ChatID: "C7", ThreadID: "9.9", Text: "x"})
+			err := h.a.Send(h.ctx(), channels.Outbound{ChatID: "C7", ThreadID: tt.thread, Text: "x"})
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("Send error = %v, want error %v", err, tt.wantErr)
 			}
-			if err != nil && (!strings.Contains(err.Error(), "C7") || !strings.Contains(err.Error(), "9.9")) {
+			if err != nil && (!strings.Contains(err.Error(), "C7") || !strings.Contains(err.Error(), tt.thread)) {
 				t.Errorf("error %q does not name the channel and thread", err)
 			}
 			if n := len(h.fake.Posts()); n != tt.wantPosts {
@@ -454,6 +473,12 @@ func TestSendRetries(t *testing.T) {
 			}
 			if n := h.fake.CallCount("chat.postMessage"); n != tt.wantCalls {
 				t.Errorf("%d calls, want %d", n, tt.wantCalls)
+			}
+			if tt.wantCheck != "" && h.fake.CallCount(tt.wantCheck) == 0 {
+				t.Errorf("no %s call: the post was not looked for before retrying", tt.wantCheck)
+			}
+			if n := h.fake.CallCount("conversations.history") + h.fake.CallCount("conversations.replies"); tt.wantCheck == "" && n != 0 {
+				t.Errorf("%d history reads for a post that was never in doubt", n)
 			}
 		})
 	}

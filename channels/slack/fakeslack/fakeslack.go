@@ -1,13 +1,16 @@
 // Package fakeslack is a local stand-in for Slack that speaks the real wire
 // protocol, for tests of the Slack adapter and end-to-end tests of the built
 // binary: the Web API methods the adapter calls (auth.test,
-// apps.connections.open, chat.postMessage, reactions.add, reactions.remove)
-// over HTTP, and Socket Mode over a websocket (hello, events_api envelopes,
-// acks, PING frames, disconnect requests and hard drops).
+// apps.connections.open, chat.postMessage with message metadata,
+// conversations.history and conversations.replies over the accepted posts,
+// reactions.add, reactions.remove) over HTTP, and Socket Mode over a
+// websocket (hello, events_api envelopes, acks, PING frames, disconnect
+// requests and hard drops).
 //
 // It binds 127.0.0.1:0, records every call, post, reaction and ack, and lets a
-// test inject events, script a 429 or a 5xx on the next post, drop the
-// websocket and redeliver an envelope. Waits take a context; nothing sleeps.
+// test inject events, script a 429 or a 5xx on the next post (also one that
+// posted before failing), drop the websocket and redeliver an envelope.
+// Waits take a context; nothing sleeps.
 //
 // It imports nothing of ours, so any test (also outside channels/slack) can
 // use it; it is not a test file so that cmd/dreamgate's end-to-end tests can
@@ -22,6 +25,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -59,6 +63,9 @@ type Config struct {
 	// websocket as a message event from the bot, as real Slack does for
 	// channels the app listens to.
 	EchoPosts bool
+	// NoHistoryScope makes conversations.history and conversations.replies
+	// answer missing_scope, as for an app without the *:history scopes.
+	NoHistoryScope bool
 }
 
 // Call is one Web API request.
@@ -77,6 +84,9 @@ type Post struct {
 	Token    string
 	TS       string // the ts the fake assigned
 	At       time.Time
+	// Metadata is the message metadata posted with it (nil when none), as
+	// {"event_type": …, "event_payload": {…}}.
+	Metadata map[string]any
 }
 
 // Reaction is one accepted reactions.add or reactions.remove.
@@ -149,6 +159,7 @@ type Server struct {
 type scripted struct {
 	status     int
 	retryAfter time.Duration
+	afterPost  bool // accept the post, then answer the failure
 }
 
 // conn is one Socket Mode websocket.
@@ -417,6 +428,16 @@ func (s *Server) FailNextPost(status int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.postScript = append(s.postScript, scripted{status: status})
+}
+
+// FailNextPostAfterPosting accepts the next chat.postMessage (it is in
+// Posts and in the conversation's history) but answers it with the HTTP
+// status, as when Slack posted and its answer was lost or failed. Calls
+// queue up with FailNextPost's.
+func (s *Server) FailNextPostAfterPosting(status int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.postScript = append(s.postScript, scripted{status: status, afterPost: true})
 }
 
 // HoldReactions makes reactions.add and reactions.remove wait, unanswered,
@@ -768,6 +789,8 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		s.answer(w, method, http.StatusOK, map[string]any{"ok": true, "url": u})
 	case "chat.postMessage":
 		s.postMessage(w, r, token)
+	case "conversations.history", "conversations.replies":
+		s.history(w, r, method, token)
 	case "reactions.add", "reactions.remove":
 		s.react(w, r, method, token)
 	default:
@@ -803,7 +826,7 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, token strin
 		s.postScript = s.postScript[1:]
 	}
 	s.mu.Unlock()
-	if sc != nil {
+	if sc != nil && !sc.afterPost {
 		if sc.status == http.StatusTooManyRequests {
 			secs := max(1, int((sc.retryAfter+time.Second-1)/time.Second))
 			w.Header().Set("Retry-After", strconv.Itoa(secs))
@@ -827,8 +850,15 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, token strin
 		s.fail(w, method, "msg_too_long")
 		return
 	}
+	var meta map[string]any
+	if raw := r.PostForm.Get("metadata"); raw != "" {
+		if err := json.Unmarshal([]byte(raw), &meta); err != nil {
+			s.fail(w, method, "invalid_metadata_format")
+			return
+		}
+	}
 	s.mu.Lock()
-	p := Post{Channel: channel, Text: text, ThreadTS: thread, Token: token, TS: s.nextTSLocked(), At: time.Now()}
+	p := Post{Channel: channel, Text: text, ThreadTS: thread, Token: token, TS: s.nextTSLocked(), At: time.Now(), Metadata: meta}
 	s.mu.Unlock()
 	if s.cfg.EchoPosts {
 		// Before the post is recorded and answered, so once a test sees the
@@ -839,11 +869,68 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, token strin
 	s.mu.Lock()
 	s.posts = append(s.posts, p)
 	s.mu.Unlock()
-	msg := map[string]any{"type": "message", "user": s.cfg.BotUserID, "bot_id": s.cfg.BotID, "text": text, "ts": p.TS}
-	if thread != "" {
-		msg["thread_ts"] = thread
+	if sc != nil {
+		s.answer(w, method, sc.status, map[string]any{"ok": false, "error": http.StatusText(sc.status)})
+		return
 	}
-	s.answer(w, method, http.StatusOK, map[string]any{"ok": true, "channel": channel, "ts": p.TS, "message": msg})
+	s.answer(w, method, http.StatusOK, map[string]any{"ok": true, "channel": channel, "ts": p.TS, "message": s.postJSON(p, false)})
+}
+
+// postJSON renders a post as the Web API's message object.
+func (s *Server) postJSON(p Post, withMetadata bool) map[string]any {
+	msg := map[string]any{"type": "message", "user": s.cfg.BotUserID, "bot_id": s.cfg.BotID, "text": p.Text, "ts": p.TS}
+	if p.ThreadTS != "" {
+		msg["thread_ts"] = p.ThreadTS
+	}
+	if withMetadata && p.Metadata != nil {
+		msg["metadata"] = p.Metadata
+	}
+	return msg
+}
+
+// history answers conversations.history (the channel's top-level posts,
+// newest first) and conversations.replies (the posts in the thread of ts,
+// oldest first), from the accepted posts newer than oldest, at most limit
+// of them (default 100). Metadata is included only with
+// include_all_metadata=1, as Slack does.
+func (s *Server) history(w http.ResponseWriter, r *http.Request, method, token string) {
+	if token != s.cfg.BotToken {
+		s.fail(w, method, "invalid_auth")
+		return
+	}
+	if s.cfg.NoHistoryScope {
+		s.fail(w, method, "missing_scope")
+		return
+	}
+	f := r.PostForm
+	channel, thread := f.Get("channel"), f.Get("ts")
+	if channel == "" || (method == "conversations.replies" && thread == "") {
+		s.fail(w, method, "invalid_arguments")
+		return
+	}
+	oldest := tsMicros(f.Get("oldest"))
+	limit, _ := strconv.Atoi(f.Get("limit"))
+	if limit <= 0 {
+		limit = 100
+	}
+	withMeta := f.Get("include_all_metadata") == "1"
+	s.mu.Lock()
+	var msgs []map[string]any
+	for _, p := range s.posts {
+		if p.Channel != channel || tsMicros(p.TS) <= oldest || p.ThreadTS != thread {
+			continue
+		}
+		msgs = append(msgs, s.postJSON(p, withMeta))
+	}
+	s.mu.Unlock()
+	if method == "conversations.history" {
+		slices.Reverse(msgs)
+	}
+	more := len(msgs) > limit
+	if more {
+		msgs = msgs[:limit]
+	}
+	s.answer(w, method, http.StatusOK, map[string]any{"ok": true, "messages": msgs, "has_more": more})
 }
 
 func (s *Server) react(w http.ResponseWriter, r *http.Request, method, token string) {
@@ -895,3 +982,18 @@ func (s *Server) react(w http.ResponseWriter, r *http.Request, method, token str
 
 // Addr returns the listener address (host:port), e.g. for logs.
 func (s *Server) Addr() net.Addr { return s.srv.Listener.Addr() }
+
+// tsMicros reads a Slack ts ("1712345678.000123") exactly, as microseconds;
+// 0 for "" or anything else (a float64 would round the last digits).
+func tsMicros(ts string) int64 {
+	sec, frac, ok := strings.Cut(ts, ".")
+	if !ok || len(frac) != 6 {
+		return 0
+	}
+	a, err1 := strconv.ParseInt(sec, 10, 64)
+	b, err2 := strconv.ParseInt(frac, 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0
+	}
+	return a*1_000_000 + b
+}

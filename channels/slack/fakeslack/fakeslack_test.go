@@ -160,3 +160,68 @@ func TestSocketMode(t *testing.T) {
 		t.Errorf("reused ticket: %v", err)
 	}
 }
+
+func TestHistoryAndMetadata(t *testing.T) {
+	s := New(Config{})
+	defer s.Close()
+	api := slack.New(s.BotToken(), slack.OptionAPIURL(s.APIURL()))
+	ctx := t.Context()
+	meta := func(id string) slack.MsgOption {
+		return slack.MsgOptionMetadata(slack.SlackMetadata{EventType: "t", EventPayload: map[string]any{"id": id}})
+	}
+	_, top1, err := api.PostMessageContext(ctx, "C1", slack.MsgOptionText("top 1", false), meta("a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Posted, but answered with a 500: it is in the history all the same.
+	s.FailNextPostAfterPosting(http.StatusInternalServerError)
+	if _, _, err := api.PostMessageContext(ctx, "C1", slack.MsgOptionText("top 2", false), meta("b")); err == nil {
+		t.Fatal("scripted 500 after posting gave no error")
+	}
+	for _, text := range []string{"reply 1", "reply 2"} {
+		if _, _, err := api.PostMessageContext(ctx, "C1", slack.MsgOptionText(text, false), slack.MsgOptionTS(top1), meta(text)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, err := api.PostMessageContext(ctx, "C2", slack.MsgOptionText("elsewhere", false)); err != nil {
+		t.Fatal(err)
+	}
+
+	texts := func(msgs []slack.Message) (out []string) {
+		for _, m := range msgs {
+			out = append(out, m.Text+"/"+m.Metadata.EventType)
+		}
+		return out
+	}
+	h, err := api.GetConversationHistoryContext(ctx, &slack.GetConversationHistoryParameters{ChannelID: "C1", IncludeAllMetadata: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := texts(h.Messages); strings.Join(got, ",") != "top 2/t,top 1/t" {
+		t.Errorf("history = %q, want the top-level posts newest first, with metadata", got)
+	}
+	if p := h.Messages[0].Metadata.EventPayload["id"]; p != "b" {
+		t.Errorf("metadata payload id = %v, want b", p)
+	}
+	h, err = api.GetConversationHistoryContext(ctx, &slack.GetConversationHistoryParameters{ChannelID: "C1", Oldest: top1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := texts(h.Messages); strings.Join(got, ",") != "top 2/" {
+		t.Errorf("history after %s without metadata = %q", top1, got)
+	}
+	msgs, _, _, err := api.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{ChannelID: "C1", Timestamp: top1, IncludeAllMetadata: true, Limit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := texts(msgs); strings.Join(got, ",") != "reply 1/t" {
+		t.Errorf("replies limited to 1 = %q, want the oldest reply", got)
+	}
+
+	denied := New(Config{NoHistoryScope: true})
+	defer denied.Close()
+	dapi := slack.New(denied.BotToken(), slack.OptionAPIURL(denied.APIURL()))
+	if _, err := dapi.GetConversationHistoryContext(ctx, &slack.GetConversationHistoryParameters{ChannelID: "C1"}); err == nil || err.Error() != "missing_scope" {
+		t.Errorf("history without the scope gave %v", err)
+	}
+}
