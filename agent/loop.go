@@ -62,6 +62,9 @@ type Loop struct {
 	// OnToolCall, when set, is called with the tool's name before each tool
 	// runs (progress indicators).
 	OnToolCall func(name string)
+	// OnDelta, when set, streams every model call: it receives each
+	// fragment of the model's text as it arrives (llm.Request.OnDelta).
+	OnDelta func(fragment string)
 }
 
 // Stop says why a run ended.
@@ -136,6 +139,7 @@ func (l *Loop) Run(ctx context.Context, msgs []llm.Message) (Result, error) {
 			Messages: r.conv[:len(r.conv):len(r.conv)],
 			Tools:    defs,
 			Purpose:  l.Purpose,
+			OnDelta:  l.OnDelta,
 		})
 		res.Iterations++
 		res.Usage = res.Usage.Add(resp.Usage)

@@ -47,6 +47,11 @@ type Outbound struct {
 	ReplyTo    string // MessageID of the inbound this answers, if any
 	Kind       string
 	Text       string
+	// Streamed says that Text is exactly what the channel's Stream for this
+	// turn has already shown, since its last Break: the channel finishes
+	// the reply without showing it again. Only a channel that returned a
+	// Stream for the turn gets it.
+	Streamed bool
 }
 
 // ReplyTo builds the outbound that answers in.
@@ -91,6 +96,25 @@ type Channel interface {
 // func ends the indicator; it is safe to call more than once.
 type Typer interface {
 	StartTyping(ctx context.Context, in Inbound) (stop func())
+}
+
+// Streamer is implemented by channels that can show a reply while the
+// model is still writing it (the terminal, when a person watches it).
+type Streamer interface {
+	// StartStream begins a turn's stream, or returns nil when this
+	// conversation is not streamed.
+	StartStream(in Inbound) Stream
+}
+
+// Stream shows one turn's answer as it is written. Its methods are called
+// from one goroutine; the turn ends with a Send, Streamed when its text was
+// shown in full.
+type Stream interface {
+	// Write shows a fragment of the model's text.
+	Write(fragment string)
+	// Break ends a model step whose text came before a tool call: what
+	// follows is a new step.
+	Break()
 }
 
 // States reported by HealthReporter.

@@ -62,6 +62,10 @@ func (g *Gateway) turn(ctx context.Context, in channels.Inbound) Result {
 		MaxIterations: g.cfg.MaxToolIterations,
 		Logger:        log,
 	}
+	st := g.startStream(in)
+	if st != nil {
+		loop.OnDelta, loop.OnToolCall = st.write, st.toolCall
+	}
 	res, runErr := loop.Run(ctx, msgs)
 	stopTyping()
 
@@ -81,14 +85,18 @@ func (g *Gateway) turn(ctx context.Context, in channels.Inbound) Result {
 		if reply == "" {
 			reply = "I stopped after too many tool steps without finishing; try a narrower request."
 		}
-		g.send(channels.ReplyTo(in, channels.KindReply, reply))
+		o := channels.ReplyTo(in, channels.KindReply, reply)
+		o.Streamed = st.shown(reply)
+		g.send(o)
 		out = Result{Reply: reply}
 	default:
 		reply := strings.TrimSpace(res.Reply)
 		if reply == "" {
 			reply = "(The model returned an empty answer.)"
 		}
-		g.send(channels.ReplyTo(in, channels.KindReply, reply))
+		o := channels.ReplyTo(in, channels.KindReply, reply)
+		o.Streamed = st.shown(reply)
+		g.send(o)
 		out = Result{Reply: reply}
 	}
 
@@ -248,6 +256,45 @@ func (g *Gateway) startTyping(ctx context.Context, in channels.Inbound) func() {
 		return t.StartTyping(ctx, in)
 	}
 	return func() {}
+}
+
+// turnStream feeds a channel's Stream from the agent loop and remembers
+// what the current model step has shown, so the final reply is not shown
+// twice.
+type turnStream struct {
+	s    channels.Stream
+	step strings.Builder // the text streamed since the last tool call
+}
+
+func (g *Gateway) startStream(in channels.Inbound) *turnStream {
+	g.mu.Lock()
+	ch := g.channels[in.Channel]
+	g.mu.Unlock()
+	if sr, ok := ch.(channels.Streamer); ok {
+		if s := sr.StartStream(in); s != nil {
+			return &turnStream{s: s}
+		}
+	}
+	return nil
+}
+
+func (t *turnStream) write(fragment string) {
+	t.step.WriteString(fragment)
+	t.s.Write(fragment)
+}
+
+// toolCall ends the step: the text before a tool call is not the reply.
+func (t *turnStream) toolCall(string) {
+	if t.step.Len() > 0 {
+		t.step.Reset()
+		t.s.Break()
+	}
+}
+
+// shown reports whether reply is what the last step streamed (the loop's
+// reply is the model's text, trimmed).
+func (t *turnStream) shown(reply string) bool {
+	return t != nil && strings.TrimSpace(t.step.String()) == reply
 }
 
 // promptMeter remembers the provider-reported prompt tokens of the last

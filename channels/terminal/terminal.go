@@ -32,19 +32,26 @@ type Config struct {
 	User string
 	// Prompt is printed before each line is read, when non-empty.
 	Prompt string
+	// Stream shows replies on Out as the model writes them. It is meant for
+	// a person watching a terminal: the text of a step that ends in a tool
+	// call is shown too, so a script reading Out should leave it off.
+	Stream bool
 }
 
 // Adapter is the terminal channel.
 type Adapter struct {
 	cfg  Config
-	mu   sync.Mutex // serialises writes to Out and Err
+	mu   sync.Mutex // serialises writes to Out and Err, and guards midLine
 	eof  chan struct{}
 	once sync.Once
+	// midLine is set while streamed text on Out has not ended its line.
+	midLine bool
 }
 
 var (
 	_ channels.Channel        = (*Adapter)(nil)
 	_ channels.HealthReporter = (*Adapter)(nil)
+	_ channels.Streamer       = (*Adapter)(nil)
 )
 
 // New returns a terminal channel.
@@ -132,17 +139,59 @@ func (a *Adapter) Run(ctx context.Context, sink channels.Sink) error {
 	}
 }
 
-// Send prints a reply to stdout, an error or progress line to stderr.
+// Send prints a reply to stdout, an error or progress line to stderr. A
+// reply already streamed only has its line ended.
 func (a *Adapter) Send(_ context.Context, out channels.Outbound) error {
 	w := a.cfg.Out
 	if out.Kind == channels.KindError || out.Kind == channels.KindProgress {
 		w = a.cfg.Err
 	}
-	a.write(w, out.Text)
+	if out.Streamed && out.Kind == channels.KindReply {
+		a.mu.Lock()
+		a.endLineLocked()
+		a.mu.Unlock()
+	} else {
+		a.write(w, out.Text)
+	}
 	if out.Kind != channels.KindProgress {
 		a.prompt()
 	}
 	return nil
+}
+
+// StartStream implements channels.Streamer: with Config.Stream, replies
+// appear on Out as they are written.
+func (a *Adapter) StartStream(channels.Inbound) channels.Stream {
+	if !a.cfg.Stream {
+		return nil
+	}
+	return stream{a}
+}
+
+type stream struct{ a *Adapter }
+
+func (s stream) Write(fragment string) {
+	if fragment == "" {
+		return
+	}
+	s.a.mu.Lock()
+	defer s.a.mu.Unlock()
+	fmt.Fprint(s.a.cfg.Out, fragment)
+	s.a.midLine = !strings.HasSuffix(fragment, "\n")
+}
+
+// Break ends the line of a step's text, so the next step starts on its own.
+func (s stream) Break() {
+	s.a.mu.Lock()
+	defer s.a.mu.Unlock()
+	s.a.endLineLocked()
+}
+
+func (a *Adapter) endLineLocked() {
+	if a.midLine {
+		fmt.Fprintln(a.cfg.Out)
+		a.midLine = false
+	}
 }
 
 // Health implements channels.HealthReporter.
@@ -158,6 +207,7 @@ func (a *Adapter) Health() channels.Health {
 func (a *Adapter) write(w io.Writer, text string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.endLineLocked() // a stream cut short leaves its line open
 	fmt.Fprintln(w, strings.TrimRight(text, "\n"))
 }
 

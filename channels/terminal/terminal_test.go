@@ -79,3 +79,53 @@ func TestRefusedDeliveryIsSaidOnStderr(t *testing.T) {
 		t.Errorf("stderr = %q", errOut.String())
 	}
 }
+
+func TestStream(t *testing.T) {
+	var out, errOut bytes.Buffer
+	quiet := New(Config{Out: &out, Err: &errOut})
+	if quiet.StartStream(quiet.Inbound("hi")) != nil {
+		t.Fatal("a terminal without Stream streams")
+	}
+
+	a := New(Config{Out: &out, Err: &errOut, Stream: true, Prompt: "> "})
+	in := a.Inbound("hi")
+	st := a.StartStream(in)
+	st.Write("Let me ")
+	st.Write("look.")
+	st.Break()
+	st.Write("Hello")
+	st.Write(", Ana.")
+	if err := a.Send(t.Context(), channels.Outbound{Text: "Hello, Ana.", Streamed: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := out.String(), "Let me look.\nHello, Ana.\n> "; got != want {
+		t.Errorf("streamed reply printed %q, want %q", got, want)
+	}
+
+	// A stream cut short by an error: its line is ended before anything
+	// else is printed, and the error goes to stderr.
+	out.Reset()
+	st = a.StartStream(in)
+	st.Write("Half an ans")
+	if err := a.Send(t.Context(), channels.Outbound{Kind: channels.KindError, Text: "The answer broke off."}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := out.String(), "Half an ans\n> "; got != want {
+		t.Errorf("stdout after a broken stream = %q, want %q", got, want)
+	}
+	if got := errOut.String(); got != "The answer broke off.\n" {
+		t.Errorf("stderr = %q", got)
+	}
+
+	// A reply that was not streamed in full is printed whole.
+	out.Reset()
+	st = a.StartStream(in)
+	st.Write("thinking")
+	st.Break()
+	if err := a.Send(t.Context(), channels.Outbound{Text: "The final answer."}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := out.String(), "thinking\nThe final answer.\n> "; got != want {
+		t.Errorf("stdout = %q, want %q", got, want)
+	}
+}

@@ -63,7 +63,7 @@ func cmdChat(ctx context.Context, e *env, args []string) error {
 	if e.stdinIsTTY() {
 		prompt = "> "
 	}
-	t := terminal.New(terminal.Config{In: e.stdin, Out: e.stdout, Err: e.stderr, Session: *sessionName, Prompt: prompt})
+	t := terminal.New(terminal.Config{In: e.stdin, Out: e.stdout, Err: e.stderr, Session: *sessionName, Prompt: prompt, Stream: e.streamReplies()})
 	g.AddChannel(t)
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()

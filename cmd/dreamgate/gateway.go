@@ -113,7 +113,7 @@ func addChannels(g *gateway.Gateway, cfg Config, e *env, logger *slog.Logger) er
 		if e.stdinIsTTY() {
 			prompt = "> "
 		}
-		g.AddChannel(terminal.New(terminal.Config{In: e.stdin, Out: e.stdout, Err: e.stderr, Prompt: prompt}))
+		g.AddChannel(terminal.New(terminal.Config{In: e.stdin, Out: e.stdout, Err: e.stderr, Prompt: prompt, Stream: e.streamReplies()}))
 	}
 	if s := cfg.Channels.Slack; s.Enabled {
 		ad, err := slack.New(slack.Config{

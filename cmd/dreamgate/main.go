@@ -166,3 +166,11 @@ func (e *env) stdinIsTTY() bool {
 	f, ok := e.stdin.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
 }
+
+// streamReplies says whether the terminal chat shows replies as they are
+// written: only to a person at a terminal, so piped output stays exactly
+// the replies.
+func (e *env) streamReplies() bool {
+	f, ok := e.stdout.(*os.File)
+	return e.stdinIsTTY() && ok && term.IsTerminal(int(f.Fd()))
+}
