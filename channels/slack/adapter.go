@@ -63,8 +63,9 @@ type Adapter struct {
 	allowFrom     map[string]bool
 	allowChannels map[string]bool
 
-	seen *recentSet // channel+ts of messages already handled
-	told *recentSet // users already told they are not on the allow list
+	seen  *recentSet // channel+ts of messages already handled
+	told  *recentSet // users already told they are not on the allow list
+	names *names     // sender names by user id
 
 	running atomic.Bool
 
@@ -95,6 +96,7 @@ func New(cfg Config) (*Adapter, error) {
 		allowChannels: toSet(cfg.AllowChannels),
 		seen:          newRecentSet(recentCap),
 		told:          newRecentSet(recentCap),
+		names:         newNames(),
 		health:        channels.Health{State: channels.StateStopped, Detail: "not started", Since: time.Now()},
 		reconnectMin:  time.Second,
 		reconnectMax:  30 * time.Second,

@@ -118,6 +118,9 @@ func (r *runner) handOver(ctx context.Context) {
 	defer cancel()
 	lost := 0
 	for _, in := range left {
+		if in.SenderName == "" {
+			in.SenderName = r.a.senderName(hctx, in.SenderID)
+		}
 		err := r.sink.Deliver(hctx, in)
 		switch {
 		case err == nil:
@@ -314,6 +317,7 @@ func (r *runner) deliver(ctx context.Context) {
 			return
 		case in = <-r.queue:
 		}
+		in.SenderName = r.a.senderName(ctx, in.SenderID)
 		err := r.sink.Deliver(ctx, in)
 		switch {
 		case err == nil:

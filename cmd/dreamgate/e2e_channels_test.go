@@ -30,7 +30,7 @@ func longAnswer() string {
 
 func channelHarness(t *testing.T) (*harness, *fakeslack.Server, *fakediscord.Server) {
 	h := newHarness(t)
-	sl := fakeslack.New(fakeslack.Config{})
+	sl := fakeslack.New(fakeslack.Config{Users: map[string]string{"U1": "Ana"}})
 	t.Cleanup(sl.Close)
 	dc, err := fakediscord.Start(fakediscord.Config{})
 	if err != nil {
@@ -88,6 +88,11 @@ func TestSlackAndDiscordThroughTheBinary(t *testing.T) {
 		p := posts[0]
 		if p.Channel != "C1" || p.ThreadTS != ds[0].Event.TS || p.Text != "pong: hello there" {
 			t.Errorf("post = %+v, want a reply to %s in its thread", p, ds[0].Event.TS)
+		}
+		// The model is told who is speaking, by the name Slack shows.
+		reqs := h.llm.Requests()
+		if sys := reqs[len(reqs)-1].Messages[0].Content; !strings.Contains(sys, "Ana (U1)") {
+			t.Errorf("system prompt does not name the sender as Ana (U1):\n%s", sys)
 		}
 	})
 

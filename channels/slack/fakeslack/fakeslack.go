@@ -3,7 +3,7 @@
 // binary: the Web API methods the adapter calls (auth.test,
 // apps.connections.open, chat.postMessage with message metadata,
 // conversations.history and conversations.replies over the accepted posts,
-// reactions.add, reactions.remove) over HTTP, and Socket Mode over a
+// users.info, reactions.add, reactions.remove) over HTTP, and Socket Mode over a
 // websocket (hello, events_api envelopes, acks, PING frames, disconnect
 // requests and hard drops).
 //
@@ -66,6 +66,13 @@ type Config struct {
 	// NoHistoryScope makes conversations.history and conversations.replies
 	// answer missing_scope, as for an app without the *:history scopes.
 	NoHistoryScope bool
+	// Users are the workspace's people for users.info: id -> display name
+	// (the profile's display_name; real_name is "Real " + it). Others are
+	// user_not_found.
+	Users map[string]string
+	// NoUsersScope makes users.info answer missing_scope, as for an app
+	// without users:read.
+	NoUsersScope bool
 }
 
 // Call is one Web API request.
@@ -791,6 +798,8 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		s.postMessage(w, r, token)
 	case "conversations.history", "conversations.replies":
 		s.history(w, r, method, token)
+	case "users.info":
+		s.userInfo(w, r, method, token)
 	case "reactions.add", "reactions.remove":
 		s.react(w, r, method, token)
 	default:
@@ -874,6 +883,28 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, token strin
 		return
 	}
 	s.answer(w, method, http.StatusOK, map[string]any{"ok": true, "channel": channel, "ts": p.TS, "message": s.postJSON(p, false)})
+}
+
+// userInfo answers users.info from Config.Users.
+func (s *Server) userInfo(w http.ResponseWriter, r *http.Request, method, token string) {
+	if token != s.cfg.BotToken {
+		s.fail(w, method, "invalid_auth")
+		return
+	}
+	if s.cfg.NoUsersScope {
+		s.fail(w, method, "missing_scope")
+		return
+	}
+	id := r.PostForm.Get("user")
+	name, ok := s.cfg.Users[id]
+	if !ok {
+		s.fail(w, method, "user_not_found")
+		return
+	}
+	s.answer(w, method, http.StatusOK, map[string]any{"ok": true, "user": map[string]any{
+		"id": id, "team_id": s.cfg.TeamID, "name": strings.ToLower(name), "real_name": "Real " + name,
+		"profile": map[string]any{"display_name": name, "real_name": "Real " + name},
+	}})
 }
 
 // postJSON renders a post as the Web API's message object.
