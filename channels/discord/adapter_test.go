@@ -72,6 +72,22 @@ func TestGuildMentionIsStripped(t *testing.T) {
 	}
 }
 
+// Discord's autocomplete offers the bot's own role beside the bot; picking
+// it must work as a mention, and only that role: the fake's GUILD_CREATE
+// carries the managed role and the bot's member holding it, as Discord's
+// does.
+func TestBotRoleMention(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, harnessOpts{})
+	role := h.fake.BotRoleID("G1")
+	h.inject(fakediscord.Message{ChannelID: "C1", Content: "<@&G1> everyone role, not the bot"})
+	h.inject(fakediscord.Message{ChannelID: "C1", Content: "<@&ROTHER> some other role"})
+	id := h.inject(fakediscord.Message{ChannelID: "C1", Content: "<@&" + role + "> /dream-log"})
+	if in := h.expectNext(id); in.Text != "/dream-log" {
+		t.Fatalf("text = %q, want the command without the role mention", in.Text)
+	}
+}
+
 func TestMentionPolicy(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, harnessOpts{})

@@ -102,6 +102,9 @@ type Adapter struct {
 	seen    *recentSet // message ids already handled
 	refused *recentSet // users already told they are not allowed
 
+	rolesMu  sync.Mutex
+	botRoles map[string]string // guild id -> the bot's managed role there
+
 	healthMu sync.Mutex
 	health   channels.Health
 	onHealth func(channels.Health)  // test hook, called on every change
@@ -170,6 +173,7 @@ func New(cfg Config) (*Adapter, error) {
 		chans:         newChannelCache(maxCachedChannels),
 		seen:          newRecentSet(recentMessages),
 		refused:       newRecentSet(recentRefusals),
+		botRoles:      map[string]string{},
 		health:        channels.Health{State: channels.StateStopped, Detail: "not started", Since: time.Now()},
 	}
 	a.botID.Store("")

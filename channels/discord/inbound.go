@@ -3,6 +3,7 @@ package discord
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -138,7 +139,7 @@ func (a *Adapter) accept(ctx context.Context, m *discordgo.Message, replies *syn
 	if !dm {
 		// The mention check needs no lookup; do it first so that chatter in
 		// busy guilds costs no REST calls.
-		if a.policy == PolicyMention && !mentioned(m, bot) {
+		if a.policy == PolicyMention && !mentioned(m, bot, a.botRole(m.GuildID)) {
 			a.log.Debug("discord: ignored message without mention", "chat", m.ChannelID, "message", m.ID)
 			return channels.Inbound{}, false
 		}
@@ -152,7 +153,7 @@ func (a *Adapter) accept(ctx context.Context, m *discordgo.Message, replies *syn
 		}
 	}
 
-	text := stripMention(m.Content, bot)
+	text := stripMention(m.Content, bot, a.botRole(m.GuildID))
 	for _, at := range m.Attachments {
 		if at == nil {
 			continue
@@ -196,12 +197,18 @@ func senderName(m *discordgo.Message) string {
 }
 
 // mentioned reports whether m addresses the bot: <@id> or <@!id> in the
-// content, the bot in the mentions, or a reply to one of the bot's messages.
-func mentioned(m *discordgo.Message, bot string) bool {
+// content, the bot in the mentions, its managed role (botRole, "" when not
+// known) mentioned, or a reply to one of the bot's messages.
+func mentioned(m *discordgo.Message, bot, botRole string) bool {
 	if bot == "" {
 		return false
 	}
 	if strings.Contains(m.Content, "<@"+bot+">") || strings.Contains(m.Content, "<@!"+bot+">") {
+		return true
+	}
+	// Discord's autocomplete offers the bot's role beside the bot itself,
+	// and people pick either.
+	if botRole != "" && (slices.Contains(m.MentionRoles, botRole) || strings.Contains(m.Content, "<@&"+botRole+">")) {
 		return true
 	}
 	for _, u := range m.Mentions {
@@ -213,14 +220,18 @@ func mentioned(m *discordgo.Message, bot string) bool {
 	return ref != nil && ref.Author != nil && ref.Author.ID == bot
 }
 
-// stripMention removes every mention of the bot and the whitespace around
-// it, so "<@id> /dream-log" becomes "/dream-log". Words that a mention sat
-// between stay apart: by a newline if the gap held one, else by a space.
-func stripMention(text, bot string) string {
+// stripMention removes every mention of the bot (and of its role, when
+// botRole is set) and the whitespace around it, so "<@id> /dream-log"
+// becomes "/dream-log". Words that a mention sat between stay apart: by a
+// newline if the gap held one, else by a space.
+func stripMention(text, bot, botRole string) string {
 	if bot == "" {
 		return strings.TrimSpace(text)
 	}
-	forms := [...]string{"<@" + bot + ">", "<@!" + bot + ">"}
+	forms := []string{"<@" + bot + ">", "<@!" + bot + ">"}
+	if botRole != "" {
+		forms = append(forms, "<@&"+botRole+">")
+	}
 	var pieces []string
 	for rest := text; ; {
 		at, n := -1, 0

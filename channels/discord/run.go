@@ -117,6 +117,14 @@ func (a *Adapter) addHandlers(ctx context.Context, queue chan<- *discordgo.Messa
 			for _, c := range g.Threads {
 				a.chans.learn(c)
 			}
+			a.learnBotRole(g.Guild)
+		}),
+		a.session.AddHandler(func(_ *discordgo.Session, g *discordgo.GuildDelete) {
+			if g.Guild != nil && !g.Unavailable {
+				a.rolesMu.Lock()
+				delete(a.botRoles, g.ID)
+				a.rolesMu.Unlock()
+			}
 		}),
 		a.session.AddHandler(func(_ *discordgo.Session, c *discordgo.ChannelCreate) { a.chans.learn(c.Channel) }),
 		a.session.AddHandler(func(_ *discordgo.Session, c *discordgo.ChannelUpdate) { a.chans.learn(c.Channel) }),
@@ -291,4 +299,44 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	case <-ctx.Done():
 		return false
 	}
+}
+
+// learnBotRole remembers the role Discord made for the bot when it joined
+// the guild: the managed role among the bot member's roles. A mention of
+// it counts as a mention of the bot.
+func (a *Adapter) learnBotRole(g *discordgo.Guild) {
+	bot := a.bot()
+	if bot == "" {
+		return
+	}
+	managed := map[string]bool{}
+	for _, r := range g.Roles {
+		if r != nil && r.Managed {
+			managed[r.ID] = true
+		}
+	}
+	for _, m := range g.Members {
+		if m == nil || m.User == nil || m.User.ID != bot {
+			continue
+		}
+		for _, r := range m.Roles {
+			if managed[r] {
+				a.rolesMu.Lock()
+				a.botRoles[g.ID] = r
+				a.rolesMu.Unlock()
+				a.log.Debug("discord: bot role learned", "guild", g.ID, "role", r)
+				return
+			}
+		}
+	}
+}
+
+// botRole is the bot's managed role in guild, "" when not known.
+func (a *Adapter) botRole(guild string) string {
+	if guild == "" {
+		return ""
+	}
+	a.rolesMu.Lock()
+	defer a.rolesMu.Unlock()
+	return a.botRoles[guild]
 }

@@ -123,13 +123,19 @@ func TestStripMention(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
-			if got := stripMention(tt.in, "B"); got != tt.want {
+			if got := stripMention(tt.in, "B", ""); got != tt.want {
 				t.Fatalf("stripMention(%q) = %q, want %q", tt.in, got, tt.want)
 			}
 		})
 	}
-	if got := stripMention("  <@B> hi ", ""); got != "<@B> hi" {
+	if got := stripMention("  <@B> hi ", "", ""); got != "<@B> hi" {
 		t.Fatalf("unknown bot id: %q", got)
+	}
+	if got := stripMention("<@&R> /dream-log <@&R2>", "B", "R"); got != "/dream-log <@&R2>" {
+		t.Fatalf("bot role mention: %q", got)
+	}
+	if got := stripMention("<@&R> hi", "B", ""); got != "<@&R> hi" {
+		t.Fatalf("role mention stripped without a known bot role: %q", got)
 	}
 }
 
@@ -152,13 +158,28 @@ func TestMentioned(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := mentioned(&tt.m, "B"); got != tt.want {
+			if got := mentioned(&tt.m, "B", ""); got != tt.want {
 				t.Fatalf("mentioned = %v, want %v", got, tt.want)
 			}
 		})
 	}
-	if mentioned(&discordgo.Message{Content: "<@B>"}, "") {
+	if mentioned(&discordgo.Message{Content: "<@B>"}, "", "") {
 		t.Fatal("mentioned with an unknown bot id")
+	}
+	for _, tt := range []struct {
+		name string
+		m    discordgo.Message
+		role string
+		want bool
+	}{
+		{"bot role in mention_roles", discordgo.Message{Content: "hi", MentionRoles: []string{"X", "R"}}, "R", true},
+		{"bot role in content", discordgo.Message{Content: "<@&R> hi"}, "R", true},
+		{"another role", discordgo.Message{Content: "<@&X> hi", MentionRoles: []string{"X"}}, "R", false},
+		{"bot role not known", discordgo.Message{Content: "<@&R> hi", MentionRoles: []string{"R"}}, "", false},
+	} {
+		if got := mentioned(&tt.m, "B", tt.role); got != tt.want {
+			t.Errorf("%s: mentioned = %v, want %v", tt.name, got, tt.want)
+		}
 	}
 }
 

@@ -563,7 +563,15 @@ func (s *Server) dispatchLocked(t string, d any) {
 	}
 }
 
-var mentionRE = regexp.MustCompile(`<@!?([0-9A-Za-z_]+)>`)
+var (
+	mentionRE     = regexp.MustCompile(`<@!?([0-9A-Za-z_]+)>`)
+	roleMentionRE = regexp.MustCompile(`<@&([0-9A-Za-z_]+)>`)
+)
+
+// BotRoleID is the id of the role Discord makes for the bot in a guild it
+// joins ("managed", tagged with the bot's id); GUILD_CREATE carries it and
+// the bot's member holding it.
+func (s *Server) BotRoleID(guild string) string { return "R" + guild }
 
 func (s *Server) userObjectLocked(id string) map[string]any {
 	u, ok := s.users[id]
@@ -615,7 +623,7 @@ func (s *Server) messageObjectLocked(m Message, c Channel) map[string]any {
 		"tts":              false,
 		"mention_everyone": false,
 		"mentions":         ments,
-		"mention_roles":    []any{},
+		"mention_roles":    roleMentions(m.Content),
 		"attachments":      atts,
 		"embeds":           []any{},
 		"pinned":           false,
@@ -644,6 +652,16 @@ func (s *Server) messageObjectLocked(m Message, c Channel) map[string]any {
 		}
 	}
 	return obj
+}
+
+// roleMentions lists the roles mentioned in content, as Discord fills
+// mention_roles.
+func roleMentions(content string) []any {
+	out := []any{}
+	for _, sub := range roleMentionRE.FindAllStringSubmatch(content, -1) {
+		out = append(out, sub[1])
+	}
+	return out
 }
 
 func mentions(obj map[string]any, id string) bool {
@@ -686,10 +704,18 @@ func (s *Server) guildObjectLocked(id string) map[string]any {
 			chans = append(chans, channelObject(c))
 		}
 	}
+	bot := s.userObjectLocked(s.cfg.BotID)
+	roles := []any{
+		map[string]any{"id": id, "name": "@everyone", "managed": false, "mentionable": false, "permissions": "0", "position": 0},
+		map[string]any{"id": s.BotRoleID(id), "name": bot["username"], "managed": true, "mentionable": true,
+			"permissions": "0", "position": 1, "tags": map[string]any{"bot_id": s.cfg.BotID}},
+	}
+	members := []any{map[string]any{"user": bot, "roles": []any{s.BotRoleID(id)},
+		"joined_at": "2024-01-01T00:00:00Z", "deaf": false, "mute": false}}
 	return map[string]any{
 		"id": id, "name": "guild " + id, "unavailable": false, "member_count": 2,
-		"channels": chans, "threads": threads, "roles": []any{}, "emojis": []any{},
-		"members": []any{}, "presences": []any{}, "voice_states": []any{},
+		"channels": chans, "threads": threads, "roles": roles, "emojis": []any{},
+		"members": members, "presences": []any{}, "voice_states": []any{},
 		"joined_at": "2024-01-01T00:00:00Z", "large": false, "owner_id": "OWNER",
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -216,8 +217,33 @@ func TestGatewayIdentifyHeartbeatResume(t *testing.T) {
 	if ready.T != "READY" || ready.S != 1 || r.SessionID == "" || r.User.ID != "BOT1" || !r.User.Bot || r.ResumeURL == "" {
 		t.Fatalf("READY = %+v %s", ready, ready.D)
 	}
-	if g := c.read(); g.T != "GUILD_CREATE" || g.S != 2 || !bytes.Contains(g.D, []byte(`"parent_id":"C1"`)) {
+	g := c.read()
+	if g.T != "GUILD_CREATE" || g.S != 2 || !bytes.Contains(g.D, []byte(`"parent_id":"C1"`)) {
 		t.Fatalf("GUILD_CREATE = %+v %s", g, g.D)
+	}
+	// The bot's managed role, and the bot's member holding it.
+	type role struct {
+		ID      string `json:"id"`
+		Managed bool   `json:"managed"`
+		Tags    struct {
+			BotID string `json:"bot_id"`
+		} `json:"tags"`
+	}
+	var guild struct {
+		Roles   []role `json:"roles"`
+		Members []struct {
+			User  struct{ ID string } `json:"user"`
+			Roles []string            `json:"roles"`
+		} `json:"members"`
+	}
+	if err := json.Unmarshal(g.D, &guild); err != nil {
+		t.Fatal(err)
+	}
+	botRole := slices.ContainsFunc(guild.Roles, func(r role) bool {
+		return r.ID == s.BotRoleID("G1") && r.Managed && r.Tags.BotID == "BOT1"
+	})
+	if !botRole || len(guild.Members) != 1 || guild.Members[0].User.ID != "BOT1" || !slices.Contains(guild.Members[0].Roles, s.BotRoleID("G1")) {
+		t.Fatalf("GUILD_CREATE lacks the bot's managed role and member: %s", g.D)
 	}
 	c.send(map[string]any{"op": 1, "d": 2})
 	if ack := c.readUntil("", 11); ack.Op != 11 {
