@@ -68,6 +68,9 @@ type Adapter struct {
 	names *names     // sender names by user id
 
 	running atomic.Bool
+	// noMetadata is set once Slack refused a post's metadata: posts go
+	// without it, and a failed post can no longer be looked for.
+	noMetadata atomic.Bool
 
 	healthMu sync.Mutex
 	health   channels.Health
@@ -184,12 +187,16 @@ func (a *Adapter) Send(ctx context.Context, out channels.Outbound) error {
 // that went through despite an error.
 func (a *Adapter) post(ctx context.Context, channel, thread, after, text string) error {
 	id := rand.Text()
-	opts := []slack.MsgOption{
-		slack.MsgOptionText(text, false),
-		slack.MsgOptionMetadata(slack.SlackMetadata{EventType: postEventType, EventPayload: map[string]any{"id": id}}),
-	}
+	opts := []slack.MsgOption{slack.MsgOptionText(text, false)}
 	if thread != "" {
 		opts = append(opts, slack.MsgOptionTS(thread))
+	}
+	withID := func() []slack.MsgOption {
+		if a.noMetadata.Load() {
+			return opts
+		}
+		meta := slack.SlackMetadata{EventType: postEventType, EventPayload: map[string]any{"id": id}}
+		return append(opts[:len(opts):len(opts)], slack.MsgOptionMetadata(meta))
 	}
 	failures, waits := 0, 0
 	unsure := false // the last failure may have posted all the same
@@ -199,13 +206,19 @@ func (a *Adapter) post(ctx context.Context, channel, thread, after, text string)
 			return nil
 		}
 		callCtx, cancel := context.WithTimeout(ctx, a.apiTimeout)
-		_, _, err := a.api.PostMessageContext(callCtx, channel, opts...)
+		_, _, err := a.api.PostMessageContext(callCtx, channel, withID()...)
 		cancel()
 		if err == nil {
 			return nil
 		}
 		if ctx.Err() != nil {
 			return fmt.Errorf("%w (last error: %w)", ctx.Err(), err)
+		}
+		if metadataRefused(err) && a.noMetadata.CompareAndSwap(false, true) {
+			// Nothing was posted; the id is a safeguard, not worth a lost reply.
+			a.log.Warn("slack refused message metadata; posting without it, so a failed post may be repeated", "err", err)
+			unsure = false
+			continue
 		}
 		var delay time.Duration
 		if rl, ok := errors.AsType[*slack.RateLimitedError](err); ok {
@@ -245,6 +258,9 @@ func (a *Adapter) post(ctx context.Context, channel, thread, after, text string)
 // fails it reports false, and the caller posts again: a reply posted twice
 // is better than a reply lost.
 func (a *Adapter) posted(ctx context.Context, channel, thread, after, id string) bool {
+	if a.noMetadata.Load() {
+		return false // posts carry no id to look for
+	}
 	ctx, cancel := context.WithTimeout(ctx, a.apiTimeout)
 	defer cancel()
 	var msgs []slack.Message
@@ -272,6 +288,14 @@ func (a *Adapter) posted(ctx context.Context, channel, thread, after, id string)
 		}
 	}
 	return false
+}
+
+// metadataRefused reports whether Slack refused a post because of its
+// metadata (invalid_metadata_format, invalid_metadata_schema,
+// metadata_too_large, …).
+func metadataRefused(err error) bool {
+	var serr slack.SlackErrorResponse
+	return errors.As(err, &serr) && strings.Contains(serr.Err, "metadata")
 }
 
 // transient reports whether a failed Web API call may succeed when repeated.

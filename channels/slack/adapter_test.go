@@ -484,6 +484,27 @@ func TestSendRetries(t *testing.T) {
 	}
 }
 
+// A Slack that refuses the post's metadata still gets the reply: once
+// without it, and later posts skip it.
+func TestSendWithoutMetadataWhenRefused(t *testing.T) {
+	var logs lockedBuffer
+	h := startHarness(t, harnessOpts{fake: fakeslack.Config{RejectMetadata: true}, logTo: &logs, logLevel: slog.LevelWarn})
+	for _, text := range []string{"first", "second"} {
+		if err := h.a.Send(h.ctx(), channels.Outbound{ChatID: "C7", ThreadID: "9.9", Text: text}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if posts := h.fake.Posts(); len(posts) != 2 || posts[0].Metadata != nil || posts[1].Text != "second" {
+		t.Errorf("posts = %+v, want both, without metadata", posts)
+	}
+	if n := h.fake.CallCount("chat.postMessage"); n != 3 {
+		t.Errorf("%d chat.postMessage calls, want 3 (one refused, then one per post)", n)
+	}
+	if n := strings.Count(logs.String(), "refused message metadata"); n != 1 {
+		t.Errorf("refusal logged %d times, want once:\n%s", n, logs.String())
+	}
+}
+
 func TestSendWithRejectedTokenFailsOnce(t *testing.T) {
 	fake := fakeslack.New(fakeslack.Config{})
 	t.Cleanup(fake.Close)

@@ -73,6 +73,9 @@ type Config struct {
 	// NoUsersScope makes users.info answer missing_scope, as for an app
 	// without users:read.
 	NoUsersScope bool
+	// RejectMetadata makes chat.postMessage refuse any post that carries
+	// message metadata (invalid_metadata_format).
+	RejectMetadata bool
 }
 
 // Call is one Web API request.
@@ -861,6 +864,10 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, token strin
 	}
 	var meta map[string]any
 	if raw := r.PostForm.Get("metadata"); raw != "" {
+		if s.cfg.RejectMetadata {
+			s.fail(w, method, "invalid_metadata_format")
+			return
+		}
 		if err := json.Unmarshal([]byte(raw), &meta); err != nil {
 			s.fail(w, method, "invalid_metadata_format")
 			return
