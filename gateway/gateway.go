@@ -371,9 +371,7 @@ func (g *Gateway) goBackground(f func()) {
 // send delivers an outbound message through its channel, logging failures
 // with the session key (the adapters have already retried).
 func (g *Gateway) send(out channels.Outbound) {
-	g.mu.Lock()
-	ch := g.channels[out.Channel]
-	g.mu.Unlock()
+	ch := g.channel(out.Channel)
 	if ch == nil {
 		g.logger.Error("reply for an unknown channel dropped", "channel", out.Channel, "session", out.SessionKey)
 		return
@@ -383,6 +381,13 @@ func (g *Gateway) send(out channels.Outbound) {
 	if err := ch.Send(ctx, out); err != nil {
 		g.logger.Error("reply not delivered", "channel", out.Channel, "session", out.SessionKey, "chars", len(out.Text), "err", err)
 	}
+}
+
+// channel returns the channel added under name, nil when there is none.
+func (g *Gateway) channel(name string) channels.Channel {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.channels[name]
 }
 
 // cancelRunning cancels the job running for a session; it reports whether

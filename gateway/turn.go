@@ -249,10 +249,7 @@ func senderLabel(in channels.Inbound) string {
 }
 
 func (g *Gateway) startTyping(ctx context.Context, in channels.Inbound) func() {
-	g.mu.Lock()
-	ch := g.channels[in.Channel]
-	g.mu.Unlock()
-	if t, ok := ch.(channels.Typer); ok {
+	if t, ok := g.channel(in.Channel).(channels.Typer); ok {
 		return t.StartTyping(ctx, in)
 	}
 	return func() {}
@@ -267,10 +264,7 @@ type turnStream struct {
 }
 
 func (g *Gateway) startStream(in channels.Inbound) *turnStream {
-	g.mu.Lock()
-	ch := g.channels[in.Channel]
-	g.mu.Unlock()
-	if sr, ok := ch.(channels.Streamer); ok {
+	if sr, ok := g.channel(in.Channel).(channels.Streamer); ok {
 		if s := sr.StartStream(in); s != nil {
 			return &turnStream{s: s}
 		}

@@ -62,11 +62,11 @@ func (a *Adapter) senderName(ctx context.Context, user string) string {
 		var serr slack.SlackErrorResponse
 		if errors.As(err, &serr) && serr.Err == "missing_scope" {
 			n.noScope = true
-			a.log.Warn("slack: no users:read scope; senders are known by their ids only")
+			a.log.Warn("slack app has no users:read scope; senders are known by their ids only")
 			return ""
 		}
 		n.failed[user] = time.Now()
-		a.log.Info("slack: sender name lookup failed", "user", user, "err", err)
+		a.log.Info("slack sender name lookup failed", "user", user, "err", err)
 		return ""
 	}
 	name = displayName(u)

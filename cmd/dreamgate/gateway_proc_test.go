@@ -15,7 +15,8 @@ import (
 	"time"
 )
 
-// syncBuffer collects a process's stderr for failure messages.
+// syncBuffer collects what other goroutines write: a process's stderr, a
+// terminal channel's output.
 type syncBuffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer

@@ -1,33 +1,13 @@
 package main
 
 import (
-	"bytes"
 	"log/slog"
-	"sync"
 	"testing"
 
 	"github.com/dreamgate/dreamgate/channels/terminal"
 	"github.com/dreamgate/dreamgate/llm"
 	"github.com/dreamgate/dreamgate/llm/llmtest"
 )
-
-// lockedBuffer is a bytes.Buffer safe to read while the gateway writes.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // The terminal shows a reply as the model streams it, through the real llm
 // client and llmtest's server-sent events, wired as `dreamgate chat` wires a
@@ -49,7 +29,7 @@ func TestTerminalStreamsThroughTheRealClient(t *testing.T) {
 	}
 	defer a.close()
 	g, _ := a.gateway(false)
-	var out, errOut lockedBuffer
+	var out, errOut syncBuffer
 	term := terminal.New(terminal.Config{Out: &out, Err: &errOut, Stream: true})
 	g.AddChannel(term)
 	done, err := g.Submit(t.Context(), term.Inbound("who am I?"))
