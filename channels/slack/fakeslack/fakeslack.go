@@ -800,9 +800,13 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	case "chat.postMessage":
 		s.postMessage(w, r, token)
 	case "conversations.history", "conversations.replies":
-		s.history(w, r, method, token)
+		if s.botMay(w, method, token, !s.cfg.NoHistoryScope) {
+			s.history(w, r, method)
+		}
 	case "users.info":
-		s.userInfo(w, r, method, token)
+		if s.botMay(w, method, token, !s.cfg.NoUsersScope) {
+			s.userInfo(w, r, method)
+		}
 	case "reactions.add", "reactions.remove":
 		s.react(w, r, method, token)
 	default:
@@ -892,16 +896,23 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, token strin
 	s.answer(w, method, http.StatusOK, map[string]any{"ok": true, "channel": channel, "ts": p.TS, "message": s.postJSON(p, false)})
 }
 
-// userInfo answers users.info from Config.Users.
-func (s *Server) userInfo(w http.ResponseWriter, r *http.Request, method, token string) {
-	if token != s.cfg.BotToken {
+// botMay answers invalid_auth for a call without the bot token and
+// missing_scope for one whose scope the app lacks; it reports whether the
+// call may go on.
+func (s *Server) botMay(w http.ResponseWriter, method, token string, scoped bool) bool {
+	switch {
+	case token != s.cfg.BotToken:
 		s.fail(w, method, "invalid_auth")
-		return
-	}
-	if s.cfg.NoUsersScope {
+	case !scoped:
 		s.fail(w, method, "missing_scope")
-		return
+	default:
+		return true
 	}
+	return false
+}
+
+// userInfo answers users.info from Config.Users.
+func (s *Server) userInfo(w http.ResponseWriter, r *http.Request, method string) {
 	id := r.PostForm.Get("user")
 	name, ok := s.cfg.Users[id]
 	if !ok {
@@ -931,15 +942,7 @@ func (s *Server) postJSON(p Post, withMetadata bool) map[string]any {
 // oldest first), from the accepted posts newer than oldest, at most limit
 // of them (default 100). Metadata is included only with
 // include_all_metadata=1, as Slack does.
-func (s *Server) history(w http.ResponseWriter, r *http.Request, method, token string) {
-	if token != s.cfg.BotToken {
-		s.fail(w, method, "invalid_auth")
-		return
-	}
-	if s.cfg.NoHistoryScope {
-		s.fail(w, method, "missing_scope")
-		return
-	}
+func (s *Server) history(w http.ResponseWriter, r *http.Request, method string) {
 	f := r.PostForm
 	channel, thread := f.Get("channel"), f.Get("ts")
 	if channel == "" || (method == "conversations.replies" && thread == "") {
