@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -173,15 +172,7 @@ func channelsBench(b *testing.B, chans int) (*fakeslack.Server, *fakediscord.Ser
 	h.llm.SetResponder(func(r llmtest.Request) llmtest.Reply {
 		return llmtest.Text("ok " + r.Messages[len(r.Messages)-1].Content)
 	})
-	cfg, err := loadConfig(h.cfgPath, func(string) string { return "" })
-	if err != nil {
-		b.Fatal(err)
-	}
-	a, err := newApp(cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(a.close)
+	a := h.app()
 	g, _ := a.gateway(false)
 
 	sl := fakeslack.New(fakeslack.Config{})

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -71,6 +72,22 @@ func newHarness(t testing.TB) *harness {
 	}
 	h.writeConfig()
 	return h
+}
+
+// app wires the harness's config in this process, as the commands do,
+// with logs discarded.
+func (h *harness) app() *app {
+	h.t.Helper()
+	cfg, err := loadConfig(h.cfgPath, func(string) string { return "" })
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	a, err := newApp(cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(a.close)
+	return a
 }
 
 // set changes one config value by dotted path ("llm.contextWindow").

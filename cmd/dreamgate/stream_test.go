@@ -1,7 +1,6 @@
 package main
 
 import (
-	"log/slog"
 	"testing"
 
 	"github.com/dreamgate/dreamgate/channels/terminal"
@@ -19,15 +18,7 @@ func TestTerminalStreamsThroughTheRealClient(t *testing.T) {
 	step.Text, step.Fragments = "Let me look.", []string{"Let me", " look."}
 	h.llm.Push(step, llmtest.Reply{Text: "You are Ana, I think.", Fragments: []string{"You are", " Ana,", " I think."}})
 
-	cfg, err := loadConfig(h.cfgPath, func(string) string { return "" })
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := newApp(cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.close()
+	a := h.app()
 	g, _ := a.gateway(false)
 	var out, errOut syncBuffer
 	term := terminal.New(terminal.Config{Out: &out, Err: &errOut, Stream: true})
