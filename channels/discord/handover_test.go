@@ -38,17 +38,26 @@ func TestReadMessagesHandedOverAtStop(t *testing.T) {
 	}
 
 	want := []string{h.inject(fakediscord.Message{ChannelID: "D1", Content: "first"})}
-	<-entered
-	<-queued // first
+	ctx := h.ctx()
+	select {
+	case <-entered:
+	case <-ctx.Done():
+		t.Fatal("the first message never reached the sink")
+	}
+	nextQueued := func() {
+		t.Helper()
+		select {
+		case <-queued:
+		case <-ctx.Done():
+			t.Fatal("a message was not read from the gateway")
+		}
+	}
+	nextQueued() // first
 	for _, text := range []string{"second", "third", "fourth"} {
 		want = append(want, h.inject(fakediscord.Message{ChannelID: "D1", Content: text}))
 	}
 	for range 3 {
-		select {
-		case <-queued:
-		case <-h.ctx().Done():
-			t.Fatal("messages not read from the gateway")
-		}
+		nextQueued()
 	}
 	if err := h.stop(); err != nil {
 		t.Fatalf("Run = %v", err)

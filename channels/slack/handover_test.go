@@ -31,7 +31,11 @@ func TestAckedMessagesHandedOverAtStop(t *testing.T) {
 		}
 	}})
 	h.inject(fakeslack.Event{Channel: "D1", User: "U1", Text: "first"})
-	<-entered
+	select {
+	case <-entered:
+	case <-h.ctx().Done():
+		t.Fatal("the first message never reached the sink")
+	}
 	var envelopes []string
 	for _, text := range []string{"second", "third", "fourth"} {
 		envelopes = append(envelopes, h.inject(fakeslack.Event{Channel: "D1", User: "U1", Text: text}).EnvelopeID)
