@@ -41,6 +41,16 @@ func OpenWorkspace(dir string) (*Workspace, error) {
 	return &Workspace{root: root}, nil
 }
 
+// Exclusive runs f while no write or edit through this Workspace can run,
+// for work that changes its files by other means (a restore from the
+// memory repository) and must not interleave with a tool's
+// read-modify-write.
+func (w *Workspace) Exclusive(f func() error) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return f()
+}
+
 // Close releases the workspace directory.
 func (w *Workspace) Close() error {
 	if err := w.root.Close(); err != nil {

@@ -591,7 +591,19 @@ func (d *Dreamer) Restore(rev string) (RestoreResult, error) {
 	if !strings.HasPrefix(target.Subject, SubjectPrefix) {
 		return RestoreResult{Target: target}, fmt.Errorf("dream restore %s (%q): %w", target.Short, target.Subject, ErrNotDreamCommit)
 	}
-	revert, undone, err := d.repo.Restore(target.SHA)
+	var revert gitstore.Commit
+	var undone []gitstore.Commit
+	restore := func() (err error) {
+		revert, undone, err = d.repo.Restore(target.SHA)
+		return err
+	}
+	if d.files != nil {
+		// A chat write between Restore's save of the hand edits and its
+		// rewrite of the files would be overwritten and never committed.
+		err = d.files.Exclusive(restore)
+	} else {
+		err = restore()
+	}
 	if err != nil {
 		return RestoreResult{Target: target}, fmt.Errorf("dream restore: %w", err)
 	}

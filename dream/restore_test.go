@@ -2,10 +2,12 @@ package dream
 
 import (
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/dreamgate/dreamgate/agent"
 	"github.com/dreamgate/dreamgate/gitstore"
 	"github.com/dreamgate/dreamgate/llm/llmtest"
 )
@@ -104,5 +106,61 @@ func TestRestore(t *testing.T) {
 				t.Error("a refused restore made a commit")
 			}
 		})
+	}
+}
+
+// A restore waits for a write in progress through the shared workspace (a
+// chat turn editing MEMORY.md): that write is then saved first, in the
+// manual commit, instead of landing between the restore's save of hand
+// edits and its rewrite of the files, where nothing would record it. (The
+// restore then puts every memory file back to its state before the
+// commit, as DESIGN §6 says; the write stays in the history.)
+func TestRestoreWaitsForWorkspaceWrites(t *testing.T) {
+	e := newEnv(t)
+	ws, err := agent.OpenWorkspace(e.ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	d, err := New(Config{Workspace: e.ws}, Deps{Model: e.llm, History: e.hist, Repo: e.repo, Files: ws, Logger: slog.New(e.logs)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := e.dreamEdit(d, "USER.md", "- Name: Ana.\n", "- Name: Ana.\n- Likes tea.\n")
+
+	writing, release := make(chan struct{}), make(chan struct{})
+	wrote := make(chan error, 1)
+	go func() {
+		wrote <- ws.Exclusive(func() error {
+			close(writing)
+			<-release
+			writeFile(t, e.ws, "memory/MEMORY.md", initMemory+"- Said in chat: the demo is on Friday.\n")
+			return nil
+		})
+	}()
+	<-writing
+	done := make(chan error, 1)
+	go func() {
+		_, err := d.Restore(first.Commit)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("Restore ran while a workspace write was in progress (err %v)", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	close(release)
+	if err := <-wrote; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("Restore: %v", err)
+	}
+	commits := e.log(3)
+	if !strings.HasPrefix(commits[0].Subject, gitstore.RevertPrefix) || commits[1].Subject != gitstore.ManualSubject {
+		t.Fatalf("commits = %q, %q; want the revert on top of the manual commit of the chat's write", commits[0].Subject, commits[1].Subject)
+	}
+	if _, diff, err := e.repo.Show(commits[1].SHA); err != nil || !strings.Contains(diff.Unified, "the demo is on Friday") {
+		t.Errorf("the manual commit does not hold the chat's write: %+v, %v", diff, err)
 	}
 }
