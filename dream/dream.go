@@ -425,9 +425,11 @@ func (r *run) fail(counted bool, reason string, err error) error {
 	}
 	f := r.st.Failures
 	if f == nil || f.First != rep.First {
-		f = &batchFailures{First: rep.First}
+		f = &batchFailures{First: rep.First, Last: rep.Last}
 	}
-	f.Last, f.Reason = rep.Last, reason
+	// The batch may have grown since the first failure; only the entries
+	// every failed attempt read count against it.
+	f.Last, f.Reason = min(f.Last, rep.Last), reason
 	f.Count++
 	rep.Failures = f.Count
 	r.st.Failures = f
@@ -437,10 +439,13 @@ func (r *run) fail(counted bool, reason string, err error) error {
 	return r.skip(f, err)
 }
 
-// skip gives up on the batch: record it in the history (first, so a crash in
-// between cannot skip silently), then move the cursor past it.
+// skip gives up on the entries every failed attempt read (f.First to
+// f.Last): record that in the history (first, so a crash in between cannot
+// skip silently), then move the cursor past them. Entries that joined the
+// batch later are read again by the next run.
 func (r *run) skip(f *batchFailures, cause error) error {
 	d, rep := r.d, r.rep
+	rep.Last = f.Last
 	content := fmt.Sprintf("[DREAM-SKIPPED] history entries %d-%d were not read into memory after %d failed Dream runs; last reason: %s.",
 		rep.First, rep.Last, f.Count, rep.Reason)
 	rec, err := d.hist.Append(content, skipSessionKey)

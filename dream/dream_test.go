@@ -274,6 +274,30 @@ func TestThirdFailureSkipsBatch(t *testing.T) {
 	}
 }
 
+// TestSkipOnlyWhatEveryFailureRead: entries that joined a failing batch
+// after its first failure were not read three times, so the skip leaves
+// them for the next run.
+func TestSkipOnlyWhatEveryFailureRead(t *testing.T) {
+	e := newEnv(t)
+	e.hist.seed(t, 0, 2, func(i int) string { return fmt.Sprintf("- old fact %d", i) })
+	e.srv.SetResponder(func(llmtest.Request) llmtest.Reply { return llmtest.Text("no idea what you mean") })
+	d := e.dreamer(Config{})
+	if rep, _ := d.Run(t.Context(), TriggerCron, nil); rep.Outcome != OutcomeFailed || rep.Last != 2 {
+		t.Fatalf("first run: %+v", rep)
+	}
+	e.hist.seed(t, 2, 2, func(i int) string { return fmt.Sprintf("- new fact %d", i) })
+	for range 2 {
+		_, _ = d.Run(t.Context(), TriggerCron, nil)
+	}
+	all := e.hist.all(t)
+	if len(all) != 5 || !strings.HasPrefix(all[4].Content, "[DREAM-SKIPPED] history entries 1-2 ") {
+		t.Fatalf("history = %+v, want the skip of entries 1-2 recorded", all)
+	}
+	if c := e.hist.cursor(t); c != 2 {
+		t.Errorf("cursor = %d, want 2: entries 3 and 4 were read only twice", c)
+	}
+}
+
 // TestSkipRecordNotSteppedOverWhenOthersFollow: entries beyond the batch
 // stay unread; only a record that is the very next entry is stepped over.
 func TestSkipRecordNotSteppedOverWhenOthersFollow(t *testing.T) {

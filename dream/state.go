@@ -30,7 +30,8 @@ type state struct {
 
 // batchFailures identifies a batch by its first cursor: the cursor does not
 // move while it fails, so every retry starts at the same entry even when
-// the batch grows with new entries (Last is the latest attempt's end).
+// the batch grows with new entries. Last is the end of the shortest
+// attempt: the entries every failed attempt read.
 type batchFailures struct {
 	First  int    `json:"first"`
 	Last   int    `json:"last"`
