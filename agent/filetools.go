@@ -281,7 +281,11 @@ func (w *Workspace) edit(rel string, target fs.FileInfo, oldText, newText string
 		if err := w.writeAtomic(rel, []byte(newText), target); err != nil {
 			return "", err
 		}
-		return fmt.Sprintf("Created %s with new_text (%d characters).", rel, utf8.RuneCountInString(newText)), nil
+		verb := "Created"
+		if target != nil {
+			verb = "Filled the empty"
+		}
+		return fmt.Sprintf("%s %s with new_text (%d characters).", verb, rel, utf8.RuneCountInString(newText)), nil
 	}
 	if target == nil {
 		return "", fmt.Errorf("%s does not exist; to create it, call edit_file with an empty old_text", rel)

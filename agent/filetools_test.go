@@ -191,7 +191,7 @@ func TestEditFile(t *testing.T) {
 		{"no change", "a\n", "a", "a", "a\n", "", "no change: old_text and new_text are identical"},
 		{"no change on a missing file", missing, "", "", missing, "", "no change: old_text and new_text are identical"},
 		{"create a missing file", missing, "", "# New\n", "# New\n", "Created f.md with new_text (6 characters).", ""},
-		{"fill an empty file", "", "", "# New\n", "# New\n", "Created f.md with new_text (6 characters).", ""},
+		{"fill an empty file", "", "", "# New\n", "# New\n", "Filled the empty f.md with new_text (6 characters).", ""},
 		{"empty old_text on a non-empty file", "x\n", "", "y", "x\n", "", "old_text is empty but f.md is not; give the exact text to replace"},
 		{"missing file with old_text", missing, "x", "y", missing, "", "f.md does not exist; to create it, call edit_file with an empty old_text"},
 	}
