@@ -80,18 +80,13 @@ func (g *Gateway) turn(ctx context.Context, in channels.Inbound) Result {
 	case runErr != nil:
 		log.Warn("turn failed", "err", runErr, "stop", res.Stop)
 		out = g.fail(in, runErr, llm.UserMessage(runErr))
-	case res.Stop == agent.StopMaxIterations:
-		reply := strings.TrimSpace(res.Reply)
-		if reply == "" {
-			reply = "I stopped after too many tool steps without finishing; try a narrower request."
-		}
-		o := channels.ReplyTo(in, channels.KindReply, reply)
-		o.Streamed = st.shown(reply)
-		g.send(o)
-		out = Result{Reply: reply}
 	default:
 		reply := strings.TrimSpace(res.Reply)
-		if reply == "" {
+		switch {
+		case reply != "":
+		case res.Stop == agent.StopMaxIterations:
+			reply = "I stopped after too many tool steps without finishing; try a narrower request."
+		default:
 			reply = "(The model returned an empty answer.)"
 		}
 		o := channels.ReplyTo(in, channels.KindReply, reply)
