@@ -70,14 +70,15 @@ func BenchmarkCountProse(b *testing.B) {
 	b.ReportMetric(float64(tokens*n)/time.Since(start).Seconds(), "tokens/s")
 }
 
-// BenchmarkMaybeNothingToArchive: the per-turn budget check on a
-// 10,000-message session with nothing to archive (target: under 50µs).
-func BenchmarkMaybeNothingToArchive(b *testing.B) {
+// BenchmarkBeforeNothingToArchive: the per-turn budget check, with the
+// rendering of the session's Recent history, on a 10,000-message session
+// with nothing to archive (target: under 50µs).
+func BenchmarkBeforeNothingToArchive(b *testing.B) {
 	system := prose(20000, 2) // a 20 KB system prompt
 	cases := []struct {
 		name  string
 		cw    int
-		fresh bool // fixed returns a new string each time, as the gateway's does
+		fresh bool // Prompt.Fixed is a new string each time, as the gateway's is
 	}{
 		// 50 unarchived messages (~60 KB): over the byte bound, so the
 		// exact, cached counts decide.
@@ -94,17 +95,21 @@ func BenchmarkMaybeNothingToArchive(b *testing.B) {
 			}
 			s := newSession("bench", msgs...)
 			s.lc = len(msgs) - 50
-			c := New(&fakeModel{}, nil, Config{ContextWindow: tc.cw, MaxTokens: 4096}, nil)
-			fixed := func() string { return system }
-			if tc.fresh {
-				fixed = func() string { return strings.Clone(system) }
+			store, err := OpenStore(b.TempDir(), nil)
+			if err != nil {
+				b.Fatal(err)
 			}
-			if _, err := c.Maybe(context.Background(), s, fixed); err != nil { // first count, untimed
+			c := New(&fakeModel{}, store, Config{ContextWindow: tc.cw, MaxTokens: 4096}, nil)
+			prompt := func() Prompt { return Prompt{Fixed: system} }
+			if tc.fresh {
+				prompt = func() Prompt { return Prompt{Fixed: strings.Clone(system)} }
+			}
+			if _, _, err := c.Before(context.Background(), s, prompt()); err != nil { // first count, untimed
 				b.Fatal(err)
 			}
 			b.ResetTimer()
 			for b.Loop() {
-				rep, err := c.Maybe(context.Background(), s, fixed)
+				_, rep, err := c.Before(context.Background(), s, prompt())
 				if err != nil || rep.Rounds != 0 {
 					b.Fatal(rep, err)
 				}
@@ -156,8 +161,8 @@ func (m usageModel) Chat(_ context.Context, req llm.Request) (llm.Response, erro
 }
 
 // BenchmarkArchiveTokensPer1000Turns runs a scripted 1,000-turn
-// conversation (a third of the turns use a tool) through Maybe before and
-// after each turn, as the gateway does, with Dream consuming history every
+// conversation (a third of the turns use a tool) through Before and After
+// each turn, as the gateway does, with Dream consuming history every
 // 100 turns, and reports what archiving cost in model tokens.
 func BenchmarkArchiveTokensPer1000Turns(b *testing.B) {
 	for _, cw := range []int{128000, 32000} {
@@ -183,13 +188,6 @@ func scriptedConversation(b *testing.B, cw, turns int) (Report, int) {
 	c := New(usageModel{counter}, store, Config{ContextWindow: cw, MaxTokens: 4096}, nil)
 	s := newSession("slack:C1:1712.55")
 	system := prose(8000, 9) // ~2K tokens of identity, AGENTS.md, memory files, tool definitions
-	fixed := func() string {
-		r, err := c.RecentHistory(s.key)
-		if err != nil {
-			b.Fatal(err)
-		}
-		return system + r
-	}
 	var total Report
 	add := func(r Report, err error) {
 		if err != nil {
@@ -203,7 +201,8 @@ func scriptedConversation(b *testing.B, cw, turns int) (Report, int) {
 	for i := range turns {
 		msgs := []llm.Message{user(prose(250, uint64(i)))}
 		s.append(msgs[0])
-		add(c.Maybe(context.Background(), s, fixed))
+		p, r, err := c.Before(context.Background(), s, Prompt{Fixed: system})
+		add(r, err)
 		if i%3 == 0 {
 			id := fmt.Sprint("call", i)
 			msgs = append(msgs,
@@ -215,7 +214,7 @@ func scriptedConversation(b *testing.B, cw, turns int) (Report, int) {
 		for _, m := range msgs {
 			conv += counter.Message(m)
 		}
-		add(c.Maybe(context.Background(), s, fixed))
+		add(c.After(context.Background(), s, p, Sent{}))
 		if i%100 == 99 {
 			last, _ := store.LastCursor()
 			if err := store.SetDreamCursor(last); err != nil {

@@ -44,7 +44,7 @@ type Session interface {
 // Config sets the token budget. Zero values take the defaults noted.
 type Config struct {
 	// ContextWindow is the model's context in tokens; <= 0 turns the
-	// budget (Maybe) off.
+	// budget off (Before and After then archive nothing).
 	ContextWindow int
 	// MaxTokens is the reply's token allowance.
 	MaxTokens int
@@ -52,14 +52,20 @@ type Config struct {
 	ConsolidateRatio float64
 	// TargetRatio x ContextWindow is what archiving drains to (0.3).
 	TargetRatio float64
-	// MaxRounds caps archive rounds per Maybe call (5).
+	// MaxRounds caps archive rounds per Before or After call (5).
 	MaxRounds int
 	// Model names the model for archive calls; "" is the client's default.
 	Model string
 }
 
-// safetyMargin is kept free besides the reply (DESIGN §4).
+// safetyMargin is kept free below the context window besides the reply:
+// a prompt never exceeds ContextWindow - MaxTokens - safetyMargin.
 const safetyMargin = 1024
+
+// runtimeAllowance is what Status adds for the small changing tail of the
+// system prompt (time, channel, sender), which is never counted; the
+// per-turn check leaves it to the safety margin.
+const runtimeAllowance = 64
 
 // maxSessionStates bounds the per-session count caches kept in memory.
 const maxSessionStates = 256
@@ -70,7 +76,7 @@ const (
 	recentMaxTokens  = 8000
 )
 
-// Report says what one Maybe or ArchiveTail call did.
+// Report says what one Before, After or ArchiveTail call did.
 type Report struct {
 	// Rounds is the number of archive rounds run.
 	Rounds int
@@ -92,8 +98,26 @@ type Report struct {
 	OverLimit bool
 }
 
+// Budget is the token budget and where a session's prompt stands in it,
+// as /status shows it. All figures are tokens; all are 0 when the budget is
+// off (Config.ContextWindow <= 0).
+type Budget struct {
+	// Estimate is the exact prompt estimate (provider floor applied) plus
+	// an allowance for the runtime tail of the system prompt.
+	Estimate int
+	// Limit is the hard limit: ContextWindow - MaxTokens - 1024.
+	Limit int
+	// Trigger: archiving starts when the estimate exceeds it
+	// (ConsolidateRatio x ContextWindow, at most Limit).
+	Trigger int
+	// Target: archiving stops once the estimate is at or below it
+	// (TargetRatio x ContextWindow, at most Trigger).
+	Target int
+}
+
 // Consolidator keeps sessions within their token budget by archiving their
-// oldest turns into history.jsonl. Safe for concurrent use; Maybe and
+// oldest turns into history.jsonl, and renders the part of the system prompt
+// that comes from that archive. Safe for concurrent use; Before, After and
 // ArchiveTail calls for the same session (key and ID) are serialized.
 type Consolidator struct {
 	model   Model
@@ -155,11 +179,70 @@ func New(model Model, store *Store, cfg Config, logger *slog.Logger) *Consolidat
 	return c
 }
 
-// Estimate is the exact prompt estimate for s with fixed as the system part
-// (system prompt text and tool definitions): cl100k tokens scaled by the
-// provider floor. It loads the tokenizer if needed; counts are cached, so
-// repeated calls cost little.
-func (c *Consolidator) Estimate(s Session, fixed string) int {
+// Before keeps s within budget before a turn and renders p.History for
+// it; p.Fixed and p.Tools are the gateway's and are only counted. The
+// returned Prompt is what the turn sends: its History reflects any archive
+// made here. It is usable also when err is non-nil.
+//
+// When the estimate exceeds ConsolidateRatio x ContextWindow, Before
+// archives slices of the oldest turns, one per round, until the estimate is
+// at most TargetRatio x ContextWindow, for at most MaxRounds rounds. A slice
+// runs from LastConsolidated to just before a later user message (so the
+// newest user turn is never archived and tool calls stay with their
+// results). A failed summary archives the slice raw and ends the rounds.
+// Report.OverLimit says the prompt still exceeds the hard limit.
+//
+// The error is non-nil when an archive entry or the session's new
+// LastConsolidated could not be saved (ErrNotArchived for the former), or
+// ctx ended; what was archived before stays archived.
+func (c *Consolidator) Before(ctx context.Context, s Session, p Prompt) (Prompt, Report, error) {
+	return c.keep(ctx, s, c.render(s, p))
+}
+
+// After keeps s within budget after a turn, as Before does. p is the Prompt
+// Before returned (the prompt as sent); sent is what the provider reported
+// of the turn's last call, recorded first as a floor for later estimates.
+// A turn whose ctx has already ended (stopped, or shut down) is not
+// followed by archiving: After then only records sent and returns a zero
+// Report and nil. Errors are as for Before.
+func (c *Consolidator) After(ctx context.Context, s Session, p Prompt, sent Sent) (Report, error) {
+	c.observe(s, p.counted(), sent)
+	if ctx.Err() != nil {
+		return Report{}, nil
+	}
+	_, rep, err := c.keep(ctx, s, p)
+	return rep, err
+}
+
+// Sent is what the provider said about a turn's last model call.
+type Sent struct {
+	// PromptTokens is the provider's prompt_tokens for that call; <= 0
+	// when it reported none (nothing is recorded then).
+	PromptTokens int
+	// Messages is how many of the session's messages that call carried:
+	// the session's length before the final reply was appended.
+	Messages int
+}
+
+// Status reports s's budget as /status shows it, with p as for Before
+// (its History is rendered here). It counts exactly, loading the tokenizer
+// if needed; counts are cached, so repeated calls cost little.
+func (c *Consolidator) Status(s Session, p Prompt) Budget {
+	if c.cfg.ContextWindow <= 0 {
+		return Budget{}
+	}
+	p = c.render(s, p)
+	return Budget{
+		Estimate: c.estimate(s, p.counted()) + runtimeAllowance,
+		Limit:    c.hard,
+		Trigger:  c.trigger,
+		Target:   c.target,
+	}
+}
+
+// estimate is the exact prompt estimate for s with fixed as the part
+// outside its messages: cl100k tokens scaled by the provider floor.
+func (c *Consolidator) estimate(s Session, fixed string) int {
 	st := c.state(s.ID())
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -168,12 +251,12 @@ func (c *Consolidator) Estimate(s Session, fixed string) int {
 	return st.estimate(c.counter, msgs, clampLC(s.LastConsolidated(), len(msgs)), fixed)
 }
 
-// ObservePrompt records the provider's prompt_tokens for the last call made
-// with s and fixed (the session as sent, before the reply was appended).
-// The ratio to our own count of that prompt (at least 1) scales later
-// estimates, since providers' tokenizers often count more than cl100k.
-func (c *Consolidator) ObservePrompt(s Session, fixed string, providerPromptTokens int) {
-	if providerPromptTokens <= 0 {
+// observe records the provider's prompt_tokens for the last call made with
+// s and fixed, which carried s's first sent.Messages messages. The ratio to
+// our own count of that prompt (at least 1) scales later estimates, since
+// providers' tokenizers often count more than cl100k.
+func (c *Consolidator) observe(s Session, fixed string, sent Sent) {
+	if sent.PromptTokens <= 0 {
 		return
 	}
 	st := c.state(s.ID())
@@ -182,42 +265,32 @@ func (c *Consolidator) ObservePrompt(s Session, fixed string, providerPromptToke
 	msgs := s.Messages()
 	st.sync(msgs)
 	st.pending = &observation{
-		provider: providerPromptTokens,
+		provider: sent.PromptTokens,
 		fixed:    fixed,
 		lc:       clampLC(s.LastConsolidated(), len(msgs)),
-		n:        len(msgs),
+		n:        clampLC(sent.Messages, len(msgs)),
 	}
 	if c.counter.Loaded() {
 		st.resolve(c.counter, msgs)
 	}
 }
 
-// Maybe keeps s within budget, before and after a turn. When the estimate
-// exceeds ConsolidateRatio x ContextWindow it archives slices of the oldest
-// turns, one per round, until the estimate is at most TargetRatio x
-// ContextWindow, for at most MaxRounds rounds. fixed is called again after
-// each round, since an archive entry enlarges the system prompt's recent
-// history.
-//
-// A slice runs from LastConsolidated to just before a later user message
-// (so the newest user turn is never archived and tool calls stay with their
-// results). A failed summary archives the slice raw and ends the rounds. The
-// error is non-nil when an archive entry or the session's new
-// LastConsolidated could not be saved (ErrNotArchived for the former), or
-// ctx ended; what was archived before stays archived.
-func (c *Consolidator) Maybe(ctx context.Context, s Session, fixed func() string) (Report, error) {
+// keep runs the archive rounds of Before and After on p, re-rendering
+// p.History after each round (an archive entry joins the Recent history),
+// and returns p as it stands at the end.
+func (c *Consolidator) keep(ctx context.Context, s Session, p Prompt) (Prompt, Report, error) {
 	var rep Report
 	if c.cfg.ContextWindow <= 0 {
-		return rep, nil
+		return p, rep, nil
 	}
 	unlock, err := c.lockSession(ctx, s)
 	if err != nil {
-		return rep, err
+		return p, rep, err
 	}
 	defer unlock()
 	st := c.state(s.ID())
 
-	fx := fixed()
+	fx := p.counted()
 	msgs := s.Messages()
 	lc := clampLC(s.LastConsolidated(), len(msgs))
 	st.mu.Lock()
@@ -225,13 +298,13 @@ func (c *Consolidator) Maybe(ctx context.Context, s Session, fixed func() string
 	if b := st.bound(lc, fx); b <= c.trigger {
 		st.mu.Unlock()
 		rep.Before, rep.After = b, b
-		return rep, nil
+		return p, rep, nil
 	}
 	est := st.estimate(c.counter, msgs, lc, fx)
 	st.mu.Unlock()
 	rep.Before, rep.After = est, est
 	if est <= c.trigger {
-		return rep, nil
+		return p, rep, nil
 	}
 
 	log := c.logger.With("session", s.Key())
@@ -245,10 +318,11 @@ func (c *Consolidator) Maybe(ctx context.Context, s Session, fixed func() string
 		}
 		rep.Rounds++
 		raw, err := c.archive(ctx, s, st, msgs, lc, end, &rep)
+		p = c.render(s, p)
 		if err != nil {
-			return rep, err
+			return p, rep, err
 		}
-		fx = fixed()
+		fx = p.counted()
 		msgs = s.Messages()
 		lc = clampLC(s.LastConsolidated(), len(msgs))
 		st.mu.Lock()
@@ -269,12 +343,12 @@ func (c *Consolidator) Maybe(ctx context.Context, s Session, fixed func() string
 		log.Info("archived old turns", "rounds", rep.Rounds, "messages", rep.Archived,
 			"entries", len(rep.Entries), "raw", rep.Raw, "before", rep.Before, "after", rep.After)
 	}
-	return rep, nil
+	return p, rep, nil
 }
 
 // ArchiveTail archives everything from LastConsolidated to the end of s,
 // whatever the budget: for idle sessions and /new. Messages appended while
-// it runs are left for later. Outcomes and errors are as for Maybe; the
+// it runs are left for later. Outcomes and errors are as for Before; the
 // report's Before and After stay 0.
 func (c *Consolidator) ArchiveTail(ctx context.Context, s Session) (Report, error) {
 	var rep Report
@@ -487,11 +561,11 @@ func (c *Consolidator) inputBudget() int {
 	return max(c.hard-UpperBound(archivePrompt)-2*MessageOverhead-64, 1)
 }
 
-// RecentHistory is the "Recent history" block of a session's system prompt:
-// its entries Dream has not read yet, the newest 50, as many of those as fit
-// in 8K tokens, oldest first, one "- [timestamp] content" item each. "" when
+// recentHistory is the body of a session's "Recent history" block: its
+// entries Dream has not read yet, the newest 50, as many of those as fit in
+// 8K tokens, oldest first, one "- [timestamp] content" item each. "" when
 // there are none.
-func (c *Consolidator) RecentHistory(sessionKey string) (string, error) {
+func (c *Consolidator) recentHistory(sessionKey string) (string, error) {
 	entries, err := c.store.Unread(sessionKey)
 	if err != nil {
 		return "", fmt.Errorf("recent history: %w", err)
@@ -580,7 +654,7 @@ func (c *Consolidator) state(id string) *sessionCounts {
 	return st
 }
 
-// lockSession serializes Maybe and ArchiveTail per session: per key and
+// lockSession serializes Before, After and ArchiveTail per session: per key and
 // ID, so that the background archive of a conversation ended by /new does
 // not hold up the first turn of the new one under the same key. Waiting
 // ends with ctx.

@@ -26,7 +26,18 @@ func newTestConsolidator(t *testing.T, m Model, cfg Config) (*Consolidator, *Sto
 	return New(m, st, cfg, nil), st
 }
 
-func noFixed() string { return "" }
+// before runs Before with an empty fixed prompt and no tools, as the
+// tests of archiving need: the prompt is the session's messages and the
+// consolidator's own part.
+func before(c *Consolidator, ctx context.Context, s Session) (Report, error) {
+	_, rep, err := c.Before(ctx, s, Prompt{})
+	return rep, err
+}
+
+// sent is what a provider reports of a call that carried all of s.
+func sent(s Session, promptTokens int) Sent {
+	return Sent{PromptTokens: promptTokens, Messages: len(s.Messages())}
+}
 
 func TestWordsHelper(t *testing.T) {
 	c := NewCounter()
@@ -37,7 +48,7 @@ func TestWordsHelper(t *testing.T) {
 	}
 }
 
-func TestMaybeSliceSelection(t *testing.T) {
+func TestBeforeSliceSelection(t *testing.T) {
 	turns := func(n, size int) []llm.Message {
 		var out []llm.Message
 		for i := range n {
@@ -45,20 +56,11 @@ func TestMaybeSliceSelection(t *testing.T) {
 		}
 		return out
 	}
-	withRecent := func(c *Consolidator, s Session) func() string {
-		return func() string {
-			r, err := c.RecentHistory(s.Key())
-			if err != nil {
-				panic(err)
-			}
-			return "You are a helpful assistant.\n" + r
-		}
-	}
 	tests := []struct {
 		name          string
 		cfg           Config
 		msgs          []llm.Message
-		recent        bool   // fixed includes the session's recent history
+		fixed         string // Prompt.Fixed (the Recent history is always counted)
 		summary       string // what the model answers (default "- summary N")
 		wantRounds    int    // also the number of model calls
 		wantLC        int    // LastConsolidated afterwards
@@ -138,7 +140,7 @@ func TestMaybeSliceSelection(t *testing.T) {
 			name:       "at most five rounds when archiving keeps growing the prompt",
 			cfg:        Config{ContextWindow: 20000, MaxTokens: 1000},
 			msgs:       append(turns(20, 300), user(words("", 10))),
-			recent:     true,
+			fixed:      "You are a helpful assistant.",
 			summary:    "- fact" + words("", 1000),
 			wantRounds: 5, wantLC: -1, wantLoaded: true,
 			check: func(t *testing.T, tr []string, rep Report) {
@@ -172,11 +174,7 @@ func TestMaybeSliceSelection(t *testing.T) {
 			}
 			c, _ := newTestConsolidator(t, m, tt.cfg)
 			s := newSession("terminal:t", tt.msgs...)
-			fixed := noFixed
-			if tt.recent {
-				fixed = withRecent(c, s)
-			}
-			rep, err := c.Maybe(t.Context(), s, fixed)
+			_, rep, err := c.Before(t.Context(), s, Prompt{Fixed: tt.fixed})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -316,9 +314,13 @@ func TestArchiveOutcomes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			m := &fakeModel{script: []step{tt.step}}
-			c, store := newTestConsolidator(t, m, baseConfig)
+			// One round: a large summary joins the Recent history and
+			// would start another.
+			cfg := baseConfig
+			cfg.MaxRounds = 1
+			c, store := newTestConsolidator(t, m, cfg)
 			s := outcomeSession()
-			rep, err := c.Maybe(t.Context(), s, noFixed)
+			rep, err := before(c, t.Context(), s)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -371,7 +373,7 @@ func TestArchiveRequest(t *testing.T) {
 	s := outcomeSession()
 	long := strings.Repeat("r", 5000)
 	s.msgs[2] = toolResult("c1", "read_file", "EVIDENCE-42 Ana prefers tea\n"+long)
-	if _, err := c.Maybe(t.Context(), s, noFixed); err != nil {
+	if _, err := before(c, t.Context(), s); err != nil {
 		t.Fatal(err)
 	}
 	calls := m.calls()
@@ -414,7 +416,7 @@ func TestHistoryWriteFailureKeepsMessages(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := outcomeSession()
-	_, err := c.Maybe(t.Context(), s, noFixed)
+	_, err := before(c, t.Context(), s)
 	if !errors.Is(err, ErrNotArchived) {
 		t.Fatalf("err = %v, want ErrNotArchived", err)
 	}
@@ -425,7 +427,7 @@ func TestHistoryWriteFailureKeepsMessages(t *testing.T) {
 	if err := os.Remove(store.path); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Maybe(t.Context(), s, noFixed); err != nil {
+	if _, err := before(c, t.Context(), s); err != nil {
 		t.Fatal(err)
 	}
 	if s.lc != 4 {
@@ -437,7 +439,7 @@ func TestSessionSaveFailure(t *testing.T) {
 	c, store := newTestConsolidator(t, &fakeModel{}, baseConfig)
 	s := outcomeSession()
 	s.setErr = errors.New("disk full")
-	if _, err := c.Maybe(t.Context(), s, noFixed); err == nil || !strings.Contains(err.Error(), "disk full") {
+	if _, err := before(c, t.Context(), s); err == nil || !strings.Contains(err.Error(), "disk full") {
 		t.Fatalf("err = %v", err)
 	}
 	if n, _ := store.Len(); n != 1 || s.lc != 0 {
@@ -454,7 +456,7 @@ func TestCancelledArchiveWritesNothing(t *testing.T) {
 	}}}}
 	c, store := newTestConsolidator(t, m, baseConfig)
 	s := outcomeSession()
-	_, err := c.Maybe(ctx, s, noFixed)
+	_, err := before(c, ctx, s)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v", err)
 	}
@@ -584,7 +586,7 @@ func TestSameSessionIsSerialized(t *testing.T) {
 	s := outcomeSession()
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		if _, err := c.Maybe(t.Context(), s, noFixed); err != nil {
+		if _, err := before(c, t.Context(), s); err != nil {
 			t.Error(err)
 		}
 	})
@@ -639,7 +641,7 @@ func TestNewSessionUnderSameKeyIsNotBlocked(t *testing.T) {
 	for len(m.calls()) == 0 {
 		runtime.Gosched()
 	}
-	if _, err := c.Maybe(t.Context(), fresh, noFixed); err != nil {
+	if _, err := before(c, t.Context(), fresh); err != nil {
 		t.Error(err)
 	}
 	close(freshDone)
@@ -664,18 +666,18 @@ func TestProviderFloor(t *testing.T) {
 			c, _ := newTestConsolidator(t, &fakeModel{}, baseConfig)
 			s := newSession("k", user(words("", 1000)), assistant(words("", 1000)))
 			fixed := words("", 500)
-			exact := c.Estimate(s, fixed)
+			exact := c.estimate(s, fixed)
 			if exact != 1000+4+1000+4+500+4 {
 				t.Fatalf("exact estimate %d", exact)
 			}
-			c.ObservePrompt(s, fixed, tt.provider(exact))
-			got := c.Estimate(s, fixed)
+			c.observe(s, fixed, sent(s, tt.provider(exact)))
+			got := c.estimate(s, fixed)
 			if diff := got - tt.want(exact); diff < -1 || diff > 1 {
 				t.Errorf("estimate %d, want %d", got, tt.want(exact))
 			}
 			// The ratio also scales what is appended later.
 			s.append(user(words("", 1000)))
-			if got := c.Estimate(s, fixed); got < tt.want(exact)+1000 {
+			if got := c.estimate(s, fixed); got < tt.want(exact)+1000 {
 				t.Errorf("after an append: %d", got)
 			}
 		})
@@ -688,11 +690,11 @@ func TestFloorTriggersArchiving(t *testing.T) {
 	m := &fakeModel{}
 	c, _ := newTestConsolidator(t, m, baseConfig)
 	s := newSession("k", user(words("", 1000)), assistant(words("", 1000)), user(words("", 1000)), assistant(words("", 1000)), user("next"))
-	if rep, _ := c.Maybe(t.Context(), s, noFixed); rep.Rounds != 0 {
+	if rep, _ := before(c, t.Context(), s); rep.Rounds != 0 {
 		t.Fatalf("archived without the floor: %+v", rep)
 	}
-	c.ObservePrompt(s, "", c.Estimate(s, "")*3/2)
-	rep, err := c.Maybe(t.Context(), s, noFixed)
+	c.observe(s, "", sent(s, c.estimate(s, "")*3/2))
+	rep, err := before(c, t.Context(), s)
 	if err != nil || rep.Rounds != 1 || s.lc == 0 {
 		t.Errorf("with the floor: %+v, %v", rep, err)
 	}
@@ -702,10 +704,13 @@ func TestObservationDoesNotLoadTokenizer(t *testing.T) {
 	c, _ := newTestConsolidator(t, &fakeModel{}, baseConfig)
 	s := newSession("k", user("hi"), assistant("hello"))
 	for range 3 {
-		if rep, err := c.Maybe(t.Context(), s, func() string { return "system prompt" }); err != nil || rep.Rounds != 0 {
+		p, rep, err := c.Before(t.Context(), s, Prompt{Fixed: "system prompt"})
+		if err != nil || rep.Rounds != 0 {
 			t.Fatal(rep, err)
 		}
-		c.ObservePrompt(s, "system prompt", 40)
+		if rep, err := c.After(t.Context(), s, p, sent(s, 40)); err != nil || rep.Rounds != 0 {
+			t.Fatal(rep, err)
+		}
 		s.append(user("and again"), assistant("sure"))
 	}
 	if c.counter.Loaded() {
@@ -723,14 +728,14 @@ func TestProviderCountKeepsLongSessionsOffTheTokenizer(t *testing.T) {
 	for range 40 {
 		s.append(user(words("", 5)), assistant(words("", 5)))
 	}
-	fixed := func() string { return "system prompt" }
-	if bytes := len(fixed()) + MessageOverhead + s.bytes(); scale(int64(bytes), maxFloorRatio) <= c.trigger {
+	fixed := "system prompt"
+	if bytes := len(fixed) + MessageOverhead + s.bytes(); scale(int64(bytes), maxFloorRatio) <= c.trigger {
 		t.Fatalf("fixture too small: %d bytes, trigger %d", bytes, c.trigger)
 	}
-	ours := New(nil, nil, baseConfig, nil).Estimate(s, fixed()) // a separate tokenizer
-	c.ObservePrompt(s, fixed(), ours*6/5)
+	ours := New(nil, nil, baseConfig, nil).estimate(s, fixed) // a separate tokenizer
+	c.observe(s, fixed, sent(s, ours*6/5))
 	s.append(user("one more"), assistant("sure"))
-	rep, err := c.Maybe(t.Context(), s, fixed)
+	_, rep, err := c.Before(t.Context(), s, Prompt{Fixed: fixed})
 	if err != nil || rep.Rounds != 0 {
 		t.Fatalf("archived below budget: %+v, %v", rep, err)
 	}
@@ -748,20 +753,20 @@ func TestEstimateCachesPerSession(t *testing.T) {
 			s.lc = len(s.msgs) - 2
 		}
 		fresh := New(nil, nil, baseConfig, nil)
-		if got, want := c.Estimate(s, "sys"), fresh.Estimate(s, "sys"); got != want {
+		if got, want := c.estimate(s, "sys"), fresh.estimate(s, "sys"); got != want {
 			t.Fatalf("step %d: cached estimate %d, fresh %d", i, got, want)
 		}
 	}
 	// /new: same key, new ID, shorter message list.
 	s.id, s.msgs, s.lc = "k#2", []llm.Message{user("hi")}, 0
-	if got := c.Estimate(s, ""); got != 4+4+1 {
+	if got := c.estimate(s, ""); got != 4+4+1 {
 		t.Errorf("after /new: %d", got)
 	}
 }
 
 func TestRecentHistory(t *testing.T) {
 	c, store := newTestConsolidator(t, &fakeModel{}, baseConfig)
-	if got, err := c.RecentHistory("k"); got != "" || err != nil {
+	if got, err := c.recentHistory("k"); got != "" || err != nil {
 		t.Errorf("empty store: %q, %v", got, err)
 	}
 	for i := range 60 {
@@ -776,7 +781,7 @@ func TestRecentHistory(t *testing.T) {
 	if err := store.SetDreamCursor(10); err != nil { // entries 1..10 dreamed
 		t.Fatal(err)
 	}
-	got, err := c.RecentHistory("k")
+	got, err := c.recentHistory("k")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -795,7 +800,7 @@ func TestRecentHistory(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got, _ = c.RecentHistory("big")
+	got, _ = c.recentHistory("big")
 	lines = strings.Split(got, "\n")
 	if n := c.counter.Count(got); n > 8000 || len(lines) != 7 || !strings.Contains(lines[6], "big59") || !strings.Contains(lines[0], "big53") {
 		t.Errorf("%d tokens in %d lines (%.30q … %.30q)", n, len(lines), lines[0], lines[len(lines)-1])
@@ -804,7 +809,7 @@ func TestRecentHistory(t *testing.T) {
 	if _, err := store.Append(words("huge", 12000), "huge"); err != nil {
 		t.Fatal(err)
 	}
-	got, _ = c.RecentHistory("huge")
+	got, _ = c.recentHistory("huge")
 	if n := c.counter.Count(got); n > 8000 || !strings.Contains(got, "\n... (entry cut here: ") {
 		t.Errorf("oversized entry: %d tokens, or no cut note: %.80q", n, got[max(len(got)-120, 0):])
 	}

@@ -39,7 +39,7 @@ func TestArchiveOutcomesOverTheWire(t *testing.T) {
 			c, store := newTestConsolidator(t, client, baseConfig)
 			s := outcomeSession()
 
-			rep, err := c.Maybe(t.Context(), s, noFixed)
+			rep, err := before(c, t.Context(), s)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -3,12 +3,10 @@ package gateway
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"sort"
 	"testing"
 	"time"
 
-	"github.com/dreamgate/dreamgate/consolidator"
 	"github.com/dreamgate/dreamgate/llm"
 )
 
@@ -19,16 +17,8 @@ import (
 func BenchmarkTurnOverhead(b *testing.B) {
 	env := newTestEnv(b, func(context.Context, llm.Request) (llm.Response, error) {
 		return textReply("ok"), nil
-	}, func(c *Config, d *Deps) {
-		c.ContextWindow, c.MaxTokens = 128000, 4096
-	})
-	store, err := consolidator.OpenStore(filepath.Join(env.ws, "memory"), nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	cons := consolidator.New(env.model, store, consolidator.Config{ContextWindow: 128000, MaxTokens: 4096}, nil)
-	env.g.deps.Consolidator = cons
-	env.g.deps.Prompts = NewPromptBuilder(env.ws, cons, nil)
+	}, nil)
+	useRealConsolidator(b, env, 128000, 4096)
 
 	sess, err := env.sessions.Get("test:big")
 	if err != nil {

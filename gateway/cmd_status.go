@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dreamgate/dreamgate/consolidator"
 	"github.com/dreamgate/dreamgate/dream"
 	"github.com/dreamgate/dreamgate/llm"
 )
@@ -26,11 +27,13 @@ func cmdStatus() *command {
 			} else {
 				n, lc := sess.Len(), sess.LastConsolidated()
 				fmt.Fprintf(&b, "Conversation: %d messages, %d archived, %d in the prompt\n", n, lc, n-lc)
-				if g.deps.Consolidator != nil && g.cfg.ContextWindow > 0 {
-					est := g.deps.Consolidator.Estimate(sess, g.fixedPrompt(sess)) + runtimeAllowance
-					budget := g.cfg.ContextWindow - g.cfg.MaxTokens - safetyMargin
-					fmt.Fprintf(&b, "Prompt: about %s tokens of %s usable (%d%%)\n",
-						kTokens(est), kTokens(budget), est*100/max(budget, 1))
+				if g.deps.Consolidator != nil {
+					p := consolidator.Prompt{Fixed: g.deps.Prompts.Fixed(), Tools: g.toolText}
+					// A zero Budget: the budget is off (no context window).
+					if bu := g.deps.Consolidator.Status(sess, p); bu != (consolidator.Budget{}) {
+						fmt.Fprintf(&b, "Prompt: about %s tokens of %s usable (%d%%)\n",
+							kTokens(bu.Estimate), kTokens(bu.Limit), bu.Estimate*100/max(bu.Limit, 1))
+					}
 				}
 			}
 			if g.deps.Usage != nil {

@@ -2,7 +2,9 @@
 // messages from the channels, runs one worker per session (a session's turns
 // in order, sessions in parallel, a global cap on concurrent model calls),
 // routes slash commands, builds prompts, runs the agent loop and sends the
-// replies back.
+// replies back. The token budget is not its business: the consolidator owns
+// it, renders the session's part of the system prompt (after the fixed
+// prefix the gateway builds) and reports the figures /status shows.
 //
 // It sits at the top of the library packages: it may import consolidator,
 // dream, gitstore, agent, llm, channels and workspace-template; none of them
@@ -29,21 +31,22 @@ type Model interface {
 	Chat(ctx context.Context, req llm.Request) (llm.Response, error)
 }
 
-// Consolidator is what a turn needs of the token budget and the archive.
+// Consolidator owns the token budget and the archive. A turn calls it
+// twice: Before (which may archive, and renders the session's part of the
+// prompt) and After; /new and idle sessions call ArchiveTail; /status calls
+// Status. Errors are consolidator.Consolidator's: a failed archive is
+// logged and the turn goes on.
 type Consolidator interface {
-	Maybe(ctx context.Context, s consolidator.Session, fixed func() string) (consolidator.Report, error)
+	Before(ctx context.Context, s consolidator.Session, p consolidator.Prompt) (consolidator.Prompt, consolidator.Report, error)
+	After(ctx context.Context, s consolidator.Session, p consolidator.Prompt, sent consolidator.Sent) (consolidator.Report, error)
 	ArchiveTail(ctx context.Context, s consolidator.Session) (consolidator.Report, error)
-	ObservePrompt(s consolidator.Session, fixed string, providerPromptTokens int)
-	Estimate(s consolidator.Session, fixed string) int
-	RecentHistory(sessionKey string) (string, error)
+	Status(s consolidator.Session, p consolidator.Prompt) consolidator.Budget
 }
 
 // Config holds the gateway's settings; cmd fills it from the config file.
 type Config struct {
 	Workspace         string
 	ModelName         string
-	ContextWindow     int
-	MaxTokens         int
 	MaxToolIterations int
 	// QueueSize bounds the messages waiting per session; 0 means 32.
 	QueueSize int

@@ -18,7 +18,10 @@ type fakeConsolidator struct {
 	done     chan string
 }
 
-func (f *fakeConsolidator) Maybe(context.Context, consolidator.Session, func() string) (consolidator.Report, error) {
+func (f *fakeConsolidator) Before(_ context.Context, _ consolidator.Session, p consolidator.Prompt) (consolidator.Prompt, consolidator.Report, error) {
+	return p, consolidator.Report{}, nil
+}
+func (f *fakeConsolidator) After(context.Context, consolidator.Session, consolidator.Prompt, consolidator.Sent) (consolidator.Report, error) {
 	return consolidator.Report{}, nil
 }
 func (f *fakeConsolidator) ArchiveTail(_ context.Context, s consolidator.Session) (consolidator.Report, error) {
@@ -30,9 +33,9 @@ func (f *fakeConsolidator) ArchiveTail(_ context.Context, s consolidator.Session
 	f.done <- s.Key()
 	return consolidator.Report{Archived: n}, err
 }
-func (f *fakeConsolidator) ObservePrompt(consolidator.Session, string, int) {}
-func (f *fakeConsolidator) Estimate(consolidator.Session, string) int       { return 1234 }
-func (f *fakeConsolidator) RecentHistory(string) (string, error)            { return "", nil }
+func (f *fakeConsolidator) Status(consolidator.Session, consolidator.Prompt) consolidator.Budget {
+	return consolidator.Budget{Estimate: 1234, Limit: 6144, Trigger: 4096, Target: 2457}
+}
 
 // newIdleEnv is a gateway with idle compaction after 15 minutes, a fake
 // consolidator and a clock the test moves with advance.
@@ -83,8 +86,7 @@ func TestIdleSessionsAreArchived(t *testing.T) {
 func TestStatusReportsTheConversation(t *testing.T) {
 	fc := &fakeConsolidator{done: make(chan string, 1)}
 	env := newTestEnv(t, func(context.Context, llm.Request) (llm.Response, error) { return textReply("ok"), nil },
-		func(c *Config, d *Deps) {
-			c.ContextWindow, c.MaxTokens = 8192, 1024
+		func(_ *Config, d *Deps) {
 			d.Consolidator = fc
 			d.Usage = func() map[string]llm.Usage {
 				return map[string]llm.Usage{"chat": {PromptTokens: 1500, CompletionTokens: 20, Calls: 2}}

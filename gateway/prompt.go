@@ -39,18 +39,13 @@ var promptFiles = []promptFile{
 // crowd out the conversation.
 const maxPromptFileChars = 32000
 
-// RecentHistory supplies the "Recent history" block for a session: archived
-// entries Dream has not read yet.
-type RecentHistory interface {
-	RecentHistory(sessionKey string) (string, error)
-}
-
-// PromptBuilder assembles system prompts from the workspace files. It keeps
-// the files in memory and re-reads one only when its size or mtime changes,
-// so a turn costs a few stat calls, not reads.
+// PromptBuilder assembles the fixed prefix of system prompts from the
+// workspace files. It keeps the files in memory and re-reads one only when
+// its size or mtime changes, so a turn costs a few stat calls, not reads.
+// The session's part (Recent history, last archive summary) is rendered by
+// the consolidator and follows the prefix.
 type PromptBuilder struct {
 	dir    string
-	recent RecentHistory
 	logger *slog.Logger
 
 	mu    sync.Mutex
@@ -64,17 +59,16 @@ type cachedFile struct {
 }
 
 // NewPromptBuilder reads prompts from the workspace dir.
-func NewPromptBuilder(dir string, recent RecentHistory, logger *slog.Logger) *PromptBuilder {
+func NewPromptBuilder(dir string, logger *slog.Logger) *PromptBuilder {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &PromptBuilder{dir: dir, recent: recent, logger: logger, files: map[string]cachedFile{}}
+	return &PromptBuilder{dir: dir, logger: logger, files: map[string]cachedFile{}}
 }
 
-// Stable is the part of the system prompt that does not depend on the
-// moment: identity, the workspace files, this session's recent history and
-// the last archive summary.
-func (p *PromptBuilder) Stable(sessionKey, lastSummary string) string {
+// Fixed is the part of the system prompt shared by every session: identity
+// and the workspace files. It changes only when a file does.
+func (p *PromptBuilder) Fixed() string {
 	var b strings.Builder
 	b.WriteString(identity)
 	for _, f := range promptFiles {
@@ -83,23 +77,6 @@ func (p *PromptBuilder) Stable(sessionKey, lastSummary string) string {
 			continue
 		}
 		fmt.Fprintf(&b, "\n\n%s\n\n%s", f.heading, text)
-	}
-	recent := ""
-	if p.recent != nil {
-		var err error
-		recent, err = p.recent.RecentHistory(sessionKey)
-		if err != nil {
-			p.logger.Warn("recent history unavailable for prompt", "session", sessionKey, "err", err)
-			recent = ""
-		}
-	}
-	if recent != "" {
-		b.WriteString("\n\n# Recent history\n\nNotes archived from earlier exchanges in this chat, not yet folded into long-term memory:\n\n")
-		b.WriteString(recent)
-	}
-	if s := strings.TrimSpace(lastSummary); s != "" && !strings.Contains(recent, s) {
-		b.WriteString("\n\n# Last archive summary of this conversation\n\n")
-		b.WriteString(s)
 	}
 	return b.String()
 }

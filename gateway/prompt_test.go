@@ -92,9 +92,7 @@ func TestSystemPromptLayout(t *testing.T) {
 func useRealConsolidator(t testing.TB, env *testEnv, window, maxTokens int) *consolidator.Consolidator {
 	t.Helper()
 	cons := consolidator.New(env.model, openHistory(t, env), consolidator.Config{ContextWindow: window, MaxTokens: maxTokens}, nil)
-	env.g.cfg.ContextWindow, env.g.cfg.MaxTokens = window, maxTokens
 	env.g.deps.Consolidator = cons
-	env.g.deps.Prompts = NewPromptBuilder(env.ws, cons, nil)
 	return cons
 }
 

@@ -8,20 +8,16 @@ import (
 
 	"github.com/dreamgate/dreamgate/agent"
 	"github.com/dreamgate/dreamgate/channels"
+	"github.com/dreamgate/dreamgate/consolidator"
 	"github.com/dreamgate/dreamgate/gateway/session"
 	"github.com/dreamgate/dreamgate/llm"
 )
 
-// safetyMargin is kept free below the context window besides the reply's
-// max tokens (DESIGN §4: a prompt never exceeds window - maxTokens - 1024).
-const safetyMargin = 1024
-
-// runtimeAllowance is what the small changing tail of the prompt (time,
-// channel) is budgeted at, so that it need not be counted each turn.
-const runtimeAllowance = 64
-
 // turn answers one chat message: save it, keep the prompt within budget,
 // run the agent loop, save and send the reply, and archive again if needed.
+// The consolidator is asked twice, before and after; the system prompt is
+// the fixed prefix built here, the consolidator's part, then the runtime
+// tail, so that its prefix stays stable for prompt caches.
 func (g *Gateway) turn(ctx context.Context, in channels.Inbound) Result {
 	log := g.logger.With("session", in.SessionKey)
 	sess, err := g.deps.Sessions.Get(in.SessionKey)
@@ -34,10 +30,10 @@ func (g *Gateway) turn(ctx context.Context, in channels.Inbound) Result {
 		return g.fail(in, err, "I could not save your message, so I did not answer; the error is in the gateway log.")
 	}
 
-	sys := &systemPrompt{g: g, sess: sess}
-	sys.build()
+	prompt := consolidator.Prompt{Fixed: g.deps.Prompts.Fixed(), Tools: g.toolText}
 	if g.deps.Consolidator != nil {
-		rep, err := g.deps.Consolidator.Maybe(ctx, sess, sys.fixed)
+		var rep consolidator.Report
+		prompt, rep, err = g.deps.Consolidator.Before(ctx, sess, prompt)
 		if err != nil {
 			log.Error("archiving before the turn failed", "err", err)
 		}
@@ -49,8 +45,7 @@ func (g *Gateway) turn(ctx context.Context, in channels.Inbound) Result {
 		}
 	}
 
-	stable := sys.text + g.toolText
-	system := sys.text + Runtime(g.now(), in.Channel, in.SessionKey, senderLabel(in))
+	system := prompt.System() + Runtime(g.now(), in.Channel, in.SessionKey, senderLabel(in))
 	msgs := append([]llm.Message{{Role: llm.RoleSystem, Content: system}}, replay(sess)...)
 
 	stopTyping := g.startTyping(ctx, in)
@@ -69,7 +64,7 @@ func (g *Gateway) turn(ctx context.Context, in channels.Inbound) Result {
 	res, runErr := loop.Run(ctx, msgs)
 	stopTyping()
 
-	g.record(sess, res, stable, model.last)
+	sent := consolidator.Sent{PromptTokens: model.last, Messages: g.record(sess, res)}
 
 	var out Result
 	switch {
@@ -95,19 +90,20 @@ func (g *Gateway) turn(ctx context.Context, in channels.Inbound) Result {
 		out = Result{Reply: reply}
 	}
 
-	if g.deps.Consolidator != nil && ctx.Err() == nil {
-		sys.fresh = true // nothing archived since it was built
-		if _, err := g.deps.Consolidator.Maybe(ctx, sess, sys.fixed); err != nil {
+	// A stopped turn is not followed by archiving; After still records
+	// the provider's count.
+	if g.deps.Consolidator != nil {
+		if _, err := g.deps.Consolidator.After(ctx, sess, prompt, sent); err != nil {
 			log.Error("archiving after the turn failed", "err", err)
 		}
 	}
 	return out
 }
 
-// record saves what the run produced. The provider's prompt count of the
-// last call is observed before the final reply is appended, so that it is
-// compared with the same messages the provider saw.
-func (g *Gateway) record(sess *session.Session, res agent.Result, stable string, providerPrompt int) {
+// record saves what the run produced and returns how many messages the
+// session held before the final reply: the messages of the last model call,
+// with which the provider's prompt count is compared.
+func (g *Gateway) record(sess *session.Session, res agent.Result) int {
 	msgs := res.Messages
 	var final []llm.Message
 	if n := len(msgs); n > 0 && msgs[n-1].Role == llm.RoleAssistant && len(msgs[n-1].ToolCalls) == 0 {
@@ -116,12 +112,11 @@ func (g *Gateway) record(sess *session.Session, res agent.Result, stable string,
 	if err := sess.Append(msgs...); err != nil {
 		g.logger.Error("cannot save the turn's tool steps", "session", sess.Key(), "err", err)
 	}
-	if g.deps.Consolidator != nil && providerPrompt > 0 {
-		g.deps.Consolidator.ObservePrompt(sess, stable, providerPrompt)
-	}
+	sent := sess.Len()
 	if err := sess.Append(final...); err != nil {
 		g.logger.Error("cannot save the reply", "session", sess.Key(), "err", err)
 	}
+	return sent
 }
 
 var errPromptTooLarge = errors.New("prompt exceeds the context window")
@@ -130,37 +125,6 @@ var errPromptTooLarge = errors.New("prompt exceeds the context window")
 func (g *Gateway) fail(in channels.Inbound, err error, userText string) Result {
 	g.send(channels.ReplyTo(in, channels.KindError, userText))
 	return Result{Reply: userText, Err: err}
-}
-
-// systemPrompt is a turn's stable system prompt, built once and rebuilt only
-// after the consolidator archived something (an archive entry joins the
-// Recent history).
-type systemPrompt struct {
-	g     *Gateway
-	sess  *session.Session
-	text  string
-	fresh bool // text is current: the next fixed call may use it as it is
-}
-
-func (p *systemPrompt) build() {
-	p.text = p.g.deps.Prompts.Stable(p.sess.Key(), p.sess.LastSummary())
-	p.fresh = true
-}
-
-// fixed is the part of the prompt outside the session's messages, as the
-// consolidator counts it: the stable system prompt and the tool
-// definitions. The consolidator calls it again after each archive round.
-func (p *systemPrompt) fixed() string {
-	if !p.fresh {
-		p.build()
-	}
-	p.fresh = false
-	return p.text + p.g.toolText
-}
-
-// fixedPrompt is fixed for one-off uses such as /status.
-func (g *Gateway) fixedPrompt(sess *session.Session) string {
-	return g.deps.Prompts.Stable(sess.Key(), sess.LastSummary()) + g.toolText
 }
 
 // toolText renders the tool definitions for counting; they cost prompt

@@ -134,7 +134,7 @@ func (a *app) gateway(withDream bool) (*gateway.Gateway, *dream.Dreamer) {
 		Model:        model,
 		Sessions:     a.sessions,
 		Consolidator: cons,
-		Prompts:      gateway.NewPromptBuilder(a.cfg.Workspace, cons, a.logger),
+		Prompts:      gateway.NewPromptBuilder(a.cfg.Workspace, a.logger),
 		Tools:        agent.FileTools(a.ws, agent.ChatPolicy()),
 		Usage:        a.model.Usage,
 		Logger:       a.logger.With("component", "gateway"),
@@ -156,8 +156,6 @@ func (a *app) gateway(withDream bool) (*gateway.Gateway, *dream.Dreamer) {
 	g := gateway.New(gateway.Config{
 		Workspace:         a.cfg.Workspace,
 		ModelName:         a.cfg.LLM.Model,
-		ContextWindow:     a.cfg.LLM.ContextWindow,
-		MaxTokens:         a.cfg.LLM.MaxTokens,
 		MaxToolIterations: a.cfg.Agent.MaxToolIterations,
 		IdleCompactAfter:  time.Duration(a.cfg.Agent.IdleCompactAfterMinutes) * time.Minute,
 		Admins:            a.cfg.Admins,

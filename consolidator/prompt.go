@@ -1,0 +1,59 @@
+package consolidator
+
+import (
+	"strings"
+)
+
+// Prompt is the part of a turn's prompt that the budget counts besides the
+// session's messages. The gateway builds Fixed and Tools; the consolidator
+// renders History. The system prompt is Fixed + History, then the gateway's
+// runtime tail (time, channel, sender), which changes every turn and is
+// left to the safety margin.
+type Prompt struct {
+	// Fixed opens the system prompt: identity and the workspace files
+	// (AGENTS, SOUL, USER, MEMORY). It changes only when a file does, so
+	// it leads, for providers' prompt caches.
+	Fixed string
+	// History is this session's "Recent history" block and its last
+	// archive summary, each under its heading; "" when there is neither.
+	// Before and After fill it in; what the caller sets is replaced.
+	History string
+	// Tools is the tool definitions as text: they are sent beside the
+	// system prompt on every call and cost tokens like it.
+	Tools string
+}
+
+// System is the stable system prompt: Fixed, then History.
+func (p Prompt) System() string { return p.Fixed + p.History }
+
+// counted is what the budget counts besides the messages, as one message.
+func (p Prompt) counted() string { return p.Fixed + p.History + p.Tools }
+
+// Headings of the consolidator's part of the system prompt.
+const (
+	recentHeading  = "\n\n# Recent history\n\nNotes archived from earlier exchanges in this chat, not yet folded into long-term memory:\n\n"
+	summaryHeading = "\n\n# Last archive summary of this conversation\n\n"
+)
+
+// render fills in p.History for s: the Recent history block (see
+// recentHistory) and the last archive summary, unless the block already
+// shows it. A history that cannot be read is left out with a warning: the
+// turn goes on without it rather than fail.
+func (c *Consolidator) render(s Session, p Prompt) Prompt {
+	recent, err := c.recentHistory(s.Key())
+	if err != nil {
+		c.logger.Warn("recent history unavailable for prompt", "session", s.Key(), "err", err)
+		recent = ""
+	}
+	var b strings.Builder
+	if recent != "" {
+		b.WriteString(recentHeading)
+		b.WriteString(recent)
+	}
+	if sum := strings.TrimSpace(s.LastSummary()); sum != "" && !strings.Contains(recent, sum) {
+		b.WriteString(summaryHeading)
+		b.WriteString(sum)
+	}
+	p.History = b.String()
+	return p
+}
