@@ -2,6 +2,7 @@ package consolidator
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -133,5 +134,22 @@ func TestAfterRecordsTheProviderCount(t *testing.T) {
 	rep, err = c.After(t.Context(), s, p, over)
 	if err != nil || rep.Rounds != 1 || s.lc == 0 {
 		t.Errorf("with the provider's count: %+v, %v", rep, err)
+	}
+}
+
+// A failed round still hands back a prompt to send, rendered after what
+// was written: here the entry reached history.jsonl but the session could
+// not record it.
+func TestBeforeFailureReturnsAUsablePrompt(t *testing.T) {
+	c, _ := newTestConsolidator(t, &fakeModel{}, baseConfig)
+	s := outcomeSession()
+	s.setErr = errors.New("disk full")
+	p, _, err := c.Before(t.Context(), s, Prompt{Fixed: "FIXED", Tools: "TOOLS"})
+	if err == nil {
+		t.Fatal("no error")
+	}
+	if p.Fixed != "FIXED" || p.Tools != "TOOLS" || !strings.Contains(p.History, "] - summary 1") ||
+		!strings.HasSuffix(p.History, "# Last archive summary of this conversation\n\nold summary") {
+		t.Errorf("prompt after a failed round: %+v", p)
 	}
 }
