@@ -161,3 +161,76 @@ func TestEvalBadScenarioExitsTwoNamingTheField(t *testing.T) {
 		t.Error("a bad scenario file still reached the model")
 	}
 }
+
+// evalInProcess runs `dreamgate eval` in this process with TMPDIR pointed at
+// a directory of the test's, so what the eval leaves there can be seen.
+func evalInProcess(t *testing.T, h *harness, args ...string) (code int, stdout, stderr string, tmp string) {
+	t.Helper()
+	tmp = t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	var out, errb strings.Builder
+	code = run(t.Context(), append([]string{"--config", h.cfgPath, "eval"}, args...), strings.NewReader(""), &out, &errb,
+		func(string) string { return "" })
+	return code, out.String(), errb.String(), tmp
+}
+
+func TestEvalRemovesItsDirectoriesUnlessKept(t *testing.T) {
+	h := evalHarness(t)
+	scenario := filepath.Join("testdata", "eval", "rules.json")
+	code, _, stderr, tmp := evalInProcess(t, h, "--scenario", scenario)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if left, _ := os.ReadDir(tmp); len(left) != 0 {
+		t.Errorf("eval left %d entries in the temp directory", len(left))
+	}
+
+	code, _, stderr, tmp = evalInProcess(t, h, "--scenario", scenario, "--keep")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	kept, _ := filepath.Glob(filepath.Join(tmp, "dreamgate-eval-*"))
+	if len(kept) != 1 || !strings.Contains(stderr, kept[0]) {
+		t.Fatalf("--keep: kept %v, stderr:\n%s", kept, stderr)
+	}
+	ws := filepath.Join(kept[0], "1-people-corrections-tools", "workspace")
+	hist := readHistory(t, ws)
+	// The idle turn archived bob's first two lines on their own; /new
+	// archived the rest of that conversation as a second entry.
+	var bob []string
+	for _, e := range hist {
+		if e.SessionKey == "slack:C1" {
+			bob = append(bob, e.Content)
+		}
+	}
+	if len(bob) != 2 || !strings.Contains(bob[0], "answers short") || strings.Contains(bob[0], "freeze") ||
+		!strings.Contains(bob[1], "freeze deploys") {
+		t.Errorf("slack:C1 history entries = %q, want the idle archive then the /new archive", bob)
+	}
+	// Dream read everything and committed its edits.
+	if st, err := os.ReadFile(filepath.Join(ws, "memory", ".dream_cursor")); err != nil || strings.TrimSpace(string(st)) != "4" {
+		t.Errorf("dream cursor = %q (%v), want 4 (every entry read)", st, err)
+	}
+}
+
+func TestEvalLongConversationCrossesTheBudget(t *testing.T) {
+	h := evalHarness(t)
+	code, stdout, stderr, tmp := evalInProcess(t, h, "--scenario", filepath.Join("testdata", "eval", "budget.json"), "--keep", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	rep := decodeReport(t, stdout)
+	if p := rep.Results[0].Problems; len(p) != 0 {
+		t.Errorf("problems: %q", p)
+	}
+	kept, _ := filepath.Glob(filepath.Join(tmp, "dreamgate-eval-*", "1-budget-crossed", "workspace"))
+	if len(kept) != 1 {
+		t.Fatalf("kept workspace not found under %s", tmp)
+	}
+	hist := readHistory(t, kept[0])
+	// Archives during the conversation (the budget) and one at /new.
+	if len(hist) < 4 {
+		t.Errorf("%d history entries; the conversation should cross the budget at least three times", len(hist))
+	}
+	t.Logf("%d entries, usage %+v", len(hist), rep.Results[0].Usage)
+}

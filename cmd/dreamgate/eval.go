@@ -119,7 +119,7 @@ func (p *pipeline) Play(ctx context.Context, sc eval.Scenario) (eval.Outcome, er
 	cfg.Agent.IdleCompactAfterMinutes = 0
 	if sc.ContextWindow > 0 {
 		cfg.LLM.ContextWindow = sc.ContextWindow
-		cfg.LLM.MaxTokens = min(cfg.LLM.MaxTokens, sc.ContextWindow/4)
+		cfg.LLM.MaxTokens = min(cfg.LLM.MaxTokens, sc.ContextWindow/8)
 	}
 	if err := seedFiles(cfg.Workspace, sc.Files); err != nil {
 		return out, err
