@@ -306,6 +306,15 @@ func (p *parser) list(field string, raw json.RawMessage) ([]json.RawMessage, err
 
 func (p *parser) parseScenario(raw json.RawMessage) (Scenario, error) {
 	var sc Scenario
+	// The name first, so that every later error can name the scenario.
+	var named struct {
+		Name any `json:"name"`
+	}
+	if json.Unmarshal(raw, &named) == nil {
+		if n, ok := named.Name.(string); ok && strings.TrimSpace(n) != "" {
+			p.scenario = strings.TrimSpace(n)
+		}
+	}
 	m, err := p.object("", raw, "name", "description", "sessions", "expect", "questions", "files", "contextWindow")
 	if err != nil {
 		return sc, err
