@@ -234,3 +234,37 @@ func TestEvalLongConversationCrossesTheBudget(t *testing.T) {
 	}
 	t.Logf("%d entries, usage %+v", len(hist), rep.Results[0].Usage)
 }
+
+func TestEvalPlaysTheBuiltInScenarios(t *testing.T) {
+	h := evalHarness(t)
+	r := h.run("eval", "--json")
+	if r.code != 0 && r.code != 1 {
+		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	rep := decodeReport(t, r.stdout)
+	builtin, err := eval.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Results) != len(builtin) {
+		t.Fatalf("%d results for %d built-in scenarios", len(rep.Results), len(builtin))
+	}
+	for _, res := range rep.Results {
+		// The fake is no judge of what matters, so checks may fail; but
+		// every scenario is played to the end without a pipeline failure.
+		if res.Error != "" || len(res.Problems) != 0 {
+			t.Errorf("%s: error %q problems %q", res.Scenario, res.Error, res.Problems)
+		}
+		if res.Usage[eval.PurposeChat].Calls == 0 || res.Usage[eval.PurposeArchive].Calls == 0 {
+			t.Errorf("%s: usage %+v", res.Scenario, res.Usage)
+		}
+	}
+	t.Logf("passed with the rule-following fake: %v", func() (names []string) {
+		for _, s := range rep.Scenarios {
+			if s.PassedRuns == 1 {
+				names = append(names, s.Scenario)
+			}
+		}
+		return
+	}())
+}
