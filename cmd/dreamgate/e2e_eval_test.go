@@ -268,3 +268,25 @@ func TestEvalPlaysTheBuiltInScenarios(t *testing.T) {
 		return
 	}())
 }
+
+func TestEvalWithoutAModelSaysSoOnce(t *testing.T) {
+	h := newHarness(t)
+	h.set("llm.baseURL", closedURL(t))
+	r := h.run("eval")
+	if r.code != 1 {
+		t.Fatalf("exit %d, want 1\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	oneSentence(t, r.stderr)
+	if !strings.Contains(r.stderr, "dreamgate eval:") || r.stdout != "" {
+		t.Errorf("stdout %q stderr %q", r.stdout, r.stderr)
+	}
+}
+
+func TestEvalBadFlagsExitTwo(t *testing.T) {
+	h := evalHarness(t)
+	for _, args := range [][]string{{"--runs", "0"}, {"--bogus"}, {"--scenario", filepath.Join(t.TempDir(), "none.json")}} {
+		if r := h.run(append([]string{"eval"}, args...)...); r.code != 2 {
+			t.Errorf("%v: exit %d, want 2 (%s)", args, r.code, r.stderr)
+		}
+	}
+}
