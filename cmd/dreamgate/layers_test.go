@@ -12,7 +12,7 @@ const module = "github.com/dreamgate/dreamgate"
 // packages of layers below its own (and its own family, within the limits
 // of sameFamilyOK).
 var layers = []string{
-	"cmd", "gateway", "consolidator", "dream", "gitstore", "agent", "llm", "channels", "workspace-template",
+	"cmd", "eval", "gateway", "consolidator", "dream", "gitstore", "agent", "llm", "channels", "workspace-template",
 }
 
 // forbidden pairs beyond the order: the two memory stages never import each
@@ -21,6 +21,11 @@ var layers = []string{
 var forbidden = map[[2]string]bool{
 	{"consolidator", "dream"}: true,
 	{"dream", "consolidator"}: true,
+	// eval holds the pure parts of `dreamgate eval`; playing scenarios
+	// through the pipeline is cmd's job.
+	{"eval", "gateway"}:      true,
+	{"eval", "consolidator"}: true,
+	{"eval", "dream"}:        true,
 }
 
 func family(pkg string) string {
@@ -117,5 +122,8 @@ func TestLayerRulesCatchViolations(t *testing.T) {
 	}
 	if !forbidden[[2]string{"dream", "consolidator"}] {
 		t.Error("dream -> consolidator must be forbidden")
+	}
+	if !forbidden[[2]string{"eval", "gateway"}] {
+		t.Error("eval -> gateway must be forbidden")
 	}
 }

@@ -31,6 +31,7 @@ Commands:
   dream log [sha]              show the latest Dream change, or that commit
   dream restore [sha]          list Dream commits, or undo one as a new commit
   status                       config, workspace, provider, last and next Dream
+  eval [--scenario F] [--runs N] [--json]  how well memory works with the configured model
 
 Every command takes --config PATH (default ~/.dreamgate/config.json).
 `
@@ -88,6 +89,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = cmdDream(ctx, e, rest[1:])
 	case "status":
 		err = cmdStatus(ctx, e, rest[1:])
+	case "eval":
+		err = cmdEval(ctx, e, rest[1:])
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -1,0 +1,327 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/dreamgate/dreamgate/channels"
+	"github.com/dreamgate/dreamgate/dream"
+	"github.com/dreamgate/dreamgate/eval"
+	"github.com/dreamgate/dreamgate/gateway"
+	"github.com/dreamgate/dreamgate/llm"
+)
+
+// maxDreamRuns bounds the Dream runs that empty one scenario's backlog: a
+// run reads one batch, and a batch that keeps failing is skipped after its
+// third failure.
+const maxDreamRuns = 30
+
+// cmdEval is `dreamgate eval`: it plays scripted conversations through the
+// real pipeline against the configured model, in throw-away directories,
+// and reports how much of them the memory kept.
+func cmdEval(ctx context.Context, e *env, args []string) error {
+	fs := e.flags("eval")
+	scenarioPath := fs.String("scenario", "", "scenario file or directory (default: the built-in scenarios)")
+	runs := fs.Int("runs", 1, "play every scenario this many times and report the spread")
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	keep := fs.Bool("keep", false, "keep the throw-away workspaces and name their directory on stderr")
+	if err := e.parse(fs, args); err != nil {
+		return err
+	}
+	if *runs < 1 {
+		return &exitError{code: 2, err: errors.New("dreamgate eval: --runs must be at least 1")}
+	}
+	var scs []eval.Scenario
+	var err error
+	if *scenarioPath == "" {
+		scs, err = eval.Builtin()
+	} else {
+		scs, err = eval.Load(*scenarioPath)
+	}
+	if err != nil {
+		return &exitError{code: 2, err: fmt.Errorf("dreamgate eval: bad scenario: %w", err)}
+	}
+	cfg, err := e.config()
+	if err != nil {
+		return err
+	}
+	logger := e.logger(slog.LevelError)
+
+	root, err := os.MkdirTemp("", "dreamgate-eval-")
+	if err != nil {
+		return fmt.Errorf("create a directory for the eval: %w", err)
+	}
+	if *keep {
+		fmt.Fprintf(e.stderr, "eval: workspaces are kept in %s\n", root)
+	} else {
+		defer os.RemoveAll(root)
+	}
+
+	// One quick look first: with no model at the endpoint every scenario
+	// would spend minutes in retries to say the same thing.
+	probe := llm.New(llm.Config{BaseURL: cfg.LLM.BaseURL, APIKey: cfg.LLM.APIKey, Model: cfg.LLM.Model,
+		Timeout: time.Duration(cfg.LLM.TimeoutSeconds) * time.Second, Logger: logger})
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	err = probe.Ping(pctx)
+	cancel()
+	if err != nil && errors.Is(err, llm.ErrUnavailable) {
+		return &exitError{code: 1, err: fmt.Errorf("dreamgate eval: %s (model %s at %s)", llm.UserMessage(err), cfg.LLM.Model, cfg.LLM.BaseURL)}
+	}
+
+	fmt.Fprintf(e.stderr, "eval: %d scenario(s), %d run(s), model %s at %s\n", len(scs), *runs, cfg.LLM.Model, cfg.LLM.BaseURL)
+	p := &pipeline{base: cfg, root: root, logger: logger}
+	rep := eval.Run(ctx, scs, p, eval.Options{Runs: *runs, Progress: e.stderr})
+	if *asJSON {
+		err = rep.WriteJSON(e.stdout)
+	} else {
+		err = rep.WriteTable(e.stdout)
+	}
+	if err != nil {
+		return fmt.Errorf("write the report: %w", err)
+	}
+	if ctx.Err() != nil {
+		return &exitError{code: 1, err: errors.New("dreamgate eval: interrupted; the report covers what ran")}
+	}
+	if !rep.Passed {
+		return &exitError{code: 1, err: errors.New("")}
+	}
+	return nil
+}
+
+// pipeline plays scenarios through the app exactly as `gateway` and `chat`
+// build it, each scenario on its own workspace and state directory under
+// root.
+type pipeline struct {
+	base   Config
+	root   string
+	logger *slog.Logger
+	n      int
+}
+
+// Play implements eval.Player.
+func (p *pipeline) Play(ctx context.Context, sc eval.Scenario) (eval.Outcome, error) {
+	var out eval.Outcome
+	p.n++
+	dir := filepath.Join(p.root, strconv.Itoa(p.n)+"-"+safeName(sc.Name))
+	cfg := p.base
+	cfg.Workspace = filepath.Join(dir, "workspace")
+	cfg.StateDir = filepath.Join(dir, "state")
+	cfg.Admins = nil
+	// The idle timer is played by the scenario's idle turns, not by the
+	// clock.
+	cfg.Agent.IdleCompactAfterMinutes = 0
+	if sc.ContextWindow > 0 {
+		cfg.LLM.ContextWindow = sc.ContextWindow
+		cfg.LLM.MaxTokens = min(cfg.LLM.MaxTokens, sc.ContextWindow/8)
+	}
+	if err := seedFiles(cfg.Workspace, sc.Files); err != nil {
+		return out, err
+	}
+	a, err := newApp(cfg, p.logger)
+	if err != nil {
+		return out, fmt.Errorf("set up the scenario's workspace: %w", err)
+	}
+	defer a.close()
+
+	for i, s := range sc.Sessions {
+		if err := p.playSession(ctx, a, s, &out); err != nil {
+			return out, fmt.Errorf("session %d (%s): %w", i+1, s.Key, err)
+		}
+	}
+	p.dream(ctx, a, &out)
+	out.Files = map[string]string{}
+	for _, f := range eval.MemoryFiles {
+		b, err := os.ReadFile(filepath.Join(cfg.Workspace, filepath.FromSlash(f)))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return out, fmt.Errorf("read %s: %w", f, err)
+		}
+		out.Files[f] = string(b)
+	}
+	if err := p.ask(ctx, a, sc.Questions, &out); err != nil {
+		return out, err
+	}
+	out.Usage = usageByPurpose(a.model.Usage())
+	return out, ctx.Err()
+}
+
+// playSession plays one session's turns through a gateway of its own, then
+// archives it with /new. The gateway's shutdown waits for that background
+// archive, so the next session starts after it is in the history, as it
+// would when people talk minutes apart.
+func (p *pipeline) playSession(ctx context.Context, a *app, s eval.Session, out *eval.Outcome) error {
+	g, _ := a.gateway(false)
+	g.AddChannel(sink{name: s.Channel()})
+	cons := a.consolidator(a.limited())
+	defer func() {
+		sctx, cancel := shutdownContext()
+		defer cancel()
+		_ = g.Shutdown(sctx)
+	}()
+	for i, t := range s.Turns {
+		res, err := submit(ctx, g, s, t.Text)
+		if err != nil {
+			return err
+		}
+		if res.Err != nil {
+			out.Problems = append(out.Problems, fmt.Sprintf("session %s turn %d failed: %s", s.Key, i+1, res.Reply))
+		}
+		if t.Idle {
+			// What the idle timer runs once the conversation goes quiet:
+			// the session's unarchived tail goes to the history, the
+			// session goes on.
+			sess, err := a.sessions.Get(s.SessionKey())
+			if err != nil {
+				return fmt.Errorf("open session: %w", err)
+			}
+			if _, err := cons.ArchiveTail(ctx, sess); err != nil {
+				out.Problems = append(out.Problems, fmt.Sprintf("session %s: the idle archive after turn %d failed", s.Key, i+1))
+				p.logger.Error("eval idle archive failed", "session", s.SessionKey(), "err", err)
+			}
+		}
+	}
+	if _, err := submit(ctx, g, s, "/new"); err != nil {
+		return err
+	}
+	return nil
+}
+
+// submit sends one message through the gateway's real path and waits for
+// its result.
+func submit(ctx context.Context, g *gateway.Gateway, s eval.Session, text string) (gateway.Result, error) {
+	done, err := g.Submit(ctx, channels.Inbound{
+		Channel: s.Channel(), ChatID: s.Key, SessionKey: s.SessionKey(),
+		SenderID: s.Sender, SenderName: s.Sender, Text: text,
+	})
+	if err != nil {
+		return gateway.Result{}, fmt.Errorf("submit a turn: %w", err)
+	}
+	select {
+	case r := <-done:
+		return r, nil
+	case <-ctx.Done():
+		return gateway.Result{}, ctx.Err()
+	}
+}
+
+// dream runs Dream until the history it has not read is empty, as the
+// schedule would over the following hours.
+func (p *pipeline) dream(ctx context.Context, a *app, out *eval.Outcome) {
+	d, err := a.dreamer()
+	if err != nil {
+		out.Problems = append(out.Problems, "Dream could not start: the memory repository could not be opened")
+		p.logger.Error("eval dream unavailable", "err", err)
+		return
+	}
+	failures := 0
+	for range maxDreamRuns {
+		rep, err := d.Run(ctx, "eval", nil)
+		if rep.Outcome == dream.OutcomeNothingNew || ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			failures++
+			reason := rep.Reason
+			if reason == "" {
+				reason = "it did not run"
+			}
+			out.Problems = append(out.Problems, "a Dream run failed: "+reason)
+			var busy *dream.BusyError
+			if errors.As(err, &busy) || failures >= maxDreamRuns/2 {
+				return
+			}
+		}
+	}
+	out.Problems = append(out.Problems, fmt.Sprintf("Dream still had history to read after %d runs", maxDreamRuns))
+}
+
+// ask puts each question to the assistant in a fresh session, so it can
+// only know what the memory files say.
+func (p *pipeline) ask(ctx context.Context, a *app, qs []eval.Question, out *eval.Outcome) error {
+	if len(qs) == 0 {
+		return nil
+	}
+	g, _ := a.gateway(false)
+	g.AddChannel(sink{name: "eval"})
+	defer func() {
+		sctx, cancel := shutdownContext()
+		defer cancel()
+		_ = g.Shutdown(sctx)
+	}()
+	for i, q := range qs {
+		s := eval.Session{Key: "question-" + strconv.Itoa(i+1), Sender: "user"}
+		res, err := submit(ctx, g, s, q.Ask)
+		if err != nil {
+			return err
+		}
+		if res.Err != nil {
+			out.Problems = append(out.Problems, fmt.Sprintf("question %d failed: %s", i+1, res.Reply))
+			res.Reply = ""
+		}
+		out.Answers = append(out.Answers, res.Reply)
+	}
+	return nil
+}
+
+// usageByPurpose folds the client's usage buckets into the report's.
+func usageByPurpose(u map[string]llm.Usage) map[string]eval.Tokens {
+	out := map[string]eval.Tokens{}
+	for purpose, v := range u {
+		key := eval.PurposeChat
+		switch purpose {
+		case llm.PurposeArchive:
+			key = eval.PurposeArchive
+		case llm.PurposeDreamAnalysis, llm.PurposeDreamEdit:
+			key = eval.PurposeDream
+		}
+		out[key] = out[key].Add(eval.Tokens{Prompt: v.PromptTokens, Completion: v.CompletionTokens, Calls: v.Calls})
+	}
+	return out
+}
+
+// seedFiles writes a scenario's files into the workspace before it is set
+// up; the template fills in what they leave out.
+func seedFiles(ws string, files map[string]string) error {
+	for rel, text := range files {
+		path := filepath.Join(ws, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return fmt.Errorf("seed %s: %w", rel, err)
+		}
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			return fmt.Errorf("seed %s: %w", rel, err)
+		}
+	}
+	return nil
+}
+
+// safeName keeps letters, digits and dashes of a scenario name for a
+// directory name.
+func safeName(name string) string {
+	b := []rune{}
+	for _, r := range name {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_':
+			b = append(b, r)
+		default:
+			b = append(b, '_')
+		}
+		if len(b) == 40 {
+			break
+		}
+	}
+	return string(b)
+}
+
+// sink is the channel the eval's turns arrive on: replies are read from the
+// gateway's Result, so what it is sent is dropped.
+type sink struct{ name string }
+
+func (s sink) Name() string                                   { return s.name }
+func (s sink) Run(ctx context.Context, _ channels.Sink) error { <-ctx.Done(); return nil }
+func (s sink) Send(context.Context, channels.Outbound) error  { return nil }

@@ -1,0 +1,303 @@
+package llmtest
+
+import (
+	"encoding/json"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/dreamgate/dreamgate/llm"
+)
+
+// MemoryModel answers every call of dreamgate's memory pipeline by simple,
+// fixed rules, so a test that plays a scripted conversation knows what ends
+// up in the memory files. Use it as a responder: srv.SetResponder(MemoryModel).
+//
+// The call is recognised by its messages:
+//
+//   - Archive call (no tools, "Archive this part of the conversation"): one
+//     "- " line per sentence of a USER or TOOL line of the transcript that
+//     states something (not a question, at least four words); "(nothing)"
+//     when there is none. Assistant lines are never evidence.
+//   - Dream analysis (no tools, "## Archive entries"): each archived "- "
+//     line becomes one finding, by the first rule that fits:
+//     "forget [about] [my|the] X" gives [FILE-REMOVE] X; "…, not X" gives
+//     [FILE-REMOVE] X and the rest of the sentence tagged by the next rules;
+//     "you" or "please" gives [SOUL]; "I'm", "I am", "I live", "I moved",
+//     "I work" or "my" gives [USER]; anything else [MEMORY]. [SKIP] when
+//     there are no lines.
+//   - Dream editing (tools, "## Findings to apply"): the findings are
+//     applied in order to the files shown in the prompt (a fact is appended
+//     as a "- " line unless the file has that line; a removal deletes every
+//     line containing its text, in any letter case) and sent as one
+//     edit_file call per changed file, all in one reply; after the tool
+//     results, "Done.".
+//   - Chat turn (tools): after a tool result, "It says: " and the result's
+//     first line; a message with "read" and a path (a word with "/" or
+//     ending in .txt or .md) calls read_file on it; a question (ending in
+//     "?") is answered with the "- " line of the system prompt's memory
+//     files sharing the most words with it, or "I don't know."; anything
+//     else gets "Got it.".
+func MemoryModel(r Request) Reply {
+	user := lastOfRole(r.Messages, llm.RoleUser)
+	switch {
+	case len(r.Tools) == 0 && strings.HasPrefix(user, "Archive this part of the conversation"):
+		return Text(memArchive(user))
+	case len(r.Tools) == 0 && strings.HasPrefix(user, "## Archive entries"):
+		return Text(memAnalyse(user))
+	case len(r.Tools) > 0 && strings.HasPrefix(user, "## Findings to apply"):
+		return memEdit(r, user)
+	case len(r.Tools) > 0:
+		return memChat(r)
+	}
+	return Text("ok")
+}
+
+func lastOfRole(msgs []llm.Message, role string) string {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == role {
+			return msgs[i].Content
+		}
+	}
+	return ""
+}
+
+// transcriptLine matches "[2026-04-03 00:02] USER: …" and "TOOL read_file: …".
+var transcriptLine = regexp.MustCompile(`^(?:\[[^\]]*\] )?(USER|ASSISTANT|TOOL|SYSTEM)\b[^:]*: ?(.*)$`)
+
+func memArchive(transcript string) string {
+	var facts []string
+	role := ""
+	for _, line := range strings.Split(transcript, "\n") {
+		text := line
+		if m := transcriptLine.FindStringSubmatch(line); m != nil {
+			role, text = m[1], m[2]
+		}
+		if role != "USER" && role != "TOOL" {
+			continue
+		}
+		for _, s := range sentences(text) {
+			if strings.HasSuffix(s, "?") || len(strings.Fields(s)) < 4 {
+				continue
+			}
+			facts = append(facts, "- "+s)
+		}
+	}
+	if len(facts) == 0 {
+		return "(nothing)"
+	}
+	return strings.Join(facts, "\n")
+}
+
+// sentences splits text after '.', '!' or '?' followed by a space.
+func sentences(text string) []string {
+	var out []string
+	start := 0
+	for i, r := range text {
+		if (r == '.' || r == '!' || r == '?') && (i+1 == len(text) || text[i+1] == ' ') {
+			if s := strings.TrimSpace(text[start : i+1]); s != "" {
+				out = append(out, s)
+			}
+			start = i + 1
+		}
+	}
+	if s := strings.TrimSpace(text[start:]); s != "" {
+		out = append(out, s)
+	}
+	return out
+}
+
+var (
+	forgetRe = regexp.MustCompile(`(?i)\bforget (?:about )?(?:my |the )?(.+?)[.!]*$`)
+	notRe    = regexp.MustCompile(`,? not ([A-Z][\w-]*)`)
+	soulRe   = regexp.MustCompile(`(?i)\b(you|please)\b`)
+	userRe   = regexp.MustCompile(`(?i)\b(I'm|I am|I live|I moved|I work|my)\b`)
+)
+
+func memAnalyse(prompt string) string {
+	body, _, _ := strings.Cut(prompt, "\n## Today")
+	var out []string
+	for _, line := range strings.Split(body, "\n") {
+		_, fact, ok := strings.Cut(line, "] - ")
+		if !ok {
+			if !strings.HasPrefix(line, "- ") {
+				continue
+			}
+			fact = strings.TrimPrefix(line, "- ")
+		}
+		fact = strings.TrimSpace(fact)
+		if m := forgetRe.FindStringSubmatch(fact); m != nil {
+			out = append(out, "[FILE-REMOVE] "+m[1])
+			continue
+		}
+		if m := notRe.FindStringSubmatch(fact); m != nil {
+			out = append(out, "[FILE-REMOVE] "+m[1])
+			fact = strings.Replace(fact, m[0], "", 1)
+		}
+		switch {
+		case soulRe.MatchString(fact):
+			out = append(out, "[SOUL] "+fact)
+		case userRe.MatchString(fact):
+			out = append(out, "[USER] "+fact)
+		default:
+			out = append(out, "[MEMORY] "+fact)
+		}
+	}
+	if len(out) == 0 {
+		return "[SKIP]"
+	}
+	return strings.Join(out, "\n")
+}
+
+var fileHeader = regexp.MustCompile(`(?m)^### (SOUL\.md|USER\.md|memory/MEMORY\.md) \((\d+) characters\)\n`)
+
+func memEdit(r Request, prompt string) Reply {
+	if n := len(r.Messages); n > 0 && r.Messages[n-1].Role == llm.RoleTool {
+		return Text("Done.")
+	}
+	findings, filesPart, _ := strings.Cut(prompt, "\n## Current memory files")
+	orig := map[string]string{}
+	var order []string
+	for _, m := range fileHeader.FindAllStringSubmatchIndex(filesPart, -1) {
+		name := filesPart[m[2]:m[3]]
+		n, _ := strconv.Atoi(filesPart[m[4]:m[5]])
+		orig[name] = takeRunes(filesPart[m[1]:], n)
+		order = append(order, name)
+	}
+	files := map[string]string{}
+	for k, v := range orig {
+		files[k] = v
+	}
+	target := map[string]string{"[USER] ": "USER.md", "[SOUL] ": "SOUL.md", "[MEMORY] ": "memory/MEMORY.md"}
+	for _, line := range strings.Split(findings, "\n") {
+		if what, ok := strings.CutPrefix(line, "[FILE-REMOVE] "); ok {
+			for name, text := range files {
+				var kept []string
+				for _, l := range strings.Split(text, "\n") {
+					if !strings.Contains(strings.ToLower(l), strings.ToLower(what)) {
+						kept = append(kept, l)
+					}
+				}
+				files[name] = strings.Join(kept, "\n")
+			}
+			continue
+		}
+		for tag, name := range target {
+			fact, ok := strings.CutPrefix(line, tag)
+			if !ok || slicesContains(strings.Split(files[name], "\n"), "- "+fact) {
+				continue
+			}
+			if files[name] == "" {
+				files[name] = "- " + fact
+			} else {
+				files[name] += "\n- " + fact
+			}
+		}
+	}
+	var calls []llm.ToolCall
+	for _, name := range order {
+		if files[name] == orig[name] {
+			continue
+		}
+		args, _ := json.Marshal(map[string]string{"path": name, "old_text": orig[name], "new_text": files[name]})
+		calls = append(calls, llm.ToolCall{Name: "edit_file", Arguments: string(args)})
+	}
+	if len(calls) == 0 {
+		return Text("Nothing to change.")
+	}
+	return Reply{ToolCalls: calls}
+}
+
+func slicesContains(l []string, s string) bool {
+	for _, x := range l {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// takeRunes returns the first n runes of s.
+func takeRunes(s string, n int) string {
+	end := 0
+	for i := 0; i < n && end < len(s); i++ {
+		_, size := utf8.DecodeRuneInString(s[end:])
+		end += size
+	}
+	return s[:end]
+}
+
+func memChat(r Request) Reply {
+	last := r.Messages[len(r.Messages)-1]
+	if last.Role == llm.RoleTool {
+		first, _, _ := strings.Cut(strings.TrimSpace(last.Content), "\n")
+		return Text("It says: " + first)
+	}
+	msg := last.Content
+	if strings.Contains(strings.ToLower(msg), "read") {
+		for _, w := range strings.Fields(msg) {
+			w = strings.Trim(w, ".,;:!?\"'()")
+			if strings.Contains(w, "/") || strings.HasSuffix(w, ".txt") || strings.HasSuffix(w, ".md") {
+				args, _ := json.Marshal(map[string]string{"path": w})
+				return ToolCall("read_file", string(args))
+			}
+		}
+	}
+	if strings.HasSuffix(strings.TrimSpace(msg), "?") && len(r.Messages) > 0 && r.Messages[0].Role == llm.RoleSystem {
+		return Text(memAnswer(r.Messages[0].Content, msg))
+	}
+	return Text("Got it.")
+}
+
+var stopWords = map[string]bool{
+	"the": true, "and": true, "for": true, "you": true, "your": true, "are": true, "was": true,
+	"what": true, "where": true, "who": true, "does": true, "did": true, "how": true, "which": true,
+	"with": true, "that": true, "this": true, "have": true, "has": true, "about": true, "tell": true,
+	"know": true, "any": true, "should": true, "when": true,
+}
+
+func words(s string) map[string]bool {
+	out := map[string]bool{}
+	for _, w := range strings.FieldsFunc(strings.ToLower(s), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
+	}) {
+		if len(w) >= 3 && !stopWords[w] {
+			out[w] = true
+		}
+	}
+	return out
+}
+
+// memAnswer picks the memory line that best matches the question.
+func memAnswer(system, question string) string {
+	if i := strings.Index(system, "\n# Soul"); i >= 0 {
+		system = system[i:]
+	}
+	for _, end := range []string{"\n# Recent history", "\n# Last archive summary", "\n# Now"} {
+		if i := strings.Index(system, end); i >= 0 {
+			system = system[:i]
+		}
+	}
+	q := words(question)
+	best, score := "", 0
+	for _, line := range strings.Split(system, "\n") {
+		if !strings.HasPrefix(line, "- ") {
+			continue
+		}
+		n := 0
+		for w := range words(line) {
+			if q[w] {
+				n++
+			}
+		}
+		if n > score {
+			best, score = strings.TrimPrefix(line, "- "), n
+		}
+	}
+	if best == "" {
+		return "I don't know."
+	}
+	return best
+}

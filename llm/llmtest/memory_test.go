@@ -1,0 +1,105 @@
+package llmtest
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/dreamgate/dreamgate/llm"
+)
+
+func TestMemoryModelArchive(t *testing.T) {
+	transcript := "Archive this part of the conversation (4 messages, oldest first):\n\n" +
+		"[2026-04-03 00:02] USER: Hi, I'm Alice and I live in Lisbon. How are you?\n" +
+		"[2026-04-03 00:02] ASSISTANT: I am fine and I remember everything you say.\n" +
+		"[2026-04-03 00:03] USER: thanks a lot\n" +
+		"[2026-04-03 00:03] TOOL read_file: Dana is on call this week.\nEscalate to Priya after an hour."
+	got := MemoryModel(Request{Messages: []llm.Message{{Role: llm.RoleSystem, Content: "archive"}, {Role: llm.RoleUser, Content: transcript}}})
+	want := "- Hi, I'm Alice and I live in Lisbon.\n- Dana is on call this week.\n- Escalate to Priya after an hour."
+	if got.Text != want {
+		t.Errorf("archive:\n%s\nwant:\n%s", got.Text, want)
+	}
+	small := "Archive this part of the conversation (2 messages, oldest first):\n\n[x] USER: hi there\n[x] ASSISTANT: Hello! How can I help you today?"
+	if got := MemoryModel(Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: small}}}); got.Text != "(nothing)" {
+		t.Errorf("small talk archived: %q", got.Text)
+	}
+}
+
+func TestMemoryModelAnalysis(t *testing.T) {
+	prompt := "## Archive entries (oldest first)\n" +
+		"[2026-04-03 00:02] - Hi, I'm Alice and I live in Lisbon.\n- My phone number is 555-0142.\n" +
+		"[2026-04-03 00:05] - Actually I moved to Porto last month, not Lisbon.\n- Please forget my phone number.\n" +
+		"- Please keep your answers short.\n- We deploy on Fridays.\n" +
+		"\n## Today\n2026-04-03 (Friday)\n\n## Current USER.md (3 characters)\n- x\n"
+	got := MemoryModel(Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: prompt}}})
+	want := strings.Join([]string{
+		"[USER] Hi, I'm Alice and I live in Lisbon.",
+		"[USER] My phone number is 555-0142.",
+		"[FILE-REMOVE] Lisbon",
+		"[USER] Actually I moved to Porto last month.",
+		"[FILE-REMOVE] phone number",
+		"[SOUL] Please keep your answers short.",
+		"[MEMORY] We deploy on Fridays.",
+	}, "\n")
+	if got.Text != want {
+		t.Errorf("analysis:\n%s\nwant:\n%s", got.Text, want)
+	}
+	empty := "## Archive entries (oldest first)\n[x] [RAW] 2 messages\n\n## Today\n"
+	if got := MemoryModel(Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: empty}}}); got.Text != "[SKIP]" {
+		t.Errorf("no facts: %q", got.Text)
+	}
+}
+
+func TestMemoryModelEdit(t *testing.T) {
+	user := "# Users\n- Hi, I'm Alice and I live in Lisbon.\n- Phone number 555"
+	prompt := "## Findings to apply\n[USER] Actually I moved to Porto.\n[FILE-REMOVE] lisbon\n[MEMORY] We deploy on Fridays.\n[FILE-REMOVE] phone number\n" +
+		"\n## Current memory files\n" +
+		"\n### memory/MEMORY.md (0 characters)\n(empty)\n" +
+		"\n### SOUL.md (6 characters)\n# Soul\n" +
+		"\n### USER.md (" + strconv.Itoa(len([]rune(user))) + " characters)\n" + user + "\n"
+	req := Request{Tools: []string{"read_file", "edit_file"}, Messages: []llm.Message{{Role: llm.RoleSystem, Content: "edit"}, {Role: llm.RoleUser, Content: prompt}}}
+	got := MemoryModel(req)
+	if len(got.ToolCalls) != 2 {
+		t.Fatalf("want one edit per changed file (MEMORY, USER), got %+v", got)
+	}
+	var mem, usr map[string]string
+	_ = json.Unmarshal([]byte(got.ToolCalls[0].Arguments), &mem)
+	_ = json.Unmarshal([]byte(got.ToolCalls[1].Arguments), &usr)
+	if mem["path"] != "memory/MEMORY.md" || mem["old_text"] != "" || mem["new_text"] != "- We deploy on Fridays." {
+		t.Errorf("MEMORY edit: %v", mem)
+	}
+	if usr["path"] != "USER.md" || usr["old_text"] != user || usr["new_text"] != "# Users\n- Actually I moved to Porto." {
+		t.Errorf("USER edit: %v", usr)
+	}
+	req.Messages = append(req.Messages, llm.Message{Role: llm.RoleAssistant, ToolCalls: got.ToolCalls},
+		llm.Message{Role: llm.RoleTool, ToolCallID: "c", Content: "ok"})
+	if got := MemoryModel(req); got.Text != "Done." || len(got.ToolCalls) != 0 {
+		t.Errorf("after the tool results: %+v", got)
+	}
+}
+
+func TestMemoryModelChat(t *testing.T) {
+	system := "You are an AI assistant.\n\n# Instructions (AGENTS.md)\n- Deploy everything on Mondays.\n\n# Soul (SOUL.md)\n- Short answers.\n\n" +
+		"# Users (USER.md)\n- Alice lives in Porto.\n\n# Now\n\nTime: x."
+	chat := func(msgs ...llm.Message) Reply {
+		return MemoryModel(Request{Tools: []string{"read_file", "write_file"},
+			Messages: append([]llm.Message{{Role: llm.RoleSystem, Content: system}}, msgs...)})
+	}
+	if got := chat(llm.Message{Role: llm.RoleUser, Content: "Where does Alice live?"}); got.Text != "Alice lives in Porto." {
+		t.Errorf("question: %q", got.Text)
+	}
+	if got := chat(llm.Message{Role: llm.RoleUser, Content: "When do we deploy?"}); got.Text != "I don't know." {
+		t.Errorf("AGENTS.md is not memory: %q", got.Text)
+	}
+	got := chat(llm.Message{Role: llm.RoleUser, Content: "Could you read notes/oncall.txt, please?"})
+	if len(got.ToolCalls) != 1 || got.ToolCalls[0].Name != "read_file" || got.ToolCalls[0].Arguments != `{"path":"notes/oncall.txt"}` {
+		t.Errorf("read request: %+v", got)
+	}
+	if got := chat(llm.Message{Role: llm.RoleTool, Content: "Dana is on call.\nmore"}); got.Text != "It says: Dana is on call." {
+		t.Errorf("after a tool result: %q", got.Text)
+	}
+	if got := chat(llm.Message{Role: llm.RoleUser, Content: "I like tea."}); got.Text != "Got it." {
+		t.Errorf("statement: %q", got.Text)
+	}
+}
