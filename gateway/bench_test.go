@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dreamgate/dreamgate/consolidator"
+	"github.com/dreamgate/dreamgate/history"
 	"github.com/dreamgate/dreamgate/llm"
 )
 
@@ -22,7 +23,7 @@ func BenchmarkTurnOverhead(b *testing.B) {
 	}, func(c *Config, d *Deps) {
 		c.ContextWindow, c.MaxTokens = 128000, 4096
 	})
-	store, err := consolidator.OpenStore(filepath.Join(env.ws, "memory"), nil)
+	store, err := history.Open(filepath.Join(env.ws, "memory"), history.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
