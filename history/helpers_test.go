@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -120,4 +121,22 @@ func readFile(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// tempFiles lists what an atomic write may leave in dir when it goes wrong:
+// any entry that is none of the store's own files.
+func tempFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := map[string]bool{historyFile: true, cursorFile: true, dreamCursorFile: true, lockFile: true}
+	var out []string
+	for _, e := range entries {
+		if !own[e.Name()] && !strings.HasPrefix(e.Name(), legacyFile) {
+			out = append(out, e.Name())
+		}
+	}
+	return out
 }
