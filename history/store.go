@@ -25,12 +25,11 @@ var (
 	historyFile     = path.Base(workspace.History)
 	cursorFile      = path.Base(workspace.Cursor)
 	dreamCursorFile = path.Base(workspace.DreamCursor)
+	lockFile        = path.Base(workspace.HistoryLock)
 )
 
-const (
-	lockFile   = ".history.lock"
-	legacyFile = "HISTORY.md"
-)
+// legacyFile is nanobot's old archive, migrated once.
+const legacyFile = "HISTORY.md"
 
 // Store is the one reader and writer of memory/history.jsonl and its cursor
 // files. It is safe for concurrent use, and several processes (the gateway

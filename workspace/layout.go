@@ -17,6 +17,10 @@ const (
 	DreamCursor = "memory/.dream_cursor"
 	// DreamState is Dream's failure count and last run.
 	DreamState = "memory/.dream_state"
+	// HistoryLock and DreamLock are the cross-process locks of the history
+	// store and of Dream's single flight.
+	HistoryLock = "memory/.history.lock"
+	DreamLock   = "memory/.dream.lock"
 	// DreamGuide optionally replaces the built-in Dream guidance.
 	DreamGuide = "prompts/dream.md"
 	// GitDir and GitIgnore are the memory repository.
@@ -26,21 +30,8 @@ const (
 
 // MemoryFiles are the files Dream edits and every chat prompt shows, in
 // the order they are shown: the assistant's voice, the user, the memory.
-// The memory repository tracks them (and its .gitignore).
+// The memory repository tracks them (gitstore adds its own .gitignore).
 func MemoryFiles() []string { return []string{Soul, User, Memory} }
-
-// IsMemoryFile reports whether rel (slash-separated, clean) is a memory file.
-func IsMemoryFile(rel string) bool {
-	switch rel {
-	case Soul, User, Memory:
-		return true
-	}
-	return false
-}
-
-// Tracked is what the memory repository versions: the memory files and its
-// own .gitignore.
-func Tracked() []string { return append(MemoryFiles(), GitIgnore) }
 
 // ProgramFiles are maintained by dreamgate alone: no tool may write them.
 // Entries use agent.Policy's syntax ("dir/" is a whole directory, "**" any
