@@ -23,7 +23,7 @@ func BenchmarkResolve(b *testing.B) {
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {
-				if _, err := fx.w.Resolve(c.path, c.pol, c.write); (err == nil) == strings.Contains(c.name, "refused") {
+				if _, err := Resolve(fx.w, c.path, c.pol, c.write); (err == nil) == strings.Contains(c.name, "refused") {
 					b.Fatal(err)
 				}
 			}

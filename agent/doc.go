@@ -7,12 +7,16 @@
 // a tool fails, panics, the run is cancelled or a limit ends it. Callers may
 // persist Result.Messages as they are.
 //
-// Every path a model names is hostile. All file tools go through
-// Workspace.Resolve, which refuses anything outside the workspace, any
-// symbolic link, and anything the Policy forbids; files are reached only
-// through an os.Root, so even a path that slipped past Resolve could not leave
-// the workspace directory.
+// Every path a model names is hostile. All file tools go through Resolve:
+// the workspace's confinement (workspace.Root.Resolve) refuses anything
+// outside the workspace and any symbolic link, and the Policy refuses what
+// this use of the tools may not touch; files are reached only through the
+// workspace's os.Root, so even a path that slipped past Resolve could not
+// leave the workspace directory. Writes hold the workspace's write lock and
+// go through its atomic write; the policies' file lists come from the
+// workspace layout.
 //
-// agent imports llm (message types) and the standard library only. It must not
-// import gateway, dream, consolidator, gitstore or channels: those use it.
+// agent imports llm (message types), workspace and the standard library
+// only. It must not import gateway, dream, consolidator, gitstore or
+// channels: those use it.
 package agent

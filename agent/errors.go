@@ -1,20 +1,25 @@
 package agent
 
-import "errors"
+import (
+	"errors"
 
-// Path refusals. Every error Workspace.Resolve returns wraps exactly one of
-// them; its text is one sentence naming the rule and the workspace-relative
-// path (never the workspace's absolute location), fit to send to a model.
+	"github.com/dreamgate/dreamgate/workspace"
+)
+
+// Path refusals. Every error Resolve returns wraps exactly one of them; its
+// text is one sentence naming the rule and the workspace-relative path
+// (never the workspace's absolute location), fit to send to a model. The
+// first three are the workspace's own refusals.
 var (
 	// ErrInvalidPath: the path is empty, too long, not valid UTF-8, holds a
 	// NUL or control character, a backslash, or passes through a file.
-	ErrInvalidPath = errors.New("invalid path")
+	ErrInvalidPath = workspace.ErrInvalidPath
 	// ErrOutsideWorkspace: the path is absolute, home-relative, or its ".."
 	// components climb above the workspace.
-	ErrOutsideWorkspace = errors.New("path outside the workspace")
+	ErrOutsideWorkspace = workspace.ErrOutsideWorkspace
 	// ErrSymlink: a component of the path is a symbolic link. Links are
 	// never followed, wherever they point.
-	ErrSymlink = errors.New("path through a symbolic link")
+	ErrSymlink = workspace.ErrSymlink
 	// ErrNotAllowed: the path is inside the workspace but the Policy forbids
 	// this access.
 	ErrNotAllowed = errors.New("path not allowed")

@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/dreamgate/dreamgate/llm"
+	"github.com/dreamgate/dreamgate/workspace"
 )
 
 // Names of the file tools, as FileTools takes them and the model sees them.
@@ -41,7 +42,7 @@ const (
 // FileTools returns the named file tools (ToolReadFile, ToolWriteFile,
 // ToolEditFile, ToolListDir; none means all four, in that order) working in w
 // under pol. An unknown name is a programming error and panics.
-func FileTools(w *Workspace, pol Policy, names ...string) []Tool {
+func FileTools(w *workspace.Root, pol Policy, names ...string) []Tool {
 	if len(names) == 0 {
 		names = []string{ToolReadFile, ToolWriteFile, ToolEditFile, ToolListDir}
 	}
@@ -58,7 +59,7 @@ func FileTools(w *Workspace, pol Policy, names ...string) []Tool {
 }
 
 type fileTools struct {
-	w   *Workspace
+	w   *workspace.Root
 	pol Policy
 }
 
@@ -152,14 +153,14 @@ func (ft *fileTools) readFile(ctx context.Context, raw json.RawMessage) (string,
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
-	rel, target, err := ft.w.resolve(*a.Path, ft.pol, false)
+	rel, target, err := resolve(ft.w, *a.Path, ft.pol, false)
 	if err != nil {
 		return "", err
 	}
 	if err := regularFile(rel, target); err != nil {
 		return "", err
 	}
-	f, err := ft.w.open(rel, target)
+	f, err := ft.open(rel, target)
 	if err != nil {
 		return "", err
 	}
@@ -199,9 +200,17 @@ func (ft *fileTools) writeFile(ctx context.Context, raw json.RawMessage) (string
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
-	ft.w.mu.Lock()
-	defer ft.w.mu.Unlock()
-	rel, target, err := ft.w.resolve(*a.Path, ft.pol, true)
+	var out string
+	err := ft.w.Exclusive(func() (err error) {
+		out, err = ft.write(*a.Path, *a.Content)
+		return err
+	})
+	return out, err
+}
+
+// write is write_file's work under the workspace's write lock.
+func (ft *fileTools) write(p, content string) (string, error) {
+	rel, target, err := resolve(ft.w, p, ft.pol, true)
 	if err != nil {
 		return "", err
 	}
@@ -209,13 +218,13 @@ func (ft *fileTools) writeFile(ctx context.Context, raw json.RawMessage) (string
 		if err := regularFile(rel, target); err != nil {
 			return "", err
 		}
-	} else if err := ft.w.mkdirParent(rel); err != nil {
+	} else if err := ft.mkdirParent(rel); err != nil {
 		return "", err
 	}
-	if err := ft.w.writeAtomic(rel, []byte(*a.Content), target); err != nil {
+	if err := ft.writeAtomic(rel, []byte(content), target); err != nil {
 		return "", err
 	}
-	n := utf8.RuneCountInString(*a.Content)
+	n := utf8.RuneCountInString(content)
 	if target == nil {
 		return fmt.Sprintf("Created %s (%d characters).", rel, n), nil
 	}
@@ -244,18 +253,35 @@ func (ft *fileTools) editFile(ctx context.Context, raw json.RawMessage) (string,
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
-	ft.w.mu.Lock()
-	defer ft.w.mu.Unlock()
-	rel, target, err := ft.w.resolve(*a.Path, ft.pol, true)
-	if err != nil {
-		return "", err
+	var out string
+	err := ft.w.Exclusive(func() error {
+		rel, target, err := resolve(ft.w, *a.Path, ft.pol, true)
+		if err != nil {
+			return err
+		}
+		out, err = ft.edit(rel, target, *a.OldText, *a.NewText)
+		return err
+	})
+	return out, err
+}
+
+// writeAtomic replaces rel with data through the workspace's atomic write.
+// existing is the Lstat of the file being replaced (nil when it is new);
+// its permission bits are kept.
+func (ft *fileTools) writeAtomic(rel string, data []byte, existing fs.FileInfo) error {
+	mode := newFileMode
+	if existing != nil {
+		mode = existing.Mode().Perm()
 	}
-	return ft.w.edit(rel, target, *a.OldText, *a.NewText)
+	if err := ft.w.WriteFile(rel, data, mode); err != nil {
+		return ioFailure("write", rel, err)
+	}
+	return nil
 }
 
 // edit applies edit_file's rules to rel, whose Lstat is target (nil when
-// missing). The caller holds w.mu.
-func (w *Workspace) edit(rel string, target fs.FileInfo, oldText, newText string) (string, error) {
+// missing). The caller holds the workspace's write lock.
+func (ft *fileTools) edit(rel string, target fs.FileInfo, oldText, newText string) (string, error) {
 	var content []byte
 	if target != nil {
 		if err := regularFile(rel, target); err != nil {
@@ -265,7 +291,7 @@ func (w *Workspace) edit(rel string, target fs.FileInfo, oldText, newText string
 			return "", fmt.Errorf("%s is %d bytes, too large to edit (the limit is %d)", rel, target.Size(), maxEditBytes)
 		}
 		var err error
-		if content, err = w.readAll(rel, target); err != nil {
+		if content, err = ft.readAll(rel, target); err != nil {
 			return "", err
 		}
 	}
@@ -274,11 +300,11 @@ func (w *Workspace) edit(rel string, target fs.FileInfo, oldText, newText string
 			return "", fmt.Errorf("old_text is empty but %s is not; give the exact text to replace", rel)
 		}
 		if target == nil {
-			if err := w.mkdirParent(rel); err != nil {
+			if err := ft.mkdirParent(rel); err != nil {
 				return "", err
 			}
 		}
-		if err := w.writeAtomic(rel, []byte(newText), target); err != nil {
+		if err := ft.writeAtomic(rel, []byte(newText), target); err != nil {
 			return "", err
 		}
 		verb := "Created"
@@ -304,7 +330,7 @@ func (w *Workspace) edit(rel string, target fs.FileInfo, oldText, newText string
 	updated = append(updated, content[:i]...)
 	updated = append(updated, newText...)
 	updated = append(updated, content[i+len(oldText):]...)
-	if err := w.writeAtomic(rel, updated, target); err != nil {
+	if err := ft.writeAtomic(rel, updated, target); err != nil {
 		return "", err
 	}
 	return fmt.Sprintf("Edited %s: replaced the text at line %d.", rel, lineOf(content, i)), nil
@@ -324,7 +350,7 @@ func (ft *fileTools) listDir(ctx context.Context, raw json.RawMessage) (string, 
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
-	rel, target, err := ft.w.resolve(p, ft.pol, false)
+	rel, target, err := resolve(ft.w, p, ft.pol, false)
 	if err != nil {
 		return "", err
 	}
@@ -334,7 +360,7 @@ func (ft *fileTools) listDir(ctx context.Context, raw json.RawMessage) (string, 
 	if !target.IsDir() {
 		return "", fmt.Errorf("%s is a file, not a directory", rel)
 	}
-	d, err := ft.w.open(rel, target)
+	d, err := ft.open(rel, target)
 	if err != nil {
 		return "", err
 	}
@@ -389,8 +415,8 @@ func regularFile(rel string, target fs.FileInfo) error {
 
 // open opens rel and makes sure it is still the file Resolve checked: the
 // root follows a link swapped in since, so a mismatch is refused.
-func (w *Workspace) open(rel string, target fs.FileInfo) (*os.File, error) {
-	f, err := w.root.Open(rel)
+func (ft *fileTools) open(rel string, target fs.FileInfo) (*os.File, error) {
+	f, err := ft.w.Open(rel)
 	if err != nil {
 		return nil, ioFailure("open", rel, err)
 	}
@@ -405,8 +431,8 @@ func (w *Workspace) open(rel string, target fs.FileInfo) (*os.File, error) {
 	return f, nil
 }
 
-func (w *Workspace) readAll(rel string, target fs.FileInfo) ([]byte, error) {
-	f, err := w.open(rel, target)
+func (ft *fileTools) readAll(rel string, target fs.FileInfo) ([]byte, error) {
+	f, err := ft.open(rel, target)
 	if err != nil {
 		return nil, err
 	}
@@ -423,12 +449,12 @@ func (w *Workspace) readAll(rel string, target fs.FileInfo) ([]byte, error) {
 
 // mkdirParent creates the missing directories above rel. Resolve has already
 // refused links among the existing ones.
-func (w *Workspace) mkdirParent(rel string) error {
+func (ft *fileTools) mkdirParent(rel string) error {
 	dir := path.Dir(rel)
 	if dir == "." {
 		return nil
 	}
-	if err := w.root.MkdirAll(dir, 0o755); err != nil {
+	if err := ft.w.MkdirAll(dir, 0o755); err != nil {
 		return ioFailure("create directory", dir, err)
 	}
 	return nil

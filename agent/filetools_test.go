@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"github.com/dreamgate/dreamgate/workspace"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -145,7 +147,7 @@ func TestDreamPolicy(t *testing.T) {
 	}
 	for _, tt := range tests {
 		for _, write := range []bool{false, true} {
-			rel, err := fx.w.Resolve(tt.path, pol, write)
+			rel, err := Resolve(fx.w, tt.path, pol, write)
 			if tt.want == "" && err == nil {
 				t.Errorf("Resolve(%q, write=%v) = %q, want refused", tt.path, write, rel)
 			}
@@ -204,7 +206,7 @@ func TestEditFile(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			w, err := OpenWorkspace(dir)
+			w, err := workspace.Open(dir)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -269,7 +271,7 @@ func TestEditFileArguments(t *testing.T) {
 
 func TestEditFileCreatesParentDirectories(t *testing.T) {
 	dir := t.TempDir()
-	w, err := OpenWorkspace(dir)
+	w, err := workspace.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

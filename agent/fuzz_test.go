@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"github.com/dreamgate/dreamgate/workspace"
+
 	"errors"
 	"io/fs"
 	"os"
@@ -25,7 +27,7 @@ func FuzzResolve(f *testing.F) {
 		if dream {
 			pol = DreamPolicy()
 		}
-		rel, err := fx.w.Resolve(p, pol, write)
+		rel, err := Resolve(fx.w, p, pol, write)
 		if err != nil {
 			if !errors.Is(err, ErrInvalidPath) && !errors.Is(err, ErrOutsideWorkspace) &&
 				!errors.Is(err, ErrSymlink) && !errors.Is(err, ErrNotAllowed) {
@@ -37,7 +39,7 @@ func FuzzResolve(f *testing.F) {
 			return
 		}
 		// Lexically inside.
-		if len(p) > maxPathBytes || strings.ContainsRune(p, 0) || strings.HasPrefix(p, "/") {
+		if len(p) > workspace.MaxPathBytes || strings.ContainsRune(p, 0) || strings.HasPrefix(p, "/") {
 			t.Fatalf("Resolve accepted %q", p)
 		}
 		if rel != path.Clean(rel) || path.IsAbs(rel) || rel == ".." || strings.HasPrefix(rel, "../") {

@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"github.com/dreamgate/dreamgate/workspace"
+
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -20,7 +22,7 @@ type fixture struct {
 	base    string // holds ws/ and outside/
 	dir     string // the workspace
 	outside string
-	w       *Workspace
+	w       *workspace.Root
 }
 
 // fixtureFiles are the regular files of a fresh fixture workspace. Every one
@@ -71,7 +73,7 @@ func newFixture(tb testing.TB) *fixture {
 	if err := os.Link(filepath.Join(fx.dir, "memory", "history.jsonl"), filepath.Join(fx.dir, "hardhist")); err != nil {
 		tb.Skipf("hard links unavailable: %v", err)
 	}
-	w, err := OpenWorkspace(fx.dir)
+	w, err := workspace.Open(fx.dir)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -3,6 +3,8 @@ package agent
 import (
 	"path"
 	"strings"
+
+	"github.com/dreamgate/dreamgate/workspace"
 )
 
 // Policy says which workspace paths the file tools may touch. The zero Policy
@@ -39,23 +41,15 @@ type Policy struct {
 // history archive, the cursors, lock files, the repository) are never written.
 func ChatPolicy() Policy {
 	return Policy{
-		DenyWrite: []string{
-			"memory/history.jsonl",
-			"memory/.cursor",
-			"memory/.dream_cursor",
-			"memory/.dream_state",
-			"memory/**/*.lock",
-			".git/",
-			".gitignore",
-		},
-		DenyRead: []string{".git/"},
+		DenyWrite: workspace.ProgramFiles(),
+		DenyRead:  workspace.PrivateFiles(),
 	}
 }
 
 // DreamPolicy is the policy of Dream phase 2: exactly the three memory files
 // Dream edits, nothing else.
 func DreamPolicy() Policy {
-	return Policy{Allow: []string{"SOUL.md", "USER.md", "memory/MEMORY.md"}}
+	return Policy{Allow: workspace.MemoryFiles()}
 }
 
 // check applies the policy to rel, a path already cleaned by cleanPath.

@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/dreamgate/dreamgate/history"
 	"github.com/dreamgate/dreamgate/llm"
 )
 
@@ -95,7 +95,7 @@ func BenchmarkBeforeNothingToArchive(b *testing.B) {
 			}
 			s := newSession("bench", msgs...)
 			s.lc = len(msgs) - 50
-			store, err := OpenStore(b.TempDir(), nil)
+			store, err := history.Open(b.TempDir(), history.Options{})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -116,26 +116,6 @@ func BenchmarkBeforeNothingToArchive(b *testing.B) {
 			}
 		})
 	}
-}
-
-// BenchmarkAppendDurable: one fsynced history append; reports p50 and p99.
-func BenchmarkAppendDurable(b *testing.B) {
-	s, err := OpenStore(b.TempDir(), nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	content := "- " + prose(500, 3)
-	var took []time.Duration
-	for b.Loop() {
-		start := time.Now()
-		if _, err := s.Append(content, "slack:C1:1712.55"); err != nil {
-			b.Fatal(err)
-		}
-		took = append(took, time.Since(start))
-	}
-	slices.Sort(took)
-	b.ReportMetric(float64(took[len(took)/2].Microseconds()), "p50-µs")
-	b.ReportMetric(float64(took[len(took)*99/100].Microseconds()), "p99-µs")
 }
 
 // usageModel answers archive calls with a short summary and reports usage
@@ -180,7 +160,7 @@ func BenchmarkArchiveTokensPer1000Turns(b *testing.B) {
 }
 
 func scriptedConversation(b *testing.B, cw, turns int) (Report, int) {
-	store, err := OpenStore(b.TempDir(), nil)
+	store, err := history.Open(b.TempDir(), history.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

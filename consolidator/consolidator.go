@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dreamgate/dreamgate/history"
 	"github.com/dreamgate/dreamgate/llm"
 )
 
@@ -121,7 +122,7 @@ type Budget struct {
 // ArchiveTail calls for the same session (key and ID) are serialized.
 type Consolidator struct {
 	model   Model
-	store   *Store
+	store   *history.Store
 	cfg     Config
 	logger  *slog.Logger
 	counter *Counter
@@ -148,7 +149,7 @@ type keyLock struct {
 
 // New returns a Consolidator archiving through model into store. A nil
 // logger discards.
-func New(model Model, store *Store, cfg Config, logger *slog.Logger) *Consolidator {
+func New(model Model, store *history.Store, cfg Config, logger *slog.Logger) *Consolidator {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -606,7 +607,7 @@ const recentCountsCap = 4096
 
 // recentLineCounts returns the token count of each line, counting only
 // lines not seen before.
-func (c *Consolidator) recentLineCounts(entries []Entry, lines []string) []int {
+func (c *Consolidator) recentLineCounts(entries []history.Entry, lines []string) []int {
 	c.recentMu.Lock()
 	defer c.recentMu.Unlock()
 	if c.recentCounts == nil || len(c.recentCounts) >= recentCountsCap {

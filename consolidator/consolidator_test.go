@@ -14,13 +14,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dreamgate/dreamgate/history"
 	"github.com/dreamgate/dreamgate/llm"
 )
 
 // baseConfig: hard limit 7976, trigger 5000, target 3000.
 var baseConfig = Config{ContextWindow: 10000, MaxTokens: 1000, Model: "archiver"}
 
-func newTestConsolidator(t *testing.T, m Model, cfg Config) (*Consolidator, *Store) {
+func newTestConsolidator(t *testing.T, m Model, cfg Config) (*Consolidator, *history.Store) {
 	t.Helper()
 	st := openTestStore(t, t.TempDir(), nil)
 	return New(m, st, cfg, nil), st
@@ -412,7 +413,7 @@ func TestHistoryWriteFailureKeepsMessages(t *testing.T) {
 	m := &fakeModel{}
 	c, store := newTestConsolidator(t, m, baseConfig)
 	// A directory where the file should be: every append fails.
-	if err := os.Mkdir(store.path, 0o755); err != nil {
+	if err := os.Mkdir(store.Path(), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	s := outcomeSession()
@@ -424,7 +425,7 @@ func TestHistoryWriteFailureKeepsMessages(t *testing.T) {
 		t.Errorf("LastConsolidated %d summary %q: nothing may advance when the entry was not written", s.lc, s.summary)
 	}
 	// Once the disk is back, the same slice is archived.
-	if err := os.Remove(store.path); err != nil {
+	if err := os.Remove(store.Path()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := before(c, t.Context(), s); err != nil {
@@ -830,8 +831,8 @@ func TestPackageImports(t *testing.T) {
 	}
 	for _, dep := range strings.Fields(out) {
 		rest, ours := strings.CutPrefix(dep, "github.com/dreamgate/dreamgate/")
-		if ours && rest != "llm" && rest != "consolidator" {
-			t.Errorf("consolidator imports %s; it may only use llm of ours", dep)
+		if ours && rest != "llm" && rest != "history" && rest != "workspace" && rest != "consolidator" {
+			t.Errorf("consolidator imports %s; it may only use llm, history and workspace of ours", dep)
 		}
 		if dep == "github.com/tiktoken-go/tokenizer" {
 			t.Errorf("imports %s: only its codec package may be linked (the root package links every vocabulary)", dep)

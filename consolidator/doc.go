@@ -1,27 +1,23 @@
-// Package consolidator owns the first stage of dreamgate's memory: the
-// archive memory/history.jsonl (the Store, the only code that reads or writes
-// that file and its cursor files), token counting (Counter), and the
-// Consolidator, the one owner of the prompt's token budget: it keeps a
-// session's prompt within it by archiving its oldest turns as summaries in
-// history.jsonl, renders the part of the system prompt that comes from the
-// archive (the session's "Recent history" and last archive summary), and
-// reports the budget's figures for /status.
-//
-// The archive format is nanobot's, byte for byte, so an existing nanobot
-// workspace keeps working: one JSON object a line with cursor, timestamp,
-// content and an optional session_key; memory/.cursor holds the last cursor
-// handed out and memory/.dream_cursor the highest one Dream has consumed.
+// Package consolidator owns the first stage of dreamgate's memory: token
+// counting (Counter) and the Consolidator, the one owner of the prompt's
+// token budget: it keeps a session's prompt within it by archiving its
+// oldest turns as summaries in memory/history.jsonl, renders the part of the
+// system prompt that comes from the archive (the session's "Recent history"
+// and last archive summary), and reports the budget's figures for /status.
+// The archive itself (its format, cursors and compaction) belongs to
+// package history, whose Store it writes through.
 //
 // Token counts are cl100k_base, offline. The vocabulary costs about 6 MB of
 // resident memory, so it is loaded only when a byte bound cannot decide:
 // Before and After on a small chat never load it; Status (an exact figure)
 // always may. The per-turn hard-limit check is Report.OverLimit.
 //
-// Dream reads the archive through Store. The gateway calls the Consolidator
-// once before each turn (Before: it may archive, and returns the rendered
-// Prompt and a Report) and once after (After), passing the fixed prompt it
-// built (identity and workspace files) and its tool definitions as values;
-// nothing here calls back into the gateway. This package must not import
-// gateway or dream (nor anything above llm in DESIGN.md's table);
-// third-party types (flock, the tokenizer) never appear in its exported API.
+// Dream reads the same archive through history.Store. The gateway calls the
+// Consolidator once before each turn (Before: it may archive, and returns
+// the rendered Prompt and a Report) and once after (After), passing the
+// fixed prompt it built (identity and workspace files) and its tool
+// definitions as values; nothing here calls back into the gateway. This
+// package must not import gateway or dream; of dreamgate's packages it uses
+// only history, workspace (through history) and llm. Third-party types (the
+// tokenizer) never appear in its exported API.
 package consolidator

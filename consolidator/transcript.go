@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/dreamgate/dreamgate/history"
 	"github.com/dreamgate/dreamgate/llm"
 )
 
@@ -47,7 +48,7 @@ func stamp(t time.Time, loc *time.Location) string {
 	if t.IsZero() {
 		return ""
 	}
-	return "[" + t.In(loc).Format(TimestampLayout) + "] "
+	return "[" + t.In(loc).Format(history.TimestampLayout) + "] "
 }
 
 // renderMessage writes one message as a transcript line:

@@ -1,6 +1,8 @@
 package dream
 
 import (
+	"github.com/dreamgate/dreamgate/history"
+
 	"reflect"
 	"strings"
 	"testing"
@@ -44,7 +46,7 @@ func TestParseAnalysis(t *testing.T) {
 
 func TestPhase1Input(t *testing.T) {
 	long := strings.Repeat("é", entryCap+10)
-	batch := []Entry{{Cursor: 7, Timestamp: "2026-04-03 00:02", Content: "- User prefers dark mode\n- Decided on PostgreSQL"}, {Cursor: 8, Timestamp: "2026-04-03 00:05", Content: long}}
+	batch := []history.Entry{{Cursor: 7, Timestamp: "2026-04-03 00:02", Content: "- User prefers dark mode\n- Decided on PostgreSQL"}, {Cursor: 8, Timestamp: "2026-04-03 00:05", Content: long}}
 	files := []memFile{{rel: fileMemory, text: strings.Repeat("m", memoryCap+1)}, {rel: fileSoul}, {rel: fileUser, text: "# User\n- Ana\n"}}
 	msgs := phase1Messages("", batch, time.Date(2026, 4, 3, 9, 0, 0, 0, time.UTC), files)
 	if len(msgs) != 2 || msgs[0].Role != "system" || msgs[1].Role != "user" {

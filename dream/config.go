@@ -8,9 +8,10 @@ import (
 	"os"
 	"time"
 
-	"github.com/dreamgate/dreamgate/agent"
 	"github.com/dreamgate/dreamgate/gitstore"
+	"github.com/dreamgate/dreamgate/history"
 	"github.com/dreamgate/dreamgate/llm"
+	"github.com/dreamgate/dreamgate/workspace"
 )
 
 // Defaults for zero Config fields (DESIGN §5, §9).
@@ -26,28 +27,20 @@ const (
 // many times (DESIGN §5.3).
 const repeatLimit = 3
 
-// Entry is one history entry as Dream sees it.
-type Entry struct {
-	Cursor     int
-	Timestamp  string
-	Content    string
-	SessionKey string
-}
-
-// History is what Dream needs of memory/history.jsonl. cmd adapts the
-// consolidator's store to it; Dream never reads the file itself.
+// History is what Dream needs of memory/history.jsonl; *history.Store
+// satisfies it. Dream never reads the file itself.
 type History interface {
 	// Since returns the entries with a cursor above cursor, oldest first, at
 	// most limit of them (0 = all). Malformed lines are skipped, not errors;
 	// an error means the archive could not be read.
-	Since(cursor, limit int) ([]Entry, error)
+	Since(cursor, limit int) ([]history.Entry, error)
 	// DreamCursor is the highest cursor Dream has consumed (0 when none).
 	DreamCursor() (int, error)
 	// SetDreamCursor records n as consumed, durably, before returning nil.
 	SetDreamCursor(n int) error
 	// Append adds an entry (Dream uses it to record a skipped batch) and
 	// returns it with its cursor, durably written before returning nil.
-	Append(content, sessionKey string) (Entry, error)
+	Append(content, sessionKey string) (history.Entry, error)
 	// Compact drops the oldest entries already consumed by Dream while more
 	// than maxEntries remain, and returns how many it dropped. It never
 	// drops an entry above the Dream cursor.
@@ -122,6 +115,8 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
+var _ History = (*history.Store)(nil)
+
 // Deps are the Dreamer's collaborators. Model, History and Repo are
 // required; a nil Logger discards, a nil Now is time.Now.
 type Deps struct {
@@ -129,9 +124,10 @@ type Deps struct {
 	History History
 	Repo    Repo
 	// Files, when set, is the workspace the chat tools also write through,
-	// so phase 2's edits and a chat edit of the same file are serialised
-	// by one lock. Nil: each run opens its own.
-	Files  *agent.Workspace
+	// so phase 2's edits, the snapshot and roll-back of a failed run, a
+	// restore and a chat edit of the same file are serialised by its one
+	// write lock. Nil: each run opens its own.
+	Files  *workspace.Root
 	Logger *slog.Logger
 	Now    func() time.Time
 }

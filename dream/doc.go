@@ -51,7 +51,11 @@
 //   - A Dream commit's change count is taken from the real diff: per file
 //     max(lines added, lines deleted), so a replaced line counts once.
 //
-// dream imports agent, gitstore and llm. It must not import consolidator
-// (the history store reaches it through the History interface, adapted in
-// cmd) nor gateway, channels or cmd.
+// Phase 2's edits, the snapshot taken before them and the roll-back of a
+// failed run hold the workspace's write lock (workspace.Root.Exclusive),
+// as a restore does, so none of them interleaves with a chat edit.
+//
+// dream imports history (the archive, through its small History
+// interface, which *history.Store satisfies), workspace, agent, gitstore
+// and llm. It must not import consolidator nor gateway, channels or cmd.
 package dream

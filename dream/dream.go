@@ -15,6 +15,7 @@ import (
 	"github.com/dreamgate/dreamgate/agent"
 	"github.com/dreamgate/dreamgate/gitstore"
 	"github.com/dreamgate/dreamgate/llm"
+	"github.com/dreamgate/dreamgate/workspace"
 )
 
 // SubjectPrefix starts the subject of every Dream commit; only such commits
@@ -105,7 +106,7 @@ type Dreamer struct {
 	model  Model
 	hist   History
 	repo   Repo
-	files  *agent.Workspace // nil: opened per run
+	files  *workspace.Root // nil: opened per run
 	log    *slog.Logger
 	now    func() time.Time
 	flight flight
@@ -262,23 +263,23 @@ func (r *run) do(ctx context.Context) error {
 
 	// Phase 2: editing.
 	r.say("Dreaming: editing memory files…")
-	snaps, err := snapshot(d.cfg.Workspace)
-	if err != nil {
-		return r.fail(false, "the memory files could not be read", err)
-	}
 	ws := d.files
 	if ws == nil {
-		if ws, err = agent.OpenWorkspace(d.cfg.Workspace); err != nil {
+		if ws, err = workspace.Open(d.cfg.Workspace); err != nil {
 			return r.fail(false, "the memory files could not be opened for editing", fmt.Errorf("open workspace for phase 2: %w", err))
 		}
 		defer ws.Close()
+	}
+	snaps, err := snapshot(ws)
+	if err != nil {
+		return r.fail(false, "the memory files could not be read", err)
 	}
 	res, err := r.edit(ctx, ws, guide, a.findings, files)
 	rep.Calls += res.Iterations
 	rep.Phase2 = res.Usage
 	rep.Usage = rep.Usage.Add(res.Usage)
 	if err != nil || res.Stop != agent.StopCompleted {
-		r.putBack(snaps)
+		r.putBack(ws, snaps)
 		switch res.Stop {
 		case agent.StopMaxIterations:
 			return r.fail(true, fmt.Sprintf("the editing step used its %d model calls without finishing", d.cfg.MaxIterations),
@@ -298,11 +299,11 @@ func (r *run) do(ctx context.Context) error {
 
 	diff, err := d.repo.Status()
 	if err != nil {
-		r.putBack(snaps)
+		r.putBack(ws, snaps)
 		return r.fail(false, "the memory repository could not compare the files", fmt.Errorf("status after phase 2: %w", err))
 	}
 	if err := r.commit(diff); err != nil {
-		r.putBack(snaps)
+		r.putBack(ws, snaps)
 		return r.fail(false, "the memory repository could not record the changes", err)
 	}
 	return r.complete()
@@ -310,7 +311,7 @@ func (r *run) do(ctx context.Context) error {
 
 // edit runs phase 2 through the shared agent loop with read_file and
 // edit_file confined to the three memory files.
-func (r *run) edit(ctx context.Context, ws *agent.Workspace, guide string, findings []finding, files []memFile) (agent.Result, error) {
+func (r *run) edit(ctx context.Context, ws *workspace.Root, guide string, findings []finding, files []memFile) (agent.Result, error) {
 	d := r.d
 	loop := agent.Loop{
 		Model:         d.model,
@@ -469,8 +470,8 @@ func (r *run) skip(f *batchFailures, cause error) error {
 }
 
 // putBack undoes a failed phase 2's edits (the batch will be read again).
-func (r *run) putBack(snaps []fileSnap) {
-	restored, err := putBack(r.d.cfg.Workspace, snaps)
+func (r *run) putBack(ws *workspace.Root, snaps []fileSnap) {
+	restored, err := putBack(ws, snaps)
 	if len(restored) > 0 {
 		r.d.log.Info("dream undid the edits of a failed run", "files", strings.Join(restored, ","))
 	}

@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+	"time"
+
+	"github.com/dreamgate/dreamgate/workspace"
 )
 
 // TestSnapshotPutBack: a failed phase 2's edits are undone file by file;
@@ -23,14 +26,15 @@ func TestSnapshotPutBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	// memory/MEMORY.md is missing.
-	snaps, err := snapshot(ws)
+	root := openRoot(t, ws)
+	snaps, err := snapshot(root)
 	if err != nil {
 		t.Fatal(err)
 	}
 
 	writeFile(t, ws, "SOUL.md", "half-edited\n")
 	writeFile(t, ws, "memory/MEMORY.md", "created by a failed run\n")
-	restored, err := putBack(ws, snaps)
+	restored, err := putBack(root, snaps)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +54,80 @@ func TestSnapshotPutBack(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(outside, "user.md")); string(b) != "outside\n" {
 		t.Errorf("the link's target was touched: %q", b)
 	}
-	if restored, err := putBack(ws, snaps); err != nil || len(restored) != 0 {
+	if restored, err := putBack(root, snaps); err != nil || len(restored) != 0 {
 		t.Errorf("second putBack rewrote %v, %v", restored, err)
+	}
+}
+
+func openRoot(t *testing.T, dir string) *workspace.Root {
+	t.Helper()
+	r, err := workspace.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Close() })
+	return r
+}
+
+// TestSnapshotAndPutBackHoldTheWriteLock: a chat write in progress through
+// the shared workspace (holding its write lock) is never interleaved with
+// the snapshot or the roll-back of a failed phase 2: both wait for it, so
+// the snapshot never records half of it and the roll-back compares and
+// rewrites the files as they are once it is done.
+func TestSnapshotAndPutBackHoldTheWriteLock(t *testing.T) {
+	ws := t.TempDir()
+	writeFile(t, ws, "SOUL.md", initSoul)
+	writeFile(t, ws, "USER.md", initUser)
+	writeFile(t, ws, "memory/MEMORY.md", initMemory)
+	root := openRoot(t, ws)
+
+	// holdLock takes the write lock and keeps it until release is closed.
+	holdLock := func() (release chan struct{}, done chan error) {
+		held, release, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+		go func() {
+			done <- root.Exclusive(func() error {
+				close(held)
+				<-release
+				return nil
+			})
+		}()
+		<-held
+		return release, done
+	}
+	waitsFor := func(name string, op func() error) {
+		t.Helper()
+		release, held := holdLock()
+		finished := make(chan error, 1)
+		go func() { finished <- op() }()
+		select {
+		case err := <-finished:
+			t.Fatalf("%s ran while the workspace's write lock was held (err %v)", name, err)
+		case <-time.After(200 * time.Millisecond):
+		}
+		close(release)
+		if err := <-held; err != nil {
+			t.Fatal(err)
+		}
+		if err := <-finished; err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+
+	var snaps []fileSnap
+	waitsFor("snapshot", func() (err error) {
+		snaps, err = snapshot(root)
+		return err
+	})
+	writeFile(t, ws, "memory/MEMORY.md", "half-edited by a failed run\n")
+	var restored []string
+	waitsFor("putBack", func() (err error) {
+		restored, err = putBack(root, snaps)
+		return err
+	})
+	if !reflect.DeepEqual(restored, []string{"memory/MEMORY.md"}) {
+		t.Errorf("restored = %v", restored)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "memory", "MEMORY.md")); string(b) != initMemory {
+		t.Errorf("MEMORY.md = %q after the roll-back", b)
 	}
 }

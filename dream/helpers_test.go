@@ -2,182 +2,46 @@ package dream
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/dreamgate/dreamgate/gitstore"
+	"github.com/dreamgate/dreamgate/history"
 	"github.com/dreamgate/dreamgate/llm"
 	"github.com/dreamgate/dreamgate/llm/llmtest"
+	"github.com/dreamgate/dreamgate/workspace"
 )
 
-// fileHistory is a small History over the real on-disk format
-// (memory/history.jsonl, memory/.dream_cursor as a bare integer). The tests
-// may not import consolidator (DESIGN §1), so they carry their own.
-type fileHistory struct {
+// testHistory is the real history store of a test workspace, with the
+// helpers the tests use to set it up and look at it.
+type testHistory struct {
+	*history.Store
 	dir string // <workspace>/memory
-	now func() time.Time
-
-	mu sync.Mutex
 }
 
-type historyLine struct {
-	Cursor     int    `json:"cursor"`
-	Timestamp  string `json:"timestamp"`
-	Content    string `json:"content"`
-	SessionKey string `json:"session_key,omitempty"`
-}
-
-func newFileHistory(t testing.TB, workspace string) *fileHistory {
+func newTestHistory(t testing.TB, ws string) *testHistory {
 	t.Helper()
-	dir := filepath.Join(workspace, "memory")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	dir := filepath.Join(ws, "memory")
+	s, err := history.Open(dir, history.Options{})
+	if err != nil {
 		t.Fatal(err)
 	}
-	return &fileHistory{dir: dir, now: time.Now}
+	return &testHistory{Store: s, dir: dir}
 }
 
-func (h *fileHistory) path() string       { return filepath.Join(h.dir, "history.jsonl") }
-func (h *fileHistory) cursorPath() string { return filepath.Join(h.dir, ".dream_cursor") }
+func (h *testHistory) path() string { return h.Store.Path() }
 
-func (h *fileHistory) readAll() ([]Entry, error) {
-	f, err := os.Open(h.path())
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var out []Entry
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	for sc.Scan() {
-		var l historyLine
-		if json.Unmarshal(sc.Bytes(), &l) != nil {
-			continue
-		}
-		out = append(out, Entry{Cursor: l.Cursor, Timestamp: l.Timestamp, Content: l.Content, SessionKey: l.SessionKey})
-	}
-	return out, sc.Err()
-}
-
-func (h *fileHistory) Since(cursor, limit int) ([]Entry, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	all, err := h.readAll()
-	if err != nil {
-		return nil, err
-	}
-	var out []Entry
-	for _, e := range all {
-		if e.Cursor > cursor {
-			out = append(out, e)
-			if limit > 0 && len(out) == limit {
-				break
-			}
-		}
-	}
-	return out, nil
-}
-
-func (h *fileHistory) DreamCursor() (int, error) {
-	b, err := os.ReadFile(h.cursorPath())
-	if errors.Is(err, fs.ErrNotExist) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
-	}
-	return strconv.Atoi(strings.TrimSpace(string(b)))
-}
-
-func (h *fileHistory) SetDreamCursor(n int) error {
-	return writeAtomic(h.cursorPath(), []byte(strconv.Itoa(n)), 0o644)
-}
-
-func (h *fileHistory) Append(content, sessionKey string) (Entry, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	all, err := h.readAll()
-	if err != nil {
-		return Entry{}, err
-	}
-	next := 1
-	if len(all) > 0 {
-		next = all[len(all)-1].Cursor + 1
-	}
-	e := Entry{Cursor: next, Timestamp: h.now().Format("2006-01-02 15:04"), Content: content, SessionKey: sessionKey}
-	f, err := os.OpenFile(h.path(), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-	if err != nil {
-		return Entry{}, err
-	}
-	if err := writeLine(f, e); err != nil {
-		f.Close()
-		return Entry{}, err
-	}
-	return e, f.Close()
-}
-
-func writeLine(w interface{ Write([]byte) (int, error) }, e Entry) error {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(historyLine{Cursor: e.Cursor, Timestamp: e.Timestamp, Content: e.Content, SessionKey: e.SessionKey}); err != nil {
-		return err
-	}
-	_, err := w.Write(buf.Bytes())
-	return err
-}
-
-// Compact keeps the newest maxEntries entries, but never drops one above
-// the Dream cursor (nanobot's rule after #4055).
-func (h *fileHistory) Compact(maxEntries int) (int, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	all, err := h.readAll()
-	if err != nil || len(all) <= maxEntries {
-		return 0, err
-	}
-	cur, err := h.DreamCursor()
-	if err != nil {
-		return 0, err
-	}
-	keepFrom := len(all) - maxEntries
-	for i, e := range all {
-		if e.Cursor > cur {
-			keepFrom = min(keepFrom, i)
-			break
-		}
-	}
-	if keepFrom == 0 {
-		return 0, nil
-	}
-	var buf bytes.Buffer
-	for _, e := range all[keepFrom:] {
-		if err := writeLine(&buf, e); err != nil {
-			return 0, err
-		}
-	}
-	if err := writeAtomic(h.path(), buf.Bytes(), 0o644); err != nil {
-		return 0, err
-	}
-	return keepFrom, nil
-}
-
-// seed writes n entries with cursors from+1 .. from+n.
-func (h *fileHistory) seed(t testing.TB, from, n int, content func(i int) string) {
+// seed writes n entries with cursors from+1 .. from+n straight into the
+// file, as another process appending would, with fixed timestamps.
+func (h *testHistory) seed(t testing.TB, from, n int, content func(i int) string) {
 	t.Helper()
 	f, err := os.OpenFile(h.path(), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
@@ -185,9 +49,11 @@ func (h *fileHistory) seed(t testing.TB, from, n int, content func(i int) string
 	}
 	defer f.Close()
 	w := bufio.NewWriter(f)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
 	for i := from + 1; i <= from+n; i++ {
-		e := Entry{Cursor: i, Timestamp: fmt.Sprintf("2026-04-03 %02d:%02d", i/60%24, i%60), Content: content(i), SessionKey: "slack:C1:1712.55"}
-		if err := writeLine(w, e); err != nil {
+		e := history.Entry{Cursor: i, Timestamp: fmt.Sprintf("2026-04-03 %02d:%02d", i/60%24, i%60), Content: content(i), SessionKey: "slack:C1:1712.55"}
+		if err := enc.Encode(e); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -196,7 +62,7 @@ func (h *fileHistory) seed(t testing.TB, from, n int, content func(i int) string
 	}
 }
 
-func (h *fileHistory) cursor(t testing.TB) int {
+func (h *testHistory) cursor(t testing.TB) int {
 	t.Helper()
 	n, err := h.DreamCursor()
 	if err != nil {
@@ -205,9 +71,9 @@ func (h *fileHistory) cursor(t testing.TB) int {
 	return n
 }
 
-func (h *fileHistory) all(t testing.TB) []Entry {
+func (h *testHistory) all(t testing.TB) []history.Entry {
 	t.Helper()
-	es, err := h.readAll()
+	es, err := h.Since(0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +93,7 @@ type env struct {
 	t    testing.TB
 	ws   string
 	repo *gitstore.Store
-	hist *fileHistory
+	hist *testHistory
 	srv  *llmtest.Server
 	llm  *llm.Client
 	logs *logRecorder
@@ -240,7 +106,7 @@ func newEnv(t testing.TB) *env {
 	writeFile(t, ws, "USER.md", initUser)
 	writeFile(t, ws, "memory/MEMORY.md", initMemory)
 	writeFile(t, ws, "AGENTS.md", "# Agents\n")
-	repo, err := gitstore.Open(ws, gitstore.Options{})
+	repo, err := gitstore.Open(ws, gitstore.Options{Tracked: workspace.MemoryFiles()})
 	if err != nil {
 		t.Fatalf("open memory repository: %v", err)
 	}
@@ -252,7 +118,7 @@ func newEnv(t testing.TB) *env {
 		BaseDelay: time.Millisecond,
 		Timeout:   10 * time.Second,
 	})
-	return &env{t: t, ws: ws, repo: repo, hist: newFileHistory(t, ws), srv: srv, llm: client, logs: &logRecorder{}}
+	return &env{t: t, ws: ws, repo: repo, hist: newTestHistory(t, ws), srv: srv, llm: client, logs: &logRecorder{}}
 }
 
 func (e *env) dreamer(cfg Config) *Dreamer {

@@ -9,14 +9,15 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dreamgate/dreamgate/workspace"
 	"github.com/gofrs/flock"
 )
 
 // lockPath is the file that makes Dream single-flight across processes. It
 // lives under memory/, which the memory repository ignores and the chat
 // file tools may not write (*.lock).
-func lockPath(workspace string) string {
-	return filepath.Join(workspace, "memory", ".dream.lock")
+func lockPath(dir string) string {
+	return filepath.Join(dir, filepath.FromSlash(workspace.DreamLock))
 }
 
 // flight is the single-flight guard: an in-process flag (cheap, and it

@@ -10,22 +10,24 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/dreamgate/dreamgate/history"
 	"github.com/dreamgate/dreamgate/llm"
+	"github.com/dreamgate/dreamgate/workspace"
 )
 
-// The memory files Dream reads and edits, workspace-relative, in the order
-// the prompts show them.
+// The memory files Dream reads and edits, workspace-relative (the
+// workspace layout's).
 const (
-	fileSoul   = "SOUL.md"
-	fileUser   = "USER.md"
-	fileMemory = "memory/MEMORY.md"
+	fileSoul   = workspace.Soul
+	fileUser   = workspace.User
+	fileMemory = workspace.Memory
 )
 
 // memoryFiles is the fixed set phase 2 may edit (agent.DreamPolicy).
-var memoryFiles = [...]string{fileSoul, fileUser, fileMemory}
+var memoryFiles = workspace.MemoryFiles()
 
 // overridePath is the workspace's own Dream guidance (DESIGN §5).
-const overridePath = "prompts/dream.md"
+const overridePath = workspace.DreamGuide
 
 // Caps on what goes into a prompt, in characters (runes).
 const (
@@ -93,12 +95,13 @@ type memFile struct {
 	text string // "" when missing or empty
 }
 
-// readMemoryFiles reads the three memory files. A missing file reads as
-// empty; any other error is returned.
-func readMemoryFiles(workspace string) ([]memFile, error) {
+// readMemoryFiles reads the three memory files, in the order the prompts
+// show them (MEMORY, SOUL, USER). A missing file reads as empty; any other
+// error is returned.
+func readMemoryFiles(dir string) ([]memFile, error) {
 	out := make([]memFile, 0, len(memoryFiles))
 	for _, rel := range []string{fileMemory, fileSoul, fileUser} {
-		b, err := os.ReadFile(filepath.Join(workspace, filepath.FromSlash(rel)))
+		b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(rel)))
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("read %s: %w", rel, err)
 		}
@@ -109,8 +112,8 @@ func readMemoryFiles(workspace string) ([]memFile, error) {
 
 // guidance returns the workspace's prompts/dream.md when it holds more than
 // white space (capped), else "".
-func guidance(workspace string) (text string, truncated bool, err error) {
-	b, err := os.ReadFile(filepath.Join(workspace, filepath.FromSlash(overridePath)))
+func guidance(dir string) (text string, truncated bool, err error) {
+	b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(overridePath)))
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", false, nil
 	}
@@ -132,7 +135,7 @@ func system(guidance, rules string) string {
 
 // phase1Messages builds the analysis request: the batch, today's date and
 // the current files.
-func phase1Messages(guide string, batch []Entry, today time.Time, files []memFile) []llm.Message {
+func phase1Messages(guide string, batch []history.Entry, today time.Time, files []memFile) []llm.Message {
 	if guide == "" {
 		guide = phase1Guidance
 	}

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dreamgate/dreamgate/agent"
 	"github.com/dreamgate/dreamgate/gitstore"
 	"github.com/dreamgate/dreamgate/llm/llmtest"
+	"github.com/dreamgate/dreamgate/workspace"
 )
 
 // dreamEdit runs one Dream that replaces oldText with newText in rel.
@@ -117,7 +117,7 @@ func TestRestore(t *testing.T) {
 // commit, as DESIGN §6 says; the write stays in the history.)
 func TestRestoreWaitsForWorkspaceWrites(t *testing.T) {
 	e := newEnv(t)
-	ws, err := agent.OpenWorkspace(e.ws)
+	ws, err := workspace.Open(e.ws)
 	if err != nil {
 		t.Fatal(err)
 	}

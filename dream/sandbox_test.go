@@ -101,8 +101,9 @@ func TestPhase2Sandbox(t *testing.T) {
 	}
 	e.srv.Push(llmtest.Text("[MEMORY] forget everything"), calls(hostile...), llmtest.Text("I could not do it."))
 
-	// Dream's own bookkeeping legitimately changes beside the three files.
-	skip := []string{"memory/.dream_cursor", "memory/.dream_state", "memory/.dream.lock"}
+	// Dream's own bookkeeping (and the history store's lock file)
+	// legitimately changes beside the three files.
+	skip := []string{"memory/.dream_cursor", "memory/.dream_state", "memory/.dream.lock", "memory/.history.lock"}
 	wsBefore, outBefore := tree(t, e.ws, skip...), tree(t, outside)
 	rep, err := e.dreamer(Config{}).Run(t.Context(), TriggerManual, nil)
 	if err != nil {

@@ -8,13 +8,15 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/dreamgate/dreamgate/workspace"
 )
 
 // statePath is Dream's own bookkeeping, beside the cursors. It is not
 // tracked by the memory repository (gitstore ignores everything under
 // memory/ but MEMORY.md).
-func statePath(workspace string) string {
-	return filepath.Join(workspace, "memory", ".dream_state")
+func statePath(dir string) string {
+	return filepath.Join(dir, filepath.FromSlash(workspace.DreamState))
 }
 
 // state is the content of memory/.dream_state. It survives restarts and is
@@ -57,9 +59,9 @@ type LastRun struct {
 // loadState reads the state file. A missing file is the zero state; a
 // corrupt one is reported so the caller can log it and start afresh (the
 // worst case is a failure count starting again).
-func loadState(workspace string) (state, error) {
+func loadState(dir string) (state, error) {
 	var st state
-	b, err := os.ReadFile(statePath(workspace))
+	b, err := os.ReadFile(statePath(dir))
 	if errors.Is(err, fs.ErrNotExist) {
 		return st, nil
 	}
@@ -73,53 +75,13 @@ func loadState(workspace string) (state, error) {
 }
 
 // saveState writes the state file atomically.
-func saveState(workspace string, st state) error {
+func saveState(dir string, st state) error {
 	b, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode dream state: %w", err)
 	}
-	if err := writeAtomic(statePath(workspace), append(b, '\n'), 0o644); err != nil {
+	if err := workspace.WriteFile(statePath(dir), append(b, '\n'), 0o644); err != nil {
 		return fmt.Errorf("write dream state: %w", err)
-	}
-	return nil
-}
-
-// writeAtomic replaces p with data: a temp file in the same directory,
-// fsync, rename, fsync of the directory. A crash leaves the old or the new
-// content, never a torn file.
-func writeAtomic(p string, data []byte, perm fs.FileMode) (err error) {
-	dir := filepath.Dir(p)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(p)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			_ = os.Remove(tmp)
-		}
-	}()
-	if _, err = f.Write(data); err == nil {
-		err = f.Sync()
-	}
-	if err == nil {
-		err = f.Chmod(perm)
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	if err = os.Rename(tmp, p); err != nil {
-		return err
-	}
-	if d, derr := os.Open(dir); derr == nil {
-		_ = d.Sync() // best effort: not every file system syncs directories
-		_ = d.Close()
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/dreamgate/dreamgate/channels"
 	"github.com/dreamgate/dreamgate/gateway/session"
 	"github.com/dreamgate/dreamgate/llm"
+	"github.com/dreamgate/dreamgate/workspace"
 	workspacetemplate "github.com/dreamgate/dreamgate/workspace-template"
 )
 
@@ -94,7 +95,7 @@ func newTestEnv(t testing.TB, f func(ctx context.Context, req llm.Request) (llm.
 	if err != nil {
 		t.Fatal(err)
 	}
-	aw, err := agent.OpenWorkspace(ws)
+	aw, err := workspace.Open(ws)
 	if err != nil {
 		t.Fatal(err)
 	}

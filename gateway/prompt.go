@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dreamgate/dreamgate/workspace"
 	workspacetemplate "github.com/dreamgate/dreamgate/workspace-template"
 )
 
@@ -28,11 +29,24 @@ type promptFile struct {
 	skipIfTemplate bool
 }
 
-var promptFiles = []promptFile{
-	{"AGENTS.md", "# Instructions (AGENTS.md)", false},
-	{"SOUL.md", "# Soul (SOUL.md)", false},
-	{"USER.md", "# Users (USER.md)", true},
-	{"memory/MEMORY.md", "# Long-term memory (memory/MEMORY.md)", true},
+// promptFiles are AGENTS.md and then the workspace's memory files, in the
+// workspace's order.
+var promptFiles = append([]promptFile{{workspace.Agents, "# Instructions (AGENTS.md)", false}}, memoryPromptFiles()...)
+
+// memoryPromptFiles heads each memory file with a title; the voice (SOUL.md)
+// is shown even as a bare template, since it sets how every reply sounds.
+func memoryPromptFiles() []promptFile {
+	titles := map[string]string{workspace.Soul: "Soul", workspace.User: "Users", workspace.Memory: "Long-term memory"}
+	files := workspace.MemoryFiles()
+	out := make([]promptFile, 0, len(files))
+	for _, rel := range files {
+		title := titles[rel]
+		if title == "" {
+			title = rel
+		}
+		out = append(out, promptFile{rel, "# " + title + " (" + rel + ")", rel != workspace.Soul})
+	}
+	return out
 }
 
 // maxPromptFileChars caps each file in the prompt; a runaway file must not

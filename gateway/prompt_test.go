@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dreamgate/dreamgate/consolidator"
+	"github.com/dreamgate/dreamgate/history"
 	"github.com/dreamgate/dreamgate/llm"
 )
 
@@ -98,9 +99,9 @@ func useRealConsolidator(t testing.TB, env *testEnv, window, maxTokens int) *con
 
 // openHistory opens the workspace's history store (several stores on one
 // file are fine: they share the file lock, and each re-reads what changed).
-func openHistory(t testing.TB, env *testEnv) *consolidator.Store {
+func openHistory(t testing.TB, env *testEnv) *history.Store {
 	t.Helper()
-	store, err := consolidator.OpenStore(filepath.Join(env.ws, "memory"), nil)
+	store, err := history.Open(filepath.Join(env.ws, "memory"), history.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -66,7 +66,7 @@ func fixture(b *testing.B, kind string) *benchFixture {
 			return
 		}
 		b.Logf("built %d commits (%s) in %v; %s", benchCommits, kind, time.Since(start).Round(time.Millisecond), objectStats(f.dir))
-		if f.store, f.err = gitstore.Open(f.dir, gitstore.Options{}); f.err != nil {
+		if f.store, f.err = gitstore.Open(f.dir, gitstore.Options{Tracked: gitstore.TestTracked}); f.err != nil {
 			return
 		}
 		var log []gitstore.Commit
@@ -88,7 +88,7 @@ func fixture(b *testing.B, kind string) *benchFixture {
 // pack through go-git's pack encoder. A last real Commit makes the index
 // match, as in a live workspace.
 func buildHistory(dir string, n int, packed bool) error {
-	s, err := gitstore.Open(dir, gitstore.Options{})
+	s, err := gitstore.Open(dir, gitstore.Options{Tracked: gitstore.TestTracked})
 	if err != nil {
 		return err
 	}
@@ -376,7 +376,7 @@ func BenchmarkStore10k(b *testing.B) {
 		b.Run(kind+"/Open", func(b *testing.B) {
 			f := fixture(b, kind)
 			for b.Loop() {
-				if _, err := gitstore.Open(f.dir, gitstore.Options{}); err != nil {
+				if _, err := gitstore.Open(f.dir, gitstore.Options{Tracked: gitstore.TestTracked}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -418,7 +418,7 @@ func BenchmarkPack(b *testing.B) {
 				if err := buildHistory(dir, n, false); err != nil {
 					b.Fatal(err)
 				}
-				s, err := gitstore.Open(dir, gitstore.Options{})
+				s, err := gitstore.Open(dir, gitstore.Options{Tracked: gitstore.TestTracked})
 				if err != nil {
 					b.Fatal(err)
 				}

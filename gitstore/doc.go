@@ -25,5 +25,8 @@
 // ErrConcurrentUpdate instead of a lost commit.
 //
 // gitstore wraps go-git; go-git types never appear in its API. It imports no
-// other dreamgate package.
+// other dreamgate package: the caller names the tracked files
+// (Options.Tracked, the workspace layout's memory files) and passes the
+// writer a restore rewrites files through (Options.Files, the workspace's
+// atomic write).
 package gitstore

@@ -10,6 +10,9 @@ import (
 // conditions wraps the sentinel, so callers decide with errors.Is and pick
 // their own user-facing sentence; the wrapped text is for logs.
 var (
+	// ErrNoTrackedFiles: Open was given no tracked files (Options.Tracked).
+	ErrNoTrackedFiles = errors.New("no tracked files given")
+
 	// ErrNotARepository: the workspace has a .git entry that go-git cannot
 	// open as a repository (empty, corrupt, or a dangling gitdir link).
 	ErrNotARepository = errors.New("not a git repository")

@@ -2,3 +2,7 @@ package gitstore
 
 // SetPackThreshold lets tests pack small repositories.
 func SetPackThreshold(s *Store, n int) { s.packThreshold = n }
+
+// TestTracked is what the tests track: the memory files of a dreamgate
+// workspace (the caller's layout; gitstore itself knows no file names).
+var TestTracked = []string{"SOUL.md", "USER.md", "memory/MEMORY.md"}

@@ -30,7 +30,7 @@ func newClock() *clock {
 func openStore(t testing.TB) (*gitstore.Store, string) {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "workspace")
-	s, err := gitstore.Open(dir, gitstore.Options{Now: newClock().now})
+	s, err := gitstore.Open(dir, gitstore.Options{Tracked: gitstore.TestTracked, Now: newClock().now})
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}

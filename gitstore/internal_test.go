@@ -237,7 +237,7 @@ func TestFenceAndCut(t *testing.T) {
 
 func TestLockedIndex(t *testing.T) {
 	dir := t.TempDir()
-	s, err := Open(dir, Options{})
+	s, err := Open(dir, Options{Tracked: TestTracked})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,7 +268,7 @@ func TestPackPrefix(t *testing.T) {
 		t.Skip("git binary not found")
 	}
 	dir := t.TempDir()
-	s, err := Open(dir, Options{})
+	s, err := Open(dir, Options{Tracked: TestTracked})
 	if err != nil {
 		t.Fatal(err)
 	}

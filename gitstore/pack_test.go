@@ -19,7 +19,7 @@ func TestPack(t *testing.T) {
 	}
 	// A second Store on the same workspace, as a gateway running beside a
 	// CLI `dream run`: it must keep reading after the other one packed.
-	other, err := gitstore.Open(dir, gitstore.Options{})
+	other, err := gitstore.Open(dir, gitstore.Options{Tracked: gitstore.TestTracked})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -248,11 +248,13 @@ func (s *Store) touching(later []*object.Commit, target *object.Commit, paths []
 }
 
 // writeVersion makes the workspace file at p the given committed version
-// (atomically), or removes it when that version does not exist.
+// (atomically, through the Store's Files), or removes it when that version
+// does not exist. A symbolic link is recreated directly: Files writes
+// regular files only.
 func (s *Store) writeVersion(p string, v blobState) error {
 	full := filepath.Join(s.dir, filepath.FromSlash(p))
 	if !v.exists {
-		if err := os.Remove(full); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := s.files.Remove(p); err != nil {
 			return fmt.Errorf("remove %s: %w", p, err)
 		}
 		return nil
@@ -278,7 +280,7 @@ func (s *Store) writeVersion(p string, v blobState) error {
 		if v.mode == filemode.Executable {
 			perm = 0o755
 		}
-		if err := writeFileAtomic(full, data, perm); err != nil {
+		if err := s.files.WriteFile(p, data, perm); err != nil {
 			return fmt.Errorf("restore %s: %w", p, err)
 		}
 		return nil

@@ -179,7 +179,7 @@ func TestRestoreDeletesFileThatDidNotExist(t *testing.T) {
 	_, dir := openStore(t)
 	// The workspace starts tracking one more file later on.
 	s2, err := gitstore.Open(dir, gitstore.Options{
-		Tracked: append(gitstore.DefaultTracked(), "memory/PROJECTS.md"),
+		Tracked: append(slices.Clone(gitstore.TestTracked), "memory/PROJECTS.md"),
 		Now:     newClock().now,
 	})
 	if err != nil {

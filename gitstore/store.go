@@ -40,22 +40,25 @@ const (
 	DefaultAuthorEmail = "dreamgate@localhost"
 )
 
-// DefaultTracked returns the files the repository tracks unless
-// Options.Tracked says otherwise: SOUL.md, USER.md, memory/MEMORY.md.
-func DefaultTracked() []string { return []string{"SOUL.md", "USER.md", "memory/MEMORY.md"} }
-
 const (
 	ignoreFile  = ".gitignore"
 	defaultHead = "refs/heads/main"
 )
 
-// Options configure a Store. The zero value is ready to use.
+// Options configure a Store. Tracked is required; every other field has a
+// default.
 type Options struct {
 	// Tracked are the workspace-relative, slash-separated files the
-	// repository versions. Default DefaultTracked(). Names are limited to
-	// letters, digits, '.', '_', '-' and '/' so they need no escaping in
-	// .gitignore.
+	// repository versions: the caller's workspace layout says which (the
+	// store itself knows no file names but .gitignore). Names are limited
+	// to letters, digits, '.', '_', '-' and '/' so they need no escaping in
+	// .gitignore. Empty is ErrNoTrackedFiles.
 	Tracked []string
+	// Files writes the workspace files the Store rewrites: the files a
+	// Restore puts back, and .gitignore. The caller passes the workspace's
+	// own atomic write so every writer of the workspace shares one; nil
+	// writes directly (a temp file, fsync, rename, fsync of the directory).
+	Files Files
 	// Author signs commits as author and committer. Empty fields default
 	// to DefaultAuthorName and DefaultAuthorEmail.
 	Author Signature
@@ -64,6 +67,17 @@ type Options struct {
 	// Logger receives warnings (stale lock removed, .gitignore extended).
 	// Nil discards.
 	Logger *slog.Logger
+}
+
+// Files is how the Store rewrites workspace files. Paths are
+// workspace-relative and slash-separated.
+type Files interface {
+	// WriteFile replaces rel with data atomically (a reader or a crash sees
+	// the old content or the new) and durably, with exactly the permission
+	// bits perm, creating missing parent directories.
+	WriteFile(rel string, data []byte, perm fs.FileMode) error
+	// Remove deletes the file rel; a missing file is not an error.
+	Remove(rel string) error
 }
 
 // Signature names who makes the Store's commits.
@@ -76,6 +90,7 @@ type Store struct {
 	gitDir  string // holds HEAD, index, index.lock
 	objDir  string // loose objects and packs (the common dir's, for a linked worktree)
 	tracked []string
+	files   Files
 	author  Signature
 	now     func() time.Time
 	log     *slog.Logger
@@ -117,17 +132,17 @@ func newStore(dir string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("workspace path: %w", err)
 	}
-	tracked := opts.Tracked
-	if len(tracked) == 0 {
-		tracked = DefaultTracked()
+	if len(opts.Tracked) == 0 {
+		return nil, ErrNoTrackedFiles
 	}
-	tracked, err = cleanTracked(tracked)
+	tracked, err := cleanTracked(opts.Tracked)
 	if err != nil {
 		return nil, err
 	}
 	s := &Store{
 		dir:           abs,
 		tracked:       tracked,
+		files:         opts.Files,
 		author:        opts.Author,
 		now:           opts.Now,
 		log:           opts.Logger,
@@ -149,6 +164,9 @@ func newStore(dir string, opts Options) (*Store, error) {
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.files == nil {
+		s.files = dirFiles{dir: abs}
 	}
 	return s, nil
 }
@@ -371,7 +389,7 @@ func (s *Store) mergeIgnore() (changed bool, err error) {
 		buf = append(buf, '\n')
 	}
 	buf = append(buf, strings.Join(add, "\n")+"\n"...)
-	if err := writeFileAtomic(p, buf, 0o644); err != nil {
+	if err := s.files.WriteFile(ignoreFile, buf, 0o644); err != nil {
 		return false, fmt.Errorf("write .gitignore: %w", err)
 	}
 	return true, nil
@@ -436,10 +454,27 @@ func (s *Store) Dir() string { return s.dir }
 // Tracked returns the tracked paths, sorted.
 func (s *Store) Tracked() []string { return slices.Clone(s.tracked) }
 
-// writeFileAtomic replaces p with data through a temporary file in the same
-// directory, synced before the rename, so a crash leaves the old or the new
-// content and never a torn file.
-func writeFileAtomic(p string, data []byte, perm fs.FileMode) (err error) {
+// dirFiles is the Files of a Store opened without one: direct writes in
+// the workspace directory.
+type dirFiles struct{ dir string }
+
+func (d dirFiles) path(rel string) string { return filepath.Join(d.dir, filepath.FromSlash(rel)) }
+
+func (d dirFiles) Remove(rel string) error {
+	if err := os.Remove(d.path(rel)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// WriteFile replaces rel through a temporary file in the same directory,
+// synced before the rename, and syncs the directory after it, so a crash
+// leaves the old or the new content and never a torn file.
+func (d dirFiles) WriteFile(rel string, data []byte, perm fs.FileMode) (err error) {
+	p := d.path(rel)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
 	f, err := os.CreateTemp(filepath.Dir(p), "."+filepath.Base(p)+".tmp*")
 	if err != nil {
 		return err
@@ -465,5 +500,14 @@ func writeFileAtomic(p string, data []byte, perm fs.FileMode) (err error) {
 	if err = f.Close(); err != nil {
 		return err
 	}
-	return os.Rename(tmp, p)
+	if err = os.Rename(tmp, p); err != nil {
+		return err
+	}
+	dir, err := os.Open(filepath.Dir(p))
+	if err != nil {
+		return nil // the content is in place; only its durability is unconfirmed
+	}
+	defer dir.Close()
+	_ = dir.Sync()
+	return nil
 }

@@ -51,7 +51,7 @@ func assertNoise(t *testing.T, dir string, noise map[string]string) {
 func TestOpenInitialisesWorkspace(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "ws")
 	writeFile(t, dir, "SOUL.md", "# Soul\nBe kind.\n") // written by onboarding before the store
-	s, err := gitstore.Open(dir, gitstore.Options{Now: newClock().now})
+	s, err := gitstore.Open(dir, gitstore.Options{Tracked: gitstore.TestTracked, Now: newClock().now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func TestOpenUsesExistingRepository(t *testing.T) {
 		s, dir := openStore(t)
 		writeFile(t, dir, "memory/MEMORY.md", "- fact\n")
 		c := mustCommit(t, s, "dream: 1 change(s) from history 1-1")
-		s2, err := gitstore.Open(dir, gitstore.Options{})
+		s2, err := gitstore.Open(dir, gitstore.Options{Tracked: gitstore.TestTracked})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -157,7 +157,7 @@ func TestOpenUsesExistingRepository(t *testing.T) {
 		runGit(t, dir, "commit", "-q", "-m", "init: nanobot memory store")
 		noise := workspaceNoise(t, dir)
 
-		s, err := gitstore.Open(dir, gitstore.Options{Now: newClock().now})
+		s, err := gitstore.Open(dir, gitstore.Options{Tracked: gitstore.TestTracked, Now: newClock().now})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -178,7 +178,7 @@ func TestOpenUsesExistingRepository(t *testing.T) {
 		assertNoise(t, dir, noise)
 
 		// Idempotent: a second Open appends nothing and commits nothing.
-		if _, err := gitstore.Open(dir, gitstore.Options{}); err != nil {
+		if _, err := gitstore.Open(dir, gitstore.Options{Tracked: gitstore.TestTracked}); err != nil {
 			t.Fatal(err)
 		}
 		if got := readFile(t, dir, ".gitignore"); got != want {
@@ -192,7 +192,7 @@ func TestOpenUsesExistingRepository(t *testing.T) {
 	t.Run("initialised but no commit yet", func(t *testing.T) {
 		dir := t.TempDir()
 		runGit(t, dir, "init", "-q")
-		s, err := gitstore.Open(dir, gitstore.Options{})
+		s, err := gitstore.Open(dir, gitstore.Options{Tracked: gitstore.TestTracked})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -211,7 +211,7 @@ func TestOpenUsesExistingRepository(t *testing.T) {
 		if err := os.Mkdir(filepath.Join(dir, ".git"), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		_, err := gitstore.Open(dir, gitstore.Options{})
+		_, err := gitstore.Open(dir, gitstore.Options{Tracked: gitstore.TestTracked})
 		if !errors.Is(err, gitstore.ErrNotARepository) {
 			t.Fatalf("Open on an empty .git dir: %v, want ErrNotARepository", err)
 		}
@@ -252,7 +252,7 @@ func TestOpenRefusesNestedWorkspace(t *testing.T) {
 			root := t.TempDir()
 			tt.outer(t, root)
 			ws := tt.ws(root)
-			_, err := gitstore.Open(ws, gitstore.Options{})
+			_, err := gitstore.Open(ws, gitstore.Options{Tracked: gitstore.TestTracked})
 			if !errors.Is(err, gitstore.ErrNestedRepository) {
 				t.Fatalf("Open: %v, want ErrNestedRepository", err)
 			}

@@ -16,7 +16,9 @@ import (
 	"github.com/dreamgate/dreamgate/gateway"
 	"github.com/dreamgate/dreamgate/gateway/session"
 	"github.com/dreamgate/dreamgate/gitstore"
+	"github.com/dreamgate/dreamgate/history"
 	"github.com/dreamgate/dreamgate/llm"
+	"github.com/dreamgate/dreamgate/workspace"
 	workspacetemplate "github.com/dreamgate/dreamgate/workspace-template"
 )
 
@@ -27,9 +29,9 @@ type app struct {
 	logger *slog.Logger
 
 	model    *llm.Client
-	history  *consolidator.Store
+	history  *history.Store
 	sessions *session.Store
-	ws       *agent.Workspace
+	ws       *workspace.Root
 	repo     *gitstore.Store
 }
 
@@ -49,7 +51,12 @@ func openWorkspace(cfg Config, logger *slog.Logger, complete bool) (created []st
 	if err != nil {
 		return created, err
 	}
-	if _, err := gitstore.Open(cfg.Workspace, gitstore.Options{}); err != nil {
+	ws, err := workspace.Open(cfg.Workspace)
+	if err != nil {
+		return created, fmt.Errorf("open workspace: %w", err)
+	}
+	defer ws.Close()
+	if _, err := gitstore.Open(cfg.Workspace, repoOptions(ws)); err != nil {
 		if errors.Is(err, gitstore.ErrNestedRepository) {
 			logger.Warn("memory versioning is off: the workspace is inside another git repository", "workspace", cfg.Workspace, "err", err)
 		} else {
@@ -77,13 +84,13 @@ func newApp(cfg Config, logger *slog.Logger) (*app, error) {
 		Logger:      logger.With("component", "llm"),
 	})
 	var err error
-	if a.history, err = consolidator.OpenStore(filepath.Join(cfg.Workspace, "memory"), logger.With("component", "history")); err != nil {
+	if a.history, err = history.Open(filepath.Join(cfg.Workspace, filepath.FromSlash(workspace.MemoryDir)), history.Options{Logger: logger.With("component", "history")}); err != nil {
 		return nil, fmt.Errorf("open history: %w", err)
 	}
 	if a.sessions, err = session.NewStore(filepath.Join(cfg.StateDir, "sessions"), logger.With("component", "sessions")); err != nil {
 		return nil, err
 	}
-	if a.ws, err = agent.OpenWorkspace(cfg.Workspace); err != nil {
+	if a.ws, err = workspace.Open(cfg.Workspace); err != nil {
 		return nil, fmt.Errorf("open workspace: %w", err)
 	}
 	return a, nil
@@ -94,12 +101,18 @@ func (a *app) openRepo() (*gitstore.Store, error) {
 	if a.repo != nil {
 		return a.repo, nil
 	}
-	r, err := gitstore.Open(a.cfg.Workspace, gitstore.Options{})
+	r, err := gitstore.Open(a.cfg.Workspace, repoOptions(a.ws))
 	if err != nil {
 		return nil, fmt.Errorf("open memory repository: %w", err)
 	}
 	a.repo = r
 	return r, nil
+}
+
+// repoOptions: the memory repository tracks the workspace's memory files
+// and rewrites them (a restore) through the workspace's atomic write.
+func repoOptions(ws *workspace.Root) gitstore.Options {
+	return gitstore.Options{Tracked: workspace.MemoryFiles(), Files: ws}
 }
 
 func (a *app) close() {
@@ -175,37 +188,11 @@ func (a *app) dreamer() (*dream.Dreamer, error) {
 		MaxIterations: a.cfg.Dream.MaxIterations,
 	}, dream.Deps{
 		Model:   a.model,
-		History: historyAdapter{a.history},
+		History: a.history,
 		Repo:    repo,
 		Files:   a.ws,
 		Logger:  a.logger.With("component", "dream"),
 	})
-}
-
-// historyAdapter lets Dream read history.jsonl through the consolidator's
-// store without the two packages importing each other (DESIGN §1).
-type historyAdapter struct{ s *consolidator.Store }
-
-func (h historyAdapter) Since(cursor, limit int) ([]dream.Entry, error) {
-	es, err := h.s.Since(cursor, limit)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]dream.Entry, len(es))
-	for i, e := range es {
-		out[i] = dream.Entry{Cursor: e.Cursor, Timestamp: e.Timestamp, Content: e.Content, SessionKey: e.SessionKey}
-	}
-	return out, nil
-}
-
-func (h historyAdapter) DreamCursor() (int, error)  { return h.s.DreamCursor() }
-func (h historyAdapter) SetDreamCursor(n int) error { return h.s.SetDreamCursor(n) }
-func (h historyAdapter) Compact(max int) (int, error) {
-	return h.s.Compact(max)
-}
-func (h historyAdapter) Append(content, sessionKey string) (dream.Entry, error) {
-	e, err := h.s.Append(content, sessionKey)
-	return dream.Entry{Cursor: e.Cursor, Timestamp: e.Timestamp, Content: e.Content, SessionKey: e.SessionKey}, err
 }
 
 // shutdownContext bounds how long running turns may take to finish after a

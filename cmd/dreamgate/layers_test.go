@@ -10,22 +10,27 @@ const module = "github.com/dreamgate/dreamgate"
 
 // layers is DESIGN §1's list, top to bottom: a package may import only
 // packages of layers below its own (and its own family, within the limits
-// of sameFamilyOK).
+// of sameFamilyOK). workspace sits below agent, not above gitstore as in
+// DESIGN §1's listing: agent's file tools work on the workspace's confined
+// root, so agent imports workspace.
 var layers = []string{
-	"cmd", "eval", "gateway", "consolidator", "dream", "gitstore", "agent", "llm", "channels", "workspace-template",
+	"cmd", "eval", "gateway", "consolidator", "dream", "history", "gitstore", "agent", "workspace", "llm", "channels", "workspace-template",
 }
 
 // forbidden pairs beyond the order: the two memory stages never import each
-// other; history.jsonl is shared through the consolidator's store, adapted
-// in cmd.
+// other (history.jsonl is shared through the history leaf package both
+// import), and gitstore imports no package of ours (DESIGN §1), though
+// workspace ranks below it: its caller passes the tracked files and the
+// workspace's atomic write in.
 var forbidden = map[[2]string]bool{
 	{"consolidator", "dream"}: true,
 	{"dream", "consolidator"}: true,
 	// eval holds the pure parts of `dreamgate eval`; playing scenarios
 	// through the pipeline is cmd's job.
-	{"eval", "gateway"}:      true,
-	{"eval", "consolidator"}: true,
-	{"eval", "dream"}:        true,
+	{"eval", "gateway"}:       true,
+	{"eval", "consolidator"}:  true,
+	{"eval", "dream"}:         true,
+	{"gitstore", "workspace"}: true,
 }
 
 func family(pkg string) string {
@@ -125,5 +130,16 @@ func TestLayerRulesCatchViolations(t *testing.T) {
 	}
 	if !forbidden[[2]string{"eval", "gateway"}] {
 		t.Error("eval -> gateway must be forbidden")
+	}
+	if rank(family(module+"/history")) <= rank(family(module+"/dream")) ||
+		rank(family(module+"/history")) <= rank(family(module+"/consolidator")) {
+		t.Error("history must rank below both memory stages that share it")
+	}
+	if rank(family(module+"/workspace")) <= rank(family(module+"/agent")) ||
+		rank(family(module+"/workspace")) <= rank(family(module+"/history")) {
+		t.Error("workspace must rank below agent and history, which use it")
+	}
+	if family(module+"/workspace-template") == family(module+"/workspace") {
+		t.Error("workspace-template is a family of its own, not workspace's")
 	}
 }

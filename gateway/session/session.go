@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/dreamgate/dreamgate/llm"
+	"github.com/dreamgate/dreamgate/workspace"
 )
 
 // Store hands out sessions by key, loading each from disk once.
@@ -409,32 +410,9 @@ func (s *Session) close() error {
 	return err
 }
 
-// writeAtomic replaces path with data: temp file, fsync, rename, fsync dir.
+// writeAtomic replaces path with data through the workspace package's one
+// atomic write (temp file, fsync, rename, fsync of the directory); the
+// metadata stays private to its owner.
 func writeAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // no-op after a successful rename
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		d.Close()
-	}
-	return nil
+	return workspace.WriteFile(path, data, 0o600)
 }

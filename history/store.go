@@ -1,4 +1,4 @@
-package consolidator
+package history
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -15,17 +16,20 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dreamgate/dreamgate/workspace"
 	"github.com/gofrs/flock"
 )
 
-// File names inside the memory directory.
-const (
-	historyFile     = "history.jsonl"
-	cursorFile      = ".cursor"
-	dreamCursorFile = ".dream_cursor"
-	lockFile        = ".history.lock"
-	legacyFile      = "HISTORY.md"
+// File names inside the memory directory (the workspace layout's).
+var (
+	historyFile     = path.Base(workspace.History)
+	cursorFile      = path.Base(workspace.Cursor)
+	dreamCursorFile = path.Base(workspace.DreamCursor)
+	lockFile        = path.Base(workspace.HistoryLock)
 )
+
+// legacyFile is nanobot's old archive, migrated once.
+const legacyFile = "HISTORY.md"
 
 // Store is the one reader and writer of memory/history.jsonl and its cursor
 // files. It is safe for concurrent use, and several processes (the gateway
@@ -77,14 +81,28 @@ type cache struct {
 	maxCursor int // highest valid cursor in the consumed part, 0 if none
 }
 
-// OpenStore opens (creating it if needed) the memory directory of a
-// workspace, <workspace>/memory. A legacy memory/HISTORY.md is migrated into
+// Options configure a Store; the zero value is ready to use.
+type Options struct {
+	// Logger receives the warnings about damaged lines and the like. Nil
+	// discards.
+	Logger *slog.Logger
+	// Now stamps appended entries. Nil is time.Now.
+	Now func() time.Time
+}
+
+// Open opens (creating it if needed) the memory directory of a workspace,
+// <workspace>/memory. A legacy memory/HISTORY.md is migrated into
 // history.jsonl once, as nanobot does: both cursor files are set to the last
 // migrated cursor, so Dream does not replay the old archive, and the old file
-// is kept as HISTORY.md.bak. A nil logger discards.
-func OpenStore(memoryDir string, logger *slog.Logger) (*Store, error) {
+// is kept as HISTORY.md.bak.
+func Open(memoryDir string, opts Options) (*Store, error) {
+	logger := opts.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
+	}
+	now := opts.Now
+	if now == nil {
+		now = time.Now
 	}
 	if err := os.MkdirAll(memoryDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create memory dir: %w", err)
@@ -95,7 +113,7 @@ func OpenStore(memoryDir string, logger *slog.Logger) (*Store, error) {
 		cursorPath: filepath.Join(memoryDir, cursorFile),
 		dreamPath:  filepath.Join(memoryDir, dreamCursorFile),
 		logger:     logger,
-		now:        time.Now,
+		now:        now,
 		flock:      flock.New(filepath.Join(memoryDir, lockFile), flock.SetPermissions(0o644)),
 		warned:     map[string]bool{},
 	}
@@ -104,6 +122,9 @@ func OpenStore(memoryDir string, logger *slog.Logger) (*Store, error) {
 	}
 	return s, nil
 }
+
+// Path is the history file's path.
+func (s *Store) Path() string { return s.path }
 
 // lock takes the in-process mutex and the cross-process file lock, in that
 // order (always), and returns the function that releases both.
@@ -142,7 +163,7 @@ func (s *Store) Append(content, sessionKey string) (Entry, error) {
 		return Entry{}, err
 	}
 	defer unlock()
-	if capped, cut := capChars(content, MaxEntryChars); cut {
+	if capped, cut := CapChars(content, MaxEntryChars); cut {
 		s.warnOnce("oversize", "history entry over the size cap; truncating (further ones not logged)",
 			"chars", len([]rune(content)), "cap", MaxEntryChars)
 		content = capped
@@ -206,7 +227,7 @@ func (s *Store) appendLocked(content, sessionKey string) (Entry, error) {
 		return Entry{}, fmt.Errorf("sync: %w", err)
 	}
 	if created {
-		if err := syncDir(s.dir); err != nil {
+		if err := workspace.SyncDir(s.dir); err != nil {
 			return Entry{}, err
 		}
 	}
@@ -226,7 +247,7 @@ func (s *Store) appendLocked(content, sessionKey string) (Entry, error) {
 	}
 	// .cursor only speeds up and secures numbering: the line above already
 	// holds the cursor, so a failure here loses nothing.
-	if err := writeFileAtomic(s.cursorPath, s.cursorPath+".tmp", []byte(strconv.Itoa(e.Cursor)), false); err != nil {
+	if err := workspace.WriteFile(s.cursorPath, []byte(strconv.Itoa(e.Cursor)), fileMode); err != nil {
 		s.logger.Warn("cannot update the history cursor file", "err", err)
 	}
 	return e, nil
@@ -468,7 +489,7 @@ func (s *Store) SetDreamCursor(n int) error {
 		return err
 	}
 	defer unlock()
-	if err := writeFileAtomic(s.dreamPath, s.dreamPath+".tmp", []byte(strconv.Itoa(n)), true); err != nil {
+	if err := workspace.WriteFile(s.dreamPath, []byte(strconv.Itoa(n)), fileMode); err != nil {
 		return fmt.Errorf("set dream cursor: %w", err)
 	}
 	s.pruneLocked(n)
@@ -576,7 +597,7 @@ func (s *Store) compactLocked(maxEntries int) (int, error) {
 		return 0, err
 	}
 	last := max(counter, maxCursor)
-	if err := writeFileAtomic(s.cursorPath, s.cursorPath+".tmp", []byte(strconv.Itoa(last)), true); err != nil {
+	if err := workspace.WriteFile(s.cursorPath, []byte(strconv.Itoa(last)), fileMode); err != nil {
 		return 0, err
 	}
 	var out bytes.Buffer
@@ -585,7 +606,7 @@ func (s *Store) compactLocked(maxEntries int) (int, error) {
 		out.Write(l.raw)
 		out.WriteByte('\n')
 	}
-	if err := writeFileAtomic(s.path, s.path+".tmp", out.Bytes(), true); err != nil {
+	if err := workspace.WriteFile(s.path, out.Bytes(), fileMode); err != nil {
 		return 0, err
 	}
 	s.cache = cache{}

@@ -1,4 +1,4 @@
-package consolidator
+package history
 
 import (
 	"errors"
@@ -437,8 +437,8 @@ func TestDreamCursor(t *testing.T) {
 	if n := rec.count(slog.LevelWarn, "the dream cursor file does not hold a non-negative integer; treating it as 0"); n != 1 {
 		t.Errorf("garbled cursor warnings = %d, want 1", n)
 	}
-	if _, err := os.Stat(filepath.Join(dir, dreamCursorFile+".tmp")); !os.IsNotExist(err) {
-		t.Errorf("temp file left behind: %v", err)
+	if left := tempFiles(t, dir); len(left) != 0 {
+		t.Errorf("temp files left behind: %v", left)
 	}
 }
 
@@ -487,8 +487,8 @@ func TestCompact(t *testing.T) {
 			if err != nil || e.Cursor != tt.entries+1 {
 				t.Errorf("next cursor = %d, %v; want %d", e.Cursor, err, tt.entries+1)
 			}
-			if _, err := os.Stat(filepath.Join(dir, historyFile+".tmp")); !os.IsNotExist(err) {
-				t.Errorf("temp file left behind: %v", err)
+			if left := tempFiles(t, dir); len(left) != 0 {
+				t.Errorf("temp files left behind: %v", left)
 			}
 		})
 	}

@@ -1,4 +1,4 @@
-package consolidator
+package history
 
 import (
 	"bytes"
@@ -25,29 +25,24 @@ type Entry struct {
 // TimestampLayout is the history.jsonl timestamp format (minute precision).
 const TimestampLayout = "2006-01-02 15:04"
 
-// Caps on entry content, in characters (Unicode code points, as nanobot
-// counts them).
-const (
-	// MaxEntryChars is the hard cap Append applies to any entry.
-	MaxEntryChars = 64000
-	// MaxSummaryChars caps an archive summary.
-	MaxSummaryChars = 8000
-	// MaxRawChars caps a "[RAW] N messages" entry.
-	MaxRawChars = 16000
-)
+// MaxEntryChars is the hard cap Append applies to any entry (in characters,
+// Unicode code points, as nanobot counts them). Writers cap their own
+// entries more tightly.
+const MaxEntryChars = 64000
 
-const truncatedSuffix = "\n... (truncated)"
+// TruncatedSuffix marks content that CapChars cut.
+const TruncatedSuffix = "\n... (truncated)"
 
-// capChars cuts s to at most limit characters and marks the cut. It reports
-// whether it cut.
-func capChars(s string, limit int) (string, bool) {
+// CapChars cuts s to at most limit characters and marks the cut with
+// TruncatedSuffix. It reports whether it cut.
+func CapChars(s string, limit int) (string, bool) {
 	if len(s) <= limit { // bytes >= characters, so no cut is possible
 		return s, false
 	}
 	n := 0
 	for i := range s {
 		if n == limit {
-			return s[:i] + truncatedSuffix, true
+			return s[:i] + TruncatedSuffix, true
 		}
 		n++
 	}

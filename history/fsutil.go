@@ -1,4 +1,4 @@
-package consolidator
+package history
 
 import (
 	"bufio"
@@ -12,57 +12,8 @@ import (
 	"strings"
 )
 
-// writeFileAtomic replaces path with data by writing tmp and renaming it over
-// path, so a reader sees the old or the new content, never a mix. tmp is a
-// fixed name beside path; callers hold the history lock, so no two writers
-// share it. When durable, the data and the rename are fsynced before it
-// returns.
-func writeFileAtomic(path, tmp string, data []byte, durable bool) (err error) {
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return fmt.Errorf("create %s: %w", filepath.Base(tmp), err)
-	}
-	defer func() {
-		if err != nil {
-			_ = os.Remove(tmp)
-		}
-	}()
-	if _, err = f.Write(data); err != nil {
-		_ = f.Close()
-		return fmt.Errorf("write %s: %w", filepath.Base(tmp), err)
-	}
-	if durable {
-		if err = f.Sync(); err != nil {
-			_ = f.Close()
-			return fmt.Errorf("sync %s: %w", filepath.Base(tmp), err)
-		}
-	}
-	if err = f.Close(); err != nil {
-		return fmt.Errorf("close %s: %w", filepath.Base(tmp), err)
-	}
-	if err = os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("replace %s: %w", filepath.Base(path), err)
-	}
-	if durable {
-		if err = syncDir(filepath.Dir(path)); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// syncDir makes a rename or a file creation in dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("open dir for sync: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync dir: %w", err)
-	}
-	return nil
-}
+// fileMode is the mode of the history and cursor files.
+const fileMode fs.FileMode = 0o644
 
 // readIntFile reads a bare non-negative integer (.cursor, .dream_cursor).
 // present is false when the file is missing; valid is false when it holds

@@ -1,4 +1,4 @@
-package consolidator
+package history
 
 import (
 	"bufio"
@@ -34,7 +34,7 @@ func TestAppendChild(t *testing.T) {
 	count, _ := strconv.Atoi(os.Getenv(childCountEnv))
 	seed, _ := strconv.ParseUint(os.Getenv(childSeedEnv), 10, 64)
 	rng := rand.New(rand.NewPCG(seed, 7))
-	s, err := OpenStore(dir, nil)
+	s, err := Open(dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +118,7 @@ func checkHistoryFile(t *testing.T, dir string, acked map[int]bool, maxBad int) 
 		}
 	}
 	// The file must also read cleanly through the Store.
-	s, err := OpenStore(dir, nil)
+	s, err := Open(dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +165,7 @@ func TestAppendSurvivesKill(t *testing.T) {
 		t.Errorf("%d valid entries, fewer than the %d acknowledged", valid, len(acked))
 	}
 	// Numbering goes on after the crashes.
-	s, err := OpenStore(dir, nil)
+	s, err := Open(dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

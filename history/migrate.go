@@ -1,4 +1,4 @@
-package consolidator
+package history
 
 import (
 	"errors"
@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/dreamgate/dreamgate/workspace"
 )
 
 // Shapes of lines in nanobot's legacy HISTORY.md.
@@ -55,16 +57,16 @@ func (s *Store) migrateLegacy() error {
 		for _, e := range entries {
 			buf = append(appendEntryJSON(buf, e), '\n')
 		}
-		if err := writeFileAtomic(s.path, s.path+".tmp", buf, true); err != nil {
+		if err := workspace.WriteFile(s.path, buf, fileMode); err != nil {
 			return err
 		}
 		last := []byte(strconv.Itoa(entries[len(entries)-1].Cursor))
 		// Dream starts after the migrated entries: an upgrade must not replay
 		// the whole old archive into memory (nor into every prompt).
-		if err := writeFileAtomic(s.cursorPath, s.cursorPath+".tmp", last, true); err != nil {
+		if err := workspace.WriteFile(s.cursorPath, last, fileMode); err != nil {
 			return err
 		}
-		if err := writeFileAtomic(s.dreamPath, s.dreamPath+".tmp", last, true); err != nil {
+		if err := workspace.WriteFile(s.dreamPath, last, fileMode); err != nil {
 			return err
 		}
 	}
@@ -72,7 +74,7 @@ func (s *Store) migrateLegacy() error {
 	if err := os.Rename(legacy, backup); err != nil {
 		return fmt.Errorf("keep %s as %s: %w", legacyFile, filepath.Base(backup), err)
 	}
-	if err := syncDir(s.dir); err != nil {
+	if err := workspace.SyncDir(s.dir); err != nil {
 		return err
 	}
 	s.cache = cache{}
@@ -131,7 +133,7 @@ func parseLegacyHistory(text, fallbackTS string) []Entry {
 				e.Content = rest
 			}
 		}
-		e.Content, _ = capChars(trimRight(e.Content), MaxEntryChars)
+		e.Content, _ = CapChars(trimRight(e.Content), MaxEntryChars)
 		entries = append(entries, e)
 	}
 	return entries

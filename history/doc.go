@@ -1,0 +1,15 @@
+// Package history is the store of memory/history.jsonl, the archive the
+// Consolidator writes and Dream reads: the only code that reads or writes
+// that file and its cursor files (memory/.cursor, memory/.dream_cursor).
+//
+// The format is nanobot's, byte for byte, so an existing nanobot workspace
+// keeps working: one JSON object a line with cursor, timestamp, content and
+// an optional session_key; memory/.cursor holds the last cursor handed out
+// and memory/.dream_cursor the highest one Dream has consumed. A legacy
+// memory/HISTORY.md is migrated once.
+//
+// It is a leaf shared by consolidator and dream, which never import each
+// other: it imports only workspace (the layout and the atomic write) of
+// dreamgate's packages, and third-party types (flock) never appear in its
+// API.
+package history

@@ -1,0 +1,17 @@
+// Package workspace owns the layout of a dreamgate workspace and the one way
+// its files are written.
+//
+//   - Layout: which files are the memory files Dream edits and the prompt
+//     shows (SOUL.md, USER.md, memory/MEMORY.md), and which are private to
+//     the program (the history archive, the cursor and state files, lock
+//     files, the memory repository). Every other package asks here instead
+//     of keeping its own list.
+//   - Root: the workspace directory opened as an os.Root, the confinement
+//     check for a path a model chose (Resolve), and the workspace's write
+//     lock (Exclusive), shared by the chat tools, Dream's phase 2, Dream's
+//     snapshot and roll-back, and a restore from the memory repository.
+//   - WriteFile / Root.WriteFile: the atomic write (a uniquely named temp
+//     file beside the target, fsync, rename, fsync of the directory).
+//
+// It is a leaf: it imports no package of dreamgate.
+package workspace

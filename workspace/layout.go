@@ -1,0 +1,54 @@
+package workspace
+
+// Paths inside a workspace, slash-separated and relative to its root.
+const (
+	Soul   = "SOUL.md"
+	User   = "USER.md"
+	Memory = "memory/MEMORY.md"
+	Agents = "AGENTS.md"
+
+	// MemoryDir holds MEMORY.md and the program's own files below.
+	MemoryDir = "memory"
+	// History is the archive the Consolidator appends to (DESIGN §2).
+	History = "memory/history.jsonl"
+	// Cursor holds the last cursor handed out in History.
+	Cursor = "memory/.cursor"
+	// DreamCursor holds the highest cursor Dream has consumed.
+	DreamCursor = "memory/.dream_cursor"
+	// DreamState is Dream's failure count and last run.
+	DreamState = "memory/.dream_state"
+	// HistoryLock and DreamLock are the cross-process locks of the history
+	// store and of Dream's single flight.
+	HistoryLock = "memory/.history.lock"
+	DreamLock   = "memory/.dream.lock"
+	// DreamGuide optionally replaces the built-in Dream guidance.
+	DreamGuide = "prompts/dream.md"
+	// GitDir and GitIgnore are the memory repository.
+	GitDir    = ".git"
+	GitIgnore = ".gitignore"
+)
+
+// MemoryFiles are the files Dream edits and every chat prompt shows, in
+// the order they are shown: the assistant's voice, the user, the memory.
+// The memory repository tracks them (gitstore adds its own .gitignore).
+func MemoryFiles() []string { return []string{Soul, User, Memory} }
+
+// ProgramFiles are maintained by dreamgate alone: no tool may write them.
+// Entries use agent.Policy's syntax ("dir/" is a whole directory, "**" any
+// number of directories): the archive, its cursors, Dream's state, lock
+// files and the memory repository.
+func ProgramFiles() []string {
+	return []string{
+		History,
+		Cursor,
+		DreamCursor,
+		DreamState,
+		MemoryDir + "/**/*.lock",
+		GitDir + "/",
+		GitIgnore,
+	}
+}
+
+// PrivateFiles may not even be read by a tool: the memory repository's
+// internals.
+func PrivateFiles() []string { return []string{GitDir + "/"} }
