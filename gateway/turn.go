@@ -34,7 +34,8 @@ func (g *Gateway) turn(ctx context.Context, in channels.Inbound) Result {
 		return g.fail(in, err, "I could not save your message, so I did not answer; the error is in the gateway log.")
 	}
 
-	sys := &systemPrompt{g: g, sess: sess}
+	tools, toolsText := g.toolsFor(ctx, g.isAdmin(in))
+	sys := &systemPrompt{g: g, sess: sess, tools: toolsText}
 	sys.build()
 	if g.deps.Consolidator != nil {
 		rep, err := g.deps.Consolidator.Maybe(ctx, sess, sys.fixed)
@@ -49,7 +50,7 @@ func (g *Gateway) turn(ctx context.Context, in channels.Inbound) Result {
 		}
 	}
 
-	stable := sys.text + g.toolText
+	stable := sys.text + sys.tools
 	system := sys.text + Runtime(g.now(), in.Channel, in.SessionKey, senderLabel(in))
 	msgs := append([]llm.Message{{Role: llm.RoleSystem, Content: system}}, replay(sess)...)
 
@@ -57,7 +58,7 @@ func (g *Gateway) turn(ctx context.Context, in channels.Inbound) Result {
 	model := &promptMeter{m: g.deps.Model}
 	loop := agent.Loop{
 		Model:         model,
-		Tools:         g.deps.Tools,
+		Tools:         tools,
 		Purpose:       llm.PurposeChat,
 		MaxIterations: g.cfg.MaxToolIterations,
 		Logger:        log,
@@ -139,7 +140,8 @@ type systemPrompt struct {
 	g     *Gateway
 	sess  *session.Session
 	text  string
-	fresh bool // text is current: the next fixed call may use it as it is
+	tools string // the turn's tool definitions, as counted
+	fresh bool   // text is current: the next fixed call may use it as it is
 }
 
 func (p *systemPrompt) build() {
@@ -155,7 +157,7 @@ func (p *systemPrompt) fixed() string {
 		p.build()
 	}
 	p.fresh = false
-	return p.text + p.g.toolText
+	return p.text + p.tools
 }
 
 // fixedPrompt is fixed for one-off uses such as /status.

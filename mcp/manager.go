@@ -66,9 +66,24 @@ func (m *Manager) ForTurn(ctx context.Context, admin bool) []agent.Tool {
 		})
 	}
 	wg.Wait()
+	return m.merge(lists)
+}
+
+// merge joins the servers' tool lists. Two servers can produce one name
+// ("a_b" with tool "c", "a" with tool "b_c"); the later one is left out,
+// since a duplicate name would make the whole turn's tool set invalid.
+func (m *Manager) merge(lists [][]*tool) []agent.Tool {
 	var out []agent.Tool
+	seen := map[string]string{}
 	for _, ts := range lists {
 		for _, t := range ts {
+			name := t.def.Name
+			if first, dup := seen[name]; dup {
+				m.log.Warn("MCP tool left out: another server's tool has the same name",
+					"tool", name, "mcp_server", t.srv.cfg.Name, "kept", first)
+				continue
+			}
+			seen[name] = t.srv.cfg.Name
 			out = append(out, t)
 		}
 	}

@@ -504,6 +504,22 @@ func TestToolNames(t *testing.T) {
 	}
 }
 
+func TestClashingNamesAcrossServersKeepTheFirst(t *testing.T) {
+	m, logs := newManager(t, Config{})
+	ab := &server{m: m, cfg: ServerConfig{Name: "a_b"}}
+	a := &server{m: m, cfg: ServerConfig{Name: "a"}}
+	t1 := &tool{srv: ab, remote: "c", def: llm.ToolDef{Name: ToolName("a_b", "c")}}
+	t2 := &tool{srv: a, remote: "b_c", def: llm.ToolDef{Name: ToolName("a", "b_c")}}
+	t3 := &tool{srv: a, remote: "d", def: llm.ToolDef{Name: ToolName("a", "d")}}
+	got := m.merge([][]*tool{{t1}, {t2, t3}})
+	if len(got) != 2 || got[0] != t1 || got[1] != t3 {
+		t.Errorf("merged = %v", names(got))
+	}
+	if !strings.Contains(logs.String(), "same name") {
+		t.Error("the clash is not logged")
+	}
+}
+
 func TestCloseStopsTheServers(t *testing.T) {
 	sc, _ := stdioServer(t, "t")
 	m := New(Config{Servers: []ServerConfig{sc}, BaseEnv: []string{"PATH=" + os.Getenv("PATH")}})
