@@ -12,7 +12,7 @@ const module = "github.com/dreamgate/dreamgate"
 // packages of layers below its own (and its own family, within the limits
 // of sameFamilyOK).
 var layers = []string{
-	"cmd", "gateway", "consolidator", "dream", "gitstore", "agent", "llm", "channels", "workspace-template",
+	"cmd", "gateway", "mcp", "consolidator", "dream", "gitstore", "agent", "llm", "channels", "workspace-template",
 }
 
 // forbidden pairs beyond the order: the two memory stages never import each
