@@ -127,9 +127,12 @@ func (s *server) start(done chan struct{}) {
 			problem = fmt.Sprintf("did not start within %s", s.cfg.Timeout)
 		}
 		s.down(problem)
+		fails, retryAt := s.fails, s.retryAt
 		s.mu.Unlock()
-		s.log.Warn("MCP server failed to start", "err", err, "stderr", stderr.String(),
-			"failures", s.fails, "retry_at", s.retryAt)
+		if s.m.ctx.Err() == nil { // not merely cut short by Close
+			s.log.Warn("MCP server failed to start", "err", err, "stderr", stderr.String(),
+				"failures", fails, "retry_at", retryAt)
+		}
 		if sess != nil {
 			_ = sess.Close()
 		}
