@@ -383,6 +383,21 @@ func TestBrokenServerBacksOffAndSparesTheOthers(t *testing.T) {
 	}
 }
 
+func TestServerStuckAtStartCostsATurnItsTimeoutOnly(t *testing.T) {
+	stuck, _ := stdioServer(t, "stuck")
+	stuck.Env = append(stuck.Env, mcptest.HangEnv+"=1")
+	stuck.Timeout = 300 * time.Millisecond
+	good, _ := stdioServer(t, "good")
+	good.AllowTools = []string{"echo"}
+	m, _ := newManager(t, Config{Servers: []ServerConfig{stuck, good}})
+	if got := names(m.ForTurn(t.Context(), false)); !slices.Equal(got, []string{"mcp_good_echo"}) {
+		t.Fatalf("tools = %v", got)
+	}
+	if st := m.Status()[0]; st.State != stateDown || st.Problem != "did not start within 300ms" {
+		t.Errorf("status = %+v", st)
+	}
+}
+
 func TestHangingToolIsCutAtItsTimeout(t *testing.T) {
 	sc, starts := stdioServer(t, "t")
 	m, logs := newManager(t, Config{Servers: []ServerConfig{sc}})

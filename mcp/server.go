@@ -310,6 +310,8 @@ func (s *server) transport(stderr *tail) (sdk.Transport, error) {
 	cmd := exec.Command(s.cfg.Command, args...)
 	cmd.Env = env
 	cmd.Stderr = stderr
+	// A grandchild that keeps stderr open must not keep Close waiting.
+	cmd.WaitDelay = 2 * terminateAfter
 	return &sdk.CommandTransport{Command: cmd, TerminateDuration: terminateAfter}, nil
 }
 

@@ -14,6 +14,7 @@ package mcptest
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"strings"
@@ -30,6 +31,9 @@ const (
 	// FailEnv, set to "1", makes the helper exit at once with status 1,
 	// like a server that cannot start.
 	FailEnv = "DREAMGATE_MCPTEST_FAIL"
+	// HangEnv, set to "1", makes the helper read its input and never
+	// answer, like a server stuck at start; it exits when stdin closes.
+	HangEnv = "DREAMGATE_MCPTEST_HANG"
 )
 
 // Tools are the names of the server's tools, in the order it lists them.
@@ -144,6 +148,10 @@ func MaybeServe() {
 	if os.Getenv(FailEnv) == "1" {
 		fmt.Fprintln(os.Stderr, "mcptest: failing at start on purpose")
 		os.Exit(1)
+	}
+	if os.Getenv(HangEnv) == "1" {
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		os.Exit(0)
 	}
 	srv := NewServer(func() { os.Exit(3) })
 	if err := srv.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
