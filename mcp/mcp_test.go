@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/dreamgate/dreamgate/agent"
 	"github.com/dreamgate/dreamgate/llm"
 	"github.com/dreamgate/dreamgate/llm/llmtest"
@@ -500,6 +502,42 @@ func TestHTTPServerRestartIsReconnected(t *testing.T) {
 	}
 	if out, err := echo.Run(t.Context(), json.RawMessage(`{"text":"three"}`)); err != nil || out != "echo: three" {
 		t.Fatalf("call after reconnecting = %q, %v", out, err)
+	}
+}
+
+func TestSchemaIsAnObjectSchemaProvidersAccept(t *testing.T) {
+	for _, c := range []struct {
+		in   any
+		want string
+	}{
+		{nil, `{"type":"object","properties":{}}`},
+		{"not a schema", `{"type":"object","properties":{}}`},
+		{map[string]any{"properties": map[string]any{"q": map[string]any{"type": "string"}}}, `{"properties":{"q":{"type":"string"}},"type":"object"}`},
+		{map[string]any{"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object"}, `{"type":"object"}`},
+		{map[string]any{"type": "object", "required": []string{"a"}}, `{"required":["a"],"type":"object"}`},
+	} {
+		if got := string(schema(c.in)); got != c.want {
+			t.Errorf("schema(%v) = %s, want %s", c.in, got, c.want)
+		}
+	}
+}
+
+func TestRenderShowsMediaAsPlaceholders(t *testing.T) {
+	res := &sdk.CallToolResult{
+		Content: []sdk.Content{
+			&sdk.TextContent{Text: "two files"},
+			&sdk.ImageContent{MIMEType: "image/png", Data: []byte("12345")},
+			&sdk.ResourceLink{Name: "a.txt", URI: "file:///a.txt"},
+			&sdk.EmbeddedResource{Resource: &sdk.ResourceContents{URI: "file:///b.txt", Text: "bee"}},
+			&sdk.EmbeddedResource{Resource: &sdk.ResourceContents{URI: "file:///c.bin", MIMEType: "application/octet-stream", Blob: []byte{1, 2}}},
+		},
+		StructuredContent: map[string]any{"count": 2},
+	}
+	want := "two files\n[image image/png, 5 bytes, not shown]\n[resource a.txt: file:///a.txt]\n" +
+		"[resource file:///b.txt]\nbee\n[resource file:///c.bin, application/octet-stream, 2 bytes, not shown]\n" +
+		"Structured result:\n{\n  \"count\": 2\n}"
+	if got := render(res); got != want {
+		t.Errorf("render =\n%s\nwant\n%s", got, want)
 	}
 }
 

@@ -70,7 +70,7 @@ func newTool(s *server, st *sdk.Tool) *tool {
 
 // schema is the tool's input schema as a JSON object schema; a server that
 // sends none (or something else) gets an empty object schema, which every
-// provider accepts.
+// provider accepts. A schema without "type" is taken as an object's.
 func schema(in any) json.RawMessage {
 	empty := json.RawMessage(`{"type":"object","properties":{}}`)
 	b, err := json.Marshal(in)
@@ -81,11 +81,16 @@ func schema(in any) json.RawMessage {
 	if json.Unmarshal(b, &obj) != nil || obj == nil {
 		return empty
 	}
-	if _, ok := obj["type"]; !ok {
-		obj["type"] = "object"
-		if b, err = json.Marshal(obj); err != nil {
-			return empty
-		}
+	_, typed := obj["type"]
+	_, dialect := obj["$schema"]
+	if typed && !dialect {
+		return b
+	}
+	obj["type"] = "object"
+	// Some OpenAI-compatible providers refuse a "$schema" keyword.
+	delete(obj, "$schema")
+	if b, err = json.Marshal(obj); err != nil {
+		return empty
 	}
 	return b
 }
