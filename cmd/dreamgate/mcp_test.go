@@ -8,7 +8,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/dreamgate/dreamgate/channels"
 	"github.com/dreamgate/dreamgate/llm"
 	"github.com/dreamgate/dreamgate/llm/llmtest"
 	"github.com/dreamgate/dreamgate/mcp/mcptest"
@@ -148,5 +150,58 @@ func TestHealthzDetailsMCPServers(t *testing.T) {
 	}
 	if strings.Contains(rec.Body.String(), h.home) {
 		t.Errorf("healthz shows a path: %s", rec.Body.String())
+	}
+}
+
+// TestAdminsOnlyMCPServerThroughTheGateway wires the real gateway and MCP
+// manager as the gateway command does: a Slack user who is not an admin
+// gets the open server's tools only; an admin gets both.
+func TestAdminsOnlyMCPServerThroughTheGateway(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t)
+	h.set("admins", []string{"slack:UBOSS"})
+	server := func(adminsOnly bool) map[string]any {
+		return map[string]any{
+			"command": exe, "env": map[string]string{mcptest.ServeEnv: "stdio"},
+			"allowTools": []string{"echo"}, "adminsOnly": adminsOnly,
+		}
+	}
+	h.set("tools.mcpServers", map[string]any{"open": server(false), "ops": server(true)})
+	a := h.app()
+	g, _ := a.gateway(false)
+	t.Cleanup(func() { _ = g.Shutdown(t.Context()) })
+
+	ask := func(sender string) []string {
+		t.Helper()
+		before := len(h.llm.Requests())
+		h.llm.Push(llmtest.Text("ok"))
+		done, err := g.Submit(t.Context(), channels.Inbound{
+			Channel: "slack", ChatID: "C1", SessionKey: "slack:C1:" + sender, SenderID: sender, Text: "hi",
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case r := <-done:
+			if r.Err != nil {
+				t.Fatalf("turn failed: %v", r.Err)
+			}
+		case <-time.After(time.Minute):
+			t.Fatal("no turn result within a minute")
+		}
+		reqs := h.llm.Requests()
+		if len(reqs) != before+1 {
+			t.Fatalf("model got %d requests", len(reqs)-before)
+		}
+		return reqs[before].Tools
+	}
+	if tools := ask("UANN"); !slices.Contains(tools, "mcp_open_echo") || slices.Contains(tools, "mcp_ops_echo") {
+		t.Errorf("a non-admin was offered %v", tools)
+	}
+	if tools := ask("UBOSS"); !slices.Contains(tools, "mcp_open_echo") || !slices.Contains(tools, "mcp_ops_echo") {
+		t.Errorf("an admin was offered %v", tools)
 	}
 }
