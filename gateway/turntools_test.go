@@ -41,7 +41,9 @@ func (a *adminTools) ForTurn(_ context.Context, admin bool) []agent.Tool {
 	return []agent.Tool{pingTool{a.called}}
 }
 
-func (a *adminTools) StatusText() string { return "MCP servers:\n- ops (stdio, admins only): ready, 1 tools\n" }
+func (a *adminTools) StatusText() string {
+	return "MCP servers:\n- ops (stdio, admins only): ready, 1 tools\n"
+}
 
 // fixedRecorder is a consolidator that records what it is told the fixed
 // part of the prompt is.
