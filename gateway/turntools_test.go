@@ -42,7 +42,7 @@ func (a *adminTools) ForTurn(_ context.Context, admin bool) []agent.Tool {
 }
 
 func (a *adminTools) StatusText() string {
-	return "MCP servers:\n- ops (stdio, admins only): ready, 1 tools\n"
+	return "MCP servers:\n- ops (stdio, admins only): ready, 1 tool\n"
 }
 
 // fixedRecorder is a consolidator that records what it is told the fixed
@@ -106,7 +106,7 @@ func TestTurnToolsAreChosenPerSender(t *testing.T) {
 	}
 
 	st := wait(t, must(env.g.Submit(t.Context(), inbound("u", "/status"))))
-	if !strings.Contains(st.Reply, "- ops (stdio, admins only): ready, 1 tools") {
+	if !strings.Contains(st.Reply, "- ops (stdio, admins only): ready, 1 tool") {
 		t.Errorf("/status lacks the MCP servers:\n%s", st.Reply)
 	}
 }

@@ -142,7 +142,11 @@ func (m *Manager) StatusText() string {
 		b.WriteString("): ")
 		switch s.State {
 		case stateReady:
-			fmt.Fprintf(&b, "ready, %d tools", s.Tools)
+			if s.Tools == 1 {
+				b.WriteString("ready, 1 tool")
+			} else {
+				fmt.Fprintf(&b, "ready, %d tools", s.Tools)
+			}
 		case stateDown:
 			b.WriteString("down: " + s.Problem)
 			if d := s.RetryAt.Sub(now); d > 0 {

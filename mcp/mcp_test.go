@@ -447,7 +447,7 @@ func TestAdminsOnlyServerIsOfferedToAdminsOnly(t *testing.T) {
 	if got := names(m.ForTurn(t.Context(), true)); !slices.Equal(got, []string{"mcp_open_echo", "mcp_ops_echo"}) {
 		t.Fatalf("admin tools = %v", got)
 	}
-	if text := m.StatusText(); !strings.Contains(text, "ops (stdio, admins only): ready, 1 tools") {
+	if text := m.StatusText(); !strings.Contains(text, "ops (stdio, admins only): ready, 1 tool") {
 		t.Errorf("status text:\n%s", text)
 	}
 }
