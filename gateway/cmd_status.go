@@ -44,6 +44,9 @@ func cmdStatus() *command {
 			} else {
 				b.WriteString("Dream: off\n")
 			}
+			if g.deps.TurnTools != nil {
+				b.WriteString(g.deps.TurnTools.StatusText())
+			}
 			fmt.Fprintf(&b, "Up: %s", time.Since(g.started).Round(time.Second))
 			return b.String()
 		},

@@ -64,6 +64,9 @@ type Deps struct {
 	Consolidator Consolidator
 	Prompts      *PromptBuilder
 	Tools        []agent.Tool
+	// TurnTools, when set, adds tools chosen per turn by the sender's
+	// admin status (MCP servers).
+	TurnTools TurnTools
 	// Dream and MemoryLog are optional: without them the /dream commands
 	// say Dream is off.
 	Dream     Dreamer

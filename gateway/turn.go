@@ -30,7 +30,8 @@ func (g *Gateway) turn(ctx context.Context, in channels.Inbound) Result {
 		return g.fail(in, err, "I could not save your message, so I did not answer; the error is in the gateway log.")
 	}
 
-	prompt := consolidator.Prompt{Fixed: g.deps.Prompts.Fixed(), Tools: g.toolText}
+	tools, toolsText := g.toolsFor(ctx, g.isAdmin(in))
+	prompt := consolidator.Prompt{Fixed: g.deps.Prompts.Fixed(), Tools: toolsText}
 	if g.deps.Consolidator != nil {
 		var rep consolidator.Report
 		prompt, rep, err = g.deps.Consolidator.Before(ctx, sess, prompt)
@@ -52,7 +53,7 @@ func (g *Gateway) turn(ctx context.Context, in channels.Inbound) Result {
 	model := &promptMeter{m: g.deps.Model}
 	loop := agent.Loop{
 		Model:         model,
-		Tools:         g.deps.Tools,
+		Tools:         tools,
 		Purpose:       llm.PurposeChat,
 		MaxIterations: g.cfg.MaxToolIterations,
 		Logger:        log,

@@ -18,6 +18,7 @@ import (
 	"github.com/dreamgate/dreamgate/gitstore"
 	"github.com/dreamgate/dreamgate/history"
 	"github.com/dreamgate/dreamgate/llm"
+	"github.com/dreamgate/dreamgate/mcp"
 	"github.com/dreamgate/dreamgate/workspace"
 	workspacetemplate "github.com/dreamgate/dreamgate/workspace-template"
 )
@@ -33,6 +34,7 @@ type app struct {
 	sessions *session.Store
 	ws       *workspace.Root
 	repo     *gitstore.Store
+	mcp      *mcp.Manager // nil until a gateway with MCP servers is built
 }
 
 // openWorkspace creates a missing workspace as onboard would (template files
@@ -122,6 +124,9 @@ func (a *app) close() {
 	if a.ws != nil {
 		_ = a.ws.Close()
 	}
+	if a.mcp != nil {
+		_ = a.mcp.Close()
+	}
 }
 
 // limited is the model as chat turns and archive calls see it: at most
@@ -151,6 +156,9 @@ func (a *app) gateway(withDream bool) (*gateway.Gateway, *dream.Dreamer) {
 		Tools:        agent.FileTools(a.ws, agent.ChatPolicy()),
 		Usage:        a.model.Usage,
 		Logger:       a.logger.With("component", "gateway"),
+	}
+	if m := a.mcpManager(); m != nil {
+		deps.TurnTools = m // chat turns only: Dream keeps its memory-file tools
 	}
 	var d *dream.Dreamer
 	if withDream {

@@ -27,9 +27,12 @@ type Config struct {
 	Admins    []string      `json:"admins"`
 	Gateway   GatewayConfig `json:"gateway"`
 	Channels  ChannelsCfg   `json:"channels"`
+	Tools     ToolsConfig   `json:"tools"`
 
 	// path is the file the config came from ("" when none existed).
 	path string
+	// getenv resolves "${NAME}" in MCP server settings when they start.
+	getenv func(string) string
 }
 
 type LLMConfig struct {
@@ -153,6 +156,7 @@ func loadConfig(path string, getenv func(string) string) (Config, error) {
 		}
 	}
 	applyEnv(&cfg, getenv)
+	cfg.getenv = getenv
 	cfg.Workspace = expandHome(cfg.Workspace)
 	cfg.StateDir = expandHome(cfg.StateDir)
 	if err := cfg.Validate(); err != nil {
@@ -273,6 +277,9 @@ func (c *Config) Validate() error {
 	}
 	if _, _, err := net.SplitHostPort(c.Gateway.HealthAddr); c.Gateway.HealthAddr != "" && err != nil {
 		return bad("gateway.healthAddr", "must be host:port, got %q", c.Gateway.HealthAddr)
+	}
+	if err := c.Tools.validate(); err != nil {
+		return err
 	}
 	if c.Gateway.MaxConcurrentTurns < 1 {
 		return bad("gateway.maxConcurrentTurns", "must be at least 1, got %d", c.Gateway.MaxConcurrentTurns)

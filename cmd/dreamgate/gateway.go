@@ -17,6 +17,7 @@ import (
 	"github.com/dreamgate/dreamgate/channels/terminal"
 	"github.com/dreamgate/dreamgate/dream"
 	"github.com/dreamgate/dreamgate/gateway"
+	"github.com/dreamgate/dreamgate/mcp"
 )
 
 // cmdGateway runs every enabled channel, the Dream scheduler and /healthz
@@ -82,6 +83,7 @@ func cmdGateway(ctx context.Context, e *env, args []string) error {
 		logger.Info("dream scheduled", "cron", cfg.Dream.Cron, "timezone", cfg.Dream.Timezone, "next", sched.Next())
 	}
 	health.set(g)
+	health.mcp.Store(a.mcp)
 
 	// The channels outlive the signal: Shutdown first drains the turns
 	// (their replies go out through still-connected channels), then the
@@ -143,7 +145,8 @@ func addChannels(g *gateway.Gateway, cfg Config, e *env, logger *slog.Logger) er
 // healthState serves GET /healthz: "starting" until the gateway is wired,
 // then each channel's state.
 type healthState struct {
-	g atomicGateway
+	g   atomicGateway
+	mcp atomic.Pointer[mcp.Manager] // nil: no MCP servers
 }
 
 func (h *healthState) set(g *gateway.Gateway) { h.g.Store(g) }
@@ -154,7 +157,13 @@ func (h *healthState) handler() http.Handler {
 		body := struct {
 			Status   string                     `json:"status"`
 			Channels map[string]channels.Health `json:"channels"`
+			// MCP details each MCP server; one that is down does not make
+			// the gateway degraded (its chats still work).
+			MCP []mcp.ServerStatus `json:"mcp,omitempty"`
 		}{Status: "starting", Channels: map[string]channels.Health{}}
+		if m := h.mcp.Load(); m != nil {
+			body.MCP = m.Status()
+		}
 		if g := h.g.Load(); g != nil {
 			body.Channels = g.Health()
 			body.Status = "ok"

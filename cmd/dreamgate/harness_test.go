@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/dreamgate/dreamgate/llm/llmtest"
+	"github.com/dreamgate/dreamgate/mcp/mcptest"
 )
 
 // binPath is the dreamgate binary built once for the end-to-end tests: they
@@ -21,6 +22,8 @@ import (
 var binPath string
 
 func TestMain(m *testing.M) {
+	// The MCP tests run this test binary as their stdio MCP server.
+	mcptest.MaybeServe()
 	dir, err := os.MkdirTemp("", "dreamgate-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

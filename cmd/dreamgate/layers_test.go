@@ -14,7 +14,7 @@ const module = "github.com/dreamgate/dreamgate"
 // DESIGN §1's listing: agent's file tools work on the workspace's confined
 // root, so agent imports workspace.
 var layers = []string{
-	"cmd", "eval", "gateway", "consolidator", "dream", "history", "gitstore", "agent", "workspace", "llm", "channels", "workspace-template",
+	"cmd", "eval", "gateway", "mcp", "consolidator", "dream", "history", "gitstore", "agent", "workspace", "llm", "channels", "workspace-template",
 }
 
 // forbidden pairs beyond the order: the two memory stages never import each

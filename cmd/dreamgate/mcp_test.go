@@ -1,0 +1,207 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dreamgate/dreamgate/channels"
+	"github.com/dreamgate/dreamgate/llm"
+	"github.com/dreamgate/dreamgate/llm/llmtest"
+	"github.com/dreamgate/dreamgate/mcp/mcptest"
+)
+
+func TestMCPConfigErrorsNameTheField(t *testing.T) {
+	tests := []struct{ name, servers, field string }{
+		{"no transport", `{"x": {}}`, `tools.mcpServers.x: set "command"`},
+		{"both transports", `{"x": {"command": "a", "url": "http://h"}}`, "tools.mcpServers.x: set either"},
+		{"bad name", `{"a b": {"command": "a"}}`, "tools.mcpServers.a b: a server name"},
+		{"bad url", `{"x": {"url": "ftp://h"}}`, "tools.mcpServers.x.url: must be an http"},
+		{"sse", `{"x": {"type": "sse", "url": "http://h/sse"}}`, "tools.mcpServers.x.type: SSE servers are not supported"},
+		{"stdio type without command", `{"x": {"type": "stdio", "url": "http://h"}}`, "tools.mcpServers.x.command"},
+		{"headers on stdio", `{"x": {"command": "a", "headers": {"A": "b"}}}`, "tools.mcpServers.x.headers"},
+		{"env on http", `{"x": {"url": "http://h", "env": {"A": "b"}}}`, "tools.mcpServers.x: \"args\" and \"env\""},
+		{"timeout", `{"x": {"command": "a", "timeoutSeconds": -1}}`, "tools.mcpServers.x.timeoutSeconds"},
+		{"pattern", `{"x": {"command": "a", "denyTools": ["[" ]}}`, "tools.mcpServers.x.denyTools[0]"},
+		{"unknown key", `{"x": {"command": "a", "toolTimeout": 3}}`, "unknown key \"toolTimeout\""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "config.json")
+			body := `{"workspace": "/tmp/ws", "tools": {"mcpServers": ` + tt.servers + `}}`
+			if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, err := loadConfig(path, func(string) string { return "" })
+			if err == nil || !strings.Contains(err.Error(), tt.field) {
+				t.Fatalf("err = %v, want it to contain %q", err, tt.field)
+			}
+		})
+	}
+	ok := `{"tools": {"mcpServers": {
+		"fs": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/srv/docs"], "denyTools": ["write_*"]},
+		"gh": {"type": "streamableHttp", "url": "https://${GH_HOST}/mcp/", "headers": {"Authorization": "Bearer ${GITHUB_TOKEN}"}, "adminsOnly": true, "timeoutSeconds": 60},
+		"off": {"command": "nothing", "enabled": false}}}}`
+	path := filepath.Join(t.TempDir(), "config.json")
+	if err := os.WriteFile(path, []byte(ok), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loadConfig(path, func(string) string { return "" }); err != nil {
+		t.Fatalf("the documented example is refused: %v", err)
+	}
+}
+
+// TestChatUsesAnMCPServer runs the built binary with two MCP servers: this
+// test binary as a stdio server, and one that cannot start. The turn
+// calls the working server's tool through the model; the broken one only
+// shows in /status. /new then archives the turn, and the archive call sees
+// the tool's result as evidence.
+func TestChatUsesAnMCPServer(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t)
+	h.set("tools.mcpServers", map[string]any{
+		"t": map[string]any{
+			"command": exe, "env": map[string]string{mcptest.ServeEnv: "stdio"},
+			"allowTools": []string{"echo", "add"},
+		},
+		"broken": map[string]any{"command": filepath.Join(h.home, "no-such-server")},
+	})
+	h.llm.Push(
+		llmtest.ToolCall("mcp_t_echo", `{"text":"from the binary"}`),
+		llmtest.Text("The server said hello."),
+		llmtest.Text("- The echo server answered: from the binary"), // the archive call of /new
+	)
+	r := h.run("chat", "-m", "Ask the echo server.")
+	if r.code != 0 {
+		t.Fatalf("exit %d, stderr:\n%s", r.code, r.stderr)
+	}
+	if got := strings.TrimSpace(r.stdout); got != "The server said hello." {
+		t.Errorf("stdout = %q", got)
+	}
+	reqs := h.llm.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("model got %d requests, want 2", len(reqs))
+	}
+	if !slices.Contains(reqs[0].Tools, "mcp_t_echo") || !slices.Contains(reqs[0].Tools, "mcp_t_add") ||
+		slices.Contains(reqs[0].Tools, "mcp_t_crash") || !slices.Contains(reqs[0].Tools, "read_file") {
+		t.Errorf("tools offered: %v", reqs[0].Tools)
+	}
+	last := reqs[1].Messages[len(reqs[1].Messages)-1]
+	if last.Role != llm.RoleTool || last.Content != "echo: from the binary" {
+		t.Errorf("tool result = %+v", last)
+	}
+
+	st := h.run("chat", "-m", "/status")
+	if !strings.Contains(st.stdout, "MCP servers:") || !strings.Contains(st.stdout, "- t (stdio): not started") ||
+		!strings.Contains(st.stdout, "- broken (stdio): not started") {
+		t.Errorf("/status:\n%s", st.stdout)
+	}
+
+	if r := h.run("chat", "-m", "/new"); r.code != 0 {
+		t.Fatalf("/new: exit %d: %s", r.code, r.stderr)
+	}
+	reqs = h.llm.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("model got %d requests, want the archive call as the 3rd", len(reqs))
+	}
+	var transcript strings.Builder
+	for _, m := range reqs[2].Messages {
+		transcript.WriteString(m.Content)
+	}
+	if !strings.Contains(transcript.String(), "TOOL mcp_t_echo: echo: from the binary") {
+		t.Errorf("the archive transcript lacks the MCP result:\n%s", transcript.String())
+	}
+}
+
+func TestHealthzDetailsMCPServers(t *testing.T) {
+	h := newHarness(t)
+	h.set("tools.mcpServers", map[string]any{
+		"broken": map[string]any{"command": filepath.Join(h.home, "no-such-server"), "adminsOnly": true},
+	})
+	a := h.app()
+	g, _ := a.gateway(false)
+	// A turn from an admin asks for the admins-only server, which fails.
+	if tools := a.mcp.ForTurn(t.Context(), true); len(tools) != 0 {
+		t.Fatalf("tools from a broken server: %d", len(tools))
+	}
+	hs := &healthState{}
+	hs.set(g)
+	hs.mcp.Store(a.mcp)
+	rec := httptest.NewRecorder()
+	hs.handler().ServeHTTP(rec, httptest.NewRequest("GET", "/healthz", nil))
+	var body struct {
+		Status string
+		MCP    []map[string]any
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
+		t.Fatal(err)
+	}
+	if body.Status != "ok" || len(body.MCP) != 1 || body.MCP[0]["name"] != "broken" ||
+		body.MCP[0]["state"] != "down" || body.MCP[0]["problem"] != "could not start" {
+		t.Errorf("healthz = %s", rec.Body.String())
+	}
+	if strings.Contains(rec.Body.String(), h.home) {
+		t.Errorf("healthz shows a path: %s", rec.Body.String())
+	}
+}
+
+// TestAdminsOnlyMCPServerThroughTheGateway wires the real gateway and MCP
+// manager as the gateway command does: a Slack user who is not an admin
+// gets the open server's tools only; an admin gets both.
+func TestAdminsOnlyMCPServerThroughTheGateway(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t)
+	h.set("admins", []string{"slack:UBOSS"})
+	server := func(adminsOnly bool) map[string]any {
+		return map[string]any{
+			"command": exe, "env": map[string]string{mcptest.ServeEnv: "stdio"},
+			"allowTools": []string{"echo"}, "adminsOnly": adminsOnly,
+		}
+	}
+	h.set("tools.mcpServers", map[string]any{"open": server(false), "ops": server(true)})
+	a := h.app()
+	g, _ := a.gateway(false)
+	t.Cleanup(func() { _ = g.Shutdown(t.Context()) })
+
+	ask := func(sender string) []string {
+		t.Helper()
+		before := len(h.llm.Requests())
+		h.llm.Push(llmtest.Text("ok"))
+		done, err := g.Submit(t.Context(), channels.Inbound{
+			Channel: "slack", ChatID: "C1", SessionKey: "slack:C1:" + sender, SenderID: sender, Text: "hi",
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case r := <-done:
+			if r.Err != nil {
+				t.Fatalf("turn failed: %v", r.Err)
+			}
+		case <-time.After(time.Minute):
+			t.Fatal("no turn result within a minute")
+		}
+		reqs := h.llm.Requests()
+		if len(reqs) != before+1 {
+			t.Fatalf("model got %d requests", len(reqs)-before)
+		}
+		return reqs[before].Tools
+	}
+	if tools := ask("UANN"); !slices.Contains(tools, "mcp_open_echo") || slices.Contains(tools, "mcp_ops_echo") {
+		t.Errorf("a non-admin was offered %v", tools)
+	}
+	if tools := ask("UBOSS"); !slices.Contains(tools, "mcp_open_echo") || !slices.Contains(tools, "mcp_ops_echo") {
+		t.Errorf("an admin was offered %v", tools)
+	}
+}

@@ -1,0 +1,590 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/dreamgate/dreamgate/agent"
+	"github.com/dreamgate/dreamgate/llm"
+	"github.com/dreamgate/dreamgate/llm/llmtest"
+	"github.com/dreamgate/dreamgate/mcp/mcptest"
+)
+
+// TestMain lets the test binary be the stdio MCP server: a test starts it
+// again with mcptest.ServeEnv set.
+func TestMain(m *testing.M) {
+	mcptest.MaybeServe()
+	os.Exit(m.Run())
+}
+
+// clock is a settable Now.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// stdioServer is a server config that runs the test binary as the MCP
+// server; starts, when not "", is the file that counts its starts.
+func stdioServer(t *testing.T, name string) (ServerConfig, string) {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	starts := filepath.Join(t.TempDir(), "starts")
+	return ServerConfig{
+		Name:    name,
+		Command: exe,
+		Env:     []string{mcptest.ServeEnv + "=stdio", mcptest.StartsEnv + "=" + starts},
+		Timeout: 20 * time.Second,
+	}, starts
+}
+
+func countStarts(t *testing.T, path string) int {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return 0
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Count(string(b), "\n")
+}
+
+type logBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuf) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuf) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func newManager(t *testing.T, cfg Config) (*Manager, *logBuf) {
+	t.Helper()
+	logs := &logBuf{}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	cfg.BaseEnv = append(cfg.BaseEnv, "PATH="+os.Getenv("PATH"))
+	m := New(cfg)
+	t.Cleanup(func() { _ = m.Close() })
+	return m, logs
+}
+
+func names(tools []agent.Tool) []string {
+	var out []string
+	for _, t := range tools {
+		out = append(out, t.Def().Name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func find(t *testing.T, tools []agent.Tool, name string) agent.Tool {
+	t.Helper()
+	for _, tl := range tools {
+		if tl.Def().Name == name {
+			return tl
+		}
+	}
+	t.Fatalf("tool %s not offered; got %v", name, names(tools))
+	return nil
+}
+
+// loopRun runs the agent loop against the fake model with the given tools
+// and the scripted replies; it returns the run's tool results by tool name.
+func loopRun(t *testing.T, tools []agent.Tool, replies ...llmtest.Reply) (agent.Result, *llmtest.Server) {
+	t.Helper()
+	fake := llmtest.New(t)
+	fake.Push(replies...)
+	l := agent.Loop{
+		Model:       llm.New(llm.Config{BaseURL: fake.URL(), Model: "m", Timeout: 30 * time.Second}),
+		Tools:       tools,
+		Purpose:     llm.PurposeChat,
+		RepeatLimit: 3,
+	}
+	res, err := l.Run(t.Context(), []llm.Message{{Role: llm.RoleSystem, Content: "s"}, {Role: llm.RoleUser, Content: "u"}})
+	if err != nil {
+		t.Fatalf("loop: %v", err)
+	}
+	return res, fake
+}
+
+func toolResults(res agent.Result) []string {
+	var out []string
+	for _, m := range res.Messages {
+		if m.Role == llm.RoleTool {
+			out = append(out, m.Content)
+		}
+	}
+	return out
+}
+
+func TestStdioListingAndCallsThroughTheLoop(t *testing.T) {
+	sc, _ := stdioServer(t, "t")
+	sc.DenyTools = []string{"secret"}
+	m, logs := newManager(t, Config{Servers: []ServerConfig{sc}})
+
+	tools := m.ForTurn(t.Context(), false)
+	var want []string
+	for _, n := range mcptest.Tools {
+		if n != "secret" {
+			want = append(want, "mcp_t_"+n)
+		}
+	}
+	if got := names(tools); !slices.Equal(got, want) {
+		t.Fatalf("tools = %v, want %v", got, want)
+	}
+	var params map[string]any
+	if err := json.Unmarshal(find(t, tools, "mcp_t_echo").Def().Parameters, &params); err != nil {
+		t.Fatal(err)
+	}
+	if props, _ := params["properties"].(map[string]any); params["type"] != "object" || props["text"] == nil {
+		t.Errorf("echo's schema did not come through: %v", params)
+	}
+
+	res, fake := loopRun(t, tools,
+		llmtest.ToolCall("mcp_t_echo", `{"text":"hello there"}`),
+		llmtest.ToolCall("mcp_t_add", `{"a":2,"b":40}`),
+		llmtest.ToolCall("mcp_t_fail", `{}`),
+		llmtest.ToolCall("mcp_t_secret", `{}`),
+		llmtest.Text("done"))
+	if res.Reply != "done" {
+		t.Fatalf("reply = %q (stop %s)", res.Reply, res.Stop)
+	}
+	got := toolResults(res)
+	if len(got) != 4 {
+		t.Fatalf("tool results = %q", got)
+	}
+	if got[0] != "echo: hello there" {
+		t.Errorf("echo result = %q", got[0])
+	}
+	if !strings.Contains(got[1], "Structured result:") || !strings.Contains(got[1], `"sum": 42`) ||
+		strings.Count(got[1], "42") != 1 {
+		t.Errorf("add result = %q, want the structured content once, as JSON", got[1])
+	}
+	if got[2] != "Error: mcp_t_fail: the fail tool failed on purpose" {
+		t.Errorf("fail result = %q", got[2])
+	}
+	if !strings.HasPrefix(got[3], `Error: unknown tool "mcp_t_secret"`) {
+		t.Errorf("a denied tool must not be callable; got %q", got[3])
+	}
+	// The model saw the tools on every call, and never the denied one.
+	for _, r := range fake.Requests() {
+		if !slices.Contains(r.Tools, "mcp_t_echo") || slices.Contains(r.Tools, "mcp_t_secret") {
+			t.Errorf("request offered %v", r.Tools)
+		}
+	}
+	// Arguments and the server are logged; results are not.
+	l := logs.String()
+	if !strings.Contains(l, "mcp_server=t") || !strings.Contains(l, `hello there`) || !strings.Contains(l, `\"a\":2`) {
+		t.Errorf("the call's arguments were not logged:\n%s", l)
+	}
+	if strings.Contains(l, "echo: hello") || strings.Contains(l, `"sum"`) || strings.Contains(l, "failed on purpose") {
+		t.Errorf("a result reached the log:\n%s", l)
+	}
+	if st := m.Status(); st[0].State != stateReady || st[0].Tools != len(want) {
+		t.Errorf("status = %+v", st)
+	}
+}
+
+func TestHTTPServerWithHeaderSecret(t *testing.T) {
+	var crashed atomic.Int32
+	srv := httptest.NewServer(mcptest.Handler(func() { crashed.Add(1) }, "Authorization", "Bearer s3cret"))
+	t.Cleanup(srv.Close)
+	getenv := func(k string) string {
+		if k == "MCP_TOKEN" {
+			return "s3cret"
+		}
+		return ""
+	}
+	m, logs := newManager(t, Config{Getenv: getenv, Servers: []ServerConfig{{
+		Name: "web", URL: srv.URL, Headers: map[string]string{"Authorization": "Bearer ${MCP_TOKEN}"},
+		AllowTools: []string{"e*", "add"}, Timeout: 20 * time.Second,
+	}}})
+	tools := m.ForTurn(t.Context(), false)
+	if got, want := names(tools), []string{"mcp_web_add", "mcp_web_echo", "mcp_web_env"}; !slices.Equal(got, want) {
+		t.Fatalf("tools = %v, want %v (allowTools)", got, want)
+	}
+	res, _ := loopRun(t, tools, llmtest.ToolCall("mcp_web_echo", `{"text":"over http"}`), llmtest.Text("ok"))
+	if got := toolResults(res); len(got) != 1 || got[0] != "echo: over http" {
+		t.Fatalf("results = %q", got)
+	}
+	if strings.Contains(logs.String(), "s3cret") {
+		t.Error("the header secret reached the log")
+	}
+}
+
+func TestHTTPServerWithoutTheSecretIsReportedDown(t *testing.T) {
+	srv := httptest.NewServer(mcptest.Handler(nil, "Authorization", "Bearer s3cret"))
+	t.Cleanup(srv.Close)
+	m, _ := newManager(t, Config{Servers: []ServerConfig{
+		{Name: "web", URL: srv.URL, Headers: map[string]string{"Authorization": "Bearer ${MCP_TOKEN}"}},
+		{Name: "wrong", URL: srv.URL, Headers: map[string]string{"Authorization": "Bearer nope"}, Timeout: 20 * time.Second},
+	}})
+	if tools := m.ForTurn(t.Context(), true); len(tools) != 0 {
+		t.Fatalf("tools = %v", names(tools))
+	}
+	st := m.Status()
+	if st[0].State != stateDown || !strings.Contains(st[0].Problem, "MCP_TOKEN is not set") {
+		t.Errorf("status = %+v, want down naming the variable", st[0])
+	}
+	if st[1].State != stateDown || st[1].Problem != "could not start" {
+		t.Errorf("status = %+v", st[1])
+	}
+	text := m.StatusText()
+	if !strings.Contains(text, "web (http): down: tools.mcpServers.web.headers.Authorization: environment variable MCP_TOKEN is not set") {
+		t.Errorf("status text:\n%s", text)
+	}
+}
+
+func TestStdioCrashIsRestarted(t *testing.T) {
+	sc, starts := stdioServer(t, "t")
+	m, _ := newManager(t, Config{Servers: []ServerConfig{sc}})
+	tools := m.ForTurn(t.Context(), false)
+	res, _ := loopRun(t, tools,
+		llmtest.ToolCall("mcp_t_crash", `{}`),
+		llmtest.ToolCall("mcp_t_echo", `{"text":"again"}`),
+		llmtest.Text("ok"))
+	got := toolResults(res)
+	if len(got) != 2 {
+		t.Fatalf("results = %q", got)
+	}
+	if !strings.Contains(got[0], "Error: MCP server t stopped working during the call") {
+		t.Errorf("crash result = %q", got[0])
+	}
+	if got[1] != "echo: again" {
+		t.Errorf("the call after the crash = %q, want the restarted server's answer", got[1])
+	}
+	if n := countStarts(t, starts); n != 2 {
+		t.Errorf("server started %d times, want 2", n)
+	}
+	if st := m.Status()[0]; st.State != stateReady || st.Failures != 0 {
+		t.Errorf("status after the restart = %+v", st)
+	}
+}
+
+func TestExitBetweenCallsIsNoticed(t *testing.T) {
+	sc, starts := stdioServer(t, "t")
+	clk := &clock{t: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)}
+	m, _ := newManager(t, Config{Servers: []ServerConfig{sc}, Now: clk.Now})
+	tools := m.ForTurn(t.Context(), false)
+	gone := make(chan struct{})
+	s := m.servers[0]
+	s.mu.Lock()
+	s.lostHook = func() { close(gone) }
+	s.mu.Unlock()
+	// Kill the process behind the manager's back.
+	b, err := os.ReadFile(starts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	if err := json.Unmarshal(bytes.TrimSpace(b), &pid); err != nil {
+		t.Fatal(err)
+	}
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-gone:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the exit was not noticed within 10s")
+	}
+	if st := m.Status()[0]; st.Problem != "it exited" {
+		t.Errorf("status = %+v", st)
+	}
+	// The next call starts it again.
+	out, err := find(t, tools, "mcp_t_echo").Run(t.Context(), json.RawMessage(`{"text":"back"}`))
+	if err != nil || out != "echo: back" {
+		t.Fatalf("call after the exit = %q, %v", out, err)
+	}
+}
+
+func TestBrokenServerBacksOffAndSparesTheOthers(t *testing.T) {
+	broken, starts := stdioServer(t, "broken")
+	broken.Env = append(broken.Env, mcptest.FailEnv+"=1")
+	good, _ := stdioServer(t, "good")
+	clk := &clock{t: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)}
+	m, logs := newManager(t, Config{Servers: []ServerConfig{broken, good}, Now: clk.Now})
+
+	turn := func() []string { return names(m.ForTurn(t.Context(), false)) }
+	if got := turn(); len(got) != len(mcptest.Tools) || !strings.HasPrefix(got[0], "mcp_good_") {
+		t.Fatalf("tools = %v, want the good server's", got)
+	}
+	st := m.Status()[0]
+	if st.State != stateDown || st.Problem != "could not start" || st.Failures != 1 {
+		t.Fatalf("status = %+v", st)
+	}
+	if !strings.Contains(logs.String(), "failing at start on purpose") {
+		t.Errorf("the server's stderr is not in the log:\n%s", logs.String())
+	}
+	// The first restart is immediate; the next ones wait 1s, 2s, …
+	turn()
+	if n := countStarts(t, starts); n != 2 {
+		t.Fatalf("starts = %d, want 2", n)
+	}
+	turn()
+	if n := countStarts(t, starts); n != 2 {
+		t.Fatalf("starts = %d, want still 2 during the backoff", n)
+	}
+	if text := m.StatusText(); !strings.Contains(text, "broken (stdio): down: could not start; next start in 1s") {
+		t.Errorf("status text:\n%s", text)
+	}
+	// A call of one of its tools meanwhile says so, in one sentence.
+	clk.Add(time.Second)
+	turn()
+	if n := countStarts(t, starts); n != 3 {
+		t.Fatalf("starts = %d, want 3 after the delay", n)
+	}
+	if st := m.Status()[0]; !st.RetryAt.Equal(clk.Now().Add(2 * time.Second)) {
+		t.Errorf("retry at %v, want 2s after now", st.RetryAt)
+	}
+	if m.Healthy() {
+		t.Error("Healthy with a server down")
+	}
+}
+
+func TestServerStuckAtStartCostsATurnItsTimeoutOnly(t *testing.T) {
+	stuck, _ := stdioServer(t, "stuck")
+	stuck.Env = append(stuck.Env, mcptest.HangEnv+"=1")
+	stuck.Timeout = 300 * time.Millisecond
+	good, _ := stdioServer(t, "good")
+	good.AllowTools = []string{"echo"}
+	m, _ := newManager(t, Config{Servers: []ServerConfig{stuck, good}})
+	if got := names(m.ForTurn(t.Context(), false)); !slices.Equal(got, []string{"mcp_good_echo"}) {
+		t.Fatalf("tools = %v", got)
+	}
+	if st := m.Status()[0]; st.State != stateDown || st.Problem != "did not start within 300ms" {
+		t.Errorf("status = %+v", st)
+	}
+}
+
+func TestHangingToolIsCutAtItsTimeout(t *testing.T) {
+	sc, starts := stdioServer(t, "t")
+	m, logs := newManager(t, Config{Servers: []ServerConfig{sc}})
+	tools := m.ForTurn(t.Context(), false)
+	// The start is done; only the call is timed.
+	m.servers[0].cfg.Timeout = 300 * time.Millisecond
+	res, _ := loopRun(t, tools,
+		llmtest.ToolCall("mcp_t_slow", `{}`),
+		llmtest.ToolCall("mcp_t_echo", `{"text":"still here"}`),
+		llmtest.Text("ok"))
+	got := toolResults(res)
+	if len(got) != 2 || got[0] != "Error: mcp_t_slow did not answer within 300ms, so the call was abandoned" {
+		t.Fatalf("results = %q", got)
+	}
+	if got[1] != "echo: still here" {
+		t.Errorf("the server should still serve after a timed-out call: %q", got[1])
+	}
+	if n := countStarts(t, starts); n != 1 {
+		t.Errorf("starts = %d; a timeout must not restart the server", n)
+	}
+	if !strings.Contains(logs.String(), "MCP tool call timed out") {
+		t.Error("the timeout is not in the log")
+	}
+}
+
+func TestAdminsOnlyServerIsOfferedToAdminsOnly(t *testing.T) {
+	open, _ := stdioServer(t, "open")
+	open.AllowTools = []string{"echo"}
+	admin, adminStarts := stdioServer(t, "ops")
+	admin.AllowTools = []string{"echo"}
+	admin.AdminsOnly = true
+	m, _ := newManager(t, Config{Servers: []ServerConfig{open, admin}})
+
+	if got := names(m.ForTurn(t.Context(), false)); !slices.Equal(got, []string{"mcp_open_echo"}) {
+		t.Fatalf("non-admin tools = %v", got)
+	}
+	if n := countStarts(t, adminStarts); n != 0 {
+		t.Errorf("a non-admin turn started the admins-only server")
+	}
+	// A non-admin's model calling the admin tool by name gets nothing.
+	res, _ := loopRun(t, m.ForTurn(t.Context(), false), llmtest.ToolCall("mcp_ops_echo", `{"text":"x"}`), llmtest.Text("ok"))
+	if got := toolResults(res); len(got) != 1 || !strings.HasPrefix(got[0], `Error: unknown tool "mcp_ops_echo"`) {
+		t.Errorf("results = %q", got)
+	}
+	if got := names(m.ForTurn(t.Context(), true)); !slices.Equal(got, []string{"mcp_open_echo", "mcp_ops_echo"}) {
+		t.Fatalf("admin tools = %v", got)
+	}
+	if text := m.StatusText(); !strings.Contains(text, "ops (stdio, admins only): ready, 1 tool") {
+		t.Errorf("status text:\n%s", text)
+	}
+}
+
+func TestLongResultIsCutWithANote(t *testing.T) {
+	sc, _ := stdioServer(t, "t")
+	sc.AllowTools = []string{"big"}
+	m, _ := newManager(t, Config{Servers: []ServerConfig{sc}})
+	res, _ := loopRun(t, m.ForTurn(t.Context(), false), llmtest.ToolCall("mcp_t_big", `{"n":50000}`), llmtest.Text("ok"))
+	got := toolResults(res)
+	if len(got) != 1 || !strings.HasSuffix(got[0], "[cut: the result was 50000 characters; only the first 16000 are shown]") {
+		t.Fatalf("result end = %q", got[0][max(0, len(got[0])-100):])
+	}
+}
+
+func TestEnvironmentIsTheBaseAndTheServersOwn(t *testing.T) {
+	t.Setenv("DREAMGATE_TEST_GATEWAY_SECRET", "leak")
+	sc, _ := stdioServer(t, "t")
+	sc.Env = append(sc.Env, "GREETING=${WHO}-hi")
+	getenv := func(k string) string { return map[string]string{"WHO": "ann"}[k] }
+	m, _ := newManager(t, Config{Servers: []ServerConfig{sc}, Getenv: getenv})
+	env := find(t, m.ForTurn(t.Context(), false), "mcp_t_env")
+	for arg, want := range map[string]string{
+		`{"name":"GREETING"}`:                      "GREETING=ann-hi",
+		`{"name":"DREAMGATE_TEST_GATEWAY_SECRET"}`: "DREAMGATE_TEST_GATEWAY_SECRET is not set",
+	} {
+		out, err := env.Run(t.Context(), json.RawMessage(arg))
+		if err != nil || out != want {
+			t.Errorf("env %s = %q, %v; want %q", arg, out, err, want)
+		}
+	}
+}
+
+func TestHTTPServerRestartIsReconnected(t *testing.T) {
+	var h atomic.Pointer[http.Handler]
+	swap := func() {
+		hd := mcptest.Handler(nil, "", "")
+		h.Store(&hd)
+	}
+	swap()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*h.Load()).ServeHTTP(w, r) }))
+	t.Cleanup(srv.Close)
+	m, _ := newManager(t, Config{Servers: []ServerConfig{{Name: "web", URL: srv.URL, Timeout: 20 * time.Second}}})
+	echo := find(t, m.ForTurn(t.Context(), false), "mcp_web_echo")
+	if out, err := echo.Run(t.Context(), json.RawMessage(`{"text":"one"}`)); err != nil || out != "echo: one" {
+		t.Fatalf("first call = %q, %v", out, err)
+	}
+	swap() // a restarted server knows no sessions
+	_, err := echo.Run(t.Context(), json.RawMessage(`{"text":"two"}`))
+	if err == nil || !strings.Contains(err.Error(), "stopped working during the call") {
+		t.Fatalf("call to the restarted server = %v", err)
+	}
+	if out, err := echo.Run(t.Context(), json.RawMessage(`{"text":"three"}`)); err != nil || out != "echo: three" {
+		t.Fatalf("call after reconnecting = %q, %v", out, err)
+	}
+}
+
+func TestSchemaIsAnObjectSchemaProvidersAccept(t *testing.T) {
+	for _, c := range []struct {
+		in   any
+		want string
+	}{
+		{nil, `{"type":"object","properties":{}}`},
+		{"not a schema", `{"type":"object","properties":{}}`},
+		{map[string]any{"properties": map[string]any{"q": map[string]any{"type": "string"}}}, `{"properties":{"q":{"type":"string"}},"type":"object"}`},
+		{map[string]any{"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object"}, `{"type":"object"}`},
+		{map[string]any{"type": "object", "required": []string{"a"}}, `{"required":["a"],"type":"object"}`},
+	} {
+		if got := string(schema(c.in)); got != c.want {
+			t.Errorf("schema(%v) = %s, want %s", c.in, got, c.want)
+		}
+	}
+}
+
+func TestRenderShowsMediaAsPlaceholders(t *testing.T) {
+	res := &sdk.CallToolResult{
+		Content: []sdk.Content{
+			&sdk.TextContent{Text: "two files"},
+			&sdk.ImageContent{MIMEType: "image/png", Data: []byte("12345")},
+			&sdk.ResourceLink{Name: "a.txt", URI: "file:///a.txt"},
+			&sdk.EmbeddedResource{Resource: &sdk.ResourceContents{URI: "file:///b.txt", Text: "bee"}},
+			&sdk.EmbeddedResource{Resource: &sdk.ResourceContents{URI: "file:///c.bin", MIMEType: "application/octet-stream", Blob: []byte{1, 2}}},
+		},
+		StructuredContent: map[string]any{"count": 2},
+	}
+	want := "two files\n[image image/png, 5 bytes, not shown]\n[resource a.txt: file:///a.txt]\n" +
+		"[resource file:///b.txt]\nbee\n[resource file:///c.bin, application/octet-stream, 2 bytes, not shown]\n" +
+		"Structured result:\n{\n  \"count\": 2\n}"
+	if got := render(res); got != want {
+		t.Errorf("render =\n%s\nwant\n%s", got, want)
+	}
+}
+
+func TestToolNames(t *testing.T) {
+	for _, c := range []struct{ server, tool, want string }{
+		{"github", "search_issues", "mcp_github_search_issues"},
+		{"fs", "read.file/v2", "mcp_fs_read_file_v2"},
+	} {
+		if got := ToolName(c.server, c.tool); got != c.want {
+			t.Errorf("ToolName(%q, %q) = %q, want %q", c.server, c.tool, got, c.want)
+		}
+	}
+	long := ToolName("server", strings.Repeat("t", 100))
+	other := ToolName("server", strings.Repeat("t", 99)+"u")
+	if len(long) != 64 || long == other {
+		t.Errorf("long names: %q (%d) and %q", long, len(long), other)
+	}
+}
+
+func TestClashingNamesAcrossServersKeepTheFirst(t *testing.T) {
+	m, logs := newManager(t, Config{})
+	ab := &server{m: m, cfg: ServerConfig{Name: "a_b"}}
+	a := &server{m: m, cfg: ServerConfig{Name: "a"}}
+	t1 := &tool{srv: ab, remote: "c", def: llm.ToolDef{Name: ToolName("a_b", "c")}}
+	t2 := &tool{srv: a, remote: "b_c", def: llm.ToolDef{Name: ToolName("a", "b_c")}}
+	t3 := &tool{srv: a, remote: "d", def: llm.ToolDef{Name: ToolName("a", "d")}}
+	got := m.merge([][]*tool{{t1}, {t2, t3}})
+	if len(got) != 2 || got[0] != t1 || got[1] != t3 {
+		t.Errorf("merged = %v", names(got))
+	}
+	if !strings.Contains(logs.String(), "same name") {
+		t.Error("the clash is not logged")
+	}
+}
+
+func TestCloseStopsTheServers(t *testing.T) {
+	sc, _ := stdioServer(t, "t")
+	m := New(Config{Servers: []ServerConfig{sc}, BaseEnv: []string{"PATH=" + os.Getenv("PATH")}})
+	tools := m.ForTurn(context.Background(), false)
+	if len(tools) == 0 {
+		t.Fatal("no tools")
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, err := tools[0].Run(t.Context(), json.RawMessage(`{}`))
+	if err == nil || !strings.Contains(err.Error(), "shutting down") {
+		t.Errorf("call after Close = %v", err)
+	}
+}

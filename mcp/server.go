@@ -1,0 +1,359 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os/exec"
+	"strings"
+	"sync"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Server states, as Status reports them.
+const (
+	stateIdle     = "not started"
+	stateStarting = "starting"
+	stateReady    = "ready"
+	stateDown     = "down"
+)
+
+// terminateAfter is how long a stdio server may take to exit after its
+// stdin is closed before it is sent SIGTERM (and later SIGKILL).
+const terminateAfter = 2 * time.Second
+
+// server is one configured MCP server and its current connection.
+type server struct {
+	m   *Manager
+	cfg ServerConfig
+	log *slog.Logger
+
+	mu       sync.Mutex
+	sess     *sdk.ClientSession // nil when not connected
+	tools    []*tool
+	state    string // "" means stateIdle
+	problem  string
+	fails    int
+	retryAt  time.Time
+	starting chan struct{} // closed when the running start ends
+	stderr   *tail         // of the running stdio process
+	closed   bool
+	// lostHook, when set, runs after a lost connection is recorded (tests
+	// wait on it instead of polling).
+	lostHook func()
+}
+
+// downError is what a turn or a call gets from a server that is not
+// running; its text is safe to show the model.
+type downError struct {
+	name, problem string
+	retryIn       time.Duration
+}
+
+func (e *downError) Error() string {
+	msg := fmt.Sprintf("MCP server %s is unavailable (%s)", e.name, e.problem)
+	if e.retryIn > 0 {
+		msg += fmt.Sprintf("; it will be started again in %s", e.retryIn.Round(time.Second))
+	}
+	return msg + "."
+}
+
+var errClosed = errors.New("the MCP servers are shut down")
+
+// ensure returns the live session and its tools, starting the server when
+// it is not running and its restart delay has passed. Concurrent callers
+// share one start; each waits at most until its ctx ends.
+func (s *server) ensure(ctx context.Context) (*sdk.ClientSession, []*tool, error) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, nil, errClosed
+	}
+	if s.sess != nil {
+		defer s.mu.Unlock()
+		return s.sess, s.tools, nil
+	}
+	if s.starting == nil {
+		if wait := s.retryAt.Sub(s.m.now()); wait > 0 {
+			defer s.mu.Unlock()
+			return nil, nil, &downError{name: s.cfg.Name, problem: s.problem, retryIn: wait}
+		}
+		ch := make(chan struct{})
+		s.starting, s.state = ch, stateStarting
+		s.m.wg.Go(func() { s.start(ch) })
+	}
+	ch := s.starting
+	s.mu.Unlock()
+
+	select {
+	case <-ch:
+	case <-ctx.Done():
+		return nil, nil, ctx.Err()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sess == nil {
+		return nil, nil, &downError{name: s.cfg.Name, problem: s.problem, retryIn: s.retryAt.Sub(s.m.now())}
+	}
+	return s.sess, s.tools, nil
+}
+
+// start connects, lists the tools and records the outcome; it closes done
+// when it is over.
+func (s *server) start(done chan struct{}) {
+	defer close(done)
+	ctx, cancel := context.WithTimeout(s.m.ctx, s.cfg.Timeout)
+	defer cancel()
+	began := s.m.now()
+	stderr := &tail{}
+	sess, tools, err := s.connect(ctx, stderr)
+
+	s.mu.Lock()
+	s.starting = nil
+	if err == nil && s.closed {
+		err = errClosed
+	}
+	if err != nil {
+		problem := "could not start"
+		var miss *missingEnvError
+		switch {
+		case errors.As(err, &miss):
+			problem = miss.Error()
+		case ctx.Err() != nil && s.m.ctx.Err() == nil:
+			problem = fmt.Sprintf("did not start within %s", s.cfg.Timeout)
+		}
+		s.down(problem)
+		fails, retryAt := s.fails, s.retryAt
+		s.mu.Unlock()
+		if s.m.ctx.Err() == nil { // not merely cut short by Close
+			s.log.Warn("MCP server failed to start", "err", err, "stderr", stderr.String(),
+				"failures", fails, "retry_at", retryAt)
+		}
+		if sess != nil {
+			_ = sess.Close()
+		}
+		return
+	}
+	s.sess, s.tools, s.stderr = sess, tools, stderr
+	s.state, s.problem = stateReady, ""
+	s.mu.Unlock()
+	s.log.Info("MCP server started", "transport", s.cfg.transport(), "tools", len(tools),
+		"took", s.m.now().Sub(began).Round(time.Millisecond))
+	// The watcher notices a server that exits between calls.
+	s.m.wg.Go(func() {
+		err := sess.Wait()
+		s.lost(sess, "it exited", err)
+	})
+}
+
+// down records a failure: the server is down and its next start waits
+// for a delay that doubles with each failure in a row (the first restart
+// is immediate). The caller holds s.mu.
+func (s *server) down(problem string) {
+	s.sess, s.tools, s.stderr = nil, nil, nil
+	s.fails++
+	s.state, s.problem = stateDown, problem
+	delay := time.Duration(0)
+	if s.fails > 1 {
+		delay = s.m.cfg.MaxDelay
+		if shift := s.fails - 2; shift < 20 {
+			delay = min(baseDelay<<shift, s.m.cfg.MaxDelay)
+		}
+	}
+	s.retryAt = s.m.now().Add(delay)
+}
+
+// lost marks sess as gone (the process exited, the connection broke) unless
+// it was already replaced or closed on purpose, and closes it.
+func (s *server) lost(sess *sdk.ClientSession, problem string, err error) {
+	s.mu.Lock()
+	if s.sess != sess {
+		s.mu.Unlock()
+		return
+	}
+	stderr := s.stderr.String()
+	s.down(problem)
+	fails, retryAt, hook := s.fails, s.retryAt, s.lostHook
+	s.mu.Unlock()
+	if hook != nil {
+		defer hook()
+	}
+	s.log.Warn("MCP server stopped", "problem", problem, "err", err, "stderr", stderr,
+		"failures", fails, "retry_at", retryAt)
+	s.m.wg.Go(func() { _ = sess.Close() })
+}
+
+// worked resets the failure count after a call the server answered.
+func (s *server) worked() {
+	s.mu.Lock()
+	s.fails = 0
+	s.mu.Unlock()
+}
+
+func (s *server) status() ServerStatus {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := ServerStatus{
+		Name: s.cfg.Name, Transport: s.cfg.transport(), State: s.state,
+		Tools: len(s.tools), AdminsOnly: s.cfg.AdminsOnly, Failures: s.fails,
+	}
+	if st.State == "" {
+		st.State = stateIdle
+	}
+	if st.State == stateDown {
+		st.Problem, st.RetryAt = s.problem, s.retryAt
+	}
+	return st
+}
+
+// shutdown closes the connection for good.
+func (s *server) shutdown() {
+	s.mu.Lock()
+	s.closed = true
+	sess := s.sess
+	s.sess, s.tools = nil, nil
+	s.mu.Unlock()
+	if sess != nil {
+		_ = sess.Close()
+	}
+}
+
+// connect opens a session over the configured transport and lists the
+// tools on offer.
+func (s *server) connect(ctx context.Context, stderr *tail) (*sdk.ClientSession, []*tool, error) {
+	t, err := s.transport(stderr)
+	if err != nil {
+		return nil, nil, err
+	}
+	client := sdk.NewClient(&sdk.Implementation{Name: "dreamgate", Version: "1"}, &sdk.ClientOptions{
+		Logger: s.log,
+		// No roots, sampling or elicitation: the gateway only calls tools.
+		Capabilities: &sdk.ClientCapabilities{},
+	})
+	sess, err := client.Connect(ctx, t, nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("connect: %w", err)
+	}
+	var tools []*tool
+	names := map[string]bool{}
+	for st, err := range sess.Tools(ctx, nil) {
+		if err != nil {
+			return sess, nil, fmt.Errorf("list tools: %w", err)
+		}
+		if !s.cfg.offered(st.Name) {
+			continue
+		}
+		t := newTool(s, st)
+		if names[t.def.Name] {
+			s.log.Warn("MCP tool skipped: its name clashes with another tool of the server", "tool", st.Name, "as", t.def.Name)
+			continue
+		}
+		names[t.def.Name] = true
+		tools = append(tools, t)
+	}
+	return sess, tools, nil
+}
+
+func (s *server) transport(stderr *tail) (sdk.Transport, error) {
+	getenv := s.m.cfg.Getenv
+	field := "tools.mcpServers." + s.cfg.Name
+	if s.cfg.URL != "" {
+		endpoint, err := expand(s.cfg.URL, field+".url", getenv)
+		if err != nil {
+			return nil, err
+		}
+		h := http.Header{}
+		for k, v := range s.cfg.Headers {
+			v, err := expand(v, field+".headers."+k, getenv)
+			if err != nil {
+				return nil, err
+			}
+			h.Set(k, v)
+		}
+		base := s.m.cfg.HTTPClient
+		if base == nil {
+			base = &http.Client{}
+		}
+		rt := base.Transport
+		if rt == nil {
+			rt = http.DefaultTransport
+		}
+		hc := *base
+		hc.Transport = headerTransport{base: rt, h: h}
+		return &sdk.StreamableClientTransport{
+			Endpoint: endpoint, HTTPClient: &hc,
+			// Only request/response is used; no server-initiated stream.
+			DisableStandaloneSSE: true,
+		}, nil
+	}
+	args := make([]string, len(s.cfg.Args))
+	for i, a := range s.cfg.Args {
+		var err error
+		if args[i], err = expand(a, fmt.Sprintf("%s.args[%d]", field, i), getenv); err != nil {
+			return nil, err
+		}
+	}
+	env := append([]string(nil), s.m.cfg.BaseEnv...)
+	for _, kv := range s.cfg.Env {
+		k, v, _ := strings.Cut(kv, "=")
+		v, err := expand(v, field+".env."+k, getenv)
+		if err != nil {
+			return nil, err
+		}
+		env = append(env, k+"="+v)
+	}
+	// Not CommandContext: the process outlives the start's context.
+	cmd := exec.Command(s.cfg.Command, args...)
+	cmd.Env = env
+	cmd.Stderr = stderr
+	// A grandchild that keeps stderr open must not keep Close waiting.
+	cmd.WaitDelay = 2 * terminateAfter
+	return &sdk.CommandTransport{Command: cmd, TerminateDuration: terminateAfter}, nil
+}
+
+// headerTransport adds the configured headers (secrets, usually) to every
+// request to an HTTP server.
+type headerTransport struct {
+	base http.RoundTripper
+	h    http.Header
+}
+
+func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, v := range t.h {
+		r.Header[k] = v
+	}
+	return t.base.RoundTrip(r)
+}
+
+// tail keeps the last few KB a stdio server wrote to stderr, for the log
+// line that says why it failed.
+type tail struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+const tailMax = 2048
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > tailMax {
+		t.buf = append(t.buf[:0], t.buf[len(t.buf)-tailMax:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tail) String() string {
+	if t == nil {
+		return ""
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return strings.TrimSpace(string(t.buf))
+}
