@@ -95,12 +95,11 @@ type Report struct {
 	Usage llm.Usage
 	// Before and After are prompt estimates (tokens, provider floor
 	// applied). When the cheap byte bound alone showed that nothing was
-	// needed, both hold that bound: never below the exact estimate.
+	// needed, both hold that bound: never below the exact estimate. Both
+	// include the continuity window (see Prompt.Kept): archiving drains
+	// the unarchived messages to the target, and the window then takes
+	// what is left below the trigger.
 	Before, After int
-	// Both include the continuity window (see Prompt.Kept): archiving
-	// drains the unarchived messages to the target, and the window then
-	// takes what is left below the trigger.
-	//
 	// OverLimit: the prompt still exceeds ContextWindow - MaxTokens - 1024
 	// after archiving (nothing more could be archived, or the rounds ran
 	// out). The caller must not send it as is.
