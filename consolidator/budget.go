@@ -41,7 +41,9 @@ type sessionCounts struct {
 type observation struct {
 	provider int
 	fixed    string
-	lc, n    int
+	// lc is where the observed prompt's replay started (its continuity
+	// window included); n is how many messages the session then had.
+	lc, n int
 }
 
 func newSessionCounts() *sessionCounts {
@@ -76,25 +78,26 @@ func (st *sessionCounts) sync(msgs []llm.Message) {
 }
 
 // bound is an upper bound of the scaled estimate, found without the
-// tokenizer: bytes of the fixed part and of messages[lc:], times the floor
-// ratio (or its cap while an observation is unresolved). While an
-// observation is unresolved, the provider's own count of that prompt plus
-// the bytes added since bounds the estimate far more tightly than the cap,
-// so a long session below budget still needs no tokenizer.
-func (st *sessionCounts) bound(lc int, fixed string) int {
+// tokenizer: fixedLen bytes of the fixed part and the bytes of
+// messages[from:], times the floor ratio (or its cap while an observation
+// is unresolved). While an observation is unresolved, the provider's own
+// count of that prompt plus the bytes added since bounds the estimate far
+// more tightly than the cap, so a long session below budget still needs no
+// tokenizer.
+func (st *sessionCounts) bound(from, fixedLen int) int {
 	ratio := st.ratio
 	if st.pending != nil {
 		ratio = maxFloorRatio
 	}
-	ub := int64(len(fixed)+MessageOverhead) + st.ubCum[st.n] - st.ubCum[lc]
+	ub := int64(fixedLen+MessageOverhead) + st.ubCum[st.n] - st.ubCum[from]
 	b := scale(ub, ratio)
-	if o := st.pending; o != nil && o.n <= st.n && o.lc <= lc {
+	if o := st.pending; o != nil && o.n <= st.n && o.lc <= from {
 		// The provider's count is the truth for the observed prompt (and
 		// equals the scaled estimate of it whenever the provider counts
 		// at least as many tokens as cl100k, the usual case); messages
 		// archived since only lower it, and the messages and fixed-part
 		// growth added since cost at most their bytes, times the cap.
-		added := st.ubCum[st.n] - st.ubCum[o.n] + int64(max(len(fixed)-len(o.fixed), 0))
+		added := st.ubCum[st.n] - st.ubCum[o.n] + int64(max(fixedLen-len(o.fixed), 0))
 		b = min(b, o.provider+scale(added, maxFloorRatio))
 	}
 	return b
@@ -127,6 +130,32 @@ func (st *sessionCounts) msg(c *Counter, msgs []llm.Message, i int) int {
 		st.ex[i] = int32(min(c.Message(msgs[i]), math.MaxInt32))
 	}
 	return int(st.ex[i])
+}
+
+// window chooses where the replay of a prompt starts: at lc, or at an
+// earlier user message no earlier than from, keeping the archived messages
+// between it and lc in view (the continuity window). It keeps as many whole
+// user turns as fit: the estimate of the prompt, with note tokens added for
+// the note that then goes with it, must stay at or below limit (no limit
+// when limit <= 0). A window starting at a user message never splits a tool
+// chain, which lives inside one turn. It returns the start and the
+// estimate of the prompt replayed from it.
+func (st *sessionCounts) window(c *Counter, msgs []llm.Message, lc, from int, fixed string, note, limit int) (start, est int) {
+	st.resolve(c, msgs)
+	sum := st.exact(c, msgs, lc, fixed)
+	start, est = lc, scale(sum, st.ratio)
+	sum += int64(note)
+	for i := lc - 1; i >= from; i-- {
+		sum += int64(st.msg(c, msgs, i))
+		e := scale(sum, st.ratio)
+		if limit > 0 && e > limit {
+			break
+		}
+		if msgs[i].Role == llm.RoleUser {
+			start, est = i, e
+		}
+	}
+	return start, est
 }
 
 // estimate is the exact count scaled by the provider floor.

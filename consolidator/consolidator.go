@@ -71,6 +71,11 @@ const runtimeAllowance = 64
 // maxSessionStates bounds the per-session count caches kept in memory.
 const maxSessionStates = 256
 
+// keepMessages is how many of a session's last messages its prompt keeps
+// in view after they are archived, at least, when the budget allows
+// (nanobot keeps 8 too): the conversation reads on after an archive.
+const keepMessages = 8
+
 // Recent history limits (DESIGN §3).
 const (
 	recentMaxEntries = 50
@@ -91,7 +96,10 @@ type Report struct {
 	Usage llm.Usage
 	// Before and After are prompt estimates (tokens, provider floor
 	// applied). When the cheap byte bound alone showed that nothing was
-	// needed, both hold that bound: never below the exact estimate.
+	// needed, both hold that bound: never below the exact estimate. Both
+	// include the continuity window (see Prompt.Kept): archiving drains
+	// the unarchived messages to the target, and the window then takes
+	// what is left below the trigger.
 	Before, After int
 	// OverLimit: the prompt still exceeds ContextWindow - MaxTokens - 1024
 	// after archiving (nothing more could be archived, or the rounds ran
@@ -114,6 +122,10 @@ type Budget struct {
 	// Target: archiving stops once the estimate is at or below it
 	// (TargetRatio x ContextWindow, at most Trigger).
 	Target int
+	// Messages is how many of the session's messages the prompt replays:
+	// the unarchived ones and the continuity window. Set also when the
+	// budget is off.
+	Messages int
 }
 
 // Consolidator keeps sessions within their token budget by archiving their
@@ -193,6 +205,13 @@ func New(model Model, store *history.Store, cfg Config, logger *slog.Logger) *Co
 // results). A failed summary archives the slice raw and ends the rounds.
 // Report.OverLimit says the prompt still exceeds the hard limit.
 //
+// Before also chooses the continuity window (Prompt.Kept): the last
+// messages before LastConsolidated that the prompt still replays, at least
+// the session's last keepMessages messages from the user message opening
+// their turn, as far as the prompt stays at or below the trigger; whole
+// user turns are dropped from the window's start until it does. With the
+// budget off the window is not limited.
+//
 // The error is non-nil when an archive entry or the session's new
 // LastConsolidated could not be saved (ErrNotArchived for the former), or
 // ctx ended; what was archived before stays archived.
@@ -207,7 +226,7 @@ func (c *Consolidator) Before(ctx context.Context, s Session, p Prompt) (Prompt,
 // followed by archiving: After then only records sent and returns a zero
 // Report and nil. Errors are as for Before.
 func (c *Consolidator) After(ctx context.Context, s Session, p Prompt, sent Sent) (Report, error) {
-	c.observe(s, p.counted(), sent)
+	c.observe(s, p, sent)
 	if ctx.Err() != nil {
 		return Report{}, nil
 	}
@@ -230,15 +249,37 @@ type Sent struct {
 // if needed; counts are cached, so repeated calls cost little.
 func (c *Consolidator) Status(s Session, p Prompt) Budget {
 	if c.cfg.ContextWindow <= 0 {
-		return Budget{}
+		msgs := s.Messages()
+		lc := clampLC(s.LastConsolidated(), len(msgs))
+		return Budget{Messages: len(msgs) - min(lc, continuityStart(msgs))}
 	}
-	p = c.render(s, p)
+	_, est, n := c.fit(c.state(s.ID()), s, c.render(s, p))
 	return Budget{
-		Estimate: c.estimate(s, p.counted()) + runtimeAllowance,
+		Estimate: est + runtimeAllowance,
 		Limit:    c.hard,
 		Trigger:  c.trigger,
 		Target:   c.target,
+		Messages: n,
 	}
+}
+
+// fit chooses the continuity window of p (see Before) as s stands now and
+// returns p with Kept set, the estimate of the prompt and how many of the
+// session's messages it replays.
+func (c *Consolidator) fit(st *sessionCounts, s Session, p Prompt) (Prompt, int, int) {
+	msgs := s.Messages()
+	lc := clampLC(s.LastConsolidated(), len(msgs))
+	from := min(lc, continuityStart(msgs))
+	note := 0
+	if from < lc {
+		note = c.counter.Count(continuityNote)
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.sync(msgs)
+	start, est := st.window(c.counter, msgs, lc, from, p.base(), note, c.trigger)
+	p.Kept = lc - start
+	return p, est, len(msgs) - start
 }
 
 // estimate is the exact prompt estimate for s with fixed as the part
@@ -253,10 +294,11 @@ func (c *Consolidator) estimate(s Session, fixed string) int {
 }
 
 // observe records the provider's prompt_tokens for the last call made with
-// s and fixed, which carried s's first sent.Messages messages. The ratio to
-// our own count of that prompt (at least 1) scales later estimates, since
-// providers' tokenizers often count more than cl100k.
-func (c *Consolidator) observe(s Session, fixed string, sent Sent) {
+// s and p, which carried s's messages from LastConsolidated - p.Kept up to
+// sent.Messages. The ratio to our own count of that prompt (at least 1)
+// scales later estimates, since providers' tokenizers often count more
+// than cl100k.
+func (c *Consolidator) observe(s Session, p Prompt, sent Sent) {
 	if sent.PromptTokens <= 0 {
 		return
 	}
@@ -265,11 +307,12 @@ func (c *Consolidator) observe(s Session, fixed string, sent Sent) {
 	defer st.mu.Unlock()
 	msgs := s.Messages()
 	st.sync(msgs)
+	n := clampLC(sent.Messages, len(msgs))
 	st.pending = &observation{
 		provider: sent.PromptTokens,
-		fixed:    fixed,
-		lc:       clampLC(s.LastConsolidated(), len(msgs)),
-		n:        clampLC(sent.Messages, len(msgs)),
+		fixed:    p.counted(),
+		lc:       min(max(clampLC(s.LastConsolidated(), len(msgs))-p.Kept, 0), n),
+		n:        n,
 	}
 	if c.counter.Loaded() {
 		st.resolve(c.counter, msgs)
@@ -278,12 +321,16 @@ func (c *Consolidator) observe(s Session, fixed string, sent Sent) {
 
 // keep runs the archive rounds of Before and After on p, re-rendering
 // p.History after each round (an archive entry joins the Recent history),
-// and returns p as it stands at the end.
+// and returns p as it stands at the end, with its continuity window.
 func (c *Consolidator) keep(ctx context.Context, s Session, p Prompt) (Prompt, Report, error) {
 	var rep Report
 	if c.cfg.ContextWindow <= 0 {
+		msgs := s.Messages()
+		lc := clampLC(s.LastConsolidated(), len(msgs))
+		p.Kept = lc - min(lc, continuityStart(msgs))
 		return p, rep, nil
 	}
+	p.Kept = 0
 	unlock, err := c.lockSession(ctx, s)
 	if err != nil {
 		return p, rep, err
@@ -291,22 +338,33 @@ func (c *Consolidator) keep(ctx context.Context, s Session, p Prompt) (Prompt, R
 	defer unlock()
 	st := c.state(s.ID())
 
-	fx := p.counted()
+	fx := p.base()
 	msgs := s.Messages()
 	lc := clampLC(s.LastConsolidated(), len(msgs))
+	from := min(lc, continuityStart(msgs))
+	fixedLen := len(fx)
+	if from < lc {
+		fixedLen += len(continuityNote)
+	}
 	st.mu.Lock()
 	st.sync(msgs)
-	if b := st.bound(lc, fx); b <= c.trigger {
+	if b := st.bound(from, fixedLen); b <= c.trigger {
+		// The whole window fits, and nothing needs archiving.
 		st.mu.Unlock()
+		p.Kept = lc - from
 		rep.Before, rep.After = b, b
 		return p, rep, nil
 	}
 	est := st.estimate(c.counter, msgs, lc, fx)
 	st.mu.Unlock()
-	rep.Before, rep.After = est, est
 	if est <= c.trigger {
+		p, est, _ = c.fit(st, s, p)
+		rep.Before, rep.After = est, est
 		return p, rep, nil
 	}
+	// Over the trigger without any window, so the window is empty: the
+	// rounds drain the unarchived messages alone.
+	rep.Before, rep.After = est, est
 
 	log := c.logger.With("session", s.Key())
 	for rep.Rounds < c.cfg.MaxRounds && est > c.target {
@@ -321,28 +379,30 @@ func (c *Consolidator) keep(ctx context.Context, s Session, p Prompt) (Prompt, R
 		raw, err := c.archive(ctx, s, st, msgs, lc, end, &rep)
 		p = c.render(s, p)
 		if err != nil {
+			p, rep.After, _ = c.fit(st, s, p)
 			return p, rep, err
 		}
-		fx = p.counted()
+		fx = p.base()
 		msgs = s.Messages()
 		lc = clampLC(s.LastConsolidated(), len(msgs))
 		st.mu.Lock()
 		st.sync(msgs)
 		est = st.estimate(c.counter, msgs, lc, fx)
 		st.mu.Unlock()
-		rep.After = est
 		if raw {
 			break
 		}
 	}
-	if est > c.hard {
+	p, rep.After, _ = c.fit(st, s, p)
+	if rep.After > c.hard {
 		rep.OverLimit = true
 		log.Warn("prompt still over the hard limit after archiving",
-			"estimate", est, "limit", c.hard, "rounds", rep.Rounds)
+			"estimate", rep.After, "limit", c.hard, "rounds", rep.Rounds)
 	}
 	if rep.Rounds > 0 {
 		log.Info("archived old turns", "rounds", rep.Rounds, "messages", rep.Archived,
-			"entries", len(rep.Entries), "raw", rep.Raw, "before", rep.Before, "after", rep.After)
+			"entries", len(rep.Entries), "raw", rep.Raw, "before", rep.Before, "after", rep.After,
+			"kept", p.Kept)
 	}
 	return p, rep, nil
 }
@@ -371,6 +431,18 @@ func (c *Consolidator) ArchiveTail(ctx context.Context, s Session) (Report, erro
 	c.logger.Info("archived session tail", "session", s.Key(), "messages", rep.Archived,
 		"entries", len(rep.Entries), "raw", rep.Raw)
 	return rep, nil
+}
+
+// continuityStart is where the continuity window of msgs may start at the
+// earliest: the start of its last keepMessages messages, moved back to the
+// user message that opens their turn (0 when there is none).
+func continuityStart(msgs []llm.Message) int {
+	for i := len(msgs) - keepMessages; i > 0; i-- {
+		if msgs[i].Role == llm.RoleUser {
+			return i
+		}
+	}
+	return 0
 }
 
 // boundary picks where the slice starting at start ends: just before the

@@ -21,18 +21,41 @@ type Prompt struct {
 	// Tools is the tool definitions as text: they are sent beside the
 	// system prompt on every call and cost tokens like it.
 	Tools string
+	// Kept is how many messages before the session's LastConsolidated the
+	// prompt replays: the continuity window, the last messages of the
+	// conversation kept in view after they were archived, so that an
+	// archive (idle, or by budget) does not cut the live conversation off.
+	// They are archived already and never archived again. The prompt
+	// replays the session from LastConsolidated - Kept, a user message.
+	// Before and After set it (0: none); what the caller sets is replaced.
+	Kept int
 }
 
-// System is the stable system prompt: Fixed, then History.
-func (p Prompt) System() string { return p.Fixed + p.History }
+// System is the stable system prompt: Fixed, then History, then, when the
+// prompt keeps archived messages in view, a note saying so.
+func (p Prompt) System() string {
+	if p.Kept > 0 {
+		return p.Fixed + p.History + continuityNote
+	}
+	return p.Fixed + p.History
+}
 
 // counted is what the budget counts besides the messages, as one message.
-func (p Prompt) counted() string { return p.Fixed + p.History + p.Tools }
+func (p Prompt) counted() string { return p.System() + p.Tools }
+
+// base is counted without the continuity note, which the budget adds
+// only when it keeps a window.
+func (p Prompt) base() string { return p.Fixed + p.History + p.Tools }
 
 // Headings of the consolidator's part of the system prompt.
 const (
 	recentHeading  = "\n\n# Recent history\n\nNotes archived from earlier exchanges in this chat, not yet folded into long-term memory:\n\n"
 	summaryHeading = "\n\n# Last archive summary of this conversation\n\n"
+	// continuityNote follows them when the conversation replayed after the
+	// system prompt opens with messages that are archived already; it says
+	// only what is true of them (they were archived, not that they are
+	// remembered anywhere in particular).
+	continuityNote = "\n\n(The conversation below opens with its last messages from before an archive: they are archived already and shown again so that the conversation reads on.)"
 )
 
 // render fills in p.History for s: the Recent history block (see

@@ -75,10 +75,10 @@ func TestStatusReportsTheBudget(t *testing.T) {
 	}{
 		// The prompt: a 1000-token message, a 500-token fixed part, each
 		// with MessageOverhead, plus the runtime allowance.
-		{"defaults", baseConfig, Budget{Estimate: 1004 + 504 + 64, Limit: 7976, Trigger: 5000, Target: 3000}},
-		{"small window", Config{ContextWindow: 4000, MaxTokens: 500}, Budget{Estimate: 1572, Limit: 2476, Trigger: 2000, Target: 1200}},
-		{"ratios", Config{ContextWindow: 10000, MaxTokens: 1000, ConsolidateRatio: 0.9, TargetRatio: 0.6}, Budget{Estimate: 1572, Limit: 7976, Trigger: 7976, Target: 6000}},
-		{"budget off", Config{}, Budget{}},
+		{"defaults", baseConfig, Budget{Estimate: 1004 + 504 + 64, Limit: 7976, Trigger: 5000, Target: 3000, Messages: 1}},
+		{"small window", Config{ContextWindow: 4000, MaxTokens: 500}, Budget{Estimate: 1572, Limit: 2476, Trigger: 2000, Target: 1200, Messages: 1}},
+		{"ratios", Config{ContextWindow: 10000, MaxTokens: 1000, ConsolidateRatio: 0.9, TargetRatio: 0.6}, Budget{Estimate: 1572, Limit: 7976, Trigger: 7976, Target: 6000, Messages: 1}},
+		{"budget off", Config{}, Budget{Messages: 1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -106,7 +106,7 @@ func TestStatusCountsHistoryAndFloor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.observe(s, p.counted(), sent(s, (withHistory-runtimeAllowance)*2))
+	c.observe(s, p, sent(s, (withHistory-runtimeAllowance)*2))
 	if got := c.Status(s, Prompt{}).Estimate; got != (withHistory-runtimeAllowance)*2+runtimeAllowance {
 		t.Errorf("with a provider counting twice as much: %d, want %d", got, (withHistory-runtimeAllowance)*2+runtimeAllowance)
 	}

@@ -26,14 +26,19 @@ func cmdStatus() *command {
 				g.logger.Error("/status: session", "session", req.in.SessionKey, "err", err)
 			} else {
 				n, lc := sess.Len(), sess.LastConsolidated()
-				fmt.Fprintf(&b, "Conversation: %d messages, %d archived, %d in the prompt\n", n, lc, n-lc)
+				var bu consolidator.Budget
+				inPrompt := n - lc
 				if g.deps.Consolidator != nil {
 					p := consolidator.Prompt{Fixed: g.deps.Prompts.Fixed(), Tools: g.toolText}
-					// A zero Budget: the budget is off (no context window).
-					if bu := g.deps.Consolidator.Status(sess, p); bu != (consolidator.Budget{}) {
-						fmt.Fprintf(&b, "Prompt: about %s tokens of %s usable (%d%%)\n",
-							kTokens(bu.Estimate), kTokens(bu.Limit), bu.Estimate*100/max(bu.Limit, 1))
-					}
+					bu = g.deps.Consolidator.Status(sess, p)
+					// The prompt also keeps the last archived messages in view.
+					inPrompt = max(inPrompt, bu.Messages)
+				}
+				fmt.Fprintf(&b, "Conversation: %d messages, %d archived, %d in the prompt\n", n, lc, inPrompt)
+				// A zero Limit: the budget is off (no context window).
+				if bu.Limit > 0 {
+					fmt.Fprintf(&b, "Prompt: about %s tokens of %s usable (%d%%)\n",
+						kTokens(bu.Estimate), kTokens(bu.Limit), bu.Estimate*100/max(bu.Limit, 1))
 				}
 			}
 			if g.deps.Usage != nil {

@@ -29,7 +29,7 @@ func TestReplayKeepsTheWireValid(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []string
-	for _, m := range replay(s) {
+	for _, m := range replay(s, s.LastConsolidated()) {
 		tag := m.Role + ":" + m.Content
 		if len(m.ToolCalls) > 0 {
 			tag += "+calls"

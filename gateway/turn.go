@@ -47,7 +47,10 @@ func (g *Gateway) turn(ctx context.Context, in channels.Inbound) Result {
 	}
 
 	system := prompt.System() + Runtime(g.now(), in.Channel, in.SessionKey, senderLabel(in))
-	msgs := append([]llm.Message{{Role: llm.RoleSystem, Content: system}}, replay(sess)...)
+	// The consolidator may keep the last archived messages in view
+	// (prompt.Kept) so that an archive does not cut the conversation off.
+	from := sess.LastConsolidated() - prompt.Kept
+	msgs := append([]llm.Message{{Role: llm.RoleSystem, Content: system}}, replay(sess, from)...)
 
 	stopTyping := g.startTyping(ctx, in)
 	model := &promptMeter{m: g.deps.Model}
@@ -143,13 +146,14 @@ func toolText(tools []agent.Tool) string {
 	return b.String()
 }
 
-// replay returns the session's unarchived messages in a form every provider
-// accepts: starting at a user message, every tool call answered by exactly
-// one result and no result without its call (a crash mid-turn could leave
-// either behind).
-func replay(sess *session.Session) []llm.Message {
+// replay returns the session's messages from index from on (its
+// unarchived messages and the consolidator's continuity window) in a form
+// every provider accepts: starting at a user message, every tool call
+// answered by exactly one result and no result without its call (a crash
+// mid-turn could leave either behind).
+func replay(sess *session.Session, from int) []llm.Message {
 	all := sess.Messages()
-	tail := all[min(sess.LastConsolidated(), len(all)):]
+	tail := all[min(max(from, 0), len(all)):]
 	i := slices.IndexFunc(tail, func(m llm.Message) bool { return m.Role == llm.RoleUser })
 	if i < 0 {
 		return nil
