@@ -53,10 +53,19 @@ type fixedRecorder struct {
 	fixed []string
 }
 
-func (f *fixedRecorder) Maybe(_ context.Context, _ consolidator.Session, fixed func() string) (consolidator.Report, error) {
+func (f *fixedRecorder) record(p consolidator.Prompt) {
 	f.mu.Lock()
-	f.fixed = append(f.fixed, fixed())
+	f.fixed = append(f.fixed, p.Fixed+p.Tools)
 	f.mu.Unlock()
+}
+
+func (f *fixedRecorder) Before(_ context.Context, _ consolidator.Session, p consolidator.Prompt) (consolidator.Prompt, consolidator.Report, error) {
+	f.record(p)
+	return p, consolidator.Report{}, nil
+}
+
+func (f *fixedRecorder) After(_ context.Context, _ consolidator.Session, p consolidator.Prompt, _ consolidator.Sent) (consolidator.Report, error) {
+	f.record(p)
 	return consolidator.Report{}, nil
 }
 
