@@ -70,6 +70,13 @@ func isTerminal(v any) bool {
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
+	return runEnv(ctx, &env{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv, isTTY: isTerminal}, args)
+}
+
+// runEnv runs one command line with e's streams; --config fills
+// e.configPath.
+func runEnv(ctx context.Context, e *env, args []string) int {
+	stdout, stderr := e.stdout, e.stderr
 	top := flag.NewFlagSet("dreamgate", flag.ContinueOnError)
 	top.SetOutput(stderr)
 	top.Usage = func() { fmt.Fprint(stderr, usage) }
@@ -90,7 +97,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprint(stderr, usage)
 		return 2
 	}
-	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv, configPath: *configPath, isTTY: isTerminal}
+	e.configPath = *configPath
 	var err error
 	switch rest[0] {
 	case "onboard":
