@@ -257,3 +257,30 @@ func TestReleaseBuildsACrossTarget(t *testing.T) {
 		t.Errorf("SHA256SUMS = %q, %v; want %q", sums, err, want)
 	}
 }
+
+// The Slack manifest asks for what the Slack README lists: no YAML library
+// here, so the check reads lines.
+func TestSlackManifest(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(repoRoot, "channels", "slack", "manifest.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(data)
+	if strings.Contains(text, "\t") {
+		t.Error("manifest.yaml has a tab; YAML allows only spaces for indentation")
+	}
+	lines := map[string]bool{}
+	for line := range strings.SplitSeq(text, "\n") {
+		line, _, _ = strings.Cut(line, " #")
+		lines[strings.TrimSpace(line)] = true
+	}
+	for _, want := range []string{
+		"socket_mode_enabled: true", "messages_tab_enabled: true",
+		"- app_mentions:read", "- chat:write", "- reactions:write", "- im:history", "- users:read",
+		"- app_mention", "- message.im",
+	} {
+		if !lines[want] {
+			t.Errorf("manifest.yaml lacks %q", want)
+		}
+	}
+}
