@@ -19,9 +19,10 @@ RELEASE_TARGETS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd
 
 # The race detector needs cgo and a C compiler; without one the tests still
 # run, without -race, and say so.
-CC_FOUND = $(shell command -v "$$($(GO) env CC)" 2>/dev/null)
-RACE     = $(if $(CC_FOUND),-race,)
-TEST_CGO = $(if $(CC_FOUND),1,0)
+CC_FOUND  = $(shell command -v "$$($(GO) env CC)" 2>/dev/null)
+RACE      = $(if $(CC_FOUND),-race,)
+TEST_CGO  = $(if $(CC_FOUND),1,0)
+TEST_NOTE = $(if $(CC_FOUND),race detector on (C compiler $(CC_FOUND)),NO RACE DETECTOR: no C compiler ($(shell $(GO) env CC)) found; install gcc or clang to test with -race)
 
 .PHONY: build run test bench lint release clean
 
@@ -33,8 +34,7 @@ run: build
 	./$(BIN) gateway $(ARGS)
 
 test:
-	@if [ -n "$(RACE)" ]; then echo "make test: race detector on (C compiler: $(CC_FOUND))"; \
-	else echo "make test: NO RACE DETECTOR: no C compiler ($$($(GO) env CC)) found; install gcc or clang to test with -race"; fi
+	@echo "make test: $(TEST_NOTE)"
 	$(GO) vet ./...
 	CGO_ENABLED=$(TEST_CGO) $(GO) test $(RACE) -count=1 ./...
 

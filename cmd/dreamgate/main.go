@@ -26,7 +26,8 @@ Usage:
 
 Commands:
   onboard                      create config and workspace (never overwrites)
-  gateway                      run every enabled channel, the Dream scheduler and /healthz
+  gateway [--terminal]         run every enabled channel, the Dream scheduler, /healthz and /readyz;
+                               the terminal chat only at a terminal (or with --terminal)
   chat [-m msg] [--session s]  chat in the terminal; with -m: one turn, reply on stdout
   dream run                    run Dream now
   dream log [sha]              show the latest Dream change, or that commit

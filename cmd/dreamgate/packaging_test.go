@@ -284,3 +284,39 @@ func TestSlackManifest(t *testing.T) {
 		}
 	}
 }
+
+// make test uses -race only where a C compiler is, and says which.
+func TestMakeTestRaceOnlyWithACompiler(t *testing.T) {
+	needMake(t)
+	dry := func(cc string) string {
+		t.Helper()
+		cmd := exec.Command("make", "-s", "-n", "-C", repoRoot, "test", "GO=go")
+		cmd.Env = append(os.Environ(), "CC="+cc)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("make -n test: %v", err)
+		}
+		return string(out)
+	}
+	goTest := func(out string) []string {
+		for line := range strings.SplitSeq(out, "\n") {
+			if strings.Contains(line, "go test") {
+				return strings.Fields(line)
+			}
+		}
+		return nil
+	}
+	without := dry(filepath.Join(t.TempDir(), "no-such-cc"))
+	if w := goTest(without); slices.Contains(w, "-race") || !slices.Contains(w, "CGO_ENABLED=0") || !strings.Contains(without, "NO RACE DETECTOR") {
+		t.Errorf("make test without a C compiler:\n%s", without)
+	}
+	// A stand-in compiler: make only looks for it.
+	cc := filepath.Join(t.TempDir(), "cc")
+	if err := os.WriteFile(cc, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	with := dry(cc)
+	if w := goTest(with); !slices.Contains(w, "-race") || !slices.Contains(w, "CGO_ENABLED=1") || !strings.Contains(with, "race detector on") {
+		t.Errorf("make test with a C compiler:\n%s", with)
+	}
+}
