@@ -31,6 +31,10 @@ func cmdHelp() *command {
 				fmt.Fprintf(&b, "\n%s — %s", usage, c.help)
 			}
 			b.WriteString("\nAnything else is sent to the assistant.")
+			if req.in.Local {
+				// The terminal's own way out; it never reaches the gateway.
+				b.WriteString("\nCtrl-D or /quit leaves.")
+			}
 			return b.String()
 		},
 	}

@@ -78,7 +78,7 @@ func (g *Gateway) runCommand(ctx context.Context, in channels.Inbound, pc *parse
 		reply = g.unknownCommand(pc.name)
 	case c.admin && !g.isAdmin(in):
 		g.logger.Info("admin command refused", "command", pc.name, "channel", in.Channel, "sender", in.SenderID)
-		reply = fmt.Sprintf("Not allowed: %s is for admins only.", pc.name)
+		reply = refuseAdmin(pc.name, in)
 	case c.args == "" && pc.args != "":
 		reply = fmt.Sprintf("%s takes no arguments. Try %s.", pc.name, pc.name)
 	default:
@@ -136,4 +136,11 @@ func editDistance(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(rb)]
+}
+
+// refuseAdmin says who may run an admin command and how to become one:
+// the operator lists the sender's id under "admins" in the config.
+func refuseAdmin(name string, in channels.Inbound) string {
+	return fmt.Sprintf("Not allowed: %s is for admins only. Whoever runs this gateway can make you one by adding %q to \"admins\" in its config.",
+		name, in.Channel+":"+in.SenderID)
 }

@@ -119,6 +119,7 @@ type Client struct {
 
 	mu    sync.Mutex
 	usage map[string]Usage
+	state State
 }
 
 // New returns a Client for cfg. It does not contact the endpoint; use Ping
@@ -197,7 +198,9 @@ func (c *Client) Chat(ctx context.Context, req Request) (Response, error) {
 	}
 	resp, err := call.run(ctx, req)
 
-	switch c.brk.done(trial, outcomeOf(ctx, err), err, c.now()) {
+	o := outcomeOf(ctx, err)
+	c.observe(o, err, c.now())
+	switch c.brk.done(trial, o, err, c.now()) {
 	case breakerOpened:
 		c.log.Warn("llm breaker open", "model", model, "cooldown", c.cfg.BreakerCooldown)
 	case breakerClosed:

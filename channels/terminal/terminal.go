@@ -91,17 +91,29 @@ func (a *Adapter) Inbound(text string) channels.Inbound {
 	}
 }
 
-// EOF is closed when the input has ended (Ctrl-D, or a closed pipe).
+// QuitCommand ends the terminal chat as Ctrl-D does. It is the terminal's
+// own: it never reaches the gateway.
+const QuitCommand = "/quit"
+
+// EOF is closed when the person has left: the input ended (Ctrl-D, a closed
+// pipe) or they typed /quit. The program that owns the terminal decides
+// what leaving means (the gateway and the chat both stop).
 func (a *Adapter) EOF() <-chan struct{} { return a.eof }
+
+// leave marks the input as ended and waits for ctx, as Run must not return
+// before it ends.
+func (a *Adapter) leave(ctx context.Context) error {
+	a.once.Do(func() { close(a.eof) })
+	<-ctx.Done()
+	return nil
+}
 
 // Run reads lines and delivers each non-empty one until the input ends or
 // ctx does. The reading goroutine blocks in Read and cannot be interrupted;
 // it ends with the input, which for stdin is the end of the process.
 func (a *Adapter) Run(ctx context.Context, sink channels.Sink) error {
 	if a.cfg.In == nil {
-		a.once.Do(func() { close(a.eof) })
-		<-ctx.Done()
-		return nil
+		return a.leave(ctx)
 	}
 	lines := make(chan string)
 	go func() {
@@ -123,14 +135,20 @@ func (a *Adapter) Run(ctx context.Context, sink channels.Sink) error {
 			return nil
 		case line, ok := <-lines:
 			if !ok {
-				a.once.Do(func() { close(a.eof) })
-				<-ctx.Done()
-				return nil
+				// Ctrl-D leaves the cursor after the prompt: end that line
+				// so the shell's prompt starts on its own.
+				if a.cfg.Prompt != "" {
+					a.write(a.cfg.Out, "")
+				}
+				return a.leave(ctx)
 			}
 			text := strings.TrimSpace(line)
 			if text == "" {
 				a.prompt()
 				continue
+			}
+			if strings.EqualFold(text, QuitCommand) {
+				return a.leave(ctx)
 			}
 			if err := sink.Deliver(ctx, a.Inbound(text)); err != nil {
 				a.write(a.cfg.Err, "Not sent: "+err.Error()+".")

@@ -129,3 +129,38 @@ func TestStream(t *testing.T) {
 		t.Errorf("stdout = %q, want %q", got, want)
 	}
 }
+
+func TestQuitLeavesWithoutReachingTheGateway(t *testing.T) {
+	var out, errOut bytes.Buffer
+	// The lines after /quit are never read: the person has left.
+	a := New(Config{In: strings.NewReader("hello\n /QUIT \nafter\n"), Out: &out, Err: &errOut, Prompt: "> "})
+	s := &sink{}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error)
+	go func() { done <- a.Run(ctx, s) }()
+	<-a.EOF()
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if len(s.got) != 1 || s.got[0].Text != "hello" {
+		t.Errorf("delivered %+v, want only hello", s.got)
+	}
+	if h := a.Health(); h.State != channels.StateStopped {
+		t.Errorf("health after /quit = %+v", h)
+	}
+}
+
+func TestCtrlDEndsThePromptLine(t *testing.T) {
+	var out, errOut bytes.Buffer
+	a := New(Config{In: strings.NewReader(""), Out: &out, Err: &errOut, Prompt: "> "})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error)
+	go func() { done <- a.Run(ctx, &sink{}) }()
+	<-a.EOF()
+	cancel()
+	<-done
+	if got := out.String(); got != "> \n" {
+		t.Errorf("stdout = %q, want the prompt and a newline", got)
+	}
+}

@@ -33,6 +33,9 @@ type Config struct {
 	path string
 	// getenv resolves "${NAME}" in MCP server settings when they start.
 	getenv func(string) string
+	// fromEnv maps a field ("llm.baseURL") to the environment variable
+	// that set it, so an error names what the user actually wrote.
+	fromEnv map[string]string
 }
 
 type LLMConfig struct {
@@ -121,9 +124,14 @@ func defaultConfig() Config {
 // makes the process exit with code 2.
 type configError struct {
 	path, field, msg string
+	// env is the environment variable the bad value came from, if any.
+	env string
 }
 
 func (e *configError) Error() string {
+	if e.env != "" {
+		return fmt.Sprintf("environment variable %s: %s", e.env, e.msg)
+	}
 	where := e.path
 	if where == "" {
 		where = "config"
@@ -163,6 +171,7 @@ func loadConfig(path string, getenv func(string) string) (Config, error) {
 		var ce *configError
 		if errors.As(err, &ce) {
 			ce.path = path
+			ce.env = cfg.fromEnv[ce.field]
 		}
 		return cfg, err
 	}
@@ -201,19 +210,39 @@ func lineCol(data []byte, off int64) (int, int) {
 	return line, col
 }
 
-// applyEnv lets secrets and the endpoint come from the environment; they win
-// over the file.
+// envVars are the environment variables that set config keys, in the
+// order they are applied: a later one for the same key wins. They win over
+// the file. docs/config.md lists them.
+var envVars = []struct{ name, field string }{
+	{"OPENAI_API_KEY", "llm.apiKey"},
+	{"OPENAI_BASE_URL", "llm.baseURL"},
+	{"OPENAI_MODEL", "llm.model"},
+	{"DREAMGATE_MODEL", "llm.model"},
+	{"SLACK_BOT_TOKEN", "channels.slack.botToken"},
+	{"SLACK_APP_TOKEN", "channels.slack.appToken"},
+	{"DISCORD_BOT_TOKEN", "channels.discord.token"},
+}
+
+// applyEnv lets secrets, the endpoint and the model come from the
+// environment, and remembers which variable set which field.
 func applyEnv(cfg *Config, getenv func(string) string) {
-	set := func(dst *string, key string) {
-		if v := getenv(key); v != "" {
-			*dst = v
+	fields := map[string]*string{
+		"llm.apiKey":              &cfg.LLM.APIKey,
+		"llm.baseURL":             &cfg.LLM.BaseURL,
+		"llm.model":               &cfg.LLM.Model,
+		"channels.slack.botToken": &cfg.Channels.Slack.BotToken,
+		"channels.slack.appToken": &cfg.Channels.Slack.AppToken,
+		"channels.discord.token":  &cfg.Channels.Discord.Token,
+	}
+	for _, ev := range envVars {
+		if v := getenv(ev.name); v != "" {
+			*fields[ev.field] = v
+			if cfg.fromEnv == nil {
+				cfg.fromEnv = map[string]string{}
+			}
+			cfg.fromEnv[ev.field] = ev.name
 		}
 	}
-	set(&cfg.LLM.APIKey, "OPENAI_API_KEY")
-	set(&cfg.LLM.BaseURL, "OPENAI_BASE_URL")
-	set(&cfg.Channels.Slack.BotToken, "SLACK_BOT_TOKEN")
-	set(&cfg.Channels.Slack.AppToken, "SLACK_APP_TOKEN")
-	set(&cfg.Channels.Discord.Token, "DISCORD_BOT_TOKEN")
 }
 
 // Validate checks every field and names the first bad one.

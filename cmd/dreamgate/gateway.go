@@ -5,9 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -17,13 +22,16 @@ import (
 	"github.com/dreamgate/dreamgate/channels/terminal"
 	"github.com/dreamgate/dreamgate/dream"
 	"github.com/dreamgate/dreamgate/gateway"
+	"github.com/dreamgate/dreamgate/llm"
 	"github.com/dreamgate/dreamgate/mcp"
 )
 
 // cmdGateway runs every enabled channel, the Dream scheduler and /healthz
-// until SIGINT or SIGTERM.
+// until SIGINT or SIGTERM, or until the person at the terminal chat leaves
+// (Ctrl-D or /quit).
 func cmdGateway(ctx context.Context, e *env, args []string) error {
 	fs := e.flags("gateway")
+	forceTerminal := fs.Bool("terminal", false, "run the terminal chat even when stdin is not a terminal")
 	if err := e.parse(fs, args); err != nil {
 		return err
 	}
@@ -31,30 +39,45 @@ func cmdGateway(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	// With the terminal chat on a TTY, info lines would interleave with the
-	// conversation; keep them for headless runs (DREAMGATE_LOG_LEVEL
-	// overrides either way).
-	level := slog.LevelInfo
-	if cfg.Channels.Terminal.Enabled && e.stdinIsTTY() {
-		level = slog.LevelWarn
+	// Under systemd or in a container stdin is not a person: the terminal
+	// chat would read EOF at once and show as stopped in /healthz. It runs
+	// at a terminal, or where asked for with --terminal.
+	withTerminal := cfg.Channels.Terminal.Enabled && (e.stdinIsTTY() || *forceTerminal)
+	interactive := withTerminal && e.stdinIsTTY()
+
+	// With the chat at a terminal, log lines would land in the middle of
+	// what the person reads and types: they go to a file instead, unless
+	// stderr is redirected anyway.
+	var logger *slog.Logger
+	logPath := ""
+	if interactive && e.isTTY(e.stderr) {
+		logPath = filepath.Join(cfg.StateDir, "gateway.log")
+		f, err := openLogFile(logPath)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		logger = fileLogger(f, e.getenv)
+	} else {
+		logger = e.logger(slog.LevelInfo)
 	}
-	logger := e.logger(level)
 
 	// /healthz answers first, before anything slow, so supervisors see the
 	// process alive at once; it reports "starting" until the channels run.
 	health := &healthState{}
-	var srv *http.Server
+	healthURL := ""
 	if cfg.Gateway.HealthAddr != "" {
 		ln, err := net.Listen("tcp", cfg.Gateway.HealthAddr)
 		if err != nil {
 			return fmt.Errorf("gateway.healthAddr %s: %w", cfg.Gateway.HealthAddr, err)
 		}
-		srv = &http.Server{Handler: health.handler(), ReadHeaderTimeout: 5 * time.Second}
+		srv := &http.Server{Handler: health.handler(), ReadHeaderTimeout: 5 * time.Second}
 		go func() {
 			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				logger.Error("health server stopped", "err", err)
 			}
 		}()
+		healthURL = "http://" + ln.Addr().String() + "/healthz"
 		logger.Info("health endpoint listening", "addr", ln.Addr().String())
 		defer func() {
 			sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -69,7 +92,16 @@ func cmdGateway(ctx context.Context, e *env, args []string) error {
 	}
 	defer a.close()
 	g, dreamer := a.gateway(cfg.Dream.Enabled)
-	if err := addChannels(g, cfg, e, logger); err != nil {
+	var termCh *terminal.Adapter
+	if withTerminal {
+		prompt := ""
+		if interactive {
+			prompt = "> "
+		}
+		termCh = terminal.New(terminal.Config{In: e.stdin, Out: e.stdout, Err: e.stderr, Prompt: prompt, Stream: e.streamReplies()})
+		g.AddChannel(termCh)
+	}
+	if err := addChannels(g, cfg, logger); err != nil {
 		return err
 	}
 
@@ -82,8 +114,11 @@ func cmdGateway(ctx context.Context, e *env, args []string) error {
 		sched.Start()
 		logger.Info("dream scheduled", "cron", cfg.Dream.Cron, "timezone", cfg.Dream.Timezone, "next", sched.Next())
 	}
-	health.set(g)
+	health.set(g, a.model)
 	health.mcp.Store(a.mcp)
+	if interactive {
+		printBanner(e.stderr, cfg, healthURL, logPath)
+	}
 
 	// The channels outlive the signal: Shutdown first drains the turns
 	// (their replies go out through still-connected channels), then the
@@ -92,10 +127,19 @@ func cmdGateway(ctx context.Context, e *env, args []string) error {
 	defer stop()
 	ran := make(chan struct{})
 	go func() { _ = g.Run(runCtx); close(ran) }()
-	logger.Info("gateway running", "model", cfg.LLM.Model, "workspace", cfg.Workspace)
-	<-ctx.Done()
+	logger.Info("gateway running", "model", cfg.LLM.Model, "workspace", cfg.Workspace, "terminal", withTerminal)
+	var left <-chan struct{} // nil: never, without a terminal chat
+	if termCh != nil {
+		left = termCh.EOF()
+	}
+	select {
+	case <-ctx.Done():
+		logger.Info("shutting down", "reason", "signal")
+	case <-left:
+		logger.Info("shutting down", "reason", "terminal input ended")
+	}
+	health.stopping.Store(true)
 
-	logger.Info("shutting down")
 	sctx, cancel := shutdownContext()
 	defer cancel()
 	serr := g.Shutdown(sctx)
@@ -109,14 +153,53 @@ func cmdGateway(ctx context.Context, e *env, args []string) error {
 	return serr
 }
 
-func addChannels(g *gateway.Gateway, cfg Config, e *env, logger *slog.Logger) error {
-	if cfg.Channels.Terminal.Enabled {
-		prompt := ""
-		if e.stdinIsTTY() {
-			prompt = "> "
-		}
-		g.AddChannel(terminal.New(terminal.Config{In: e.stdin, Out: e.stdout, Err: e.stderr, Prompt: prompt, Stream: e.streamReplies()}))
+// printBanner is the first screen of an interactive gateway: what it talks
+// to, where things are, and how to leave.
+func printBanner(w io.Writer, cfg Config, healthURL, logPath string) {
+	if healthURL == "" {
+		healthURL = "off"
 	}
+	fmt.Fprintf(w, "dreamgate %s · model %s at %s\n", readVersion().Version, cfg.LLM.Model, redactURL(cfg.LLM.BaseURL))
+	fmt.Fprintf(w, "workspace %s · health %s", cfg.Workspace, healthURL)
+	if logPath != "" {
+		fmt.Fprintf(w, " · logs %s", logPath)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "/help for commands, Ctrl-D or /quit to leave.")
+}
+
+// redactURL drops user info and query from a URL before it is shown.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(invalid URL)"
+	}
+	u.User, u.RawQuery, u.Fragment = nil, "", ""
+	return u.String()
+}
+
+func openLogFile(path string) (*os.File, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("create log dir: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open log file: %w", err)
+	}
+	return f, nil
+}
+
+// fileLogger writes text lines to the log file, at info unless
+// DREAMGATE_LOG_LEVEL says otherwise.
+func fileLogger(w io.Writer, getenv func(string) string) *slog.Logger {
+	level := slog.LevelInfo
+	if v := getenv("DREAMGATE_LOG_LEVEL"); v != "" {
+		_ = level.UnmarshalText([]byte(strings.ToUpper(v)))
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+}
+
+func addChannels(g *gateway.Gateway, cfg Config, logger *slog.Logger) error {
 	if s := cfg.Channels.Slack; s.Enabled {
 		ad, err := slack.New(slack.Config{
 			BotToken: s.BotToken, AppToken: s.AppToken, APIURL: s.APIURL,
@@ -142,41 +225,93 @@ func addChannels(g *gateway.Gateway, cfg Config, e *env, logger *slog.Logger) er
 	return nil
 }
 
-// healthState serves GET /healthz: "starting" until the gateway is wired,
-// then each channel's state.
+// healthState serves GET /healthz and GET /readyz.
 type healthState struct {
-	g   atomicGateway
-	mcp atomic.Pointer[mcp.Manager] // nil: no MCP servers
+	g        atomic.Pointer[gateway.Gateway]
+	model    atomic.Pointer[llm.Client]
+	stopping atomic.Bool
+	mcp      atomic.Pointer[mcp.Manager] // nil: no MCP servers
 }
 
-func (h *healthState) set(g *gateway.Gateway) { h.g.Store(g) }
+func (h *healthState) set(g *gateway.Gateway, model *llm.Client) {
+	h.model.Store(model)
+	h.g.Store(g)
+}
+
+// healthReport is the JSON of /healthz and /readyz.
+type healthReport struct {
+	// Status: "starting", "ok", "degraded" (a channel is not connected) or
+	// "stopping". Only "ok" answers 200.
+	Status   string                     `json:"status"`
+	Ready    bool                       `json:"ready"`
+	Channels map[string]channels.Health `json:"channels"`
+	Model    *modelHealth               `json:"model,omitempty"`
+	// MCP details each MCP server; one that is down does not make the
+	// gateway degraded (its chats still work).
+	MCP []mcp.ServerStatus `json:"mcp,omitempty"`
+}
+
+type modelHealth struct {
+	Name string `json:"name"`
+	// State: "unknown" before the first call, then "reachable" or
+	// "unreachable" as the last finished call found it.
+	State       string     `json:"state"`
+	BreakerOpen bool       `json:"breakerOpen"`
+	LastError   string     `json:"lastError,omitempty"`
+	LastErrorAt *time.Time `json:"lastErrorAt,omitempty"`
+}
+
+func (h *healthState) report() healthReport {
+	body := healthReport{Status: "starting", Channels: map[string]channels.Health{}}
+	g, model := h.g.Load(), h.model.Load()
+	if m := h.mcp.Load(); m != nil {
+		body.MCP = m.Status()
+	}
+	if g != nil {
+		body.Channels = g.Health()
+		body.Status = "ok"
+		for _, c := range body.Channels {
+			if c.State != channels.StateConnected && c.State != channels.StateStopped {
+				body.Status = "degraded"
+			}
+		}
+	}
+	if model != nil {
+		st := model.State()
+		m := &modelHealth{Name: model.Model(), State: "unknown", BreakerOpen: st.BreakerOpen, LastError: st.LastErrorClass}
+		switch {
+		case st.Known && st.Reachable:
+			m.State = "reachable"
+		case st.Known:
+			m.State = "unreachable"
+		}
+		if !st.LastErrorAt.IsZero() {
+			m.LastErrorAt = &st.LastErrorAt
+		}
+		body.Model = m
+	}
+	if h.stopping.Load() {
+		body.Status = "stopping"
+	}
+	// Ready to take messages: serving, and the model not known to be down
+	// (an open breaker fails every turn fast).
+	body.Ready = body.Status == "ok" && (body.Model == nil || !body.Model.BreakerOpen)
+	return body
+}
 
 func (h *healthState) handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		body := struct {
-			Status   string                     `json:"status"`
-			Channels map[string]channels.Health `json:"channels"`
-			// MCP details each MCP server; one that is down does not make
-			// the gateway degraded (its chats still work).
-			MCP []mcp.ServerStatus `json:"mcp,omitempty"`
-		}{Status: "starting", Channels: map[string]channels.Health{}}
-		if m := h.mcp.Load(); m != nil {
-			body.MCP = m.Status()
-		}
-		if g := h.g.Load(); g != nil {
-			body.Channels = g.Health()
-			body.Status = "ok"
-			for _, c := range body.Channels {
-				if c.State != channels.StateConnected && c.State != channels.StateStopped {
-					body.Status = "degraded"
-				}
+	serve := func(ok func(healthReport) bool) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			body := h.report()
+			w.Header().Set("Content-Type", "application/json")
+			if !ok(body) {
+				w.WriteHeader(http.StatusServiceUnavailable)
 			}
+			_ = json.NewEncoder(w).Encode(body)
 		}
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(body)
-	})
+	}
+	mux.HandleFunc("GET /healthz", serve(func(b healthReport) bool { return b.Status == "ok" }))
+	mux.HandleFunc("GET /readyz", serve(func(b healthReport) bool { return b.Ready }))
 	return mux
 }
-
-type atomicGateway = atomic.Pointer[gateway.Gateway]

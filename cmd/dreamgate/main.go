@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -25,11 +26,14 @@ Usage:
 
 Commands:
   onboard                      create config and workspace (never overwrites)
-  gateway                      run every enabled channel, the Dream scheduler and /healthz
+  gateway [--terminal]         run every enabled channel, the Dream scheduler, /healthz and /readyz;
+                               the terminal chat only at a terminal (or with --terminal)
   chat [-m msg] [--session s]  chat in the terminal; with -m: one turn, reply on stdout
   dream run                    run Dream now
   dream log [sha]              show the latest Dream change, or that commit
   dream restore [sha]          list Dream commits, or undo one as a new commit
+  status                       config, workspace, channels, model; exit 1 when the model is unreachable
+  version                      version, commit, build date and Go version (also --version)
   status                       config, workspace, provider, last and next Dream
   eval [--scenario F] [--runs N] [--json]  how well memory works with the configured model
 
@@ -58,25 +62,45 @@ type env struct {
 	stdout, stderr io.Writer
 	getenv         func(string) string
 	configPath     string
+	// isTTY says whether a stream is a terminal; tests replace it to play
+	// a person at a terminal.
+	isTTY func(any) bool
+}
+
+func isTerminal(v any) bool {
+	f, ok := v.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
+	return runEnv(ctx, &env{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv, isTTY: isTerminal}, args)
+}
+
+// runEnv runs one command line with e's streams; --config fills
+// e.configPath.
+func runEnv(ctx context.Context, e *env, args []string) int {
+	stdout, stderr := e.stdout, e.stderr
 	top := flag.NewFlagSet("dreamgate", flag.ContinueOnError)
 	top.SetOutput(stderr)
 	top.Usage = func() { fmt.Fprint(stderr, usage) }
 	configPath := top.String("config", "", "config file")
+	showVersion := top.Bool("version", false, "print the version and exit")
 	if err := top.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
 		return 2
 	}
+	if *showVersion {
+		fmt.Fprint(stdout, readVersion().String())
+		return 0
+	}
 	rest := top.Args()
 	if len(rest) == 0 {
 		fmt.Fprint(stderr, usage)
 		return 2
 	}
-	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv, configPath: *configPath}
+	e.configPath = *configPath
 	var err error
 	switch rest[0] {
 	case "onboard":
@@ -91,6 +115,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = cmdStatus(ctx, e, rest[1:])
 	case "eval":
 		err = cmdEval(ctx, e, rest[1:])
+	case "version":
+		err = cmdVersion(ctx, e, rest[1:])
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
@@ -146,7 +172,12 @@ func (e *env) parse(fs *flag.FlagSet, args []string) error {
 func (e *env) config() (Config, error) {
 	path := e.configPath
 	if path == "" {
-		path = defaultConfigPath()
+		return loadConfig(defaultConfigPath(), e.getenv)
+	}
+	// Only the default file may be missing: a --config that names nothing
+	// is a typo, and running on defaults would hide it.
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return Config{}, &configError{path: path, msg: "no such file (`dreamgate --config " + path + " onboard` writes one)"}
 	}
 	return loadConfig(path, e.getenv)
 }
@@ -159,21 +190,17 @@ func (e *env) logger(defaultLevel slog.Level) *slog.Logger {
 		_ = level.UnmarshalText([]byte(strings.ToUpper(v)))
 	}
 	opts := &slog.HandlerOptions{Level: level}
-	if f, ok := e.stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+	if e.isTTY(e.stderr) {
 		return slog.New(slog.NewTextHandler(e.stderr, opts))
 	}
 	return slog.New(slog.NewJSONHandler(e.stderr, opts))
 }
 
-func (e *env) stdinIsTTY() bool {
-	f, ok := e.stdin.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
-}
+func (e *env) stdinIsTTY() bool { return e.isTTY(e.stdin) }
 
 // streamReplies says whether the terminal chat shows replies as they are
 // written: only to a person at a terminal, so piped output stays exactly
 // the replies.
 func (e *env) streamReplies() bool {
-	f, ok := e.stdout.(*os.File)
-	return e.stdinIsTTY() && ok && term.IsTerminal(int(f.Fd()))
+	return e.stdinIsTTY() && e.isTTY(e.stdout)
 }

@@ -133,7 +133,7 @@ func TestHealthzDetailsMCPServers(t *testing.T) {
 		t.Fatalf("tools from a broken server: %d", len(tools))
 	}
 	hs := &healthState{}
-	hs.set(g)
+	hs.set(g, a.model)
 	hs.mcp.Store(a.mcp)
 	rec := httptest.NewRecorder()
 	hs.handler().ServeHTTP(rec, httptest.NewRequest("GET", "/healthz", nil))

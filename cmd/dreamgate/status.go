@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"strings"
 	"time"
 
 	"github.com/dreamgate/dreamgate/dream"
@@ -11,9 +14,10 @@ import (
 	"github.com/robfig/cron/v3"
 )
 
-// cmdStatus prints config, workspace, provider reachability and Dream
-// times, without calling a model.
-func cmdStatus(ctx context.Context, e *env, args []string) error {
+// cmdStatus prints config, workspace, channels, provider reachability and
+// Dream times, without calling a model. It exits 1 when the model cannot
+// be used (unreachable, or its key refused), so scripts can wait on it.
+func cmdStatus(ctx context.Context, e *env, args []string) (err error) {
 	fs := e.flags("status")
 	if err := e.parse(fs, args); err != nil {
 		return err
@@ -35,14 +39,23 @@ func cmdStatus(ctx context.Context, e *env, args []string) error {
 	}
 	fmt.Fprintf(w, "Workspace: %s\n", cfg.Workspace)
 	fmt.Fprintf(w, "Sessions: %s\n", cfg.StateDir)
+	for _, line := range channelLines(cfg) {
+		fmt.Fprintln(w, line)
+	}
 
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	if err := a.model.Ping(pctx); err != nil {
-		fmt.Fprintf(w, "Model: %s at %s — %s\n", cfg.LLM.Model, cfg.LLM.BaseURL, llm.UserMessage(err))
+	perr := a.model.Ping(pctx)
+	if perr != nil {
+		fmt.Fprintf(w, "Model: %s at %s — %s\n", cfg.LLM.Model, redactURL(cfg.LLM.BaseURL), llm.UserMessage(perr))
 	} else {
-		fmt.Fprintf(w, "Model: %s at %s — reachable\n", cfg.LLM.Model, cfg.LLM.BaseURL)
+		fmt.Fprintf(w, "Model: %s at %s — reachable\n", cfg.LLM.Model, redactURL(cfg.LLM.BaseURL))
 	}
+	defer func() {
+		if modelUnusable(perr) && err == nil {
+			err = &exitError{code: 1, err: errors.New("dreamgate: the model cannot be used; see the Model line above")}
+		}
+	}()
 
 	if n, err := a.history.Len(); err == nil {
 		dc, _ := a.history.DreamCursor()
@@ -70,4 +83,62 @@ func cmdStatus(ctx context.Context, e *env, args []string) error {
 			sched.Next(time.Now().In(loc)).Format("2006-01-02 15:04 MST"), cfg.Dream.Cron, cfg.Dream.Timezone)
 	}
 	return nil
+}
+
+// modelUnusable: nothing answered, or the provider refused the key. Other
+// answers (a server without GET /models, say) prove it reachable.
+func modelUnusable(err error) bool {
+	var le *llm.Error
+	switch {
+	case err == nil:
+		return false
+	case errors.As(err, &le) && errors.Is(le.Kind, llm.ErrRejected):
+		return le.Status == http.StatusUnauthorized || le.Status == http.StatusForbidden
+	case errors.As(err, &le) && errors.Is(le.Kind, llm.ErrMalformed):
+		return false
+	default:
+		return true
+	}
+}
+
+// channelLines says, per channel, whether it runs and whether its tokens
+// are there, never what they are.
+func channelLines(cfg Config) []string {
+	token := func(field, label, v string) string {
+		switch {
+		case strings.TrimSpace(v) == "":
+			return label + " missing"
+		case cfg.fromEnv[field] != "":
+			return label + " set (from " + cfg.fromEnv[field] + ")"
+		default:
+			return label + " set"
+		}
+	}
+	// Tokens in the environment do not turn a channel on by themselves.
+	off := func(name string, fields ...string) string {
+		for _, f := range fields {
+			if v := cfg.fromEnv[f]; v != "" {
+				return fmt.Sprintf("Channel %s: off (%s is set, but channels.%s.enabled is false)", name, v, name)
+			}
+		}
+		return "Channel " + name + ": off"
+	}
+	var out []string
+	if cfg.Channels.Terminal.Enabled {
+		out = append(out, "Channel terminal: enabled (runs when stdin is a terminal, or with gateway --terminal)")
+	} else {
+		out = append(out, "Channel terminal: off")
+	}
+	if s := cfg.Channels.Slack; s.Enabled {
+		out = append(out, fmt.Sprintf("Channel slack: enabled, %s, %s",
+			token("channels.slack.botToken", "bot token", s.BotToken), token("channels.slack.appToken", "app token", s.AppToken)))
+	} else {
+		out = append(out, off("slack", "channels.slack.botToken", "channels.slack.appToken"))
+	}
+	if d := cfg.Channels.Discord; d.Enabled {
+		out = append(out, fmt.Sprintf("Channel discord: enabled, %s", token("channels.discord.token", "token", d.Token)))
+	} else {
+		out = append(out, off("discord", "channels.discord.token"))
+	}
+	return out
 }

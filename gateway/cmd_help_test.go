@@ -1,0 +1,40 @@
+package gateway
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestHelpSaysHowToLeaveOnlyAtTheTerminal(t *testing.T) {
+	env := newTestEnv(t, noModel(t), nil)
+	for _, local := range []bool{true, false} {
+		in := inbound("help", "/help")
+		in.Local = local
+		done, err := env.g.Submit(t.Context(), in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := wait(t, done)
+		env.ch.next(t)
+		if got := strings.Contains(r.Reply, "Ctrl-D or /quit"); got != local {
+			t.Errorf("local=%v: /help mentions leaving = %v:\n%s", local, got, r.Reply)
+		}
+	}
+}
+
+func TestAdminRefusalSaysHowToBecomeOne(t *testing.T) {
+	env := newTestEnv(t, noModel(t), func(c *Config, _ *Deps) { c.Admins = []string{"test:BOSS"} })
+	in := inbound("admin", "/dream-restore")
+	in.SenderID = "U42"
+	done, err := env.g.Submit(t.Context(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := wait(t, done)
+	env.ch.next(t)
+	for _, want := range []string{"Not allowed: /dream-restore is for admins only.", `"test:U42"`, `"admins"`} {
+		if !strings.Contains(r.Reply, want) {
+			t.Errorf("refusal %q lacks %s", r.Reply, want)
+		}
+	}
+}
