@@ -93,6 +93,9 @@ func TestConfigDocCoversEveryKey(t *testing.T) {
 		wantDef, _ := json.Marshal(def.Interface())
 		if string(wantDef) == "null" {
 			wantDef = []byte("[]")
+			if def.Kind() == reflect.Map {
+				wantDef = []byte("{}")
+			}
 		}
 		if cells[2] != "`"+string(wantDef)+"`" {
 			t.Errorf("%s: default %s, want `%s`", key, cells[2], wantDef)
