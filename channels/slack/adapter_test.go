@@ -539,7 +539,7 @@ func TestBusyAndClosedSink(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if posts[0].Text != busyReply || posts[0].ThreadTS != d.Event.TS {
+		if posts[0].Text != channels.BusyNotice || posts[0].ThreadTS != d.Event.TS {
 			t.Errorf("post = %+v, want the busy notice in the thread", posts[0])
 		}
 	})
