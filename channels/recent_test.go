@@ -23,3 +23,25 @@ func TestRecentSetIsBounded(t *testing.T) {
 		t.Error("d should still be remembered")
 	}
 }
+
+func TestRecentSetForgetsOldest(t *testing.T) {
+	t.Parallel()
+	r := NewRecentSet(3)
+	steps := []struct {
+		id  string
+		new bool
+	}{
+		{"a", true}, {"a", false}, {"b", true}, {"c", true}, {"b", false},
+		{"d", true}, // evicts a
+		{"a", true}, // evicts b
+		{"c", false}, {"b", true},
+	}
+	for i, s := range steps {
+		if got := r.Add(s.id); got != s.new {
+			t.Fatalf("step %d add(%q) = %v, want %v", i, s.id, got, s.new)
+		}
+	}
+	if len(r.keys) != 3 {
+		t.Fatalf("set holds %d ids, want 3", len(r.keys))
+	}
+}

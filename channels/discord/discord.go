@@ -41,11 +41,8 @@ const (
 // MaxMessageLen is Discord's limit on a message, in characters.
 const MaxMessageLen = 2000
 
-// Texts users see.
-const (
-	busyText       = "I'm still working on earlier messages here; please try again in a moment."
-	notAllowedText = "You're not on this bot's allow list."
-)
+// notAllowedText is what a user not in allowFrom is told, once, in a DM.
+const notAllowedText = "You're not on this bot's allow list."
 
 // intents are the gateway intents the bot asks for; MESSAGE_CONTENT is
 // privileged and must be enabled in the developer portal.
@@ -99,15 +96,13 @@ type Adapter struct {
 	botID   atomic.Value // string; from GET /users/@me and READY
 
 	chans   *channelCache
-	seen    *recentSet // message ids already handled
-	refused *recentSet // users already told they are not allowed
+	seen    *channels.RecentSet // message ids already handled
+	refused *channels.RecentSet // users already told they are not allowed
 
 	rolesMu  sync.Mutex
 	botRoles map[string]string // guild id -> the bot's managed role there
 
-	healthMu sync.Mutex
-	health   channels.Health
-	onHealth func(channels.Health)  // test hook, called on every change
+	health   *channels.HealthTracker
 	onQueued func(messageID string) // test hook, called once a message is queued
 }
 
@@ -171,10 +166,10 @@ func New(cfg Config) (*Adapter, error) {
 		tune:          defaultTuning,
 		watch:         &openWatch{},
 		chans:         newChannelCache(maxCachedChannels),
-		seen:          newRecentSet(recentMessages),
-		refused:       newRecentSet(recentRefusals),
+		seen:          channels.NewRecentSet(recentMessages),
+		refused:       channels.NewRecentSet(recentRefusals),
 		botRoles:      map[string]string{},
-		health:        channels.Health{State: channels.StateStopped, Detail: "not started", Since: time.Now()},
+		health:        channels.NewHealthTracker(),
 	}
 	a.botID.Store("")
 
@@ -224,24 +219,6 @@ func idSet(ids []string) map[string]bool {
 func (a *Adapter) Name() string { return Name }
 
 // Health implements channels.HealthReporter.
-func (a *Adapter) Health() channels.Health {
-	a.healthMu.Lock()
-	defer a.healthMu.Unlock()
-	return a.health
-}
-
-func (a *Adapter) setHealth(state, detail string) {
-	a.healthMu.Lock()
-	if a.health.State == state && a.health.Detail == detail {
-		a.healthMu.Unlock()
-		return
-	}
-	a.health = channels.Health{State: state, Detail: detail, Since: time.Now()}
-	h, hook := a.health, a.onHealth
-	a.healthMu.Unlock()
-	if hook != nil {
-		hook(h)
-	}
-}
+func (a *Adapter) Health() channels.Health { return a.health.Health() }
 
 func (a *Adapter) bot() string { return a.botID.Load().(string) }
