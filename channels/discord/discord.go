@@ -9,8 +9,9 @@
 // replies at 2000 characters, rate limits, the typing indicator, and
 // reconnecting with backoff. discordgo types never leave this package.
 //
-// It imports only the channels contract of ours; never the gateway or any
-// other package of dreamgate.
+// Of ours it imports only the channels contract (with its shared Delivery)
+// and the internal/backoff leaf; never the gateway or any other package of
+// dreamgate.
 package discord
 
 import (
