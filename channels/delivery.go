@@ -12,6 +12,10 @@ import (
 // message the gateway refused with ErrBusy.
 const BusyNotice = "I'm still working on earlier messages here; please try again in a moment."
 
+// NotAllowedNotice is what a chat adapter answers, once per user and as a
+// KindError reply, to a direct message from someone not in its allowFrom.
+const NotAllowedNotice = "You're not on this bot's allow list."
+
 // QueueSize bounds the messages an adapter has taken from its platform
 // (acked, read) but not yet delivered. A full queue holds the platform
 // reader up; nothing is dropped.

@@ -170,7 +170,7 @@ func TestAllowFrom(t *testing.T) {
 	if len(notices) != 1 {
 		t.Fatalf("sent %d messages, want one notice: %+v", len(notices), notices)
 	}
-	if n := notices[0]; n.ChannelID != "D2" || n.Content != notAllowedText || n.ReplyTo != dm {
+	if n := notices[0]; n.ChannelID != "D2" || n.Content != channels.NotAllowedNotice || n.ReplyTo != dm {
 		t.Fatalf("notice = %+v", n)
 	}
 }

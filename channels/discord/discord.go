@@ -42,9 +42,6 @@ const (
 // MaxMessageLen is Discord's limit on a message, in characters.
 const MaxMessageLen = 2000
 
-// notAllowedText is what a user not in allowFrom is told, once, in a DM.
-const notAllowedText = "You're not on this bot's allow list."
-
 // intents are the gateway intents the bot asks for; MESSAGE_CONTENT is
 // privileged and must be enabled in the developer portal.
 const intents = discordgo.IntentsGuilds | discordgo.IntentsGuildMessages |

@@ -50,7 +50,7 @@ func (a *Adapter) accept(ctx context.Context, m *discordgo.Message, notify func(
 		if a.refused.Add(m.Author.ID) {
 			notify(ctx, channels.Outbound{
 				Channel: Name, ChatID: m.ChannelID, SessionKey: Name + ":" + m.ChannelID,
-				ReplyTo: m.ID, Kind: channels.KindError, Text: notAllowedText,
+				ReplyTo: m.ID, Kind: channels.KindError, Text: channels.NotAllowedNotice,
 			})
 		}
 		return channels.Inbound{}, false

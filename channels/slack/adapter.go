@@ -29,8 +29,6 @@ const MaxMessageLen = 39000
 const (
 	reactionName = "eyes"
 
-	notAllowedReply = "You're not on this bot's allow list."
-
 	// maxRateLimitWaits bounds how many 429 answers one post waits out.
 	maxRateLimitWaits = 5
 	// postEventType marks each post's message metadata, with an id of its

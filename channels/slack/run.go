@@ -252,7 +252,7 @@ func (r *runner) handleEventsAPI(ctx context.Context, req *socketmode.Request, a
 	case verdictNotAllowedDM:
 		if r.a.told.Add(m.user) {
 			r.a.log.Info("slack DM from a user not in allowFrom; told once", "user", m.user)
-			r.out.Notify(ctx, channels.ReplyTo(in, channels.KindReply, notAllowedReply))
+			r.out.Notify(ctx, channels.ReplyTo(in, channels.KindError, channels.NotAllowedNotice))
 		}
 	}
 }
