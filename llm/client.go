@@ -10,6 +10,8 @@ import (
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/dreamgate/dreamgate/internal/backoff"
 )
 
 // DefaultBaseURL is the endpoint used when Config.BaseURL is empty: a local
@@ -132,7 +134,7 @@ func New(cfg Config) *Client {
 		log:      cfg.Logger,
 		brk:      newBreaker(cfg.BreakerThreshold, cfg.BreakerCooldown),
 		now:      time.Now,
-		wait:     sleepCtx,
+		wait:     backoff.Sleep,
 		usage:    make(map[string]Usage),
 	}
 }

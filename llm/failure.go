@@ -15,6 +15,8 @@ import (
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/dreamgate/dreamgate/internal/backoff"
 )
 
 // failure is what one try learned about an error: how to report it and
@@ -164,14 +166,7 @@ func safeCode(code any) string {
 // backoff is the wait after the given (1-based) failed try: BaseDelay
 // doubling, capped at MaxDelay.
 func (c *Client) backoff(attempt int) time.Duration {
-	d := c.cfg.BaseDelay
-	for i := 1; i < attempt; i++ {
-		d *= 2
-		if d >= c.cfg.MaxDelay {
-			return c.cfg.MaxDelay
-		}
-	}
-	return min(d, c.cfg.MaxDelay)
+	return backoff.Delay(attempt-1, c.cfg.BaseDelay, c.cfg.MaxDelay)
 }
 
 // parseRetryAfter reads Retry-After (delay-seconds or an HTTP date) and,
@@ -242,20 +237,6 @@ func safeEndpoint(raw string) string {
 	}
 	u.User, u.RawQuery, u.Fragment, u.RawFragment = nil, "", "", ""
 	return u.String()
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // formatDuration writes whole seconds as "120s" and anything finer as Go does.

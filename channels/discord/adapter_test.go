@@ -170,7 +170,7 @@ func TestAllowFrom(t *testing.T) {
 	if len(notices) != 1 {
 		t.Fatalf("sent %d messages, want one notice: %+v", len(notices), notices)
 	}
-	if n := notices[0]; n.ChannelID != "D2" || n.Content != notAllowedText || n.ReplyTo != dm {
+	if n := notices[0]; n.ChannelID != "D2" || n.Content != channels.NotAllowedNotice || n.ReplyTo != dm {
 		t.Fatalf("notice = %+v", n)
 	}
 }
@@ -523,7 +523,7 @@ func TestBusySessionGetsOneNotice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sent[0].Content != busyText || sent[0].ReplyTo != busy || sent[0].ChannelID != "C1" {
+	if sent[0].Content != channels.BusyNotice || sent[0].ReplyTo != busy || sent[0].ChannelID != "C1" {
 		t.Fatalf("notice = %+v", sent[0])
 	}
 	next := h.inject(fakediscord.Message{ChannelID: "C1", Content: "later"})
@@ -659,12 +659,12 @@ func TestUnreachableAPIKeepsTrying(t *testing.T) {
 	}
 	a.tune = testTuning
 	h := &harness{t: t, a: a, sink: newRecSink(), health: make(chan channels.Health, 64)}
-	a.onHealth = func(hl channels.Health) {
+	a.health.Watch(func(hl channels.Health) {
 		select {
 		case h.health <- hl:
 		default:
 		}
-	}
+	})
 	h.start()
 	h.expectHealth(channels.StateConnecting, "cannot reach the Discord API")
 	if err := h.stop(); err != nil {

@@ -9,8 +9,9 @@
 // replies at 2000 characters, rate limits, the typing indicator, and
 // reconnecting with backoff. discordgo types never leave this package.
 //
-// It imports only the channels contract of ours; never the gateway or any
-// other package of dreamgate.
+// Of ours it imports only the channels contract (with its shared Delivery)
+// and the internal/backoff leaf; never the gateway or any other package of
+// dreamgate.
 package discord
 
 import (
@@ -40,12 +41,6 @@ const (
 
 // MaxMessageLen is Discord's limit on a message, in characters.
 const MaxMessageLen = 2000
-
-// Texts users see.
-const (
-	busyText       = "I'm still working on earlier messages here; please try again in a moment."
-	notAllowedText = "You're not on this bot's allow list."
-)
 
 // intents are the gateway intents the bot asks for; MESSAGE_CONTENT is
 // privileged and must be enabled in the developer portal.
@@ -99,15 +94,13 @@ type Adapter struct {
 	botID   atomic.Value // string; from GET /users/@me and READY
 
 	chans   *channelCache
-	seen    *recentSet // message ids already handled
-	refused *recentSet // users already told they are not allowed
+	seen    *channels.RecentSet // message ids already handled
+	refused *channels.RecentSet // users already told they are not allowed
 
 	rolesMu  sync.Mutex
 	botRoles map[string]string // guild id -> the bot's managed role there
 
-	healthMu sync.Mutex
-	health   channels.Health
-	onHealth func(channels.Health)  // test hook, called on every change
+	health   *channels.HealthTracker
 	onQueued func(messageID string) // test hook, called once a message is queued
 }
 
@@ -171,10 +164,10 @@ func New(cfg Config) (*Adapter, error) {
 		tune:          defaultTuning,
 		watch:         &openWatch{},
 		chans:         newChannelCache(maxCachedChannels),
-		seen:          newRecentSet(recentMessages),
-		refused:       newRecentSet(recentRefusals),
+		seen:          channels.NewRecentSet(recentMessages),
+		refused:       channels.NewRecentSet(recentRefusals),
 		botRoles:      map[string]string{},
-		health:        channels.Health{State: channels.StateStopped, Detail: "not started", Since: time.Now()},
+		health:        channels.NewHealthTracker(),
 	}
 	a.botID.Store("")
 
@@ -224,24 +217,6 @@ func idSet(ids []string) map[string]bool {
 func (a *Adapter) Name() string { return Name }
 
 // Health implements channels.HealthReporter.
-func (a *Adapter) Health() channels.Health {
-	a.healthMu.Lock()
-	defer a.healthMu.Unlock()
-	return a.health
-}
-
-func (a *Adapter) setHealth(state, detail string) {
-	a.healthMu.Lock()
-	if a.health.State == state && a.health.Detail == detail {
-		a.healthMu.Unlock()
-		return
-	}
-	a.health = channels.Health{State: state, Detail: detail, Since: time.Now()}
-	h, hook := a.health, a.onHealth
-	a.healthMu.Unlock()
-	if hook != nil {
-		hook(h)
-	}
-}
+func (a *Adapter) Health() channels.Health { return a.health.Health() }
 
 func (a *Adapter) bot() string { return a.botID.Load().(string) }

@@ -112,12 +112,12 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 	}
 	a.tune = testTuning
 	h := &harness{t: t, fake: fake, a: a, sink: newRecSink(), health: make(chan channels.Health, 64)}
-	a.onHealth = func(hl channels.Health) {
+	a.health.Watch(func(hl channels.Health) {
 		select {
 		case h.health <- hl:
 		default:
 		}
-	}
+	})
 	if !o.noStart {
 		h.start()
 		if !o.noWait {

@@ -2,7 +2,6 @@ package discord
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"strings"
 	"sync"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 	"github.com/dreamgate/dreamgate/channels"
+	"github.com/dreamgate/dreamgate/internal/backoff"
 )
 
 // Bounds on what the adapter remembers.
@@ -20,90 +20,11 @@ const (
 	lookupTries       = 3      // GET /channels/{id} attempts
 )
 
-// consume filters what the gateway read and hands it to sink, in order.
-// It returns the message it was delivering when ctx ended, if any, for
-// handOver.
-func (a *Adapter) consume(ctx context.Context, stop context.CancelFunc, sink channels.Sink, queue <-chan *discordgo.Message, replies *sync.WaitGroup) *channels.Inbound {
-	for {
-		var m *discordgo.Message
-		select {
-		case <-ctx.Done():
-			return nil
-		case m = <-queue:
-		}
-		in, ok := a.accept(ctx, m, replies)
-		if !ok {
-			continue
-		}
-		err := sink.Deliver(ctx, in)
-		switch {
-		case err == nil:
-			a.log.Debug("discord: delivered", "session", in.SessionKey, "message", in.MessageID, "len", len(in.Text))
-		case errors.Is(err, channels.ErrBusy):
-			a.log.Warn("discord: conversation busy; asking the user to retry", "session", in.SessionKey, "message", in.MessageID)
-			a.replyAside(ctx, replies, channels.ReplyTo(in, channels.KindError, busyText))
-		case errors.Is(err, channels.ErrClosed):
-			a.log.Info("discord: gateway closed; no longer delivering", "message", in.MessageID)
-			stop()
-			return nil
-		case ctx.Err() != nil:
-			return &in
-		default:
-			a.log.Error("discord: deliver failed", "session", in.SessionKey, "message", in.MessageID, "err", err)
-		}
-	}
-}
-
-// handOver delivers, once the gateway connection is closed, what was read
-// but not yet delivered when Run stopped: Discord will not send it again. A
-// gateway that is shutting down still saves each message in its session and
-// tells its sender, so nothing read is dropped in silence. ctx is Run's,
-// already done; the hand-over has its own short deadline.
-func (a *Adapter) handOver(ctx context.Context, sink channels.Sink, held *channels.Inbound, queue <-chan *discordgo.Message, replies *sync.WaitGroup) {
-	if held == nil && len(queue) == 0 {
-		return
-	}
-	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), handOverTimeout)
-	defer cancel()
-	defer replies.Wait() // notices sent with hctx go out before it is cancelled
-	count, lost := 0, 0
-	deliver := func(in channels.Inbound) {
-		count++
-		err := sink.Deliver(hctx, in)
-		switch {
-		case err == nil:
-		case errors.Is(err, channels.ErrBusy):
-			a.replyAside(hctx, replies, channels.ReplyTo(in, channels.KindError, busyText))
-		default:
-			lost++
-			a.log.Error("discord: message read but not delivered", "session", in.SessionKey, "message", in.MessageID, "err", err)
-		}
-	}
-	if held != nil {
-		deliver(*held)
-	}
-	for len(queue) > 0 {
-		if in, ok := a.accept(hctx, <-queue, replies); ok {
-			deliver(in)
-		}
-	}
-	a.log.Info("discord: handed over the messages read before it stopped", "count", count, "lost", lost)
-}
-
-// replyAside sends a message of the adapter's own without holding up the
-// messages behind it; Run waits for it.
-func (a *Adapter) replyAside(ctx context.Context, wg *sync.WaitGroup, out channels.Outbound) {
-	wg.Go(func() {
-		if err := a.Send(ctx, out); err != nil && ctx.Err() == nil {
-			a.log.Error("discord: send notice failed", "session", out.SessionKey, "chat", out.ChatID, "err", err)
-		}
-	})
-}
-
 // accept applies the filters, in order: own messages, non-user message
 // types, duplicates, allowFrom, then (guilds only) the mention policy and
-// allowChannels. It returns the Inbound to deliver.
-func (a *Adapter) accept(ctx context.Context, m *discordgo.Message, replies *sync.WaitGroup) (channels.Inbound, bool) {
+// allowChannels. It returns the Inbound to deliver; notify sends the
+// not-allowed notice.
+func (a *Adapter) accept(ctx context.Context, m *discordgo.Message, notify func(context.Context, channels.Outbound)) (channels.Inbound, bool) {
 	if m == nil || m.Author == nil {
 		return channels.Inbound{}, false
 	}
@@ -115,7 +36,7 @@ func (a *Adapter) accept(ctx context.Context, m *discordgo.Message, replies *syn
 		a.log.Debug("discord: ignored non-user message", "type", int(m.Type), "message", m.ID)
 		return channels.Inbound{}, false
 	}
-	if !a.seen.add(m.ID) {
+	if !a.seen.Add(m.ID) {
 		a.log.Debug("discord: ignored duplicate", "message", m.ID)
 		return channels.Inbound{}, false
 	}
@@ -126,10 +47,10 @@ func (a *Adapter) accept(ctx context.Context, m *discordgo.Message, replies *syn
 			return channels.Inbound{}, false
 		}
 		a.log.Info("discord: direct message from a user not in allowFrom", "user", m.Author.ID)
-		if a.refused.add(m.Author.ID) {
-			a.replyAside(ctx, replies, channels.Outbound{
+		if a.refused.Add(m.Author.ID) {
+			notify(ctx, channels.Outbound{
 				Channel: Name, ChatID: m.ChannelID, SessionKey: Name + ":" + m.ChannelID,
-				ReplyTo: m.ID, Kind: channels.KindError, Text: notAllowedText,
+				ReplyTo: m.ID, Kind: channels.KindError, Text: channels.NotAllowedNotice,
 			})
 		}
 		return channels.Inbound{}, false
@@ -284,7 +205,7 @@ func (a *Adapter) channelInfo(ctx context.Context, id string) chanInfo {
 		if err == nil && c != nil {
 			return a.chans.learn(c)
 		}
-		if !transient(err) || try == lookupTries || !sleep(ctx, jitter(a.tune.sendBackoff*time.Duration(try))) {
+		if !transient(err) || try == lookupTries || backoff.Sleep(ctx, backoff.Jitter(a.tune.sendBackoff*time.Duration(try))) != nil {
 			break
 		}
 	}
@@ -341,32 +262,4 @@ func (c *channelCache) forget(ch *discordgo.Channel) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.m, ch.ID)
-}
-
-// recentSet remembers the last n ids added.
-type recentSet struct {
-	mu   sync.Mutex
-	ids  map[string]struct{}
-	ring []string
-	next int
-}
-
-func newRecentSet(n int) *recentSet {
-	return &recentSet{ids: make(map[string]struct{}, n), ring: make([]string, n)}
-}
-
-// add records id and reports whether it was new.
-func (r *recentSet) add(id string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if _, ok := r.ids[id]; ok {
-		return false
-	}
-	if old := r.ring[r.next]; old != "" {
-		delete(r.ids, old)
-	}
-	r.ring[r.next] = id
-	r.next = (r.next + 1) % len(r.ring)
-	r.ids[id] = struct{}{}
-	return true
 }

@@ -4,23 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/bwmarrin/discordgo"
 	"github.com/dreamgate/dreamgate/channels"
+	"github.com/dreamgate/dreamgate/internal/backoff"
 	"github.com/gorilla/websocket"
 )
-
-// queueSize bounds the messages read from the gateway but not yet filtered.
-// When it is full the gateway read loop waits (nothing is dropped).
-const queueSize = 256
-
-// handOverTimeout bounds the delivery, after Run stops, of the messages
-// read from the gateway but not yet delivered (see Adapter.handOver).
-const handOverTimeout = 5 * time.Second
 
 // Run implements channels.Channel: it connects to the gateway, delivers the
 // accepted messages to sink in the order they were posted, reconnects with
@@ -39,38 +30,47 @@ func (a *Adapter) Run(ctx context.Context, sink channels.Sink) error {
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	queue := make(chan *discordgo.Message, queueSize)
+	// Messages are queued as read from the gateway and filtered on the way
+	// out: the filter may look a channel up over REST, which must not hold
+	// up the gateway's read loop. Discord does not send a read message
+	// again, so what is left when Run stops is handed over.
+	var out *channels.Delivery[*discordgo.Message]
+	out = channels.NewDelivery(channels.DeliveryConfig[*discordgo.Message]{
+		Sink: sink,
+		Accept: func(ctx context.Context, m *discordgo.Message) (channels.Inbound, bool) {
+			return a.accept(ctx, m, out.Notify)
+		},
+		Send: a.Send,
+		Stop: cancel,
+		Log:  a.log,
+	})
 	drops := make(chan struct{}, 1)
-	for _, remove := range a.addHandlers(ctx, queue, drops) {
+	for _, remove := range a.addHandlers(ctx, out, drops) {
 		defer remove()
 	}
-
-	var replies sync.WaitGroup // replies the adapter sends by itself (busy, not allowed)
-	consumed := make(chan struct{})
-	var held *channels.Inbound
+	delivered := make(chan struct{})
 	go func() {
-		defer close(consumed)
-		held = a.consume(ctx, cancel, sink, queue, &replies)
+		defer close(delivered)
+		out.Run(ctx)
 	}()
 
-	a.setHealth(channels.StateConnecting, "")
+	a.health.Set(channels.StateConnecting, "")
 	err := a.connect(ctx, drops) // the session is closed when it returns
 	cancel()
-	<-consumed
-	a.handOver(ctx, sink, held, queue, &replies)
-	replies.Wait()
+	<-delivered
+	out.HandOver(ctx)
 	if err != nil {
-		a.setHealth(channels.StateFailed, err.Error())
+		a.health.Set(channels.StateFailed, err.Error())
 		return fmt.Errorf("run discord adapter: %w", err)
 	}
-	a.setHealth(channels.StateStopped, "")
+	a.health.Set(channels.StateStopped, "")
 	return nil
 }
 
 // addHandlers registers the gateway handlers of one Run and returns their
 // removers. They run in discordgo's read loop (SyncEvents), so they only
 // copy and hand over.
-func (a *Adapter) addHandlers(ctx context.Context, queue chan<- *discordgo.Message, drops chan<- struct{}) []func() {
+func (a *Adapter) addHandlers(ctx context.Context, out *channels.Delivery[*discordgo.Message], drops chan<- struct{}) []func() {
 	return []func(){
 		a.session.AddHandler(func(_ *discordgo.Session, r *discordgo.Ready) {
 			if r.User != nil {
@@ -91,18 +91,8 @@ func (a *Adapter) addHandlers(ctx context.Context, queue chan<- *discordgo.Messa
 			if m.Message == nil {
 				return
 			}
-			// Into the queue whenever there is room, also while Run is
-			// stopping: handOver still delivers what is queued.
-			select {
-			case queue <- m.Message:
-			default:
-				select {
-				case queue <- m.Message:
-				case <-ctx.Done():
-					a.log.Warn("discord: message not delivered: stopping with a full queue", "message", m.ID, "chat", m.ChannelID)
-					return
-				}
-			}
+			// Also while Run is stopping: the hand-over still delivers it.
+			out.Put(ctx, m.Message)
 			if a.onQueued != nil {
 				a.onQueued(m.ID)
 			}
@@ -144,7 +134,12 @@ func (a *Adapter) addHandlers(ctx context.Context, queue chan<- *discordgo.Messa
 // or the error that makes reconnecting pointless.
 func (a *Adapter) connect(ctx context.Context, drops <-chan struct{}) error {
 	defer a.closeSession()
-	bo := backoff{base: a.tune.backoffBase, max: a.tune.backoffMax}
+	failures := 0 // since the last healthy connection
+	wait := func() bool {
+		d := backoff.Jitter(backoff.Delay(failures, a.tune.backoffBase, a.tune.backoffMax))
+		failures++
+		return backoff.Sleep(ctx, d) == nil
+	}
 	// Until the first connection the state stays "connecting".
 	retrying := channels.StateConnecting
 
@@ -162,8 +157,8 @@ func (a *Adapter) connect(ctx context.Context, drops <-chan struct{}) error {
 			return nil
 		}
 		a.log.Warn("discord: cannot reach the API", "err", err)
-		a.setHealth(retrying, "cannot reach the Discord API")
-		if !sleep(ctx, bo.next()) {
+		a.health.Set(retrying, "cannot reach the Discord API")
+		if !wait() {
 			return nil
 		}
 	}
@@ -181,15 +176,15 @@ func (a *Adapter) connect(ctx context.Context, drops <-chan struct{}) error {
 				return fatal
 			}
 			a.log.Warn("discord: gateway connection failed", "err", err)
-			a.setHealth(retrying, "gateway connection failed")
-			if !sleep(ctx, bo.next()) {
+			a.health.Set(retrying, "gateway connection failed")
+			if !wait() {
 				return nil
 			}
 			continue
 		}
 		since := time.Now()
 		retrying = channels.StateReconnecting
-		a.setHealth(channels.StateConnected, "")
+		a.health.Set(channels.StateConnected, "")
 		a.log.Info("discord: connected to the gateway")
 		select {
 		case <-ctx.Done():
@@ -197,11 +192,11 @@ func (a *Adapter) connect(ctx context.Context, drops <-chan struct{}) error {
 		case <-drops:
 		}
 		if time.Since(since) >= a.tune.healthyAfter {
-			bo.reset()
+			failures = 0
 		}
 		a.log.Info("discord: gateway connection lost; reconnecting")
-		a.setHealth(channels.StateReconnecting, "connection lost")
-		if !sleep(ctx, bo.next()) {
+		a.health.Set(channels.StateReconnecting, "connection lost")
+		if !wait() {
 			return nil
 		}
 	}
@@ -262,43 +257,6 @@ func fatalClose(err error) error {
 		return fmt.Errorf("%w: close %d %s", ErrGatewayRefused, ce.Code, ce.Text)
 	}
 	return nil
-}
-
-// backoff doubles a delay from base to max; each delay gets ±20 % jitter so
-// that many bots do not reconnect in step.
-type backoff struct {
-	base, max, cur time.Duration
-}
-
-func (b *backoff) next() time.Duration {
-	if b.cur == 0 {
-		b.cur = b.base
-	} else {
-		b.cur = min(2*b.cur, b.max)
-	}
-	return jitter(b.cur)
-}
-
-func (b *backoff) reset() { b.cur = 0 }
-
-func jitter(d time.Duration) time.Duration {
-	spread := int64(d) * 2 / 5
-	if spread <= 0 {
-		return d
-	}
-	return d - d/5 + time.Duration(rand.Int64N(spread+1))
-}
-
-// sleep waits d or until ctx ends; it reports whether the full wait passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // learnBotRole remembers the role Discord made for the bot when it joined

@@ -13,6 +13,7 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 	"github.com/dreamgate/dreamgate/channels"
+	"github.com/dreamgate/dreamgate/internal/backoff"
 )
 
 // Retry bounds for one REST call.
@@ -122,7 +123,7 @@ func (a *Adapter) retry(ctx context.Context, call func(context.Context) error) e
 				wait = time.Second
 			}
 			a.log.Info("discord: rate limited; waiting", "retry_after", wait)
-			if !sleep(ctx, wait) {
+			if backoff.Sleep(ctx, wait) != nil {
 				return ctx.Err()
 			}
 			continue
@@ -135,7 +136,7 @@ func (a *Adapter) retry(ctx context.Context, call func(context.Context) error) e
 			return fmt.Errorf("%d tries: %w", tries, err)
 		}
 		a.log.Debug("discord: request failed; retrying", "try", tries, "err", err)
-		if !sleep(ctx, jitter(a.tune.sendBackoff<<(tries-1))) {
+		if backoff.Sleep(ctx, backoff.Jitter(a.tune.sendBackoff<<(tries-1))) != nil {
 			return ctx.Err()
 		}
 	}

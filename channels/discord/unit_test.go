@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/bwmarrin/discordgo"
 	"github.com/gorilla/websocket"
@@ -183,28 +182,6 @@ func TestMentioned(t *testing.T) {
 	}
 }
 
-func TestRecentSet(t *testing.T) {
-	t.Parallel()
-	r := newRecentSet(3)
-	steps := []struct {
-		id  string
-		new bool
-	}{
-		{"a", true}, {"a", false}, {"b", true}, {"c", true}, {"b", false},
-		{"d", true}, // evicts a
-		{"a", true}, // evicts b
-		{"c", false}, {"b", true},
-	}
-	for i, s := range steps {
-		if got := r.add(s.id); got != s.new {
-			t.Fatalf("step %d add(%q) = %v, want %v", i, s.id, got, s.new)
-		}
-	}
-	if len(r.ids) != 3 {
-		t.Fatalf("set holds %d ids, want 3", len(r.ids))
-	}
-}
-
 func TestChannelCache(t *testing.T) {
 	t.Parallel()
 	c := newChannelCache(2)
@@ -224,23 +201,6 @@ func TestChannelCache(t *testing.T) {
 	c.learn(&discordgo.Channel{ID: "Y"}) // over the bound: cleared, then refilled
 	if len(c.m) > 2 {
 		t.Fatalf("cache holds %d entries, bound 2", len(c.m))
-	}
-}
-
-func TestBackoff(t *testing.T) {
-	t.Parallel()
-	b := backoff{base: time.Second, max: 30 * time.Second}
-	want := []time.Duration{1, 2, 4, 8, 16, 30, 30}
-	for i, w := range want {
-		w *= time.Second
-		got := b.next()
-		if got < w*4/5 || got > w*6/5 {
-			t.Fatalf("delay %d = %v, want %v ±20%%", i, got, w)
-		}
-	}
-	b.reset()
-	if got := b.next(); got < 800*time.Millisecond || got > 1200*time.Millisecond {
-		t.Fatalf("after reset: %v", got)
 	}
 }
 

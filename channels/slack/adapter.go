@@ -16,6 +16,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/dreamgate/dreamgate/channels"
+	"github.com/dreamgate/dreamgate/internal/backoff"
 )
 
 // Name is the adapter name used in channels.Inbound.Channel and session keys.
@@ -27,9 +28,6 @@ const MaxMessageLen = 39000
 
 const (
 	reactionName = "eyes"
-
-	busyReply       = "I'm still working on earlier messages here; please try again in a moment."
-	notAllowedReply = "You're not on this bot's allow list."
 
 	// maxRateLimitWaits bounds how many 429 answers one post waits out.
 	maxRateLimitWaits = 5
@@ -63,19 +61,16 @@ type Adapter struct {
 	allowFrom     map[string]bool
 	allowChannels map[string]bool
 
-	seen  *recentSet // channel+ts of messages already handled
-	told  *recentSet // users already told they are not on the allow list
-	names *names     // sender names by user id
+	seen  *channels.RecentSet // channel+ts of messages already handled
+	told  *channels.RecentSet // users already told they are not on the allow list
+	names *names              // sender names by user id
 
 	running atomic.Bool
 	// noMetadata is set once Slack refused a post's metadata: posts go
 	// without it, and a failed post can no longer be looked for.
 	noMetadata atomic.Bool
 
-	healthMu sync.Mutex
-	health   channels.Health
-	// onHealth, when set (tests), sees every health change in order.
-	onHealth func(channels.Health)
+	health *channels.HealthTracker
 
 	// Tuning; tests shorten these.
 	reconnectMin, reconnectMax time.Duration
@@ -97,10 +92,10 @@ func New(cfg Config) (*Adapter, error) {
 		log:           cfg.Logger.With("channel", Name),
 		allowFrom:     toSet(cfg.AllowFrom),
 		allowChannels: toSet(cfg.AllowChannels),
-		seen:          newRecentSet(recentCap),
-		told:          newRecentSet(recentCap),
+		seen:          channels.NewRecentSet(recentCap),
+		told:          channels.NewRecentSet(recentCap),
 		names:         newNames(),
-		health:        channels.Health{State: channels.StateStopped, Detail: "not started", Since: time.Now()},
+		health:        channels.NewHealthTracker(),
 		reconnectMin:  time.Second,
 		reconnectMax:  30 * time.Second,
 		sendRetryMin:  time.Second,
@@ -130,26 +125,7 @@ func New(cfg Config) (*Adapter, error) {
 func (a *Adapter) Name() string { return Name }
 
 // Health reports the Socket Mode connection state.
-func (a *Adapter) Health() channels.Health {
-	a.healthMu.Lock()
-	defer a.healthMu.Unlock()
-	return a.health
-}
-
-func (a *Adapter) setHealth(state, detail string) {
-	a.healthMu.Lock()
-	defer a.healthMu.Unlock()
-	if a.health.State == state && a.health.Detail == detail {
-		return
-	}
-	if a.health.State != state {
-		a.health.Since = time.Now()
-	}
-	a.health.State, a.health.Detail = state, detail
-	if a.onHealth != nil {
-		a.onHealth(a.health)
-	}
-}
+func (a *Adapter) Health() channels.Health { return a.health.Health() }
 
 func (a *Adapter) debugEnabled() bool {
 	return a.log.Enabled(context.Background(), slog.LevelDebug)
@@ -242,10 +218,10 @@ func (a *Adapter) post(ctx context.Context, channel, thread, after, text string)
 				}
 				return fmt.Errorf("chat.postMessage failed %d times: %w", failures, err)
 			}
-			delay = backoffDelay(failures-1, a.sendRetryMin, 30*time.Second)
+			delay = backoff.Jitter(backoff.Delay(failures-1, a.sendRetryMin, 30*time.Second))
 			a.log.Debug("chat.postMessage failed; retrying", "chat", channel, "try", failures, "in", delay, "err", err)
 		}
-		if serr := sleepCtx(ctx, delay); serr != nil {
+		if serr := backoff.Sleep(ctx, delay); serr != nil {
 			return fmt.Errorf("%w (while waiting to retry after: %w)", serr, err)
 		}
 	}
@@ -400,7 +376,7 @@ func (g *gatedClient) Do(req *http.Request) (*http.Response, error) {
 }
 
 // connGate paces connection attempts: the first of a Run goes at once; each
-// later one waits backoffDelay(n), n counting the attempts since the last
+// later one waits the jittered backoff.Delay(n), n counting the attempts since the last
 // healthy connection (hello received), so waits run 1 s, 2 s, 4 s … 30 s and
 // start again at 1 s after a connection that worked.
 type connGate struct {
@@ -430,9 +406,9 @@ func (g *connGate) wait(ctx context.Context) error {
 	if first {
 		return nil
 	}
-	g.a.setHealth(channels.StateReconnecting, fmt.Sprintf("reconnecting in %s", d.Round(time.Millisecond)))
+	g.a.health.Set(channels.StateReconnecting, fmt.Sprintf("reconnecting in %s", d.Round(time.Millisecond)))
 	g.a.log.Info("slack reconnecting", "in", d.Round(time.Millisecond))
-	return sleepCtx(ctx, d)
+	return backoff.Sleep(ctx, d)
 }
 
 // next books one connection attempt and returns its wait.
@@ -443,7 +419,7 @@ func (g *connGate) next() (d time.Duration, first bool) {
 	if g.opens == 1 {
 		return 0, true
 	}
-	d = backoffDelay(g.failures, g.a.reconnectMin, g.a.reconnectMax)
+	d = backoff.Jitter(backoff.Delay(g.failures, g.a.reconnectMin, g.a.reconnectMax))
 	g.failures++
 	return d, false
 }
@@ -465,32 +441,4 @@ func toSet(ids []string) map[string]bool {
 		m[id] = true
 	}
 	return m
-}
-
-// recentSet is a bounded set that forgets its oldest keys first.
-type recentSet struct {
-	mu   sync.Mutex
-	keys map[string]struct{}
-	ring []string
-	next int
-}
-
-func newRecentSet(capacity int) *recentSet {
-	return &recentSet{keys: make(map[string]struct{}, capacity), ring: make([]string, capacity)}
-}
-
-// add records key and reports whether it was new.
-func (s *recentSet) add(key string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.keys[key]; ok {
-		return false
-	}
-	if old := s.ring[s.next]; old != "" {
-		delete(s.keys, old)
-	}
-	s.ring[s.next] = key
-	s.next = (s.next + 1) % len(s.ring)
-	s.keys[key] = struct{}{}
-	return true
 }

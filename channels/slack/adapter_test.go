@@ -163,7 +163,7 @@ func TestAllowFrom(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if posts[0].Channel != "D2" || posts[0].Text != notAllowedReply {
+	if posts[0].Channel != "D2" || posts[0].Text != channels.NotAllowedNotice {
 		t.Errorf("post = %+v, want the allow-list notice in the DM", posts[0])
 	}
 	// Only once per user. Run waits for its notices before returning, so
@@ -539,7 +539,7 @@ func TestBusyAndClosedSink(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if posts[0].Text != busyReply || posts[0].ThreadTS != d.Event.TS {
+		if posts[0].Text != channels.BusyNotice || posts[0].ThreadTS != d.Event.TS {
 			t.Errorf("post = %+v, want the busy notice in the thread", posts[0])
 		}
 	})

@@ -80,45 +80,6 @@ func TestNewNormalizes(t *testing.T) {
 	}
 }
 
-func TestBackoffDelay(t *testing.T) {
-	const lo, hi = time.Second, 30 * time.Second
-	wantBase := []time.Duration{1, 2, 4, 8, 16, 30, 30, 30}
-	for n, base := range wantBase {
-		base *= time.Second
-		for range 50 {
-			d := backoffDelay(n, lo, hi)
-			if d > base || d < base*3/4 {
-				t.Fatalf("backoffDelay(%d) = %v, want within [%v, %v]", n, d, base*3/4, base)
-			}
-		}
-	}
-	if d := backoffDelay(1000, lo, hi); d > hi {
-		t.Errorf("backoffDelay(1000) = %v exceeds the cap", d)
-	}
-}
-
-func TestRecentSetIsBounded(t *testing.T) {
-	s := newRecentSet(3)
-	for _, k := range []string{"a", "b", "c"} {
-		if !s.add(k) {
-			t.Fatalf("add(%q) reported a duplicate", k)
-		}
-	}
-	if s.add("a") {
-		t.Fatal("add(a) twice reported new")
-	}
-	s.add("d") // evicts the oldest, "a"
-	if len(s.keys) != 3 {
-		t.Fatalf("set holds %d keys, want 3", len(s.keys))
-	}
-	if !s.add("a") {
-		t.Error("a should have been forgotten")
-	}
-	if s.add("d") {
-		t.Error("d should still be remembered")
-	}
-}
-
 func TestParseTS(t *testing.T) {
 	got := parseTS("1712345678.000100")
 	if got.Unix() != 1712345678 || got.Nanosecond() != 100000 {

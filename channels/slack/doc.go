@@ -6,6 +6,7 @@
 // (Markdown converted to mrkdwn, split at Slack's limit, rate limits
 // honoured). The "eyes" reaction is its typing indicator.
 //
-// slack-go's types never leave this package. It imports only the channels
-// contract of ours; channels/slack/fakeslack is its fake server for tests.
+// slack-go's types never leave this package. Of ours it imports only the
+// channels contract (with its shared Delivery) and the internal/backoff
+// leaf; channels/slack/fakeslack is its fake server for tests.
 package slack

@@ -133,16 +133,16 @@ func startHarness(t *testing.T, o harnessOpts) *harness {
 		t.Fatal(err)
 	}
 	// Fast reconnects and send retries keep the suite quick; the production
-	// values are covered by TestBackoffDelay.
+	// values are covered by TestConnGateSequence.
 	a.reconnectMin, a.reconnectMax = 20*time.Millisecond, 200*time.Millisecond
 	a.sendRetryMin = 20 * time.Millisecond
 	h := &harness{t: t, fake: fake, a: a, sink: newRecSink(), health: make(chan channels.Health, 256), runErr: make(chan error, 1)}
-	a.onHealth = func(hl channels.Health) {
+	a.health.Watch(func(hl channels.Health) {
 		select {
 		case h.health <- hl:
 		default:
 		}
-	}
+	})
 	if o.adapter != nil {
 		o.adapter(a)
 	}

@@ -59,7 +59,7 @@ func (a *Adapter) filter(m rawMessage, botUserID, botID string, mentionRE *regex
 	if !plainSubtypes[m.subtype] || m.edited || m.user == "" || m.ts == "" || m.channel == "" {
 		return channels.Inbound{}, verdictSubtype
 	}
-	if !a.seen.add(m.channel + "/" + m.ts) {
+	if !a.seen.Add(m.channel + "/" + m.ts) {
 		return channels.Inbound{}, verdictDuplicate
 	}
 	dm := m.channelType == "im" || strings.HasPrefix(m.channel, "D")

@@ -7,22 +7,14 @@ import (
 	"fmt"
 	"regexp"
 	"sync"
-	"time"
 
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/slackevents"
 	"github.com/slack-go/slack/socketmode"
 
 	"github.com/dreamgate/dreamgate/channels"
+	"github.com/dreamgate/dreamgate/internal/backoff"
 )
-
-// deliverQueue bounds accepted messages waiting for sink.Deliver; envelopes
-// are acked before they enter it.
-const deliverQueue = 256
-
-// handOverTimeout bounds the delivery, after Run stops, of the messages
-// acked but not yet delivered (see runner.handOver).
-const handOverTimeout = 5 * time.Second
 
 // Run connects over Socket Mode and delivers accepted messages to sink, in
 // the order Slack sent them, until ctx ends (nil) or Slack rejects a token
@@ -39,37 +31,40 @@ func (a *Adapter) Run(ctx context.Context, sink channels.Sink) error {
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 
-	a.setHealth(channels.StateConnecting, "")
+	a.health.Set(channels.StateConnecting, "")
 	a.gate.reset()
-	r := &runner{a: a, sink: sink, stop: stop, queue: make(chan channels.Inbound, deliverQueue)}
+	r := &runner{a: a, stop: stop}
+	// Envelopes are acked before their messages enter the queue: Slack
+	// will not send them again, so what is left when Run stops is handed
+	// over.
+	r.out = channels.NewDelivery(channels.DeliveryConfig[channels.Inbound]{
+		Sink: sink,
+		Accept: func(ctx context.Context, in channels.Inbound) (channels.Inbound, bool) {
+			in.SenderName = a.senderName(ctx, in.SenderID)
+			return in, true
+		},
+		Send: a.Send,
+		Stop: stop,
+		Log:  a.log,
+	})
 	err := r.run(ctx)
-	stop()
-	r.bg.Wait()
 	if err != nil {
-		a.setHealth(channels.StateFailed, err.Error())
+		a.health.Set(channels.StateFailed, err.Error())
 		a.log.Error("slack stopped", "err", err)
 		return err
 	}
-	a.setHealth(channels.StateStopped, "")
+	a.health.Set(channels.StateStopped, "")
 	return nil
 }
 
 // runner is the state of one Run.
 type runner struct {
 	a    *Adapter
-	sink channels.Sink
 	stop context.CancelFunc
+	out  *channels.Delivery[channels.Inbound]
 
 	botUserID, botID string
 	mentionRE        *regexp.Regexp
-
-	queue chan channels.Inbound
-	bg    sync.WaitGroup // replies sent by the runner itself
-
-	// held is the message deliver was handing over when Run stopped, late
-	// the one readEvents could not queue; each is written by its own
-	// goroutine and read by handOver after both have ended.
-	held, late *channels.Inbound
 
 	attemptMu     sync.Mutex
 	cancelAttempt context.CancelFunc
@@ -87,53 +82,12 @@ func (r *runner) run(ctx context.Context) error {
 
 	var wg sync.WaitGroup
 	wg.Go(func() { r.readEvents(ctx, sm) })
-	wg.Go(func() { r.deliver(ctx) })
+	wg.Go(func() { r.out.Run(ctx) })
 	err := r.connectLoop(ctx, sm)
 	r.stop()
 	wg.Wait()
-	r.handOver(ctx)
+	r.out.HandOver(ctx)
 	return err
-}
-
-// handOver delivers, once the event stream has stopped, what was acked but
-// not yet delivered: Slack will not send those events again. A gateway that
-// is shutting down still saves each message in its session and tells its
-// sender, so nothing acked is dropped in silence. ctx is Run's, already
-// done; the hand-over has its own short deadline.
-func (r *runner) handOver(ctx context.Context) {
-	var left []channels.Inbound // in the order Slack sent them
-	if r.held != nil {
-		left = append(left, *r.held)
-	}
-	for len(r.queue) > 0 {
-		left = append(left, <-r.queue)
-	}
-	if r.late != nil {
-		left = append(left, *r.late)
-	}
-	if len(left) == 0 {
-		return
-	}
-	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), handOverTimeout)
-	defer cancel()
-	lost := 0
-	for _, in := range left {
-		if in.SenderName == "" {
-			in.SenderName = r.a.senderName(hctx, in.SenderID)
-		}
-		err := r.sink.Deliver(hctx, in)
-		switch {
-		case err == nil:
-		case errors.Is(err, channels.ErrBusy):
-			if err := r.a.Send(hctx, channels.ReplyTo(in, channels.KindReply, busyReply)); err != nil {
-				r.a.log.Warn("slack notice not sent", "session", in.SessionKey, "err", err)
-			}
-		default:
-			lost++
-			r.a.log.Error("slack message acked but not delivered", "session", in.SessionKey, "err", err)
-		}
-	}
-	r.a.log.Info("slack handed over the messages acked before it stopped", "count", len(left), "lost", lost)
 }
 
 // authTest learns the bot's own ids, retrying transient failures.
@@ -154,10 +108,10 @@ func (r *runner) authTest(ctx context.Context) error {
 		if isAuthError(err) {
 			return fmt.Errorf("slack: auth.test with slack.botToken: %w: %w", ErrAuth, err)
 		}
-		d := backoffDelay(attempt, r.a.reconnectMin, r.a.reconnectMax)
-		r.a.setHealth(channels.StateConnecting, "auth.test failed: "+err.Error())
+		d := backoff.Jitter(backoff.Delay(attempt, r.a.reconnectMin, r.a.reconnectMax))
+		r.a.health.Set(channels.StateConnecting, "auth.test failed: "+err.Error())
 		r.a.log.Warn("slack auth.test failed; retrying", "in", d, "err", err)
-		if sleepCtx(ctx, d) != nil {
+		if backoff.Sleep(ctx, d) != nil {
 			return nil
 		}
 	}
@@ -212,7 +166,7 @@ func (r *runner) readEvents(ctx context.Context, sm *socketmode.Client) {
 		switch evt.Type {
 		case socketmode.EventTypeConnecting:
 			if ce, ok := evt.Data.(*slack.ConnectingEvent); ok && ce.ConnectionCount > 0 {
-				r.a.setHealth(channels.StateReconnecting, "connection lost")
+				r.a.health.Set(channels.StateReconnecting, "connection lost")
 			}
 			log.Debug("slack connecting")
 		case socketmode.EventTypeConnectionError:
@@ -220,11 +174,11 @@ func (r *runner) readEvents(ctx context.Context, sm *socketmode.Client) {
 			if ce, ok := evt.Data.(*slack.ConnectionErrorEvent); ok && ce.ErrorObj != nil {
 				detail += ": " + ce.ErrorObj.Error()
 			}
-			r.a.setHealth(channels.StateReconnecting, detail)
+			r.a.health.Set(channels.StateReconnecting, detail)
 			log.Warn("slack connection failed", "detail", detail)
 			r.abortAttempt()
 		case socketmode.EventTypeConnected:
-			r.a.setHealth(channels.StateConnected, "")
+			r.a.health.Set(channels.StateConnected, "")
 			log.Info("slack connected")
 		case socketmode.EventTypeHello:
 			r.a.gate.healthy()
@@ -294,54 +248,11 @@ func (r *runner) handleEventsAPI(ctx context.Context, req *socketmode.Request, a
 	r.a.log.Debug("slack message", "verdict", v.String(), "chat", m.channel, "ts", m.ts, "user", m.user, "retry", retry)
 	switch v {
 	case verdictAccept:
-		select {
-		case r.queue <- in:
-		case <-ctx.Done():
-			r.late = &in
-		}
+		r.out.Put(ctx, in)
 	case verdictNotAllowedDM:
-		if r.a.told.add(m.user) {
+		if r.a.told.Add(m.user) {
 			r.a.log.Info("slack DM from a user not in allowFrom; told once", "user", m.user)
-			r.reply(ctx, in, notAllowedReply)
+			r.out.Notify(ctx, channels.ReplyTo(in, channels.KindError, channels.NotAllowedNotice))
 		}
 	}
-}
-
-// deliver hands accepted messages to the sink one at a time, so the
-// gateway sees them in the order they were sent.
-func (r *runner) deliver(ctx context.Context) {
-	for {
-		var in channels.Inbound
-		select {
-		case <-ctx.Done():
-			return
-		case in = <-r.queue:
-		}
-		in.SenderName = r.a.senderName(ctx, in.SenderID)
-		err := r.sink.Deliver(ctx, in)
-		switch {
-		case err == nil:
-		case errors.Is(err, channels.ErrBusy):
-			r.a.log.Info("slack message refused: session busy", "session", in.SessionKey)
-			r.reply(ctx, in, busyReply)
-		case errors.Is(err, channels.ErrClosed):
-			r.a.log.Info("gateway closed; slack stops receiving")
-			r.stop()
-			return
-		case ctx.Err() != nil:
-			r.held = &in
-			return
-		default:
-			r.a.log.Error("slack message not delivered to the gateway", "session", in.SessionKey, "err", err)
-		}
-	}
-}
-
-// reply sends a short notice without holding up the event stream.
-func (r *runner) reply(ctx context.Context, in channels.Inbound, text string) {
-	r.bg.Go(func() {
-		if err := r.a.Send(ctx, channels.ReplyTo(in, channels.KindReply, text)); err != nil {
-			r.a.log.Warn("slack notice not sent", "session", in.SessionKey, "err", err)
-		}
-	})
 }

@@ -33,6 +33,10 @@ var forbidden = map[[2]string]bool{
 	{"gitstore", "workspace"}: true,
 }
 
+// leafFamily holds small helpers (internal/backoff) that sit outside the
+// layers: any package may import them, and they import nothing of ours.
+const leafFamily = "internal"
+
 func family(pkg string) string {
 	rel := strings.TrimPrefix(strings.TrimPrefix(pkg, module), "/")
 	first, _, _ := strings.Cut(rel, "/")
@@ -80,6 +84,14 @@ func TestImportDirection(t *testing.T) {
 		parts := strings.Split(line, "|")
 		from := parts[0]
 		fromFam := family(from)
+		if fromFam == leafFamily {
+			for _, imp := range strings.Fields(parts[1]) {
+				if strings.HasPrefix(imp, module+"/") {
+					t.Errorf("%s imports %s: an internal leaf package imports nothing of ours", from, imp)
+				}
+			}
+			continue
+		}
 		if rank(fromFam) < 0 {
 			t.Errorf("package %s is outside DESIGN §1's layers; add it to the table if it earns its place", from)
 			continue
@@ -95,6 +107,8 @@ func TestImportDirection(t *testing.T) {
 			}
 			toFam := family(imp)
 			switch {
+			case toFam == leafFamily:
+				// a leaf: allowed from anywhere
 			case forbidden[[2]string{fromFam, toFam}]:
 				t.Errorf("%s imports %s: %s and %s must never import each other", from, imp, fromFam, toFam)
 			case toFam == fromFam:
@@ -124,6 +138,9 @@ func TestLayerRulesCatchViolations(t *testing.T) {
 	}
 	if !sameFamilyOK(module+"/channels/slack", module+"/channels") {
 		t.Error("an adapter may import its contract")
+	}
+	if family(module+"/internal/backoff") != leafFamily || rank(leafFamily) >= 0 {
+		t.Error("internal/* must be the leaf family, outside the layers")
 	}
 	if !forbidden[[2]string{"dream", "consolidator"}] {
 		t.Error("dream -> consolidator must be forbidden")

@@ -32,13 +32,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dreamgate/dreamgate/internal/backoff"
 	"github.com/dreamgate/dreamgate/llm"
 )
 
 // Server is the fake. Its methods are safe for concurrent use.
 type Server struct {
-	srv  *httptest.Server
-	done chan struct{}
+	srv *httptest.Server
+	// closed ends with Close, and pending delays with it.
+	closed    context.Context
+	endClosed context.CancelFunc
 
 	mu        sync.Mutex
 	queue     []Reply
@@ -52,10 +55,8 @@ type Server struct {
 // New starts a server on 127.0.0.1:0, closed by t.Cleanup.
 func New(t testing.TB) *Server {
 	t.Helper()
-	s := &Server{
-		done:    make(chan struct{}),
-		changed: make(chan struct{}),
-	}
+	s := &Server{changed: make(chan struct{})}
+	s.closed, s.endClosed = context.WithCancel(context.Background())
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(s.Close)
 	return s
@@ -68,7 +69,7 @@ func (s *Server) URL() string { return s.srv.URL + "/v1" }
 // end. It is safe to call more than once.
 func (s *Server) Close() {
 	s.closeOnce.Do(func() {
-		close(s.done)
+		s.endClosed()
 		s.srv.CloseClientConnections()
 		s.srv.Close()
 	})
@@ -233,16 +234,10 @@ func (s *Server) pause(ctx context.Context, d time.Duration) bool {
 	if d <= 0 {
 		return true
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	case <-s.done:
-		return false
-	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(s.closed, cancel)()
+	return backoff.Sleep(ctx, d) == nil
 }
 
 func (s *Server) completion(req Request, reply Reply) map[string]any {

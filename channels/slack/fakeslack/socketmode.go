@@ -1,0 +1,334 @@
+package fakeslack
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// Socket Mode: the websocket apps.connections.open points at (/link/),
+// hello, events_api envelopes and their acks, PING frames, disconnect
+// requests and hard drops.
+
+// conn is one Socket Mode websocket.
+type conn struct {
+	ws   *websocket.Conn
+	wmu  sync.Mutex // gorilla allows one writer at a time
+	done chan struct{}
+	once sync.Once
+}
+
+func (c *conn) close() {
+	c.once.Do(func() {
+		close(c.done)
+		_ = c.ws.NetConn().Close()
+	})
+}
+
+func (c *conn) write(b []byte) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	return c.writeLocked(b)
+}
+
+func (c *conn) writeLocked(b []byte) error {
+	_ = c.ws.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	return c.ws.WriteMessage(websocket.TextMessage, b)
+}
+
+// Inject sends ev as one events_api envelope on the current connection.
+func (s *Server) Inject(ev Event) (Delivery, error) {
+	s.mu.Lock()
+	if ev.TS == "" {
+		ev.TS = s.nextTSLocked()
+	}
+	d := Delivery{EnvelopeID: s.nextIDLocked("env-"), EventID: s.nextIDLocked("Ev"), Event: ev}
+	s.mu.Unlock()
+	payload, err := s.callbackPayload(d.EventID, ev)
+	if err != nil {
+		return Delivery{}, err
+	}
+	d.payload = payload
+	return s.send(d)
+}
+
+// InjectPost sends what Slack sends for one user post in a channel the app
+// listens to: a message event and, when the text mentions the bot, an
+// app_mention event for the same ts, as two envelopes.
+func (s *Server) InjectPost(ev Event) ([]Delivery, error) {
+	if ev.TS == "" {
+		s.mu.Lock()
+		ev.TS = s.nextTSLocked()
+		s.mu.Unlock()
+	}
+	msg := ev
+	msg.Type = "message"
+	d1, err := s.Inject(msg)
+	if err != nil {
+		return nil, err
+	}
+	out := []Delivery{d1}
+	if strings.Contains(ev.Text, "<@"+s.cfg.BotUserID+">") {
+		m := ev
+		m.Type = "app_mention"
+		d2, err := s.Inject(m)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, d2)
+	}
+	return out, nil
+}
+
+// Retry redelivers d's event as Slack does when an ack is late: a new
+// envelope with the same event id and retry_attempt+1.
+func (s *Server) Retry(d Delivery) (Delivery, error) {
+	s.mu.Lock()
+	r := Delivery{EnvelopeID: s.nextIDLocked("env-"), EventID: d.EventID, Attempt: d.Attempt + 1, Event: d.Event, payload: d.payload}
+	s.mu.Unlock()
+	return s.send(r)
+}
+
+// SendEnvelope sends an envelope of another type (e.g. "slash_commands")
+// with the given payload and returns its envelope id.
+func (s *Server) SendEnvelope(typ string, payload any) (string, error) {
+	s.mu.Lock()
+	id := s.nextIDLocked("env-")
+	s.mu.Unlock()
+	b, err := json.Marshal(map[string]any{"type": typ, "envelope_id": id, "payload": payload, "accepts_response_payload": false})
+	if err != nil {
+		return "", err
+	}
+	c := s.currentConn()
+	if c == nil {
+		return "", ErrNotConnected
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	s.mu.Lock()
+	s.deliveries = append(s.deliveries, Delivery{EnvelopeID: id, At: time.Now()})
+	s.notifyLocked()
+	s.mu.Unlock()
+	return id, c.writeLocked(b)
+}
+
+// RequestDisconnect sends a disconnect envelope (Slack does this before
+// rotating a connection); the client is expected to reconnect.
+func (s *Server) RequestDisconnect(reason string) error {
+	c := s.currentConn()
+	if c == nil {
+		return ErrNotConnected
+	}
+	b, _ := json.Marshal(map[string]any{"type": "disconnect", "reason": reason, "debug_info": map[string]any{"host": "fakeslack"}})
+	return c.write(b)
+}
+
+// DropConnection closes the current websocket's TCP connection without a
+// close frame, like a network failure.
+func (s *Server) DropConnection() error {
+	s.mu.Lock()
+	c := s.current
+	s.current = nil
+	s.notifyLocked()
+	s.mu.Unlock()
+	if c == nil {
+		return ErrNotConnected
+	}
+	c.close()
+	return nil
+}
+
+func (s *Server) currentConn() *conn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.current
+}
+
+func (s *Server) send(d Delivery) (Delivery, error) {
+	env := map[string]any{
+		"type":                     "events_api",
+		"envelope_id":              d.EnvelopeID,
+		"payload":                  d.payload,
+		"accepts_response_payload": false,
+		"retry_attempt":            d.Attempt,
+		"retry_reason":             "",
+	}
+	if d.Attempt > 0 {
+		env["retry_reason"] = "timeout"
+	}
+	b, err := json.Marshal(env)
+	if err != nil {
+		return Delivery{}, err
+	}
+	c := s.currentConn()
+	if c == nil {
+		return Delivery{}, ErrNotConnected
+	}
+	// Record under the write lock, so Deliveries lists envelopes in the
+	// order they went on the wire.
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	d.At = time.Now()
+	s.mu.Lock()
+	s.deliveries = append(s.deliveries, d)
+	s.notifyLocked()
+	s.mu.Unlock()
+	if err := c.writeLocked(b); err != nil {
+		return d, fmt.Errorf("fakeslack: write envelope: %w", err)
+	}
+	return d, nil
+}
+
+func (s *Server) callbackPayload(eventID string, ev Event) (json.RawMessage, error) {
+	typ := ev.Type
+	if typ == "" {
+		typ = "message"
+	}
+	inner := map[string]any{
+		"type":     typ,
+		"user":     ev.User,
+		"text":     ev.Text,
+		"ts":       ev.TS,
+		"channel":  ev.Channel,
+		"event_ts": ev.TS,
+	}
+	if ev.ThreadTS != "" {
+		inner["thread_ts"] = ev.ThreadTS
+	}
+	if ev.BotID != "" {
+		inner["bot_id"] = ev.BotID
+	}
+	if typ == "message" {
+		ct := ev.ChannelType
+		if ct == "" {
+			ct = channelType(ev.Channel)
+		}
+		inner["channel_type"] = ct
+		if ev.Subtype != "" {
+			inner["subtype"] = ev.Subtype
+		}
+	}
+	if ev.Edited {
+		inner["edited"] = map[string]string{"user": ev.User, "ts": ev.TS}
+	}
+	return json.Marshal(map[string]any{
+		"token":      "fake-verification-token",
+		"team_id":    s.cfg.TeamID,
+		"api_app_id": s.cfg.AppID,
+		"type":       "event_callback",
+		"event_id":   eventID,
+		"event_time": time.Now().Unix(),
+		"event":      inner,
+	})
+}
+
+// channelType guesses Slack's channel_type from an id prefix.
+func channelType(id string) string {
+	switch {
+	case strings.HasPrefix(id, "D"):
+		return "im"
+	case strings.HasPrefix(id, "G"):
+		return "group"
+	default:
+		return "channel"
+	}
+}
+
+var upgrader = websocket.Upgrader{
+	// slack-go sends Origin: https://api.slack.com, which never matches a
+	// loopback host.
+	CheckOrigin: func(*http.Request) bool { return true },
+}
+
+func (s *Server) serveLink(w http.ResponseWriter, r *http.Request) {
+	ticket := r.URL.Query().Get("ticket")
+	s.mu.Lock()
+	valid := s.tickets[ticket] && !s.closed
+	delete(s.tickets, ticket)
+	s.mu.Unlock()
+	if !valid {
+		http.Error(w, "invalid ticket", http.StatusUnauthorized)
+		return
+	}
+	ws, err := upgrader.Upgrade(w, r, nil)
+	if err != nil {
+		return
+	}
+	c := &conn{ws: ws, done: make(chan struct{})}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		c.close()
+		return
+	}
+	s.conns = append(s.conns, c)
+	s.mu.Unlock()
+
+	hello, _ := json.Marshal(map[string]any{
+		"type":            "hello",
+		"num_connections": 1,
+		"debug_info":      map[string]any{"host": "fakeslack", "approximate_connection_time": 18060},
+		"connection_info": map[string]any{"app_id": s.cfg.AppID},
+	})
+	if err := c.write(hello); err != nil {
+		c.close()
+		return
+	}
+	s.mu.Lock()
+	s.hellos++
+	s.current = c
+	s.notifyLocked()
+	s.mu.Unlock()
+
+	var wg sync.WaitGroup
+	wg.Go(func() { s.pingLoop(c) })
+	s.readLoop(c)
+	c.close()
+	wg.Wait()
+	s.mu.Lock()
+	if s.current == c {
+		s.current = nil
+		s.notifyLocked()
+	}
+	s.mu.Unlock()
+}
+
+func (s *Server) pingLoop(c *conn) {
+	t := time.NewTicker(s.cfg.PingInterval)
+	defer t.Stop()
+	for n := 0; ; n++ {
+		if err := c.ws.WriteControl(websocket.PingMessage, []byte("ping-"+strconv.Itoa(n)), time.Now().Add(5*time.Second)); err != nil {
+			return
+		}
+		select {
+		case <-c.done:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (s *Server) readLoop(c *conn) {
+	for {
+		_, b, err := c.ws.ReadMessage()
+		if err != nil {
+			return
+		}
+		var ack struct {
+			EnvelopeID string `json:"envelope_id"`
+		}
+		if json.Unmarshal(b, &ack) != nil || ack.EnvelopeID == "" {
+			continue
+		}
+		s.mu.Lock()
+		s.acks = append(s.acks, Ack{EnvelopeID: ack.EnvelopeID, At: time.Now()})
+		s.notifyLocked()
+		s.mu.Unlock()
+	}
+}
