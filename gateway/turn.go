@@ -8,6 +8,7 @@ import (
 
 	"github.com/dreamgate/dreamgate/agent"
 	"github.com/dreamgate/dreamgate/channels"
+	"github.com/dreamgate/dreamgate/consolidator"
 	"github.com/dreamgate/dreamgate/gateway/session"
 	"github.com/dreamgate/dreamgate/llm"
 )
@@ -81,7 +82,7 @@ func (g *Gateway) turn(ctx context.Context, in channels.Inbound) Result {
 		log.Warn("turn failed", "err", runErr, "stop", res.Stop)
 		out = g.fail(in, runErr, llm.UserMessage(runErr))
 	default:
-		reply := strings.TrimSpace(res.Reply)
+		reply := consolidator.StripReasoning(res.Reply)
 		switch {
 		case reply != "":
 		case res.Stop == agent.StopMaxIterations:
@@ -119,7 +120,7 @@ func (g *Gateway) record(sess *session.Session, res agent.Result, stable string,
 	if g.deps.Consolidator != nil && providerPrompt > 0 {
 		g.deps.Consolidator.ObservePrompt(sess, stable, providerPrompt)
 	}
-	if err := sess.Append(final...); err != nil {
+	if err := sess.Append(withoutReasoning(final)...); err != nil {
 		g.logger.Error("cannot save the reply", "session", sess.Key(), "err", err)
 	}
 }
