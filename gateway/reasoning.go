@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"strings"
+
 	"github.com/dreamgate/dreamgate/consolidator"
 	"github.com/dreamgate/dreamgate/llm"
 )
@@ -15,7 +17,9 @@ func withoutReasoning(final []llm.Message) []llm.Message {
 	out := make([]llm.Message, len(final))
 	for i, m := range final {
 		if m.Role == llm.RoleAssistant {
-			if s := consolidator.StripReasoning(m.Content); s != "" {
+			// Only text that held reasoning changes: the rest is kept as
+			// the model wrote it, space and all.
+			if s := consolidator.StripReasoning(m.Content); s != "" && s != strings.TrimSpace(m.Content) {
 				m.Content = s
 			}
 		}
