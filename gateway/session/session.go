@@ -24,6 +24,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -92,6 +93,51 @@ func (st *Store) Loaded() []*Session {
 		out = append(out, s)
 	}
 	return out
+}
+
+// OnDisk is a conversation found in the sessions directory.
+type OnDisk struct {
+	Key string
+	// Modified is when its message file was last written: no message
+	// came later.
+	Modified time.Time
+}
+
+// ListOnDisk lists the current conversation of every key with a message
+// file, loaded or not (conversations set aside by /new are not listed). It
+// reads the directory and stats the files; it opens none.
+func (st *Store) ListOnDisk() ([]OnDisk, error) {
+	des, err := os.ReadDir(st.dir)
+	if err != nil {
+		return nil, fmt.Errorf("list sessions: %w", err)
+	}
+	var out []OnDisk
+	for _, de := range des {
+		base, ok := strings.CutSuffix(de.Name(), ".jsonl")
+		// A set-aside file is "<base>.<id>.jsonl"; the base itself
+		// (unpadded base64url) has no dot.
+		if !ok || base == "" || strings.Contains(base, ".") || !de.Type().IsRegular() {
+			continue
+		}
+		key, err := base64.RawURLEncoding.DecodeString(base)
+		if err != nil {
+			continue
+		}
+		fi, err := de.Info()
+		if err != nil {
+			continue // removed meanwhile
+		}
+		out = append(out, OnDisk{Key: string(key), Modified: fi.ModTime()})
+	}
+	return out, nil
+}
+
+// IsLoaded reports whether key's session is in memory.
+func (st *Store) IsLoaded(key string) bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	_, ok := st.open[key]
+	return ok
 }
 
 // Evict drops s from memory if it is still the session held for its key,

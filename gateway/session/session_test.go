@@ -185,3 +185,26 @@ func TestRotateKeepsTheOldConversation(t *testing.T) {
 		t.Errorf("after restart the key holds %+v", again.Messages())
 	}
 }
+
+func TestListOnDiskListsCurrentConversations(t *testing.T) {
+	dir := t.TempDir()
+	st, _ := NewStore(dir, nil)
+	for _, k := range []string{"slack:C1:1712.55", "terminal:default"} {
+		s, _ := st.Get(k)
+		_ = s.Append(llm.Message{Role: llm.RoleUser, Content: "hi"})
+	}
+	_, _ = st.Get("discord:9") // never spoke: no file
+	if _, _, err := st.Rotate("terminal:default"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := st.ListOnDisk()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Key != "slack:C1:1712.55" || got[0].Modified.IsZero() {
+		t.Errorf("ListOnDisk = %+v, want the one current conversation with a file", got)
+	}
+	if !st.IsLoaded("slack:C1:1712.55") || st.IsLoaded("nope") {
+		t.Error("IsLoaded")
+	}
+}
