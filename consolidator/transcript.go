@@ -91,11 +91,22 @@ func renderMessage(m llm.Message, loc *time.Location) string {
 		}
 		b.WriteString("]")
 	}
-	if m.Content != "" || len(m.ToolCalls) == 0 {
+	content := spoken(m)
+	if content != "" || len(m.ToolCalls) == 0 {
 		b.WriteString(": ")
-		b.WriteString(m.Content)
+		b.WriteString(content)
 	}
 	return b.String()
+}
+
+// spoken is a message's content as the archive may see it: an assistant's
+// leaked reasoning is the model talking to itself, not evidence, and never
+// reaches history.jsonl (tool results and user text are left as they are).
+func spoken(m llm.Message) string {
+	if m.Role == llm.RoleAssistant {
+		return StripReasoning(m.Content)
+	}
+	return strings.TrimSpace(m.Content)
 }
 
 // renderArgs turns {"path":"USER.md","n":2} into path=USER.md, n=2, keeping
@@ -184,7 +195,7 @@ func rawEntry(msgs []llm.Message, loc *time.Location) string {
 			}
 			b.WriteString(" [calls " + strings.Join(names, ", ") + "]")
 		}
-		first, _, _ := strings.Cut(strings.TrimSpace(m.Content), "\n")
+		first, _, _ := strings.Cut(spoken(m), "\n")
 		if c, cut := capChars(first, maxRawLineChars); cut {
 			first = strings.TrimSuffix(c, truncatedSuffix) + "…"
 		}
@@ -196,28 +207,8 @@ func rawEntry(msgs []llm.Message, loc *time.Location) string {
 	return out
 }
 
-// cleanAnswer removes reasoning a model leaked into its answer (<think>
-// blocks, or an unclosed <think> and all after it) and surrounding space.
-func cleanAnswer(s string) string {
-	for {
-		i := strings.Index(s, "<think>")
-		if i < 0 {
-			break
-		}
-		j := strings.Index(s[i:], "</think>")
-		if j < 0 {
-			s = s[:i]
-			break
-		}
-		s = s[:i] + s[i+j+len("</think>"):]
-	}
-	// A stray closing tag means the opening one came in an earlier turn of
-	// the template: everything before it is reasoning.
-	if j := strings.LastIndex(s, "</think>"); j >= 0 {
-		s = s[j+len("</think>"):]
-	}
-	return strings.TrimSpace(s)
-}
+// cleanAnswer is an archive answer without leaked reasoning.
+func cleanAnswer(s string) string { return StripReasoning(s) }
 
 // isNothing reports whether an answer means "nothing worth keeping".
 func isNothing(s string) bool {

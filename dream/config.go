@@ -170,5 +170,6 @@ func New(cfg Config, deps Deps) (*Dreamer, error) {
 		now:   deps.Now,
 	}
 	d.flight.path = lockPath(cfg.Workspace)
+	d.flight.held = d.clearStaleGitLocks
 	return d, nil
 }

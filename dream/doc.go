@@ -9,7 +9,9 @@
 //     read_file and edit_file confined to the three files) that applies them;
 //   - single-flight: one Dream at a time across cron, /dream and the CLI, also
 //     across processes (a file lock on memory/.dream.lock that records when
-//     the holder started);
+//     the holder started); every writer of the memory repository among our
+//     processes holds it, so a git index.lock found by whoever takes it was
+//     left by a killed process and is removed at once, with a warning;
 //   - the cursor rules: memory/.dream_cursor advances only when phase 2
 //     completes; a failed batch is retried, and skipped (with a record in the
 //     history and a warning in the log) after Config.MaxFailures failed runs;

@@ -80,6 +80,69 @@ func FormatReport(r Report) string {
 	return "Dream: no result."
 }
 
+// FormatNothingNew is /dream's reply when Dream found nothing to read even
+// after the conversation it was sent from was archived: why (a clause the
+// caller knows, e.g. "this conversation was already archived"), then how
+// conversations reach Dream at all. idle is idleCompactAfterMinutes (0:
+// off).
+func FormatNothingNew(why string, idle time.Duration) string {
+	msg := "Dream: nothing new to read"
+	if why = strings.TrimSpace(why); why != "" {
+		msg += ": " + why
+	}
+	return msg + ". " + HowConversationsArrive(idle)
+}
+
+// HowConversationsArrive says, in one sentence, when a conversation reaches
+// Dream: only what is archived is read.
+func HowConversationsArrive(idle time.Duration) string {
+	if idle <= 0 {
+		return "Conversations reach Dream once they are archived: when one grows past its share of the context window, or on /new (archiving after idle minutes is off)."
+	}
+	return fmt.Sprintf("Conversations reach Dream once they are archived: when one grows past its share of the context window, on /new, or after %s without a message.", idleText(idle))
+}
+
+func idleText(d time.Duration) string {
+	if d < time.Minute {
+		return plural(int(d/time.Second), "second", "seconds")
+	}
+	return plural(int(d/time.Minute), "minute", "minutes")
+}
+
+// FormatNoDreamCommits is /dream-log's reply when the repository holds no
+// Dream commit: before the first Dream that is "none has run yet" and how to
+// start one, which is not the same news as Dreams that ran and changed
+// nothing.
+func FormatNoDreamCommits(s Status, now time.Time) string {
+	if s.Last == nil && !s.Running {
+		msg := "No Dream has run yet. Start one with /dream"
+		if !s.Next.IsZero() {
+			msg += fmt.Sprintf(", or wait for the scheduled one at %s (in %s)", showTime(s.Next), ago(s.Next.Sub(now)))
+		}
+		return msg + "."
+	}
+	if s.Last == nil {
+		return fmt.Sprintf("The first Dream is running now (started %s ago); it has not changed the memory files yet.", ago(now.Sub(s.Since)))
+	}
+	return fmt.Sprintf("No Dream commits yet: Dreams have run (the last %s ago: %s) but none has changed the memory files.",
+		ago(now.Sub(s.Last.When)), outcomeText(s.Last.Outcome))
+}
+
+// outcomeText is an Outcome in words.
+func outcomeText(o Outcome) string {
+	switch o {
+	case OutcomeNothingNew:
+		return "nothing new to read"
+	case OutcomeCompleted:
+		return "completed"
+	case OutcomeFailed:
+		return "failed"
+	case OutcomeSkipped:
+		return "skipped a batch"
+	}
+	return string(o)
+}
+
 func reasonOr(s string) string {
 	if s == "" {
 		return "something went wrong"

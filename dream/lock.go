@@ -26,6 +26,9 @@ func lockPath(dir string) string {
 // request is refused at once with a *BusyError.
 type flight struct {
 	path string
+	// held, when set, runs once both locks are taken, before the caller
+	// goes on: the moment to clean up after a holder that died.
+	held func()
 
 	mu      sync.Mutex
 	running bool
@@ -55,6 +58,9 @@ func (f *flight) acquire(now time.Time) (release func(), err error) {
 	// the flock, so a failed write only costs them the "started …" detail.
 	_ = os.WriteFile(f.path, []byte(formatLockTime(now)), 0o600)
 	f.running, f.since = true, now
+	if f.held != nil {
+		f.held()
+	}
 	var once sync.Once
 	return func() {
 		once.Do(func() {

@@ -15,17 +15,21 @@ const dreamTimeout = 45 * time.Minute
 func cmdDream() *command {
 	return &command{
 		name: "/dream",
-		help: "run Dream now: fold archived conversation into long-term memory",
-		run: func(_ context.Context, g *Gateway, req cmdRequest) string {
+		help: "run Dream now: archive this conversation and fold the archive into long-term memory",
+		run: func(ctx context.Context, g *Gateway, req cmdRequest) string {
 			if g.deps.Dream == nil {
 				if g.deps.DreamOff != "" {
 					return g.deps.DreamOff
 				}
 				return "Dream is off in this gateway's config."
 			}
+			in := req.in
+			// "Remember this": what was just said is not in the archive yet,
+			// and Dream reads only the archive. The command runs in the
+			// session's worker, so this archive never overlaps a turn of it.
+			arch := g.archiveForDream(ctx, in)
 			// Dream runs beside the conversation, not in its queue: it may
 			// take minutes and the conversation goes on meanwhile.
-			in := req.in
 			g.goBackground(func() {
 				ctx, cancel := context.WithTimeout(context.Background(), dreamTimeout)
 				defer cancel()
@@ -39,14 +43,73 @@ func cmdDream() *command {
 				if err != nil {
 					g.logger.Warn("/dream did not complete", "session", in.SessionKey, "outcome", rep.Outcome, "err", err)
 				}
-				if rep.Outcome != "" {
+				switch {
+				case rep.Outcome == dream.OutcomeNothingNew:
+					text = dream.FormatNothingNew(arch.why(), g.cfg.IdleCompactAfter)
+				case rep.Outcome != "":
 					text = dream.FormatReport(rep)
-				} else {
+				default:
 					text = dream.FormatError(err, "", g.now())
+				}
+				if arch.err != nil && rep.Outcome != dream.OutcomeNothingNew {
+					text = archiveFailedNote + " " + text
 				}
 				g.send(channels.ReplyTo(in, channels.KindReply, text))
 			})
 			return ""
 		},
 	}
+}
+
+const archiveFailedNote = "I could not archive this conversation first (the error is in the gateway log), so Dream read only what was archived before."
+
+// dreamArchive is what /dream's archive of its own conversation did.
+type dreamArchive struct {
+	tail    int   // unarchived messages found
+	entries int   // history entries written
+	err     error // the archive failed (logged)
+}
+
+// archiveForDream archives the unarchived tail of the session the command
+// came from, through the same path as /new and the idle archive. The caller
+// runs in that session's worker.
+func (g *Gateway) archiveForDream(ctx context.Context, in channels.Inbound) dreamArchive {
+	var a dreamArchive
+	if g.deps.Consolidator == nil {
+		return a
+	}
+	sess, err := g.deps.Sessions.Get(in.SessionKey)
+	if err != nil {
+		g.logger.Error("/dream could not open the session to archive it", "session", in.SessionKey, "err", err)
+		a.err = err
+		return a
+	}
+	if a.tail = sess.Len() - sess.LastConsolidated(); a.tail <= 0 {
+		a.tail = 0
+		return a
+	}
+	g.send(channels.ReplyTo(in, channels.KindProgress, "Archiving this conversation for Dream…"))
+	ctx, cancel := context.WithTimeout(ctx, archiveTimeout)
+	defer cancel()
+	rep, err := g.deps.Consolidator.ArchiveTail(ctx, sess)
+	a.entries, a.err = len(rep.Entries), err
+	if err != nil {
+		g.logger.Error("/dream: archiving the conversation failed", "session", in.SessionKey, "err", err)
+	}
+	return a
+}
+
+// why says why Dream found nothing although /dream archived first.
+func (a dreamArchive) why() string {
+	switch {
+	case a.err != nil:
+		return "this conversation could not be archived (the error is in the gateway log), and nothing else is waiting"
+	case a.tail == 0:
+		return "everything said here was archived before, and no conversation has been archived since the last Dream"
+	case a.entries == 0:
+		return "the archive of this conversation found nothing worth keeping"
+	}
+	// Entries were written and yet none was new to Dream: another Dream
+	// (cron, another process) read them in between.
+	return "another Dream has already read this conversation's archive"
 }

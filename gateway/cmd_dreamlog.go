@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 
 	"github.com/dreamgate/dreamgate/dream"
 	"github.com/dreamgate/dreamgate/gitstore"
@@ -25,6 +26,11 @@ func cmdDreamLog() *command {
 				c, d, err = g.deps.MemoryLog.Latest(dream.SubjectPrefix)
 			} else {
 				c, d, err = g.deps.MemoryLog.Show(req.args)
+			}
+			if req.args == "" && errors.Is(err, gitstore.ErrNoMatchingCommit) && g.deps.Dream != nil {
+				// Before the first Dream and after Dreams that changed
+				// nothing are different news, and the first needs a hint.
+				return dream.FormatNoDreamCommits(g.deps.Dream.Status(), g.now())
 			}
 			if err != nil {
 				return g.memoryError("/dream-log", req.args, err)

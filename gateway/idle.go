@@ -19,6 +19,13 @@ func (g *Gateway) idleLoop(ctx context.Context) {
 	if g.cfg.IdleCompactAfter > 0 {
 		every = min(every, max(g.cfg.IdleCompactAfter/4, time.Second))
 	}
+	// Conversations on disk that no process archived (a `chat --session`
+	// run, a gateway stopped before their idle archive) are found at start
+	// and then on every tick.
+	checked := map[string]time.Time{}
+	if g.cfg.IdleCompactAfter > 0 {
+		g.compactOnDisk(checked)
+	}
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -28,8 +35,65 @@ func (g *Gateway) idleLoop(ctx context.Context) {
 		case <-t.C:
 			if g.cfg.IdleCompactAfter > 0 {
 				g.compactIdle()
+				g.compactOnDisk(checked)
 			}
 			g.evictIdle()
+		}
+	}
+}
+
+// diskLoadsPerPass bounds how many conversations one pass over the
+// sessions directory loads: a first start beside thousands of old files
+// works through them a few per tick instead of all at once.
+const diskLoadsPerPass = 4
+
+// compactOnDisk queues an idle archive for conversations on disk that are
+// not loaded and whose file has been quiet for IdleCompactAfter. Loading
+// one is the only way to see whether it has an unarchived tail, so checked
+// remembers each file's modification time once looked at: a file is looked
+// at again only after it was written to. The archive runs as a job in the
+// session's worker, as compactIdle's does, so it never overlaps a turn or
+// another archive of that session; the session stays loaded afterwards and
+// evictIdle lets it go.
+func (g *Gateway) compactOnDisk(checked map[string]time.Time) {
+	files, err := g.deps.Sessions.ListOnDisk()
+	if err != nil {
+		g.logger.Warn("idle archive: cannot list the sessions on disk", "err", err)
+		return
+	}
+	cutoff := g.now().Add(-g.cfg.IdleCompactAfter)
+	loads := 0
+	for _, f := range files {
+		if loads == diskLoadsPerPass {
+			return
+		}
+		if f.Modified.After(cutoff) || checked[f.Key].Equal(f.Modified) ||
+			g.deps.Sessions.IsLoaded(f.Key) || g.queued(f.Key) > 0 {
+			continue
+		}
+		checked[f.Key] = f.Modified
+		loads++
+		key := f.Key
+		err := g.enqueue(job{
+			in: channels.Inbound{SessionKey: key},
+			task: func(ctx context.Context) {
+				sess, err := g.deps.Sessions.Get(key)
+				if err != nil {
+					g.logger.Warn("idle archive: cannot load a session from disk", "session", key, "err", err)
+					return
+				}
+				if sess.LastConsolidated() >= sess.Len() || sess.LastActive().After(g.now().Add(-g.cfg.IdleCompactAfter)) {
+					return
+				}
+				g.logger.Info("idle archive of a session left unarchived on disk", "session", key, "messages", sess.Len()-sess.LastConsolidated())
+				if _, err := g.deps.Consolidator.ArchiveTail(ctx, sess); err != nil {
+					// Loaded now: compactIdle tries again on a later tick.
+					g.logger.Error("idle archive failed", "session", key, "err", err)
+				}
+			},
+		})
+		if err != nil {
+			g.logger.Debug("idle archive not queued", "session", key, "err", err)
 		}
 	}
 }

@@ -80,7 +80,7 @@ func (g *Gateway) turn(ctx context.Context, in channels.Inbound) Result {
 		log.Warn("turn failed", "err", runErr, "stop", res.Stop)
 		out = g.fail(in, runErr, llm.UserMessage(runErr))
 	default:
-		reply := strings.TrimSpace(res.Reply)
+		reply := consolidator.StripReasoning(res.Reply)
 		switch {
 		case reply != "":
 		case res.Stop == agent.StopMaxIterations:
@@ -117,7 +117,7 @@ func (g *Gateway) record(sess *session.Session, res agent.Result) int {
 		g.logger.Error("cannot save the turn's tool steps", "session", sess.Key(), "err", err)
 	}
 	sent := sess.Len()
-	if err := sess.Append(final...); err != nil {
+	if err := sess.Append(withoutReasoning(final)...); err != nil {
 		g.logger.Error("cannot save the reply", "session", sess.Key(), "err", err)
 	}
 	return sent

@@ -22,7 +22,9 @@
 // Concurrency: a Store serialises its own methods. Across processes, writes
 // take the repository's index.lock (as git does) and move the branch with a
 // compare-and-swap, so a concurrent writer yields ErrLocked or
-// ErrConcurrentUpdate instead of a lost commit.
+// ErrConcurrentUpdate instead of a lost commit. An index.lock older than ten
+// minutes is taken for a crash leftover; a caller that knows sooner (Dream,
+// under its own lock) removes it with ClearStaleLocks.
 //
 // gitstore wraps go-git; go-git types never appear in its API. It imports no
 // other dreamgate package: the caller names the tracked files

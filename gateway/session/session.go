@@ -24,6 +24,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -39,6 +40,7 @@ type Store struct {
 
 	mu   sync.Mutex
 	open map[string]*Session
+	wrap func(io.Writer) io.Writer // WrapWrites
 }
 
 // NewStore opens (creating) the sessions directory.
@@ -57,6 +59,15 @@ func (st *Store) SetClock(now func() time.Time) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.now = now
+}
+
+// WrapWrites puts wrap between every session loaded or created from now on
+// and its message file, so tests can make a write fail part way (a full
+// disk) without filling one. Nil writes to the file directly.
+func (st *Store) WrapWrites(wrap func(io.Writer) io.Writer) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.wrap = wrap
 }
 
 // Get returns the session for key, loading it from disk or creating it.
@@ -83,6 +94,51 @@ func (st *Store) Loaded() []*Session {
 		out = append(out, s)
 	}
 	return out
+}
+
+// OnDisk is a conversation found in the sessions directory.
+type OnDisk struct {
+	Key string
+	// Modified is when its message file was last written: no message
+	// came later.
+	Modified time.Time
+}
+
+// ListOnDisk lists the current conversation of every key with a message
+// file, loaded or not (conversations set aside by /new are not listed). It
+// reads the directory and stats the files; it opens none.
+func (st *Store) ListOnDisk() ([]OnDisk, error) {
+	des, err := os.ReadDir(st.dir)
+	if err != nil {
+		return nil, fmt.Errorf("list sessions: %w", err)
+	}
+	var out []OnDisk
+	for _, de := range des {
+		base, ok := strings.CutSuffix(de.Name(), ".jsonl")
+		// A set-aside file is "<base>.<id>.jsonl"; the base itself
+		// (unpadded base64url) has no dot.
+		if !ok || base == "" || strings.Contains(base, ".") || !de.Type().IsRegular() {
+			continue
+		}
+		key, err := base64.RawURLEncoding.DecodeString(base)
+		if err != nil {
+			continue
+		}
+		fi, err := de.Info()
+		if err != nil {
+			continue // removed meanwhile
+		}
+		out = append(out, OnDisk{Key: string(key), Modified: fi.ModTime()})
+	}
+	return out, nil
+}
+
+// IsLoaded reports whether key's session is in memory.
+func (st *Store) IsLoaded(key string) bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	_, ok := st.open[key]
+	return ok
 }
 
 // Evict drops s from memory if it is still the session held for its key,
@@ -149,7 +205,7 @@ func (st *Store) load(key string) (*Session, error) {
 	} else if err != nil {
 		return nil, fmt.Errorf("read session %s metadata: %w", key, err)
 	}
-	s := &Session{prefix: prefix, logger: st.logger, now: st.now}
+	s := &Session{prefix: prefix, logger: st.logger, now: st.now, wrap: st.wrap}
 	if raw != nil {
 		if err := json.Unmarshal(raw, &s.meta); err != nil {
 			st.logger.Warn("session metadata unreadable; starting it anew, messages kept", "session", key, "err", err)
@@ -164,8 +220,13 @@ func (st *Store) load(key string) (*Session, error) {
 		return nil, err
 	}
 	if lc := s.meta.LastConsolidated; lc < 0 || lc > len(s.msgs) {
-		st.logger.Warn("session last_consolidated out of range; reset", "session", key, "value", lc, "messages", len(s.msgs))
-		s.meta.LastConsolidated = min(max(lc, 0), len(s.msgs))
+		// The record does not match these messages (lost lines, a file
+		// from elsewhere), so it says nothing about which were archived.
+		// Clamping would hide the tail from the prompt and the archive
+		// alike; from 0 they are archived again, and nothing is lost.
+		st.logger.Warn("session last_consolidated beyond its messages; reset to 0, so they are archived again",
+			"session", key, "value", lc, "messages", len(s.msgs))
+		s.meta.LastConsolidated = 0
 	}
 	return s, nil
 }
@@ -178,6 +239,7 @@ func (st *Store) create(key, base string) *Session {
 		prefix: filepath.Join(st.dir, base),
 		logger: st.logger,
 		now:    st.now,
+		wrap:   st.wrap,
 		meta:   meta{Key: key, ID: newID(), Created: st.now().UTC()},
 	}
 }
@@ -202,6 +264,7 @@ type meta struct {
 type Session struct {
 	logger *slog.Logger
 	now    func() time.Time
+	wrap   func(io.Writer) io.Writer // nil: write to file directly
 
 	mu     sync.Mutex
 	prefix string // path without ".jsonl" / ".meta.json"
@@ -289,7 +352,11 @@ func (s *Session) SetLastConsolidated(n int, summary string) error {
 
 // Append records messages at the end of the session. Messages without a
 // time get the current one. The lines reach the file (write(2)) before
-// Append returns, so a crash of the process loses nothing appended.
+// Append returns, so a crash of the process loses nothing appended. A
+// failed append (a full disk) records none of msgs: what it wrote is cut
+// off again, or, when even that fails, the next append starts on a line of
+// its own, so the fragment is skipped on reload and never swallows the
+// next message.
 func (s *Session) Append(msgs ...llm.Message) error {
 	if len(msgs) == 0 {
 		return nil
@@ -318,12 +385,33 @@ func (s *Session) Append(msgs ...llm.Message) error {
 		}
 		s.file = f
 	}
-	if _, err := s.file.Write(buf.Bytes()); err != nil {
+	fi, err := s.file.Stat()
+	if err != nil {
+		return fmt.Errorf("append to session %s: %w", s.meta.Key, err)
+	}
+	var w io.Writer = s.file
+	if s.wrap != nil {
+		w = s.wrap(s.file)
+	}
+	if _, err := w.Write(buf.Bytes()); err != nil {
+		s.cutTornWrite(fi.Size(), err)
 		return fmt.Errorf("append to session %s: %w", s.meta.Key, err)
 	}
 	s.needsNewline = false
 	s.msgs = append(s.msgs, msgs...)
 	return nil
+}
+
+// cutTornWrite undoes what a failed write left after good, the file's
+// length before it. The caller holds s.mu.
+func (s *Session) cutTornWrite(good int64, cause error) {
+	terr := s.file.Truncate(good)
+	if terr == nil {
+		return
+	}
+	s.needsNewline = true
+	s.logger.Error("a failed session append may have left a fragment; the next append starts a new line",
+		"session", s.meta.Key, "err", cause, "truncate_err", terr)
 }
 
 func (s *Session) readMessages() error {

@@ -1,9 +1,14 @@
 package session
 
 import (
+	"bytes"
+	"errors"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/dreamgate/dreamgate/llm"
@@ -71,23 +76,84 @@ func TestTornLineIsSkippedAndNotGluedTo(t *testing.T) {
 	}
 }
 
-func TestOutOfRangeLastConsolidatedIsClamped(t *testing.T) {
+// A last_consolidated beyond the messages is reset to 0 with a warning:
+// clamping it to the length would hide the tail from the prompt and from
+// the archive alike.
+func TestLastConsolidatedBeyondTheMessagesIsResetToZero(t *testing.T) {
 	dir := t.TempDir()
 	st, _ := NewStore(dir, nil)
 	s, _ := st.Get("k")
-	_ = s.Append(llm.Message{Role: llm.RoleUser, Content: "one"})
+	_ = s.Append(llm.Message{Role: llm.RoleUser, Content: "one"}, llm.Message{Role: llm.RoleAssistant, Content: "ok"})
 	st.Close()
 	os.WriteFile(s.prefix+".meta.json", []byte(`{"key":"k","id":"x","last_consolidated":99}`), 0o600)
-	st2, _ := NewStore(dir, nil)
+	var logs bytes.Buffer
+	st2, _ := NewStore(dir, slog.New(slog.NewTextHandler(&logs, nil)))
 	s2, err := st2.Get("k")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s2.LastConsolidated() != 1 {
-		t.Errorf("last_consolidated = %d, want clamped to 1", s2.LastConsolidated())
+	if s2.LastConsolidated() != 0 {
+		t.Errorf("last_consolidated = %d, want reset to 0", s2.LastConsolidated())
 	}
-	if err := s2.SetLastConsolidated(0, ""); err == nil {
-		t.Error("moving last_consolidated backwards must fail")
+	if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), "value=99") {
+		t.Errorf("no warning about the reset:\n%s", logs.String())
+	}
+	if err := s2.SetLastConsolidated(2, ""); err != nil {
+		t.Errorf("archiving from 0 after the reset: %v", err)
+	}
+}
+
+// failingDisk writes the first half of each write, then fails as a full
+// disk does, leaving a torn fragment behind.
+type failingDisk struct {
+	w    io.Writer
+	fail *bool
+}
+
+func (d failingDisk) Write(p []byte) (int, error) {
+	if !*d.fail {
+		return d.w.Write(p)
+	}
+	n, _ := d.w.Write(p[:len(p)/2])
+	return n, syscall.ENOSPC
+}
+
+// A failed append leaves no fragment for the next append to be glued to:
+// the message after it survives a reload.
+func TestFailedAppendLeavesNoFragment(t *testing.T) {
+	dir := t.TempDir()
+	st, _ := NewStore(dir, nil)
+	full := false
+	st.WrapWrites(func(w io.Writer) io.Writer { return failingDisk{w: w, fail: &full} })
+	s, _ := st.Get("k")
+	if err := s.Append(llm.Message{Role: llm.RoleUser, Content: "one"}, llm.Message{Role: llm.RoleAssistant, Content: "ok"}); err != nil {
+		t.Fatal(err)
+	}
+	full = true
+	if err := s.Append(llm.Message{Role: llm.RoleUser, Content: "lost to a full disk"}); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("append on a full disk = %v, want ENOSPC", err)
+	}
+	if s.Len() != 2 {
+		t.Errorf("a failed append counted: len %d", s.Len())
+	}
+	full = false
+	if err := s.Append(llm.Message{Role: llm.RoleUser, Content: "two"}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+
+	st2, _ := NewStore(dir, nil)
+	s2, _ := st2.Get("k")
+	var got []string
+	for _, m := range s2.Messages() {
+		got = append(got, m.Content)
+	}
+	if strings.Join(got, "|") != "one|ok|two" {
+		t.Errorf("after reload: %q, want one, ok, two", got)
+	}
+	raw, _ := os.ReadFile(s.prefix + ".jsonl")
+	if strings.Contains(string(raw), "lost to") {
+		t.Errorf("the torn fragment is still in the file:\n%s", raw)
 	}
 }
 
@@ -117,5 +183,28 @@ func TestRotateKeepsTheOldConversation(t *testing.T) {
 	again, _ := st2.Get("terminal:default")
 	if again.Len() != 1 || again.Messages()[0].Content != "new" {
 		t.Errorf("after restart the key holds %+v", again.Messages())
+	}
+}
+
+func TestListOnDiskListsCurrentConversations(t *testing.T) {
+	dir := t.TempDir()
+	st, _ := NewStore(dir, nil)
+	for _, k := range []string{"slack:C1:1712.55", "terminal:default"} {
+		s, _ := st.Get(k)
+		_ = s.Append(llm.Message{Role: llm.RoleUser, Content: "hi"})
+	}
+	_, _ = st.Get("discord:9") // never spoke: no file
+	if _, _, err := st.Rotate("terminal:default"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := st.ListOnDisk()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Key != "slack:C1:1712.55" || got[0].Modified.IsZero() {
+		t.Errorf("ListOnDisk = %+v, want the one current conversation with a file", got)
+	}
+	if !st.IsLoaded("slack:C1:1712.55") || st.IsLoaded("nope") {
+		t.Error("IsLoaded")
 	}
 }
