@@ -36,6 +36,32 @@ type Inbound struct {
 	// Local marks the machine's own user (the terminal), who is always an
 	// admin.
 	Local bool
+	// Context holds earlier messages of the conversation the bot had not
+	// seen (a Slack thread it is mentioned in, the Discord message being
+	// replied to), oldest first. The gateway adds them to a new session
+	// once, marked as context; an existing session ignores them.
+	Context []ContextMessage
+}
+
+// ContextMessage is one earlier message handed over as Inbound.Context.
+type ContextMessage struct {
+	SenderName string
+	Text       string
+	Time       time.Time
+	// FromBot marks the bot's own earlier messages.
+	FromBot bool
+}
+
+// Command describes a chat command the gateway understands, for adapters
+// that declare commands to their platform (Slack slash commands, Discord
+// application commands). The gateway's table is the source; cmd passes it
+// to the adapters.
+type Command struct {
+	Name        string // without the slash: "dream-log"
+	Description string
+	// Arg names the one optional argument ("sha"), "" when it takes none.
+	Arg   string
+	Admin bool
 }
 
 // Kinds of outbound message.

@@ -29,16 +29,32 @@ type cmdRequest struct {
 	args string
 }
 
-func commandTable() map[string]*command {
-	list := []*command{
+func commandList() []*command {
+	return []*command{
 		cmdHelp(), cmdNew(), cmdStatus(), cmdStop(),
 		cmdDream(), cmdDreamLog(), cmdDreamRestore(),
 	}
+}
+
+func commandTable() map[string]*command {
+	list := commandList()
 	m := make(map[string]*command, len(list))
 	for _, c := range list {
 		m[c.name] = c
 	}
 	return m
+}
+
+// Commands lists the chat commands for adapters that declare them to their
+// platform, in /help's order.
+func Commands() []channels.Command {
+	list := commandList()
+	out := make([]channels.Command, 0, len(list))
+	for _, c := range list {
+		arg := strings.Trim(c.args, "[]<> ")
+		out = append(out, channels.Command{Name: strings.TrimPrefix(c.name, "/"), Description: c.help, Arg: arg, Admin: c.admin})
+	}
+	return out
 }
 
 type parsedCommand struct {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dreamgate/dreamgate/channels"
 	"github.com/dreamgate/dreamgate/llm"
 )
 
@@ -115,5 +116,29 @@ func TestHelpListsCommandsForTheSender(t *testing.T) {
 	}
 	if strings.Contains(r.Reply, "/dream-restore") {
 		t.Errorf("/help shows an admin command to a non-admin:\n%s", r.Reply)
+	}
+}
+
+func TestCommandsListTheTableForPlatforms(t *testing.T) {
+	cmds := Commands()
+	table := commandTable()
+	if len(cmds) != len(table) {
+		t.Fatalf("Commands has %d entries, the table %d", len(cmds), len(table))
+	}
+	byName := map[string]channels.Command{}
+	for _, c := range cmds {
+		if strings.HasPrefix(c.Name, "/") || c.Description == "" {
+			t.Errorf("command %+v: name with a slash or no description", c)
+		}
+		if _, ok := table["/"+c.Name]; !ok {
+			t.Errorf("command %q is not in the table", c.Name)
+		}
+		byName[c.Name] = c
+	}
+	if c := byName["dream-restore"]; c.Arg != "sha" || !c.Admin {
+		t.Errorf("dream-restore = %+v, want Arg sha and Admin", c)
+	}
+	if c := byName["dream"]; c.Arg != "" || c.Admin {
+		t.Errorf("dream = %+v, want no argument, not admin", c)
 	}
 }
