@@ -492,11 +492,11 @@ func (st *sessionCounts) boundary(c *Counter, msgs []llm.Message, start, need in
 // transcript is too large for one call) and advances LastConsolidated after
 // each. It reports whether it fell back to raw.
 //
-// Messages from `from` on that history already holds (see recover) are not
+// Messages from `from` on that history already holds (see skipArchived) are not
 // archived again: LastConsolidated moves past them first.
 func (c *Consolidator) archive(ctx context.Context, s Session, st *sessionCounts, msgs []llm.Message, from, to int, rep *Report) (bool, error) {
 	log := c.logger.With("session", s.Key())
-	from, err := c.recover(s, msgs, from, rep)
+	from, err := c.skipArchived(s, msgs, from, rep)
 	if err != nil || from >= to {
 		return false, err
 	}
@@ -551,7 +551,7 @@ func (c *Consolidator) archive(ctx context.Context, s Session, st *sessionCounts
 		}
 		if err := s.SetLastConsolidated(p.to, summary); err != nil {
 			if content != "" {
-				log.Error("archive entry written but the session did not record it; these messages will be archived again",
+				log.Error("archive entry written but the session did not record it; the next archive records it instead",
 					"from", p.from, "to", p.to, "err", err)
 			}
 			return degraded, fmt.Errorf("record archived messages %d-%d: %w", p.from, p.to, err)
@@ -564,7 +564,7 @@ func (c *Consolidator) archive(ctx context.Context, s Session, st *sessionCounts
 // rawPrefix starts a raw entry (rawEntry): its text is no summary.
 const rawPrefix = "[RAW] "
 
-// recover looks for an archive entry of s's messages starting at from that
+// skipArchived looks for an archive entry of s's messages starting at from that
 // the session never recorded: a process killed after appending it and
 // before saving LastConsolidated leaves one. It moves LastConsolidated to
 // that entry's end (its summary becomes the session's last one, as if the
@@ -572,7 +572,7 @@ const rawPrefix = "[RAW] "
 // when there is none. An entry reaching past the session's messages (the
 // session file lost some) is not trusted: those messages are archived
 // again.
-func (c *Consolidator) recover(s Session, msgs []llm.Message, from int, rep *Report) (int, error) {
+func (c *Consolidator) skipArchived(s Session, msgs []llm.Message, from int, rep *Report) (int, error) {
 	e, ok, err := c.store.ArchivedAt(s.Key(), s.ID(), from)
 	if err != nil {
 		return from, fmt.Errorf("archive messages from %d: %w: look up earlier archives: %w", from, ErrNotArchived, err)
