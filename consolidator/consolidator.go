@@ -20,6 +20,20 @@ type Model interface {
 	Chat(ctx context.Context, req llm.Request) (llm.Response, error)
 }
 
+// History is the archive as the Consolidator uses it; *history.Store
+// implements it. Errors are the store's: an entry that AppendFrom did not
+// return is not in history.
+type History interface {
+	// AppendFrom appends an archive entry that records which messages of
+	// which session generation it holds.
+	AppendFrom(content, sessionKey string, src history.Source) (history.Entry, error)
+	// ArchivedAt returns the newest entry of that session generation when
+	// its range starts at from: those messages are already archived.
+	ArchivedAt(sessionKey, sessionID string, from int) (history.Entry, bool, error)
+	// Unread returns the session's entries Dream has not read yet.
+	Unread(sessionKey string) ([]history.Entry, error)
+}
+
 // Session is the consolidator's view of one conversation; the gateway's
 // session store implements it. Its methods must be safe to call while the
 // gateway appends to the session from another goroutine.
@@ -27,8 +41,13 @@ type Session interface {
 	// Key is the session key, written to history entries as session_key.
 	Key() string
 	// ID changes when /new starts over under the same key; counts are
-	// cached per ID.
+	// cached per ID, and archive entries record it with the range of
+	// messages they hold. Never empty.
 	ID() string
+	// SaveID makes ID durable, so that a restart sees the same ID (and
+	// finds the entries written under it). Called before the first archive
+	// entry of an archive call; an error means it may not be.
+	SaveID() error
 	// Messages returns all messages, oldest first. Callers do not modify
 	// the slice; the session only appends between calls.
 	Messages() []llm.Message
@@ -90,6 +109,11 @@ type Report struct {
 	Archived int
 	// Entries are the history cursors written.
 	Entries []int
+	// Recovered are the history cursors of entries found already written
+	// for the session's next messages (a crash came between an archive
+	// and its record): LastConsolidated moved past them, without an
+	// archive call. Their messages count in Archived.
+	Recovered []int
 	// Raw is set when a slice was archived raw (the summary failed).
 	Raw bool
 	// Usage is what the archive calls cost.
@@ -134,7 +158,7 @@ type Budget struct {
 // ArchiveTail calls for the same session (key and ID) are serialized.
 type Consolidator struct {
 	model   Model
-	store   *history.Store
+	store   History
 	cfg     Config
 	logger  *slog.Logger
 	counter *Counter
@@ -159,9 +183,9 @@ type keyLock struct {
 	refs int
 }
 
-// New returns a Consolidator archiving through model into store. A nil
-// logger discards.
-func New(model Model, store *history.Store, cfg Config, logger *slog.Logger) *Consolidator {
+// New returns a Consolidator archiving through model into store (a
+// *history.Store). A nil logger discards.
+func New(model Model, store History, cfg Config, logger *slog.Logger) *Consolidator {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -467,13 +491,20 @@ func (st *sessionCounts) boundary(c *Counter, msgs []llm.Message, start, need in
 // archive archives msgs[from:to] as one or more entries (more when the
 // transcript is too large for one call) and advances LastConsolidated after
 // each. It reports whether it fell back to raw.
+//
+// Messages from `from` on that history already holds (see skipArchived) are not
+// archived again: LastConsolidated moves past them first.
 func (c *Consolidator) archive(ctx context.Context, s Session, st *sessionCounts, msgs []llm.Message, from, to int, rep *Report) (bool, error) {
 	log := c.logger.With("session", s.Key())
+	from, err := c.skipArchived(s, msgs, from, rep)
+	if err != nil || from >= to {
+		return false, err
+	}
 	st.mu.Lock()
 	ratio := st.ratio
 	st.mu.Unlock()
 	parts := c.split(msgs, from, to, ratio)
-	degraded := false
+	degraded, idSaved := false, false
 	for i, p := range parts {
 		var content, summary, why string
 		if degraded {
@@ -501,7 +532,14 @@ func (c *Consolidator) archive(ctx context.Context, s Session, st *sessionCounts
 			log.Warn("archive summary failed; archiving the messages raw", "reason", why, "messages", p.to-p.from)
 		}
 		if content != "" {
-			e, err := c.store.Append(content, s.Key())
+			if !idSaved {
+				// The entry names the session's ID; a restart must know it.
+				if err := s.SaveID(); err != nil {
+					return degraded, fmt.Errorf("archive messages %d-%d: %w: save the session id: %w", p.from, p.to, ErrNotArchived, err)
+				}
+				idSaved = true
+			}
+			e, err := c.store.AppendFrom(content, s.Key(), history.Source{SessionID: s.ID(), From: p.from, To: p.to})
 			if err != nil {
 				return degraded, fmt.Errorf("archive messages %d-%d: %w: %w", p.from, p.to, ErrNotArchived, err)
 			}
@@ -513,7 +551,7 @@ func (c *Consolidator) archive(ctx context.Context, s Session, st *sessionCounts
 		}
 		if err := s.SetLastConsolidated(p.to, summary); err != nil {
 			if content != "" {
-				log.Error("archive entry written but the session did not record it; these messages will be archived again",
+				log.Error("archive entry written but the session did not record it; the next archive records it instead",
 					"from", p.from, "to", p.to, "err", err)
 			}
 			return degraded, fmt.Errorf("record archived messages %d-%d: %w", p.from, p.to, err)
@@ -521,6 +559,46 @@ func (c *Consolidator) archive(ctx context.Context, s Session, st *sessionCounts
 		rep.Archived += p.to - p.from
 	}
 	return degraded, nil
+}
+
+// rawPrefix starts a raw entry (rawEntry): its text is no summary.
+const rawPrefix = "[RAW] "
+
+// skipArchived looks for an archive entry of s's messages starting at from that
+// the session never recorded: a process killed after appending it and
+// before saving LastConsolidated leaves one. It moves LastConsolidated to
+// that entry's end (its summary becomes the session's last one, as if the
+// archive had completed) and returns where archiving goes on; from itself
+// when there is none. An entry reaching past the session's messages (the
+// session file lost some) is not trusted: those messages are archived
+// again.
+func (c *Consolidator) skipArchived(s Session, msgs []llm.Message, from int, rep *Report) (int, error) {
+	e, ok, err := c.store.ArchivedAt(s.Key(), s.ID(), from)
+	if err != nil {
+		return from, fmt.Errorf("archive messages from %d: %w: look up earlier archives: %w", from, ErrNotArchived, err)
+	}
+	if !ok {
+		return from, nil
+	}
+	log := c.logger.With("session", s.Key())
+	to := e.Range[1]
+	if to > len(msgs) {
+		log.Warn("history holds an archive of more messages than the session has; archiving them again",
+			"cursor", e.Cursor, "from", from, "to", to, "messages", len(msgs))
+		return from, nil
+	}
+	summary := e.Content
+	if strings.HasPrefix(summary, rawPrefix) {
+		summary = ""
+	}
+	if err := s.SetLastConsolidated(to, summary); err != nil {
+		return from, fmt.Errorf("record messages %d-%d found archived: %w", from, to, err)
+	}
+	log.Info("messages already archived before a restart; recorded them instead of archiving them again",
+		"cursor", e.Cursor, "from", from, "to", to)
+	rep.Recovered = append(rep.Recovered, e.Cursor)
+	rep.Archived += to - from
+	return to, nil
 }
 
 // summarize makes one archive call. reason is non-empty when the answer

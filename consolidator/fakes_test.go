@@ -83,6 +83,8 @@ type fakeSession struct {
 	summary string
 	setErr  error
 	sets    []int // every n passed to SetLastConsolidated
+	saveErr error
+	saves   int // SaveID calls
 }
 
 func newSession(key string, msgs ...llm.Message) *fakeSession {
@@ -99,6 +101,12 @@ func (s *fakeSession) Messages() []llm.Message {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.msgs[:len(s.msgs):len(s.msgs)]
+}
+func (s *fakeSession) SaveID() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.saves++
+	return s.saveErr
 }
 func (s *fakeSession) LastConsolidated() int {
 	s.mu.Lock()

@@ -6,7 +6,10 @@
 // keeps working: one JSON object a line with cursor, timestamp, content and
 // an optional session_key; memory/.cursor holds the last cursor handed out
 // and memory/.dream_cursor the highest one Dream has consumed. A legacy
-// memory/HISTORY.md is migrated once.
+// memory/HISTORY.md is migrated once. Archive entries add two fields of
+// dreamgate's after those four, session_id and range (the session
+// generation and the messages archived), which nanobot ignores and which
+// make an archive idempotent across crashes (Source, Store.ArchivedAt).
 //
 // It is a leaf shared by consolidator and dream, which never import each
 // other: it imports only workspace (the layout and the atomic write) of

@@ -20,6 +20,14 @@ type Entry struct {
 	// SessionKey names the conversation the entry came from; old nanobot
 	// entries have none.
 	SessionKey string `json:"session_key,omitempty"`
+	// SessionID and Range are dreamgate's own fields, written after
+	// nanobot's four and only on archive entries made from session
+	// messages: the session generation (its id, new at /new) and the
+	// messages archived, Range[0] up to but not including Range[1]. See
+	// Source. Entries without them (nanobot's, Dream's records, older
+	// ones) have "" and [0, 0].
+	SessionID string `json:"session_id,omitempty"`
+	Range     [2]int `json:"range,omitzero"`
 }
 
 // TimestampLayout is the history.jsonl timestamp format (minute precision).
@@ -82,12 +90,16 @@ type entryFields struct {
 	Timestamp  json.RawMessage `json:"timestamp"`
 	Content    json.RawMessage `json:"content"`
 	SessionKey json.RawMessage `json:"session_key"`
+	SessionID  json.RawMessage `json:"session_id"`
+	Range      json.RawMessage `json:"range"`
 }
 
 // parseLine reads one line (without its newline). A valid entry has a
 // non-negative integer cursor (not a bool, not 1.0), string timestamp and
 // content, and a session_key that is absent, null or a string; other fields
-// are ignored.
+// are ignored. session_id and range are read when both are well formed (a
+// string and two integers, 0 <= from < to); otherwise the entry is still
+// valid, only without its Source.
 func parseLine(line []byte) (Entry, lineKind) {
 	line = bytes.TrimSpace(line)
 	if len(line) == 0 {
@@ -114,7 +126,30 @@ func parseLine(line []byte) (Entry, lineKind) {
 	if len(r.SessionKey) > 0 && string(r.SessionKey) != "null" && !jsonString(r.SessionKey, &e.SessionKey) {
 		return Entry{}, lineBadFields
 	}
+	if len(r.SessionID) > 0 {
+		parseSource(r.SessionID, r.Range, &e)
+	}
 	return e, lineOK
+}
+
+// parseSource sets e's SessionID and Range from the raw fields when both
+// are well formed, and leaves them unset otherwise: a damaged extension
+// must not cost the entry itself.
+func parseSource(rawID, rawRange json.RawMessage, e *Entry) {
+	var id string
+	if !jsonString(rawID, &id) || id == "" {
+		return
+	}
+	var bounds []json.RawMessage
+	if len(rawRange) == 0 || rawRange[0] != '[' || json.Unmarshal(rawRange, &bounds) != nil || len(bounds) != 2 {
+		return
+	}
+	from, ok1 := parseCursor(bytes.TrimSpace(bounds[0]))
+	to, ok2 := parseCursor(bytes.TrimSpace(bounds[1]))
+	if !ok1 || !ok2 || from >= to {
+		return
+	}
+	e.SessionID, e.Range = id, [2]int{from, to}
 }
 
 // parseCursor accepts only a JSON integer literal >= 0: Python's json reads
@@ -145,6 +180,8 @@ func jsonString(raw json.RawMessage, dst *string) bool {
 // appendEntryJSON writes e the way Python's json.dumps(ensure_ascii=False)
 // does with nanobot's key order, so files stay byte-compatible:
 // {"cursor": 42, "timestamp": "…", "content": "…", "session_key": "…"}
+// An archive entry's source follows nanobot's fields, in the same style:
+// …, "session_id": "…", "range": [0, 12]}
 func appendEntryJSON(dst []byte, e Entry) []byte {
 	dst = append(dst, `{"cursor": `...)
 	dst = strconv.AppendInt(dst, int64(e.Cursor), 10)
@@ -155,6 +192,15 @@ func appendEntryJSON(dst []byte, e Entry) []byte {
 	if e.SessionKey != "" {
 		dst = append(dst, `, "session_key": `...)
 		dst = appendPyString(dst, e.SessionKey)
+	}
+	if e.SessionID != "" {
+		dst = append(dst, `, "session_id": `...)
+		dst = appendPyString(dst, e.SessionID)
+		dst = append(dst, `, "range": [`...)
+		dst = strconv.AppendInt(dst, int64(e.Range[0]), 10)
+		dst = append(dst, ", "...)
+		dst = strconv.AppendInt(dst, int64(e.Range[1]), 10)
+		dst = append(dst, ']')
 	}
 	return append(dst, '}')
 }

@@ -79,6 +79,8 @@ type cache struct {
 
 	count     int // valid entries in the consumed part, kept or not
 	maxCursor int // highest valid cursor in the consumed part, 0 if none
+
+	ranges map[string]rangeMark // newest archived range per session generation, of the consumed part (source.go)
 }
 
 // Options configure a Store; the zero value is ready to use.
@@ -157,6 +159,10 @@ func (s *Store) warnOnce(kind, msg string, args ...any) {
 // MaxEntryChars characters is cut with a "... (truncated)" marker; callers
 // cap summaries and raw dumps more tightly themselves.
 func (s *Store) Append(content, sessionKey string) (Entry, error) {
+	return s.append(content, sessionKey, Source{})
+}
+
+func (s *Store) append(content, sessionKey string, src Source) (Entry, error) {
 	content = trimRight(content)
 	unlock, err := s.lock()
 	if err != nil {
@@ -168,14 +174,14 @@ func (s *Store) Append(content, sessionKey string) (Entry, error) {
 			"chars", len([]rune(content)), "cap", MaxEntryChars)
 		content = capped
 	}
-	e, err := s.appendLocked(content, sessionKey)
+	e, err := s.appendLocked(content, sessionKey, src)
 	if err != nil {
 		return Entry{}, fmt.Errorf("append history entry: %w", err)
 	}
 	return e, nil
 }
 
-func (s *Store) appendLocked(content, sessionKey string) (Entry, error) {
+func (s *Store) appendLocked(content, sessionKey string, src Source) (Entry, error) {
 	_, statErr := os.Stat(s.path)
 	created := errors.Is(statErr, fs.ErrNotExist)
 	f, err := os.OpenFile(s.path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
@@ -216,6 +222,7 @@ func (s *Store) appendLocked(content, sessionKey string) (Entry, error) {
 		Content:    content,
 		SessionKey: sessionKey,
 	}
+	e.setSource(src)
 	line := append(appendEntryJSON(make([]byte, 0, len(content)+128), e), '\n')
 	if _, err := f.Write(line); err != nil {
 		// Take back a partial line rather than leave a torn one behind.
@@ -254,6 +261,7 @@ func (s *Store) appendLocked(content, sessionKey string) (Entry, error) {
 }
 
 func (c *cache) add(e Entry) {
+	c.noteRange(e)
 	c.count++
 	c.maxCursor = max(c.maxCursor, e.Cursor)
 	if e.Cursor <= c.floor {

@@ -604,11 +604,11 @@ func TestLegacyMigration(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []Entry{
-		{1, "2026-02-01 10:00", "User asked about the deploy process; we settled on blue-green deploys.", ""},
-		{2, "2026-02-02 14:30", "[RAW] 2 messages\n[2026-02-02 14:29] USER: what's the db host?\n[2026-02-02 14:30] ASSISTANT [tools: read_file]: pg-1.internal", ""},
-		{3, "2026-02-03 09:00", "User prefers tabs over spaces.\nA second line of the same entry.", ""},
-		{4, "2026-02-05 08:15", "[2026-02-04] Day-only entry keeps its bracket.", ""},
-		{5, "2026-02-05 08:15", "Another paragraph without a date.", ""},
+		{Cursor: 1, Timestamp: "2026-02-01 10:00", Content: "User asked about the deploy process; we settled on blue-green deploys."},
+		{Cursor: 2, Timestamp: "2026-02-02 14:30", Content: "[RAW] 2 messages\n[2026-02-02 14:29] USER: what's the db host?\n[2026-02-02 14:30] ASSISTANT [tools: read_file]: pg-1.internal"},
+		{Cursor: 3, Timestamp: "2026-02-03 09:00", Content: "User prefers tabs over spaces.\nA second line of the same entry."},
+		{Cursor: 4, Timestamp: "2026-02-05 08:15", Content: "[2026-02-04] Day-only entry keeps its bracket."},
+		{Cursor: 5, Timestamp: "2026-02-05 08:15", Content: "Another paragraph without a date."},
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("migrated entries:\n got %+v\nwant %+v", got, want)

@@ -136,7 +136,7 @@ func (a *app) limited() gateway.Model {
 }
 
 func (a *app) consolidator(model gateway.Model) *consolidator.Consolidator {
-	return consolidator.New(model, a.history, consolidator.Config{
+	return consolidator.New(model, a.archive(), consolidator.Config{
 		ContextWindow:    a.cfg.LLM.ContextWindow,
 		MaxTokens:        a.cfg.LLM.MaxTokens,
 		ConsolidateRatio: a.cfg.Agent.ConsolidateRatio,

@@ -1,0 +1,148 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// archiveLine is a history.jsonl line with dreamgate's source fields.
+type archiveLine struct {
+	Cursor     int    `json:"cursor"`
+	SessionKey string `json:"session_key"`
+	SessionID  string `json:"session_id"`
+	Range      []int  `json:"range"`
+}
+
+// runKilling runs dreamgate as h.run does, with the test fault switch that
+// SIGKILLs the process right after its first archive entry is appended.
+// It reports whether the process died of that signal.
+func (h *harness) runKilling(args ...string) (killed bool, stderr string) {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binPath, append([]string{"--config", h.cfgPath}, args...)...)
+	cmd.Env = []string{"HOME=" + h.home, "PATH=" + os.Getenv("PATH"), "TZ=UTC", testKillEnv + "=history-append"}
+	cmd.Stdin = strings.NewReader("")
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		if ws, ok := exit.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
+			return true, errb.String()
+		}
+	}
+	if err != nil {
+		h.t.Fatalf("dreamgate %v: %v: %s", args, err, errb.String())
+	}
+	return false, errb.String()
+}
+
+// A process killed between the history append and the session's record of
+// it, again and again: every restart finds the range already archived and
+// moves last_consolidated instead of archiving the same turns again. Each
+// turn is sent to the archive model once, and no message is in two entries.
+func TestKilledArchiveIsNotRepeated(t *testing.T) {
+	h := newHarness(t)
+	h.set("llm.contextWindow", 6000)
+	h.set("llm.maxTokens", 256)
+	model := &scriptedMemoryModel{}
+	h.llm.SetResponder(model.respond)
+
+	const turns = 14
+	kills := 0
+	for i := range turns {
+		msg := fmt.Sprintf("Turn %02d: %s", i, strings.Repeat("I am telling you about my trip plans in detail. ", 12))
+		killed, stderr := h.runKilling("chat", "--session", "crash", "-m", msg)
+		if killed {
+			kills++
+		} else if strings.TrimSpace(stderr) != "" {
+			t.Fatalf("turn %d: %s", i, stderr)
+		}
+	}
+	// And once more without the switch, as a user would after a crash.
+	if r := h.run("chat", "--session", "crash", "-m", "Turn 99: what do you remember?"); r.code != 0 {
+		t.Fatalf("last turn: exit %d: %s", r.code, r.stderr)
+	}
+	if kills < 2 {
+		t.Fatalf("the process was killed after %d archive appends, want several: the test did not aim", kills)
+	}
+
+	lines := readArchiveLines(t, h.ws)
+	if len(lines) < kills {
+		t.Fatalf("%d history entries after %d kills after an append", len(lines), kills)
+	}
+	holder := map[string]map[int]int{} // session_id -> message -> cursor
+	for _, l := range lines {
+		if l.SessionKey != "terminal:crash" || l.SessionID == "" || len(l.Range) != 2 {
+			t.Errorf("entry %d has no session source: %+v", l.Cursor, l)
+			continue
+		}
+		if holder[l.SessionID] == nil {
+			holder[l.SessionID] = map[int]int{}
+		}
+		for m := l.Range[0]; m < l.Range[1]; m++ {
+			if prev, dup := holder[l.SessionID][m]; dup {
+				t.Errorf("message %d archived twice: entries %d and %d", m, prev, l.Cursor)
+			}
+			holder[l.SessionID][m] = l.Cursor
+		}
+	}
+	if len(holder) != 1 {
+		t.Errorf("entries name %d session ids, want 1: the session's id must survive the kill", len(holder))
+	}
+
+	sent := map[int]int{}
+	for _, r := range h.llm.Requests() {
+		if !isArchiveCall(r) {
+			continue
+		}
+		text := r.Messages[len(r.Messages)-1].Content
+		for i := range turns {
+			if strings.Contains(text, fmt.Sprintf("Turn %02d:", i)) {
+				sent[i]++
+			}
+		}
+	}
+	if len(sent) == 0 {
+		t.Fatal("no archive call named a turn")
+	}
+	for i, n := range sent {
+		if n != 1 {
+			t.Errorf("turn %d was sent to the archive model %d times, want once", i, n)
+		}
+	}
+}
+
+func readArchiveLines(t *testing.T, ws string) []archiveLine {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(ws, "memory", "history.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []archiveLine
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		if strings.TrimSpace(sc.Text()) == "" {
+			continue
+		}
+		var l archiveLine
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			t.Fatalf("history line %q: %v", sc.Text(), err)
+		}
+		out = append(out, l)
+	}
+	return out
+}

@@ -1,0 +1,115 @@
+package history
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Source names the session messages an archive entry was made from. It is
+// what makes an archive idempotent across crashes: a process killed after
+// the entry was appended but before the session recorded it finds, on
+// restart, that the range starting at the session's last_consolidated is
+// already in history, and moves last_consolidated instead of archiving the
+// same messages again (see Store.ArchivedAt).
+type Source struct {
+	// SessionID identifies the session generation: /new starts a fresh
+	// file under the same key whose message indexes begin at 0 again, so
+	// the key alone cannot tell its ranges from the old file's.
+	SessionID string
+	// From and To are the message indexes archived: From up to, not
+	// including, To.
+	From, To int
+}
+
+// errBadSource: AppendFrom was given a source that names no messages.
+var errBadSource = errors.New("source must name a session id and a non-empty message range")
+
+func (src Source) valid() bool {
+	return src.SessionID != "" && src.From >= 0 && src.To > src.From
+}
+
+// Source returns the session messages e was archived from; ok is false for
+// entries that do not say (nanobot's, Dream's own records, older ones).
+func (e Entry) Source() (src Source, ok bool) {
+	if e.SessionID == "" {
+		return Source{}, false
+	}
+	return Source{SessionID: e.SessionID, From: e.Range[0], To: e.Range[1]}, true
+}
+
+func (e *Entry) setSource(src Source) {
+	if src.SessionID == "" {
+		return
+	}
+	e.SessionID, e.Range = src.SessionID, [2]int{src.From, src.To}
+}
+
+// AppendFrom is Append for an archive entry made from session messages: the
+// entry also records src (as session_id and range, after nanobot's fields),
+// which ArchivedAt looks up.
+func (s *Store) AppendFrom(content, sessionKey string, src Source) (Entry, error) {
+	if !src.valid() {
+		return Entry{}, fmt.Errorf("append history entry from %+v: %w", src, errBadSource)
+	}
+	return s.append(content, sessionKey, src)
+}
+
+// ArchivedAt reports whether the messages of session generation
+// (sessionKey, sessionID) starting at index from are already archived: it
+// returns the newest entry recorded from that generation when its range
+// starts at from. A caller about to archive from its last_consolidated
+// index then finds the entry a crash left unrecorded, and moves
+// last_consolidated to the entry's Range[1] instead.
+//
+// Only the newest entry of each generation is kept in view (an in-memory
+// index built while the file is read, so a lookup costs what a Since call
+// does): a generation's entries are appended in message order and its
+// last_consolidated only grows, so an unrecorded entry is always its
+// newest.
+func (s *Store) ArchivedAt(sessionKey, sessionID string, from int) (Entry, bool, error) {
+	if sessionID == "" {
+		return Entry{}, false, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.refreshLocked(); err != nil {
+		return Entry{}, false, err
+	}
+	mark, ok := s.cache.ranges[rangeKey(sessionKey, sessionID)]
+	if !ok || mark.from != from {
+		return Entry{}, false, nil
+	}
+	found, err := s.selectLocked(mark.cursor-1, 1, func(e Entry) bool { return e.Cursor == mark.cursor })
+	if err != nil {
+		return Entry{}, false, err
+	}
+	if len(found) == 0 {
+		// Out of sight for the cache (a rewrite by another process between
+		// the refresh and the scan); the caller archives, as before.
+		return Entry{}, false, nil
+	}
+	return found[0], true, nil
+}
+
+// rangeMark is the newest archived range of one session generation.
+type rangeMark struct {
+	cursor   int
+	from, to int
+}
+
+func rangeKey(sessionKey, sessionID string) string {
+	return sessionKey + "\x00" + sessionID
+}
+
+// noteRange records e's source in the cache's index of newest ranges; it
+// is called for every valid entry read or appended, whether or not the
+// entry itself is kept in the cache.
+func (c *cache) noteRange(e Entry) {
+	if e.SessionID == "" {
+		return
+	}
+	if c.ranges == nil {
+		c.ranges = map[string]rangeMark{}
+	}
+	c.ranges[rangeKey(e.SessionKey, e.SessionID)] = rangeMark{cursor: e.Cursor, from: e.Range[0], to: e.Range[1]}
+}
