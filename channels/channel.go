@@ -132,6 +132,14 @@ type Typer interface {
 	StartTyping(ctx context.Context, in Inbound) (stop func())
 }
 
+// WorkingClearer is implemented by channels whose working indicator stays
+// on a message when the process dies mid-turn (Slack's "eyes" reaction).
+// ClearWorking takes it off in's message; the gateway calls it at start for
+// the messages a crash left unanswered. An error means it is still there.
+type WorkingClearer interface {
+	ClearWorking(ctx context.Context, in Inbound) error
+}
+
 // Streamer is implemented by channels that can show a reply while the
 // model is still writing it (the terminal, when a person watches it).
 type Streamer interface {

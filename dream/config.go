@@ -130,6 +130,11 @@ type Deps struct {
 	Files  *workspace.Root
 	Logger *slog.Logger
 	Now    func() time.Time
+	// AfterWrite, when set, is called right after each of Dream's own
+	// writes, with its kill point ("dream-edit", "dream-commit"; the
+	// cursor's is the history store's): the chaos tests stop the process
+	// there. Nil in production.
+	AfterWrite func(point string)
 }
 
 // New returns a Dreamer for the workspace. It checks the configuration and
@@ -164,8 +169,9 @@ func New(cfg Config, deps Deps) (*Dreamer, error) {
 		cfg:   cfg,
 		model: deps.Model,
 		hist:  deps.History,
-		repo:  deps.Repo,
+		repo:  hookRepo(deps.Repo, deps.AfterWrite),
 		files: deps.Files,
+		after: deps.AfterWrite,
 		log:   deps.Logger,
 		now:   deps.Now,
 	}

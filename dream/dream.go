@@ -107,6 +107,7 @@ type Dreamer struct {
 	hist   History
 	repo   Repo
 	files  *workspace.Root // nil: opened per run
+	after  func(point string) // Deps.AfterWrite (hooks.go)
 	log    *slog.Logger
 	now    func() time.Time
 	flight flight
@@ -315,7 +316,7 @@ func (r *run) edit(ctx context.Context, ws *workspace.Root, guide string, findin
 	d := r.d
 	loop := agent.Loop{
 		Model:         d.model,
-		Tools:         agent.FileTools(ws, agent.DreamPolicy(), agent.ToolReadFile, agent.ToolEditFile),
+		Tools:         d.hookTools(agent.FileTools(ws, agent.DreamPolicy(), agent.ToolReadFile, agent.ToolEditFile)),
 		ModelName:     d.cfg.Model,
 		Purpose:       llm.PurposeDreamEdit,
 		MaxIterations: d.cfg.MaxIterations,

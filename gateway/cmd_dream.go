@@ -31,7 +31,7 @@ func cmdDream() *command {
 			// Dream runs beside the conversation, not in its queue: it may
 			// take minutes and the conversation goes on meanwhile.
 			g.goBackground(func() {
-				ctx, cancel := context.WithTimeout(context.Background(), dreamTimeout)
+				ctx, cancel := context.WithTimeout(g.bgCtx, dreamTimeout)
 				defer cancel()
 				stop := g.startTyping(ctx, in)
 				defer stop()

@@ -55,6 +55,10 @@ type Config struct {
 	IdleCompactAfter time.Duration
 	// Admins are "channel:userID" entries allowed to run admin commands.
 	Admins []string
+	// AnswerPending: at start, messages a crash left unanswered are
+	// answered when received within this, and asked to be sent again when
+	// older (pending.go); 0 turns the search off.
+	AnswerPending time.Duration
 }
 
 // Deps are the parts the gateway is wired with.
@@ -104,6 +108,10 @@ type Gateway struct {
 	// of patience.
 	turnCtx    context.Context
 	cancelTurn context.CancelFunc
+	// bgCtx is the parent of background work that may be abandoned (Dream
+	// runs started from chat); Shutdown cancels it at once.
+	bgCtx    context.Context
+	cancelBg context.CancelFunc
 
 	mu       sync.Mutex
 	closed   bool
@@ -155,6 +163,7 @@ func New(cfg Config, deps Deps) *Gateway {
 	g.commands = commandTable()
 	g.toolText = toolText(deps.Tools)
 	g.turnCtx, g.cancelTurn = context.WithCancel(context.Background())
+	g.bgCtx, g.cancelBg = context.WithCancel(context.Background())
 	return g
 }
 
@@ -190,6 +199,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 		chs = append(chs, ch)
 	}
 	g.mu.Unlock()
+	g.answerPending()
 	var wg sync.WaitGroup
 	for _, ch := range chs {
 		wg.Go(func() {
@@ -343,13 +353,17 @@ func (g *Gateway) refuseAtShutdown(in channels.Inbound) Result {
 
 // Shutdown stops accepting messages and lets queued and running turns
 // finish. When ctx ends first, running turns are cancelled and what is still
-// queued is saved and answered with a notice. It then waits for background
-// work (archives of /new, Dream runs) — that work is bounded by its own
-// timeouts, and an archive must not be lost.
+// queued is saved and answered with a notice. Dream runs started from chat
+// are cancelled at once (they roll back and keep their batch). It then
+// waits for background work — archives of /new, bounded by their own
+// timeout, for an archive must not be lost.
 func (g *Gateway) Shutdown(ctx context.Context) error {
 	g.mu.Lock()
 	g.closed = true
 	g.mu.Unlock()
+	// A Dream may run for half an hour; cancelled, it rolls back and keeps
+	// its batch for the next run.
+	g.cancelBg()
 
 	drained := make(chan struct{})
 	go func() { g.workerWG.Wait(); close(drained) }()

@@ -25,7 +25,7 @@ func (g *Gateway) turn(ctx context.Context, in channels.Inbound) Result {
 		log.Error("cannot open session", "err", err)
 		return g.fail(in, err, "I could not open this conversation's record, so I did not answer; the error is in the gateway log.")
 	}
-	if err := sess.Append(llm.Message{Role: llm.RoleUser, Content: in.Text, Time: in.Time}); err != nil {
+	if _, err := sess.AppendUser(llm.Message{Role: llm.RoleUser, Content: in.Text, Time: in.Time}, originOf(in)); err != nil {
 		log.Error("cannot save message", "err", err)
 		return g.fail(in, err, "I could not save your message, so I did not answer; the error is in the gateway log.")
 	}
@@ -91,6 +91,7 @@ func (g *Gateway) turn(ctx context.Context, in channels.Inbound) Result {
 		o := channels.ReplyTo(in, channels.KindReply, reply)
 		o.Streamed = st.shown(reply)
 		g.send(o)
+		g.markAnswered(in)
 		out = Result{Reply: reply}
 	}
 
@@ -128,6 +129,7 @@ var errPromptTooLarge = errors.New("prompt exceeds the context window")
 // fail sends one sentence to the user and returns the failed Result.
 func (g *Gateway) fail(in channels.Inbound, err error, userText string) Result {
 	g.send(channels.ReplyTo(in, channels.KindError, userText))
+	g.markAnswered(in)
 	return Result{Reply: userText, Err: err}
 }
 

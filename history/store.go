@@ -47,6 +47,7 @@ type Store struct {
 	dreamPath  string
 	logger     *slog.Logger
 	now        func() time.Time
+	afterWrite func(point string) // Options.AfterWrite
 
 	// mu serializes this process's use of the files (flock alone would not:
 	// it is per open file, and a Flock value is not meant to be shared by
@@ -90,6 +91,11 @@ type Options struct {
 	Logger *slog.Logger
 	// Now stamps appended entries. Nil is time.Now.
 	Now func() time.Time
+	// AfterWrite, when set, is called right after each write reaches the
+	// disk, with its kill point's name ("history-append", "history-cursor",
+	// "dream-cursor", "history-compact"): the chaos tests stop the process
+	// there. Nil in production.
+	AfterWrite func(point string)
 }
 
 // Open opens (creating it if needed) the memory directory of a workspace,
@@ -116,6 +122,7 @@ func Open(memoryDir string, opts Options) (*Store, error) {
 		dreamPath:  filepath.Join(memoryDir, dreamCursorFile),
 		logger:     logger,
 		now:        now,
+		afterWrite: opts.AfterWrite,
 		flock:      flock.New(filepath.Join(memoryDir, lockFile), flock.SetPermissions(0o644)),
 		warned:     map[string]bool{},
 	}
@@ -233,6 +240,7 @@ func (s *Store) appendLocked(content, sessionKey string, src Source) (Entry, err
 		_ = f.Truncate(size)
 		return Entry{}, fmt.Errorf("sync: %w", err)
 	}
+	s.hook("history-append")
 	if created {
 		if err := workspace.SyncDir(s.dir); err != nil {
 			return Entry{}, err
@@ -257,6 +265,7 @@ func (s *Store) appendLocked(content, sessionKey string, src Source) (Entry, err
 	if err := workspace.WriteFile(s.cursorPath, []byte(strconv.Itoa(e.Cursor)), fileMode); err != nil {
 		s.logger.Warn("cannot update the history cursor file", "err", err)
 	}
+	s.hook("history-cursor")
 	return e, nil
 }
 
@@ -500,6 +509,7 @@ func (s *Store) SetDreamCursor(n int) error {
 	if err := workspace.WriteFile(s.dreamPath, []byte(strconv.Itoa(n)), fileMode); err != nil {
 		return fmt.Errorf("set dream cursor: %w", err)
 	}
+	s.hook("dream-cursor")
 	s.pruneLocked(n)
 	return nil
 }
@@ -617,6 +627,7 @@ func (s *Store) compactLocked(maxEntries int) (int, error) {
 	if err := workspace.WriteFile(s.path, out.Bytes(), fileMode); err != nil {
 		return 0, err
 	}
+	s.hook("history-compact")
 	s.cache = cache{}
 	if left := valid - dropped; left > maxEntries {
 		s.logger.Warn("history still over its entry limit: the rest is unread by Dream and is kept",

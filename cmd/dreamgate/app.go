@@ -35,6 +35,9 @@ type app struct {
 	ws       *workspace.Root
 	repo     *gitstore.Store
 	mcp      *mcp.Manager // nil until a gateway with MCP servers is built
+	// afterWrite is the test-only kill switch's hook (testkill.go), nil
+	// unless the switch is on.
+	afterWrite func(point string)
 }
 
 // openWorkspace creates a missing workspace as onboard would (template files
@@ -72,7 +75,7 @@ func openWorkspace(cfg Config, logger *slog.Logger, complete bool) (created []st
 }
 
 func newApp(cfg Config, logger *slog.Logger) (*app, error) {
-	a := &app{cfg: cfg, logger: logger}
+	a := &app{cfg: cfg, logger: logger, afterWrite: killHook(cfg.getenv, logger)}
 	if _, err := openWorkspace(cfg, logger, false); err != nil {
 		return nil, err
 	}
@@ -86,12 +89,13 @@ func newApp(cfg Config, logger *slog.Logger) (*app, error) {
 		Logger:      logger.With("component", "llm"),
 	})
 	var err error
-	if a.history, err = history.Open(filepath.Join(cfg.Workspace, filepath.FromSlash(workspace.MemoryDir)), history.Options{Logger: logger.With("component", "history")}); err != nil {
+	if a.history, err = history.Open(filepath.Join(cfg.Workspace, filepath.FromSlash(workspace.MemoryDir)), history.Options{Logger: logger.With("component", "history"), AfterWrite: a.afterWrite}); err != nil {
 		return nil, fmt.Errorf("open history: %w", err)
 	}
 	if a.sessions, err = session.NewStore(filepath.Join(cfg.StateDir, "sessions"), logger.With("component", "sessions")); err != nil {
 		return nil, err
 	}
+	a.sessions.SetAfterWrite(a.afterWrite)
 	if a.ws, err = workspace.Open(cfg.Workspace); err != nil {
 		return nil, fmt.Errorf("open workspace: %w", err)
 	}
@@ -136,7 +140,7 @@ func (a *app) limited() gateway.Model {
 }
 
 func (a *app) consolidator(model gateway.Model) *consolidator.Consolidator {
-	return consolidator.New(model, a.archive(), consolidator.Config{
+	return consolidator.New(model, a.history, consolidator.Config{
 		ContextWindow:    a.cfg.LLM.ContextWindow,
 		MaxTokens:        a.cfg.LLM.MaxTokens,
 		ConsolidateRatio: a.cfg.Agent.ConsolidateRatio,
@@ -180,6 +184,7 @@ func (a *app) gateway(withDream bool) (*gateway.Gateway, *dream.Dreamer) {
 		MaxToolIterations: a.cfg.Agent.MaxToolIterations,
 		IdleCompactAfter:  time.Duration(a.cfg.Agent.IdleCompactAfterMinutes) * time.Minute,
 		Admins:            a.cfg.Admins,
+		AnswerPending:     time.Duration(a.cfg.Gateway.AnswerPendingMinutes) * time.Minute,
 	}, deps)
 	return g, d
 }
@@ -200,6 +205,8 @@ func (a *app) dreamer() (*dream.Dreamer, error) {
 		Repo:    repo,
 		Files:   a.ws,
 		Logger:  a.logger.With("component", "dream"),
+
+		AfterWrite: a.afterWrite,
 	})
 }
 

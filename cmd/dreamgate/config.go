@@ -67,6 +67,10 @@ type DreamConfig struct {
 type GatewayConfig struct {
 	HealthAddr         string `json:"healthAddr"`
 	MaxConcurrentTurns int    `json:"maxConcurrentTurns"`
+	// AnswerPendingMinutes: at start, messages a crash left unanswered
+	// are answered when younger than this, else asked to be sent again;
+	// 0 turns the search off.
+	AnswerPendingMinutes int `json:"answerPendingMinutes"`
 }
 
 type ChannelsCfg struct {
@@ -110,7 +114,7 @@ func defaultConfig() Config {
 		Agent: AgentConfig{MaxToolIterations: 20, ConsolidateRatio: 0.5, TargetRatio: 0.3, IdleCompactAfterMinutes: 15},
 		Dream: DreamConfig{Enabled: true, Cron: "0 */2 * * *", Timezone: "UTC", MaxBatchSize: 20, MaxIterations: 10},
 		Gateway: GatewayConfig{
-			HealthAddr: "127.0.0.1:18790", MaxConcurrentTurns: 8,
+			HealthAddr: "127.0.0.1:18790", MaxConcurrentTurns: 8, AnswerPendingMinutes: 10,
 		},
 		Channels: ChannelsCfg{
 			Terminal: TerminalConfig{Enabled: true},
@@ -309,6 +313,9 @@ func (c *Config) Validate() error {
 	}
 	if err := c.Tools.validate(); err != nil {
 		return err
+	}
+	if c.Gateway.AnswerPendingMinutes < 0 {
+		return bad("gateway.answerPendingMinutes", "must be 0 (off) or more, got %d", c.Gateway.AnswerPendingMinutes)
 	}
 	if c.Gateway.MaxConcurrentTurns < 1 {
 		return bad("gateway.maxConcurrentTurns", "must be at least 1, got %d", c.Gateway.MaxConcurrentTurns)

@@ -1,37 +1,69 @@
 package main
 
 import (
+	"log/slog"
 	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
 	"syscall"
-
-	"github.com/dreamgate/dreamgate/consolidator"
-	"github.com/dreamgate/dreamgate/history"
 )
 
-// testKillEnv is a fault switch for the end-to-end tests only, never for
-// use: DREAMGATE_TEST_KILL_AFTER=history-append makes the process SIGKILL
-// itself right after an archive entry reaches history.jsonl and before
-// the session records it, the exact moment a crash-safe archive must
-// survive. No other value does anything.
+// testKillEnv is a fault switch for the end-to-end and chaos tests only,
+// never for use: DREAMGATE_TEST_KILL_AFTER=<point>[,<count>] makes the
+// process SIGKILL itself right after the count-th write (default the
+// first) at that kill point has reached the disk. The point names the
+// write; anything else in the variable is refused with a warning and does
+// nothing.
 const testKillEnv = "DREAMGATE_TEST_KILL_AFTER"
 
-// archive is the history store as the consolidator gets it: the store
-// itself, or under the test switch the store wrapped by killAfterAppend.
-func (a *app) archive() consolidator.History {
-	if a.cfg.getenv != nil && a.cfg.getenv(testKillEnv) == "history-append" {
-		a.logger.Warn("test fault switch on: the process kills itself after its first archive entry", "env", testKillEnv)
-		return killAfterAppend{a.history}
-	}
-	return a.history
+// killPoints are the writes the switch can stop after, each reported by
+// the library that makes it through its AfterWrite hook. A new write gets a
+// name here and one hook call where it happens.
+var killPoints = []string{
+	"session-append",  // a line of a session's message file (gateway/session)
+	"session-meta",    // a session's metadata record (gateway/session)
+	"history-append",  // an archive entry in history.jsonl, before its session records it (history)
+	"history-cursor",  // memory/.cursor after an append (history)
+	"history-compact", // the rewrite of history.jsonl by compaction (history)
+	"dream-edit",      // one edit_file of Dream's phase 2 (dream)
+	"dream-commit",    // a commit of the memory repository by Dream (dream)
+	"dream-cursor",    // memory/.dream_cursor (history)
 }
 
-// killAfterAppend kills the process once an archive entry is on disk.
-type killAfterAppend struct{ *history.Store }
-
-func (k killAfterAppend) AppendFrom(content, sessionKey string, src history.Source) (history.Entry, error) {
-	e, err := k.Store.AppendFrom(content, sessionKey, src)
-	if err == nil && syscall.Kill(os.Getpid(), syscall.SIGKILL) == nil {
-		select {} // the signal is on its way; nothing more may be written
+// killHook returns the AfterWrite hook the switch asks for, nil when it is
+// off.
+func killHook(getenv func(string) string, logger *slog.Logger) func(point string) {
+	if getenv == nil {
+		return nil
 	}
-	return e, err
+	v := getenv(testKillEnv)
+	if v == "" {
+		return nil
+	}
+	point, countText, hasCount := strings.Cut(v, ",")
+	count := 1
+	if hasCount {
+		n, err := strconv.Atoi(countText)
+		if err != nil || n < 1 {
+			logger.Warn("test fault switch ignored: the count must be a positive integer", "env", testKillEnv)
+			return nil
+		}
+		count = n
+	}
+	if !slices.Contains(killPoints, point) {
+		logger.Warn("test fault switch ignored: unknown kill point", "env", testKillEnv, "point", point, "known", strings.Join(killPoints, " "))
+		return nil
+	}
+	logger.Warn("test fault switch on: the process kills itself after a write", "env", testKillEnv, "point", point, "count", count)
+	var seen atomic.Int64
+	return func(p string) {
+		if p != point || seen.Add(1) != int64(count) {
+			return
+		}
+		if syscall.Kill(os.Getpid(), syscall.SIGKILL) == nil {
+			select {} // the signal is on its way; nothing more may be written
+		}
+	}
 }

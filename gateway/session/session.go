@@ -41,6 +41,8 @@ type Store struct {
 	mu   sync.Mutex
 	open map[string]*Session
 	wrap func(io.Writer) io.Writer // WrapWrites
+	// afterWrite is SetAfterWrite's hook, nil in production.
+	afterWrite func(point string)
 }
 
 // NewStore opens (creating) the sessions directory.
@@ -205,7 +207,7 @@ func (st *Store) load(key string) (*Session, error) {
 	} else if err != nil {
 		return nil, fmt.Errorf("read session %s metadata: %w", key, err)
 	}
-	s := &Session{prefix: prefix, logger: st.logger, now: st.now, wrap: st.wrap}
+	s := &Session{prefix: prefix, logger: st.logger, now: st.now, wrap: st.wrap, afterWrite: st.afterWrite}
 	if raw != nil {
 		if err := json.Unmarshal(raw, &s.meta); err != nil {
 			st.logger.Warn("session metadata unreadable; starting it anew, messages kept", "session", key, "err", err)
@@ -241,6 +243,8 @@ func (st *Store) create(key, base string) *Session {
 		now:    st.now,
 		wrap:   st.wrap,
 		meta:   meta{Key: key, ID: newID(), Created: st.now().UTC()},
+
+		afterWrite: st.afterWrite,
 	}
 }
 
@@ -265,6 +269,8 @@ type Session struct {
 	logger *slog.Logger
 	now    func() time.Time
 	wrap   func(io.Writer) io.Writer // nil: write to file directly
+	// afterWrite is the store's SetAfterWrite hook, nil in production.
+	afterWrite func(point string)
 
 	mu     sync.Mutex
 	prefix string // path without ".jsonl" / ".meta.json"
@@ -274,6 +280,11 @@ type Session struct {
 	// needsNewline is set when the file ends in a torn line (a crash
 	// mid-write), so the next append starts on a line of its own.
 	needsNewline bool
+	// origins are the senders' addresses of user messages, by index
+	// (origin.go); answered is how many messages the newest answered mark
+	// covers.
+	origins  map[int]Origin
+	answered int
 }
 
 // Key is the session key, e.g. "slack:C1:1712.55".
@@ -363,18 +374,32 @@ func (s *Session) Append(msgs ...llm.Message) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	lines := make([]any, len(msgs))
+	now := s.now().UTC()
+	for i := range msgs {
+		if msgs[i].Time.IsZero() {
+			msgs[i].Time = now
+		}
+		lines[i] = msgs[i]
+	}
+	if err := s.writeLines(lines...); err != nil {
+		return err
+	}
+	s.msgs = append(s.msgs, msgs...)
+	return nil
+}
+
+// writeLines appends one JSON line per value to the message file. The
+// caller holds s.mu.
+func (s *Session) writeLines(lines ...any) error {
 	var buf bytes.Buffer
 	if s.needsNewline {
 		buf.WriteByte('\n')
 	}
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
-	now := s.now().UTC()
-	for i := range msgs {
-		if msgs[i].Time.IsZero() {
-			msgs[i].Time = now
-		}
-		if err := enc.Encode(msgs[i]); err != nil {
+	for _, l := range lines {
+		if err := enc.Encode(l); err != nil {
 			return fmt.Errorf("encode message for session %s: %w", s.meta.Key, err)
 		}
 	}
@@ -398,7 +423,7 @@ func (s *Session) Append(msgs ...llm.Message) error {
 		return fmt.Errorf("append to session %s: %w", s.meta.Key, err)
 	}
 	s.needsNewline = false
-	s.msgs = append(s.msgs, msgs...)
+	s.hook("session-append")
 	return nil
 }
 
@@ -435,13 +460,21 @@ func (s *Session) readMessages() error {
 			}
 			trimmed := bytes.TrimSpace(line)
 			if len(trimmed) > 0 {
-				var m llm.Message
-				if jerr := json.Unmarshal(trimmed, &m); jerr != nil || m.Role == "" {
+				var l storedLine
+				jerr := json.Unmarshal(trimmed, &l)
+				m := l.Message
+				switch {
+				case jerr == nil && l.Answered:
+					s.answered = len(s.msgs)
+				case jerr == nil && m.Role != "" && l.Origin != nil:
+					s.addOrigin(len(s.msgs), *l.Origin)
+					s.msgs = append(s.msgs, m)
+				case jerr != nil || m.Role == "":
 					bad++
 					if bad == 1 {
 						s.logger.Warn("skipping unreadable session line", "session", s.meta.Key, "line", lineNo, "torn", !complete)
 					}
-				} else {
+				default:
 					s.msgs = append(s.msgs, m)
 				}
 			}
@@ -467,6 +500,7 @@ func (s *Session) writeMetaLocked() error {
 	if err := writeAtomic(s.prefix+".meta.json", data); err != nil {
 		return fmt.Errorf("write session %s metadata: %w", s.meta.Key, err)
 	}
+	s.hook("session-meta")
 	return nil
 }
 

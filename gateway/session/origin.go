@@ -1,0 +1,143 @@
+package session
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/dreamgate/dreamgate/llm"
+)
+
+// Origin is where a user message came from: enough to answer it after a
+// restart (the platform acked it, so nothing will deliver it again). It is
+// stored on the message's line as "origin"; lines written before it existed
+// have none.
+type Origin struct {
+	Channel    string `json:"channel"`
+	ChatID     string `json:"chat,omitempty"`
+	ThreadID   string `json:"thread,omitempty"`
+	MessageID  string `json:"message_id,omitempty"`
+	SenderID   string `json:"sender_id,omitempty"`
+	SenderName string `json:"sender_name,omitempty"`
+	Local      bool   `json:"local,omitempty"`
+}
+
+// storedLine is one line of a message file: a message (with the origin of a
+// user message), or an answered mark, {"answered":true}, which says every
+// message before it has been answered and is not a message itself.
+type storedLine struct {
+	llm.Message
+	Origin   *Origin `json:"origin,omitempty"`
+	Answered bool    `json:"answered,omitempty"`
+}
+
+// answeredMark is the line MarkAnswered writes.
+type answeredMark struct {
+	Answered bool      `json:"answered"`
+	Time     time.Time `json:"timestamp"`
+}
+
+// SetAfterWrite sets a hook called right after each write of a session
+// file reaches the disk, with its kill point ("session-append",
+// "session-meta"), for sessions loaded or created from now on: the chaos
+// tests stop the process there. Nil in production.
+func (st *Store) SetAfterWrite(hook func(point string)) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.afterWrite = hook
+}
+
+func (s *Session) hook(point string) {
+	if s.afterWrite != nil {
+		s.afterWrite(point)
+	}
+}
+
+func (s *Session) addOrigin(i int, o Origin) {
+	if s.origins == nil {
+		s.origins = map[int]Origin{}
+	}
+	s.origins[i] = o
+}
+
+// AppendUser records a user message with its origin. A message already
+// recorded and not yet answered (same channel and message id: a restart
+// answering what a crash left, or a platform's redelivery) is not recorded
+// twice; it reports whether it wrote.
+func (s *Session) AppendUser(m llm.Message, o Origin) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if i, ok := s.pendingLocked(); ok && o.MessageID != "" {
+		if p := s.origins[i]; p.Channel == o.Channel && p.MessageID == o.MessageID {
+			return false, nil
+		}
+	}
+	if m.Time.IsZero() {
+		m.Time = s.now().UTC()
+	}
+	if err := s.writeLines(storedLine{Message: m, Origin: &o}); err != nil {
+		return false, err
+	}
+	s.addOrigin(len(s.msgs), o)
+	s.msgs = append(s.msgs, m)
+	return true, nil
+}
+
+// MarkAnswered records that every message so far has been answered (the
+// reply or a failure notice was sent). It writes nothing when there is no
+// message since the last mark.
+func (s *Session) MarkAnswered() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.answered >= len(s.msgs) {
+		return nil
+	}
+	if err := s.writeLines(answeredMark{Answered: true, Time: s.now().UTC()}); err != nil {
+		return fmt.Errorf("mark session %s answered: %w", s.meta.Key, err)
+	}
+	s.answered = len(s.msgs)
+	return nil
+}
+
+// Pending is a user message that was accepted and never answered: the
+// process stopped between recording it and sending the answer.
+type Pending struct {
+	Message llm.Message
+	Origin  Origin
+	// Reply is the final answer when the session recorded it but no
+	// answered mark followed (it may not have been sent); "" when the turn
+	// never finished.
+	Reply string
+}
+
+// Pending returns the session's unanswered user message, if any: the
+// newest user message with an origin, after the last answered mark.
+func (s *Session) Pending() (Pending, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i, ok := s.pendingLocked()
+	if !ok {
+		return Pending{}, false
+	}
+	p := Pending{Message: s.msgs[i], Origin: s.origins[i]}
+	for _, m := range s.msgs[i+1:] {
+		if m.Role == llm.RoleAssistant && len(m.ToolCalls) == 0 {
+			p.Reply = m.Content
+		}
+	}
+	return p, true
+}
+
+// pendingLocked finds the index of the newest user message with an origin
+// after the answered mark. The caller holds s.mu.
+func (s *Session) pendingLocked() (int, bool) {
+	for i := len(s.msgs) - 1; i >= s.answered; i-- {
+		if s.msgs[i].Role != llm.RoleUser {
+			continue
+		}
+		if _, ok := s.origins[i]; ok {
+			return i, true
+		}
+		return 0, false // a user message without an origin: not ours to answer
+	}
+	return 0, false
+}
