@@ -1,0 +1,200 @@
+package gateway
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dreamgate/dreamgate/channels"
+	"github.com/dreamgate/dreamgate/dream"
+	"github.com/dreamgate/dreamgate/gateway/session"
+	"github.com/dreamgate/dreamgate/llm"
+)
+
+// blockingDreamer is a Dream that runs until its context ends.
+type blockingDreamer struct {
+	started  chan struct{}
+	canceled chan struct{}
+}
+
+func (d *blockingDreamer) Run(ctx context.Context, _ string, _ func(string)) (dream.Report, error) {
+	close(d.started)
+	<-ctx.Done()
+	close(d.canceled)
+	return dream.Report{Outcome: dream.OutcomeFailed, Reason: "the Dream was cancelled"}, ctx.Err()
+}
+func (d *blockingDreamer) Restore(string) (dream.RestoreResult, error) {
+	return dream.RestoreResult{}, nil
+}
+func (d *blockingDreamer) Status() dream.Status { return dream.Status{} }
+
+// A /dream started from chat does not hold shutdown for Dream's half hour:
+// Shutdown cancels it, waits for it to end, and returns.
+func TestShutdownCancelsDream(t *testing.T) {
+	d := &blockingDreamer{started: make(chan struct{}), canceled: make(chan struct{})}
+	env := newTestEnv(t, func(context.Context, llm.Request) (llm.Response, error) {
+		return textReply("ok"), nil
+	}, func(_ *Config, deps *Deps) { deps.Dream = d })
+	done, err := env.g.Submit(t.Context(), inbound("s1", "/dream"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wait(t, done)
+	select {
+	case <-d.started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Dream did not start")
+	}
+	// The shutdown budget is far longer than the test may take: only a
+	// cancelled Dream lets Shutdown return in time.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	stopped := make(chan error, 1)
+	go func() { stopped <- env.g.Shutdown(ctx) }()
+	select {
+	case err := <-stopped:
+		if err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Shutdown waited for a running /dream instead of cancelling it")
+	}
+	select {
+	case <-d.canceled:
+	default:
+		t.Error("Shutdown returned while the Dream was still running")
+	}
+	var last channels.Outbound
+	for len(env.ch.got) > 0 {
+		last = <-env.ch.got
+	}
+	if !strings.Contains(last.Text, "cancelled") {
+		t.Errorf("the /dream reply after shutdown is %q, want it to say the Dream was cancelled", last.Text)
+	}
+}
+
+// pendingSession writes a session file as a killed process leaves it: a
+// user message with its origin, maybe the turn's reply, no answered mark.
+func pendingSession(t *testing.T, st *session.Store, key, msgID, text string, at time.Time, reply string) {
+	t.Helper()
+	s, err := st.Get(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := session.Origin{Channel: "test", ChatID: strings.TrimPrefix(key, "test:"), MessageID: msgID, SenderID: "U1"}
+	if _, err := s.AppendUser(llm.Message{Role: llm.RoleUser, Content: text, Time: at}, o); err != nil {
+		t.Fatal(err)
+	}
+	if reply != "" {
+		if err := s.Append(llm.Message{Role: llm.RoleAssistant, Content: reply, Time: at}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st.Evict(s)
+}
+
+// At start the gateway answers what a crash left: a recent message gets a
+// turn (recorded once), a recorded reply is sent without a model call, an
+// old message is asked for again, an answered one is left alone, and no
+// second start answers any of them again.
+func TestAnswerPendingAtStart(t *testing.T) {
+	now := time.Now()
+	calls := 0
+	env := newTestEnv(t, func(_ context.Context, req llm.Request) (llm.Response, error) {
+		calls++
+		return textReply("answer: " + req.Messages[len(req.Messages)-1].Content), nil
+	}, func(cfg *Config, _ *Deps) { cfg.AnswerPending = 10 * time.Minute })
+	st := env.sessions
+	pendingSession(t, st, "test:recent", "m1", "recent question", now.Add(-time.Minute), "")
+	pendingSession(t, st, "test:replied", "m2", "replied question", now.Add(-time.Minute), "the recorded reply")
+	pendingSession(t, st, "test:old", "m3", "old question", now.Add(-time.Hour), "")
+	pendingSession(t, st, "test:done", "m4", "done question", now.Add(-time.Minute), "done reply")
+	done, _ := st.Get("test:done")
+	if err := done.MarkAnswered(); err != nil {
+		t.Fatal(err)
+	}
+
+	env.g.answerPending()
+	got := map[string]channels.Outbound{}
+	for range 3 {
+		o := env.ch.next(t)
+		got[o.SessionKey] = o
+	}
+	if o := got["test:recent"]; o.Text != "answer: recent question" || o.ReplyTo != "m1" {
+		t.Errorf("recent message answered with %+v", o)
+	}
+	if o := got["test:replied"]; o.Text != "the recorded reply" {
+		t.Errorf("recorded reply sent as %+v", o)
+	}
+	if o := got["test:old"]; o.Text != restartedNotice || o.Kind != channels.KindError {
+		t.Errorf("old message answered with %+v", o)
+	}
+	if calls != 1 {
+		t.Errorf("%d model calls, want 1 (the recent message only)", calls)
+	}
+	// Wait for the workers, then look at what the sessions hold.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := env.g.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	recent, _ := st.Get("test:recent")
+	users := 0
+	for _, m := range recent.Messages() {
+		if m.Role == llm.RoleUser {
+			users++
+		}
+	}
+	if users != 1 {
+		t.Errorf("the recent message is recorded %d times, want once", users)
+	}
+	for _, key := range []string{"test:recent", "test:replied", "test:old", "test:done"} {
+		s, _ := st.Get(key)
+		if p, ok := s.Pending(); ok {
+			t.Errorf("%s still pending after the start: %+v", key, p)
+		}
+	}
+	if n := len(env.ch.got); n != 0 {
+		t.Errorf("%d more messages sent, want none", n)
+	}
+}
+
+// Answered marks and origins survive a reload; a message recorded again
+// with the same id while unanswered is not written twice.
+func TestOriginAndAnsweredMarkReload(t *testing.T) {
+	dir := t.TempDir()
+	st, err := session.NewStore(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := st.Get("test:c")
+	o := session.Origin{Channel: "test", ChatID: "c", ThreadID: "t", MessageID: "m1", SenderID: "U1", SenderName: "ana"}
+	msg := llm.Message{Role: llm.RoleUser, Content: "hi", Time: time.Now().UTC()}
+	for i, want := range []bool{true, false} {
+		wrote, err := s.AppendUser(msg, o)
+		if err != nil || wrote != want {
+			t.Fatalf("AppendUser #%d = %v, %v; want %v", i, wrote, err, want)
+		}
+	}
+	st.Evict(s)
+	st2, _ := session.NewStore(dir, nil)
+	s2, _ := st2.Get("test:c")
+	p, ok := s2.Pending()
+	if !ok || p.Origin != o || p.Message.Content != "hi" || s2.Len() != 1 {
+		t.Fatalf("after reload: pending %+v %v, %d messages", p, ok, s2.Len())
+	}
+	if err := s2.Append(llm.Message{Role: llm.RoleAssistant, Content: "hello"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s2.MarkAnswered(); err != nil {
+		t.Fatal(err)
+	}
+	st2.Evict(s2)
+	st3, _ := session.NewStore(dir, nil)
+	s3, _ := st3.Get("test:c")
+	if p, ok := s3.Pending(); ok || s3.Len() != 2 {
+		t.Errorf("after the mark: pending %+v %v, %d messages (the mark is no message)", p, ok, s3.Len())
+	}
+	st3.Close()
+}
