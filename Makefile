@@ -24,7 +24,7 @@ RACE      = $(if $(CC_FOUND),-race,)
 TEST_CGO  = $(if $(CC_FOUND),1,0)
 TEST_NOTE = $(if $(CC_FOUND),race detector on (C compiler $(CC_FOUND)),NO RACE DETECTOR: no C compiler ($(shell $(GO) env CC)) found; install gcc or clang to test with -race)
 
-.PHONY: build run test bench lint release clean
+.PHONY: build run test chaos bench lint release clean
 
 build:
 	$(BUILD) -o $(BIN) $(PKG)
@@ -37,6 +37,12 @@ test:
 	@echo "make test: $(TEST_NOTE)"
 	$(GO) vet ./...
 	CGO_ENABLED=$(TEST_CGO) $(GO) test $(RACE) -count=1 ./...
+
+# The chaos suite in full: kill -9 after every named write, model faults,
+# socket drops, invariants after each (README, Develop). make test runs a
+# bounded part of it.
+chaos:
+	CHAOS=full CGO_ENABLED=$(TEST_CGO) $(GO) test $(RACE) -count=1 -timeout 30m -run 'Chaos' -v ./cmd/dreamgate/
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./...

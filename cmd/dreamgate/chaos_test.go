@@ -341,7 +341,7 @@ func (c *chaosRig) dreamRun(point string, count int) (killed bool) {
 	return killed
 }
 
-func (c *chaosRig) dreamKill(point string, count int) { //nolint:unparam // counts > 1 need runs of several batches
+func (c *chaosRig) dreamKill(point string, count int) {
 	if entries, _ := readChaosHistory(c.h.ws); len(entries) == 0 || entries[len(entries)-1].Cursor-readInt(filepath.Join(c.h.ws, "memory", ".dream_cursor")) < 6 {
 		c.feedHistory(9)
 	}
@@ -535,4 +535,62 @@ func (c *chaosRig) answeredOnce(final bool) []string {
 		bad = append(bad, fmt.Sprintf("%d Discord messages sent, %d answers", c.discordOut, n))
 	}
 	return bad
+}
+
+// SIGTERM while a /dream from chat waits on the model: the gateway does not
+// hold the signal for Dream's half hour. The Dream is cancelled, its batch
+// kept (the Dream cursor does not move), and the next run reads it.
+func TestChaosShutdownCancelsDream(t *testing.T) {
+	h, sl, _, m := chaosHarness(t)
+	h.set("channels.discord.enabled", false)
+	h.set("llm.timeoutSeconds", 600)
+	var hang atomic.Bool
+	hang.Store(true)
+	h.llm.SetResponder(func(r llmtest.Request) llmtest.Reply {
+		if hang.Load() && len(r.Tools) == 0 && strings.Contains(r.Messages[len(r.Messages)-1].Content, "## Archive entries") {
+			return llmtest.Slow(10*time.Minute, llmtest.Text("[SKIP]"))
+		}
+		return m.respond(r)
+	})
+	c := &chaosRig{t: t, h: h}
+	c.feedHistory(3)
+	p := h.startProc(t)
+	if !waitUp(t, p, "slack") {
+		t.Fatalf("gateway exited; log:\n%s", p.stderr.String())
+	}
+	ctx := waitCtx(t)
+	if _, err := sl.InjectPost(fakeslack.Event{Channel: "C1", User: "U1", Text: "<@UBOT> /dream"}); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		reqs, err := h.llm.WaitRequests(ctx, len(h.llm.Requests())+1)
+		if err != nil {
+			t.Fatalf("Dream never asked the model: %v; log:\n%s", err, p.stderr.String())
+		}
+		if last := reqs[len(reqs)-1]; len(last.Tools) == 0 && strings.Contains(last.Messages[len(last.Messages)-1].Content, "## Archive entries") {
+			break
+		}
+	}
+	// The shutdown budget for turns is 30 s; a Dream waiting on the model
+	// must not add its own 30 minutes to it.
+	if !p.stop(25 * time.Second) {
+		t.Fatalf("the gateway did not stop within 25s of SIGTERM during a /dream; log:\n%s", p.stderr.String())
+	}
+	if dc := readInt(filepath.Join(h.ws, "memory", ".dream_cursor")); dc != 0 {
+		t.Errorf("the cancelled Dream moved the cursor to %d", dc)
+	}
+	found := false
+	for _, post := range sl.Posts() {
+		found = found || strings.Contains(post.Text, "cancelled")
+	}
+	if !found {
+		t.Errorf("no post says the Dream was cancelled: %+v", sl.Posts())
+	}
+	hang.Store(false)
+	if killed, code, out := h.runChaos(nil, "dream", "run"); killed || code != 0 {
+		t.Fatalf("dream run after the cancelled one: exit %d: %s", code, out)
+	}
+	if consumed, bad := checkMemory(h.ws); consumed != 3 || len(bad) > 0 {
+		t.Errorf("after the next run: %d facts consumed, %v", consumed, bad)
+	}
 }
