@@ -112,6 +112,9 @@ type Gateway struct {
 	// runs started from chat); Shutdown cancels it at once.
 	bgCtx    context.Context
 	cancelBg context.CancelFunc
+	// inbox and inboxLeft: OpenInbox (inbox.go); nil without one.
+	inbox     *inbox
+	inboxLeft []inboxLine
 
 	mu       sync.Mutex
 	closed   bool
@@ -235,6 +238,7 @@ func (g *Gateway) Submit(ctx context.Context, in channels.Inbound) (<-chan Resul
 	} else {
 		err = g.enqueue(job{in: in, cmd: pc, done: done})
 	}
+	g.accepted(in, pc, err)
 	if errors.Is(err, channels.ErrClosed) {
 		done <- g.refuseAtShutdown(in)
 		return done, nil
@@ -348,6 +352,7 @@ func (g *Gateway) refuseAtShutdown(in channels.Inbound) Result {
 		}
 	}
 	g.send(channels.ReplyTo(in, channels.KindError, shutdownNotice))
+	g.inboxDone(in)
 	return Result{Reply: shutdownNotice, Err: channels.ErrClosed}
 }
 
@@ -378,6 +383,7 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 	}
 	g.backgroundWG.Wait()
 	g.cancelTurn()
+	g.closeInbox()
 	return err
 }
 

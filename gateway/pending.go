@@ -6,6 +6,7 @@ import (
 
 	"github.com/dreamgate/dreamgate/channels"
 	"github.com/dreamgate/dreamgate/gateway/session"
+	"github.com/dreamgate/dreamgate/llm"
 )
 
 // resendWindow bounds how far back a start looks for messages a crash left
@@ -22,6 +23,54 @@ func originOf(in channels.Inbound) session.Origin {
 	return session.Origin{
 		Channel: in.Channel, ChatID: in.ChatID, ThreadID: in.ThreadID, MessageID: in.MessageID,
 		SenderID: in.SenderID, SenderName: in.SenderName, Local: in.Local,
+	}
+}
+
+// OpenInbox keeps the record of accepted messages not yet in their session
+// at path (inbox.go), and takes over what a previous process left there:
+// Run answers those messages. Only the gateway process that owns the
+// channels opens it.
+func (g *Gateway) OpenInbox(path string) error {
+	ib, left, err := openInbox(path)
+	if err != nil {
+		return err
+	}
+	g.inbox, g.inboxLeft = ib, left
+	return nil
+}
+
+// accepted records in the inbox a chat message Submit queued.
+func (g *Gateway) accepted(in channels.Inbound, pc *parsedCommand, err error) {
+	if err != nil || pc != nil || g.inbox == nil || !recoverable(in) {
+		return
+	}
+	if err := g.inbox.add(inboxLineOf(in)); err != nil {
+		g.logger.Warn("could not record an accepted message; a crash before its turn would lose it", "session", in.SessionKey, "err", err)
+	}
+}
+
+// recordUser records the turn's user message in its session with its
+// origin (once: a restart answering it finds it there) and lets the inbox
+// forget it.
+func (g *Gateway) recordUser(sess *session.Session, in channels.Inbound) error {
+	_, err := sess.AppendUser(llm.Message{Role: llm.RoleUser, Content: in.Text, Time: in.Time}, originOf(in))
+	if err == nil {
+		g.inboxDone(in)
+	}
+	return err
+}
+
+func (g *Gateway) inboxDone(in channels.Inbound) {
+	if g.inbox != nil {
+		g.inbox.done(in)
+	}
+}
+
+func (g *Gateway) closeInbox() {
+	if g.inbox != nil {
+		if err := g.inbox.close(); err != nil {
+			g.logger.Warn("closing the inbox", "err", err)
+		}
 	}
 }
 
@@ -67,27 +116,63 @@ func (g *Gateway) answerPending() {
 			g.deps.Sessions.Evict(sess)
 			continue
 		}
-		in := channels.Inbound{
-			Channel: p.Origin.Channel, ChatID: p.Origin.ChatID, ThreadID: p.Origin.ThreadID,
-			SessionKey: od.Key, SenderID: p.Origin.SenderID, SenderName: p.Origin.SenderName,
-			MessageID: p.Origin.MessageID, Text: p.Message.Content, Time: p.Message.Time,
+		g.requeue(inboundOf(od.Key, p.Origin, p.Message.Content, p.Message.Time), p.Reply, now)
+	}
+	// Then what was accepted and never reached its session (queued behind
+	// a turn, or on its way to its worker), oldest first as written.
+	left := g.inboxLeft
+	g.inboxLeft = nil
+	seen := map[string]bool{}
+	for _, l := range left {
+		if seen[l.id()] || g.channel(l.Origin.Channel) == nil || now.Sub(l.Time) > resendWindow {
+			continue
 		}
-		age := now.Sub(p.Message.Time)
-		var j job
-		switch {
-		case p.Reply != "":
-			g.logger.Info("sending a reply a restart left unsent", "session", od.Key, "age", age.Round(time.Second))
-			j = job{in: in, task: func(ctx context.Context) { g.finishPending(ctx, in, channels.KindReply, p.Reply) }}
-		case age <= g.cfg.AnswerPending:
-			g.logger.Info("answering a message a restart left unanswered", "session", od.Key, "age", age.Round(time.Second))
-			j = job{in: in} // the turn finds the message recorded and does not add it again
-		default:
-			g.logger.Info("asking to resend a message a restart left unanswered", "session", od.Key, "age", age.Round(time.Second))
-			j = job{in: in, task: func(ctx context.Context) { g.finishPending(ctx, in, channels.KindError, restartedNotice) }}
+		seen[l.id()] = true
+		sess, err := g.deps.Sessions.Get(l.Key)
+		if err != nil {
+			g.logger.Warn("cannot open a session to look for an unanswered message", "session", l.Key, "err", err)
+			continue
 		}
-		if err := g.enqueue(j); err != nil {
-			g.logger.Warn("could not queue an unanswered message", "session", od.Key, "err", err)
+		if sess.Holds(l.Origin) {
+			continue // its turn started: the session says whether it was answered
 		}
+		in := inboundOf(l.Key, l.Origin, l.Text, l.Time)
+		if g.inbox != nil {
+			if err := g.inbox.add(inboxLineOf(in)); err != nil {
+				g.logger.Warn("could not record an accepted message again", "session", l.Key, "err", err)
+			}
+		}
+		g.requeue(in, "", now)
+	}
+}
+
+func inboundOf(key string, o session.Origin, text string, at time.Time) channels.Inbound {
+	return channels.Inbound{
+		Channel: o.Channel, ChatID: o.ChatID, ThreadID: o.ThreadID,
+		SessionKey: key, SenderID: o.SenderID, SenderName: o.SenderName,
+		MessageID: o.MessageID, Text: text, Time: at,
+	}
+}
+
+// requeue queues the answer to a message a crash left unanswered: its
+// recorded reply when there is one, a turn when it is recent, else a
+// request to send it again.
+func (g *Gateway) requeue(in channels.Inbound, reply string, now time.Time) {
+	age := now.Sub(in.Time)
+	var j job
+	switch {
+	case reply != "":
+		g.logger.Info("sending a reply a restart left unsent", "session", in.SessionKey, "age", age.Round(time.Second))
+		j = job{in: in, task: func(ctx context.Context) { g.finishPending(ctx, in, channels.KindReply, reply) }}
+	case age <= g.cfg.AnswerPending:
+		g.logger.Info("answering a message a restart left unanswered", "session", in.SessionKey, "age", age.Round(time.Second))
+		j = job{in: in} // a turn records the message once, whether or not the session holds it
+	default:
+		g.logger.Info("asking to resend a message a restart left unanswered", "session", in.SessionKey, "age", age.Round(time.Second))
+		j = job{in: in, task: func(ctx context.Context) { g.finishPending(ctx, in, channels.KindError, restartedNotice) }}
+	}
+	if err := g.enqueue(j); err != nil {
+		g.logger.Warn("could not queue an unanswered message", "session", in.SessionKey, "err", err)
 	}
 }
 
@@ -101,4 +186,5 @@ func (g *Gateway) finishPending(ctx context.Context, in channels.Inbound, kind, 
 	}
 	g.send(channels.ReplyTo(in, kind, text))
 	g.markAnswered(in)
+	g.inboxDone(in)
 }

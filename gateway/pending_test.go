@@ -198,3 +198,78 @@ func TestOriginAndAnsweredMarkReload(t *testing.T) {
 	}
 	st3.Close()
 }
+
+// A message queued behind a running turn is only in memory; the inbox
+// keeps it, so after a crash the next start answers it (and the one whose
+// turn was running), each once.
+func TestInboxAnswersQueuedMessagesAfterACrash(t *testing.T) {
+	dir := t.TempDir()
+	release := make(chan struct{})
+	first := newInboxGateway(t, dir, func(ctx context.Context, _ llm.Request) (llm.Response, error) {
+		select { // the crash comes while the first turn waits on the model
+		case <-release:
+		case <-ctx.Done():
+		}
+		return llm.Response{}, context.Canceled
+	})
+	t.Cleanup(func() { // before the temp dir goes: the first turn ends and writes
+		close(release)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = first.g.Shutdown(ctx)
+	})
+	a, b := inbound("c", "q1 first"), inbound("c", "q2 second")
+	b.MessageID = a.MessageID + "b"
+	if _, err := first.g.Submit(t.Context(), a); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := first.g.Submit(t.Context(), b); err != nil {
+		t.Fatal(err)
+	}
+	// The process dies here: nothing of the first gateway runs on.
+
+	second := newInboxGateway(t, dir, func(_ context.Context, req llm.Request) (llm.Response, error) {
+		return textReply("answer: " + req.Messages[len(req.Messages)-1].Content), nil
+	})
+	second.g.answerPending()
+	got := []string{second.ch.next(t).Text, second.ch.next(t).Text}
+	if got[0] != "answer: q1 first" || got[1] != "answer: q2 second" {
+		t.Errorf("answers after the restart = %q, want both messages answered in order", got)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := second.g.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	third := newInboxGateway(t, dir, func(context.Context, llm.Request) (llm.Response, error) {
+		t.Error("a third start called the model")
+		return textReply("again"), nil
+	})
+	third.g.answerPending()
+	if n := len(third.ch.got); n != 0 {
+		t.Errorf("a third start sent %d messages, want none", n)
+	}
+}
+
+type inboxGateway struct {
+	g  *Gateway
+	ch *recorder
+}
+
+func newInboxGateway(t *testing.T, dir string, f func(context.Context, llm.Request) (llm.Response, error)) inboxGateway {
+	t.Helper()
+	sessions, err := session.NewStore(dir+"/sessions", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sessions.Close() })
+	g := New(Config{MaxToolIterations: 2, AnswerPending: 10 * time.Minute}, Deps{
+		Model: &funcModel{f: f}, Sessions: sessions, Prompts: NewPromptBuilder(t.TempDir(), nil),
+	})
+	rec := newRecorder("test")
+	g.AddChannel(rec)
+	if err := g.OpenInbox(dir + "/inbox.jsonl"); err != nil {
+		t.Fatal(err)
+	}
+	return inboxGateway{g: g, ch: rec}
+}

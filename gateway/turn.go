@@ -25,7 +25,7 @@ func (g *Gateway) turn(ctx context.Context, in channels.Inbound) Result {
 		log.Error("cannot open session", "err", err)
 		return g.fail(in, err, "I could not open this conversation's record, so I did not answer; the error is in the gateway log.")
 	}
-	if _, err := sess.AppendUser(llm.Message{Role: llm.RoleUser, Content: in.Text, Time: in.Time}, originOf(in)); err != nil {
+	if err := g.recordUser(sess, in); err != nil {
 		log.Error("cannot save message", "err", err)
 		return g.fail(in, err, "I could not save your message, so I did not answer; the error is in the gateway log.")
 	}

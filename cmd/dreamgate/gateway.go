@@ -92,6 +92,13 @@ func cmdGateway(ctx context.Context, e *env, args []string) error {
 	}
 	defer a.close()
 	g, dreamer := a.gateway(cfg.Dream.Enabled)
+	// Accepted messages not yet in their session, for the next start to
+	// answer after a crash; only the process that owns the channels keeps it.
+	if cfg.Gateway.AnswerPendingMinutes > 0 {
+		if err := g.OpenInbox(filepath.Join(cfg.StateDir, "inbox.jsonl")); err != nil {
+			return err
+		}
+	}
 	var termCh *terminal.Adapter
 	if withTerminal {
 		prompt := ""

@@ -98,6 +98,19 @@ func (s *Session) MarkAnswered() error {
 	return nil
 }
 
+// Holds reports whether the session recorded a user message from o's
+// channel with o's message id.
+func (s *Session) Holds(o Origin) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range s.origins {
+		if p.Channel == o.Channel && p.MessageID == o.MessageID {
+			return true
+		}
+	}
+	return false
+}
+
 // Pending is a user message that was accepted and never answered: the
 // process stopped between recording it and sending the answer.
 type Pending struct {
