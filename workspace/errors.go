@@ -23,6 +23,12 @@ var (
 	ErrNotAllowed = errors.New("path not allowed")
 )
 
+// ErrIO marks a file operation that the system failed (disk full,
+// permission denied, an I/O error), as opposed to a refused path or a
+// mistake in a tool call: trying again will not help until the operator
+// acts. IOFailure's errors wrap it.
+var ErrIO = errors.New("file operation failed")
+
 // PathError is a refusal: a sentence for the model plus the rule it broke
 // (one of the sentinels above, or a caller's own).
 type PathError struct {

@@ -126,6 +126,7 @@ func (r *Root) walk(rel string) ([]fs.FileInfo, error) {
 
 // IOFailure describes a failed file operation by its workspace-relative path
 // and the system's reason, leaving out the absolute path os errors carry.
+// The error wraps ErrIO and err.
 func IOFailure(op, rel string, err error) error {
 	var (
 		pe    *fs.PathError
@@ -155,8 +156,8 @@ type ioError struct {
 	err error
 }
 
-func (e *ioError) Error() string { return e.msg }
-func (e *ioError) Unwrap() error { return e.err }
+func (e *ioError) Error() string   { return e.msg }
+func (e *ioError) Unwrap() []error { return []error{ErrIO, e.err} }
 
 // Quote shows a model-supplied path in an error, shortened so a hostile
 // megabyte of path does not come back as a megabyte of error.
