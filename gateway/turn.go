@@ -52,7 +52,7 @@ func (g *Gateway) turn(ctx context.Context, in channels.Inbound) Result {
 	model := &promptMeter{m: g.deps.Model}
 	loop := agent.Loop{
 		Model:         model,
-		Tools:         g.deps.Tools,
+		Tools:         g.turnTools(in),
 		Purpose:       llm.PurposeChat,
 		MaxIterations: g.cfg.MaxToolIterations,
 		Logger:        log,
@@ -73,8 +73,7 @@ func (g *Gateway) turn(ctx context.Context, in channels.Inbound) Result {
 	case runErr != nil && g.turnCtx.Err() != nil:
 		out = g.fail(in, runErr, shutdownNotice)
 	case runErr != nil:
-		log.Warn("turn failed", "err", runErr, "stop", res.Stop)
-		out = g.fail(in, runErr, llm.UserMessage(runErr))
+		out = g.fail(in, runErr, g.turnFailure(log, in, runErr, res.Stop))
 	default:
 		reply := strings.TrimSpace(res.Reply)
 		switch {
