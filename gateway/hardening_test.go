@@ -170,4 +170,3 @@ func TestOverLongMessageIsCutAndAnswered(t *testing.T) {
 		t.Errorf("short message reply = %q", r.Reply)
 	}
 }
-
