@@ -30,6 +30,7 @@ func (g *Gateway) idleLoop(ctx context.Context) {
 				g.compactIdle()
 			}
 			g.evictIdle()
+			g.closeIdleFiles()
 		}
 	}
 }
