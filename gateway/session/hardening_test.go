@@ -18,10 +18,10 @@ func TestNewStoreRemovesLeftoverTemps(t *testing.T) {
 	dir := t.TempDir()
 	old := time.Now().Add(-time.Hour)
 	files := map[string]bool{ // name -> must survive
-		"c2xhY2s6QzE.jsonl":                      true,
-		"c2xhY2s6QzE.meta.json":                  true,
-		"c2xhY2s6QzE.meta.json.tmp123456":        false,
-		"c2xhY2s6QzI.meta.json.tmp":              false,
+		"c2xhY2s6QzE.jsonl":                       true,
+		"c2xhY2s6QzE.meta.json":                   true,
+		"c2xhY2s6QzE.meta.json.tmp123456":         false,
+		"c2xhY2s6QzI.meta.json.tmp":               false,
 		".dreamgate-tmp-ABCDEFGHIJKLMNOPQRSTUVWX": false,
 	}
 	for name := range files {
