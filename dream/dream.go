@@ -284,6 +284,11 @@ func (r *run) do(ctx context.Context) error {
 		case agent.StopMaxIterations:
 			return r.fail(true, fmt.Sprintf("the editing step used its %d model calls without finishing", d.cfg.MaxIterations),
 				fmt.Errorf("phase 2 stopped at the iteration limit (%d calls, %d tool calls, %d failed)", res.Iterations, res.ToolCalls, res.ToolErrors))
+		case agent.StopToolFailed:
+			// Disk full, permission denied: the environment's fault, not the
+			// batch's, so it does not count towards skipping the batch.
+			return r.fail(false, "the memory files could not be written ("+res.ToolErr.Error()+")",
+				fmt.Errorf("phase 2 stopped: %w", res.ToolErr))
 		case agent.StopRepeated:
 			return r.fail(true, "the editing step kept repeating the same tool call",
 				fmt.Errorf("phase 2 stopped: a tool call repeated %d times (%d calls)", repeatLimit, res.Iterations))

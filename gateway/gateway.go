@@ -55,6 +55,10 @@ type Config struct {
 	IdleCompactAfter time.Duration
 	// Admins are "channel:userID" entries allowed to run admin commands.
 	Admins []string
+	// MaxMessageBytes caps an inbound message; a longer one is cut, saved
+	// with a marker and answered with a notice. 0 means
+	// DefaultMaxMessageBytes.
+	MaxMessageBytes int
 }
 
 // Deps are the parts the gateway is wired with.
@@ -63,7 +67,10 @@ type Deps struct {
 	Sessions     *session.Store
 	Consolidator Consolidator
 	Prompts      *PromptBuilder
-	Tools        []agent.Tool
+	// Tools are the tools of chat turns; AdminTools, when set, replace
+	// them in turns from admins (see turnTools).
+	Tools      []agent.Tool
+	AdminTools []agent.Tool
 	// TurnTools, when set, adds tools chosen per turn by the sender's
 	// admin status (MCP servers).
 	TurnTools TurnTools
@@ -91,14 +98,15 @@ type Result struct {
 
 // Gateway routes messages between channels and the agent.
 type Gateway struct {
-	cfg      Config
-	deps     Deps
-	logger   *slog.Logger
-	now      func() time.Time
-	admins   map[string]bool
-	commands map[string]*command
-	started  time.Time
-	toolText string
+	cfg           Config
+	deps          Deps
+	logger        *slog.Logger
+	now           func() time.Time
+	admins        map[string]bool
+	commands      map[string]*command
+	started       time.Time
+	toolText      string // Tools, rendered as the consolidator counts them
+	adminToolText string // AdminTools, likewise
 
 	// turnCtx is the parent of every turn; cancelled when shutdown runs out
 	// of patience.
@@ -122,10 +130,11 @@ type worker struct {
 }
 
 type job struct {
-	in   channels.Inbound
-	cmd  *parsedCommand // nil for a chat turn
-	task func(ctx context.Context)
-	done chan Result
+	in      channels.Inbound
+	cmd     *parsedCommand // nil for a chat turn
+	task    func(ctx context.Context)
+	done    chan Result
+	tooLong int // the original size of a message capInbound cut
 }
 
 // New builds a gateway. Add channels with AddChannel before Run.
@@ -154,6 +163,7 @@ func New(cfg Config, deps Deps) *Gateway {
 	}
 	g.commands = commandTable()
 	g.toolText = toolText(deps.Tools)
+	g.adminToolText = toolText(deps.AdminTools)
 	g.turnCtx, g.cancelTurn = context.WithCancel(context.Background())
 	return g
 }
@@ -218,12 +228,16 @@ func (g *Gateway) Submit(ctx context.Context, in channels.Inbound) (<-chan Resul
 		in.Time = g.now()
 	}
 	done := make(chan Result, 1)
+	in, tooLong := g.capInbound(in)
 	pc := parseCommand(in.Text)
+	if tooLong > 0 {
+		pc = nil // not run, whatever it starts with
+	}
 	var err error
 	if c := g.commandFor(pc); c != nil && c.priority {
 		err = g.runPriority(ctx, in, pc, done)
 	} else {
-		err = g.enqueue(job{in: in, cmd: pc, done: done})
+		err = g.enqueue(job{in: in, cmd: pc, done: done, tooLong: tooLong})
 	}
 	if errors.Is(err, channels.ErrClosed) {
 		done <- g.refuseAtShutdown(in)
@@ -319,6 +333,8 @@ func (g *Gateway) runJob(ctx context.Context, j job) Result {
 		return Result{}
 	case g.turnCtx.Err() != nil:
 		return g.refuseAtShutdown(j.in)
+	case j.tooLong > 0:
+		return g.answerTooLong(j.in, j.tooLong)
 	case j.cmd != nil:
 		return g.runCommand(ctx, j.in, j.cmd)
 	default:

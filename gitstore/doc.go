@@ -1,6 +1,8 @@
 // Package gitstore is the memory repository: a git repository at the
-// workspace that versions exactly the files Dream edits (SOUL.md, USER.md,
-// memory/MEMORY.md by default) so every change can be shown and undone.
+// workspace that versions exactly the files its caller names (dreamgate
+// names the files Dream edits, SOUL.md, USER.md, memory/MEMORY.md, and the
+// instructions, AGENTS.md and prompts/dream.md) so every change can be
+// shown and undone.
 //
 // It is responsible for creating or adopting the repository (refusing one
 // nested in another repository), keeping a .gitignore that tracks only those

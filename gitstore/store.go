@@ -124,6 +124,11 @@ func Open(dir string, opts Options) (*Store, error) {
 	if err := s.open(); err != nil {
 		return nil, fmt.Errorf("open memory repository %s: %w", s.dir, err)
 	}
+	if n, err := s.removeLeftovers(); err != nil {
+		s.log.Warn("memory repository: leftover temp files", "removed", n, "err", err)
+	} else if n > 0 {
+		s.log.Info("memory repository: removed leftover temp files", "count", n)
+	}
 	return s, nil
 }
 
@@ -289,7 +294,11 @@ func (s *Store) adopt(dotGit string) error {
 		return s.initialCommit()
 	}
 	if changed {
-		_, err := s.lockedCommit([]string{ignoreFile}, IgnoreSubject,
+		added, err := s.newlyTracked(head)
+		if err != nil {
+			return err
+		}
+		_, err = s.lockedCommit(append([]string{ignoreFile}, added...), IgnoreSubject,
 			"Track only the memory files: "+strings.Join(s.tracked, ", ")+".")
 		if err != nil && !errors.Is(err, ErrNothingToCommit) {
 			return fmt.Errorf("commit .gitignore: %w", err)

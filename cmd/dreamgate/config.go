@@ -67,6 +67,7 @@ type DreamConfig struct {
 type GatewayConfig struct {
 	HealthAddr         string `json:"healthAddr"`
 	MaxConcurrentTurns int    `json:"maxConcurrentTurns"`
+	MaxMessageBytes    int    `json:"maxMessageBytes"`
 }
 
 type ChannelsCfg struct {
@@ -110,7 +111,7 @@ func defaultConfig() Config {
 		Agent: AgentConfig{MaxToolIterations: 20, ConsolidateRatio: 0.5, TargetRatio: 0.3, IdleCompactAfterMinutes: 15},
 		Dream: DreamConfig{Enabled: true, Cron: "0 */2 * * *", Timezone: "UTC", MaxBatchSize: 20, MaxIterations: 10},
 		Gateway: GatewayConfig{
-			HealthAddr: "127.0.0.1:18790", MaxConcurrentTurns: 8,
+			HealthAddr: "127.0.0.1:18790", MaxConcurrentTurns: 8, MaxMessageBytes: 64 << 10,
 		},
 		Channels: ChannelsCfg{
 			Terminal: TerminalConfig{Enabled: true},
@@ -256,6 +257,9 @@ func (c *Config) Validate() error {
 	if strings.TrimSpace(c.StateDir) == "" {
 		return bad("stateDir", "must not be empty")
 	}
+	if err := checkStateDir(c); err != nil {
+		return err
+	}
 	if u, err := url.Parse(c.LLM.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return bad("llm.baseURL", "must be an http:// or https:// URL, got %q", c.LLM.BaseURL)
 	}
@@ -312,6 +316,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Gateway.MaxConcurrentTurns < 1 {
 		return bad("gateway.maxConcurrentTurns", "must be at least 1, got %d", c.Gateway.MaxConcurrentTurns)
+	}
+	if c.Gateway.MaxMessageBytes < 1024 || c.Gateway.MaxMessageBytes > 16<<20 {
+		return bad("gateway.maxMessageBytes", "must be between 1024 and 16777216 (16 MiB), got %d", c.Gateway.MaxMessageBytes)
 	}
 	if s := c.Channels.Slack; s.Enabled {
 		if !strings.HasPrefix(s.BotToken, "xoxb-") {
