@@ -400,7 +400,9 @@ func BenchmarkStore10k(b *testing.B) {
 // BenchmarkStoreScale measures the two operations whose cost used to grow
 // with the length of the history, at 1,000 and 10,000 commits:
 // LatestNoMatch (/dream-log when no commit matches: the worst case of
-// Latest) and RestoreDeep (/dream-restore of the commit half-way down).
+// Latest) and RestoreDeep (/dream-restore of the commit half-way down);
+// IndexRebuild is what the first of them costs when the commit index has to
+// be rebuilt from the history.
 // 100,000 commits are left out: the fixture keeps every object in memory
 // while it builds (about 1 GB at that size).
 func BenchmarkStoreScale(b *testing.B) {
@@ -411,6 +413,25 @@ func BenchmarkStoreScale(b *testing.B) {
 				f := fixtureN(b, kind, n)
 				for b.Loop() {
 					if _, _, err := f.store.Latest("nothing:"); !errors.Is(err, gitstore.ErrNoMatchingCommit) {
+						b.Fatal("want ErrNoMatchingCommit, got", err)
+					}
+				}
+			})
+			b.Run(name+"/IndexRebuild", func(b *testing.B) {
+				// The one-time cost when the commit index is missing: a
+				// fresh Store walks the whole history.
+				f := fixtureN(b, kind, n)
+				for i := 0; i < b.N; i++ {
+					b.StopTimer()
+					if err := os.Remove(filepath.Join(f.dir, ".git", gitstore.CommitIndexFile)); err != nil {
+						b.Fatal(err)
+					}
+					s, err := gitstore.Open(f.dir, gitstore.Options{})
+					if err != nil {
+						b.Fatal(err)
+					}
+					b.StartTimer()
+					if _, _, err := s.Latest("nothing:"); !errors.Is(err, gitstore.ErrNoMatchingCommit) {
 						b.Fatal("want ErrNoMatchingCommit, got", err)
 					}
 				}

@@ -187,21 +187,24 @@ func (s *Store) walkIndex(head *object.Commit, known *commitIndex) (*commitIndex
 		c, state = parent, parentState
 	}
 	slices.Reverse(fresh)
+	if known != nil && keep == len(known.entries)-1 {
+		// HEAD moved on from what known ends with: the usual case.
+		for _, e := range fresh {
+			known.add(e)
+		}
+		s.appendIndexFile(known, fresh)
+		return known, nil
+	}
 	x := &commitIndex{pos: map[plumbing.Hash]int{}, size: -1}
 	if keep >= 0 {
 		for _, e := range known.entries[:keep+1] {
 			x.add(e)
 		}
-		x.size = known.size
 	}
 	for _, e := range fresh {
 		x.add(e)
 	}
-	if known != nil && keep == len(known.entries)-1 {
-		s.appendIndexFile(x, fresh)
-	} else {
-		s.saveIndexFile(x)
-	}
+	s.saveIndexFile(x)
 	return x, nil
 }
 
