@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 )
 
@@ -208,13 +209,36 @@ func (s *Store) walkIndex(head *object.Commit, known *commitIndex) (*commitIndex
 	return x, nil
 }
 
-// trackedState looks up every tracked file in a tree.
-func (s *Store) trackedState(tree plumbing.Hash) ([]blobState, error) {
+// trackedState looks up every tracked file in a tree, as lookup does, but
+// reads each tree once: a rebuild does this for every commit in the history.
+func (s *Store) trackedState(root plumbing.Hash) ([]blobState, error) {
+	trees := map[plumbing.Hash]*object.Tree{}
 	st := make([]blobState, len(s.tracked))
 	for i, p := range s.tracked {
-		var err error
-		if st[i], err = s.lookup(tree, p); err != nil {
-			return nil, err
+		segs := strings.Split(p, "/")
+		for h, j := root, 0; !h.IsZero(); j++ {
+			t := trees[h]
+			if t == nil {
+				var err error
+				if t, err = object.GetTree(s.repo.Storer, h); err != nil {
+					return nil, fmt.Errorf("read tree %s: %w", shortID(h.String()), err)
+				}
+				trees[h] = t
+			}
+			e := findEntry(t.Entries, segs[j])
+			if e == nil {
+				break
+			}
+			if j == len(segs)-1 {
+				if e.Mode != filemode.Dir { // a directory is not the file we track
+					st[i] = blobState{exists: true, mode: e.Mode, hash: e.Hash}
+				}
+				break
+			}
+			if e.Mode != filemode.Dir {
+				break
+			}
+			h = e.Hash
 		}
 	}
 	return st, nil
