@@ -85,6 +85,15 @@ func (x *commitIndex) head() plumbing.Hash {
 	return x.entries[len(x.entries)-1].id
 }
 
+// find is the position of the commit id; a nil index has none.
+func (x *commitIndex) find(id plumbing.Hash) (int, bool) {
+	if x == nil {
+		return 0, false
+	}
+	i, ok := x.pos[id]
+	return i, ok
+}
+
 func (x *commitIndex) add(e indexEntry) {
 	x.pos[e.id] = len(x.entries)
 	x.entries = append(x.entries, e)
@@ -141,51 +150,26 @@ func (s *Store) commits() (*commitIndex, error) {
 }
 
 // walkIndex returns the index of the history from head: the commits back
-// from head up to the newest one known (it keeps known's entries up to that
-// one), or the whole history when known is nil or knows none. The file is
-// appended to when known's entries all stay, rewritten otherwise.
+// from head up to the newest one known has (keeping known's entries up to
+// that one), or the whole history when known is nil or has none. The file
+// is appended to when all of known's entries stay, rewritten otherwise.
 func (s *Store) walkIndex(head *object.Commit, known *commitIndex) (*commitIndex, error) {
 	var fresh []indexEntry
 	keep := -1
-	c := head
-	state, err := s.trackedState(c.TreeHash)
+	state, err := s.trackedState(head.TreeHash)
 	if err != nil {
 		return nil, err
 	}
-	for {
-		if known != nil {
-			if p, ok := known.pos[c.Hash]; ok {
-				keep = p
-				break
-			}
-		}
-		e := indexEntry{id: c.Hash, when: c.Author.When.Unix(), subject: toCommit(c).Subject}
-		_, e.offset = c.Author.When.Zone()
-		parentState := make([]blobState, len(s.tracked))
-		var parent *object.Commit
-		if len(c.ParentHashes) > 0 {
-			e.parent = c.ParentHashes[0]
-			if parent, err = object.GetCommit(s.repo.Storer, e.parent); err != nil {
-				return nil, fmt.Errorf("read commit %s: %w", shortID(e.parent.String()), err)
-			}
-			if parent.TreeHash != c.TreeHash {
-				if parentState, err = s.trackedState(parent.TreeHash); err != nil {
-					return nil, err
-				}
-			} else {
-				parentState = state
-			}
-		}
-		for i := range s.tracked {
-			if state[i] != parentState[i] {
-				e.changed.set(i)
-			}
-		}
-		fresh = append(fresh, e)
-		if parent == nil {
+	for c := head; c != nil; {
+		if p, ok := known.find(c.Hash); ok {
+			keep = p
 			break
 		}
-		c, state = parent, parentState
+		var e indexEntry
+		if e, c, state, err = s.indexStep(c, state); err != nil {
+			return nil, err
+		}
+		fresh = append(fresh, e)
 	}
 	slices.Reverse(fresh)
 	if known != nil && keep == len(known.entries)-1 {
@@ -207,6 +191,34 @@ func (s *Store) walkIndex(head *object.Commit, known *commitIndex) (*commitIndex
 	}
 	s.saveIndexFile(x)
 	return x, nil
+}
+
+// indexStep makes the entry of c, whose tracked files are in state, and
+// returns c's first parent (nil for a root commit) with its state.
+func (s *Store) indexStep(c *object.Commit, state []blobState) (indexEntry, *object.Commit, []blobState, error) {
+	e := indexEntry{id: c.Hash, when: c.Author.When.Unix(), subject: toCommit(c).Subject}
+	_, e.offset = c.Author.When.Zone()
+	parentState := make([]blobState, len(s.tracked)) // a root commit's parent: nothing
+	var parent *object.Commit
+	if len(c.ParentHashes) > 0 {
+		e.parent = c.ParentHashes[0]
+		var err error
+		if parent, err = object.GetCommit(s.repo.Storer, e.parent); err != nil {
+			return e, nil, nil, fmt.Errorf("read commit %s: %w", shortID(e.parent.String()), err)
+		}
+		parentState = state
+		if parent.TreeHash != c.TreeHash {
+			if parentState, err = s.trackedState(parent.TreeHash); err != nil {
+				return e, nil, nil, err
+			}
+		}
+	}
+	for i := range s.tracked {
+		if state[i] != parentState[i] {
+			e.changed.set(i)
+		}
+	}
+	return e, parent, parentState, nil
 }
 
 // trackedState looks up every tracked file in a tree, as lookup does, but
