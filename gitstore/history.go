@@ -52,8 +52,8 @@ func (s *Store) search(n int, prefix string) ([]*object.Commit, error) {
 	}
 	var out []*object.Commit
 	for i := len(x.entries) - 1; i >= 0 && (n <= 0 || len(out) < n); i-- {
-		if e := x.entries[i]; strings.HasPrefix(e.subject, prefix) {
-			c, err := s.indexedCommit(e)
+		if e := &x.entries[i]; strings.HasPrefix(e.subject, prefix) {
+			c, err := s.indexedCommit(*e)
 			if err != nil {
 				return nil, err
 			}
