@@ -101,6 +101,9 @@ type Store struct {
 	lockWait  time.Duration // how long to wait for another writer's index.lock
 	// packThreshold is PackThreshold; tests lower it.
 	packThreshold int
+	// idx is the commit index (commitindex.go) as last loaded or made;
+	// nil until first used.
+	idx *commitIndex
 }
 
 // Open uses the repository at dir, or creates one there.
