@@ -6,8 +6,11 @@ export CGO_ENABLED ?= 1
 
 .PHONY: build run test bench lint clean
 
+# A static binary (the pure-Go DNS resolver): no dynamic loader and no libc
+# at start-up, about 1 ms less CPU per run. `make build BUILD_CGO=1` links libc.
+BUILD_CGO ?= 0
 build:
-	$(GO) build -trimpath -ldflags "-s -w" -o $(BIN) ./cmd/dreamgate
+	CGO_ENABLED=$(BUILD_CGO) $(GO) build -trimpath -ldflags "-s -w" -o $(BIN) ./cmd/dreamgate
 
 # The gateway with the terminal chat (the built-in default channel).
 run: build
