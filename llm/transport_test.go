@@ -46,12 +46,12 @@ func burst(t testing.TB, c *llm.Client, workers, calls int, stream bool) {
 
 // A burst must reuse the keep-alive pool: once n calls have been in flight
 // together the client holds n connections, and later calls, at most n at a
-// time, need no new one. A pool smaller than n closes connections that come
+// time, need no new one (the goal: under 1% of calls dial). A pool smaller than n closes connections that come
 // back while it is full, and each later call dials again (a TLS handshake
 // against a real provider). Streamed calls must give their connection back
 // too, though go-openai closes the body before its last bytes are read.
 func TestBurstReusesConnections(t *testing.T) {
-	const calls = 200
+	const calls = 400
 	for _, tc := range []struct {
 		name        string
 		workers     int
@@ -79,8 +79,11 @@ func TestBurstReusesConnections(t *testing.T) {
 				t.Fatalf("warm-up of %d calls at once opened %d connections", tc.workers, got)
 			}
 			burst(t, c, tc.workers, calls, tc.stream)
-			if got := srv.Connections() - tc.workers; got > 0 {
-				t.Errorf("%d calls, %d at a time, on a warm pool of %d opened %d new connections; want 0",
+			// None is expected; net/http may still drop a connection whose
+			// request write it did not see finish within 50ms (a loaded
+			// machine), so the bound is the issue's: under 1% of calls.
+			if got := srv.Connections() - tc.workers; got*100 >= calls {
+				t.Errorf("%d calls, %d at a time, on a warm pool of %d opened %d new connections; want under 1%%",
 					calls, tc.workers, tc.workers, got)
 			}
 		})
