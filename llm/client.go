@@ -31,8 +31,9 @@ const (
 	// defaultConcurrency covers the default gateway turn limit (8) with
 	// room for Dream, archive calls and a status check.
 	defaultConcurrency = 16
-	// idleConnTimeout closes a pooled connection unused this long, below
-	// the minute or two after which providers drop idle connections.
+	// idleConnTimeout closes a pooled connection unused this long (net/http's
+	// default). One the provider closed first costs a new dial, not an
+	// error: net/http retries a request on a connection found dead.
 	idleConnTimeout = 90 * time.Second
 )
 
