@@ -16,8 +16,8 @@ import (
 )
 
 // Start-up is measured against a floor built in the same run from
-// testdata: a Go program doing the least the command must do. The ratio of
-// medians holds on a loaded machine, where absolute times swing.
+// testdata: a Go program doing the least the command must do. On a shared
+// machine the ratio of medians is far steadier than absolute times.
 
 var buildMu sync.Mutex
 
