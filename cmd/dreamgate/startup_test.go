@@ -48,7 +48,7 @@ func TestInitAllocatesLittle(t *testing.T) {
 // A one-shot turn must not open the memory repository (go-git reads the
 // repository's config, refs and index): it does not need it. A workspace
 // whose repository is broken shows whether it was opened: with warnings on,
-// opening it says "Dream is unavailable".
+// opening it logs one ("Dream is unavailable").
 func TestOneShotLeavesMemoryRepositoryAlone(t *testing.T) {
 	h := newHarness(t)
 	if r := h.run("chat", "-m", "hi"); r.code != 0 { // creates the workspace
@@ -71,8 +71,8 @@ func TestOneShotLeavesMemoryRepositoryAlone(t *testing.T) {
 		return out.String(), errb.String()
 	}
 	// The check can see an opened repository: a command that needs it.
-	if _, stderr := chat("/dream-log"); !strings.Contains(stderr, "Dream is unavailable") {
-		t.Fatalf("/dream-log with a broken repository logged no warning; the check below would prove nothing:\n%s", stderr)
+	if _, stderr := chat("/dream-log"); stderr == "" {
+		t.Fatal("/dream-log with a broken repository logged no warning; the check below would prove nothing")
 	}
 	stdout, stderr := chat("hi")
 	if strings.TrimSpace(stdout) != "ok" {
