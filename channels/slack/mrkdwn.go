@@ -3,6 +3,7 @@ package slack
 import (
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // Markdown to Slack mrkdwn, for what models write: **bold** -> *bold*,
@@ -19,16 +20,26 @@ import (
 // any other <…>, such as <!channel>, is escaped so model output cannot ping
 // a whole channel.
 
-var (
-	headingRE = regexp.MustCompile(`^ {0,3}#{1,6}(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$`)
-	bulletRE  = regexp.MustCompile(`^([ \t]*)[*+-][ \t]+`)
-	hruleRE   = regexp.MustCompile(`^ {0,3}(?:(?:-[ \t]*){3,}|(?:\*[ \t]*){3,}|(?:_[ \t]*){3,})$`)
-	quoteRE   = regexp.MustCompile(`^ {0,3}(?:>[ \t]?)+`)
-	// slackRefRE matches references Slack itself renders: <@U…>, <#C…>,
+// The patterns are compiled on first use: every run of the binary would pay
+// for them at start-up, and most never talk to Slack.
+var mrkdwnRE = sync.OnceValue(func() *mrkdwnPatterns {
+	return &mrkdwnPatterns{
+		heading:  regexp.MustCompile(`^ {0,3}#{1,6}(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$`),
+		bullet:   regexp.MustCompile(`^([ \t]*)[*+-][ \t]+`),
+		hrule:    regexp.MustCompile(`^ {0,3}(?:(?:-[ \t]*){3,}|(?:\*[ \t]*){3,}|(?:_[ \t]*){3,})$`),
+		quote:    regexp.MustCompile(`^ {0,3}(?:>[ \t]?)+`),
+		slackRef: regexp.MustCompile(`^<[@#][A-Z0-9]+(?:\|[^<>]*)?>`),
+		autolink: regexp.MustCompile(`^<((?:https?://|mailto:)[^\s<>]+)>`),
+	}
+})
+
+type mrkdwnPatterns struct {
+	heading, bullet, hrule, quote *regexp.Regexp
+	// slackRef matches references Slack itself renders: <@U…>, <#C…>,
 	// optionally with a |label.
-	slackRefRE = regexp.MustCompile(`^<[@#][A-Z0-9]+(?:\|[^<>]*)?>`)
-	autolinkRE = regexp.MustCompile(`^<((?:https?://|mailto:)[^\s<>]+)>`)
-)
+	slackRef *regexp.Regexp
+	autolink *regexp.Regexp
+}
 
 var textEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
 
@@ -102,21 +113,21 @@ func convertLine(line string) string {
 		// The common case: no block marker, so skip the regexps.
 		return convertInline(line, false)
 	}
-	if m := headingRE.FindStringSubmatch(line); m != nil {
+	if m := mrkdwnRE().heading.FindStringSubmatch(line); m != nil {
 		if strings.TrimSpace(m[1]) == "" {
 			return ""
 		}
 		return "*" + convertInline(strings.TrimSpace(m[1]), true) + "*"
 	}
-	if hruleRE.MatchString(line) {
+	if mrkdwnRE().hrule.MatchString(line) {
 		return "──────────"
 	}
-	if q := quoteRE.FindString(line); q != "" {
+	if q := mrkdwnRE().quote.FindString(line); q != "" {
 		// A line-start ">" is Slack's quote marker too; keep it unescaped.
 		marks := strings.Count(q, ">")
 		return strings.Repeat(">", marks) + " " + convertLine(line[len(q):])
 	}
-	if m := bulletRE.FindStringSubmatchIndex(line); m != nil {
+	if m := mrkdwnRE().bullet.FindStringSubmatchIndex(line); m != nil {
 		return line[m[2]:m[3]] + "• " + convertInline(line[m[1]:], false)
 	}
 	return convertInline(line, false)
@@ -169,10 +180,10 @@ func (c *inlineConv) run() string {
 				i++
 			}
 		case ch == '<':
-			if m := slackRefRE.FindString(s[i:]); m != "" {
+			if m := mrkdwnRE().slackRef.FindString(s[i:]); m != "" {
 				c.b.WriteString(m)
 				i += len(m)
-			} else if m := autolinkRE.FindStringSubmatch(s[i:]); m != nil {
+			} else if m := mrkdwnRE().autolink.FindStringSubmatch(s[i:]); m != nil {
 				c.b.WriteString("<" + urlEscaper.Replace(m[1]) + ">")
 				i += len(m[0])
 			} else {

@@ -83,6 +83,8 @@ func newApp(cfg Config, logger *slog.Logger) (*app, error) {
 		MaxTokens:   cfg.LLM.MaxTokens,
 		Temperature: cfg.LLM.Temperature,
 		Timeout:     time.Duration(cfg.LLM.TimeoutSeconds) * time.Second,
+		// Turns and archive calls (limited below), and Dream.
+		Concurrency: cfg.Gateway.MaxConcurrentTurns + 1,
 		Logger:      logger.With("component", "llm"),
 	})
 	var err error
