@@ -72,6 +72,9 @@ type Config struct {
 	// RejectMetadata makes chat.postMessage refuse any post that carries
 	// message metadata (invalid_metadata_format).
 	RejectMetadata bool
+	// NoFilesScope makes files.info answer missing_scope and downloads
+	// get the sign-in page, as for an app without files:read.
+	NoFilesScope bool
 }
 
 // Call is one Web API request.
@@ -123,6 +126,10 @@ type Event struct {
 	TS          string
 	ThreadTS    string
 	Edited      bool
+	// Files are shared with the post (Slack sends subtype "file_share" on
+	// the message event; set Subtype to match); a file-only post has no
+	// Text.
+	Files []File
 }
 
 // Delivery is one events_api envelope sent to the client.
@@ -159,6 +166,15 @@ type Server struct {
 	postScript  []scripted
 	reactHold   chan struct{} // while non-nil, reactions.* wait for it to close
 	done        chan struct{} // closed by Close: held requests give up
+
+	responses    []Response
+	ephemerals   []Ephemeral
+	updates      []Update
+	deleted      []Update
+	updateScript []scripted
+	seeded       []Message
+	files        map[string]File
+	downloads    int
 }
 
 // scripted is a canned failure for the next chat.postMessage.
@@ -176,12 +192,15 @@ func New(cfg Config) *Server {
 		changed:     make(chan struct{}),
 		reactionSet: make(map[string]bool),
 		tickets:     make(map[string]bool),
+		files:       make(map[string]File),
 		done:        make(chan struct{}),
 		tsBase:      time.Now().Unix(),
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/api/", s.serveAPI)
 	mux.HandleFunc("/link/", s.serveLink)
+	mux.HandleFunc("/commands/", s.serveResponseURL)
+	mux.HandleFunc("/files-pri/", s.serveFile)
 	s.srv = httptest.NewServer(mux)
 	return s
 }

@@ -214,6 +214,17 @@ func (s *Server) callbackPayload(eventID string, ev Event) (json.RawMessage, err
 			inner["subtype"] = ev.Subtype
 		}
 	}
+	if len(ev.Files) > 0 {
+		files := make([]map[string]any, 0, len(ev.Files))
+		s.mu.Lock()
+		s.registerFilesLocked(ev.Files)
+		s.mu.Unlock()
+		for _, f := range ev.Files {
+			files = append(files, s.fileJSON(f, f.Hidden))
+		}
+		inner["files"] = files
+		inner["upload"] = false
+	}
 	if ev.Edited {
 		inner["edited"] = map[string]string{"user": ev.User, "ts": ev.TS}
 	}
