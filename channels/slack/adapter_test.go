@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -25,7 +26,7 @@ func TestChannelMentionRepliesInThread(t *testing.T) {
 		Channel: "slack", ChatID: "C1", ThreadID: d.Event.TS, SessionKey: "slack:C1:" + d.Event.TS,
 		SenderID: "U1", MessageID: d.Event.TS, Text: "hello there", Time: parseTS(d.Event.TS),
 	}
-	if in != want {
+	if !reflect.DeepEqual(in, want) {
 		t.Errorf("inbound = %+v\nwant %+v", in, want)
 	}
 	posts, err := h.fake.WaitPosts(h.ctx(), 1)

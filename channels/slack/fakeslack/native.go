@@ -2,8 +2,8 @@ package fakeslack
 
 import (
 	"context"
-	"fmt"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
