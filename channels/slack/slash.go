@@ -222,3 +222,10 @@ func (a *Adapter) botName() string {
 	}
 	return "dreamgate"
 }
+
+// CommandNote ends /help on Slack: a slash command cannot say which thread
+// it was typed in, so in a thread the mention form is the one that acts on
+// that thread's conversation.
+func (a *Adapter) CommandNote() string {
+	return "In a thread, mention me instead — @" + a.botName() + " /new — to act on that thread's conversation."
+}
