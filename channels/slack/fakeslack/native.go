@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -239,7 +240,7 @@ func (s *Server) fileInfo(w http.ResponseWriter, r *http.Request, method string)
 
 // serveFile answers a url_private download: the bot token as a Bearer
 // header; without it (or without files:read) Slack redirects to its
-// sign-in page, which the fake answers as HTML.
+// sign-in page (redir = the file's path), an HTML page.
 func (s *Server) serveFile(w http.ResponseWriter, r *http.Request) {
 	rest := strings.TrimPrefix(r.URL.Path, "/files-pri/")
 	key, _, _ := strings.Cut(rest, "/")
@@ -256,13 +257,19 @@ func (s *Server) serveFile(w http.ResponseWriter, r *http.Request) {
 	case !ok:
 		http.NotFound(w, r)
 	case !authed:
-		w.Header().Set("Content-Type", "text/html")
-		_, _ = w.Write([]byte("<html><body>Sign in to Slack</body></html>"))
+		http.Redirect(w, r, "/signin/?redir="+url.QueryEscape(r.URL.Path), http.StatusFound)
 	default:
 		w.Header().Set("Content-Type", f.Mimetype)
 		w.Header().Set("Content-Length", strconv.Itoa(len(f.Content)))
 		_, _ = w.Write(f.Content)
 	}
+}
+
+// serveSignIn is the workspace's sign-in page a download without access
+// lands on.
+func serveSignIn(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/html")
+	_, _ = w.Write([]byte("<html><body>Sign in to Slack</body></html>"))
 }
 
 // postEphemeral answers chat.postEphemeral.

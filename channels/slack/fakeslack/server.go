@@ -201,6 +201,7 @@ func New(cfg Config) *Server {
 	mux.HandleFunc("/link/", s.serveLink)
 	mux.HandleFunc("/commands/", s.serveResponseURL)
 	mux.HandleFunc("/files-pri/", s.serveFile)
+	mux.HandleFunc("/signin/", serveSignIn)
 	s.srv = httptest.NewServer(mux)
 	return s
 }
