@@ -2,10 +2,12 @@
 // protocol, for tests of the Slack adapter and end-to-end tests of the built
 // binary: the Web API methods the adapter calls (auth.test,
 // apps.connections.open, chat.postMessage with message metadata,
-// conversations.history and conversations.replies over the accepted posts,
-// users.info, reactions.add, reactions.remove) over HTTP, and Socket Mode over a
-// websocket (hello, events_api envelopes, acks, PING frames, disconnect
-// requests and hard drops).
+// chat.update, chat.delete, chat.postEphemeral, conversations.history and
+// conversations.replies over the accepted posts and seeded messages,
+// users.info, files.info with url_private downloads, reactions.add,
+// reactions.remove) over HTTP, slash commands' response_url, and Socket Mode
+// over a websocket (hello, events_api and slash_commands envelopes, acks,
+// PING frames, disconnect requests and hard drops).
 //
 // It binds 127.0.0.1:0, records every call, post, reaction and ack, and lets a
 // test inject events, script a 429 or a 5xx on the next post (also one that
