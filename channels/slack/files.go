@@ -21,7 +21,7 @@ import (
 const (
 	// maxFilesPerPost bounds the files read from one post.
 	maxFilesPerPost = 10
-	// fileTimeout bounds files.info and one download; deliveries wait.
+	// fileTimeout bounds reading the files of one post.
 	fileTimeout = 20 * time.Second
 )
 
@@ -78,8 +78,11 @@ func (f fileRef) isImage() bool {
 	return strings.HasPrefix(f.mimetype, "image/") || f.filetype == "png" || f.filetype == "jpg" || f.filetype == "gif"
 }
 
-// readFiles renders the files of one post for the turn, in order.
+// readFiles renders the files of one post for the turn, in order, within
+// one deadline: every delivery of the adapter waits behind them.
 func (a *Adapter) readFiles(ctx context.Context, files []fileRef) string {
+	ctx, cancel := context.WithTimeout(ctx, min(fileTimeout, a.apiTimeout))
+	defer cancel()
 	var parts []string
 	for i, f := range files {
 		if i == maxFilesPerPost {
@@ -125,8 +128,6 @@ func (a *Adapter) readFile(ctx context.Context, f fileRef) string {
 }
 
 func (a *Adapter) fileInfo(ctx context.Context, id string) (fileRef, error) {
-	ctx, cancel := context.WithTimeout(ctx, min(fileTimeout, a.apiTimeout))
-	defer cancel()
 	info, _, _, err := a.api.GetFileInfoContext(ctx, id, 0, 0)
 	if err != nil {
 		return fileRef{}, fmt.Errorf("files.info %s: %w", id, err)
@@ -141,8 +142,6 @@ var errTooLarge = errors.New("file over the size limit")
 // only to Slack's hosts or the configured API host), refusing to read
 // past the cap.
 func (a *Adapter) download(ctx context.Context, url string) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, min(fileTimeout, a.apiTimeout))
-	defer cancel()
 	w := &capWriter{max: a.cfg.MaxFileBytes}
 	if err := a.api.GetFileContext(ctx, url, w); err != nil {
 		if w.over {

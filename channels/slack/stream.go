@@ -57,6 +57,14 @@ func (s *streams) put(k string, st *stream) {
 	if old := s.m[k]; old != nil {
 		old.stop()
 	}
+	// A turn whose final Send never came leaves its stream behind; one
+	// that never wrote has no goroutine to drop it.
+	for key, old := range s.m {
+		if time.Since(old.created) > streamIdle {
+			old.stop()
+			delete(s.m, key)
+		}
+	}
 	s.m[k] = st
 }
 
@@ -97,6 +105,7 @@ type stream struct {
 	a                     *Adapter
 	key                   string
 	chat, thread, replyTo string
+	created               time.Time
 
 	mu        sync.Mutex
 	steps     []*step // the last is being written
@@ -116,7 +125,7 @@ func (a *Adapter) StartStream(in channels.Inbound) channels.Stream {
 	}
 	st := &stream{
 		a: a, key: streamKey(in.ChatID, in.MessageID),
-		chat: in.ChatID, thread: in.ThreadID, replyTo: in.MessageID,
+		chat: in.ChatID, thread: in.ThreadID, replyTo: in.MessageID, created: time.Now(),
 		steps: []*step{{}}, wake: make(chan struct{}, 1),
 		done: make(chan struct{}), exited: make(chan struct{}),
 	}
@@ -347,19 +356,24 @@ func (s *stream) finish(ctx context.Context, out channels.Outbound) (bool, error
 	steps := append([]*step(nil), s.steps...)
 	s.mu.Unlock()
 	last := steps[len(steps)-1]
-	for _, st := range steps[:len(steps)-1] {
-		if len(st.msgs) > 0 && st.dirty {
-			if err := s.show(ctx, st, st.text.String(), true); err != nil {
-				s.a.log.Warn("slack could not finish an earlier step's message", "chat", s.chat, "err", err)
+	for _, st := range steps {
+		if st == last && out.Kind == channels.KindReply {
+			break // shown below with the final text
+		}
+		s.mu.Lock()
+		shown, dirty, text := len(st.msgs) > 0, st.dirty, st.text.String()
+		s.mu.Unlock()
+		if shown && dirty {
+			// A step shown in part keeps its whole text.
+			if err := s.show(ctx, st, text, true); err != nil {
+				s.a.log.Warn("slack could not finish a streamed message", "chat", s.chat, "err", err)
 			}
 		}
 	}
-	if len(last.msgs) == 0 || out.Kind != channels.KindReply {
-		if len(last.msgs) > 0 && last.dirty {
-			if err := s.show(ctx, last, last.text.String(), true); err != nil {
-				s.a.log.Warn("slack could not finish the shown part of the answer", "chat", s.chat, "err", err)
-			}
-		}
+	s.mu.Lock()
+	shown := len(last.msgs) > 0
+	s.mu.Unlock()
+	if !shown || out.Kind != channels.KindReply {
 		return false, nil
 	}
 	if err := s.show(ctx, last, out.Text, true); err != nil {

@@ -33,11 +33,13 @@ const (
 // is answered without its context rather than not at all.
 func (r *runner) threadContext(ctx context.Context, channel, ts, before string) []channels.ContextMessage {
 	a := r.a
-	callCtx, cancel := context.WithTimeout(ctx, min(contextTimeout, a.apiTimeout))
-	msgs, _, _, err := a.api.GetConversationRepliesContext(callCtx, &slack.GetConversationRepliesParameters{
+	// One deadline for the read and the name lookups: every delivery of
+	// the adapter waits behind this one.
+	ctx, cancel := context.WithTimeout(ctx, min(contextTimeout, a.apiTimeout))
+	defer cancel()
+	msgs, _, _, err := a.api.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{
 		ChannelID: channel, Timestamp: ts, Latest: before, Inclusive: false, Limit: contextFetch,
 	})
-	cancel()
 	if err != nil {
 		a.log.Warn("slack cannot read the thread it was mentioned in; answering without its earlier messages", "chat", channel, "thread", ts, "err", err)
 		return nil
