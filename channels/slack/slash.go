@@ -30,9 +30,10 @@ const (
 	// responseURLTTL for how long.
 	responseURLUses = 5
 	responseURLTTL  = 30 * time.Minute
-	// progressUses is how many of those uses progress lines may take, so
-	// that the answer itself still fits.
-	progressUses = 2
+	// progressUses is how many of those uses progress lines may take (a
+	// /dream says up to three: archiving, reading, editing), so that the
+	// answer itself still fits.
+	progressUses = 3
 )
 
 // slashTarget is where the replies to one slash command go.

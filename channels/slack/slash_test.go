@@ -63,7 +63,7 @@ func TestSlashCommandProgressAndLongAnswer(t *testing.T) {
 	}
 	in := h.sink.next(t)
 	ctx := h.ctx()
-	for _, p := range []string{"Archiving…", "Dreaming…", "Phase 2…"} {
+	for _, p := range []string{"Archiving…", "Dreaming…", "Editing…", "One too many…"} {
 		if err := h.a.Send(ctx, channels.ReplyTo(in, channels.KindProgress, p)); err != nil {
 			t.Fatal(err)
 		}
@@ -73,7 +73,7 @@ func TestSlashCommandProgressAndLongAnswer(t *testing.T) {
 		t.Fatal(err)
 	}
 	resps := h.fake.Responses()
-	if len(resps) != fakeslack.ResponseURLUses || resps[0].Text != "Archiving…" || resps[1].Text != "Dreaming…" {
+	if len(resps) != fakeslack.ResponseURLUses || resps[0].Text != "Archiving…" || resps[2].Text != "Editing…" {
 		t.Fatalf("responses = %d, first %+v", len(resps), resps[0])
 	}
 	eph := h.fake.Ephemerals()
@@ -81,7 +81,7 @@ func TestSlashCommandProgressAndLongAnswer(t *testing.T) {
 		t.Fatalf("ephemerals = %+v, want the rest of the answer for U1", eph)
 	}
 	got := 0
-	for _, r := range resps[2:] {
+	for _, r := range resps[3:] {
 		got += strings.Count(r.Text, "a line of the report")
 	}
 	for _, e := range eph {
