@@ -22,11 +22,13 @@ import (
 // writes exactly the final text into the message (split as always: later
 // parts are posted after it).
 //
-// Slack's chat.startStream/appendStream/stopStream (which slack-go
-// v0.35.0 has) are not used: they need a thread and the recipient's user
-// and team ids, take Markdown rather than mrkdwn, and are only open to
-// apps with Slack's AI features enabled; chat.update works in every
-// workspace, DM and thread.
+// Slack's chat.startStream/appendStream/stopStream (slack-go v0.35.0 has
+// them: StartStreamContext, …) are not used: they only append, so a
+// stream cannot end as exactly the final text when that differs from what
+// was streamed (leaked reasoning stripped, a step cut off by a tool call);
+// they take at most 12,000 characters a call, need the recipient's user
+// and team ids in channels, and are meant for apps with Slack's AI
+// features. chat.update works in every workspace, DM and thread.
 
 var _ channels.Streamer = (*Adapter)(nil)
 
@@ -213,7 +215,7 @@ func (s *stream) flush() {
 	s.mu.Unlock()
 	for i, st := range steps {
 		s.mu.Lock()
-		dirty, text, shownAny := st.dirty, st.text.String(), len(st.msgs) > 0
+		dirty, text, shownAny := st.dirty, visible(st.text.String()), len(st.msgs) > 0
 		st.dirty = false
 		s.mu.Unlock()
 		if !dirty || (i < len(steps)-1 && !shownAny) {
@@ -361,7 +363,7 @@ func (s *stream) finish(ctx context.Context, out channels.Outbound) (bool, error
 			break // shown below with the final text
 		}
 		s.mu.Lock()
-		shown, dirty, text := len(st.msgs) > 0, st.dirty, st.text.String()
+		shown, dirty, text := len(st.msgs) > 0, st.dirty, visible(st.text.String())
 		s.mu.Unlock()
 		if shown && dirty {
 			// A step shown in part keeps its whole text.
@@ -381,4 +383,42 @@ func (s *stream) finish(ctx context.Context, out channels.Outbound) (bool, error
 	}
 	s.a.log.Debug("sent streamed", "chat", s.chat, "thread", s.thread, "messages", len(last.msgs), "streamed", out.Streamed)
 	return true, nil
+}
+
+// Reasoning some models leak into their text must not reach the channel
+// while it streams (the gateway strips it from the final reply): closed
+// <think> blocks are left out, an open one hides the rest, a lone closing
+// tag hides what came before it, and text with gpt-oss's harmony tokens is
+// not shown until the final reply. A tag still being written at the end is
+// held back.
+const (
+	thinkOpen  = "<think>"
+	thinkClose = "</think>"
+)
+
+func visible(s string) string {
+	if strings.Contains(s, "<|") {
+		return ""
+	}
+	for {
+		i := strings.Index(s, thinkOpen)
+		if i < 0 {
+			break
+		}
+		j := strings.Index(s[i:], thinkClose)
+		if j < 0 {
+			s = s[:i]
+			break
+		}
+		s = s[:i] + s[i+j+len(thinkClose):]
+	}
+	if j := strings.LastIndex(s, thinkClose); j >= 0 {
+		s = s[j+len(thinkClose):]
+	}
+	if i := strings.LastIndexByte(s, '<'); i >= 0 {
+		if tail := s[i:]; strings.HasPrefix(thinkOpen, tail) || strings.HasPrefix(thinkClose, tail) || strings.HasPrefix("<|", tail) {
+			s = s[:i]
+		}
+	}
+	return strings.TrimSpace(s)
 }

@@ -175,3 +175,45 @@ func TestStreamRateLimitedEdit(t *testing.T) {
 		t.Errorf("posts = %+v", posts)
 	}
 }
+
+// Leaked reasoning is not shown while the answer streams.
+func TestStreamHidesReasoning(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"<think>hmm, the user", ""},
+		{"<think>hmm</think>The answer", "The answer"},
+		{"plan quietly</think>Answer", "Answer"},
+		{"Answer <thi", "Answer"},
+		{"Answer </th", "Answer"},
+		{"<|channel|>analysis<|message|>x", ""},
+		{"a < b", "a < b"},
+	}
+	for _, tt := range tests {
+		if got := visible(tt.in); got != tt.want {
+			t.Errorf("visible(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+	h := streamHarness(t, 0)
+	in := mentionIn(h)
+	st := h.a.StartStream(in)
+	st.Write("<think>private musing")
+	st.Write("</think>")
+	st.Write("Public.")
+	posts, err := h.fake.WaitPosts(h.ctx(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := channels.ReplyTo(in, channels.KindReply, "Public.")
+	if err := h.a.Send(h.ctx(), out); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range posts {
+		if strings.Contains(p.Text, "musing") {
+			t.Errorf("reasoning was posted: %q", p.Text)
+		}
+	}
+	for _, u := range h.fake.Updates() {
+		if strings.Contains(u.Text, "musing") {
+			t.Errorf("reasoning was shown: %q", u.Text)
+		}
+	}
+}
