@@ -3,6 +3,7 @@ package slack
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -86,6 +87,9 @@ func (s *slashTargets) take(t *slashTarget, progress bool) bool {
 	return true
 }
 
+// slashNameRE is a command word the gateway's parser takes as a command.
+var slashNameRE = regexp.MustCompile(`^/[a-z][a-z0-9_-]*$`)
+
 func isSlashID(id string) bool { return strings.HasPrefix(id, slashIDPrefix) }
 
 // slashCommand is the part of a slash_commands payload the adapter needs.
@@ -126,6 +130,10 @@ func (r *runner) handleSlash(ctx context.Context, sc slashCommand) {
 	}
 	a.log.Debug("slack slash command", "command", sc.command, "chat", sc.channel, "user", sc.user)
 	switch {
+	case !slashNameRE.MatchString(a.commandName(sc.command)):
+		// Never a chat turn: the gateway would take text that is not a
+		// command word for the model.
+		r.out.Notify(ctx, channels.ReplyTo(in, channels.KindError, "I don't know the command "+sc.command+". Try "+a.CommandForm("/help")+"."))
 	case len(a.allowFrom) > 0 && !a.allowFrom[sc.user]:
 		r.out.Notify(ctx, channels.ReplyTo(in, channels.KindError, channels.NotAllowedNotice))
 	case !dm && len(a.allowChannels) > 0 && !a.allowChannels[sc.channel]:

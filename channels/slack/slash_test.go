@@ -111,6 +111,18 @@ func TestSlashCommandFilters(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A name that is no command word (only the prefix) never reaches the
+	// gateway as chat.
+	if _, _, err := h.fake.InjectSlashCommand(fakeslack.SlashCommand{Command: "/", Text: "hello model", User: "U1", Channel: "C1"}); err != nil {
+		t.Fatal(err)
+	}
+	resps, err = h.fake.WaitResponses(h.ctx(), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(resps[1].Text, "I don't know the command /.") {
+		t.Errorf("odd command answered %q", resps[1].Text)
+	}
 	if got := h.sentinel("U1"); len(got) != 1 || got[0].Text != "/new" {
 		t.Errorf("delivered %+v, want one /new", got)
 	}

@@ -101,7 +101,8 @@ func (s *Server) InjectSlashCommand(c SlashCommand) (envelopeID, triggerID strin
 		"response_url":          s.srv.URL + "/commands/" + s.cfg.TeamID + "/" + c.TriggerID,
 		"trigger_id":            c.TriggerID,
 	}
-	id, err := s.SendEnvelope("slash_commands", payload)
+	// Slack lets a slash command's ack carry the first answer.
+	id, err := s.sendEnvelope("slash_commands", payload, true)
 	return id, c.TriggerID, err
 }
 
