@@ -40,6 +40,8 @@ const (
 	streamIdle = 30 * time.Minute
 	// streamCallTimeout bounds one edit; the final Send waits for it.
 	streamCallTimeout = 10 * time.Second
+	// streamFailures failed edits in a row end the showing.
+	streamFailures = 3
 )
 
 // streams holds the streams of running turns by chat and inbound message.
@@ -117,6 +119,7 @@ type stream struct {
 	exited    chan struct{}
 	stopOnce  sync.Once
 	notBefore time.Time // a 429 said wait until then
+	failures  int       // edits failed in a row
 }
 
 // StartStream begins showing a turn's answer, or returns nil for a slash
@@ -202,14 +205,18 @@ func (s *stream) run() {
 			case <-t.C:
 			}
 		}
-		s.flush()
+		if !s.flush() {
+			s.a.log.Info("slack stream gave up after failed edits; the final reply is sent as usual", "chat", s.chat)
+			return
+		}
 		wait = s.a.streamInterval
 	}
 }
 
 // flush shows what changed: the last step, and earlier steps that were
-// shown in part.
-func (s *stream) flush() {
+// shown in part. It reports false once streamFailures edits in a row
+// failed (other than rate limits): the stream stops trying.
+func (s *stream) flush() bool {
 	s.mu.Lock()
 	steps := append([]*step(nil), s.steps...)
 	s.mu.Unlock()
@@ -229,16 +236,26 @@ func (s *stream) flush() {
 			st.dirty = true // try again at the next edit
 			if rl, ok := errors.AsType[*slack.RateLimitedError](err); ok {
 				s.notBefore = time.Now().Add(max(rl.RetryAfter, time.Second))
+			} else {
+				s.failures++
 			}
+			failures := s.failures
 			s.mu.Unlock()
 			s.a.log.Debug("slack stream edit failed", "chat", s.chat, "err", err)
+			if failures >= streamFailures {
+				return false
+			}
 			select {
 			case s.wake <- struct{}{}:
 			default:
 			}
-			return
+			return true
 		}
+		s.mu.Lock()
+		s.failures = 0
+		s.mu.Unlock()
 	}
+	return true
 }
 
 // show makes st's messages show text: edits the changed parts, posts new

@@ -217,3 +217,26 @@ func TestStreamHidesReasoning(t *testing.T) {
 		}
 	}
 }
+
+// A stream whose posts keep failing stops trying, and the final reply is
+// still posted once.
+func TestStreamGivesUpAfterFailures(t *testing.T) {
+	h := streamHarness(t, 0)
+	in := mentionIn(h)
+	for range streamFailures {
+		h.fake.FailNextPost(500)
+	}
+	st := h.a.StartStream(in).(*stream)
+	st.Write("doomed")
+	select {
+	case <-st.exited:
+	case <-h.ctx().Done():
+		t.Fatal("the stream never gave up")
+	}
+	if err := h.a.Send(h.ctx(), channels.ReplyTo(in, channels.KindReply, "final")); err != nil {
+		t.Fatal(err)
+	}
+	if posts := h.fake.Posts(); len(posts) != 1 || posts[0].Text != "final" {
+		t.Errorf("posts = %+v", posts)
+	}
+}
