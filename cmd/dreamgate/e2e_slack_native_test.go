@@ -3,6 +3,7 @@ package main
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dreamgate/dreamgate/channels/slack/fakeslack"
 	"github.com/dreamgate/dreamgate/llm/llmtest"
@@ -23,7 +24,12 @@ func TestSlackNativeThroughTheBinary(t *testing.T) {
 	})
 	h.set("admins", []string{"slack:UADMIN"})
 	h.llm.SetResponder(func(r llmtest.Request) llmtest.Reply {
-		return llmtest.Text("pong: " + r.Messages[len(r.Messages)-1].Content)
+		last := r.Messages[len(r.Messages)-1].Content
+		if strings.Contains(last, "stream please") {
+			// The second half never comes in time: the test stops it.
+			return llmtest.Reply{Fragments: []string{"Part one of the answer. ", "part two."}, FragmentDelay: time.Hour}
+		}
+		return llmtest.Text("pong: " + last)
 	})
 	gw := h.startGateway(t)
 	gw.waitConnected(t, "slack")
@@ -96,6 +102,46 @@ func TestSlackNativeThroughTheBinary(t *testing.T) {
 		}
 		if got := posts[n].Text; !strings.Contains(got, "pong: File todo.md:") || !strings.Contains(got, "ship it") {
 			t.Errorf("answer = %q", got)
+		}
+	})
+
+	t.Run("an answer shows while it is written, and /stop in the thread stops it", func(t *testing.T) {
+		ds, err := sl.InjectPost(fakeslack.Event{Channel: "C3", User: "U1", Text: "<@UBOT> stream please"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		thread := ds[0].Event.TS
+		inThread := func(want string) func() []fakeslack.Post {
+			return func() []fakeslack.Post {
+				var got []fakeslack.Post
+				for _, p := range sl.Posts() {
+					if p.Channel == "C3" && p.ThreadTS == thread && strings.Contains(p.Text, want) {
+						got = append(got, p)
+					}
+				}
+				return got
+			}
+		}
+		partial := inThread("Part one of the answer.")
+		for n := len(sl.Posts()); len(partial()) == 0; n++ {
+			if _, err := sl.WaitPosts(ctx, n+1); err != nil {
+				t.Fatalf("the first half was never shown: %v; log:\n%s", err, gw.stderr.String())
+			}
+		}
+		if _, err := sl.InjectPost(fakeslack.Event{Channel: "C3", User: "U1", Text: "<@UBOT> /stop", ThreadTS: thread}); err != nil {
+			t.Fatal(err)
+		}
+		stopped := inThread("Stopped.")
+		for n := len(sl.Posts()); len(stopped()) == 0; n++ {
+			if _, err := sl.WaitPosts(ctx, n+1); err != nil {
+				t.Fatalf("no Stopped.: %v; log:\n%s", err, gw.stderr.String())
+			}
+		}
+		if p := partial(); len(p) != 1 || strings.TrimSpace(p[0].Text) != "Part one of the answer." {
+			t.Errorf("shown part = %+v", p)
+		}
+		if len(inThread("part two")()) != 0 {
+			t.Error("the unwritten half was shown")
 		}
 	})
 }
