@@ -69,6 +69,7 @@ type Adapter struct {
 	threads *channels.RecentSet
 	slash   slashTargets
 	streams streams
+	edits   *editBudget // chat.update allowance shared by the streams
 	// botHandle is the bot's user name (auth.test), for "@bot /status".
 	botHandle atomic.Value
 
@@ -104,6 +105,7 @@ func New(cfg Config) (*Adapter, error) {
 		told:          channels.NewRecentSet(recentCap),
 		names:         newNames(),
 		threads:       channels.NewRecentSet(recentCap),
+		edits:         newEditBudget(editsPerMinute, editBurst),
 		health:        channels.NewHealthTracker(),
 		reconnectMin:  time.Second,
 		reconnectMax:  30 * time.Second,

@@ -42,6 +42,10 @@ const (
 	streamCallTimeout = 10 * time.Second
 	// streamFailures failed edits in a row end the showing.
 	streamFailures = 3
+	// editsPerMinute and editBurst pace the intermediate edits of all
+	// streams together, below Slack's Tier 3 limit.
+	editsPerMinute = 45
+	editBurst      = 10
 )
 
 // streams holds the streams of running turns by chat and inbound message.
@@ -234,6 +238,14 @@ func (s *stream) flush() bool {
 		if err != nil {
 			s.mu.Lock()
 			st.dirty = true // try again at the next edit
+			if errors.Is(err, errNoEditBudget) {
+				s.mu.Unlock()
+				select {
+				case s.wake <- struct{}{}:
+				default:
+				}
+				return true
+			}
 			if rl, ok := errors.AsType[*slack.RateLimitedError](err); ok {
 				s.notBefore = time.Now().Add(max(rl.RetryAfter, time.Second))
 			} else {
@@ -277,6 +289,9 @@ func (s *stream) show(ctx context.Context, st *step, text string, final bool) er
 		switch {
 		case ts != "" && shown == part:
 		case ts != "":
+			if !final && !s.a.edits.take(time.Now()) {
+				return errNoEditBudget
+			}
 			if err := s.update(ctx, ts, part, final); err != nil {
 				return err
 			}
@@ -438,4 +453,37 @@ func visible(s string) string {
 		}
 	}
 	return strings.TrimSpace(s)
+}
+
+var errNoEditBudget = errors.New("no chat.update left this minute")
+
+// editBudget shares Slack's chat.update allowance (a Tier 3 method: about
+// 50 a minute per workspace) among all streams, as a token bucket:
+// intermediate edits past it wait for the next round; final edits always
+// go (a 429 is still waited out).
+type editBudget struct {
+	mu     sync.Mutex
+	tokens float64
+	last   time.Time
+	rate   float64 // tokens per second
+	burst  float64
+}
+
+func newEditBudget(perMinute, burst int) *editBudget {
+	return &editBudget{tokens: float64(burst), rate: float64(perMinute) / 60, burst: float64(burst)}
+}
+
+// take spends one edit at now, or reports that none is left.
+func (b *editBudget) take(now time.Time) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.last.IsZero() {
+		b.tokens = min(b.burst, b.tokens+now.Sub(b.last).Seconds()*b.rate)
+	}
+	b.last = now
+	if b.tokens < 1 {
+		return false
+	}
+	b.tokens--
+	return true
 }

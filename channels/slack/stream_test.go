@@ -240,3 +240,48 @@ func TestStreamGivesUpAfterFailures(t *testing.T) {
 		t.Errorf("posts = %+v", posts)
 	}
 }
+
+// The streams share one chat.update allowance: a burst, then the rate.
+func TestEditBudget(t *testing.T) {
+	b := newEditBudget(60, 3)
+	now := time.Unix(1000, 0)
+	for i := range 3 {
+		if !b.take(now) {
+			t.Fatalf("edit %d of the burst refused", i+1)
+		}
+	}
+	if b.take(now) {
+		t.Error("an edit past the burst went through")
+	}
+	if b.take(now.Add(500 * time.Millisecond)) {
+		t.Error("half a token spent")
+	}
+	if !b.take(now.Add(time.Second)) {
+		t.Error("a second later, no edit")
+	}
+	if !b.take(now.Add(time.Hour)) || !b.take(now.Add(time.Hour)) || !b.take(now.Add(time.Hour)) || b.take(now.Add(time.Hour)) {
+		t.Error("an hour later, not exactly the burst")
+	}
+}
+
+// Out of allowance, a stream skips its edits (no failure, no 429) and the
+// final text still arrives.
+func TestStreamWithoutEditBudget(t *testing.T) {
+	h := streamHarness(t, time.Millisecond)
+	h.a.edits = newEditBudget(0, 0)
+	in := mentionIn(h)
+	st := h.a.StartStream(in)
+	st.Write("one")
+	if _, err := h.fake.WaitPosts(h.ctx(), 1); err != nil {
+		t.Fatal(err)
+	}
+	st.Write(" two")
+	out := channels.ReplyTo(in, channels.KindReply, "one two")
+	out.Streamed = true
+	if err := h.a.Send(h.ctx(), out); err != nil {
+		t.Fatal(err)
+	}
+	if ups := h.fake.Updates(); len(ups) != 1 || ups[0].Text != "one two" {
+		t.Errorf("updates = %+v, want only the final", ups)
+	}
+}
