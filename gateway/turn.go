@@ -25,6 +25,7 @@ func (g *Gateway) turn(ctx context.Context, in channels.Inbound) Result {
 		log.Error("cannot open session", "err", err)
 		return g.fail(in, err, "I could not open this conversation's record, so I did not answer; the error is in the gateway log.")
 	}
+	g.addContext(sess, in) // a new session's earlier messages, once
 	if err := sess.Append(llm.Message{Role: llm.RoleUser, Content: in.Text, Time: in.Time}); err != nil {
 		log.Error("cannot save message", "err", err)
 		return g.fail(in, err, "I could not save your message, so I did not answer; the error is in the gateway log.")

@@ -9,7 +9,9 @@ import (
 // Markdown to Slack mrkdwn, for what models write: **bold** -> *bold*,
 // *it* and __x__ -> _x_ (_x_ is kept), ~~s~~ -> ~s~, [text](url) and
 // ![alt](url) -> <url|text>, "# Heading" -> *Heading*, list markers -> •,
-// fenced blocks -> plain ``` fences (Slack shows an info string as code).
+// fenced blocks -> plain ``` fences (Slack shows an info string as code),
+// tables -> aligned code blocks (mrkdwn has no tables, and raw pipe rows
+// are hard to read in a proportional font).
 //
 // Inside code spans and fenced blocks nothing is converted, but & < > are
 // still escaped there as everywhere: Slack parses <…> as links and mentions
@@ -57,9 +59,18 @@ func toMrkdwn(md string) string {
 	b.Grow(len(md) + len(md)/16)
 	var fenceChar byte // '`' or '~' while inside a fenced block
 	var fenceLen int
-	for i, line := range strings.Split(md, "\n") {
+	lines := strings.Split(md, "\n")
+	for i := 0; i < len(lines); i++ {
+		line := lines[i]
 		if i > 0 {
 			b.WriteByte('\n')
+		}
+		if fenceChar == 0 {
+			if n := tableLen(lines[i:]); n > 0 {
+				b.WriteString(renderTable(lines[i : i+n]))
+				i += n - 1
+				continue
+			}
 		}
 		trimmed := strings.TrimLeft(line, " ")
 		indent := line[:len(line)-len(trimmed)]

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/robfig/cron/v3"
+
+	"github.com/dreamgate/dreamgate/channels/slack"
 )
 
 // Config is config.json. Every key is optional; defaultConfig holds the
@@ -89,6 +91,8 @@ type SlackConfig struct {
 	GroupPolicy   string   `json:"groupPolicy"`
 	AllowChannels []string `json:"allowChannels"`
 	ReplyInThread bool     `json:"replyInThread"`
+	CommandPrefix string   `json:"commandPrefix"`
+	MaxFileBytes  int64    `json:"maxFileBytes"`
 }
 
 type DiscordConfig struct {
@@ -115,7 +119,7 @@ func defaultConfig() Config {
 		},
 		Channels: ChannelsCfg{
 			Terminal: TerminalConfig{Enabled: true},
-			Slack:    SlackConfig{GroupPolicy: "mention", ReplyInThread: true},
+			Slack:    SlackConfig{GroupPolicy: "mention", ReplyInThread: true, MaxFileBytes: slack.DefaultMaxFileBytes},
 			Discord:  DiscordConfig{GroupPolicy: "mention"},
 		},
 	}

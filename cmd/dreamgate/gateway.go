@@ -205,6 +205,7 @@ func addChannels(g *gateway.Gateway, cfg Config, logger *slog.Logger) error {
 			BotToken: s.BotToken, AppToken: s.AppToken, APIURL: s.APIURL,
 			AllowFrom: s.AllowFrom, GroupPolicy: s.GroupPolicy, AllowChannels: s.AllowChannels,
 			ReplyInThread: s.ReplyInThread, Logger: logger,
+			Commands: gateway.Commands(), CommandPrefix: s.CommandPrefix, MaxFileBytes: s.MaxFileBytes,
 		})
 		if err != nil {
 			return &configError{path: cfg.path, msg: err.Error()}
