@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/dreamgate/dreamgate/channels"
 )
@@ -49,7 +50,7 @@ const DefaultMaxFileBytes = 256 << 10
 
 // commandPrefixRE is what Slack accepts in a command name (lower case,
 // at most 32 characters with the name); the prefix leaves room for one.
-var commandPrefixRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,15}$`)
+var commandPrefixRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,15}$`) })
 
 // normalize validates c and returns it with defaults applied. Errors name
 // the field and never include a token.
@@ -83,7 +84,7 @@ func (c Config) normalize() (Config, error) {
 		return c, &configError{"allowChannels", `must list at least one channel id when groupPolicy is "allowlist"`}
 	}
 	c.CommandPrefix = strings.TrimPrefix(strings.TrimSpace(c.CommandPrefix), "/")
-	if c.CommandPrefix != "" && !commandPrefixRE.MatchString(c.CommandPrefix) {
+	if c.CommandPrefix != "" && !commandPrefixRE().MatchString(c.CommandPrefix) {
 		return c, &configError{"commandPrefix", fmt.Sprintf("must be up to 16 lower-case letters, digits, - or _, such as \"dg-\" (got %q)", c.CommandPrefix)}
 	}
 	if c.MaxFileBytes == 0 {

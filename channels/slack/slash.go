@@ -88,7 +88,7 @@ func (s *slashTargets) take(t *slashTarget, progress bool) bool {
 }
 
 // slashNameRE is a command word the gateway's parser takes as a command.
-var slashNameRE = regexp.MustCompile(`^/[a-z][a-z0-9_-]*$`)
+var slashNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^/[a-z][a-z0-9_-]*$`) })
 
 func isSlashID(id string) bool { return strings.HasPrefix(id, slashIDPrefix) }
 
@@ -130,7 +130,7 @@ func (r *runner) handleSlash(ctx context.Context, sc slashCommand) {
 	}
 	a.log.Debug("slack slash command", "command", sc.command, "chat", sc.channel, "user", sc.user)
 	switch {
-	case !slashNameRE.MatchString(a.commandName(sc.command)):
+	case !slashNameRE().MatchString(a.commandName(sc.command)):
 		// Never a chat turn: the gateway would take text that is not a
 		// command word for the model.
 		r.out.Notify(ctx, channels.ReplyTo(in, channels.KindError, "I don't know the command "+sc.command+". Try "+a.CommandForm("/help")+"."))

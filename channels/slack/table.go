@@ -3,6 +3,7 @@ package slack
 import (
 	"regexp"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -10,7 +11,7 @@ import (
 // rows) become code blocks with aligned columns: Slack's mrkdwn has no
 // tables, and pipe rows in a proportional font do not line up.
 
-var delimCellRE = regexp.MustCompile(`^:?-+:?$`)
+var delimCellRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^:?-+:?$`) })
 
 // tableLen returns how many of lines, from the first, form a table; 0 when
 // they do not start one.
@@ -23,7 +24,7 @@ func tableLen(lines []string) int {
 		return 0
 	}
 	for _, c := range delim {
-		if !delimCellRE.MatchString(c) {
+		if !delimCellRE().MatchString(c) {
 			return 0
 		}
 	}
