@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -22,7 +23,7 @@ func TestDirectMessageGetsReply(t *testing.T) {
 	want := channels.Inbound{Channel: "discord", ChatID: "D1", SessionKey: "discord:D1", SenderID: "U1",
 		SenderName: "alice", MessageID: id, Text: "hello there"}
 	in.Time = time.Time{}
-	if in != want {
+	if !reflect.DeepEqual(in, want) {
 		t.Fatalf("inbound = %+v\nwant      %+v", in, want)
 	}
 	h.send(channels.ReplyTo(in, channels.KindReply, "hi alice"))

@@ -63,21 +63,23 @@ type Config struct {
 
 // tuning holds the timings; tests shorten them.
 type tuning struct {
-	backoffBase  time.Duration // first reconnect delay
-	backoffMax   time.Duration // reconnect delay cap
-	healthyAfter time.Duration // a connection this old resets the backoff
-	openTimeout  time.Duration // bound on one gateway handshake
-	sendBackoff  time.Duration // first delay between send retries
-	typingEvery  time.Duration // typing indicator refresh
+	backoffBase   time.Duration // first reconnect delay
+	backoffMax    time.Duration // reconnect delay cap
+	healthyAfter  time.Duration // a connection this old resets the backoff
+	openTimeout   time.Duration // bound on one gateway handshake
+	sendBackoff   time.Duration // first delay between send retries
+	typingEvery   time.Duration // typing indicator refresh
+	typingTimeout time.Duration // bound on one typing call
 }
 
 var defaultTuning = tuning{
-	backoffBase:  time.Second,
-	backoffMax:   30 * time.Second,
-	healthyAfter: 30 * time.Second,
-	openTimeout:  30 * time.Second,
-	sendBackoff:  time.Second,
-	typingEvery:  8 * time.Second,
+	backoffBase:   time.Second,
+	backoffMax:    30 * time.Second,
+	healthyAfter:  30 * time.Second,
+	openTimeout:   30 * time.Second,
+	sendBackoff:   time.Second,
+	typingEvery:   8 * time.Second,
+	typingTimeout: 10 * time.Second,
 }
 
 // Adapter is the Discord channel.

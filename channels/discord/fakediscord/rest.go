@@ -120,14 +120,34 @@ func (s *Server) getChannel(w http.ResponseWriter, r *http.Request) {
 func (s *Server) postTyping(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if _, ok := s.channels[id]; !ok {
+		s.mu.Unlock()
 		writeError(w, http.StatusNotFound, 10003, "Unknown Channel")
 		return
 	}
 	s.typing = append(s.typing, Typing{ChannelID: id, Authorization: r.Header.Get("Authorization"), At: time.Now()})
+	release := s.typingGate
+	if release != nil {
+		s.typingHeld++
+	}
 	s.notifyLocked()
-	bucketHeaders(w.Header(), "typing")
+	s.mu.Unlock()
+	if release != nil {
+		// Held as a slow Discord would; the client may give up meanwhile.
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+		s.mu.Lock()
+		s.typingHeld--
+		s.notifyLocked()
+		s.mu.Unlock()
+	}
+	h := w.Header()
+	h.Set("X-RateLimit-Bucket", "typing:"+id)
+	h.Set("X-RateLimit-Limit", "5")
+	h.Set("X-RateLimit-Remaining", "4")
+	h.Set("X-RateLimit-Reset-After", fmt.Sprintf("%.3f", s.cfg.TypingResetAfter.Seconds()))
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -248,7 +268,7 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 	}
 	s.messages[m.ID] = obj
 	sent := Sent{ID: m.ID, ChannelID: chID, Content: body.Content, ReplyTo: replyTo, Nonce: nonce,
-		Authorization: r.Header.Get("Authorization"), At: time.Now()}
+		Authorization: r.Header.Get("Authorization"), At: time.Now(), TypingHeld: s.typingHeld}
 	if am := body.AllowedMentions; am != nil {
 		sent.RepliedUser = am.RepliedUser
 		sent.AllowedParse = append([]string{}, am.Parse...)

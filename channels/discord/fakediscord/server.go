@@ -67,6 +67,9 @@ type Config struct {
 	// intent were not enabled in the developer portal: an IDENTIFY asking for
 	// it is closed with 4014 (disallowed intents).
 	DisallowMessageContent bool
+	// TypingResetAfter is the X-RateLimit-Reset-After of a typing answer
+	// (the bucket has 5 calls); default 5 s, as Discord's.
+	TypingResetAfter time.Duration
 }
 
 // Channel is a channel the fake knows: a guild text channel, a thread (with
@@ -110,6 +113,9 @@ type Sent struct {
 	Nonce         string
 	Authorization string
 	At            time.Time
+	// TypingHeld counts the typing calls held (HoldTyping) when this
+	// message arrived: a reply that did not wait for them.
+	TypingHeld int
 }
 
 // Attempt is one POST /channels/{id}/messages, whatever its outcome.
@@ -175,6 +181,9 @@ type Server struct {
 	failures []failure
 	stats    Stats
 
+	typingGate chan struct{} // non-nil: typing calls wait until it is closed
+	typingHeld int           // typing calls waiting at the gate
+
 	// the gateway session
 	conn           *gwConn
 	conns          map[*gwConn]struct{}
@@ -210,6 +219,9 @@ func Start(cfg Config) (*Server, error) {
 	}
 	if cfg.HeartbeatInterval <= 0 {
 		cfg.HeartbeatInterval = time.Second
+	}
+	if cfg.TypingResetAfter <= 0 {
+		cfg.TypingResetAfter = 5 * time.Second
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -250,6 +262,10 @@ func (s *Server) Close() {
 		conns = append(conns, c)
 	}
 	s.conn = nil
+	if s.typingGate != nil {
+		close(s.typingGate)
+		s.typingGate = nil
+	}
 	s.notifyLocked()
 	s.mu.Unlock()
 	for _, c := range conns {
@@ -406,6 +422,35 @@ func (s *Server) StallGateway(on bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.stall = on
+}
+
+// HoldTyping makes typing calls wait, unanswered, until ReleaseTyping (or
+// until the client gives up on them), as a slow Discord would.
+func (s *Server) HoldTyping() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.typingGate == nil {
+		s.typingGate = make(chan struct{})
+	}
+}
+
+// ReleaseTyping answers the held typing calls and stops holding new ones.
+func (s *Server) ReleaseTyping() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.typingGate != nil {
+		close(s.typingGate)
+		s.typingGate = nil
+	}
+}
+
+// WaitTypingHeld waits until n typing calls are held at once.
+func (s *Server) WaitTypingHeld(ctx context.Context, n int) error {
+	err := s.waitFor(ctx, func() bool { return s.typingHeld >= n })
+	if err != nil {
+		return fmt.Errorf("wait for %d held typing calls: %w", n, err)
+	}
+	return nil
 }
 
 // Sent returns the messages the bot created, in order.
