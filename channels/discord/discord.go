@@ -58,28 +58,33 @@ type Config struct {
 	AllowFrom     []string // user ids allowed to talk to the bot; empty (or "*") = everyone
 	GroupPolicy   string   // mention (default) | open | allowlist
 	AllowChannels []string // channel ids answered in guilds; empty = all; a thread's parent counts; DMs are exempt
-	Logger        *slog.Logger
+	// MaxFileBytes caps a text attachment read into a turn; 0 means
+	// DefaultMaxFileBytes. Larger files are named, not read.
+	MaxFileBytes int
+	Logger       *slog.Logger
 }
 
 // tuning holds the timings; tests shorten them.
 type tuning struct {
-	backoffBase   time.Duration // first reconnect delay
-	backoffMax    time.Duration // reconnect delay cap
-	healthyAfter  time.Duration // a connection this old resets the backoff
-	openTimeout   time.Duration // bound on one gateway handshake
-	sendBackoff   time.Duration // first delay between send retries
-	typingEvery   time.Duration // typing indicator refresh
-	typingTimeout time.Duration // bound on one typing call
+	backoffBase     time.Duration // first reconnect delay
+	backoffMax      time.Duration // reconnect delay cap
+	healthyAfter    time.Duration // a connection this old resets the backoff
+	openTimeout     time.Duration // bound on one gateway handshake
+	sendBackoff     time.Duration // first delay between send retries
+	typingEvery     time.Duration // typing indicator refresh
+	typingTimeout   time.Duration // bound on one typing call
+	downloadTimeout time.Duration // bound on one attachment download
 }
 
 var defaultTuning = tuning{
-	backoffBase:   time.Second,
-	backoffMax:    30 * time.Second,
-	healthyAfter:  30 * time.Second,
-	openTimeout:   30 * time.Second,
-	sendBackoff:   time.Second,
-	typingEvery:   8 * time.Second,
-	typingTimeout: 10 * time.Second,
+	backoffBase:     time.Second,
+	backoffMax:      30 * time.Second,
+	healthyAfter:    30 * time.Second,
+	openTimeout:     30 * time.Second,
+	sendBackoff:     time.Second,
+	typingEvery:     8 * time.Second,
+	typingTimeout:   10 * time.Second,
+	downloadTimeout: 30 * time.Second,
 }
 
 // Adapter is the Discord channel.
@@ -91,13 +96,17 @@ type Adapter struct {
 	allowChannels map[string]bool // nil = all
 	tune          tuning
 	watch         *openWatch
+	maxFileBytes  int
 
 	running atomic.Bool
 	botID   atomic.Value // string; from GET /users/@me and READY
 
-	chans   *channelCache
-	seen    *channels.RecentSet // message ids already handled
-	refused *channels.RecentSet // users already told they are not allowed
+	chans *channelCache
+	seen  *channels.RecentSet // message ids already handled
+	// threadsRead holds the threads whose earlier messages were read into
+	// a context already.
+	threadsRead *channels.RecentSet
+	refused     *channels.RecentSet // users already told they are not allowed
 
 	rolesMu  sync.Mutex
 	botRoles map[string]string // guild id -> the bot's managed role there
@@ -140,6 +149,12 @@ func New(cfg Config) (*Adapter, error) {
 	if policy == PolicyAllowlist && allowChannels == nil {
 		return nil, &configError{"allowChannels", `must list at least one channel id when groupPolicy is "allowlist"`}
 	}
+	if cfg.MaxFileBytes < 0 {
+		return nil, &configError{"maxFileBytes", fmt.Sprintf("must not be negative, got %d", cfg.MaxFileBytes)}
+	}
+	if cfg.MaxFileBytes == 0 {
+		cfg.MaxFileBytes = DefaultMaxFileBytes
+	}
 	var transport http.RoundTripper = newTransport()
 	if cfg.APIURL != "" {
 		u, err := url.Parse(cfg.APIURL)
@@ -167,6 +182,8 @@ func New(cfg Config) (*Adapter, error) {
 		watch:         &openWatch{},
 		chans:         newChannelCache(maxCachedChannels),
 		seen:          channels.NewRecentSet(recentMessages),
+		threadsRead:   channels.NewRecentSet(recentThreadsKnown),
+		maxFileBytes:  cfg.MaxFileBytes,
 		refused:       channels.NewRecentSet(recentRefusals),
 		botRoles:      map[string]string{},
 		health:        channels.NewHealthTracker(),

@@ -57,6 +57,7 @@ func (a *Adapter) accept(ctx context.Context, m *discordgo.Message, notify func(
 	}
 
 	chatID, threadID := m.ChannelID, ""
+	thread := false
 	if !dm {
 		// The mention check needs no lookup; do it first so that chatter in
 		// busy guilds costs no REST calls.
@@ -67,6 +68,7 @@ func (a *Adapter) accept(ctx context.Context, m *discordgo.Message, notify func(
 		info := a.channelInfo(ctx, m.ChannelID)
 		if info.thread && info.parentID != "" {
 			chatID, threadID = info.parentID, m.ChannelID
+			thread = true
 		}
 		if a.allowChannels != nil && !a.allowChannels[m.ChannelID] && !(info.thread && a.allowChannels[info.parentID]) {
 			a.log.Debug("discord: ignored channel not in allowChannels", "chat", m.ChannelID, "message", m.ID)
@@ -75,12 +77,8 @@ func (a *Adapter) accept(ctx context.Context, m *discordgo.Message, notify func(
 	}
 
 	text := stripMention(m.Content, bot, a.botRole(m.GuildID))
-	for _, at := range m.Attachments {
-		if at == nil {
-			continue
-		}
-		// Attachments are not downloaded; say so instead of hiding them.
-		text = strings.TrimSpace(text + "\n[attachment: " + at.Filename + " (not downloaded)]")
+	if files := a.attachmentsText(ctx, m.Attachments); files != "" {
+		text = strings.TrimSpace(text + "\n\n" + files)
 	}
 	if text == "" {
 		a.log.Debug("discord: ignored empty message", "message", m.ID)
@@ -104,6 +102,7 @@ func (a *Adapter) accept(ctx context.Context, m *discordgo.Message, notify func(
 		MessageID:  m.ID,
 		Text:       text,
 		Time:       when,
+		Context:    a.conversationContext(ctx, m, thread),
 	}, true
 }
 

@@ -25,6 +25,8 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /api/v9/channels/{id}", s.authed(s.getChannel))
 	mux.HandleFunc("POST /api/v9/channels/{id}/messages", s.authed(s.postMessage))
 	mux.HandleFunc("POST /api/v9/channels/{id}/typing", s.authed(s.postTyping))
+	mux.HandleFunc("GET /api/v9/channels/{id}/messages", s.authed(s.getMessages))
+	mux.HandleFunc("GET /attachments/{channel}/{id}/{name}", s.getAttachment)
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, 0, "404: Not Found")
 	})
@@ -266,7 +268,7 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 			s.nonces[nonce] = m.ID
 		}
 	}
-	s.messages[m.ID] = obj
+	s.storeLocked(obj)
 	sent := Sent{ID: m.ID, ChannelID: chID, Content: body.Content, ReplyTo: replyTo, Nonce: nonce,
 		Authorization: r.Header.Get("Authorization"), At: time.Now(), TypingHeld: s.typingHeld}
 	if am := body.AllowedMentions; am != nil {
@@ -304,4 +306,61 @@ func write429(w http.ResponseWriter, f failure) {
 	h.Set("X-RateLimit-Scope", scope)
 	writeJSON(w, http.StatusTooManyRequests, map[string]any{
 		"message": "You are being rate limited.", "retry_after": secs, "global": f.global, "code": 0})
+}
+
+// getMessages answers GET /channels/{id}/messages: newest first, at most
+// limit (default 50, max 100), before/after a message id.
+func (s *Server) getMessages(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	q := r.URL.Query()
+	limit := 50
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 100 {
+			writeError(w, http.StatusBadRequest, 50035, "Invalid Form Body (limit)")
+			return
+		}
+		limit = n
+	}
+	before, after := q.Get("before"), q.Get("after")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.channels[id]; !ok {
+		writeError(w, http.StatusNotFound, 10003, "Unknown Channel")
+		return
+	}
+	out := []any{}
+	ids := s.history[id]
+	for i := len(ids) - 1; i >= 0 && len(out) < limit; i-- {
+		mid := ids[i]
+		if before != "" && !snowflakeLess(mid, before) || after != "" && !snowflakeLess(after, mid) {
+			continue
+		}
+		out = append(out, s.messages[mid])
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// snowflakeLess orders ids as numbers.
+func snowflakeLess(a, b string) bool {
+	if len(a) != len(b) {
+		return len(a) < len(b)
+	}
+	return a < b
+}
+
+// getAttachment serves an attachment as Discord's CDN does: no token.
+func (s *Server) getAttachment(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	f, ok := s.files[r.PathValue("id")]
+	s.mu.Unlock()
+	if !ok || f.Name != r.PathValue("name") {
+		http.NotFound(w, r)
+		return
+	}
+	if f.ContentType != "" {
+		w.Header().Set("Content-Type", f.ContentType)
+	}
+	w.Header().Set("Content-Length", strconv.Itoa(len(f.Data)))
+	_, _ = w.Write(f.Data)
 }

@@ -25,6 +25,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"regexp"
 	"strconv"
 	"sync"
@@ -98,8 +99,18 @@ type Message struct {
 	Type      int      // MessageDefault unless set; MessageReply is implied by ReplyTo
 	Mentions  []string // user ids mentioned besides the <@id> found in Content
 	ReplyTo   string   // id of the message this one replies to (without pinging its author)
-	// Attachments are file names; the fake serves no files.
-	Attachments []string
+	// Attachments are served at the URL the message object gives, as
+	// Discord's CDN serves them (no token needed).
+	Attachments []File
+}
+
+// File is an attachment of an injected message.
+type File struct {
+	Name        string
+	ContentType string // "" = none, as Discord sends for types it does not know
+	Data        []byte
+	// Size is the size the message object claims; 0 means len(Data).
+	Size int
 }
 
 // Sent is one message the bot created through POST /channels/{id}/messages.
@@ -172,6 +183,8 @@ type Server struct {
 	guilds   []string // in the order added
 	users    map[string]User
 	messages map[string]map[string]any // id -> message object as dispatched
+	history  map[string][]string       // channel id -> its message ids, oldest first
+	files    map[string]File           // attachment id -> file
 	nonces   map[string]string         // nonce -> message id
 
 	sent     []Sent
@@ -234,6 +247,8 @@ func Start(cfg Config) (*Server, error) {
 		channels: map[string]Channel{},
 		users:    map[string]User{cfg.BotID: {ID: cfg.BotID, Username: cfg.BotName, Bot: true}},
 		messages: map[string]map[string]any{},
+		history:  map[string][]string{},
+		files:    map[string]File{},
 		nonces:   map[string]string{},
 		conns:    map[*gwConn]struct{}{},
 	}
@@ -339,7 +354,7 @@ func (s *Server) InjectMessage(m Message) (string, error) {
 		// messages that do not mention the bot.
 		obj["content"] = ""
 	}
-	s.messages[m.ID] = obj
+	s.storeLocked(obj)
 	s.dispatchLocked("MESSAGE_CREATE", obj)
 	return m.ID, nil
 }
@@ -653,10 +668,19 @@ func (s *Server) messageObjectLocked(m Message, c Channel) map[string]any {
 		typ = MessageReply
 	}
 	atts := []any{}
-	for _, name := range m.Attachments {
+	for _, f := range m.Attachments {
 		id := s.newIDLocked()
-		atts = append(atts, map[string]any{"id": id, "filename": name, "size": 1024,
-			"url": s.http.URL + "/attachments/" + id + "/" + name, "proxy_url": s.http.URL + "/attachments/" + id + "/" + name})
+		s.files[id] = f
+		size := f.Size
+		if size == 0 {
+			size = len(f.Data)
+		}
+		u := s.http.URL + "/attachments/" + m.ChannelID + "/" + id + "/" + url.PathEscape(f.Name)
+		att := map[string]any{"id": id, "filename": f.Name, "size": size, "url": u, "proxy_url": u}
+		if f.ContentType != "" {
+			att["content_type"] = f.ContentType
+		}
+		atts = append(atts, att)
 	}
 	obj := map[string]any{
 		"id":               m.ID,
@@ -697,6 +721,16 @@ func (s *Server) messageObjectLocked(m Message, c Channel) map[string]any {
 		}
 	}
 	return obj
+}
+
+// storeLocked keeps a message object for REST reads and replies.
+func (s *Server) storeLocked(obj map[string]any) {
+	id, _ := obj["id"].(string)
+	ch, _ := obj["channel_id"].(string)
+	if _, ok := s.messages[id]; !ok {
+		s.history[ch] = append(s.history[ch], id)
+	}
+	s.messages[id] = obj
 }
 
 // roleMentions lists the roles mentioned in content, as Discord fills
