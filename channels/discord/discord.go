@@ -58,6 +58,8 @@ type Config struct {
 	AllowFrom     []string // user ids allowed to talk to the bot; empty (or "*") = everyone
 	GroupPolicy   string   // mention (default) | open | allowlist
 	AllowChannels []string // channel ids answered in guilds; empty = all; a thread's parent counts; DMs are exempt
+	// Stream shows long replies as they are written (throttled edits).
+	Stream bool
 	// MaxFileBytes caps a text attachment read into a turn; 0 means
 	// DefaultMaxFileBytes. Larger files are named, not read.
 	MaxFileBytes int
@@ -66,25 +68,29 @@ type Config struct {
 
 // tuning holds the timings; tests shorten them.
 type tuning struct {
-	backoffBase     time.Duration // first reconnect delay
-	backoffMax      time.Duration // reconnect delay cap
-	healthyAfter    time.Duration // a connection this old resets the backoff
-	openTimeout     time.Duration // bound on one gateway handshake
-	sendBackoff     time.Duration // first delay between send retries
-	typingEvery     time.Duration // typing indicator refresh
-	typingTimeout   time.Duration // bound on one typing call
-	downloadTimeout time.Duration // bound on one attachment download
+	backoffBase       time.Duration // first reconnect delay
+	backoffMax        time.Duration // reconnect delay cap
+	healthyAfter      time.Duration // a connection this old resets the backoff
+	openTimeout       time.Duration // bound on one gateway handshake
+	sendBackoff       time.Duration // first delay between send retries
+	typingEvery       time.Duration // typing indicator refresh
+	typingTimeout     time.Duration // bound on one typing call
+	downloadTimeout   time.Duration // bound on one attachment download
+	streamEvery       time.Duration // least time between a stream's posts and edits
+	streamCallTimeout time.Duration // bound on one streaming post or edit
 }
 
 var defaultTuning = tuning{
-	backoffBase:     time.Second,
-	backoffMax:      30 * time.Second,
-	healthyAfter:    30 * time.Second,
-	openTimeout:     30 * time.Second,
-	sendBackoff:     time.Second,
-	typingEvery:     8 * time.Second,
-	typingTimeout:   10 * time.Second,
-	downloadTimeout: 30 * time.Second,
+	backoffBase:       time.Second,
+	backoffMax:        30 * time.Second,
+	healthyAfter:      30 * time.Second,
+	openTimeout:       30 * time.Second,
+	sendBackoff:       time.Second,
+	typingEvery:       8 * time.Second,
+	typingTimeout:     10 * time.Second,
+	downloadTimeout:   30 * time.Second,
+	streamEvery:       time.Second,
+	streamCallTimeout: 10 * time.Second,
 }
 
 // Adapter is the Discord channel.
@@ -97,6 +103,10 @@ type Adapter struct {
 	tune          tuning
 	watch         *openWatch
 	maxFileBytes  int
+	stream        bool
+
+	streamsMu sync.Mutex
+	streams   map[string]*stream // by channel and the message answered
 
 	running atomic.Bool
 	botID   atomic.Value // string; from GET /users/@me and READY
@@ -118,6 +128,7 @@ type Adapter struct {
 var (
 	_ channels.Channel        = (*Adapter)(nil)
 	_ channels.Typer          = (*Adapter)(nil)
+	_ channels.Streamer       = (*Adapter)(nil)
 	_ channels.HealthReporter = (*Adapter)(nil)
 )
 
@@ -184,6 +195,8 @@ func New(cfg Config) (*Adapter, error) {
 		seen:          channels.NewRecentSet(recentMessages),
 		threadsRead:   channels.NewRecentSet(recentThreadsKnown),
 		maxFileBytes:  cfg.MaxFileBytes,
+		stream:        cfg.Stream,
+		streams:       map[string]*stream{},
 		refused:       channels.NewRecentSet(recentRefusals),
 		botRoles:      map[string]string{},
 		health:        channels.NewHealthTracker(),

@@ -67,6 +67,11 @@ func (a *Adapter) Send(ctx context.Context, out channels.Outbound) error {
 	if strings.TrimSpace(out.Text) == "" {
 		return fmt.Errorf("send discord message to %s: %w", target, ErrEmptyMessage)
 	}
+	if st := a.takeStream(out); st != nil {
+		if handled, err := st.finish(ctx, out); handled {
+			return err
+		}
+	}
 	parts := channels.SplitMessage(out.Text, MaxMessageLen)
 	endpoint := discordgo.EndpointChannelMessages(target)
 	for i, part := range parts {

@@ -26,6 +26,8 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /api/v9/channels/{id}/messages", s.authed(s.postMessage))
 	mux.HandleFunc("POST /api/v9/channels/{id}/typing", s.authed(s.postTyping))
 	mux.HandleFunc("GET /api/v9/channels/{id}/messages", s.authed(s.getMessages))
+	mux.HandleFunc("PATCH /api/v9/channels/{id}/messages/{mid}", s.authed(s.patchMessage))
+	mux.HandleFunc("DELETE /api/v9/channels/{id}/messages/{mid}", s.authed(s.deleteMessage))
 	mux.HandleFunc("GET /attachments/{channel}/{id}/{name}", s.getAttachment)
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, 0, "404: Not Found")
@@ -363,4 +365,74 @@ func (s *Server) getAttachment(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Length", strconv.Itoa(len(f.Data)))
 	_, _ = w.Write(f.Data)
+}
+
+// patchMessage edits one of the bot's messages (content only) and
+// dispatches MESSAGE_UPDATE, as Discord does.
+func (s *Server) patchMessage(w http.ResponseWriter, r *http.Request) {
+	chID, mid := r.PathValue("id"), r.PathValue("mid")
+	var body struct {
+		Content *string `json:"content"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+		writeError(w, http.StatusBadRequest, 50109, "The request body contains invalid JSON.")
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	obj, ok := s.messages[mid]
+	switch {
+	case !ok || obj["channel_id"] != chID:
+		writeError(w, http.StatusNotFound, 10008, "Unknown Message")
+		return
+	case authorID(obj) != s.cfg.BotID:
+		writeError(w, http.StatusForbidden, 50005, "Cannot edit a message authored by another user")
+		return
+	case body.Content == nil:
+		writeJSON(w, http.StatusOK, obj)
+		return
+	case strings.TrimSpace(*body.Content) == "":
+		writeError(w, http.StatusBadRequest, 50006, "Cannot send an empty message")
+		return
+	case utf8.RuneCountInString(*body.Content) > maxContent:
+		writeError(w, http.StatusBadRequest, 50035, "Invalid Form Body (content: Must be 2000 or fewer in length.)")
+		return
+	}
+	obj["content"] = *body.Content
+	obj["edited_timestamp"] = time.Now().UTC().Format(time.RFC3339Nano)
+	s.edits = append(s.edits, Edit{ChannelID: chID, MessageID: mid, Content: *body.Content, At: time.Now()})
+	s.dispatchLocked("MESSAGE_UPDATE", obj)
+	s.notifyLocked()
+	bucketHeaders(w.Header(), "messages:"+chID)
+	writeJSON(w, http.StatusOK, obj)
+}
+
+// deleteMessage deletes one of the bot's messages.
+func (s *Server) deleteMessage(w http.ResponseWriter, r *http.Request) {
+	chID, mid := r.PathValue("id"), r.PathValue("mid")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	obj, ok := s.messages[mid]
+	if !ok || obj["channel_id"] != chID {
+		writeError(w, http.StatusNotFound, 10008, "Unknown Message")
+		return
+	}
+	delete(s.messages, mid)
+	ids := s.history[chID]
+	for i, id := range ids {
+		if id == mid {
+			s.history[chID] = append(ids[:i:i], ids[i+1:]...)
+			break
+		}
+	}
+	s.deleted = append(s.deleted, mid)
+	s.dispatchLocked("MESSAGE_DELETE", map[string]any{"id": mid, "channel_id": chID})
+	s.notifyLocked()
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func authorID(obj map[string]any) string {
+	a, _ := obj["author"].(map[string]any)
+	id, _ := a["id"].(string)
+	return id
 }

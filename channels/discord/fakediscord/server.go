@@ -129,6 +129,14 @@ type Sent struct {
 	TypingHeld int
 }
 
+// Edit is one PATCH /channels/{id}/messages/{mid} that changed a message.
+type Edit struct {
+	ChannelID string
+	MessageID string
+	Content   string
+	At        time.Time
+}
+
 // Attempt is one POST /channels/{id}/messages, whatever its outcome.
 type Attempt struct {
 	ChannelID string
@@ -190,6 +198,8 @@ type Server struct {
 	sent     []Sent
 	attempts []Attempt
 	typing   []Typing
+	edits    []Edit
+	deleted  []string
 	requests []Request
 	failures []failure
 	stats    Stats
@@ -480,6 +490,53 @@ func (s *Server) Attempts() []Attempt {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]Attempt(nil), s.attempts...)
+}
+
+// Edits returns the message edits, in order.
+func (s *Server) Edits() []Edit {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Edit(nil), s.edits...)
+}
+
+// WaitEdits waits until at least n edits were made and returns them all.
+func (s *Server) WaitEdits(ctx context.Context, n int) ([]Edit, error) {
+	var out []Edit
+	err := s.waitFor(ctx, func() bool {
+		if len(s.edits) < n {
+			return false
+		}
+		out = append([]Edit(nil), s.edits...)
+		return true
+	})
+	if err != nil {
+		return nil, fmt.Errorf("wait for %d edits: %w", n, err)
+	}
+	return out, nil
+}
+
+// Deleted returns the ids of deleted messages, in order.
+func (s *Server) Deleted() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.deleted...)
+}
+
+// Shown returns what a channel shows now: the content of its messages,
+// oldest first, after edits and deletions. from, when set, skips messages
+// up to and including that id.
+func (s *Server) Shown(channelID, from string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, id := range s.history[channelID] {
+		if from != "" && !snowflakeLess(from, id) {
+			continue
+		}
+		c, _ := s.messages[id]["content"].(string)
+		out = append(out, c)
+	}
+	return out
 }
 
 // Typing returns the typing calls, in order.
