@@ -21,6 +21,7 @@ func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/gateway-ws/", s.serveGateway)
 	mux.HandleFunc("GET /api/v9/gateway", s.authed(s.getGateway))
+	mux.HandleFunc("GET /api/v9/gateway/bot", s.authed(s.getGatewayBot))
 	mux.HandleFunc("GET /api/v9/users/{id}", s.authed(s.getUser))
 	mux.HandleFunc("GET /api/v9/channels/{id}", s.authed(s.getChannel))
 	mux.HandleFunc("POST /api/v9/channels/{id}/messages", s.authed(s.postMessage))
@@ -94,6 +95,12 @@ func bucketHeaders(h http.Header, route string) {
 
 func (s *Server) getGateway(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"url": s.wsURL()})
+}
+
+// getGatewayBot answers GET /gateway/bot with the recommended shard count.
+func (s *Server) getGatewayBot(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"url": s.wsURL(), "shards": s.cfg.RecommendedShards,
+		"session_start_limit": map[string]any{"total": 1000, "remaining": 999, "reset_after": 14400000, "max_concurrency": 1}})
 }
 
 func (s *Server) getUser(w http.ResponseWriter, r *http.Request) {
@@ -279,7 +286,7 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 	}
 	s.sent = append(s.sent, sent)
 	// Discord echoes the bot's own messages on the gateway.
-	s.dispatchLocked("MESSAGE_CREATE", obj)
+	s.dispatchLocked(c.GuildID, "MESSAGE_CREATE", obj)
 
 	if fail != nil {
 		status = fail.status
@@ -401,7 +408,8 @@ func (s *Server) patchMessage(w http.ResponseWriter, r *http.Request) {
 	obj["content"] = *body.Content
 	obj["edited_timestamp"] = time.Now().UTC().Format(time.RFC3339Nano)
 	s.edits = append(s.edits, Edit{ChannelID: chID, MessageID: mid, Content: *body.Content, At: time.Now()})
-	s.dispatchLocked("MESSAGE_UPDATE", obj)
+	g, _ := obj["guild_id"].(string)
+	s.dispatchLocked(g, "MESSAGE_UPDATE", obj)
 	s.notifyLocked()
 	bucketHeaders(w.Header(), "messages:"+chID)
 	writeJSON(w, http.StatusOK, obj)
@@ -426,7 +434,8 @@ func (s *Server) deleteMessage(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.deleted = append(s.deleted, mid)
-	s.dispatchLocked("MESSAGE_DELETE", map[string]any{"id": mid, "channel_id": chID})
+	g, _ := obj["guild_id"].(string)
+	s.dispatchLocked(g, "MESSAGE_DELETE", map[string]any{"id": mid, "channel_id": chID})
 	s.notifyLocked()
 	w.WriteHeader(http.StatusNoContent)
 }

@@ -71,6 +71,8 @@ type Config struct {
 	// TypingResetAfter is the X-RateLimit-Reset-After of a typing answer
 	// (the bucket has 5 calls); default 5 s, as Discord's.
 	TypingResetAfter time.Duration
+	// RecommendedShards is GET /gateway/bot's "shards"; default 1.
+	RecommendedShards int
 }
 
 // Channel is a channel the fake knows: a guild text channel, a thread (with
@@ -207,18 +209,50 @@ type Server struct {
 	typingGate chan struct{} // non-nil: typing calls wait until it is closed
 	typingHeld int           // typing calls waiting at the gate
 
-	// the gateway session
+	// the gateway sessions, one per shard
+	conns      map[*gwConn]struct{}
+	shards     map[int]*shard
+	shardCount int // of the last IDENTIFY; guilds are routed by it
+	sessionN   int
+	identified []ShardInfo
+	stall      bool
+}
+
+// shard is the gateway session of one shard.
+type shard struct {
+	id             int
 	conn           *gwConn
-	conns          map[*gwConn]struct{}
 	sessionID      string
-	sessionN       int
 	seq            int64
 	events         []event // dispatches of the current session, for RESUME
 	resumable      bool
 	invalidateNext bool
 	overlap        int
 	intents        int
-	stall          bool
+}
+
+// ShardInfo is the shard an IDENTIFY asked for.
+type ShardInfo struct{ ID, Count int }
+
+// shardLocked returns shard id's session state, creating it.
+func (s *Server) shardLocked(id int) *shard {
+	sh := s.shards[id]
+	if sh == nil {
+		sh = &shard{id: id}
+		s.shards[id] = sh
+	}
+	return sh
+}
+
+// ShardOf is the shard Discord routes a guild's events to:
+// (guild_id >> 22) % count. DMs (and ids that are not snowflakes) go to
+// shard 0.
+func ShardOf(guildID string, count int) int {
+	id, err := strconv.ParseUint(guildID, 10, 64)
+	if err != nil || count <= 1 {
+		return 0
+	}
+	return int((id >> 22) % uint64(count))
 }
 
 type event struct {
@@ -243,6 +277,9 @@ func Start(cfg Config) (*Server, error) {
 	if cfg.HeartbeatInterval <= 0 {
 		cfg.HeartbeatInterval = time.Second
 	}
+	if cfg.RecommendedShards <= 0 {
+		cfg.RecommendedShards = 1
+	}
 	if cfg.TypingResetAfter <= 0 {
 		cfg.TypingResetAfter = 5 * time.Second
 	}
@@ -251,16 +288,18 @@ func Start(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("listen: %w", err)
 	}
 	s := &Server{
-		cfg:      cfg,
-		changed:  make(chan struct{}),
-		nextID:   1_100_000_000_000_000_000,
-		channels: map[string]Channel{},
-		users:    map[string]User{cfg.BotID: {ID: cfg.BotID, Username: cfg.BotName, Bot: true}},
-		messages: map[string]map[string]any{},
-		history:  map[string][]string{},
-		files:    map[string]File{},
-		nonces:   map[string]string{},
-		conns:    map[*gwConn]struct{}{},
+		cfg:        cfg,
+		changed:    make(chan struct{}),
+		nextID:     1_100_000_000_000_000_000,
+		channels:   map[string]Channel{},
+		users:      map[string]User{cfg.BotID: {ID: cfg.BotID, Username: cfg.BotName, Bot: true}},
+		messages:   map[string]map[string]any{},
+		history:    map[string][]string{},
+		files:      map[string]File{},
+		nonces:     map[string]string{},
+		conns:      map[*gwConn]struct{}{},
+		shards:     map[int]*shard{},
+		shardCount: 1,
 	}
 	s.http = httptest.NewUnstartedServer(s.routes())
 	s.http.Listener.Close()
@@ -286,7 +325,9 @@ func (s *Server) Close() {
 	for c := range s.conns {
 		conns = append(conns, c)
 	}
-	s.conn = nil
+	for _, sh := range s.shards {
+		sh.conn = nil
+	}
 	if s.typingGate != nil {
 		close(s.typingGate)
 		s.typingGate = nil
@@ -311,8 +352,8 @@ func (s *Server) AddGuild(id string, chans ...Channel) {
 		c.GuildID = id
 		s.channels[c.ID] = c
 	}
-	if s.conn != nil && s.conn.isReady() {
-		s.dispatchLocked("GUILD_CREATE", s.guildObjectLocked(id))
+	if sh := s.shards[ShardOf(id, s.shardCount)]; sh != nil && sh.conn != nil && sh.conn.isReady() {
+		s.dispatchLocked(id, "GUILD_CREATE", s.guildObjectLocked(id))
 	}
 }
 
@@ -338,7 +379,7 @@ func (s *Server) CreateThread(c Channel) {
 	s.channels[c.ID] = c
 	obj := channelObject(c)
 	obj["newly_created"] = true
-	s.dispatchLocked("THREAD_CREATE", obj)
+	s.dispatchLocked(c.GuildID, "THREAD_CREATE", obj)
 }
 
 // InjectMessage posts m as a user would: the message is stored and a
@@ -359,13 +400,13 @@ func (s *Server) InjectMessage(m Message) (string, error) {
 	}
 	s.users[m.Author.ID] = m.Author
 	obj := s.messageObjectLocked(m, c)
-	if c.GuildID != "" && s.intents&IntentMessageContent == 0 && !mentions(obj, s.cfg.BotID) && m.Author.ID != s.cfg.BotID {
+	if c.GuildID != "" && s.shardLocked(ShardOf(c.GuildID, s.shardCount)).intents&IntentMessageContent == 0 && !mentions(obj, s.cfg.BotID) && m.Author.ID != s.cfg.BotID {
 		// Without the privileged intent Discord blanks the content of guild
 		// messages that do not mention the bot.
 		obj["content"] = ""
 	}
 	s.storeLocked(obj)
-	s.dispatchLocked("MESSAGE_CREATE", obj)
+	s.dispatchLocked(c.GuildID, "MESSAGE_CREATE", obj)
 	return m.ID, nil
 }
 
@@ -378,7 +419,8 @@ func (s *Server) Redeliver(id string) error {
 	if !ok {
 		return fmt.Errorf("redeliver: unknown message %q", id)
 	}
-	s.dispatchLocked("MESSAGE_CREATE", obj)
+	g, _ := obj["guild_id"].(string)
+	s.dispatchLocked(g, "MESSAGE_CREATE", obj)
 	return nil
 }
 
@@ -399,12 +441,13 @@ func (s *Server) InjectSendError(status int, afterCreate bool) {
 	s.failures = append(s.failures, failure{status: status, afterCreate: afterCreate})
 }
 
-// DropConnection cuts the current websocket without a close frame, as a
-// network failure would. The session stays resumable.
+// DropConnection cuts the current websocket (of shard 0) without a close
+// frame, as a network failure would. The session stays resumable.
 func (s *Server) DropConnection() error {
 	s.mu.Lock()
-	c := s.conn
-	s.conn = nil
+	sh := s.shardLocked(0)
+	c := sh.conn
+	sh.conn = nil
 	s.mu.Unlock()
 	if c == nil {
 		return errors.New("drop connection: no client connected")
@@ -417,10 +460,11 @@ func (s *Server) DropConnection() error {
 func (s *Server) RequestReconnect() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.conn == nil {
+	c := s.shardLocked(0).conn
+	if c == nil {
 		return errors.New("request reconnect: no client connected")
 	}
-	s.conn.enqueue(mustJSON(map[string]any{"op": 7, "d": nil}))
+	c.enqueue(mustJSON(map[string]any{"op": 7, "d": nil}))
 	return nil
 }
 
@@ -429,7 +473,7 @@ func (s *Server) RequestReconnect() error {
 func (s *Server) InvalidateSession() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.invalidateNext = true
+	s.shardLocked(0).invalidateNext = true
 }
 
 // ReplayOverlap makes the next successful RESUME also replay the last n
@@ -438,7 +482,7 @@ func (s *Server) InvalidateSession() {
 func (s *Server) ReplayOverlap(n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.overlap = n
+	s.shardLocked(0).overlap = n
 }
 
 // StallGateway makes new websocket connections hang before HELLO while on,
@@ -476,6 +520,13 @@ func (s *Server) WaitTypingHeld(ctx context.Context, n int) error {
 		return fmt.Errorf("wait for %d held typing calls: %w", n, err)
 	}
 	return nil
+}
+
+// Identified returns the shard of every IDENTIFY, in order.
+func (s *Server) Identified() []ShardInfo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]ShardInfo(nil), s.identified...)
 }
 
 // Sent returns the messages the bot created, in order.
@@ -666,17 +717,23 @@ func (s *Server) newIDLocked() string {
 	return strconv.FormatInt(s.nextID, 10)
 }
 
-// dispatchLocked sends an op 0 dispatch with the next sequence number and
-// keeps it for replay.
-func (s *Server) dispatchLocked(t string, d any) {
-	s.seq++
-	payload := mustJSON(map[string]any{"op": 0, "s": s.seq, "t": t, "d": d})
-	s.events = append(s.events, event{seq: s.seq, payload: payload})
-	if len(s.events) > maxEvents {
-		s.events = s.events[len(s.events)-maxEvents:]
+// dispatchLocked sends an op 0 dispatch about a guild ("" for DMs) to the
+// shard that owns it.
+func (s *Server) dispatchLocked(guildID, t string, d any) {
+	s.dispatchShardLocked(s.shardLocked(ShardOf(guildID, s.shardCount)), t, d)
+}
+
+// dispatchShardLocked sends an op 0 dispatch with the shard's next sequence
+// number and keeps it for replay.
+func (s *Server) dispatchShardLocked(sh *shard, t string, d any) {
+	sh.seq++
+	payload := mustJSON(map[string]any{"op": 0, "s": sh.seq, "t": t, "d": d})
+	sh.events = append(sh.events, event{seq: sh.seq, payload: payload})
+	if len(sh.events) > maxEvents {
+		sh.events = sh.events[len(sh.events)-maxEvents:]
 	}
-	if s.conn != nil && s.conn.isReady() {
-		s.conn.enqueue(payload)
+	if sh.conn != nil && sh.conn.isReady() {
+		sh.conn.enqueue(payload)
 	}
 }
 
