@@ -15,6 +15,7 @@
 package discord
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -39,6 +40,10 @@ const (
 	PolicyAllowlist = "allowlist" // answer every message in allowChannels
 )
 
+// AutoShards as Config.ShardCount uses the shard count Discord recommends
+// (GET /gateway/bot).
+const AutoShards = -1
+
 // MaxMessageLen is Discord's limit on a message, in characters.
 const MaxMessageLen = 2000
 
@@ -58,6 +63,21 @@ type Config struct {
 	AllowFrom     []string // user ids allowed to talk to the bot; empty (or "*") = everyone
 	GroupPolicy   string   // mention (default) | open | allowlist
 	AllowChannels []string // channel ids answered in guilds; empty = all; a thread's parent counts; DMs are exempt
+	// Commands are declared to Discord as application (slash) commands on
+	// start, globally or, when CommandGuilds lists guild ids, in those
+	// guilds only (where changes show at once). Nil declares none.
+	Commands      []channels.Command
+	CommandGuilds []string
+	// DreamLog lists up to limit recent Dream commits, newest first, for
+	// the autocomplete of a "sha" option; nil offers none.
+	DreamLog func(ctx context.Context, limit int) ([]DreamCommit, error)
+	// ShardID and ShardCount split a large bot's guilds between processes:
+	// this one connects as shard ShardID of ShardCount, and Discord sends
+	// it the events of the guilds with (guild_id >> 22) % ShardCount ==
+	// ShardID (direct messages go to shard 0). ShardCount 0 means no
+	// sharding; AutoShards takes Discord's recommended count.
+	ShardID    int
+	ShardCount int
 	// Stream shows long replies as they are written (throttled edits).
 	Stream bool
 	// MaxFileBytes caps a text attachment read into a turn; 0 means
@@ -68,29 +88,31 @@ type Config struct {
 
 // tuning holds the timings; tests shorten them.
 type tuning struct {
-	backoffBase       time.Duration // first reconnect delay
-	backoffMax        time.Duration // reconnect delay cap
-	healthyAfter      time.Duration // a connection this old resets the backoff
-	openTimeout       time.Duration // bound on one gateway handshake
-	sendBackoff       time.Duration // first delay between send retries
-	typingEvery       time.Duration // typing indicator refresh
-	typingTimeout     time.Duration // bound on one typing call
-	downloadTimeout   time.Duration // bound on one attachment download
-	streamEvery       time.Duration // least time between a stream's posts and edits
-	streamCallTimeout time.Duration // bound on one streaming post or edit
+	backoffBase         time.Duration // first reconnect delay
+	backoffMax          time.Duration // reconnect delay cap
+	healthyAfter        time.Duration // a connection this old resets the backoff
+	openTimeout         time.Duration // bound on one gateway handshake
+	sendBackoff         time.Duration // first delay between send retries
+	typingEvery         time.Duration // typing indicator refresh
+	typingTimeout       time.Duration // bound on one typing call
+	downloadTimeout     time.Duration // bound on one attachment download
+	streamEvery         time.Duration // least time between a stream's posts and edits
+	streamCallTimeout   time.Duration // bound on one streaming post or edit, or an interaction answer
+	autocompleteTimeout time.Duration // bound on listing Dream commits for autocomplete
 }
 
 var defaultTuning = tuning{
-	backoffBase:       time.Second,
-	backoffMax:        30 * time.Second,
-	healthyAfter:      30 * time.Second,
-	openTimeout:       30 * time.Second,
-	sendBackoff:       time.Second,
-	typingEvery:       8 * time.Second,
-	typingTimeout:     10 * time.Second,
-	downloadTimeout:   30 * time.Second,
-	streamEvery:       time.Second,
-	streamCallTimeout: 10 * time.Second,
+	backoffBase:         time.Second,
+	backoffMax:          30 * time.Second,
+	healthyAfter:        30 * time.Second,
+	openTimeout:         30 * time.Second,
+	sendBackoff:         time.Second,
+	typingEvery:         8 * time.Second,
+	typingTimeout:       10 * time.Second,
+	downloadTimeout:     30 * time.Second,
+	streamEvery:         time.Second,
+	streamCallTimeout:   10 * time.Second,
+	autocompleteTimeout: 2 * time.Second,
 }
 
 // Adapter is the Discord channel.
@@ -104,6 +126,18 @@ type Adapter struct {
 	watch         *openWatch
 	maxFileBytes  int
 	stream        bool
+
+	commands      []channels.Command
+	commandGuilds []string
+	dreamLog      func(ctx context.Context, limit int) ([]DreamCommit, error)
+	appID         atomic.Value // string; from GET /oauth2/applications/@me
+	shardID       int
+	shardCount    int // as configured: 0, n or AutoShards
+
+	ixMu         sync.Mutex
+	interactions map[string]*interaction // by Inbound.MessageID
+
+	bg sync.WaitGroup // interaction answers, owned by Run
 
 	streamsMu sync.Mutex
 	streams   map[string]*stream // by channel and the message answered
@@ -166,6 +200,16 @@ func New(cfg Config) (*Adapter, error) {
 	if cfg.MaxFileBytes == 0 {
 		cfg.MaxFileBytes = DefaultMaxFileBytes
 	}
+	switch {
+	case cfg.ShardCount < AutoShards:
+		return nil, &configError{"shardCount", fmt.Sprintf(`must be a positive number or "auto", got %d`, cfg.ShardCount)}
+	case cfg.ShardID < 0:
+		return nil, &configError{"shardID", fmt.Sprintf("must not be negative, got %d", cfg.ShardID)}
+	case cfg.ShardCount > 0 && cfg.ShardID >= cfg.ShardCount:
+		return nil, &configError{"shardID", fmt.Sprintf("must be below shardCount (%d), got %d", cfg.ShardCount, cfg.ShardID)}
+	case cfg.ShardCount == 0 && cfg.ShardID != 0:
+		return nil, &configError{"shardID", "needs shardCount"}
+	}
 	var transport http.RoundTripper = newTransport()
 	if cfg.APIURL != "" {
 		u, err := url.Parse(cfg.APIURL)
@@ -197,11 +241,18 @@ func New(cfg Config) (*Adapter, error) {
 		maxFileBytes:  cfg.MaxFileBytes,
 		stream:        cfg.Stream,
 		streams:       map[string]*stream{},
+		commands:      cfg.Commands,
+		commandGuilds: nonEmpty(cfg.CommandGuilds),
+		dreamLog:      cfg.DreamLog,
+		shardID:       cfg.ShardID,
+		shardCount:    cfg.ShardCount,
+		interactions:  map[string]*interaction{},
 		refused:       channels.NewRecentSet(recentRefusals),
 		botRoles:      map[string]string{},
 		health:        channels.NewHealthTracker(),
 	}
 	a.botID.Store("")
+	a.appID.Store("")
 
 	s.Client = &http.Client{Timeout: 20 * time.Second, Transport: transport}
 	s.Dialer = &websocket.Dialer{
@@ -224,6 +275,16 @@ func New(cfg Config) (*Adapter, error) {
 	s.MaxRestRetries = 0
 	s.Identify.Intents = intents
 	return a, nil
+}
+
+func nonEmpty(ids []string) []string {
+	var out []string
+	for _, id := range ids {
+		if id = strings.TrimSpace(id); id != "" {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // idSet turns a list of ids into a set; nil means "no restriction" (empty

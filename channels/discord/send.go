@@ -67,6 +67,12 @@ func (a *Adapter) Send(ctx context.Context, out channels.Outbound) error {
 	if strings.TrimSpace(out.Text) == "" {
 		return fmt.Errorf("send discord message to %s: %w", target, ErrEmptyMessage)
 	}
+	if it := a.interactionFor(out.ReplyTo); it != nil {
+		return a.sendInteraction(ctx, it, channels.SplitMessage(out.Text, MaxMessageLen))
+	}
+	if strings.HasPrefix(out.ReplyTo, interactionPrefix) {
+		out.ReplyTo = "" // an expired slash command: answer in the channel
+	}
 	if st := a.takeStream(out); st != nil {
 		if handled, err := st.finish(ctx, out); handled {
 			return err

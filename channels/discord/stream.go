@@ -29,7 +29,7 @@ func (a *Adapter) StartStream(in channels.Inbound) channels.Stream {
 	if target == "" {
 		target = in.ChatID
 	}
-	if !a.stream || target == "" || in.MessageID == "" {
+	if !a.stream || target == "" || in.MessageID == "" || strings.HasPrefix(in.MessageID, interactionPrefix) {
 		return nil
 	}
 	s := &stream{a: a, target: target, replyTo: in.MessageID, session: in.SessionKey, started: time.Now()}

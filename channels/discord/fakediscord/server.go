@@ -206,6 +206,12 @@ type Server struct {
 	failures []failure
 	stats    Stats
 
+	commands     map[string][]map[string]any // guild ("" = global) -> registered commands
+	commandPuts  int
+	interactions map[string]*interaction
+	callbacks    []Callback
+	followups    []Followup
+
 	typingGate chan struct{} // non-nil: typing calls wait until it is closed
 	typingHeld int           // typing calls waiting at the gate
 
@@ -288,18 +294,20 @@ func Start(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("listen: %w", err)
 	}
 	s := &Server{
-		cfg:        cfg,
-		changed:    make(chan struct{}),
-		nextID:     1_100_000_000_000_000_000,
-		channels:   map[string]Channel{},
-		users:      map[string]User{cfg.BotID: {ID: cfg.BotID, Username: cfg.BotName, Bot: true}},
-		messages:   map[string]map[string]any{},
-		history:    map[string][]string{},
-		files:      map[string]File{},
-		nonces:     map[string]string{},
-		conns:      map[*gwConn]struct{}{},
-		shards:     map[int]*shard{},
-		shardCount: 1,
+		cfg:          cfg,
+		changed:      make(chan struct{}),
+		nextID:       1_100_000_000_000_000_000,
+		channels:     map[string]Channel{},
+		users:        map[string]User{cfg.BotID: {ID: cfg.BotID, Username: cfg.BotName, Bot: true}},
+		messages:     map[string]map[string]any{},
+		history:      map[string][]string{},
+		files:        map[string]File{},
+		nonces:       map[string]string{},
+		conns:        map[*gwConn]struct{}{},
+		shards:       map[int]*shard{},
+		commands:     map[string][]map[string]any{},
+		interactions: map[string]*interaction{},
+		shardCount:   1,
 	}
 	s.http = httptest.NewUnstartedServer(s.routes())
 	s.http.Listener.Close()
