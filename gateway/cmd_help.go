@@ -5,7 +5,15 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/dreamgate/dreamgate/channels"
 )
+
+// commandHinter is a channel that says how its platform lets people type
+// the commands (slash commands, a mention first).
+type commandHinter interface {
+	CommandHint(in channels.Inbound) string
+}
 
 func cmdHelp() *command {
 	return &command{
@@ -29,6 +37,11 @@ func cmdHelp() *command {
 					usage += " " + c.args
 				}
 				fmt.Fprintf(&b, "\n%s — %s", usage, c.help)
+			}
+			if h, ok := g.channel(req.in.Channel).(commandHinter); ok {
+				if hint := h.CommandHint(req.in); hint != "" {
+					b.WriteString("\n" + hint)
+				}
 			}
 			b.WriteString("\nAnything else is sent to the assistant.")
 			if req.in.Local {

@@ -3,6 +3,8 @@ package gateway
 import (
 	"strings"
 	"testing"
+
+	"github.com/dreamgate/dreamgate/channels"
 )
 
 func TestHelpSaysHowToLeaveOnlyAtTheTerminal(t *testing.T) {
@@ -37,4 +39,32 @@ func TestAdminRefusalSaysHowToBecomeOne(t *testing.T) {
 			t.Errorf("refusal %q lacks %s", r.Reply, want)
 		}
 	}
+}
+
+// hintingRecorder is a channel that says how its platform types commands.
+type hintingRecorder struct{ *recorder }
+
+func (hintingRecorder) CommandHint(channels.Inbound) string { return "Type / and pick a command." }
+
+// /help shows the form of commands that works on the person's platform,
+// when the channel knows one.
+func TestHelpShowsThePlatformsCommandForm(t *testing.T) {
+	env := newTestEnv(t, noModel(t), nil)
+	hint := hintingRecorder{newRecorder("hinting")}
+	env.g.AddChannel(hint)
+	in := inbound("help", "/help")
+	in.Channel = "hinting"
+	done, err := env.g.Submit(t.Context(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := wait(t, done); !strings.Contains(r.Reply, "\nType / and pick a command.") {
+		t.Errorf("/help lacks the platform's hint:\n%s", r.Reply)
+	}
+	hint.next(t)
+	plain, _ := env.g.Submit(t.Context(), inbound("help", "/help"))
+	if r := wait(t, plain); strings.Contains(r.Reply, "Type / and pick") {
+		t.Errorf("/help of another channel has the hint:\n%s", r.Reply)
+	}
+	env.ch.next(t)
 }

@@ -340,3 +340,15 @@ func (a *Adapter) sendInteraction(ctx context.Context, it *interaction, parts []
 	}
 	return nil
 }
+
+// CommandHint tells /help how commands are typed in Discord.
+func (a *Adapter) CommandHint(in channels.Inbound) string {
+	mention := "@bot /dream-log"
+	if bot := a.bot(); bot != "" {
+		mention = "<@" + bot + "> /dream-log"
+	}
+	if len(a.commands) == 0 {
+		return "In Discord, mention me first: " + mention + " (in a direct message, just /dream-log)."
+	}
+	return "In Discord, type / and pick one of my commands (options like sha autocomplete), or mention me first: " + mention + "."
+}

@@ -248,3 +248,15 @@ func TestShardConfigErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestCommandHint(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, commandOpts())
+	if got := h.a.CommandHint(channels.Inbound{}); !strings.Contains(got, "type / and pick") || !strings.Contains(got, "<@BOT1> /dream-log") {
+		t.Fatalf("hint = %q", got)
+	}
+	plain := newHarness(t, harnessOpts{})
+	if got := plain.a.CommandHint(channels.Inbound{}); strings.Contains(got, "type /") || !strings.Contains(got, "<@BOT1> /dream-log") {
+		t.Fatalf("hint without slash commands = %q", got)
+	}
+}
