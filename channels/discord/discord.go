@@ -6,8 +6,13 @@
 // messages, system messages, duplicates and replays, allowFrom,
 // allowChannels, the mention policy), stripping the bot mention, session keys
 // (`discord:<channel>` and `discord:<parent>:thread:<thread>`), splitting
-// replies at 2000 characters, rate limits, the typing indicator, and
-// reconnecting with backoff. discordgo types never leave this package.
+// replies at 2000 characters, rate limits, the typing indicator (which never
+// holds a reply up), streaming replies by throttled edits, text attachments
+// read into the turn, the earlier messages handed over as context (a replied
+// message, a thread's recent messages), the gateway's commands as slash
+// commands (declared when changed, deferred answers through the interaction
+// webhook, sha autocomplete), sharding, and reconnecting with backoff.
+// discordgo types never leave this package.
 //
 // Of ours it imports only the channels contract (with its shared Delivery)
 // and the internal/backoff leaf; never the gateway or any other package of

@@ -1,14 +1,20 @@
 // Package fakediscord is a local stand-in for Discord, speaking its real wire
 // protocol so that the discord adapter (and the end-to-end tests of the built
-// binary) can run offline: the REST API v9 that a bot uses (gateway lookup,
-// current user, channels, messages, typing) and the Gateway websocket (HELLO,
-// IDENTIFY, READY, dispatches with sequence numbers, heartbeat ACKs, RESUME
-// with replay, INVALID_SESSION, RECONNECT).
+// binary) can run offline: the REST API v9 that a bot uses (gateway lookup
+// with the recommended shard count, current user and application, channels,
+// messages with their history, edits and deletions, typing, application
+// command registration, interaction callbacks and interaction webhooks), the
+// CDN serving attachments, and the Gateway websocket (HELLO, IDENTIFY with
+// shards, READY, dispatches with sequence numbers per shard, heartbeat ACKs,
+// RESUME with replay, INVALID_SESSION, RECONNECT). Guild events go to the
+// shard (guild_id >> 22) % shard_count, direct messages to shard 0, as
+// Discord routes them.
 //
 // It records everything a client did and lets a test script what Discord
-// would do: inject messages and thread creations, answer the next send with a
-// 429 or a server error, drop the websocket, invalidate the session, deliver
-// a message twice. It binds 127.0.0.1:0 only.
+// would do: inject messages (with files), slash command uses and
+// autocompletes, thread creations; answer the next send with a 429 or a
+// server error; hold typing calls; drop the websocket, invalidate the
+// session, deliver a message twice. It binds 127.0.0.1:0 only.
 //
 // It is not a test file so that cmd/dreamgate can drive a built binary
 // against it. It imports nothing of ours and no Discord client library: what
