@@ -158,13 +158,20 @@ func (a *Adapter) onInteraction(ctx context.Context, i *discordgo.Interaction, o
 	case discordgo.InteractionApplicationCommand:
 		it := &interaction{i: i, created: time.Now(), acked: make(chan struct{})}
 		a.rememberInteraction(it)
+		resp := &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredChannelMessageWithSource}
+		if i.ApplicationCommandData().Name == "stop" {
+			// A /stop that stops a turn is answered by that turn
+			// ("Stopped." under the message it was answering), not on the
+			// interaction, whose "thinking…" would then never end. A later
+			// answer ("Nothing is running here.") replaces this one.
+			resp = &discordgo.InteractionResponse{Type: discordgo.InteractionResponseChannelMessageWithSource,
+				Data: &discordgo.InteractionResponseData{Content: "Stopping…"}}
+		}
 		a.bg.Go(func() {
 			defer close(it.acked)
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.tune.streamCallTimeout)
 			defer cancel()
-			err := a.session.InteractionRespond(i, &discordgo.InteractionResponse{
-				Type: discordgo.InteractionResponseDeferredChannelMessageWithSource,
-			}, discordgo.WithContext(rctx))
+			err := a.session.InteractionRespond(i, resp, discordgo.WithContext(rctx))
 			if err != nil {
 				a.log.Warn("discord: deferring a slash command failed", "interaction", i.ID, "err", err)
 			}

@@ -260,3 +260,32 @@ func TestCommandHint(t *testing.T) {
 		t.Fatalf("hint without slash commands = %q", got)
 	}
 }
+
+// /stop is answered at once: when it stops a turn, the turn answers under
+// its own message and nothing else would end the interaction's "thinking…".
+func TestSlashStopAnsweredAtOnce(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, commandOpts())
+	if err := h.fake.WaitRequest(h.ctx(), "PUT", "/api/v9/applications/BOT1/commands"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.fake.InjectInteraction(fakediscord.Interaction{ChannelID: "C1", User: fakediscord.User{ID: "U1"}, Command: "stop"}); err != nil {
+		t.Fatal(err)
+	}
+	in := h.next()
+	cbs, err := h.fake.WaitCallbacks(h.ctx(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.Text != "/stop" || cbs[0].Type != fakediscord.CallbackMessage || cbs[0].Content != "Stopping…" {
+		t.Fatalf("inbound %q, callback %+v", in.Text, cbs[0])
+	}
+	h.send(channels.ReplyTo(in, channels.KindReply, "Nothing is running here."))
+	fus, err := h.fake.WaitFollowups(h.ctx(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !fus[0].Original || fus[0].Content != "Nothing is running here." {
+		t.Fatalf("follow-up %+v", fus[0])
+	}
+}
