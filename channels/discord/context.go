@@ -18,19 +18,27 @@ const (
 )
 
 // conversationContext gathers what the bot has not seen of the conversation
-// m belongs to: the recent messages of a thread it is addressed in for the
-// first time (in this process), and the message m replies to. The gateway
+// m belongs to: the recent messages of a thread (under parent; "" outside
+// threads) it is addressed in for the first time in this process, with the
+// message the thread was started from, and the message m replies to. The gateway
 // uses them only for a new session, so reading them again after a restart
 // does no harm. Oldest first, bounded by count and characters.
-func (a *Adapter) conversationContext(ctx context.Context, m *discordgo.Message, thread bool) []channels.ContextMessage {
+func (a *Adapter) conversationContext(ctx context.Context, m *discordgo.Message, parent string) []channels.ContextMessage {
 	bot := a.bot()
 	var msgs []*discordgo.Message
-	if thread && a.threadsRead.Add(m.ChannelID) {
+	if parent != "" && a.threadsRead.Add(m.ChannelID) {
 		got, err := a.session.ChannelMessages(m.ChannelID, contextMessages, m.ID, "", "", discordgo.WithContext(ctx))
 		if err != nil {
 			a.log.Warn("discord: reading the thread's earlier messages failed", "chat", m.ChannelID, "err", err)
 		}
 		msgs = append(msgs, got...)
+		// A thread started from a message has that message's id; it stays
+		// in the parent channel and is often the question itself.
+		if len(got) < contextMessages {
+			if start, err := a.session.ChannelMessage(parent, m.ChannelID, discordgo.WithContext(ctx)); err == nil {
+				msgs = append(msgs, start)
+			}
+		}
 	}
 	if ref := m.ReferencedMessage; ref != nil && ref.Author != nil &&
 		!slices.ContainsFunc(msgs, func(x *discordgo.Message) bool { return x != nil && x.ID == ref.ID }) {

@@ -94,3 +94,20 @@ func TestThreadContextCharacterBound(t *testing.T) {
 		t.Fatalf("%d context messages with %d characters, bound %d", len(in.Context), total, contextChars)
 	}
 }
+
+// A thread started from a message brings that message (in the parent
+// channel, with the thread's id) along with the thread's own.
+func TestThreadContextIncludesStarterMessage(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, harnessOpts{})
+	bob := fakediscord.User{ID: "U2", Username: "bob"}
+	starter := h.inject(fakediscord.Message{ChannelID: "C2", Author: bob, Content: "why is the build red?"})
+	h.fake.CreateThread(fakediscord.Channel{ID: starter, ParentID: "C2", Name: "build"})
+	h.inject(fakediscord.Message{ChannelID: starter, Author: bob, Content: "it started this morning"})
+	id := h.inject(fakediscord.Message{ChannelID: starter, Content: "<@BOT1> any idea?"})
+	in := h.expectNext(id)
+	got := strings.Join(contextTexts(in.Context), "|")
+	if got != "bob: why is the build red?|bob: it started this morning" {
+		t.Fatalf("context = %q", got)
+	}
+}

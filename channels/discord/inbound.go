@@ -57,7 +57,6 @@ func (a *Adapter) accept(ctx context.Context, m *discordgo.Message, notify func(
 	}
 
 	chatID, threadID := m.ChannelID, ""
-	thread := false
 	if !dm {
 		// The mention check needs no lookup; do it first so that chatter in
 		// busy guilds costs no REST calls.
@@ -68,7 +67,6 @@ func (a *Adapter) accept(ctx context.Context, m *discordgo.Message, notify func(
 		info := a.channelInfo(ctx, m.ChannelID)
 		if info.thread && info.parentID != "" {
 			chatID, threadID = info.parentID, m.ChannelID
-			thread = true
 		}
 		if a.allowChannels != nil && !a.allowChannels[m.ChannelID] && !(info.thread && a.allowChannels[info.parentID]) {
 			a.log.Debug("discord: ignored channel not in allowChannels", "chat", m.ChannelID, "message", m.ID)
@@ -102,8 +100,16 @@ func (a *Adapter) accept(ctx context.Context, m *discordgo.Message, notify func(
 		MessageID:  m.ID,
 		Text:       text,
 		Time:       when,
-		Context:    a.conversationContext(ctx, m, thread),
+		Context:    a.conversationContext(ctx, m, parentOf(chatID, threadID)),
 	}, true
+}
+
+// parentOf is the parent channel of a thread conversation, "" otherwise.
+func parentOf(chatID, threadID string) string {
+	if threadID == "" {
+		return ""
+	}
+	return chatID
 }
 
 func senderName(m *discordgo.Message) string {

@@ -36,6 +36,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /api/v9/channels/{id}/messages", s.authed(s.postMessage))
 	mux.HandleFunc("POST /api/v9/channels/{id}/typing", s.authed(s.postTyping))
 	mux.HandleFunc("GET /api/v9/channels/{id}/messages", s.authed(s.getMessages))
+	mux.HandleFunc("GET /api/v9/channels/{id}/messages/{mid}", s.authed(s.getMessage))
 	mux.HandleFunc("PATCH /api/v9/channels/{id}/messages/{mid}", s.authed(s.patchMessage))
 	mux.HandleFunc("DELETE /api/v9/channels/{id}/messages/{mid}", s.authed(s.deleteMessage))
 	mux.HandleFunc("GET /attachments/{channel}/{id}/{name}", s.getAttachment)
@@ -453,4 +454,16 @@ func authorID(obj map[string]any) string {
 	a, _ := obj["author"].(map[string]any)
 	id, _ := a["id"].(string)
 	return id
+}
+
+// getMessage answers GET /channels/{id}/messages/{mid}.
+func (s *Server) getMessage(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	obj, ok := s.messages[r.PathValue("mid")]
+	if !ok || obj["channel_id"] != r.PathValue("id") {
+		writeError(w, http.StatusNotFound, 10008, "Unknown Message")
+		return
+	}
+	writeJSON(w, http.StatusOK, obj)
 }
