@@ -429,6 +429,27 @@ func (g *Gateway) isAdmin(in channels.Inbound) bool {
 	return in.Local || g.admins[in.Channel+":"+in.SenderID]
 }
 
+// dropQueued takes a session's waiting messages and commands out of its
+// queue (/stop) and returns them; internal tasks (idle archives) stay.
+func (g *Gateway) dropQueued(key string) []job {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	w := g.workers[key]
+	if w == nil {
+		return nil
+	}
+	var dropped, kept []job
+	for _, j := range w.queue {
+		if j.task != nil {
+			kept = append(kept, j)
+		} else {
+			dropped = append(dropped, j)
+		}
+	}
+	w.queue = kept
+	return dropped
+}
+
 // queued reports how many jobs wait for a session, including a running one.
 func (g *Gateway) queued(key string) int {
 	g.mu.Lock()

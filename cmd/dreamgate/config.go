@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dreamgate/dreamgate/channels/discord"
 	"github.com/robfig/cron/v3"
 
 	"github.com/dreamgate/dreamgate/channels/slack"
@@ -96,12 +97,48 @@ type SlackConfig struct {
 }
 
 type DiscordConfig struct {
-	Enabled       bool     `json:"enabled"`
-	Token         string   `json:"token"`
-	APIURL        string   `json:"apiURL"`
-	AllowFrom     []string `json:"allowFrom"`
-	GroupPolicy   string   `json:"groupPolicy"`
-	AllowChannels []string `json:"allowChannels"`
+	Enabled       bool       `json:"enabled"`
+	Token         string     `json:"token"`
+	APIURL        string     `json:"apiURL"`
+	AllowFrom     []string   `json:"allowFrom"`
+	GroupPolicy   string     `json:"groupPolicy"`
+	AllowChannels []string   `json:"allowChannels"`
+	SlashCommands bool       `json:"slashCommands"`
+	CommandGuilds []string   `json:"commandGuilds"`
+	MaxFileBytes  int        `json:"maxFileBytes"`
+	Stream        bool       `json:"stream"`
+	ShardID       int        `json:"shardID"`
+	ShardCount    ShardCount `json:"shardCount"`
+}
+
+// ShardCount is channels.discord.shardCount: a number of shards, or "auto"
+// (Discord's recommendation), kept as discord.AutoShards.
+type ShardCount int
+
+// UnmarshalJSON accepts a number or "auto".
+func (n *ShardCount) UnmarshalJSON(b []byte) error {
+	var s string
+	if json.Unmarshal(b, &s) == nil {
+		if strings.EqualFold(strings.TrimSpace(s), "auto") {
+			*n = ShardCount(discord.AutoShards)
+			return nil
+		}
+		return fmt.Errorf(`shardCount must be a number or "auto", not %q`, s)
+	}
+	var i int
+	if err := json.Unmarshal(b, &i); err != nil {
+		return fmt.Errorf(`shardCount must be a number or "auto": %w`, err)
+	}
+	*n = ShardCount(i)
+	return nil
+}
+
+// MarshalJSON writes "auto" back as such.
+func (n ShardCount) MarshalJSON() ([]byte, error) {
+	if n == ShardCount(discord.AutoShards) {
+		return []byte(`"auto"`), nil
+	}
+	return json.Marshal(int(n))
 }
 
 func defaultConfig() Config {
@@ -120,7 +157,7 @@ func defaultConfig() Config {
 		Channels: ChannelsCfg{
 			Terminal: TerminalConfig{Enabled: true},
 			Slack:    SlackConfig{GroupPolicy: "mention", ReplyInThread: true, MaxFileBytes: slack.DefaultMaxFileBytes},
-			Discord:  DiscordConfig{GroupPolicy: "mention"},
+			Discord:  DiscordConfig{GroupPolicy: "mention", SlashCommands: true, MaxFileBytes: discord.DefaultMaxFileBytes, Stream: true},
 		},
 	}
 }
@@ -347,6 +384,19 @@ func (c *Config) Validate() error {
 		}
 		if err := checkURL("channels.discord.apiURL", d.APIURL); err != nil {
 			return err
+		}
+		if d.MaxFileBytes < 0 {
+			return bad("channels.discord.maxFileBytes", "must not be negative, got %d", d.MaxFileBytes)
+		}
+		switch n := int(d.ShardCount); {
+		case n < discord.AutoShards:
+			return bad("channels.discord.shardCount", `must be a positive number or "auto", got %d`, n)
+		case d.ShardID < 0:
+			return bad("channels.discord.shardID", "must not be negative, got %d", d.ShardID)
+		case n > 0 && d.ShardID >= n:
+			return bad("channels.discord.shardID", "must be below shardCount (%d), got %d", n, d.ShardID)
+		case n == 0 && d.ShardID != 0:
+			return bad("channels.discord.shardID", "needs channels.discord.shardCount")
 		}
 	}
 	return nil
