@@ -9,8 +9,11 @@
 //
 // Every path a model names is hostile. All file tools go through Resolve:
 // the workspace's confinement (workspace.Root.Resolve) refuses anything
-// outside the workspace and any symbolic link, and the Policy refuses what
-// this use of the tools may not touch; files are reached only through the
+// outside the workspace, any symbolic link, files with several hard links
+// and the directories the workspace was told to forbid (the sessions), and
+// the Policy refuses what this use of the tools may not touch (ChatPolicy
+// for admins' turns, ChatGuestPolicy, which writes only the memory files,
+// for everyone else's, DreamPolicy for Dream); files are reached only through the
 // workspace's os.Root, so even a path that slipped past Resolve could not
 // leave the workspace directory. Writes hold the workspace's write lock and
 // go through its atomic write; the policies' file lists come from the

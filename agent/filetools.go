@@ -377,6 +377,11 @@ func (ft *fileTools) listDir(ctx context.Context, raw json.RawMessage) (string, 
 		if strings.EqualFold(name, ".git") || ft.pol.hidden(path.Join(rel, name)) {
 			continue
 		}
+		if e.IsDir() {
+			if fi, err := e.Info(); err == nil && ft.w.Forbidden(fi) {
+				continue
+			}
+		}
 		if shown == maxListEntries {
 			fmt.Fprintf(&b, "[cut: only the first %d entries are shown]\n", maxListEntries)
 			break

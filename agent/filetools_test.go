@@ -58,7 +58,7 @@ func hostilePaths(fx *fixture) []struct {
 		{"gitignore", ".gitignore", true},
 		{"new lock file", "memory/sub/x.lock", true},
 		{"below the history file", "memory/history.jsonl/x", false},
-		{"hard link to history", "hardhist", true},
+		{"hard link to a file outside", "hardout", false},
 	}
 }
 
@@ -66,7 +66,7 @@ func TestFileToolsRefuseHostilePaths(t *testing.T) {
 	fx := newFixture(t)
 	tools := FileTools(fx.w, ChatPolicy())
 	before := snapshot(t, fx.base)
-	sentinels := []error{ErrInvalidPath, ErrOutsideWorkspace, ErrSymlink, ErrNotAllowed}
+	sentinels := []error{ErrInvalidPath, ErrOutsideWorkspace, ErrSymlink, ErrHardLink, ErrNotAllowed}
 	for _, hp := range hostilePaths(fx) {
 		calls := []struct {
 			tool  string
@@ -392,7 +392,7 @@ func TestListDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	root := strings.Join([]string{
-		"AGENTS.md", "SOUL.md", "USER.md", "empty/", "hardhist",
+		"AGENTS.md", "SOUL.md", "USER.md", "empty/", "hardout",
 		"link_abs (symbolic link, not followed)", "link_hist (symbolic link, not followed)",
 		"link_out (symbolic link, not followed)", "linkdir (symbolic link, not followed)",
 		"memlink (symbolic link, not followed)", "memory/", "notes/",

@@ -16,7 +16,7 @@ import (
 // model sends, an accepted one is a clean relative path inside the
 // workspace, reaches no symbolic link and no file through a file, and obeys
 // the policy — judged here by an independent reading of the policy and by the
-// real file system. A refusal must wrap one of the four sentinels and must not
+// real file system. A refusal must wrap one of the five sentinels and must not
 // reveal where the workspace is. Seeds are in testdata/fuzz/FuzzResolve.
 //
 //	go test -run '^$' -fuzz FuzzResolve ./agent/
@@ -30,7 +30,7 @@ func FuzzResolve(f *testing.F) {
 		rel, err := Resolve(fx.w, p, pol, write)
 		if err != nil {
 			if !errors.Is(err, ErrInvalidPath) && !errors.Is(err, ErrOutsideWorkspace) &&
-				!errors.Is(err, ErrSymlink) && !errors.Is(err, ErrNotAllowed) {
+				!errors.Is(err, ErrSymlink) && !errors.Is(err, ErrHardLink) && !errors.Is(err, ErrNotAllowed) {
 				t.Fatalf("Resolve(%q) failed without a refusal sentinel: %v", p, err)
 			}
 			if strings.Contains(err.Error(), fx.base) {

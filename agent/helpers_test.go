@@ -70,7 +70,8 @@ func newFixture(tb testing.TB) *fixture {
 			tb.Skipf("symbolic links unavailable: %v", err)
 		}
 	}
-	if err := os.Link(filepath.Join(fx.dir, "memory", "history.jsonl"), filepath.Join(fx.dir, "hardhist")); err != nil {
+	// A hard link to a file outside: the same file under a workspace name.
+	if err := os.Link(filepath.Join(fx.outside, "secret.txt"), filepath.Join(fx.dir, "hardout")); err != nil {
 		tb.Skipf("hard links unavailable: %v", err)
 	}
 	w, err := workspace.Open(fx.dir)

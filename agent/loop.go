@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
@@ -79,6 +80,11 @@ const (
 	// StopRepeated: a tool call repeated with the same outcome RepeatLimit
 	// times.
 	StopRepeated Stop = "repeated"
+	// StopToolFailed: a tool call kept failing with the same system error
+	// (ErrIO: disk full, permission denied) RepeatLimit times; the model
+	// was not looping, the environment is broken. Result.ToolErr holds the
+	// error.
+	StopToolFailed Stop = "tool_failed"
 	// StopModelError: a model call failed; Run returns its error.
 	StopModelError Stop = "model_error"
 	// StopCancelled: ctx ended; Run returns ctx's error.
@@ -100,6 +106,9 @@ type Result struct {
 	// ToolCalls counts the calls answered; ToolErrors those answered with an
 	// error (including calls not run because the run ended).
 	ToolCalls, ToolErrors int
+	// ToolErr is the error that ended the run when Stop is StopToolFailed.
+	// Its text is one sentence without absolute paths.
+	ToolErr error
 }
 
 // Run continues the conversation msgs (not modified) until the model answers
@@ -263,10 +272,10 @@ func (r *run) answer(ctx context.Context, resp llm.Response) Stop {
 		case dupOf[i] >= 0:
 			out, failed = fmt.Sprintf("Error: not run: this call repeats call %s of the same response.", calls[dupOf[i]].ID), true
 		default:
-			out, failed = r.call(ctx, c)
+			var terr error
+			out, failed, terr = r.call(ctx, c)
 			if r.repeated(c, out) {
-				stop, stopNote = StopRepeated, fmt.Sprintf("the run was stopped because %s was called %d times with the same arguments and the same outcome.", c.Name, r.loop.RepeatLimit)
-				r.log.Warn("agent run stopped: the same tool call kept repeating", "tool", c.Name, "times", r.loop.RepeatLimit)
+				stop, stopNote = r.repeatStop(c, terr)
 			}
 		}
 		r.res.ToolCalls++
@@ -281,12 +290,25 @@ func (r *run) answer(ctx context.Context, resp llm.Response) Stop {
 	return stop
 }
 
-// call runs one tool call and returns its result text and whether it is an
-// error. It never panics.
-func (r *run) call(ctx context.Context, c llm.ToolCall) (out string, failed bool) {
+// repeatStop names why a call that repeated with the same outcome ends the
+// run. A call that kept failing on a system error (disk full) is not the
+// model going round in circles, and is not reported as such.
+func (r *run) repeatStop(c llm.ToolCall, terr error) (Stop, string) {
+	if terr != nil && errors.Is(terr, ErrIO) {
+		r.res.ToolErr = terr
+		r.log.Warn("agent run stopped: a tool kept failing", "tool", c.Name, "times", r.loop.RepeatLimit, "err", terr)
+		return StopToolFailed, fmt.Sprintf("the run was stopped because %s failed %d times: %v.", c.Name, r.loop.RepeatLimit, terr)
+	}
+	r.log.Warn("agent run stopped: the same tool call kept repeating", "tool", c.Name, "times", r.loop.RepeatLimit)
+	return StopRepeated, fmt.Sprintf("the run was stopped because %s was called %d times with the same arguments and the same outcome.", c.Name, r.loop.RepeatLimit)
+}
+
+// call runs one tool call and returns its result text, whether it is an
+// error, and the tool's own error when it returned one. It never panics.
+func (r *run) call(ctx context.Context, c llm.ToolCall) (out string, failed bool, terr error) {
 	t, ok := r.tools[c.Name]
 	if !ok {
-		return fmt.Sprintf("Error: unknown tool %q; the tools are: %s.", c.Name, strings.Join(r.toolNames(), ", ")), true
+		return fmt.Sprintf("Error: unknown tool %q; the tools are: %s.", c.Name, strings.Join(r.toolNames(), ", ")), true, nil
 	}
 	args := json.RawMessage(c.Arguments)
 	if len(bytes.TrimSpace(args)) == 0 {
@@ -294,7 +316,7 @@ func (r *run) call(ctx context.Context, c llm.ToolCall) (out string, failed bool
 		args = json.RawMessage("{}")
 	}
 	if !json.Valid(args) {
-		return fmt.Sprintf("Error: the arguments of %s are not valid JSON; send one JSON object.", c.Name), true
+		return fmt.Sprintf("Error: the arguments of %s are not valid JSON; send one JSON object.", c.Name), true, nil
 	}
 	if r.loop.OnToolCall != nil {
 		r.loop.OnToolCall(c.Name)
@@ -312,7 +334,7 @@ func (r *run) call(ctx context.Context, c llm.ToolCall) (out string, failed bool
 	out = r.cap(out)
 	r.log.Debug("agent tool call", "tool", c.Name, "id", c.ID, "failed", failed,
 		"result_chars", len(out), "duration", time.Since(start))
-	return out, failed
+	return out, failed, err
 }
 
 // safeRun turns a panicking tool into an error result; a tool bug must not

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/dreamgate/dreamgate/workspace"
@@ -29,6 +30,10 @@ type Policy struct {
 	// write; nothing else is reachable (not even the directories holding
 	// them).
 	Allow []string
+	// AllowWrite, when non-empty, lists the exact paths the tools may
+	// write; everything else stays readable (under the other rules) but
+	// not writable.
+	AllowWrite []string
 	// DenyWrite lists paths never written.
 	DenyWrite []string
 	// DenyRead lists paths never read. A path that may not be read may not
@@ -46,6 +51,17 @@ func ChatPolicy() Policy {
 	}
 }
 
+// ChatGuestPolicy is the policy of chat turns from people who are not
+// admins: everything ChatPolicy may read, but only the three memory files
+// may be written. The files that instruct the assistant and Dream
+// (AGENTS.md, prompts/) stay as the operator wrote them; the memory files
+// are versioned, so a bad edit shows in /dream-log and can be undone.
+func ChatGuestPolicy() Policy {
+	p := ChatPolicy()
+	p.AllowWrite = workspace.MemoryFiles()
+	return p
+}
+
 // DreamPolicy is the policy of Dream phase 2: exactly the three memory files
 // Dream edits, nothing else.
 func DreamPolicy() Policy {
@@ -57,6 +73,10 @@ func (p Policy) check(rel string, write bool) error {
 	if len(p.Allow) > 0 && !p.allows(rel) {
 		return &pathError{ErrNotAllowed, quote(rel) + " is not one of the files this tool may use (" +
 			strings.Join(p.Allow, ", ") + ")."}
+	}
+	if write && len(p.AllowWrite) > 0 && !slices.ContainsFunc(p.AllowWrite, func(a string) bool { return path.Clean(a) == rel }) {
+		return &pathError{ErrNotAllowed, "In this conversation only " + strings.Join(p.AllowWrite, ", ") +
+			" may be written; " + quote(rel) + " can be changed by an admin."}
 	}
 	if matchAny(p.DenyRead, rel) {
 		return &pathError{ErrNotAllowed, quote(rel) + " is private to dreamgate and may not be accessed."}

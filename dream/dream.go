@@ -194,6 +194,8 @@ func (r *run) say(msg string) {
 }
 
 // do is the run proper; it returns nil or a *RunError and fills the Report.
+// It reads the batch and the files, then runs phase 1 (analyse), phase 2
+// (editFiles) and finish, each of which returns the run's error itself.
 func (r *run) do(ctx context.Context) error {
 	d, rep := r.d, r.rep
 	cursor, err := d.hist.DreamCursor()
@@ -226,23 +228,52 @@ func (r *run) do(ctx context.Context) error {
 		d.log.Warn("dream prompt override cut", "path", overridePath, "max_chars", overrideCap)
 	}
 
-	// Phase 1: analysis.
+	findings, err := r.analyse(ctx, phase1Messages(guide, batch, d.now(), files))
+	if err != nil {
+		return err
+	}
+	if len(findings) == 0 {
+		return r.complete()
+	}
+	// The workspace phase 2 edits through, and that finish puts the files
+	// back through when the commit fails: the gateway's own when it shares
+	// one (its write lock then serialises chat edits with Dream's), else
+	// one for this run.
+	ws := d.files
+	if ws == nil {
+		if ws, err = workspace.Open(d.cfg.Workspace); err != nil {
+			return r.fail(false, "the memory files could not be opened for editing", fmt.Errorf("open workspace for phase 2: %w", err))
+		}
+		defer ws.Close()
+	}
+	snaps, err := r.editFiles(ctx, ws, guide, findings, files)
+	if err != nil {
+		return err
+	}
+	return r.finish(ws, snaps)
+}
+
+// analyse is phase 1: one model call that turns the batch into findings. A
+// non-nil error is the run's result (a *RunError); no findings and no error
+// means the model read the batch and found nothing to keep.
+func (r *run) analyse(ctx context.Context, msgs []llm.Message) ([]finding, error) {
+	d, rep := r.d, r.rep
 	resp, err := d.model.Chat(ctx, llm.Request{
 		Model:    d.cfg.Model,
-		Messages: phase1Messages(guide, batch, d.now(), files),
+		Messages: msgs,
 		Purpose:  llm.PurposeDreamAnalysis,
 	})
 	rep.Calls++
 	rep.Phase1 = resp.Usage
 	rep.Usage = rep.Usage.Add(resp.Usage)
 	if err != nil {
-		return r.modelFailure(ctx, "analysis", err)
+		return nil, r.modelFailure(ctx, "analysis", err)
 	}
 	switch {
 	case resp.FinishReason == llm.FinishLength:
-		return r.fail(true, "the analysis was cut off at the model's output limit", errors.New("phase 1 answer cut off (finish_reason length)"))
+		return nil, r.fail(true, "the analysis was cut off at the model's output limit", errors.New("phase 1 answer cut off (finish_reason length)"))
 	case strings.TrimSpace(resp.Content) == "":
-		return r.fail(true, "the model's analysis was empty", errors.New("phase 1 answer empty"))
+		return nil, r.fail(true, "the model's analysis was empty", errors.New("phase 1 answer empty"))
 	}
 	a := parseAnalysis(resp.Content)
 	if len(a.ignored) > 0 {
@@ -255,27 +286,23 @@ func (r *run) do(ctx context.Context) error {
 		// Prose, an error text or a format the model made up: taking it
 		// for "nothing to do" would advance the cursor past what the users
 		// said without anyone having read it.
-		return r.fail(true, "the model's analysis did not use the expected format", fmt.Errorf("phase 1 answer has no tagged line (%d lines ignored)", len(a.ignored)))
+		return nil, r.fail(true, "the model's analysis did not use the expected format", fmt.Errorf("phase 1 answer has no tagged line (%d lines ignored)", len(a.ignored)))
 	}
 	rep.Findings = len(a.findings)
-	if len(a.findings) == 0 {
-		return r.complete()
-	}
+	return a.findings, nil
+}
 
-	// Phase 2: editing.
+// editFiles is phase 2: the editing agent applies the findings. It returns
+// the files as they were before it, for finish to put back on a failure; on
+// its own failure it has put them back already and returns the run's error.
+func (r *run) editFiles(ctx context.Context, ws *workspace.Root, guide string, findings []finding, files []memFile) ([]fileSnap, error) {
+	d, rep := r.d, r.rep
 	r.say("Dreaming: editing memory files…")
-	ws := d.files
-	if ws == nil {
-		if ws, err = workspace.Open(d.cfg.Workspace); err != nil {
-			return r.fail(false, "the memory files could not be opened for editing", fmt.Errorf("open workspace for phase 2: %w", err))
-		}
-		defer ws.Close()
-	}
 	snaps, err := snapshot(ws)
 	if err != nil {
-		return r.fail(false, "the memory files could not be read", err)
+		return nil, r.fail(false, "the memory files could not be read", err)
 	}
-	res, err := r.edit(ctx, ws, guide, a.findings, files)
+	res, err := r.edit(ctx, ws, guide, findings, files)
 	rep.Calls += res.Iterations
 	rep.Phase2 = res.Usage
 	rep.Usage = rep.Usage.Add(res.Usage)
@@ -283,22 +310,32 @@ func (r *run) do(ctx context.Context) error {
 		r.putBack(ws, snaps)
 		switch res.Stop {
 		case agent.StopMaxIterations:
-			return r.fail(true, fmt.Sprintf("the editing step used its %d model calls without finishing", d.cfg.MaxIterations),
+			return nil, r.fail(true, fmt.Sprintf("the editing step used its %d model calls without finishing", d.cfg.MaxIterations),
 				fmt.Errorf("phase 2 stopped at the iteration limit (%d calls, %d tool calls, %d failed)", res.Iterations, res.ToolCalls, res.ToolErrors))
+		case agent.StopToolFailed:
+			// Disk full, permission denied: the environment's fault, not the
+			// batch's, so it does not count towards skipping the batch.
+			return nil, r.fail(false, "the memory files could not be written ("+res.ToolErr.Error()+")",
+				fmt.Errorf("phase 2 stopped: %w", res.ToolErr))
 		case agent.StopRepeated:
-			return r.fail(true, "the editing step kept repeating the same tool call",
+			return nil, r.fail(true, "the editing step kept repeating the same tool call",
 				fmt.Errorf("phase 2 stopped: a tool call repeated %d times (%d calls)", repeatLimit, res.Iterations))
 		}
 		if err == nil {
 			err = fmt.Errorf("phase 2 stopped: %s", res.Stop)
 		}
-		return r.modelFailure(ctx, "editing", err)
+		return nil, r.modelFailure(ctx, "editing", err)
 	}
 	if res.ToolErrors > 0 {
 		d.log.Info("dream editing step recovered from tool errors", "tool_calls", res.ToolCalls, "tool_errors", res.ToolErrors)
 	}
+	return snaps, nil
+}
 
-	diff, err := d.repo.Status()
+// finish commits what phase 2 really changed (putting the files back as
+// snaps has them when that fails) and advances the cursor.
+func (r *run) finish(ws *workspace.Root, snaps []fileSnap) error {
+	diff, err := r.d.repo.Status()
 	if err != nil {
 		r.putBack(ws, snaps)
 		return r.fail(false, "the memory repository could not compare the files", fmt.Errorf("status after phase 2: %w", err))

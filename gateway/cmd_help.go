@@ -24,13 +24,16 @@ func cmdHelp() *command {
 				if c.admin && !g.isAdmin(req.in) {
 					continue
 				}
-				usage := n
+				usage := g.commandUsage(req.in, n)
 				if c.args != "" {
 					usage += " " + c.args
 				}
 				fmt.Fprintf(&b, "\n%s — %s", usage, c.help)
 			}
 			b.WriteString("\nAnything else is sent to the assistant.")
+			if note := g.commandNote(req.in); note != "" {
+				b.WriteString("\n" + note)
+			}
 			if req.in.Local {
 				// The terminal's own way out; it never reaches the gateway.
 				b.WriteString("\nCtrl-D or /quit leaves.")

@@ -38,3 +38,32 @@ func TestAdminRefusalSaysHowToBecomeOne(t *testing.T) {
 		}
 	}
 }
+
+// formRecorder is a channel whose commands are typed in another form.
+type formRecorder struct{ *recorder }
+
+func (formRecorder) CommandForm(name string) string {
+	if name == "/status" {
+		return "@bot /status"
+	}
+	return "/dg-" + name[1:]
+}
+func (formRecorder) CommandNote() string { return "Mention me in threads." }
+
+func TestHelpShowsTheChannelsForm(t *testing.T) {
+	env := newTestEnv(t, noModel(t), nil)
+	fr := formRecorder{newRecorder("forms")}
+	env.g.AddChannel(fr)
+	in := inbound("help", "/help")
+	in.Channel = "forms"
+	r := wait(t, must(env.g.Submit(t.Context(), in)))
+	fr.next(t)
+	for _, want := range []string{"\n/dg-dream-log [sha] — ", "\n@bot /status — ", "\n/dg-new — ", "\nMention me in threads."} {
+		if !strings.Contains(r.Reply, want) {
+			t.Errorf("/help lacks %q:\n%s", want, r.Reply)
+		}
+	}
+	if strings.Contains(r.Reply, "\n/dream ") {
+		t.Errorf("/help shows the bare form:\n%s", r.Reply)
+	}
+}

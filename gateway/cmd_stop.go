@@ -1,16 +1,38 @@
 package gateway
 
-import "context"
+import (
+	"context"
+	"fmt"
+
+	"github.com/dreamgate/dreamgate/channels"
+)
+
+// stoppedNotice answers each message /stop dropped from the queue.
+const stoppedNotice = "Stopped before I got to this message; send it again if you still want an answer."
 
 func cmdStop() *command {
 	return &command{
 		name:     "/stop",
-		help:     "stop the answer being worked on in this conversation",
+		help:     "stop the answer being worked on in this conversation and drop the messages waiting behind it",
 		priority: true,
 		run: func(_ context.Context, g *Gateway, req cmdRequest) string {
-			if g.cancelRunning(req.in.SessionKey) {
+			// What the person sees stops: the running turn and everything
+			// queued behind it, not just the first.
+			dropped := g.dropQueued(req.in.SessionKey)
+			for _, j := range dropped {
+				g.send(channels.ReplyTo(j.in, channels.KindError, stoppedNotice))
+				g.finishedUnrecorded(j.in)
+				if j.done != nil {
+					j.done <- Result{Reply: stoppedNotice, Err: errStopped}
+				}
+			}
+			running := g.cancelRunning(req.in.SessionKey)
+			switch {
+			case running:
 				// The cancelled turn itself replies "Stopped.".
 				return ""
+			case len(dropped) > 0:
+				return fmt.Sprintf("Stopped; dropped %d waiting message(s).", len(dropped))
 			}
 			return "Nothing is running here."
 		},

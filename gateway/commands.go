@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/dreamgate/dreamgate/channels"
 )
@@ -63,7 +64,11 @@ type parsedCommand struct {
 }
 
 // commandWord matches "/name" and "/name@bot" (the suffix some clients add).
-var commandWord = regexp.MustCompile(`^/([A-Za-z][A-Za-z0-9_-]*)(@\S+)?$`)
+// It is compiled on first use: every run of the binary would pay for it at
+// start-up, and most never see a command.
+var commandWord = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^/([A-Za-z][A-Za-z0-9_-]*)(@\S+)?$`)
+})
 
 // parseCommand recognises "/word args". Text that merely starts with a
 // slash, like a path ("/etc/hosts is missing"), is not a command and goes to
@@ -77,7 +82,7 @@ func parseCommand(text string) *parsedCommand {
 	if i := strings.IndexAny(word, "\n\t"); i >= 0 {
 		word, args = word[:i], strings.TrimSpace(text[i:])
 	}
-	m := commandWord.FindStringSubmatch(word)
+	m := commandWord().FindStringSubmatch(word)
 	if m == nil {
 		return nil
 	}

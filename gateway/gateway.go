@@ -55,6 +55,10 @@ type Config struct {
 	IdleCompactAfter time.Duration
 	// Admins are "channel:userID" entries allowed to run admin commands.
 	Admins []string
+	// MaxMessageBytes caps an inbound message; a longer one is cut, saved
+	// with a marker and answered with a notice. 0 means
+	// DefaultMaxMessageBytes.
+	MaxMessageBytes int
 	// AnswerPending: at start, messages a crash left unanswered are
 	// answered when received within this, and asked to be sent again when
 	// older (pending.go); 0 turns the search off.
@@ -67,7 +71,10 @@ type Deps struct {
 	Sessions     *session.Store
 	Consolidator Consolidator
 	Prompts      *PromptBuilder
-	Tools        []agent.Tool
+	// Tools are the tools of chat turns; AdminTools, when set, replace
+	// them in turns from admins (see turnTools).
+	Tools      []agent.Tool
+	AdminTools []agent.Tool
 	// TurnTools, when set, adds tools chosen per turn by the sender's
 	// admin status (MCP servers).
 	TurnTools TurnTools
@@ -95,14 +102,15 @@ type Result struct {
 
 // Gateway routes messages between channels and the agent.
 type Gateway struct {
-	cfg      Config
-	deps     Deps
-	logger   *slog.Logger
-	now      func() time.Time
-	admins   map[string]bool
-	commands map[string]*command
-	started  time.Time
-	toolText string
+	cfg           Config
+	deps          Deps
+	logger        *slog.Logger
+	now           func() time.Time
+	admins        map[string]bool
+	commands      map[string]*command
+	started       time.Time
+	toolText      string // Tools, rendered as the consolidator counts them
+	adminToolText string // AdminTools, likewise
 
 	// turnCtx is the parent of every turn; cancelled when shutdown runs out
 	// of patience.
@@ -133,10 +141,11 @@ type worker struct {
 }
 
 type job struct {
-	in   channels.Inbound
-	cmd  *parsedCommand // nil for a chat turn
-	task func(ctx context.Context)
-	done chan Result
+	in      channels.Inbound
+	cmd     *parsedCommand // nil for a chat turn
+	task    func(ctx context.Context)
+	done    chan Result
+	tooLong int // the original size of a message capInbound cut
 }
 
 // New builds a gateway. Add channels with AddChannel before Run.
@@ -165,6 +174,7 @@ func New(cfg Config, deps Deps) *Gateway {
 	}
 	g.commands = commandTable()
 	g.toolText = toolText(deps.Tools)
+	g.adminToolText = toolText(deps.AdminTools)
 	g.turnCtx, g.cancelTurn = context.WithCancel(context.Background())
 	g.bgCtx, g.cancelBg = context.WithCancel(context.Background())
 	return g
@@ -231,12 +241,16 @@ func (g *Gateway) Submit(ctx context.Context, in channels.Inbound) (<-chan Resul
 		in.Time = g.now()
 	}
 	done := make(chan Result, 1)
+	in, tooLong := g.capInbound(in)
 	pc := parseCommand(in.Text)
+	if tooLong > 0 {
+		pc = nil // not run, whatever it starts with
+	}
 	var err error
 	if c := g.commandFor(pc); c != nil && c.priority {
 		err = g.runPriority(ctx, in, pc, done)
 	} else {
-		err = g.enqueue(job{in: in, cmd: pc, done: done})
+		err = g.enqueue(job{in: in, cmd: pc, done: done, tooLong: tooLong})
 	}
 	g.accepted(in, pc, err)
 	if errors.Is(err, channels.ErrClosed) {
@@ -333,6 +347,8 @@ func (g *Gateway) runJob(ctx context.Context, j job) Result {
 		return Result{}
 	case g.turnCtx.Err() != nil:
 		return g.refuseAtShutdown(j.in)
+	case j.tooLong > 0:
+		return g.answerTooLong(j.in, j.tooLong)
 	case j.cmd != nil:
 		return g.runCommand(ctx, j.in, j.cmd)
 	default:
@@ -431,6 +447,27 @@ func (g *Gateway) cancelRunning(key string) bool {
 
 func (g *Gateway) isAdmin(in channels.Inbound) bool {
 	return in.Local || g.admins[in.Channel+":"+in.SenderID]
+}
+
+// dropQueued takes a session's waiting messages and commands out of its
+// queue (/stop) and returns them; internal tasks (idle archives) stay.
+func (g *Gateway) dropQueued(key string) []job {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	w := g.workers[key]
+	if w == nil {
+		return nil
+	}
+	var dropped, kept []job
+	for _, j := range w.queue {
+		if j.task != nil {
+			kept = append(kept, j)
+		} else {
+			dropped = append(dropped, j)
+		}
+	}
+	w.queue = kept
+	return dropped
 }
 
 // queued reports how many jobs wait for a session, including a running one.

@@ -38,6 +38,7 @@ func (g *Gateway) idleLoop(ctx context.Context) {
 				g.compactOnDisk(checked)
 			}
 			g.evictIdle()
+			g.closeIdleFiles()
 		}
 	}
 }

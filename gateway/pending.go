@@ -60,6 +60,14 @@ func (g *Gateway) recordUser(sess *session.Session, in channels.Inbound) error {
 	return err
 }
 
+// finishedUnrecorded is for a message answered without a turn recording it
+// with its origin (too long, dropped by /stop): a restart must neither
+// answer it nor take what its session holds for unanswered.
+func (g *Gateway) finishedUnrecorded(in channels.Inbound) {
+	g.inboxDone(in)
+	g.markAnswered(in)
+}
+
 func (g *Gateway) inboxDone(in channels.Inbound) {
 	if g.inbox != nil {
 		g.inbox.done(in)

@@ -25,12 +25,13 @@ func (g *Gateway) turn(ctx context.Context, in channels.Inbound) Result {
 		log.Error("cannot open session", "err", err)
 		return g.fail(in, err, "I could not open this conversation's record, so I did not answer; the error is in the gateway log.")
 	}
+	g.addContext(sess, in) // a new session's earlier messages, once
 	if err := g.recordUser(sess, in); err != nil {
 		log.Error("cannot save message", "err", err)
 		return g.fail(in, err, "I could not save your message, so I did not answer; the error is in the gateway log.")
 	}
 
-	tools, toolsText := g.toolsFor(ctx, g.isAdmin(in))
+	tools, toolsText := g.toolsFor(ctx, in)
 	prompt := consolidator.Prompt{Fixed: g.deps.Prompts.Fixed(), Tools: toolsText}
 	if g.deps.Consolidator != nil {
 		var rep consolidator.Report
@@ -77,8 +78,7 @@ func (g *Gateway) turn(ctx context.Context, in channels.Inbound) Result {
 	case runErr != nil && g.turnCtx.Err() != nil:
 		out = g.fail(in, runErr, shutdownNotice)
 	case runErr != nil:
-		log.Warn("turn failed", "err", runErr, "stop", res.Stop)
-		out = g.fail(in, runErr, llm.UserMessage(runErr))
+		out = g.fail(in, runErr, g.turnFailure(log, in, runErr, res.Stop))
 	default:
 		reply := consolidator.StripReasoning(res.Reply)
 		switch {

@@ -261,3 +261,46 @@ func must(d <-chan Result, err error) <-chan Result {
 	}
 	return d
 }
+
+// /stop stops what the person sees: the running turn and the messages
+// queued behind it, each told it was dropped.
+func TestStopDropsQueuedMessages(t *testing.T) {
+	started := make(chan struct{}, 4)
+	env := newTestEnv(t, func(ctx context.Context, req llm.Request) (llm.Response, error) {
+		started <- struct{}{}
+		<-ctx.Done()
+		return llm.Response{}, ctx.Err()
+	}, nil)
+	running, _ := env.g.Submit(t.Context(), inbound("stopq", "write me a novel"))
+	<-started
+	q1, _ := env.g.Submit(t.Context(), inbound("stopq", "and a poem"))
+	q2, _ := env.g.Submit(t.Context(), inbound("stopq", "and a song"))
+	stopDone, _ := env.g.Submit(t.Context(), inbound("stopq", "/stop"))
+	wait(t, stopDone)
+	if r := wait(t, running); r.Reply != "Stopped." {
+		t.Errorf("running turn = %+v", r)
+	}
+	for i, q := range []<-chan Result{q1, q2} {
+		if r := wait(t, q); r.Err == nil || r.Reply != stoppedNotice {
+			t.Errorf("queued message %d = %+v, want dropped", i+1, r)
+		}
+	}
+	select {
+	case <-started:
+		t.Fatal("a queued message reached the model after /stop")
+	default:
+	}
+	notices := 0
+	for range 3 {
+		out := env.ch.next(t)
+		if out.Kind != channels.KindError {
+			t.Errorf("sent %+v", out)
+		}
+		if out.Text == stoppedNotice {
+			notices++
+		}
+	}
+	if notices != 2 {
+		t.Errorf("%d stopped notices, want 2", notices)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/dreamgate/dreamgate/agent"
+	"github.com/dreamgate/dreamgate/channels"
 )
 
 // TurnTools supplies tools chosen for each turn (the MCP servers' tools),
@@ -20,14 +21,20 @@ type TurnTools interface {
 }
 
 // toolsFor returns a turn's tools and their text as the consolidator
-// counts it.
-func (g *Gateway) toolsFor(ctx context.Context, admin bool) ([]agent.Tool, string) {
+// counts it: the file tools for the sender (turnTools), then the tools
+// chosen per turn (MCP servers) for an admin or not.
+func (g *Gateway) toolsFor(ctx context.Context, in channels.Inbound) ([]agent.Tool, string) {
+	admin := g.isAdmin(in)
+	base, text := g.deps.Tools, g.toolText
+	if g.deps.AdminTools != nil && admin {
+		base, text = g.deps.AdminTools, g.adminToolText
+	}
 	if g.deps.TurnTools == nil {
-		return g.deps.Tools, g.toolText
+		return base, text
 	}
 	extra := g.deps.TurnTools.ForTurn(ctx, admin)
 	if len(extra) == 0 {
-		return g.deps.Tools, g.toolText
+		return base, text
 	}
-	return append(slices.Clip(g.deps.Tools), extra...), g.toolText + toolText(extra)
+	return append(slices.Clip(base), extra...), text + toolText(extra)
 }

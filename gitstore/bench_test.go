@@ -52,25 +52,38 @@ type benchFixture struct {
 	err   error
 }
 
-var fixtures = map[string]*benchFixture{"loose": {}, "packed": {}}
+var (
+	fixturesMu sync.Mutex
+	fixtures   = map[string]*benchFixture{}
+)
 
 // fixture returns the 10k-commit repository, loose (as go-git leaves it) or
 // packed (as after a repack).
-func fixture(b *testing.B, kind string) *benchFixture {
+func fixture(b *testing.B, kind string) *benchFixture { return fixtureN(b, kind, benchCommits) }
+
+// fixtureN returns a repository of n commits, built once per process.
+func fixtureN(b *testing.B, kind string, n int) *benchFixture {
 	b.Helper()
-	f := fixtures[kind]
+	key := fmt.Sprintf("%s-%d", kind, n)
+	fixturesMu.Lock()
+	f := fixtures[key]
+	if f == nil {
+		f = &benchFixture{}
+		fixtures[key] = f
+	}
+	fixturesMu.Unlock()
 	f.once.Do(func() {
-		f.dir = filepath.Join(benchRoot, kind)
+		f.dir = filepath.Join(benchRoot, key)
 		start := time.Now()
-		if f.err = buildHistory(f.dir, benchCommits, kind == "packed"); f.err != nil {
+		if f.err = buildHistory(f.dir, n, kind == "packed"); f.err != nil {
 			return
 		}
-		b.Logf("built %d commits (%s) in %v; %s", benchCommits, kind, time.Since(start).Round(time.Millisecond), objectStats(f.dir))
+		b.Logf("built %d commits (%s) in %v; %s", n, kind, time.Since(start).Round(time.Millisecond), objectStats(f.dir))
 		if f.store, f.err = gitstore.Open(f.dir, gitstore.Options{Tracked: gitstore.TestTracked}); f.err != nil {
 			return
 		}
 		var log []gitstore.Commit
-		if log, f.err = f.store.Log(benchCommits/2, ""); f.err == nil {
+		if log, f.err = f.store.Log(n/2, ""); f.err == nil {
 			f.mid = log[len(log)-1]
 		}
 	})
@@ -164,6 +177,14 @@ func buildHistory(dir string, n int, packed bool) error {
 			Message: subject + "\n\nmemory/MEMORY.md: +1 -1\n",
 		}); err != nil {
 			return err
+		}
+		if !packed && i%2000 == 0 {
+			// Loose objects go to disk as they come, so a long history
+			// does not have to fit in memory.
+			if err := writeLoose(filepath.Join(dir, ".git", "objects"), mem, hashes); err != nil {
+				return err
+			}
+			mem, hashes = memory.NewStorage(), nil
 		}
 	}
 	if packed {
@@ -381,6 +402,71 @@ func BenchmarkStore10k(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkStoreScale measures the two operations whose cost used to grow
+// with the length of the history, at 1,000 and 10,000 commits:
+// LatestNoMatch (/dream-log when no commit matches: the worst case of
+// Latest) and RestoreDeep (/dream-restore of the commit half-way down);
+// IndexRebuild is what the first of them costs when the commit index has to
+// be rebuilt from the history.
+// With DREAMGATE_BENCH_100K=1 it also runs at 100,000 commits, loose only:
+// that fixture takes minutes and ~1.6 GB of disk, and packing it in memory
+// would take gigabytes.
+func BenchmarkStoreScale(b *testing.B) {
+	sizes := []int{1_000, benchCommits}
+	if os.Getenv("DREAMGATE_BENCH_100K") == "1" {
+		sizes = append(sizes, 100_000)
+	}
+	for _, n := range sizes {
+		for _, kind := range []string{"loose", "packed"} {
+			if n > benchCommits && kind == "packed" {
+				continue
+			}
+			name := fmt.Sprintf("%d/%s", n, kind)
+			b.Run(name+"/LatestNoMatch", func(b *testing.B) {
+				f := fixtureN(b, kind, n)
+				for b.Loop() {
+					if _, _, err := f.store.Latest("nothing:"); !errors.Is(err, gitstore.ErrNoMatchingCommit) {
+						b.Fatal("want ErrNoMatchingCommit, got", err)
+					}
+				}
+			})
+			b.Run(name+"/IndexRebuild", func(b *testing.B) {
+				// The one-time cost when the commit index is missing: a
+				// fresh Store walks the whole history.
+				f := fixtureN(b, kind, n)
+				for i := 0; i < b.N; i++ {
+					b.StopTimer()
+					if err := os.Remove(filepath.Join(f.dir, ".git", gitstore.CommitIndexFile)); err != nil {
+						b.Fatal(err)
+					}
+					s, err := gitstore.Open(f.dir, gitstore.Options{Tracked: gitstore.TestTracked})
+					if err != nil {
+						b.Fatal(err)
+					}
+					b.StartTimer()
+					if _, _, err := s.Latest("nothing:"); !errors.Is(err, gitstore.ErrNoMatchingCommit) {
+						b.Fatal("want ErrNoMatchingCommit, got", err)
+					}
+				}
+			})
+			b.Run(name+"/RestoreDeep", func(b *testing.B) {
+				f := fixtureN(b, kind, n)
+				for i := 0; i < b.N; i++ {
+					b.StopTimer()
+					bumpMemory(b, f.dir, i)
+					if _, err := f.store.Commit("dream: 1 change(s) from history bench", ""); err != nil {
+						b.Fatal(err)
+					}
+					b.StartTimer()
+					if _, undone, err := f.store.Restore(f.mid.SHA); err != nil || len(undone) < n/2 {
+						b.Fatal(len(undone), err)
+					}
+				}
+			})
+		}
 	}
 }
 

@@ -273,6 +273,7 @@ func (s *Store) commitPaths(paths []string, subject, body string) (Commit, error
 	if err != nil {
 		return Commit{}, fmt.Errorf("move %s: %w", head.name, err)
 	}
+	s.indexCommit(c, head, edits)
 	// The commit is made. A stale index only confuses `git status` (it
 	// would show our change reverted as staged); our own reads never use
 	// the index, so this is a warning, not a failed commit.

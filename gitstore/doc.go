@@ -1,6 +1,8 @@
 // Package gitstore is the memory repository: a git repository at the
-// workspace that versions exactly the files Dream edits (SOUL.md, USER.md,
-// memory/MEMORY.md by default) so every change can be shown and undone.
+// workspace that versions exactly the files its caller names (dreamgate
+// names the files Dream edits, SOUL.md, USER.md, memory/MEMORY.md, and the
+// instructions, AGENTS.md and prompts/dream.md) so every change can be
+// shown and undone.
 //
 // It is responsible for creating or adopting the repository (refusing one
 // nested in another repository), keeping a .gitignore that tracks only those
@@ -18,6 +20,15 @@
 //
 // go-git writes every object as a file of its own and never packs; Pack
 // moves them into a pack file once there are thousands (see PackThreshold).
+//
+// Reading history does not walk it: the Store keeps a cache of the
+// first-parent history (id, parent, time, subject, and which tracked files
+// each commit changed) in <gitdir>/dreamgate-commits, extends it on each of
+// its commits, and checks it against HEAD before each use. Commits made with
+// the git command line are picked up by walking back from HEAD to the newest
+// commit the cache knows; a missing, damaged or disagreeing cache is rebuilt
+// from the history. The repository stays the authority: commits found
+// through the cache are read back and checked.
 //
 // Concurrency: a Store serialises its own methods. Across processes, writes
 // take the repository's index.lock (as git does) and move the branch with a

@@ -21,40 +21,66 @@ import (
 // count toward n; n <= 0 lists all. A repository without commits gives none.
 func (s *Store) Log(n int, subjectPrefix string) ([]Commit, error) {
 	defer s.lock()()
-	var out []Commit
-	err := s.walk(func(c *object.Commit) (bool, error) {
-		cc := toCommit(c)
-		if strings.HasPrefix(cc.Subject, subjectPrefix) {
-			out = append(out, cc)
-		}
-		return n <= 0 || len(out) < n, nil
-	})
+	cs, err := s.matching(n, subjectPrefix)
 	if err != nil {
 		return nil, fmt.Errorf("log: %w", err)
+	}
+	out := make([]Commit, 0, len(cs))
+	for _, c := range cs {
+		out = append(out, toCommit(c))
 	}
 	return out, nil
 }
 
-// walk calls fn for each commit on the first-parent chain from HEAD, newest
-// first, until fn returns false.
-func (s *Store) walk(fn func(*object.Commit) (bool, error)) error {
-	head, err := s.head()
+// matching returns the newest n (n <= 0: all) commits on the first-parent
+// history whose subject starts with prefix, newest first. It searches the
+// commit index and reads the commits it names from the repository; one that
+// is not what the index says makes it rebuild the index and search again.
+func (s *Store) matching(n int, prefix string) ([]*object.Commit, error) {
+	out, err := s.search(n, prefix)
+	if errors.Is(err, errIndexStale) {
+		s.forgetIndex(err.Error())
+		out, err = s.search(n, prefix)
+	}
+	return out, err
+}
+
+func (s *Store) search(n int, prefix string) ([]*object.Commit, error) {
+	x, err := s.commits()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	for c := head.commit; c != nil; {
-		more, err := fn(c)
-		if err != nil || !more {
-			return err
-		}
-		if len(c.ParentHashes) == 0 {
-			return nil
-		}
-		if c, err = object.GetCommit(s.repo.Storer, c.ParentHashes[0]); err != nil {
-			return fmt.Errorf("read commit: %w", err)
+	var out []*object.Commit
+	for i := len(x.entries) - 1; i >= 0 && (n <= 0 || len(out) < n); i-- {
+		if e := &x.entries[i]; strings.HasPrefix(e.subject, prefix) {
+			c, err := s.indexedCommit(*e)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, c)
 		}
 	}
-	return nil
+	return out, nil
+}
+
+// errIndexStale: the commit index names a commit the repository does not
+// have, or has with another subject or parent.
+var errIndexStale = errors.New("commit index does not match the repository")
+
+// indexedCommit reads the commit an index entry names and checks that it is
+// that entry.
+func (s *Store) indexedCommit(e indexEntry) (*object.Commit, error) {
+	c, err := object.GetCommit(s.repo.Storer, e.id)
+	if errors.Is(err, plumbing.ErrObjectNotFound) {
+		return nil, fmt.Errorf("%w: no commit %s", errIndexStale, shortID(e.id.String()))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read commit %s: %w", shortID(e.id.String()), err)
+	}
+	if got := toCommit(c); got.Subject != e.subject || got.Parent != e.commit().Parent {
+		return nil, fmt.Errorf("%w: commit %s differs", errIndexStale, shortID(e.id.String()))
+	}
+	return c, nil
 }
 
 // Show returns the commit named by rev (a full id, or a prefix of at least
@@ -79,25 +105,18 @@ func (s *Store) Show(rev string) (Commit, Diff, error) {
 // parent. None: ErrNoMatchingCommit.
 func (s *Store) Latest(subjectPrefix string) (Commit, Diff, error) {
 	defer s.lock()()
-	var found *object.Commit
-	err := s.walk(func(c *object.Commit) (bool, error) {
-		if strings.HasPrefix(toCommit(c).Subject, subjectPrefix) {
-			found = c
-			return false, nil
-		}
-		return true, nil
-	})
+	found, err := s.matching(1, subjectPrefix)
 	if err != nil {
 		return Commit{}, Diff{}, fmt.Errorf("latest %q: %w", subjectPrefix, err)
 	}
-	if found == nil {
+	if len(found) == 0 {
 		return Commit{}, Diff{}, fmt.Errorf("latest %q: %w", subjectPrefix, ErrNoMatchingCommit)
 	}
-	d, err := s.commitDiff(found)
+	d, err := s.commitDiff(found[0])
 	if err != nil {
 		return Commit{}, Diff{}, fmt.Errorf("latest %q: %w", subjectPrefix, err)
 	}
-	return toCommit(found), d, nil
+	return toCommit(found[0]), d, nil
 }
 
 const minPrefix = 4

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 )
@@ -29,6 +28,8 @@ import (
 // history (including that manual commit) that changed at least one tracked
 // file the restore changes: its change to that file is discarded too. Commits
 // after rev that touched only files the restore leaves alone are not listed.
+// They come from the commit index, so their Body is empty: a restore deep
+// in the history would otherwise read thousands of commit objects.
 //
 // rev resolves as in Show; it must be on the first-parent history of HEAD
 // (ErrNotInHistory). A root commit has no earlier state: ErrRootCommit. When
@@ -48,203 +49,205 @@ func (s *Store) restore(rev string) (Commit, []Commit, error) {
 	if err != nil {
 		return Commit{}, nil, err
 	}
-	short := shortID(target.Hash.String())
 	if len(target.ParentHashes) == 0 {
 		return Commit{}, nil, ErrRootCommit
 	}
-	// One lock from the history walk to the revert commit: no other writer
-	// may slip a commit in whose change the restore would then discard
-	// without naming it.
+	// One lock from finding the later commits to the revert commit: no
+	// other writer may slip a commit in whose change the restore would then
+	// discard without naming it.
 	lock, err := s.lockIndex()
 	if err != nil {
 		return Commit{}, nil, err
 	}
 	defer lock.release()
-	later, err := s.commitsAfter(target)
+	plan, err := s.planRestore(target)
 	if err != nil {
 		return Commit{}, nil, err
+	}
+	if err := s.applyRestore(plan.files); err != nil {
+		return Commit{}, nil, err
+	}
+	c, undone, err := s.commitRestore(plan)
+	if err != nil {
+		// Until the revert commit exists, a failure puts the files back as
+		// HEAD has them (all of it is committed by now, hand edits
+		// included), so a half-done restore is never mistaken later for
+		// edits made by hand.
+		s.unapplyRestore(plan.files)
+		return Commit{}, nil, err
+	}
+	return c, undone, nil
+}
+
+// restorePlan is what a restore will do.
+type restorePlan struct {
+	target *object.Commit
+	short  string
+	files  []fileRestore // the tracked files that differ, in tracked order
+	later  []indexEntry  // the commits after target, oldest first (with the manual commit)
+}
+
+// fileRestore takes a tracked file from its HEAD version (now) to its
+// version before the target (want).
+type fileRestore struct {
+	path      string
+	want, now blobState
+}
+
+// planRestore checks that target is on the first-parent history, saves
+// hand edits, and compares the tree before target with HEAD's: those two
+// trees are all it reads (the later commits come from the commit index).
+// The caller holds the index lock.
+func (s *Store) planRestore(target *object.Commit) (restorePlan, error) {
+	p := restorePlan{target: target, short: shortID(target.Hash.String())}
+	if _, err := s.commitsAfter(target); err != nil {
+		return p, err
 	}
 	// Save hand edits first, so the restore cannot silently discard them.
-	manual, err := s.saveManualEdits()
+	if err := s.saveManualEdits(); err != nil {
+		return p, err
+	}
+	later, err := s.commitsAfter(target)
 	if err != nil {
-		return Commit{}, nil, err
+		return p, err
 	}
-	if manual != nil {
-		later = append([]*object.Commit{manual}, later...)
-	}
+	p.later = later
 	before, err := object.GetCommit(s.repo.Storer, target.ParentHashes[0])
 	if err != nil {
-		return Commit{}, nil, fmt.Errorf("read parent of %s: %w", short, err)
+		return p, fmt.Errorf("read parent of %s: %w", p.short, err)
 	}
 	head, err := s.head()
 	if err != nil {
-		return Commit{}, nil, err
+		return p, err
 	}
-
-	type fileRestore struct {
-		path      string
-		want, now blobState
-	}
-	var restores []fileRestore
-	for _, p := range s.tracked {
-		want, err := s.lookup(before.TreeHash, p)
+	for _, path := range s.tracked {
+		want, err := s.lookup(before.TreeHash, path)
 		if err != nil {
-			return Commit{}, nil, err
+			return p, err
 		}
-		now, err := s.lookup(head.treeHash(), p)
+		now, err := s.lookup(head.treeHash(), path)
 		if err != nil {
-			return Commit{}, nil, err
+			return p, err
 		}
 		if want != now {
-			restores = append(restores, fileRestore{p, want, now})
+			p.files = append(p.files, fileRestore{path, want, now})
 		}
 	}
-	if len(restores) == 0 {
-		return Commit{}, nil, fmt.Errorf("the memory files already are as before %s: %w", short, ErrNothingToCommit)
+	if len(p.files) == 0 {
+		return p, fmt.Errorf("the memory files already are as before %s: %w", p.short, ErrNothingToCommit)
 	}
+	return p, nil
+}
 
-	// Until the revert commit exists, a failure puts the files back as HEAD
-	// has them (all of it is committed by now, hand edits included), so a
-	// half-done restore is never mistaken later for edits made by hand.
-	done := false
-	var written []fileRestore
-	defer func() {
-		if done {
-			return
-		}
-		for _, r := range written {
-			if err := s.writeVersion(r.path, r.now); err != nil {
-				s.log.Error("memory repository: could not undo a failed restore", "path", r.path, "err", err)
-			}
-		}
-	}()
-	changed := make([]string, 0, len(restores))
-	var lines []string
-	for _, r := range restores {
-		written = append(written, r)
+// applyRestore writes the planned versions of the files. On a failure it
+// puts back the ones it got to, as HEAD has them.
+func (s *Store) applyRestore(files []fileRestore) error {
+	for i, r := range files {
 		if err := s.writeVersion(r.path, r.want); err != nil {
-			return Commit{}, nil, err
+			s.unapplyRestore(files[:i+1])
+			return err
 		}
+	}
+	return nil
+}
+
+// unapplyRestore puts files back as HEAD has them.
+func (s *Store) unapplyRestore(files []fileRestore) {
+	for _, r := range files {
+		if err := s.writeVersion(r.path, r.now); err != nil {
+			s.log.Error("memory repository: could not undo a failed restore", "path", r.path, "err", err)
+		}
+	}
+}
+
+// commitRestore records the restored files as the revert commit, naming in
+// its body the later commits whose changes it discards.
+func (s *Store) commitRestore(p restorePlan) (Commit, []Commit, error) {
+	changed := make([]string, 0, len(p.files))
+	lines := make([]string, 0, len(p.files))
+	for _, r := range p.files {
 		changed = append(changed, r.path)
 		if r.want.exists {
 			lines = append(lines, "- "+r.path+": restored")
 		} else {
-			lines = append(lines, "- "+r.path+": deleted (it did not exist before "+short+")")
+			lines = append(lines, "- "+r.path+": deleted (it did not exist before "+p.short+")")
 		}
 	}
-	undone, err := s.touching(later, target, changed)
-	if err != nil {
-		return Commit{}, nil, err
-	}
-
+	undone := s.touching(p.later, changed)
 	d, err := s.status()
 	if err != nil {
 		return Commit{}, nil, err
 	}
-	body := fmt.Sprintf("Restored the memory files to their state before %s (%s).\n\n%s\n",
-		short, toCommit(target).Subject, strings.Join(lines, "\n"))
+	var body strings.Builder
+	fmt.Fprintf(&body, "Restored the memory files to their state before %s (%s).\n\n%s\n",
+		p.short, toCommit(p.target).Subject, strings.Join(lines, "\n"))
 	if len(undone) > 0 {
-		body += "\nThis also undoes later commits:\n"
+		body.WriteString("\nThis also undoes later commits:\n")
 		for _, c := range undone {
-			body += "- " + c.Short + " " + c.Subject + "\n"
+			body.WriteString("- " + c.Short + " " + c.Subject + "\n")
 		}
 	}
 	if sum := s.Summary(d, 0); sum != "" {
-		body += "\n" + sum
+		body.WriteString("\n" + sum)
 	}
-	c, err := s.commitPaths(s.tracked, RevertPrefix+short, body)
+	c, err := s.commitPaths(s.tracked, RevertPrefix+p.short, body.String())
 	if err != nil {
 		return Commit{}, nil, fmt.Errorf("commit the restore: %w", err)
 	}
-	done = true
 	return c, undone, nil
 }
 
 // saveManualEdits commits uncommitted changes of the tracked files (byte for
-// byte: even a change of line endings only is kept) as ManualSubject, and
-// returns that commit, or nil when there was nothing to save. The caller
-// holds the index lock.
-func (s *Store) saveManualEdits() (*object.Commit, error) {
+// byte: even a change of line endings only is kept) as ManualSubject, when
+// there are any. The caller holds the index lock.
+func (s *Store) saveManualEdits() error {
 	d, err := s.status()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	body := s.Summary(d, 0)
 	if body == "" {
 		body = "Only line endings or file modes changed."
 	}
-	c, err := s.commitPaths(s.tracked, ManualSubject, body)
-	if errors.Is(err, ErrNothingToCommit) {
-		return nil, nil
+	_, err = s.commitPaths(s.tracked, ManualSubject, body)
+	if err != nil && !errors.Is(err, ErrNothingToCommit) {
+		return fmt.Errorf("save edits made outside Dream: %w", err)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("save edits made outside Dream: %w", err)
-	}
-	obj, err := object.GetCommit(s.repo.Storer, plumbing.NewHash(c.SHA))
-	if err != nil {
-		return nil, fmt.Errorf("read back %s: %w", c.Short, err)
-	}
-	return obj, nil
+	return nil
 }
 
-// commitsAfter returns the commits from HEAD back to target (excluding it)
-// on the first-parent chain, newest first.
-func (s *Store) commitsAfter(target *object.Commit) ([]*object.Commit, error) {
-	var later []*object.Commit
-	found := false
-	err := s.walk(func(c *object.Commit) (bool, error) {
-		if c.Hash == target.Hash {
-			found = true
-			return false, nil
-		}
-		later = append(later, c)
-		return true, nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	if !found {
-		return nil, fmt.Errorf("%s: %w", shortID(target.Hash.String()), ErrNotInHistory)
-	}
-	return later, nil
-}
-
-// touching keeps the commits of later (newest first, each the child of the
-// next, the last one the child of target) that changed any of paths. It
-// walks oldest first so each tree is looked into once.
-func (s *Store) touching(later []*object.Commit, target *object.Commit, paths []string) ([]Commit, error) {
-	stateAt := func(tree plumbing.Hash) ([]blobState, error) {
-		st := make([]blobState, len(paths))
-		for i, p := range paths {
-			var err error
-			if st[i], err = s.lookup(tree, p); err != nil {
-				return nil, err
-			}
-		}
-		return st, nil
-	}
-	prevTree := target.TreeHash
-	prev, err := stateAt(prevTree)
-	if err != nil {
-		return nil, err
-	}
-	var out []Commit
-	for i := len(later) - 1; i >= 0; i-- {
-		c := later[i]
-		if c.TreeHash == prevTree {
-			continue
-		}
-		cur, err := stateAt(c.TreeHash)
+// commitsAfter returns the commit index's entries after target on the
+// first-parent history of HEAD, oldest first.
+func (s *Store) commitsAfter(target *object.Commit) ([]indexEntry, error) {
+	for rebuilt := false; ; rebuilt = true {
+		x, err := s.commits()
 		if err != nil {
 			return nil, err
 		}
-		if !slices.Equal(cur, prev) {
-			out = append(out, toCommit(c))
+		i, ok := x.pos[target.Hash]
+		if !ok {
+			return nil, fmt.Errorf("%s: %w", shortID(target.Hash.String()), ErrNotInHistory)
 		}
-		prevTree, prev = c.TreeHash, cur
+		e := x.entries[i]
+		if e.parent == target.ParentHashes[0] && e.subject == toCommit(target).Subject || rebuilt {
+			return x.entries[i+1:], nil
+		}
+		s.forgetIndex("commit " + shortID(target.Hash.String()) + " differs")
 	}
-	slices.Reverse(out)
-	return out, nil
+}
+
+// touching keeps the commits of later (oldest first) that changed any of
+// paths, newest first. The commit index knows which tracked files each
+// commit changed against its first parent, so no tree is read.
+func (s *Store) touching(later []indexEntry, paths []string) []Commit {
+	want := s.trackedBits(func(p string) bool { return slices.Contains(paths, p) })
+	var out []Commit
+	for i := len(later) - 1; i >= 0; i-- {
+		if later[i].changed.meets(want) {
+			out = append(out, later[i].commit())
+		}
+	}
+	return out
 }
 
 // writeVersion makes the workspace file at p the given committed version

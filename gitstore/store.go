@@ -101,6 +101,9 @@ type Store struct {
 	lockWait  time.Duration // how long to wait for another writer's index.lock
 	// packThreshold is PackThreshold; tests lower it.
 	packThreshold int
+	// idx is the commit index (commitindex.go) as last loaded or made;
+	// nil until first used.
+	idx *commitIndex
 }
 
 // Open uses the repository at dir, or creates one there.
@@ -123,6 +126,11 @@ func Open(dir string, opts Options) (*Store, error) {
 	defer s.mu.Unlock()
 	if err := s.open(); err != nil {
 		return nil, fmt.Errorf("open memory repository %s: %w", s.dir, err)
+	}
+	if n, err := s.removeLeftovers(); err != nil {
+		s.log.Warn("memory repository: leftover temp files", "removed", n, "err", err)
+	} else if n > 0 {
+		s.log.Info("memory repository: removed leftover temp files", "count", n)
 	}
 	return s, nil
 }
@@ -289,7 +297,11 @@ func (s *Store) adopt(dotGit string) error {
 		return s.initialCommit()
 	}
 	if changed {
-		_, err := s.lockedCommit([]string{ignoreFile}, IgnoreSubject,
+		added, err := s.newlyTracked(head)
+		if err != nil {
+			return err
+		}
+		_, err = s.lockedCommit(append([]string{ignoreFile}, added...), IgnoreSubject,
 			"Track only the memory files: "+strings.Join(s.tracked, ", ")+".")
 		if err != nil && !errors.Is(err, ErrNothingToCommit) {
 			return fmt.Errorf("commit .gitignore: %w", err)

@@ -9,19 +9,29 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/dreamgate/dreamgate/workspace"
 )
 
-// Shapes of lines in nanobot's legacy HISTORY.md.
-var (
+// Shapes of lines in nanobot's legacy HISTORY.md, compiled on first use:
+// migration runs once per workspace, start-up on every run.
+var legacy = sync.OnceValue(func() *legacyPatterns {
+	return &legacyPatterns{
+		entryStart: regexp.MustCompile(`^\[(\d{4}-\d{2}-\d{2}[^\]]*)\]\s*`),
+		timestamp:  regexp.MustCompile(`^\[(\d{4}-\d{2}-\d{2} \d{2}:\d{2})\]\s*`),
+		rawMessage: regexp.MustCompile(`^\[\d{4}-\d{2}-\d{2}[^\]]*\]\s+[A-Z][A-Z0-9_]*(?:\s+\[tools:\s*[^\]]+\])?:`),
+	}
+})
+
+type legacyPatterns struct {
 	// An entry starts with a bracketed date: "[2026-03-01 10:00] …".
-	legacyEntryStart = regexp.MustCompile(`^\[(\d{4}-\d{2}-\d{2}[^\]]*)\]\s*`)
+	entryStart *regexp.Regexp
 	// A usable timestamp is exactly "[YYYY-MM-DD HH:MM]".
-	legacyTimestamp = regexp.MustCompile(`^\[(\d{4}-\d{2}-\d{2} \d{2}:\d{2})\]\s*`)
+	timestamp *regexp.Regexp
 	// Inside a [RAW] dump, each message line looks like "[date] ROLE[ [tools: …]]:".
-	legacyRawMessage = regexp.MustCompile(`^\[\d{4}-\d{2}-\d{2}[^\]]*\]\s+[A-Z][A-Z0-9_]*(?:\s+\[tools:\s*[^\]]+\])?:`)
-)
+	rawMessage *regexp.Regexp
+}
 
 // migrateLegacy turns memory/HISTORY.md into history.jsonl, once: only when
 // HISTORY.md exists and history.jsonl is missing or empty. It runs under the
@@ -127,7 +137,7 @@ func parseLegacyHistory(text, fallbackTS string) []Entry {
 	entries := make([]Entry, 0, len(chunks))
 	for i, chunk := range chunks {
 		e := Entry{Cursor: i + 1, Timestamp: fallbackTS, Content: chunk}
-		if m := legacyTimestamp.FindStringSubmatchIndex(chunk); m != nil {
+		if m := legacy().timestamp.FindStringSubmatchIndex(chunk); m != nil {
 			e.Timestamp = chunk[m[2]:m[3]]
 			if rest := strings.TrimLeft(chunk[m[1]:], " \t\n"); rest != "" {
 				e.Content = rest
@@ -140,10 +150,10 @@ func parseLegacyHistory(text, fallbackTS string) []Entry {
 }
 
 func startsLegacyEntry(line string, cur []string) bool {
-	if len(cur) == 0 || !legacyEntryStart.MatchString(line) {
+	if len(cur) == 0 || !legacy().entryStart.MatchString(line) {
 		return false
 	}
-	return !(isLegacyRaw(cur) && legacyRawMessage.MatchString(line))
+	return !(isLegacyRaw(cur) && legacy().rawMessage.MatchString(line))
 }
 
 // isLegacyRaw reports whether the chunk being built is a "[date] [RAW] …" dump.
@@ -152,7 +162,7 @@ func isLegacyRaw(cur []string) bool {
 		if strings.TrimSpace(l) == "" {
 			continue
 		}
-		m := legacyTimestamp.FindStringIndex(l)
+		m := legacy().timestamp.FindStringIndex(l)
 		return m != nil && strings.HasPrefix(strings.TrimLeft(l[m[1]:], " \t"), "[RAW]")
 	}
 	return false

@@ -1,8 +1,10 @@
 package llm
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -28,6 +30,13 @@ const (
 	// pingTimeout bounds Ping below the chat timeout: a status check must
 	// not hang for two minutes on a dead endpoint.
 	pingTimeout = 10 * time.Second
+	// defaultConcurrency covers the default gateway turn limit (8) with
+	// room for Dream, archive calls and a status check.
+	defaultConcurrency = 16
+	// idleConnTimeout closes a pooled connection unused this long (net/http's
+	// default). One the provider closed first costs a new dial, not an
+	// error: net/http retries a request on a connection found dead.
+	idleConnTimeout = 90 * time.Second
 )
 
 // Config configures a Client. Zero values take the documented defaults.
@@ -63,8 +72,15 @@ type Config struct {
 	// BreakerCooldown is how long an open breaker fails calls fast before
 	// letting one trial call through; 0 means 30s.
 	BreakerCooldown time.Duration
-	// HTTPClient is the base client for every request; nil means a plain
-	// http.Client. Its own Timeout, if any, also applies.
+	// Concurrency is the most calls expected at once (the gateway's turn
+	// limit plus Dream); it sizes the keep-alive pool of the default HTTP
+	// client, so a burst reuses connections instead of dialing again. 0
+	// means 16. It limits nothing: more calls than this still run.
+	Concurrency int
+	// HTTPClient is the base client for every request; nil means one with
+	// Go's default transport settings and a keep-alive pool of Concurrency
+	// connections. A given client is used as it is (Concurrency does not
+	// apply); its own Timeout, if any, also applies.
 	HTTPClient *http.Client
 	// Logger receives debug lines per try and breaker changes; nil discards.
 	Logger *slog.Logger
@@ -96,13 +112,91 @@ func (cfg Config) withDefaults() Config {
 	if cfg.BreakerCooldown <= 0 {
 		cfg.BreakerCooldown = defaultBreakerCooldown
 	}
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = defaultConcurrency
+	}
 	if cfg.HTTPClient == nil {
-		cfg.HTTPClient = &http.Client{}
+		cfg.HTTPClient = pooledHTTPClient(cfg.Concurrency)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	return cfg
+}
+
+// pooledHTTPClient is the default client: Go's default transport (proxy
+// from the environment, dial and TLS timeouts, HTTP/2) keeping up to n idle
+// connections to the endpoint. The default transport keeps 2, so in a burst
+// of n concurrent calls most connections were closed on return and the
+// next calls dialed again: a new TCP and TLS handshake each.
+func pooledHTTPClient(n int) *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = n
+	t.MaxIdleConns = max(t.MaxIdleConns, n)
+	t.IdleConnTimeout = idleConnTimeout
+	return &http.Client{Transport: reuseStreams{t}}
+}
+
+// reuseStreams keeps a finished stream's connection: go-openai stops
+// reading at "data: [DONE]" and closes the body before the chunked
+// encoding's last bytes are read, and net/http closes a connection whose
+// body was closed unread. So Close reads the rest first, but only after
+// [DONE] (a stream cut short by an error is closed at once) and at most
+// maxStreamTail bytes.
+type reuseStreams struct{ base http.RoundTripper }
+
+// maxStreamTail bounds what Close reads after [DONE]: normally nothing but
+// the chunked terminator.
+const maxStreamTail = 4 << 10
+
+// sseDone ends an OpenAI stream.
+const sseDone = "data: [DONE]"
+
+func (t reuseStreams) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := t.base.RoundTrip(r)
+	if err == nil && resp.Body != nil && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		resp.Body = &streamBody{ReadCloser: resp.Body}
+	}
+	return resp, err
+}
+
+// streamBody notes when the bytes read so far hold sseDone.
+type streamBody struct {
+	io.ReadCloser
+	done bool
+	// tail holds the last bytes read, to find a marker split across reads.
+	tail  [len(sseDone) - 1]byte
+	ntail int
+}
+
+func (b *streamBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if n > 0 && !b.done {
+		b.see(p[:n])
+	}
+	return n, err
+}
+
+func (b *streamBody) see(p []byte) {
+	const k = len(sseDone) - 1
+	var edge [2 * k]byte
+	m := copy(edge[:], b.tail[:b.ntail])
+	m += copy(edge[m:], p[:min(len(p), k)])
+	if bytes.Contains(edge[:m], []byte(sseDone)) || bytes.Contains(p, []byte(sseDone)) {
+		b.done = true
+	}
+	if len(p) >= k {
+		b.ntail = copy(b.tail[:], p[len(p)-k:])
+	} else {
+		b.ntail = copy(b.tail[:], edge[max(0, m-k):m])
+	}
+}
+
+func (b *streamBody) Close() error {
+	if b.done {
+		_, _ = io.CopyN(io.Discard, b.ReadCloser, maxStreamTail)
+	}
+	return b.ReadCloser.Close()
 }
 
 // Client calls one OpenAI-compatible endpoint. It is safe for concurrent

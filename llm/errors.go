@@ -83,3 +83,23 @@ func UserMessage(err error) string {
 		return "The model call failed."
 	}
 }
+
+// OperatorAbsent is the one sentence a chat user who is not the operator
+// hears when a model call failed, whatever the cause: the endpoint, the
+// config keys to check and the provider's status are the operator's
+// business (they go to the log), not something to show in a shared channel.
+const OperatorAbsent = "The assistant's model is not answering right now; the operator has been told."
+
+// PublicMessage is UserMessage for a chat user who is not the operator
+// (Slack, Discord): OperatorAbsent for every failure but a cancellation.
+// The operator reads UserMessage in the log or on the terminal.
+func PublicMessage(err error) string {
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(err, context.Canceled):
+		return "The request was cancelled."
+	default:
+		return OperatorAbsent
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"path"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -61,11 +62,11 @@ type Config struct {
 	Now      func() time.Time
 }
 
-var validName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
+var validName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`) })
 
 // ValidName reports whether name may name a server: 1–32 letters, digits,
 // '-' or '_'.
-func ValidName(name string) bool { return validName.MatchString(name) }
+func ValidName(name string) bool { return validName().MatchString(name) }
 
 // ValidPattern reports whether p is a usable AllowTools/DenyTools entry.
 func ValidPattern(p string) bool {
@@ -78,7 +79,7 @@ func ValidPattern(p string) bool {
 
 // placeholder is "${NAME}"; a bare "$NAME" is left alone, so values such
 // as passwords may contain '$'.
-var placeholder = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+var placeholder = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`) })
 
 // missingEnvError names the unset variable; the name is safe to show, the
 // value would not be.
@@ -91,8 +92,8 @@ func (e *missingEnvError) Error() string {
 // expand replaces every "${NAME}" in s.
 func expand(s, where string, getenv func(string) string) (string, error) {
 	var missing error
-	out := placeholder.ReplaceAllStringFunc(s, func(m string) string {
-		name := placeholder.FindStringSubmatch(m)[1]
+	out := placeholder().ReplaceAllStringFunc(s, func(m string) string {
+		name := placeholder().FindStringSubmatch(m)[1]
 		v := ""
 		if getenv != nil {
 			v = getenv(name)

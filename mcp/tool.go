@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -37,13 +38,13 @@ type tool struct {
 	def    llm.ToolDef
 }
 
-var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9_-]`)
+var unsafeChars = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^A-Za-z0-9_-]`) })
 
 // ToolName is the name the model sees for a server's tool:
 // mcp_<server>_<tool>, with characters a provider would refuse replaced by
 // '_' and, past 64 characters, cut and made unique with a hash.
 func ToolName(serverName, toolName string) string {
-	name := "mcp_" + unsafeChars.ReplaceAllString(serverName, "_") + "_" + unsafeChars.ReplaceAllString(toolName, "_")
+	name := "mcp_" + unsafeChars().ReplaceAllString(serverName, "_") + "_" + unsafeChars().ReplaceAllString(toolName, "_")
 	if len(name) <= maxNameLen {
 		return name
 	}

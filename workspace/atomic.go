@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strings"
 	"syscall"
 )
 
@@ -15,6 +16,11 @@ import (
 // name is short and fixed in length (the target's own name may already be
 // near the 255-byte limit) and unique, so two writers never share one.
 const tempPrefix = ".dreamgate-tmp-"
+
+// IsTemp reports whether name (a base name) is one of WriteFile's temp
+// files. One found when no write is running is the leftover of a killed
+// process and may be removed.
+func IsTemp(name string) bool { return strings.HasPrefix(name, tempPrefix) }
 
 // WriteFile replaces the file at name (an ordinary path, absolute or
 // relative to the working directory) with data, atomically and durably:

@@ -4,10 +4,14 @@
 //   - Layout: which files are the memory files Dream edits and the prompt
 //     shows (SOUL.md, USER.md, memory/MEMORY.md), and which are private to
 //     the program (the history archive, the cursor and state files, lock
-//     files, the memory repository). Every other package asks here instead
-//     of keeping its own list.
+//     files, the memory repository), and which the memory repository
+//     versions (TrackedFiles: the memory files and the instructions,
+//     AGENTS.md and prompts/dream.md). Every other package asks here
+//     instead of keeping its own list.
 //   - Root: the workspace directory opened as an os.Root, the confinement
-//     check for a path a model chose (Resolve), and the workspace's write
+//     check for a path a model chose (Resolve: no escape, no symbolic link,
+//     no file with several hard links, no directory the caller forbade such
+//     as the sessions directory), and the workspace's write
 //     lock (Exclusive), shared by the chat tools, Dream's phase 2, Dream's
 //     snapshot and roll-back, and a restore from the memory repository.
 //   - WriteFile / Root.WriteFile: the atomic write (a uniquely named temp

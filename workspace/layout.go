@@ -33,6 +33,12 @@ const (
 // The memory repository tracks them (gitstore adds its own .gitignore).
 func MemoryFiles() []string { return []string{Soul, User, Memory} }
 
+// TrackedFiles are the files the memory repository versions: the memory
+// files, and the files that instruct the assistant and Dream (AGENTS.md and
+// prompts/dream.md). Any change to them shows in /dream-log and can be
+// undone, whoever made it.
+func TrackedFiles() []string { return append(MemoryFiles(), Agents, DreamGuide) }
+
 // ProgramFiles are maintained by dreamgate alone: no tool may write them.
 // Entries use agent.Policy's syntax ("dir/" is a whole directory, "**" any
 // number of directories): the archive, its cursors, Dream's state, lock

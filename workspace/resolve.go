@@ -24,8 +24,8 @@ const (
 // into a clean workspace-relative path ("." for the workspace itself) and
 // returns the Lstat of each of its components that exists, in order
 // (components after the first missing one are not looked at), or refuses
-// it with an error wrapping ErrInvalidPath, ErrOutsideWorkspace or
-// ErrSymlink whose text is one sentence fit to send to the model (the
+// it with an error wrapping ErrInvalidPath, ErrOutsideWorkspace,
+// ErrSymlink, ErrHardLink or ErrNotAllowed whose text is one sentence fit to send to the model (the
 // workspace-relative path, never the workspace's location).
 //
 // Refused: empty, over 1024 bytes or a component over 255 bytes, NUL and
@@ -113,6 +113,12 @@ func (r *Root) walk(rel string) ([]fs.FileInfo, error) {
 		if i < len(parts)-1 && !fi.IsDir() {
 			return nil, &PathError{ErrInvalidPath, Quote(sub) + " is a file, so " + Quote(rel) + " cannot be inside it."}
 		}
+		if err := checkLinks(sub, fi); err != nil {
+			return nil, err
+		}
+		if fi.IsDir() && r.isForbidden(fi) {
+			return nil, &PathError{ErrNotAllowed, Quote(sub) + " holds dreamgate's own state (the conversations) and may not be accessed."}
+		}
 		chain = append(chain, fi)
 	}
 	return chain, nil
@@ -120,6 +126,7 @@ func (r *Root) walk(rel string) ([]fs.FileInfo, error) {
 
 // IOFailure describes a failed file operation by its workspace-relative path
 // and the system's reason, leaving out the absolute path os errors carry.
+// The error wraps ErrIO and err.
 func IOFailure(op, rel string, err error) error {
 	var (
 		pe    *fs.PathError
@@ -149,8 +156,8 @@ type ioError struct {
 	err error
 }
 
-func (e *ioError) Error() string { return e.msg }
-func (e *ioError) Unwrap() error { return e.err }
+func (e *ioError) Error() string   { return e.msg }
+func (e *ioError) Unwrap() []error { return []error{ErrIO, e.err} }
 
 // Quote shows a model-supplied path in an error, shortened so a hostile
 // megabyte of path does not come back as a megabyte of error.
@@ -169,3 +176,18 @@ func Quote(s string) string {
 // Clean applies Resolve's lexical rules alone (no file is looked at) and
 // returns the clean workspace-relative path, or a refusal as Resolve does.
 func Clean(p string) (string, error) { return cleanPath(p) }
+
+// checkLinks refuses a regular file with more than one name. A hard link is
+// the same file under another name, and the other name may be outside the
+// workspace (a session file, a key): reading or editing it through the
+// workspace would reach that file, as following a symbolic link would.
+func checkLinks(rel string, fi fs.FileInfo) error {
+	if !fi.Mode().IsRegular() {
+		return nil
+	}
+	if n := linkCount(fi); n > 1 {
+		return &PathError{ErrHardLink, fmt.Sprintf("%s has %d hard links (names for the same file); "+
+			"another name may be outside the workspace, so files with several links are not used.", Quote(rel), n)}
+	}
+	return nil
+}

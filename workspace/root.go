@@ -21,6 +21,9 @@ type Root struct {
 	dir  string
 	root *os.Root
 	mu   sync.Mutex
+
+	fmu       sync.Mutex
+	forbidden []string // directories Resolve refuses by identity (Forbid)
 }
 
 // Open opens dir, which must exist and be a directory. The caller closes

@@ -620,23 +620,41 @@ func TestRunTwiceIsRefused(t *testing.T) {
 	}
 }
 
-func TestAttachmentsAreNamedNotHidden(t *testing.T) {
+// Text-like attachments are read into the turn as fenced text with the
+// file name, up to maxFileBytes; images, binaries and larger files are named
+// with a clear marker; a message with only a file gets delivered (and so
+// answered).
+func TestAttachments(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, harnessOpts{})
+	h := newHarness(t, harnessOpts{cfg: Config{MaxFileBytes: 64}})
+	notes := fakediscord.File{Name: "notes.txt", ContentType: "text/plain; charset=utf-8", Data: []byte("buy milk\ncall bob\n")}
+	code := fakediscord.File{Name: "main.go", Data: []byte("package main\n// ```odd```\n")}
 	tests := []struct {
 		name    string
 		content string
-		files   []string
+		files   []fakediscord.File
 		want    string
 	}{
-		{"text and file", "<@BOT1> see attached", []string{"notes.txt"}, "see attached\n[attachment: notes.txt (not downloaded)]"},
-		{"file only", "<@BOT1>", []string{"a.png", "b.pdf"}, "[attachment: a.png (not downloaded)]\n[attachment: b.pdf (not downloaded)]"},
+		{"text and file", "<@BOT1> see attached", []fakediscord.File{notes},
+			"see attached\n\nFile notes.txt:\n```\nbuy milk\ncall bob\n```"},
+		{"file only, code by extension, fence outlasts its backticks", "<@BOT1>", []fakediscord.File{code},
+			"File main.go:\n````go\npackage main\n// ```odd```\n````"},
+		{"image and binary named", "<@BOT1>", []fakediscord.File{
+			{Name: "a.png", ContentType: "image/png", Data: []byte("\x89PNG")},
+			{Name: "b.pdf", ContentType: "application/pdf", Data: []byte("%PDF-1.7")},
+		}, "[image: a.png (not shown: this assistant cannot see images)]\n[file: b.pdf (8 bytes, binary; not read)]"},
+		{"over the cap", "<@BOT1> big", []fakediscord.File{{Name: "big.log", ContentType: "text/plain", Data: make([]byte, 65)}},
+			"big\n\n[file: big.log (65 bytes; not read: larger than the 64 bytes limit)]"},
+		{"claims small, is large", "<@BOT1>", []fakediscord.File{{Name: "liar.txt", ContentType: "text/plain", Data: []byte(strings.Repeat("x", 100)), Size: 10}},
+			"[file: liar.txt (not read: larger than the 64 bytes limit)]"},
+		{"text type but binary bytes", "<@BOT1>", []fakediscord.File{{Name: "x.txt", ContentType: "text/plain", Data: []byte{0, 1, 2}}},
+			"[file: x.txt (3 bytes, binary; not read)]"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			id := h.inject(fakediscord.Message{ChannelID: "C1", Content: tt.content, Attachments: tt.files})
 			if in := h.expectNext(id); in.Text != tt.want {
-				t.Fatalf("text = %q, want %q", in.Text, tt.want)
+				t.Fatalf("text = %q\nwant   %q", in.Text, tt.want)
 			}
 		})
 	}
@@ -644,6 +662,12 @@ func TestAttachmentsAreNamedNotHidden(t *testing.T) {
 	h.inject(fakediscord.Message{ChannelID: "C1", Content: "<@BOT1>"})
 	last := h.inject(fakediscord.Message{ChannelID: "C1", Content: "<@BOT1> ok"})
 	h.expectNext(last)
+	// Every download found its file.
+	for _, r := range h.fake.Requests() {
+		if strings.HasPrefix(r.Path, "/attachments/") && r.Status != 200 {
+			t.Errorf("download %s answered %d", r.Path, r.Status)
+		}
+	}
 }
 
 func TestUnreachableAPIKeepsTrying(t *testing.T) {

@@ -6,8 +6,13 @@
 // messages, system messages, duplicates and replays, allowFrom,
 // allowChannels, the mention policy), stripping the bot mention, session keys
 // (`discord:<channel>` and `discord:<parent>:thread:<thread>`), splitting
-// replies at 2000 characters, rate limits, the typing indicator, and
-// reconnecting with backoff. discordgo types never leave this package.
+// replies at 2000 characters, rate limits, the typing indicator (which never
+// holds a reply up), streaming replies by throttled edits, text attachments
+// read into the turn, the earlier messages handed over as context (a replied
+// message, a thread's recent messages), the gateway's commands as slash
+// commands (declared when changed, deferred answers through the interaction
+// webhook, sha autocomplete), sharding, and reconnecting with backoff.
+// discordgo types never leave this package.
 //
 // Of ours it imports only the channels contract (with its shared Delivery)
 // and the internal/backoff leaf; never the gateway or any other package of
@@ -15,6 +20,7 @@
 package discord
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -39,6 +45,10 @@ const (
 	PolicyAllowlist = "allowlist" // answer every message in allowChannels
 )
 
+// AutoShards as Config.ShardCount uses the shard count Discord recommends
+// (GET /gateway/bot).
+const AutoShards = -1
+
 // MaxMessageLen is Discord's limit on a message, in characters.
 const MaxMessageLen = 2000
 
@@ -58,26 +68,56 @@ type Config struct {
 	AllowFrom     []string // user ids allowed to talk to the bot; empty (or "*") = everyone
 	GroupPolicy   string   // mention (default) | open | allowlist
 	AllowChannels []string // channel ids answered in guilds; empty = all; a thread's parent counts; DMs are exempt
-	Logger        *slog.Logger
+	// Commands are declared to Discord as application (slash) commands on
+	// start, globally or, when CommandGuilds lists guild ids, in those
+	// guilds only (where changes show at once). Nil declares none.
+	Commands      []channels.Command
+	CommandGuilds []string
+	// DreamLog lists up to limit recent Dream commits, newest first, for
+	// the autocomplete of a "sha" option; nil offers none.
+	DreamLog func(ctx context.Context, limit int) ([]DreamCommit, error)
+	// ShardID and ShardCount split a large bot's guilds between processes:
+	// this one connects as shard ShardID of ShardCount, and Discord sends
+	// it the events of the guilds with (guild_id >> 22) % ShardCount ==
+	// ShardID (direct messages go to shard 0). ShardCount 0 means no
+	// sharding; AutoShards takes Discord's recommended count.
+	ShardID    int
+	ShardCount int
+	// Stream shows long replies as they are written (throttled edits).
+	Stream bool
+	// MaxFileBytes caps a text attachment read into a turn; 0 means
+	// DefaultMaxFileBytes. Larger files are named, not read.
+	MaxFileBytes int
+	Logger       *slog.Logger
 }
 
 // tuning holds the timings; tests shorten them.
 type tuning struct {
-	backoffBase  time.Duration // first reconnect delay
-	backoffMax   time.Duration // reconnect delay cap
-	healthyAfter time.Duration // a connection this old resets the backoff
-	openTimeout  time.Duration // bound on one gateway handshake
-	sendBackoff  time.Duration // first delay between send retries
-	typingEvery  time.Duration // typing indicator refresh
+	backoffBase         time.Duration // first reconnect delay
+	backoffMax          time.Duration // reconnect delay cap
+	healthyAfter        time.Duration // a connection this old resets the backoff
+	openTimeout         time.Duration // bound on one gateway handshake
+	sendBackoff         time.Duration // first delay between send retries
+	typingEvery         time.Duration // typing indicator refresh
+	typingTimeout       time.Duration // bound on one typing call
+	downloadTimeout     time.Duration // bound on one attachment download
+	streamEvery         time.Duration // least time between a stream's posts and edits
+	streamCallTimeout   time.Duration // bound on one streaming post or edit, or an interaction answer
+	autocompleteTimeout time.Duration // bound on listing Dream commits for autocomplete
 }
 
 var defaultTuning = tuning{
-	backoffBase:  time.Second,
-	backoffMax:   30 * time.Second,
-	healthyAfter: 30 * time.Second,
-	openTimeout:  30 * time.Second,
-	sendBackoff:  time.Second,
-	typingEvery:  8 * time.Second,
+	backoffBase:         time.Second,
+	backoffMax:          30 * time.Second,
+	healthyAfter:        30 * time.Second,
+	openTimeout:         30 * time.Second,
+	sendBackoff:         time.Second,
+	typingEvery:         8 * time.Second,
+	typingTimeout:       10 * time.Second,
+	downloadTimeout:     30 * time.Second,
+	streamEvery:         time.Second,
+	streamCallTimeout:   10 * time.Second,
+	autocompleteTimeout: 2 * time.Second,
 }
 
 // Adapter is the Discord channel.
@@ -89,13 +129,33 @@ type Adapter struct {
 	allowChannels map[string]bool // nil = all
 	tune          tuning
 	watch         *openWatch
+	maxFileBytes  int
+	stream        bool
+
+	commands      []channels.Command
+	commandGuilds []string
+	dreamLog      func(ctx context.Context, limit int) ([]DreamCommit, error)
+	appID         atomic.Value // string; from GET /oauth2/applications/@me
+	shardID       int
+	shardCount    int // as configured: 0, n or AutoShards
+
+	ixMu         sync.Mutex
+	interactions map[string]*interaction // by Inbound.MessageID
+
+	bg sync.WaitGroup // interaction answers, owned by Run
+
+	streamsMu sync.Mutex
+	streams   map[string]*stream // by channel and the message answered
 
 	running atomic.Bool
 	botID   atomic.Value // string; from GET /users/@me and READY
 
-	chans   *channelCache
-	seen    *channels.RecentSet // message ids already handled
-	refused *channels.RecentSet // users already told they are not allowed
+	chans *channelCache
+	seen  *channels.RecentSet // message ids already handled
+	// threadsRead holds the threads whose earlier messages were read into
+	// a context already.
+	threadsRead *channels.RecentSet
+	refused     *channels.RecentSet // users already told they are not allowed
 
 	rolesMu  sync.Mutex
 	botRoles map[string]string // guild id -> the bot's managed role there
@@ -107,6 +167,7 @@ type Adapter struct {
 var (
 	_ channels.Channel        = (*Adapter)(nil)
 	_ channels.Typer          = (*Adapter)(nil)
+	_ channels.Streamer       = (*Adapter)(nil)
 	_ channels.HealthReporter = (*Adapter)(nil)
 )
 
@@ -138,6 +199,22 @@ func New(cfg Config) (*Adapter, error) {
 	if policy == PolicyAllowlist && allowChannels == nil {
 		return nil, &configError{"allowChannels", `must list at least one channel id when groupPolicy is "allowlist"`}
 	}
+	if cfg.MaxFileBytes < 0 {
+		return nil, &configError{"maxFileBytes", fmt.Sprintf("must not be negative, got %d", cfg.MaxFileBytes)}
+	}
+	if cfg.MaxFileBytes == 0 {
+		cfg.MaxFileBytes = DefaultMaxFileBytes
+	}
+	switch {
+	case cfg.ShardCount < AutoShards:
+		return nil, &configError{"shardCount", fmt.Sprintf(`must be a positive number or "auto", got %d`, cfg.ShardCount)}
+	case cfg.ShardID < 0:
+		return nil, &configError{"shardID", fmt.Sprintf("must not be negative, got %d", cfg.ShardID)}
+	case cfg.ShardCount > 0 && cfg.ShardID >= cfg.ShardCount:
+		return nil, &configError{"shardID", fmt.Sprintf("must be below shardCount (%d), got %d", cfg.ShardCount, cfg.ShardID)}
+	case cfg.ShardCount == 0 && cfg.ShardID != 0:
+		return nil, &configError{"shardID", "needs shardCount"}
+	}
 	var transport http.RoundTripper = newTransport()
 	if cfg.APIURL != "" {
 		u, err := url.Parse(cfg.APIURL)
@@ -165,11 +242,22 @@ func New(cfg Config) (*Adapter, error) {
 		watch:         &openWatch{},
 		chans:         newChannelCache(maxCachedChannels),
 		seen:          channels.NewRecentSet(recentMessages),
+		threadsRead:   channels.NewRecentSet(recentThreadsKnown),
+		maxFileBytes:  cfg.MaxFileBytes,
+		stream:        cfg.Stream,
+		streams:       map[string]*stream{},
+		commands:      cfg.Commands,
+		commandGuilds: nonEmpty(cfg.CommandGuilds),
+		dreamLog:      cfg.DreamLog,
+		shardID:       cfg.ShardID,
+		shardCount:    cfg.ShardCount,
+		interactions:  map[string]*interaction{},
 		refused:       channels.NewRecentSet(recentRefusals),
 		botRoles:      map[string]string{},
 		health:        channels.NewHealthTracker(),
 	}
 	a.botID.Store("")
+	a.appID.Store("")
 
 	s.Client = &http.Client{Timeout: 20 * time.Second, Transport: transport}
 	s.Dialer = &websocket.Dialer{
@@ -192,6 +280,16 @@ func New(cfg Config) (*Adapter, error) {
 	s.MaxRestRetries = 0
 	s.Identify.Intents = intents
 	return a, nil
+}
+
+func nonEmpty(ids []string) []string {
+	var out []string
+	for _, id := range ids {
+		if id = strings.TrimSpace(id); id != "" {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // idSet turns a list of ids into a set; nil means "no restriction" (empty

@@ -34,3 +34,7 @@ var ErrNoTarget = errors.New("no discord channel to send to")
 // ErrEmptyMessage is returned by Send for a message with no visible text,
 // which Discord refuses.
 var ErrEmptyMessage = errors.New("empty discord message")
+
+// ErrShardOutOfRange is returned by Run when shardID is not below the shard
+// count (with "auto", Discord recommended fewer shards than expected).
+var ErrShardOutOfRange = errors.New("discord shard id out of range")

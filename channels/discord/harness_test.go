@@ -13,12 +13,17 @@ import (
 
 // testTuning keeps the adapter's waits short; the protocol is unchanged.
 var testTuning = tuning{
-	backoffBase:  10 * time.Millisecond,
-	backoffMax:   50 * time.Millisecond,
-	healthyAfter: time.Hour,
-	openTimeout:  5 * time.Second,
-	sendBackoff:  10 * time.Millisecond,
-	typingEvery:  20 * time.Millisecond,
+	backoffBase:         10 * time.Millisecond,
+	backoffMax:          50 * time.Millisecond,
+	healthyAfter:        time.Hour,
+	openTimeout:         5 * time.Second,
+	sendBackoff:         10 * time.Millisecond,
+	typingEvery:         20 * time.Millisecond,
+	typingTimeout:       5 * time.Second,
+	downloadTimeout:     5 * time.Second,
+	streamEvery:         20 * time.Millisecond,
+	streamCallTimeout:   5 * time.Second,
+	autocompleteTimeout: 2 * time.Second,
 }
 
 // waitTimeout bounds every wait of a test; nothing should come near it.

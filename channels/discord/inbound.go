@@ -75,12 +75,8 @@ func (a *Adapter) accept(ctx context.Context, m *discordgo.Message, notify func(
 	}
 
 	text := stripMention(m.Content, bot, a.botRole(m.GuildID))
-	for _, at := range m.Attachments {
-		if at == nil {
-			continue
-		}
-		// Attachments are not downloaded; say so instead of hiding them.
-		text = strings.TrimSpace(text + "\n[attachment: " + at.Filename + " (not downloaded)]")
+	if files := a.attachmentsText(ctx, m.Attachments); files != "" {
+		text = strings.TrimSpace(text + "\n\n" + files)
 	}
 	if text == "" {
 		a.log.Debug("discord: ignored empty message", "message", m.ID)
@@ -104,7 +100,16 @@ func (a *Adapter) accept(ctx context.Context, m *discordgo.Message, notify func(
 		MessageID:  m.ID,
 		Text:       text,
 		Time:       when,
+		Context:    a.conversationContext(ctx, m, parentOf(chatID, threadID)),
 	}, true
+}
+
+// parentOf is the parent channel of a thread conversation, "" otherwise.
+func parentOf(chatID, threadID string) string {
+	if threadID == "" {
+		return ""
+	}
+	return chatID
 }
 
 func senderName(m *discordgo.Message) string {

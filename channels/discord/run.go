@@ -34,11 +34,14 @@ func (a *Adapter) Run(ctx context.Context, sink channels.Sink) error {
 	// out: the filter may look a channel up over REST, which must not hold
 	// up the gateway's read loop. Discord does not send a read message
 	// again, so what is left when Run stops is handed over.
-	var out *channels.Delivery[*discordgo.Message]
-	out = channels.NewDelivery(channels.DeliveryConfig[*discordgo.Message]{
+	var out *channels.Delivery[item]
+	out = channels.NewDelivery(channels.DeliveryConfig[item]{
 		Sink: sink,
-		Accept: func(ctx context.Context, m *discordgo.Message) (channels.Inbound, bool) {
-			return a.accept(ctx, m, out.Notify)
+		Accept: func(ctx context.Context, it item) (channels.Inbound, bool) {
+			if it.i != nil {
+				return a.acceptInteraction(ctx, it.i, out.Notify)
+			}
+			return a.accept(ctx, it.m, out.Notify)
 		},
 		Send: a.Send,
 		Stop: cancel,
@@ -59,6 +62,7 @@ func (a *Adapter) Run(ctx context.Context, sink channels.Sink) error {
 	cancel()
 	<-delivered
 	out.HandOver(ctx)
+	a.bg.Wait()
 	if err != nil {
 		a.health.Set(channels.StateFailed, err.Error())
 		return fmt.Errorf("run discord adapter: %w", err)
@@ -67,10 +71,16 @@ func (a *Adapter) Run(ctx context.Context, sink channels.Sink) error {
 	return nil
 }
 
+// item is what the gateway reader queues: a message or a slash command.
+type item struct {
+	m *discordgo.Message
+	i *discordgo.Interaction
+}
+
 // addHandlers registers the gateway handlers of one Run and returns their
 // removers. They run in discordgo's read loop (SyncEvents), so they only
 // copy and hand over.
-func (a *Adapter) addHandlers(ctx context.Context, out *channels.Delivery[*discordgo.Message], drops chan<- struct{}) []func() {
+func (a *Adapter) addHandlers(ctx context.Context, out *channels.Delivery[item], drops chan<- struct{}) []func() {
 	return []func(){
 		a.session.AddHandler(func(_ *discordgo.Session, r *discordgo.Ready) {
 			if r.User != nil {
@@ -92,10 +102,13 @@ func (a *Adapter) addHandlers(ctx context.Context, out *channels.Delivery[*disco
 				return
 			}
 			// Also while Run is stopping: the hand-over still delivers it.
-			out.Put(ctx, m.Message)
+			out.Put(ctx, item{m: m.Message})
 			if a.onQueued != nil {
 				a.onQueued(m.ID)
 			}
+		}),
+		a.session.AddHandler(func(_ *discordgo.Session, i *discordgo.InteractionCreate) {
+			a.onInteraction(ctx, i.Interaction, out)
 		}),
 		a.session.AddHandler(func(_ *discordgo.Session, g *discordgo.GuildCreate) {
 			if g.Guild == nil {
@@ -163,6 +176,18 @@ func (a *Adapter) connect(ctx context.Context, drops <-chan struct{}) error {
 		}
 	}
 
+	if err := a.setShards(ctx); err != nil {
+		return err
+	}
+	// One process declares the commands: shard 0 (or the only one).
+	if a.shardID == 0 {
+		rctx, cancel := context.WithTimeout(ctx, a.tune.openTimeout)
+		if err := a.registerCommands(rctx); err != nil && ctx.Err() == nil {
+			a.log.Warn("discord: declaring slash commands failed; @bot /command still works", "err", err)
+		}
+		cancel()
+	}
+
 	for {
 		select { // a drop of the previous connection, already handled
 		case <-drops:
@@ -200,6 +225,31 @@ func (a *Adapter) connect(ctx context.Context, drops <-chan struct{}) error {
 			return nil
 		}
 	}
+}
+
+// setShards sets the shard this process identifies as; with AutoShards the
+// count is Discord's recommendation.
+func (a *Adapter) setShards(ctx context.Context) error {
+	count := a.shardCount
+	if count == AutoShards {
+		gb, err := a.session.GatewayBot(discordgo.WithContext(ctx))
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("get recommended shard count: %w", err)
+		}
+		count = max(gb.Shards, 1)
+		a.log.Info("discord: shard count recommended by Discord", "shards", count)
+	}
+	if count <= 1 && a.shardID == 0 {
+		return nil
+	}
+	if a.shardID >= count {
+		return fmt.Errorf("%w: shard %d of %d", ErrShardOutOfRange, a.shardID, count)
+	}
+	a.session.ShardID, a.session.ShardCount = a.shardID, count
+	return nil
 }
 
 // open runs one bounded gateway handshake. discordgo sends RESUME when it

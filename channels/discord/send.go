@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -65,6 +66,17 @@ func (a *Adapter) Send(ctx context.Context, out channels.Outbound) error {
 	}
 	if strings.TrimSpace(out.Text) == "" {
 		return fmt.Errorf("send discord message to %s: %w", target, ErrEmptyMessage)
+	}
+	if it := a.interactionFor(out.ReplyTo); it != nil {
+		return a.sendInteraction(ctx, it, channels.SplitMessage(out.Text, MaxMessageLen))
+	}
+	if strings.HasPrefix(out.ReplyTo, interactionPrefix) {
+		out.ReplyTo = "" // an expired slash command: answer in the channel
+	}
+	if st := a.takeStream(out); st != nil {
+		if handled, err := st.finish(ctx, out); handled {
+			return err
+		}
 	}
 	parts := channels.SplitMessage(out.Text, MaxMessageLen)
 	endpoint := discordgo.EndpointChannelMessages(target)
@@ -169,7 +181,15 @@ func rejected(err error) error {
 
 // StartTyping implements channels.Typer: POST /channels/{id}/typing now and
 // every 8 s until stop is called or ctx ends. Failures are logged at debug;
-// stop returns promptly and is safe to call more than once.
+// stop returns at once and is safe to call more than once.
+//
+// Typing must never hold a reply up. So a typing call is not cancelled by
+// stop (it runs detached from ctx, bounded by its own timeout) and does not
+// go through discordgo's rate-limit buckets: discordgo takes a call from a
+// bucket before a request and gives it back only from the answer's headers,
+// so cancelled calls drained the bucket, and the next typing call then slept
+// uncancellably until the bucket reset while the turn's stop waited for it.
+// A typing call that Discord answers with 429 is simply skipped.
 func (a *Adapter) StartTyping(ctx context.Context, in channels.Inbound) (stop func()) {
 	target := in.ThreadID
 	if target == "" {
@@ -179,28 +199,45 @@ func (a *Adapter) StartTyping(ctx context.Context, in channels.Inbound) (stop fu
 		return func() {}
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
+	// The loop ends on stop or ctx; a call in flight then ends within
+	// typingTimeout.
 	go func() {
-		defer close(done)
 		tick := time.NewTicker(a.tune.typingEvery)
 		defer tick.Stop()
-		for {
-			err := a.session.ChannelTyping(target, discordgo.WithContext(ctx))
-			if err != nil && ctx.Err() == nil {
+		for ctx.Err() == nil {
+			// Detached: stop ends the loop, never the call in flight.
+			rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), a.tune.typingTimeout)
+			err := a.typing(rctx, target)
+			rcancel()
+			if err != nil {
 				a.log.Debug("discord: typing indicator failed", "chat", target, "err", err)
 			}
 			select {
 			case <-ctx.Done():
-				return
 			case <-tick.C:
 			}
 		}
 	}()
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			cancel()
-			<-done
-		})
+	return sync.OnceFunc(cancel)
+}
+
+// typing is one POST /channels/{id}/typing, outside discordgo's rate
+// limiter (see StartTyping).
+func (a *Adapter) typing(ctx context.Context, channelID string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, discordgo.EndpointChannelTyping(channelID), nil)
+	if err != nil {
+		return fmt.Errorf("typing request: %w", err)
 	}
+	req.Header.Set("Authorization", a.session.Token)
+	req.Header.Set("User-Agent", a.session.UserAgent)
+	resp, err := a.session.Client.Do(req)
+	if err != nil {
+		return fmt.Errorf("typing: %w", err)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode >= 300 {
+		return fmt.Errorf("typing: HTTP %d", resp.StatusCode)
+	}
+	return nil
 }

@@ -64,6 +64,14 @@ type Adapter struct {
 	seen  *channels.RecentSet // channel+ts of messages already handled
 	told  *channels.RecentSet // users already told they are not on the allow list
 	names *names              // sender names by user id
+	// threads are the threads (channel/ts) seen in this process: the first
+	// message of one reads its earlier messages.
+	threads *channels.RecentSet
+	slash   slashTargets
+	streams streams
+	edits   *editBudget // chat.update allowance shared by the streams
+	// botHandle is the bot's user name (auth.test), for "@bot /status".
+	botHandle atomic.Value
 
 	running atomic.Bool
 	// noMetadata is set once Slack refused a post's metadata: posts go
@@ -73,12 +81,13 @@ type Adapter struct {
 	health *channels.HealthTracker
 
 	// Tuning; tests shorten these.
-	reconnectMin, reconnectMax time.Duration
-	sendRetryMin               time.Duration
-	sendTries                  int
-	apiTimeout                 time.Duration
-	ackTimeout                 time.Duration
-	reactionTimeout            time.Duration
+	reconnectMin, reconnectMax  time.Duration
+	sendRetryMin                time.Duration
+	sendTries                   int
+	apiTimeout                  time.Duration
+	ackTimeout                  time.Duration
+	reactionTimeout             time.Duration
+	streamDelay, streamInterval time.Duration
 }
 
 // New validates cfg and returns an adapter; it does no network I/O.
@@ -95,6 +104,8 @@ func New(cfg Config) (*Adapter, error) {
 		seen:          channels.NewRecentSet(recentCap),
 		told:          channels.NewRecentSet(recentCap),
 		names:         newNames(),
+		threads:       channels.NewRecentSet(recentCap),
+		edits:         newEditBudget(editsPerMinute, editBurst),
 		health:        channels.NewHealthTracker(),
 		reconnectMin:  time.Second,
 		reconnectMax:  30 * time.Second,
@@ -104,6 +115,8 @@ func New(cfg Config) (*Adapter, error) {
 		ackTimeout:    5 * time.Second,
 		// Short: stop waits for these calls at the end of a turn.
 		reactionTimeout: 10 * time.Second,
+		streamDelay:     streamDelay,
+		streamInterval:  streamInterval,
 	}
 	a.gate = &connGate{a: a}
 	opts := []slack.Option{
@@ -141,6 +154,14 @@ func (a *Adapter) debugEnabled() bool {
 func (a *Adapter) Send(ctx context.Context, out channels.Outbound) error {
 	if out.ChatID == "" {
 		return errors.New("slack: send: no channel id")
+	}
+	if t := a.slash.get(out.ReplyTo); t != nil {
+		return a.respond(ctx, t, out)
+	}
+	if st := a.streams.take(out); st != nil {
+		if done, err := st.finish(ctx, out); done {
+			return err
+		}
 	}
 	text := toMrkdwn(out.Text)
 	if strings.TrimSpace(text) == "" {
@@ -320,7 +341,7 @@ func isAuthError(err error) bool {
 // it; each call is bounded by 10 s. stop is safe to call more than once.
 // Failures are logged at debug and never reach the caller.
 func (a *Adapter) StartTyping(ctx context.Context, in channels.Inbound) (stop func()) {
-	if in.ChatID == "" || in.MessageID == "" {
+	if in.ChatID == "" || in.MessageID == "" || isSlashID(in.MessageID) {
 		return func() {}
 	}
 	// The reaction must come off even when the turn's context was cancelled.

@@ -4,8 +4,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
+	"sync"
+
+	"github.com/dreamgate/dreamgate/channels"
 )
 
 // Group policies: which channel messages (not DMs) the bot answers.
@@ -27,8 +31,26 @@ type Config struct {
 	// ReplyInThread answers a top-level channel post in a thread of its own
 	// (its own session). The config layer defaults it to true.
 	ReplyInThread bool
-	Logger        *slog.Logger // nil = discard
+	// Commands are the gateway's chat commands, declared as Slack slash
+	// commands in the app manifest (cmd passes gateway.Commands()); /help
+	// names them in the form that works on Slack.
+	Commands []channels.Command
+	// CommandPrefix goes before every slash command's name, for
+	// workspaces where a name is taken: "dg-" answers /dg-dream. Slack's
+	// own /status always wins, so /status needs one.
+	CommandPrefix string
+	// MaxFileBytes caps a file shared with a post that is read into the
+	// turn; 0 means DefaultMaxFileBytes, a negative value reads none.
+	MaxFileBytes int64
+	Logger       *slog.Logger // nil = discard
 }
+
+// DefaultMaxFileBytes is Config.MaxFileBytes when it is 0.
+const DefaultMaxFileBytes = 256 << 10
+
+// commandPrefixRE is what Slack accepts in a command name (lower case,
+// at most 32 characters with the name); the prefix leaves room for one.
+var commandPrefixRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,15}$`) })
 
 // normalize validates c and returns it with defaults applied. Errors name
 // the field and never include a token.
@@ -60,6 +82,13 @@ func (c Config) normalize() (Config, error) {
 	c.AllowChannels = cleanIDs(c.AllowChannels)
 	if c.GroupPolicy == PolicyAllowlist && len(c.AllowChannels) == 0 {
 		return c, &configError{"allowChannels", `must list at least one channel id when groupPolicy is "allowlist"`}
+	}
+	c.CommandPrefix = strings.TrimPrefix(strings.TrimSpace(c.CommandPrefix), "/")
+	if c.CommandPrefix != "" && !commandPrefixRE().MatchString(c.CommandPrefix) {
+		return c, &configError{"commandPrefix", fmt.Sprintf("must be up to 16 lower-case letters, digits, - or _, such as \"dg-\" (got %q)", c.CommandPrefix)}
+	}
+	if c.MaxFileBytes == 0 {
+		c.MaxFileBytes = DefaultMaxFileBytes
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -29,6 +29,9 @@ func TestNewValidation(t *testing.T) {
 		{"allowlist with channels", func(c *Config) { c.GroupPolicy = "allowlist"; c.AllowChannels = []string{"C1"} }, ""},
 		{"api url not http", func(c *Config) { c.APIURL = "ftp://x/api/" }, "slack.apiURL: must be an http(s) URL"},
 		{"api url without host", func(c *Config) { c.APIURL = "http:///api/" }, "slack.apiURL"},
+		{"command prefix", func(c *Config) { c.CommandPrefix = "/dg-" }, ""},
+		{"command prefix with odd characters", func(c *Config) { c.CommandPrefix = "Dg!" }, `slack.commandPrefix: must be up to 16 lower-case letters`},
+		{"command prefix too long", func(c *Config) { c.CommandPrefix = strings.Repeat("a", 17) }, "slack.commandPrefix"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -124,4 +127,19 @@ func TestConnGateSequence(t *testing.T) {
 	step(30 * s) // capped
 	g.reset()    // a new Run
 	step(0)
+}
+
+func TestConfigDefaultsForNativeFeatures(t *testing.T) {
+	cfg := validConfig()
+	cfg.CommandPrefix = " /dg- "
+	a, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.cfg.CommandPrefix != "dg-" || a.cfg.MaxFileBytes != DefaultMaxFileBytes {
+		t.Errorf("prefix %q, max file bytes %d", a.cfg.CommandPrefix, a.cfg.MaxFileBytes)
+	}
+	if got := a.commandName("/DG-Dream-Log"); got != "/dream-log" {
+		t.Errorf("commandName = %q", got)
+	}
 }

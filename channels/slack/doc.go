@@ -3,8 +3,13 @@
 // channels.Inbound (filtered: own messages, edits and other subtypes,
 // duplicates, allowFrom, allowChannels, group policy; bot mention stripped;
 // one session per thread), and sends channels.Outbound with chat.postMessage
-// (Markdown converted to mrkdwn, split at Slack's limit, rate limits
-// honoured). The "eyes" reaction is its typing indicator.
+// (Markdown converted to mrkdwn, tables as aligned code blocks, split at
+// Slack's limit, rate limits honoured). The "eyes" reaction is its typing
+// indicator. It also makes the gateway feel native in Slack: slash
+// commands (slash_commands envelopes, answered through response_url),
+// the earlier messages of a thread it is mentioned in (Inbound.Context),
+// text files shared with a post read into the turn, and answers streamed
+// into a message edited with chat.update.
 //
 // slack-go's types never leave this package. Of ours it imports only the
 // channels contract (with its shared Delivery) and the internal/backoff

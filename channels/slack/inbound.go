@@ -21,6 +21,7 @@ type rawMessage struct {
 	ts          string
 	threadTS    string
 	edited      bool
+	files       []fileRef
 }
 
 // verdict is what the filter decided about one event.
@@ -79,7 +80,7 @@ func (a *Adapter) filter(m rawMessage, botUserID, botID string, mentionRE *regex
 			return channels.Inbound{}, verdictPolicy
 		}
 	}
-	if in.Text == "" {
+	if in.Text == "" && len(m.files) == 0 {
 		return channels.Inbound{}, verdictEmpty
 	}
 	return in, verdictAccept

@@ -3,12 +3,15 @@ package slack
 import (
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // Markdown to Slack mrkdwn, for what models write: **bold** -> *bold*,
 // *it* and __x__ -> _x_ (_x_ is kept), ~~s~~ -> ~s~, [text](url) and
 // ![alt](url) -> <url|text>, "# Heading" -> *Heading*, list markers -> •,
-// fenced blocks -> plain ``` fences (Slack shows an info string as code).
+// fenced blocks -> plain ``` fences (Slack shows an info string as code),
+// tables -> aligned code blocks (mrkdwn has no tables, and raw pipe rows
+// are hard to read in a proportional font).
 //
 // Inside code spans and fenced blocks nothing is converted, but & < > are
 // still escaped there as everywhere: Slack parses <…> as links and mentions
@@ -19,16 +22,26 @@ import (
 // any other <…>, such as <!channel>, is escaped so model output cannot ping
 // a whole channel.
 
-var (
-	headingRE = regexp.MustCompile(`^ {0,3}#{1,6}(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$`)
-	bulletRE  = regexp.MustCompile(`^([ \t]*)[*+-][ \t]+`)
-	hruleRE   = regexp.MustCompile(`^ {0,3}(?:(?:-[ \t]*){3,}|(?:\*[ \t]*){3,}|(?:_[ \t]*){3,})$`)
-	quoteRE   = regexp.MustCompile(`^ {0,3}(?:>[ \t]?)+`)
-	// slackRefRE matches references Slack itself renders: <@U…>, <#C…>,
+// The patterns are compiled on first use: every run of the binary would pay
+// for them at start-up, and most never talk to Slack.
+var mrkdwnRE = sync.OnceValue(func() *mrkdwnPatterns {
+	return &mrkdwnPatterns{
+		heading:  regexp.MustCompile(`^ {0,3}#{1,6}(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$`),
+		bullet:   regexp.MustCompile(`^([ \t]*)[*+-][ \t]+`),
+		hrule:    regexp.MustCompile(`^ {0,3}(?:(?:-[ \t]*){3,}|(?:\*[ \t]*){3,}|(?:_[ \t]*){3,})$`),
+		quote:    regexp.MustCompile(`^ {0,3}(?:>[ \t]?)+`),
+		slackRef: regexp.MustCompile(`^<[@#][A-Z0-9]+(?:\|[^<>]*)?>`),
+		autolink: regexp.MustCompile(`^<((?:https?://|mailto:)[^\s<>]+)>`),
+	}
+})
+
+type mrkdwnPatterns struct {
+	heading, bullet, hrule, quote *regexp.Regexp
+	// slackRef matches references Slack itself renders: <@U…>, <#C…>,
 	// optionally with a |label.
-	slackRefRE = regexp.MustCompile(`^<[@#][A-Z0-9]+(?:\|[^<>]*)?>`)
-	autolinkRE = regexp.MustCompile(`^<((?:https?://|mailto:)[^\s<>]+)>`)
-)
+	slackRef *regexp.Regexp
+	autolink *regexp.Regexp
+}
 
 var textEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
 
@@ -46,9 +59,18 @@ func toMrkdwn(md string) string {
 	b.Grow(len(md) + len(md)/16)
 	var fenceChar byte // '`' or '~' while inside a fenced block
 	var fenceLen int
-	for i, line := range strings.Split(md, "\n") {
+	lines := strings.Split(md, "\n")
+	for i := 0; i < len(lines); i++ {
+		line := lines[i]
 		if i > 0 {
 			b.WriteByte('\n')
+		}
+		if fenceChar == 0 {
+			if n := tableLen(lines[i:]); n > 0 {
+				b.WriteString(renderTable(lines[i : i+n]))
+				i += n - 1
+				continue
+			}
 		}
 		trimmed := strings.TrimLeft(line, " ")
 		indent := line[:len(line)-len(trimmed)]
@@ -102,21 +124,21 @@ func convertLine(line string) string {
 		// The common case: no block marker, so skip the regexps.
 		return convertInline(line, false)
 	}
-	if m := headingRE.FindStringSubmatch(line); m != nil {
+	if m := mrkdwnRE().heading.FindStringSubmatch(line); m != nil {
 		if strings.TrimSpace(m[1]) == "" {
 			return ""
 		}
 		return "*" + convertInline(strings.TrimSpace(m[1]), true) + "*"
 	}
-	if hruleRE.MatchString(line) {
+	if mrkdwnRE().hrule.MatchString(line) {
 		return "──────────"
 	}
-	if q := quoteRE.FindString(line); q != "" {
+	if q := mrkdwnRE().quote.FindString(line); q != "" {
 		// A line-start ">" is Slack's quote marker too; keep it unescaped.
 		marks := strings.Count(q, ">")
 		return strings.Repeat(">", marks) + " " + convertLine(line[len(q):])
 	}
-	if m := bulletRE.FindStringSubmatchIndex(line); m != nil {
+	if m := mrkdwnRE().bullet.FindStringSubmatchIndex(line); m != nil {
 		return line[m[2]:m[3]] + "• " + convertInline(line[m[1]:], false)
 	}
 	return convertInline(line, false)
@@ -169,10 +191,10 @@ func (c *inlineConv) run() string {
 				i++
 			}
 		case ch == '<':
-			if m := slackRefRE.FindString(s[i:]); m != "" {
+			if m := mrkdwnRE().slackRef.FindString(s[i:]); m != "" {
 				c.b.WriteString(m)
 				i += len(m)
-			} else if m := autolinkRE.FindStringSubmatch(s[i:]); m != nil {
+			} else if m := mrkdwnRE().autolink.FindStringSubmatch(s[i:]); m != nil {
 				c.b.WriteString("<" + urlEscaper.Replace(m[1]) + ">")
 				i += len(m[0])
 			} else {

@@ -76,3 +76,27 @@ func BenchmarkToMrkdwn(b *testing.B) {
 		_ = toMrkdwn(in)
 	}
 }
+
+func TestTablesBecomeAlignedCodeBlocks(t *testing.T) {
+	in := "Sizes:\n\n| Name | **Size** | Note |\n|:-----|-----:|:---:|\n| a.go | 12 | `ok` |\n| longer_name.go | 1024 | a \\| b |\n\nAfter **x**."
+	want := "Sizes:\n\n```\n" +
+		"Name           | Size | Note\n" +
+		"---------------+------+------\n" +
+		"a.go           |   12 |  ok\n" +
+		"longer_name.go | 1024 | a | b\n" +
+		"```\n\nAfter *x*."
+	if got := toMrkdwn(in); got != want {
+		t.Errorf("toMrkdwn =\n%s\nwant\n%s", got, want)
+	}
+	// Not tables: pipes without a delimiter row, and a table in a fence.
+	for _, s := range []string{"a | b\nc | d", "```\n| a | b |\n|---|---|\n```"} {
+		if got := toMrkdwn(s); strings.Contains(got, "-+-") {
+			t.Errorf("toMrkdwn(%q) made a table: %q", s, got)
+		}
+	}
+	// Short rows are padded; & < > are escaped in cells.
+	got := toMrkdwn("|a|b|\n|-|-|\n|x<y|\n")
+	if !strings.Contains(got, "x&lt;y |") {
+		t.Errorf("short row or escape: %q", got)
+	}
+}

@@ -37,15 +37,12 @@ func (a *Adapter) Run(ctx context.Context, sink channels.Sink) error {
 	// Envelopes are acked before their messages enter the queue: Slack
 	// will not send them again, so what is left when Run stops is handed
 	// over.
-	r.out = channels.NewDelivery(channels.DeliveryConfig[channels.Inbound]{
-		Sink: sink,
-		Accept: func(ctx context.Context, in channels.Inbound) (channels.Inbound, bool) {
-			in.SenderName = a.senderName(ctx, in.SenderID)
-			return in, true
-		},
-		Send: a.Send,
-		Stop: stop,
-		Log:  a.log,
+	r.out = channels.NewDelivery(channels.DeliveryConfig[pending]{
+		Sink:   sink,
+		Accept: r.accept,
+		Send:   a.Send,
+		Stop:   stop,
+		Log:    a.log,
 	})
 	err := r.run(ctx)
 	if err != nil {
@@ -61,7 +58,7 @@ func (a *Adapter) Run(ctx context.Context, sink channels.Sink) error {
 type runner struct {
 	a    *Adapter
 	stop context.CancelFunc
-	out  *channels.Delivery[channels.Inbound]
+	out  *channels.Delivery[pending]
 
 	botUserID, botID string
 	mentionRE        *regexp.Regexp
@@ -98,6 +95,7 @@ func (r *runner) authTest(ctx context.Context) error {
 		cancel()
 		if err == nil {
 			r.botUserID, r.botID = resp.UserID, resp.BotID
+			r.a.botHandle.Store(resp.User)
 			r.mentionRE = regexp.MustCompile(`\s*<@` + regexp.QuoteMeta(resp.UserID) + `(?:\|[^>]*)?>\s*`)
 			r.a.log.Info("slack bot identified", "bot_user", resp.UserID, "team", resp.TeamID)
 			return nil
@@ -200,9 +198,17 @@ func (r *runner) readEvents(ctx context.Context, sm *socketmode.Client) {
 				}
 				log.Warn("slack sent an envelope slack-go cannot read; acked and ignored", "envelope", env.EnvelopeID, "err", bm.Cause)
 			}
+		case socketmode.EventTypeSlashCommand:
+			r.ack(ctx, sm, evt.Request)
+			if c, ok := evt.Data.(slack.SlashCommand); ok {
+				r.handleSlash(ctx, slashCommand{
+					command: c.Command, text: c.Text, channel: c.ChannelID, user: c.UserID,
+					responseURL: c.ResponseURL, triggerID: c.TriggerID,
+				})
+			}
 		default:
-			// slash_commands, interactive and anything newer: acked so Slack
-			// does not retry, otherwise ignored.
+			// interactive and anything newer: acked so Slack does not
+			// retry, otherwise ignored.
 			r.ack(ctx, sm, evt.Request)
 			log.Debug("slack event ignored", "type", string(evt.Type))
 		}
@@ -227,14 +233,16 @@ func (r *runner) handleEventsAPI(ctx context.Context, req *socketmode.Request, a
 		m = rawMessage{
 			mention: true, channel: ev.Channel, user: ev.User, botID: ev.BotID,
 			text: ev.Text, ts: ev.TimeStamp, threadTS: ev.ThreadTimeStamp, edited: ev.Edited != nil,
+			files: fileRefs(ev.Files),
 		}
 	case *slackevents.MessageEvent:
 		m = rawMessage{
 			channel: ev.Channel, channelType: ev.ChannelType, user: ev.User, botID: ev.BotID,
 			subtype: ev.SubType, text: ev.Text, ts: ev.TimeStamp, threadTS: ev.ThreadTimeStamp,
 		}
-		if ev.Message != nil && ev.Message.Edited != nil {
-			m.edited = true
+		if ev.Message != nil {
+			m.edited = ev.Message.Edited != nil
+			m.files = fileRefs(ev.Message.Files)
 		}
 	default:
 		r.a.log.Debug("slack event ignored", "type", api.InnerEvent.Type)
@@ -248,11 +256,45 @@ func (r *runner) handleEventsAPI(ctx context.Context, req *socketmode.Request, a
 	r.a.log.Debug("slack message", "verdict", v.String(), "chat", m.channel, "ts", m.ts, "user", m.user, "retry", retry)
 	switch v {
 	case verdictAccept:
-		r.out.Put(ctx, in)
+		p := pending{in: in, files: m.files}
+		if m.threadTS != "" && m.threadTS != m.ts {
+			p.existingThread = m.threadTS
+		}
+		r.out.Put(ctx, p)
 	case verdictNotAllowedDM:
 		if r.a.told.Add(m.user) {
 			r.a.log.Info("slack DM from a user not in allowFrom; told once", "user", m.user)
 			r.out.Notify(ctx, channels.ReplyTo(in, channels.KindError, channels.NotAllowedNotice))
 		}
 	}
+}
+
+// pending is what the reader queues for delivery: the Inbound so far and
+// what Accept still has to fetch (on the delivery goroutine, in order,
+// without holding up the acks).
+type pending struct {
+	in    channels.Inbound
+	files []fileRef
+	// existingThread is the ts of the thread the message was posted in,
+	// when the bot did not open it.
+	existingThread string
+}
+
+// accept completes a queued message: the sender's name, the earlier
+// messages of a thread new to the bot, the files' text.
+func (r *runner) accept(ctx context.Context, p pending) (channels.Inbound, bool) {
+	a, in := r.a, p.in
+	in.SenderName = a.senderName(ctx, in.SenderID)
+	if in.ThreadID != "" && a.threads.Add(in.ChatID+"/"+in.ThreadID) && p.existingThread != "" {
+		in.Context = r.threadContext(ctx, in.ChatID, p.existingThread, in.MessageID)
+	}
+	if len(p.files) > 0 {
+		files := a.readFiles(ctx, p.files)
+		if in.Text == "" {
+			in.Text = files
+		} else {
+			in.Text += "\n\n" + files
+		}
+	}
+	return in, true
 }

@@ -7,7 +7,6 @@
 package terminal
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -32,6 +31,9 @@ type Config struct {
 	User string
 	// Prompt is printed before each line is read, when non-empty.
 	Prompt string
+	// MaxLineBytes bounds one line of input; a longer line is reported
+	// and skipped. 0 means DefaultMaxLineBytes.
+	MaxLineBytes int
 	// Stream shows replies on Out as the model writes them. It is meant for
 	// a person watching a terminal: the text of a step that ends in a tool
 	// call is shown too, so a script reading Out should leave it off.
@@ -69,6 +71,13 @@ func New(cfg Config) *Adapter {
 		cfg.User = os.Getenv("USER")
 	}
 	return &Adapter{cfg: cfg, eof: make(chan struct{})}
+}
+
+func (a *Adapter) maxLine() int {
+	if a.cfg.MaxLineBytes > 0 {
+		return a.cfg.MaxLineBytes
+	}
+	return DefaultMaxLineBytes
 }
 
 // Name implements channels.Channel.
@@ -118,15 +127,7 @@ func (a *Adapter) Run(ctx context.Context, sink channels.Sink) error {
 	lines := make(chan string)
 	go func() {
 		defer close(lines)
-		sc := bufio.NewScanner(a.cfg.In)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			select {
-			case lines <- sc.Text():
-			case <-ctx.Done():
-				return
-			}
-		}
+		a.readLines(ctx, a.cfg.In, a.maxLine(), lines)
 	}()
 	a.prompt()
 	for {

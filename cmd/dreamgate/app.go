@@ -86,19 +86,23 @@ func newApp(cfg Config, logger *slog.Logger) (*app, error) {
 		MaxTokens:   cfg.LLM.MaxTokens,
 		Temperature: cfg.LLM.Temperature,
 		Timeout:     time.Duration(cfg.LLM.TimeoutSeconds) * time.Second,
+		// Turns and archive calls (limited below), and Dream.
+		Concurrency: cfg.Gateway.MaxConcurrentTurns + 1,
 		Logger:      logger.With("component", "llm"),
 	})
 	var err error
 	if a.history, err = history.Open(filepath.Join(cfg.Workspace, filepath.FromSlash(workspace.MemoryDir)), history.Options{Logger: logger.With("component", "history"), AfterWrite: a.afterWrite}); err != nil {
 		return nil, fmt.Errorf("open history: %w", err)
 	}
-	if a.sessions, err = session.NewStore(filepath.Join(cfg.StateDir, "sessions"), logger.With("component", "sessions")); err != nil {
+	if a.sessions, err = session.NewStore(sessionsDir(cfg.StateDir), logger.With("component", "sessions")); err != nil {
 		return nil, err
 	}
 	a.sessions.SetAfterWrite(a.afterWrite)
 	if a.ws, err = workspace.Open(cfg.Workspace); err != nil {
 		return nil, fmt.Errorf("open workspace: %w", err)
 	}
+	// Whatever the config says, no file tool reaches the conversations.
+	a.ws.Forbid(sessionsDir(cfg.StateDir))
 	return a, nil
 }
 
@@ -116,9 +120,9 @@ func (a *app) openRepo() (*gitstore.Store, error) {
 }
 
 // repoOptions: the memory repository tracks the workspace's memory files
-// and rewrites them (a restore) through the workspace's atomic write.
+// and the instructions (AGENTS.md, prompts/dream.md), and rewrites them (a restore) through the workspace's atomic write.
 func repoOptions(ws *workspace.Root) gitstore.Options {
-	return gitstore.Options{Tracked: workspace.MemoryFiles(), Files: ws}
+	return gitstore.Options{Tracked: workspace.TrackedFiles(), Files: ws}
 }
 
 func (a *app) close() {
@@ -157,9 +161,11 @@ func (a *app) gateway(withDream bool) (*gateway.Gateway, *dream.Dreamer) {
 		Sessions:     a.sessions,
 		Consolidator: cons,
 		Prompts:      gateway.NewPromptBuilder(a.cfg.Workspace, a.logger),
-		Tools:        agent.FileTools(a.ws, agent.ChatPolicy()),
-		Usage:        a.model.Usage,
-		Logger:       a.logger.With("component", "gateway"),
+		// People who are not admins may write only the memory files.
+		Tools:      agent.FileTools(a.ws, agent.ChatGuestPolicy()),
+		AdminTools: agent.FileTools(a.ws, agent.ChatPolicy()),
+		Usage:      a.model.Usage,
+		Logger:     a.logger.With("component", "gateway"),
 	}
 	if m := a.mcpManager(); m != nil {
 		deps.TurnTools = m // chat turns only: Dream keeps its memory-file tools
@@ -185,6 +191,7 @@ func (a *app) gateway(withDream bool) (*gateway.Gateway, *dream.Dreamer) {
 		IdleCompactAfter:  time.Duration(a.cfg.Agent.IdleCompactAfterMinutes) * time.Minute,
 		Admins:            a.cfg.Admins,
 		AnswerPending:     time.Duration(a.cfg.Gateway.AnswerPendingMinutes) * time.Minute,
+		MaxMessageBytes:   a.cfg.Gateway.MaxMessageBytes,
 	}, deps)
 	return g, d
 }

@@ -196,7 +196,8 @@ type chaosRig struct {
 	ft    *faultTable
 	rng   *rand.Rand
 
-	seq        int // q-number of the last message sent
+	seq        int    // q-number of the last message sent
+	lastLog    string // stderr of the last process that died
 	deliveries []fakeslack.Delivery
 	slackSent  int // messages sent to the Slack DM
 	discordOut int // messages sent to the Discord DM
@@ -257,7 +258,7 @@ func (c *chaosRig) waitAnswered(p *gatewayProc) bool {
 	case <-p.exited:
 		return false
 	default:
-		c.t.Fatalf("messages not answered within 60s (%d sent, %d posts, unacked %v, %d connections); log:\n%s", c.slackSent, len(c.sl.Posts()), c.sl.Unacked(), c.sl.Connections(), p.stderr.String())
+		c.t.Fatalf("messages not answered within 60s (%d sent, %d posts); %s\nprevious process:\n%s\nthis process:\n%s", c.slackSent, len(c.sl.Posts()), c.diagnose(), c.lastLog, p.stderr.String())
 		return false
 	}
 }
@@ -300,6 +301,7 @@ func (c *chaosRig) gatewayKill(point string, count int) {
 		return
 	}
 	c.ft.faults[fault]++
+	c.lastLog = p.stderr.String()
 	c.ft.check("every message answered exactly once", c.answeredOnce(false))
 	if !p.killedBySignal() {
 		c.ft.check("died only by the kill", []string{fmt.Sprintf("exited with %v; log:\n%s", p.cmd.ProcessState, p.stderr.String())})
@@ -504,6 +506,31 @@ func TestChaos(t *testing.T) {
 	if kills < len(turnPoints)+len(dreamPoints) {
 		t.Errorf("only %d kills reached their point: the suite did not aim", kills)
 	}
+}
+
+// diagnose says which messages have no answer, whether their envelopes
+// were acked, and how the Slack DM's session file ends.
+func (c *chaosRig) diagnose() string {
+	var b strings.Builder
+	answered := map[string]bool{}
+	for _, p := range c.sl.Posts() {
+		answered[tokenRe.FindString(p.Text)] = true
+	}
+	for _, d := range c.deliveries {
+		tok := tokenRe.FindString(d.Event.Text)
+		fmt.Fprintf(&b, "%s %s acked=%v answered=%v\n", tok, d.EnvelopeID, c.sl.Acked(d.EnvelopeID), answered[tok])
+	}
+	files, _ := filepath.Glob(filepath.Join(c.h.state, "sessions", "*.jsonl"))
+	for _, f := range files {
+		data, _ := os.ReadFile(f)
+		lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+		for _, l := range lines[max(0, len(lines)-6):] {
+			fmt.Fprintf(&b, "  %s: %.160s\n", filepath.Base(f), l)
+		}
+	}
+	inbox, _ := os.ReadFile(filepath.Join(c.h.state, "inbox.jsonl"))
+	fmt.Fprintf(&b, "inbox: %.400s\n", inbox)
+	return b.String()
 }
 
 // answeredOnce: no message's token is answered twice, nor are there more

@@ -13,7 +13,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dreamgate/dreamgate/channels/discord"
 	"github.com/robfig/cron/v3"
+
+	"github.com/dreamgate/dreamgate/channels/slack"
 )
 
 // Config is config.json. Every key is optional; defaultConfig holds the
@@ -67,6 +70,7 @@ type DreamConfig struct {
 type GatewayConfig struct {
 	HealthAddr         string `json:"healthAddr"`
 	MaxConcurrentTurns int    `json:"maxConcurrentTurns"`
+	MaxMessageBytes    int    `json:"maxMessageBytes"`
 	// AnswerPendingMinutes: at start, messages a crash left unanswered
 	// are answered when younger than this, else asked to be sent again;
 	// 0 turns the search off.
@@ -92,15 +96,53 @@ type SlackConfig struct {
 	GroupPolicy   string   `json:"groupPolicy"`
 	AllowChannels []string `json:"allowChannels"`
 	ReplyInThread bool     `json:"replyInThread"`
+	CommandPrefix string   `json:"commandPrefix"`
+	MaxFileBytes  int64    `json:"maxFileBytes"`
 }
 
 type DiscordConfig struct {
-	Enabled       bool     `json:"enabled"`
-	Token         string   `json:"token"`
-	APIURL        string   `json:"apiURL"`
-	AllowFrom     []string `json:"allowFrom"`
-	GroupPolicy   string   `json:"groupPolicy"`
-	AllowChannels []string `json:"allowChannels"`
+	Enabled       bool       `json:"enabled"`
+	Token         string     `json:"token"`
+	APIURL        string     `json:"apiURL"`
+	AllowFrom     []string   `json:"allowFrom"`
+	GroupPolicy   string     `json:"groupPolicy"`
+	AllowChannels []string   `json:"allowChannels"`
+	SlashCommands bool       `json:"slashCommands"`
+	CommandGuilds []string   `json:"commandGuilds"`
+	MaxFileBytes  int        `json:"maxFileBytes"`
+	Stream        bool       `json:"stream"`
+	ShardID       int        `json:"shardID"`
+	ShardCount    ShardCount `json:"shardCount"`
+}
+
+// ShardCount is channels.discord.shardCount: a number of shards, or "auto"
+// (Discord's recommendation), kept as discord.AutoShards.
+type ShardCount int
+
+// UnmarshalJSON accepts a number or "auto".
+func (n *ShardCount) UnmarshalJSON(b []byte) error {
+	var s string
+	if json.Unmarshal(b, &s) == nil {
+		if strings.EqualFold(strings.TrimSpace(s), "auto") {
+			*n = ShardCount(discord.AutoShards)
+			return nil
+		}
+		return fmt.Errorf(`shardCount must be a number or "auto", not %q`, s)
+	}
+	var i int
+	if err := json.Unmarshal(b, &i); err != nil {
+		return fmt.Errorf(`shardCount must be a number or "auto": %w`, err)
+	}
+	*n = ShardCount(i)
+	return nil
+}
+
+// MarshalJSON writes "auto" back as such.
+func (n ShardCount) MarshalJSON() ([]byte, error) {
+	if n == ShardCount(discord.AutoShards) {
+		return []byte(`"auto"`), nil
+	}
+	return json.Marshal(int(n))
 }
 
 func defaultConfig() Config {
@@ -114,12 +156,12 @@ func defaultConfig() Config {
 		Agent: AgentConfig{MaxToolIterations: 20, ConsolidateRatio: 0.5, TargetRatio: 0.3, IdleCompactAfterMinutes: 15},
 		Dream: DreamConfig{Enabled: true, Cron: "0 */2 * * *", Timezone: "UTC", MaxBatchSize: 20, MaxIterations: 10},
 		Gateway: GatewayConfig{
-			HealthAddr: "127.0.0.1:18790", MaxConcurrentTurns: 8, AnswerPendingMinutes: 10,
+			HealthAddr: "127.0.0.1:18790", MaxConcurrentTurns: 8, MaxMessageBytes: 64 << 10, AnswerPendingMinutes: 10,
 		},
 		Channels: ChannelsCfg{
 			Terminal: TerminalConfig{Enabled: true},
-			Slack:    SlackConfig{GroupPolicy: "mention", ReplyInThread: true},
-			Discord:  DiscordConfig{GroupPolicy: "mention"},
+			Slack:    SlackConfig{GroupPolicy: "mention", ReplyInThread: true, MaxFileBytes: slack.DefaultMaxFileBytes},
+			Discord:  DiscordConfig{GroupPolicy: "mention", SlashCommands: true, MaxFileBytes: discord.DefaultMaxFileBytes, Stream: true},
 		},
 	}
 }
@@ -260,6 +302,9 @@ func (c *Config) Validate() error {
 	if strings.TrimSpace(c.StateDir) == "" {
 		return bad("stateDir", "must not be empty")
 	}
+	if err := checkStateDir(c); err != nil {
+		return err
+	}
 	if u, err := url.Parse(c.LLM.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return bad("llm.baseURL", "must be an http:// or https:// URL, got %q", c.LLM.BaseURL)
 	}
@@ -320,6 +365,9 @@ func (c *Config) Validate() error {
 	if c.Gateway.MaxConcurrentTurns < 1 {
 		return bad("gateway.maxConcurrentTurns", "must be at least 1, got %d", c.Gateway.MaxConcurrentTurns)
 	}
+	if c.Gateway.MaxMessageBytes < 1024 || c.Gateway.MaxMessageBytes > 16<<20 {
+		return bad("gateway.maxMessageBytes", "must be between 1024 and 16777216 (16 MiB), got %d", c.Gateway.MaxMessageBytes)
+	}
 	if s := c.Channels.Slack; s.Enabled {
 		if !strings.HasPrefix(s.BotToken, "xoxb-") {
 			return bad("channels.slack.botToken", `must be a bot token starting with "xoxb-" (or set SLACK_BOT_TOKEN)`)
@@ -343,6 +391,19 @@ func (c *Config) Validate() error {
 		}
 		if err := checkURL("channels.discord.apiURL", d.APIURL); err != nil {
 			return err
+		}
+		if d.MaxFileBytes < 0 {
+			return bad("channels.discord.maxFileBytes", "must not be negative, got %d", d.MaxFileBytes)
+		}
+		switch n := int(d.ShardCount); {
+		case n < discord.AutoShards:
+			return bad("channels.discord.shardCount", `must be a positive number or "auto", got %d`, n)
+		case d.ShardID < 0:
+			return bad("channels.discord.shardID", "must not be negative, got %d", d.ShardID)
+		case n > 0 && d.ShardID >= n:
+			return bad("channels.discord.shardID", "must be below shardCount (%d), got %d", n, d.ShardID)
+		case n == 0 && d.ShardID != 0:
+			return bad("channels.discord.shardID", "needs channels.discord.shardCount")
 		}
 	}
 	return nil

@@ -22,6 +22,7 @@ import (
 	"github.com/dreamgate/dreamgate/channels/terminal"
 	"github.com/dreamgate/dreamgate/dream"
 	"github.com/dreamgate/dreamgate/gateway"
+	"github.com/dreamgate/dreamgate/gitstore"
 	"github.com/dreamgate/dreamgate/llm"
 	"github.com/dreamgate/dreamgate/mcp"
 )
@@ -108,7 +109,11 @@ func cmdGateway(ctx context.Context, e *env, args []string) error {
 		termCh = terminal.New(terminal.Config{In: e.stdin, Out: e.stdout, Err: e.stderr, Prompt: prompt, Stream: e.streamReplies()})
 		g.AddChannel(termCh)
 	}
-	if err := addChannels(g, cfg, logger); err != nil {
+	var dreamLog func(context.Context, int) ([]discord.DreamCommit, error)
+	if dreamer != nil {
+		dreamLog = dreamCommits(a.repo)
+	}
+	if err := addChannels(g, cfg, logger, dreamLog); err != nil {
 		return err
 	}
 
@@ -206,12 +211,30 @@ func fileLogger(w io.Writer, getenv func(string) string) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
 }
 
-func addChannels(g *gateway.Gateway, cfg Config, logger *slog.Logger) error {
+// dreamCommits lists recent Dream commits for Discord's sha autocomplete.
+func dreamCommits(repo *gitstore.Store) func(context.Context, int) ([]discord.DreamCommit, error) {
+	return func(_ context.Context, limit int) ([]discord.DreamCommit, error) {
+		cs, err := repo.Log(limit, dream.SubjectPrefix)
+		if err != nil {
+			return nil, fmt.Errorf("list dream commits: %w", err)
+		}
+		out := make([]discord.DreamCommit, 0, len(cs))
+		for _, c := range cs {
+			out = append(out, discord.DreamCommit{SHA: c.SHA, Subject: c.Subject})
+		}
+		return out, nil
+	}
+}
+
+// addChannels adds the configured chat platforms; dreamLog (nil without
+// Dream) feeds Discord's sha autocomplete.
+func addChannels(g *gateway.Gateway, cfg Config, logger *slog.Logger, dreamLog func(context.Context, int) ([]discord.DreamCommit, error)) error {
 	if s := cfg.Channels.Slack; s.Enabled {
 		ad, err := slack.New(slack.Config{
 			BotToken: s.BotToken, AppToken: s.AppToken, APIURL: s.APIURL,
 			AllowFrom: s.AllowFrom, GroupPolicy: s.GroupPolicy, AllowChannels: s.AllowChannels,
 			ReplyInThread: s.ReplyInThread, Logger: logger,
+			Commands: gateway.Commands(), CommandPrefix: s.CommandPrefix, MaxFileBytes: s.MaxFileBytes,
 		})
 		if err != nil {
 			return &configError{path: cfg.path, msg: err.Error()}
@@ -219,11 +242,17 @@ func addChannels(g *gateway.Gateway, cfg Config, logger *slog.Logger) error {
 		g.AddChannel(ad)
 	}
 	if d := cfg.Channels.Discord; d.Enabled {
-		ad, err := discord.New(discord.Config{
+		dc := discord.Config{
 			Token: d.Token, APIURL: d.APIURL,
 			AllowFrom: d.AllowFrom, GroupPolicy: d.GroupPolicy, AllowChannels: d.AllowChannels,
+			MaxFileBytes: d.MaxFileBytes, Stream: d.Stream,
+			ShardID: d.ShardID, ShardCount: int(d.ShardCount),
 			Logger: logger,
-		})
+		}
+		if d.SlashCommands {
+			dc.Commands, dc.CommandGuilds, dc.DreamLog = gateway.Commands(), d.CommandGuilds, dreamLog
+		}
+		ad, err := discord.New(dc)
 		if err != nil {
 			return &configError{path: cfg.path, msg: err.Error()}
 		}

@@ -53,7 +53,13 @@ func NewStore(dir string, logger *slog.Logger) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create sessions dir: %w", err)
 	}
-	return &Store{dir: dir, logger: logger, now: time.Now, open: map[string]*Session{}}, nil
+	st := &Store{dir: dir, logger: logger, now: time.Now, open: map[string]*Session{}}
+	if n, err := st.RemoveLeftovers(); err != nil {
+		logger.Warn("leftover temp files in the sessions dir", "removed", n, "err", err)
+	} else if n > 0 {
+		logger.Info("removed leftover temp files from the sessions dir", "count", n)
+	}
+	return st, nil
 }
 
 // SetClock replaces the clock that stamps messages (tests).

@@ -24,11 +24,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -50,6 +52,8 @@ type Server struct {
 	changed   chan struct{} // closed and replaced when a request is recorded
 	nextID    int
 	closeOnce sync.Once
+
+	conns atomic.Int64 // TCP connections accepted
 }
 
 // New starts a server on 127.0.0.1:0, closed by t.Cleanup.
@@ -57,13 +61,23 @@ func New(t testing.TB) *Server {
 	t.Helper()
 	s := &Server{changed: make(chan struct{})}
 	s.closed, s.endClosed = context.WithCancel(context.Background())
-	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	s.srv = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
+	s.srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			s.conns.Add(1)
+		}
+	}
+	s.srv.Start()
 	t.Cleanup(s.Close)
 	return s
 }
 
 // URL is the base URL including "/v1", for llm.Config.BaseURL.
 func (s *Server) URL() string { return s.srv.URL + "/v1" }
+
+// Connections is the number of TCP connections the server has accepted:
+// a client that keeps its connections alive opens few.
+func (s *Server) Connections() int { return int(s.conns.Load()) }
 
 // Close stops the server: later requests fail to connect, pending delays
 // end. It is safe to call more than once.

@@ -461,3 +461,27 @@ func TestModelsAndUnknownPaths(t *testing.T) {
 		t.Errorf("non-chat requests recorded: %d", n)
 	}
 }
+
+// Connections counts accepted connections: two requests over one kept-alive
+// connection are one, a client that closes after each request makes two.
+func TestConnections(t *testing.T) {
+	for _, tc := range []struct {
+		keepAlive bool
+		want      int
+	}{{true, 1}, {false, 2}} {
+		srv := llmtest.New(t)
+		c := &http.Client{Transport: &http.Transport{DisableKeepAlives: !tc.keepAlive}}
+		for range 2 {
+			resp, err := c.Get(srv.URL() + "/models")
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+		if got := srv.Connections(); got != tc.want {
+			t.Errorf("keep-alive %v: %d connections, want %d", tc.keepAlive, got, tc.want)
+		}
+		c.CloseIdleConnections()
+	}
+}

@@ -16,6 +16,7 @@ const (
 	closeNotAuthenticated     = 4003
 	closeAuthenticationFailed = 4004
 	closeAlreadyAuthenticated = 4005
+	closeInvalidShard         = 4010
 	closeDisallowedIntents    = 4014
 )
 
@@ -130,6 +131,7 @@ type gwFrame struct {
 type identifyData struct {
 	Token   string `json:"token"`
 	Intents int    `json:"intents"`
+	Shard   []int  `json:"shard"`
 }
 
 type resumeData struct {
@@ -173,8 +175,10 @@ func (s *Server) serveGateway(w http.ResponseWriter, r *http.Request) {
 		c.abort()
 		s.mu.Lock()
 		delete(s.conns, c)
-		if s.conn == c {
-			s.conn = nil
+		for _, sh := range s.shards {
+			if sh.conn == c {
+				sh.conn = nil
+			}
 		}
 		s.notifyLocked()
 		s.mu.Unlock()
@@ -262,7 +266,15 @@ func (s *Server) handshake(c *gwConn) bool {
 				c.closeWith(closeDisallowedIntents, "Disallowed intent(s).")
 				return false
 			}
-			s.identify(c, d.Intents)
+			id, count := 0, 1
+			if len(d.Shard) == 2 {
+				id, count = d.Shard[0], d.Shard[1]
+			}
+			if count < 1 || id < 0 || id >= count {
+				c.closeWith(closeInvalidShard, "Invalid shard.")
+				return false
+			}
+			s.identify(c, d.Intents, id, count)
 			_ = c.ws.SetReadDeadline(time.Time{})
 			return true
 		case 6:
@@ -284,36 +296,50 @@ func (s *Server) handshake(c *gwConn) bool {
 	}
 }
 
-// identify starts a new session on c: READY, then GUILD_CREATE per guild.
-func (s *Server) identify(c *gwConn, intents int) {
+// identify starts a new session of shard id on c: READY, then
+// GUILD_CREATE for each guild of that shard.
+func (s *Server) identify(c *gwConn, intents, id, count int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	old := s.conn
+	s.shardCount = count
+	sh := s.shardLocked(id)
+	old := sh.conn
 	s.sessionN++
-	s.sessionID = fmt.Sprintf("sess-%d", s.sessionN)
-	s.seq = 0
-	s.events = nil
-	s.resumable = true
-	s.intents = intents
+	sh.sessionID = fmt.Sprintf("sess-%d", s.sessionN)
+	sh.seq = 0
+	sh.events = nil
+	sh.resumable = true
+	sh.intents = intents
 	s.stats.Identifies++
 	s.stats.Intents = intents
-	s.conn = c
+	s.identified = append(s.identified, ShardInfo{ID: id, Count: count})
+	sh.conn = c
 	c.setReady()
-	guilds := make([]any, 0, len(s.guilds))
+	var mine []string
 	for _, g := range s.guilds {
+		if ShardOf(g, count) == id {
+			mine = append(mine, g)
+		}
+	}
+	guilds := make([]any, 0, len(mine))
+	for _, g := range mine {
 		guilds = append(guilds, map[string]any{"id": g, "unavailable": true})
 	}
-	s.dispatchLocked("READY", map[string]any{
+	ready := map[string]any{
 		"v":                  9,
-		"session_id":         s.sessionID,
+		"session_id":         sh.sessionID,
 		"resume_gateway_url": s.wsURL(),
 		"user":               s.userObjectLocked(s.cfg.BotID),
 		"guilds":             guilds,
 		"private_channels":   []any{},
 		"application":        map[string]any{"id": s.cfg.BotID, "flags": 0},
-	})
-	for _, g := range s.guilds {
-		s.dispatchLocked("GUILD_CREATE", s.guildObjectLocked(g))
+	}
+	if count > 1 {
+		ready["shard"] = []int{id, count}
+	}
+	s.dispatchShardLocked(sh, "READY", ready)
+	for _, g := range mine {
+		s.dispatchShardLocked(sh, "GUILD_CREATE", s.guildObjectLocked(g))
 	}
 	s.notifyLocked()
 	if old != nil && old != c {
@@ -326,28 +352,34 @@ func (s *Server) identify(c *gwConn, intents int) {
 func (s *Server) resume(c *gwConn, d resumeData) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.resumable || s.invalidateNext || d.SessionID != s.sessionID {
-		if d.SessionID == s.sessionID {
-			s.invalidateNext = false
-			s.resumable = false // Discord forgets a session it refused to resume
+	var sh *shard
+	for _, x := range s.shards {
+		if x.sessionID != "" && x.sessionID == d.SessionID {
+			sh = x
+		}
+	}
+	if sh == nil || !sh.resumable || sh.invalidateNext {
+		if sh != nil {
+			sh.invalidateNext = false
+			sh.resumable = false // Discord forgets a session it refused to resume
 		}
 		s.stats.InvalidSessions++
 		s.notifyLocked()
 		c.enqueue(mustJSON(map[string]any{"op": 9, "d": false}))
 		return false
 	}
-	old := s.conn
-	from := d.Seq - int64(s.overlap)
-	s.overlap = 0
-	for _, e := range s.events {
+	old := sh.conn
+	from := d.Seq - int64(sh.overlap)
+	sh.overlap = 0
+	for _, e := range sh.events {
 		if e.seq > from {
 			c.enqueue(e.payload)
 		}
 	}
-	s.conn = c
+	sh.conn = c
 	c.setReady()
 	s.stats.Resumes++
-	s.dispatchLocked("RESUMED", map[string]any{"_trace": []any{"fakediscord"}})
+	s.dispatchShardLocked(sh, "RESUMED", map[string]any{"_trace": []any{"fakediscord"}})
 	s.notifyLocked()
 	if old != nil && old != c {
 		old.abort()

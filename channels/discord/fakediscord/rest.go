@@ -21,10 +21,25 @@ func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/gateway-ws/", s.serveGateway)
 	mux.HandleFunc("GET /api/v9/gateway", s.authed(s.getGateway))
+	mux.HandleFunc("GET /api/v9/gateway/bot", s.authed(s.getGatewayBot))
+	mux.HandleFunc("GET /api/v9/oauth2/applications/@me", s.authed(s.getApplication))
+	mux.HandleFunc("GET /api/v9/applications/{app}/commands", s.authed(s.getCommands))
+	mux.HandleFunc("PUT /api/v9/applications/{app}/commands", s.authed(s.putCommands))
+	mux.HandleFunc("GET /api/v9/applications/{app}/guilds/{guild}/commands", s.authed(s.getCommands))
+	mux.HandleFunc("PUT /api/v9/applications/{app}/guilds/{guild}/commands", s.authed(s.putCommands))
+	// The interaction endpoints are authorised by the token in the path.
+	mux.HandleFunc("POST /api/v9/interactions/{id}/{token}/callback", s.postCallback)
+	mux.HandleFunc("PATCH /api/v9/webhooks/{app}/{token}/messages/@original", s.webhookMessage)
+	mux.HandleFunc("POST /api/v9/webhooks/{app}/{token}", s.webhookMessage)
 	mux.HandleFunc("GET /api/v9/users/{id}", s.authed(s.getUser))
 	mux.HandleFunc("GET /api/v9/channels/{id}", s.authed(s.getChannel))
 	mux.HandleFunc("POST /api/v9/channels/{id}/messages", s.authed(s.postMessage))
 	mux.HandleFunc("POST /api/v9/channels/{id}/typing", s.authed(s.postTyping))
+	mux.HandleFunc("GET /api/v9/channels/{id}/messages", s.authed(s.getMessages))
+	mux.HandleFunc("GET /api/v9/channels/{id}/messages/{mid}", s.authed(s.getMessage))
+	mux.HandleFunc("PATCH /api/v9/channels/{id}/messages/{mid}", s.authed(s.patchMessage))
+	mux.HandleFunc("DELETE /api/v9/channels/{id}/messages/{mid}", s.authed(s.deleteMessage))
+	mux.HandleFunc("GET /attachments/{channel}/{id}/{name}", s.getAttachment)
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, 0, "404: Not Found")
 	})
@@ -92,6 +107,12 @@ func (s *Server) getGateway(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"url": s.wsURL()})
 }
 
+// getGatewayBot answers GET /gateway/bot with the recommended shard count.
+func (s *Server) getGatewayBot(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"url": s.wsURL(), "shards": s.cfg.RecommendedShards,
+		"session_start_limit": map[string]any{"total": 1000, "remaining": 999, "reset_after": 14400000, "max_concurrency": 1}})
+}
+
 func (s *Server) getUser(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	s.mu.Lock()
@@ -120,14 +141,34 @@ func (s *Server) getChannel(w http.ResponseWriter, r *http.Request) {
 func (s *Server) postTyping(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if _, ok := s.channels[id]; !ok {
+		s.mu.Unlock()
 		writeError(w, http.StatusNotFound, 10003, "Unknown Channel")
 		return
 	}
 	s.typing = append(s.typing, Typing{ChannelID: id, Authorization: r.Header.Get("Authorization"), At: time.Now()})
+	release := s.typingGate
+	if release != nil {
+		s.typingHeld++
+	}
 	s.notifyLocked()
-	bucketHeaders(w.Header(), "typing")
+	s.mu.Unlock()
+	if release != nil {
+		// Held as a slow Discord would; the client may give up meanwhile.
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+		s.mu.Lock()
+		s.typingHeld--
+		s.notifyLocked()
+		s.mu.Unlock()
+	}
+	h := w.Header()
+	h.Set("X-RateLimit-Bucket", "typing:"+id)
+	h.Set("X-RateLimit-Limit", "5")
+	h.Set("X-RateLimit-Remaining", "4")
+	h.Set("X-RateLimit-Reset-After", fmt.Sprintf("%.3f", s.cfg.TypingResetAfter.Seconds()))
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -246,16 +287,16 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 			s.nonces[nonce] = m.ID
 		}
 	}
-	s.messages[m.ID] = obj
+	s.storeLocked(obj)
 	sent := Sent{ID: m.ID, ChannelID: chID, Content: body.Content, ReplyTo: replyTo, Nonce: nonce,
-		Authorization: r.Header.Get("Authorization"), At: time.Now()}
+		Authorization: r.Header.Get("Authorization"), At: time.Now(), TypingHeld: s.typingHeld}
 	if am := body.AllowedMentions; am != nil {
 		sent.RepliedUser = am.RepliedUser
 		sent.AllowedParse = append([]string{}, am.Parse...)
 	}
 	s.sent = append(s.sent, sent)
 	// Discord echoes the bot's own messages on the gateway.
-	s.dispatchLocked("MESSAGE_CREATE", obj)
+	s.dispatchLocked(c.GuildID, "MESSAGE_CREATE", obj)
 
 	if fail != nil {
 		status = fail.status
@@ -284,4 +325,145 @@ func write429(w http.ResponseWriter, f failure) {
 	h.Set("X-RateLimit-Scope", scope)
 	writeJSON(w, http.StatusTooManyRequests, map[string]any{
 		"message": "You are being rate limited.", "retry_after": secs, "global": f.global, "code": 0})
+}
+
+// getMessages answers GET /channels/{id}/messages: newest first, at most
+// limit (default 50, max 100), before/after a message id.
+func (s *Server) getMessages(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	q := r.URL.Query()
+	limit := 50
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 100 {
+			writeError(w, http.StatusBadRequest, 50035, "Invalid Form Body (limit)")
+			return
+		}
+		limit = n
+	}
+	before, after := q.Get("before"), q.Get("after")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.channels[id]; !ok {
+		writeError(w, http.StatusNotFound, 10003, "Unknown Channel")
+		return
+	}
+	out := []any{}
+	ids := s.history[id]
+	for i := len(ids) - 1; i >= 0 && len(out) < limit; i-- {
+		mid := ids[i]
+		if before != "" && !snowflakeLess(mid, before) || after != "" && !snowflakeLess(after, mid) {
+			continue
+		}
+		out = append(out, s.messages[mid])
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// snowflakeLess orders ids as numbers.
+func snowflakeLess(a, b string) bool {
+	if len(a) != len(b) {
+		return len(a) < len(b)
+	}
+	return a < b
+}
+
+// getAttachment serves an attachment as Discord's CDN does: no token.
+func (s *Server) getAttachment(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	f, ok := s.files[r.PathValue("id")]
+	s.mu.Unlock()
+	if !ok || f.Name != r.PathValue("name") {
+		http.NotFound(w, r)
+		return
+	}
+	if f.ContentType != "" {
+		w.Header().Set("Content-Type", f.ContentType)
+	}
+	w.Header().Set("Content-Length", strconv.Itoa(len(f.Data)))
+	_, _ = w.Write(f.Data)
+}
+
+// patchMessage edits one of the bot's messages (content only) and
+// dispatches MESSAGE_UPDATE, as Discord does.
+func (s *Server) patchMessage(w http.ResponseWriter, r *http.Request) {
+	chID, mid := r.PathValue("id"), r.PathValue("mid")
+	var body struct {
+		Content *string `json:"content"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+		writeError(w, http.StatusBadRequest, 50109, "The request body contains invalid JSON.")
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	obj, ok := s.messages[mid]
+	switch {
+	case !ok || obj["channel_id"] != chID:
+		writeError(w, http.StatusNotFound, 10008, "Unknown Message")
+		return
+	case authorID(obj) != s.cfg.BotID:
+		writeError(w, http.StatusForbidden, 50005, "Cannot edit a message authored by another user")
+		return
+	case body.Content == nil:
+		writeJSON(w, http.StatusOK, obj)
+		return
+	case strings.TrimSpace(*body.Content) == "":
+		writeError(w, http.StatusBadRequest, 50006, "Cannot send an empty message")
+		return
+	case utf8.RuneCountInString(*body.Content) > maxContent:
+		writeError(w, http.StatusBadRequest, 50035, "Invalid Form Body (content: Must be 2000 or fewer in length.)")
+		return
+	}
+	obj["content"] = *body.Content
+	obj["edited_timestamp"] = time.Now().UTC().Format(time.RFC3339Nano)
+	s.edits = append(s.edits, Edit{ChannelID: chID, MessageID: mid, Content: *body.Content, At: time.Now()})
+	g, _ := obj["guild_id"].(string)
+	s.dispatchLocked(g, "MESSAGE_UPDATE", obj)
+	s.notifyLocked()
+	bucketHeaders(w.Header(), "messages:"+chID)
+	writeJSON(w, http.StatusOK, obj)
+}
+
+// deleteMessage deletes one of the bot's messages.
+func (s *Server) deleteMessage(w http.ResponseWriter, r *http.Request) {
+	chID, mid := r.PathValue("id"), r.PathValue("mid")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	obj, ok := s.messages[mid]
+	if !ok || obj["channel_id"] != chID {
+		writeError(w, http.StatusNotFound, 10008, "Unknown Message")
+		return
+	}
+	delete(s.messages, mid)
+	ids := s.history[chID]
+	for i, id := range ids {
+		if id == mid {
+			s.history[chID] = append(ids[:i:i], ids[i+1:]...)
+			break
+		}
+	}
+	s.deleted = append(s.deleted, mid)
+	g, _ := obj["guild_id"].(string)
+	s.dispatchLocked(g, "MESSAGE_DELETE", map[string]any{"id": mid, "channel_id": chID})
+	s.notifyLocked()
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func authorID(obj map[string]any) string {
+	a, _ := obj["author"].(map[string]any)
+	id, _ := a["id"].(string)
+	return id
+}
+
+// getMessage answers GET /channels/{id}/messages/{mid}.
+func (s *Server) getMessage(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	obj, ok := s.messages[r.PathValue("mid")]
+	if !ok || obj["channel_id"] != r.PathValue("id") {
+		writeError(w, http.StatusNotFound, 10008, "Unknown Message")
+		return
+	}
+	writeJSON(w, http.StatusOK, obj)
 }

@@ -1,14 +1,20 @@
 // Package fakediscord is a local stand-in for Discord, speaking its real wire
 // protocol so that the discord adapter (and the end-to-end tests of the built
-// binary) can run offline: the REST API v9 that a bot uses (gateway lookup,
-// current user, channels, messages, typing) and the Gateway websocket (HELLO,
-// IDENTIFY, READY, dispatches with sequence numbers, heartbeat ACKs, RESUME
-// with replay, INVALID_SESSION, RECONNECT).
+// binary) can run offline: the REST API v9 that a bot uses (gateway lookup
+// with the recommended shard count, current user and application, channels,
+// messages with their history, edits and deletions, typing, application
+// command registration, interaction callbacks and interaction webhooks), the
+// CDN serving attachments, and the Gateway websocket (HELLO, IDENTIFY with
+// shards, READY, dispatches with sequence numbers per shard, heartbeat ACKs,
+// RESUME with replay, INVALID_SESSION, RECONNECT). Guild events go to the
+// shard (guild_id >> 22) % shard_count, direct messages to shard 0, as
+// Discord routes them.
 //
 // It records everything a client did and lets a test script what Discord
-// would do: inject messages and thread creations, answer the next send with a
-// 429 or a server error, drop the websocket, invalidate the session, deliver
-// a message twice. It binds 127.0.0.1:0 only.
+// would do: inject messages (with files), slash command uses and
+// autocompletes, thread creations; answer the next send with a 429 or a
+// server error; hold typing calls; drop the websocket, invalidate the
+// session, deliver a message twice. It binds 127.0.0.1:0 only.
 //
 // It is not a test file so that cmd/dreamgate can drive a built binary
 // against it. It imports nothing of ours and no Discord client library: what
@@ -25,6 +31,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"regexp"
 	"strconv"
 	"sync"
@@ -67,6 +74,11 @@ type Config struct {
 	// intent were not enabled in the developer portal: an IDENTIFY asking for
 	// it is closed with 4014 (disallowed intents).
 	DisallowMessageContent bool
+	// TypingResetAfter is the X-RateLimit-Reset-After of a typing answer
+	// (the bucket has 5 calls); default 5 s, as Discord's.
+	TypingResetAfter time.Duration
+	// RecommendedShards is GET /gateway/bot's "shards"; default 1.
+	RecommendedShards int
 }
 
 // Channel is a channel the fake knows: a guild text channel, a thread (with
@@ -95,8 +107,18 @@ type Message struct {
 	Type      int      // MessageDefault unless set; MessageReply is implied by ReplyTo
 	Mentions  []string // user ids mentioned besides the <@id> found in Content
 	ReplyTo   string   // id of the message this one replies to (without pinging its author)
-	// Attachments are file names; the fake serves no files.
-	Attachments []string
+	// Attachments are served at the URL the message object gives, as
+	// Discord's CDN serves them (no token needed).
+	Attachments []File
+}
+
+// File is an attachment of an injected message.
+type File struct {
+	Name        string
+	ContentType string // "" = none, as Discord sends for types it does not know
+	Data        []byte
+	// Size is the size the message object claims; 0 means len(Data).
+	Size int
 }
 
 // Sent is one message the bot created through POST /channels/{id}/messages.
@@ -110,6 +132,17 @@ type Sent struct {
 	Nonce         string
 	Authorization string
 	At            time.Time
+	// TypingHeld counts the typing calls held (HoldTyping) when this
+	// message arrived: a reply that did not wait for them.
+	TypingHeld int
+}
+
+// Edit is one PATCH /channels/{id}/messages/{mid} that changed a message.
+type Edit struct {
+	ChannelID string
+	MessageID string
+	Content   string
+	At        time.Time
 }
 
 // Attempt is one POST /channels/{id}/messages, whatever its outcome.
@@ -166,27 +199,72 @@ type Server struct {
 	guilds   []string // in the order added
 	users    map[string]User
 	messages map[string]map[string]any // id -> message object as dispatched
+	history  map[string][]string       // channel id -> its message ids, oldest first
+	files    map[string]File           // attachment id -> file
 	nonces   map[string]string         // nonce -> message id
 
 	sent     []Sent
 	attempts []Attempt
 	typing   []Typing
+	edits    []Edit
+	deleted  []string
 	requests []Request
 	failures []failure
 	stats    Stats
 
-	// the gateway session
+	commands     map[string][]map[string]any // guild ("" = global) -> registered commands
+	commandPuts  int
+	interactions map[string]*interaction
+	callbacks    []Callback
+	followups    []Followup
+
+	typingGate chan struct{} // non-nil: typing calls wait until it is closed
+	typingHeld int           // typing calls waiting at the gate
+
+	// the gateway sessions, one per shard
+	conns      map[*gwConn]struct{}
+	shards     map[int]*shard
+	shardCount int // of the last IDENTIFY; guilds are routed by it
+	sessionN   int
+	identified []ShardInfo
+	stall      bool
+}
+
+// shard is the gateway session of one shard.
+type shard struct {
+	id             int
 	conn           *gwConn
-	conns          map[*gwConn]struct{}
 	sessionID      string
-	sessionN       int
 	seq            int64
 	events         []event // dispatches of the current session, for RESUME
 	resumable      bool
 	invalidateNext bool
 	overlap        int
 	intents        int
-	stall          bool
+}
+
+// ShardInfo is the shard an IDENTIFY asked for.
+type ShardInfo struct{ ID, Count int }
+
+// shardLocked returns shard id's session state, creating it.
+func (s *Server) shardLocked(id int) *shard {
+	sh := s.shards[id]
+	if sh == nil {
+		sh = &shard{id: id}
+		s.shards[id] = sh
+	}
+	return sh
+}
+
+// ShardOf is the shard Discord routes a guild's events to:
+// (guild_id >> 22) % count. DMs (and ids that are not snowflakes) go to
+// shard 0.
+func ShardOf(guildID string, count int) int {
+	id, err := strconv.ParseUint(guildID, 10, 64)
+	if err != nil || count <= 1 {
+		return 0
+	}
+	return int((id >> 22) % uint64(count))
 }
 
 type event struct {
@@ -211,19 +289,31 @@ func Start(cfg Config) (*Server, error) {
 	if cfg.HeartbeatInterval <= 0 {
 		cfg.HeartbeatInterval = time.Second
 	}
+	if cfg.RecommendedShards <= 0 {
+		cfg.RecommendedShards = 1
+	}
+	if cfg.TypingResetAfter <= 0 {
+		cfg.TypingResetAfter = 5 * time.Second
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("listen: %w", err)
 	}
 	s := &Server{
-		cfg:      cfg,
-		changed:  make(chan struct{}),
-		nextID:   1_100_000_000_000_000_000,
-		channels: map[string]Channel{},
-		users:    map[string]User{cfg.BotID: {ID: cfg.BotID, Username: cfg.BotName, Bot: true}},
-		messages: map[string]map[string]any{},
-		nonces:   map[string]string{},
-		conns:    map[*gwConn]struct{}{},
+		cfg:          cfg,
+		changed:      make(chan struct{}),
+		nextID:       1_100_000_000_000_000_000,
+		channels:     map[string]Channel{},
+		users:        map[string]User{cfg.BotID: {ID: cfg.BotID, Username: cfg.BotName, Bot: true}},
+		messages:     map[string]map[string]any{},
+		history:      map[string][]string{},
+		files:        map[string]File{},
+		nonces:       map[string]string{},
+		conns:        map[*gwConn]struct{}{},
+		shards:       map[int]*shard{},
+		commands:     map[string][]map[string]any{},
+		interactions: map[string]*interaction{},
+		shardCount:   1,
 	}
 	s.http = httptest.NewUnstartedServer(s.routes())
 	s.http.Listener.Close()
@@ -249,7 +339,13 @@ func (s *Server) Close() {
 	for c := range s.conns {
 		conns = append(conns, c)
 	}
-	s.conn = nil
+	for _, sh := range s.shards {
+		sh.conn = nil
+	}
+	if s.typingGate != nil {
+		close(s.typingGate)
+		s.typingGate = nil
+	}
 	s.notifyLocked()
 	s.mu.Unlock()
 	for _, c := range conns {
@@ -270,8 +366,8 @@ func (s *Server) AddGuild(id string, chans ...Channel) {
 		c.GuildID = id
 		s.channels[c.ID] = c
 	}
-	if s.conn != nil && s.conn.isReady() {
-		s.dispatchLocked("GUILD_CREATE", s.guildObjectLocked(id))
+	if sh := s.shards[ShardOf(id, s.shardCount)]; sh != nil && sh.conn != nil && sh.conn.isReady() {
+		s.dispatchLocked(id, "GUILD_CREATE", s.guildObjectLocked(id))
 	}
 }
 
@@ -297,7 +393,7 @@ func (s *Server) CreateThread(c Channel) {
 	s.channels[c.ID] = c
 	obj := channelObject(c)
 	obj["newly_created"] = true
-	s.dispatchLocked("THREAD_CREATE", obj)
+	s.dispatchLocked(c.GuildID, "THREAD_CREATE", obj)
 }
 
 // InjectMessage posts m as a user would: the message is stored and a
@@ -318,13 +414,13 @@ func (s *Server) InjectMessage(m Message) (string, error) {
 	}
 	s.users[m.Author.ID] = m.Author
 	obj := s.messageObjectLocked(m, c)
-	if c.GuildID != "" && s.intents&IntentMessageContent == 0 && !mentions(obj, s.cfg.BotID) && m.Author.ID != s.cfg.BotID {
+	if c.GuildID != "" && s.shardLocked(ShardOf(c.GuildID, s.shardCount)).intents&IntentMessageContent == 0 && !mentions(obj, s.cfg.BotID) && m.Author.ID != s.cfg.BotID {
 		// Without the privileged intent Discord blanks the content of guild
 		// messages that do not mention the bot.
 		obj["content"] = ""
 	}
-	s.messages[m.ID] = obj
-	s.dispatchLocked("MESSAGE_CREATE", obj)
+	s.storeLocked(obj)
+	s.dispatchLocked(c.GuildID, "MESSAGE_CREATE", obj)
 	return m.ID, nil
 }
 
@@ -337,7 +433,8 @@ func (s *Server) Redeliver(id string) error {
 	if !ok {
 		return fmt.Errorf("redeliver: unknown message %q", id)
 	}
-	s.dispatchLocked("MESSAGE_CREATE", obj)
+	g, _ := obj["guild_id"].(string)
+	s.dispatchLocked(g, "MESSAGE_CREATE", obj)
 	return nil
 }
 
@@ -358,12 +455,13 @@ func (s *Server) InjectSendError(status int, afterCreate bool) {
 	s.failures = append(s.failures, failure{status: status, afterCreate: afterCreate})
 }
 
-// DropConnection cuts the current websocket without a close frame, as a
-// network failure would. The session stays resumable.
+// DropConnection cuts the current websocket (of shard 0) without a close
+// frame, as a network failure would. The session stays resumable.
 func (s *Server) DropConnection() error {
 	s.mu.Lock()
-	c := s.conn
-	s.conn = nil
+	sh := s.shardLocked(0)
+	c := sh.conn
+	sh.conn = nil
 	s.mu.Unlock()
 	if c == nil {
 		return errors.New("drop connection: no client connected")
@@ -376,10 +474,11 @@ func (s *Server) DropConnection() error {
 func (s *Server) RequestReconnect() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.conn == nil {
+	c := s.shardLocked(0).conn
+	if c == nil {
 		return errors.New("request reconnect: no client connected")
 	}
-	s.conn.enqueue(mustJSON(map[string]any{"op": 7, "d": nil}))
+	c.enqueue(mustJSON(map[string]any{"op": 7, "d": nil}))
 	return nil
 }
 
@@ -388,7 +487,7 @@ func (s *Server) RequestReconnect() error {
 func (s *Server) InvalidateSession() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.invalidateNext = true
+	s.shardLocked(0).invalidateNext = true
 }
 
 // ReplayOverlap makes the next successful RESUME also replay the last n
@@ -397,7 +496,7 @@ func (s *Server) InvalidateSession() {
 func (s *Server) ReplayOverlap(n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.overlap = n
+	s.shardLocked(0).overlap = n
 }
 
 // StallGateway makes new websocket connections hang before HELLO while on,
@@ -406,6 +505,42 @@ func (s *Server) StallGateway(on bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.stall = on
+}
+
+// HoldTyping makes typing calls wait, unanswered, until ReleaseTyping (or
+// until the client gives up on them), as a slow Discord would.
+func (s *Server) HoldTyping() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.typingGate == nil {
+		s.typingGate = make(chan struct{})
+	}
+}
+
+// ReleaseTyping answers the held typing calls and stops holding new ones.
+func (s *Server) ReleaseTyping() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.typingGate != nil {
+		close(s.typingGate)
+		s.typingGate = nil
+	}
+}
+
+// WaitTypingHeld waits until n typing calls are held at once.
+func (s *Server) WaitTypingHeld(ctx context.Context, n int) error {
+	err := s.waitFor(ctx, func() bool { return s.typingHeld >= n })
+	if err != nil {
+		return fmt.Errorf("wait for %d held typing calls: %w", n, err)
+	}
+	return nil
+}
+
+// Identified returns the shard of every IDENTIFY, in order.
+func (s *Server) Identified() []ShardInfo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]ShardInfo(nil), s.identified...)
 }
 
 // Sent returns the messages the bot created, in order.
@@ -420,6 +555,53 @@ func (s *Server) Attempts() []Attempt {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]Attempt(nil), s.attempts...)
+}
+
+// Edits returns the message edits, in order.
+func (s *Server) Edits() []Edit {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Edit(nil), s.edits...)
+}
+
+// WaitEdits waits until at least n edits were made and returns them all.
+func (s *Server) WaitEdits(ctx context.Context, n int) ([]Edit, error) {
+	var out []Edit
+	err := s.waitFor(ctx, func() bool {
+		if len(s.edits) < n {
+			return false
+		}
+		out = append([]Edit(nil), s.edits...)
+		return true
+	})
+	if err != nil {
+		return nil, fmt.Errorf("wait for %d edits: %w", n, err)
+	}
+	return out, nil
+}
+
+// Deleted returns the ids of deleted messages, in order.
+func (s *Server) Deleted() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.deleted...)
+}
+
+// Shown returns what a channel shows now: the content of its messages,
+// oldest first, after edits and deletions. from, when set, skips messages
+// up to and including that id.
+func (s *Server) Shown(channelID, from string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, id := range s.history[channelID] {
+		if from != "" && !snowflakeLess(from, id) {
+			continue
+		}
+		c, _ := s.messages[id]["content"].(string)
+		out = append(out, c)
+	}
+	return out
 }
 
 // Typing returns the typing calls, in order.
@@ -549,17 +731,23 @@ func (s *Server) newIDLocked() string {
 	return strconv.FormatInt(s.nextID, 10)
 }
 
-// dispatchLocked sends an op 0 dispatch with the next sequence number and
-// keeps it for replay.
-func (s *Server) dispatchLocked(t string, d any) {
-	s.seq++
-	payload := mustJSON(map[string]any{"op": 0, "s": s.seq, "t": t, "d": d})
-	s.events = append(s.events, event{seq: s.seq, payload: payload})
-	if len(s.events) > maxEvents {
-		s.events = s.events[len(s.events)-maxEvents:]
+// dispatchLocked sends an op 0 dispatch about a guild ("" for DMs) to the
+// shard that owns it.
+func (s *Server) dispatchLocked(guildID, t string, d any) {
+	s.dispatchShardLocked(s.shardLocked(ShardOf(guildID, s.shardCount)), t, d)
+}
+
+// dispatchShardLocked sends an op 0 dispatch with the shard's next sequence
+// number and keeps it for replay.
+func (s *Server) dispatchShardLocked(sh *shard, t string, d any) {
+	sh.seq++
+	payload := mustJSON(map[string]any{"op": 0, "s": sh.seq, "t": t, "d": d})
+	sh.events = append(sh.events, event{seq: sh.seq, payload: payload})
+	if len(sh.events) > maxEvents {
+		sh.events = sh.events[len(sh.events)-maxEvents:]
 	}
-	if s.conn != nil && s.conn.isReady() {
-		s.conn.enqueue(payload)
+	if sh.conn != nil && sh.conn.isReady() {
+		sh.conn.enqueue(payload)
 	}
 }
 
@@ -608,10 +796,19 @@ func (s *Server) messageObjectLocked(m Message, c Channel) map[string]any {
 		typ = MessageReply
 	}
 	atts := []any{}
-	for _, name := range m.Attachments {
+	for _, f := range m.Attachments {
 		id := s.newIDLocked()
-		atts = append(atts, map[string]any{"id": id, "filename": name, "size": 1024,
-			"url": s.http.URL + "/attachments/" + id + "/" + name, "proxy_url": s.http.URL + "/attachments/" + id + "/" + name})
+		s.files[id] = f
+		size := f.Size
+		if size == 0 {
+			size = len(f.Data)
+		}
+		u := s.http.URL + "/attachments/" + m.ChannelID + "/" + id + "/" + url.PathEscape(f.Name)
+		att := map[string]any{"id": id, "filename": f.Name, "size": size, "url": u, "proxy_url": u}
+		if f.ContentType != "" {
+			att["content_type"] = f.ContentType
+		}
+		atts = append(atts, att)
 	}
 	obj := map[string]any{
 		"id":               m.ID,
@@ -652,6 +849,16 @@ func (s *Server) messageObjectLocked(m Message, c Channel) map[string]any {
 		}
 	}
 	return obj
+}
+
+// storeLocked keeps a message object for REST reads and replies.
+func (s *Server) storeLocked(obj map[string]any) {
+	id, _ := obj["id"].(string)
+	ch, _ := obj["channel_id"].(string)
+	if _, ok := s.messages[id]; !ok {
+		s.history[ch] = append(s.history[ch], id)
+	}
+	s.messages[id] = obj
 }
 
 // roleMentions lists the roles mentioned in content, as Discord fills

@@ -348,3 +348,80 @@ func TestMessageContentIntent(t *testing.T) {
 		}
 	}
 }
+
+// Application commands, interactions and edits in Discord's wire format,
+// with the refusals Discord gives.
+func TestRESTCommandsAndInteractions(t *testing.T) {
+	t.Parallel()
+	s := startFake(t)
+	const auth = "Bot fake-token"
+	cmds := `[{"name":"dream-log","type":1,"description":"the latest Dream commit","options":[{"type":3,"name":"sha","description":"a commit","autocomplete":true}]}]`
+	for _, tt := range []struct {
+		name, method, path, body string
+		status                   int
+		code                     float64
+	}{
+		{"application", "GET", "/api/v9/oauth2/applications/@me", "", 200, 0},
+		{"gateway bot", "GET", "/api/v9/gateway/bot", "", 200, 0},
+		{"upper-case name", "PUT", "/api/v9/applications/BOT1/commands", `[{"name":"Dream","description":"x"}]`, 400, 50035},
+		{"no description", "PUT", "/api/v9/applications/BOT1/commands", `[{"name":"dream"}]`, 400, 50035},
+		{"another app", "PUT", "/api/v9/applications/APP2/commands", cmds, 403, 50001},
+		{"register", "PUT", "/api/v9/applications/BOT1/commands", cmds, 200, 0},
+		{"register in guild", "PUT", "/api/v9/applications/BOT1/guilds/G1/commands", cmds, 200, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			status, body := do(t, s, tt.method, tt.path, auth, tt.body)
+			if status != tt.status || tt.code != 0 && body["code"] != tt.code {
+				t.Fatalf("status %d %v, want %d code %v", status, body, tt.status, tt.code)
+			}
+		})
+	}
+	if c := s.Commands(""); len(c) != 1 || !c[0].Options[0].Autocomplete || s.CommandPuts() != 2 {
+		t.Fatalf("commands %+v, puts %d", c, s.CommandPuts())
+	}
+	if _, err := s.InjectInteraction(Interaction{ChannelID: "C1", User: User{ID: "U1"}, Command: "help"}); err == nil {
+		t.Fatal("an unregistered command was injected")
+	}
+	id, err := s.InjectInteraction(Interaction{ChannelID: "C1", User: User{ID: "U1"}, Command: "dream-log"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := "itoken-" + id
+	if st, _ := do(t, s, "PATCH", "/api/v9/webhooks/BOT1/"+token+"/messages/@original", "", `{"content":"early"}`); st != 400 {
+		t.Fatalf("edit before the callback: %d", st)
+	}
+	if st, _ := do(t, s, "POST", "/api/v9/interactions/"+id+"/wrong/callback", "", `{"type":5}`); st != 404 {
+		t.Fatalf("callback with a wrong token: %d", st)
+	}
+	if st, _ := do(t, s, "POST", "/api/v9/interactions/"+id+"/"+token+"/callback", "", `{"type":5}`); st != 204 {
+		t.Fatalf("deferral: %d", st)
+	}
+	if st, body := do(t, s, "POST", "/api/v9/interactions/"+id+"/"+token+"/callback", "", `{"type":5}`); st != 400 || body["code"] != 40060.0 {
+		t.Fatalf("second callback: %d %v", st, body)
+	}
+	if st, _ := do(t, s, "PATCH", "/api/v9/webhooks/BOT1/"+token+"/messages/@original", "", `{"content":"answer"}`); st != 200 {
+		t.Fatalf("edit original: %d", st)
+	}
+	if st, _ := do(t, s, "POST", "/api/v9/webhooks/BOT1/"+token+"?wait=true", "", `{"content":"more"}`); st != 200 {
+		t.Fatalf("follow-up: %d", st)
+	}
+	if f := s.Followups(); len(f) != 2 || !f[0].Original || f[1].Original || f[1].Content != "more" {
+		t.Fatalf("follow-ups %+v", f)
+	}
+
+	// Edits: only the bot's own messages, within 2000 characters.
+	_, posted := do(t, s, "POST", "/api/v9/channels/C1/messages", auth, `{"content":"draft"}`)
+	mid, _ := posted["id"].(string)
+	user, _ := s.InjectMessage(Message{ChannelID: "C1", Author: User{ID: "U1"}, Content: "mine"})
+	if st, _ := do(t, s, "PATCH", "/api/v9/channels/C1/messages/"+mid, auth, `{"content":"final"}`); st != 200 {
+		t.Fatalf("edit: %d", st)
+	}
+	if st, body := do(t, s, "PATCH", "/api/v9/channels/C1/messages/"+user, auth, `{"content":"x"}`); st != 403 || body["code"] != 50005.0 {
+		t.Fatalf("edit of a user's message: %d %v", st, body)
+	}
+	// (No client asked for the Message Content intent, so the user's
+	// message shows blank to the bot.)
+	if got := s.Shown("C1", ""); !slices.Equal(got, []string{"final", ""}) {
+		t.Fatalf("shown %q", got)
+	}
+}

@@ -1,6 +1,7 @@
 package fakeslack
 
 import (
+	"cmp"
 	"encoding/json"
 	"net/http"
 	"slices"
@@ -86,10 +87,11 @@ func (s *Server) postJSON(p Post, withMetadata bool) map[string]any {
 }
 
 // history answers conversations.history (the channel's top-level posts,
-// newest first) and conversations.replies (the posts in the thread of ts,
-// oldest first), from the accepted posts newer than oldest, at most limit
-// of them (default 100). Metadata is included only with
-// include_all_metadata=1, as Slack does.
+// newest first) and conversations.replies (the thread of ts, oldest first:
+// its parent, then the replies), from the accepted posts and the seeded
+// messages newer than oldest and older than latest (inclusive=1 keeps a
+// message at either bound), at most limit of them (default 100). Metadata
+// is included only with include_all_metadata=1, as Slack does.
 func (s *Server) history(w http.ResponseWriter, r *http.Request, method string) {
 	f := r.PostForm
 	channel, thread := f.Get("channel"), f.Get("ts")
@@ -97,21 +99,55 @@ func (s *Server) history(w http.ResponseWriter, r *http.Request, method string) 
 		s.fail(w, method, "invalid_arguments")
 		return
 	}
-	oldest := tsMicros(f.Get("oldest"))
+	oldest, latest := tsMicros(f.Get("oldest")), tsMicros(f.Get("latest"))
+	inclusive := f.Get("inclusive") == "1" || f.Get("inclusive") == "true"
 	limit, _ := strconv.Atoi(f.Get("limit"))
 	if limit <= 0 {
 		limit = 100
 	}
 	withMeta := f.Get("include_all_metadata") == "1"
+	inRange := func(ts string) bool {
+		t := tsMicros(ts)
+		if inclusive {
+			return t >= oldest && (latest == 0 || t <= latest)
+		}
+		return t > oldest && (latest == 0 || t < latest)
+	}
+	type entry struct {
+		ts  int64
+		msg map[string]any
+	}
+	var all []entry
 	s.mu.Lock()
-	var msgs []map[string]any
 	for _, p := range s.posts {
-		if p.Channel != channel || tsMicros(p.TS) <= oldest || p.ThreadTS != thread {
+		if p.Channel != channel || !inRange(p.TS) || p.ThreadTS != thread {
 			continue
 		}
-		msgs = append(msgs, s.postJSON(p, withMeta))
+		all = append(all, entry{tsMicros(p.TS), s.postJSON(p, withMeta)})
+	}
+	for _, m := range s.seeded {
+		inThread := m.ThreadTS == thread || (thread != "" && m.TS == thread)
+		if m.Channel != channel || !inRange(m.TS) || !inThread {
+			continue
+		}
+		msg := map[string]any{"type": "message", "text": m.Text, "ts": m.TS}
+		if m.User != "" {
+			msg["user"] = m.User
+		}
+		if m.BotID != "" {
+			msg["bot_id"] = m.BotID
+		}
+		if m.ThreadTS != "" {
+			msg["thread_ts"] = m.ThreadTS
+		}
+		all = append(all, entry{tsMicros(m.TS), msg})
 	}
 	s.mu.Unlock()
+	slices.SortStableFunc(all, func(a, b entry) int { return cmp.Compare(a.ts, b.ts) })
+	msgs := make([]map[string]any, 0, len(all))
+	for _, e := range all {
+		msgs = append(msgs, e.msg)
+	}
 	if method == "conversations.history" {
 		slices.Reverse(msgs)
 	}

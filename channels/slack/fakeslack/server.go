@@ -2,10 +2,12 @@
 // protocol, for tests of the Slack adapter and end-to-end tests of the built
 // binary: the Web API methods the adapter calls (auth.test,
 // apps.connections.open, chat.postMessage with message metadata,
-// conversations.history and conversations.replies over the accepted posts,
-// users.info, reactions.add, reactions.remove) over HTTP, and Socket Mode over a
-// websocket (hello, events_api envelopes, acks, PING frames, disconnect
-// requests and hard drops).
+// chat.update, chat.delete, chat.postEphemeral, conversations.history and
+// conversations.replies over the accepted posts and seeded messages,
+// users.info, files.info with url_private downloads, reactions.add,
+// reactions.remove) over HTTP, slash commands' response_url, and Socket Mode
+// over a websocket (hello, events_api and slash_commands envelopes, acks,
+// PING frames, disconnect requests and hard drops).
 //
 // It binds 127.0.0.1:0, records every call, post, reaction and ack, and lets a
 // test inject events, script a 429 or a 5xx on the next post (also one that
@@ -72,6 +74,9 @@ type Config struct {
 	// RejectMetadata makes chat.postMessage refuse any post that carries
 	// message metadata (invalid_metadata_format).
 	RejectMetadata bool
+	// NoFilesScope makes files.info answer missing_scope and downloads
+	// get the sign-in page, as for an app without files:read.
+	NoFilesScope bool
 }
 
 // Call is one Web API request.
@@ -123,6 +128,10 @@ type Event struct {
 	TS          string
 	ThreadTS    string
 	Edited      bool
+	// Files are shared with the post (Slack sends subtype "file_share" on
+	// the message event; set Subtype to match); a file-only post has no
+	// Text.
+	Files []File
 }
 
 // Delivery is one events_api envelope sent to the client.
@@ -159,6 +168,15 @@ type Server struct {
 	postScript  []scripted
 	reactHold   chan struct{} // while non-nil, reactions.* wait for it to close
 	done        chan struct{} // closed by Close: held requests give up
+
+	responses    []Response
+	ephemerals   []Ephemeral
+	updates      []Update
+	deleted      []Update
+	updateScript []scripted
+	seeded       []Message
+	files        map[string]File
+	downloads    int
 }
 
 // scripted is a canned failure for the next chat.postMessage.
@@ -176,12 +194,16 @@ func New(cfg Config) *Server {
 		changed:     make(chan struct{}),
 		reactionSet: make(map[string]bool),
 		tickets:     make(map[string]bool),
+		files:       make(map[string]File),
 		done:        make(chan struct{}),
 		tsBase:      time.Now().Unix(),
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/api/", s.serveAPI)
 	mux.HandleFunc("/link/", s.serveLink)
+	mux.HandleFunc("/commands/", s.serveResponseURL)
+	mux.HandleFunc("/files-pri/", s.serveFile)
+	mux.HandleFunc("/signin/", serveSignIn)
 	s.srv = httptest.NewServer(mux)
 	return s
 }

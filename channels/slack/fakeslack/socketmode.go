@@ -98,10 +98,14 @@ func (s *Server) Retry(d Delivery) (Delivery, error) {
 // SendEnvelope sends an envelope of another type (e.g. "slash_commands")
 // with the given payload and returns its envelope id.
 func (s *Server) SendEnvelope(typ string, payload any) (string, error) {
+	return s.sendEnvelope(typ, payload, false)
+}
+
+func (s *Server) sendEnvelope(typ string, payload any, acceptsResponse bool) (string, error) {
 	s.mu.Lock()
 	id := s.nextIDLocked("env-")
 	s.mu.Unlock()
-	b, err := json.Marshal(map[string]any{"type": typ, "envelope_id": id, "payload": payload, "accepts_response_payload": false})
+	b, err := json.Marshal(map[string]any{"type": typ, "envelope_id": id, "payload": payload, "accepts_response_payload": acceptsResponse})
 	if err != nil {
 		return "", err
 	}
@@ -213,6 +217,17 @@ func (s *Server) callbackPayload(eventID string, ev Event) (json.RawMessage, err
 		if ev.Subtype != "" {
 			inner["subtype"] = ev.Subtype
 		}
+	}
+	if len(ev.Files) > 0 {
+		files := make([]map[string]any, 0, len(ev.Files))
+		s.mu.Lock()
+		s.registerFilesLocked(ev.Files)
+		s.mu.Unlock()
+		for _, f := range ev.Files {
+			files = append(files, s.fileJSON(f, f.Hidden))
+		}
+		inner["files"] = files
+		inner["upload"] = false
 	}
 	if ev.Edited {
 		inner["edited"] = map[string]string{"user": ev.User, "ts": ev.TS}

@@ -53,6 +53,18 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		if s.botMay(w, method, token, !s.cfg.NoUsersScope) {
 			s.userInfo(w, r, method)
 		}
+	case "files.info":
+		if s.botMay(w, method, token, !s.cfg.NoFilesScope) {
+			s.fileInfo(w, r, method)
+		}
+	case "chat.postEphemeral":
+		if s.botMay(w, method, token, true) {
+			s.postEphemeral(w, r, method)
+		}
+	case "chat.update", "chat.delete":
+		if s.botMay(w, method, token, true) {
+			s.updateMessage(w, r, method)
+		}
 	case "reactions.add", "reactions.remove":
 		s.react(w, r, method, token)
 	default:

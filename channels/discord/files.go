@@ -1,0 +1,162 @@
+package discord
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"path"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/bwmarrin/discordgo"
+)
+
+// DefaultMaxFileBytes is the default cap on a text attachment read into a
+// turn.
+const DefaultMaxFileBytes = 256 << 10
+
+// maxFilesPerMessage bounds the attachments of one message that are read;
+// Discord allows 10.
+const maxFilesPerMessage = 10
+
+// textExtensions are file names read as text whatever content type Discord
+// guessed (it often sends none, or application/octet-stream, for code).
+var textExtensions = map[string]bool{
+	".txt": true, ".md": true, ".markdown": true, ".rst": true, ".log": true, ".csv": true, ".tsv": true,
+	".json": true, ".jsonl": true, ".yaml": true, ".yml": true, ".toml": true, ".ini": true, ".cfg": true,
+	".conf": true, ".env": true, ".xml": true, ".html": true, ".htm": true, ".css": true, ".svg": true,
+	".go": true, ".py": true, ".js": true, ".mjs": true, ".ts": true, ".tsx": true, ".jsx": true,
+	".rs": true, ".java": true, ".kt": true, ".c": true, ".h": true, ".cc": true, ".cpp": true, ".hpp": true,
+	".cs": true, ".rb": true, ".php": true, ".swift": true, ".sh": true, ".bash": true, ".zsh": true,
+	".ps1": true, ".sql": true, ".lua": true, ".pl": true, ".r": true, ".scala": true, ".diff": true,
+	".patch": true, ".tex": true, ".proto": true, ".graphql": true, ".dockerfile": true, ".mod": true, ".sum": true,
+}
+
+// textTypes are content types read as text besides text/*.
+var textTypes = map[string]bool{
+	"application/json": true, "application/xml": true, "application/yaml": true, "application/x-yaml": true,
+	"application/toml": true, "application/javascript": true, "application/x-sh": true, "application/sql": true,
+	"application/x-ndjson": true, "image/svg+xml": true,
+}
+
+// attachmentKind sorts an attachment: "text" is read into the turn,
+// "image" and "file" are only named.
+func attachmentKind(at *discordgo.MessageAttachment) string {
+	ct, _, _ := mime.ParseMediaType(at.ContentType)
+	ext := strings.ToLower(path.Ext(at.Filename))
+	switch {
+	case strings.HasPrefix(ct, "text/") || textTypes[ct] || textExtensions[ext]:
+		return "text"
+	case strings.HasPrefix(ct, "image/"):
+		return "image"
+	}
+	return "file"
+}
+
+// attachmentsText renders a message's attachments for the turn: text files
+// as fenced blocks with their name (up to maxFileBytes each), images and
+// other files as one clear line each, so the model knows they were there
+// and that it cannot see them.
+func (a *Adapter) attachmentsText(ctx context.Context, atts []*discordgo.MessageAttachment) string {
+	var b strings.Builder
+	for i, at := range atts {
+		if at == nil {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteString("\n")
+		}
+		name := at.Filename
+		if i >= maxFilesPerMessage {
+			fmt.Fprintf(&b, "[attachment: %s (not read: too many files in one message)]", name)
+			continue
+		}
+		switch attachmentKind(at) {
+		case "image":
+			fmt.Fprintf(&b, "[image: %s (not shown: this assistant cannot see images)]", name)
+			continue
+		case "file":
+			fmt.Fprintf(&b, "[file: %s (%s, binary; not read)]", name, sizeText(at.Size))
+			continue
+		}
+		if at.Size > a.maxFileBytes {
+			fmt.Fprintf(&b, "[file: %s (%s; not read: larger than the %s limit)]", name, sizeText(at.Size), sizeText(a.maxFileBytes))
+			continue
+		}
+		data, err := a.download(ctx, at.URL)
+		switch {
+		case err != nil:
+			a.log.Warn("discord: attachment download failed", "file_len", at.Size, "err", err)
+			fmt.Fprintf(&b, "[file: %s (could not be downloaded)]", name)
+		case len(data) > a.maxFileBytes:
+			fmt.Fprintf(&b, "[file: %s (not read: larger than the %s limit)]", name, sizeText(a.maxFileBytes))
+		case !utf8.Valid(data) || strings.ContainsRune(string(data), 0):
+			fmt.Fprintf(&b, "[file: %s (%s, binary; not read)]", name, sizeText(len(data)))
+		default:
+			text := strings.TrimRight(string(data), "\n")
+			fence := fenceFor(text)
+			fmt.Fprintf(&b, "File %s:\n%s%s\n%s\n%s", name, fence, fenceLang(name), text, fence)
+		}
+	}
+	return b.String()
+}
+
+// fenceFor returns a backtick fence longer than any run of backticks in
+// text, so a file with code blocks of its own stays one block.
+func fenceFor(text string) string {
+	longest, run := 0, 0
+	for _, r := range text {
+		if r == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	return strings.Repeat("`", max(3, longest+1))
+}
+
+func fenceLang(name string) string {
+	ext := strings.TrimPrefix(strings.ToLower(path.Ext(name)), ".")
+	if ext == "txt" || ext == "log" {
+		return ""
+	}
+	return ext
+}
+
+func sizeText(n int) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%d KB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// download fetches an attachment from Discord's CDN, at most
+// maxFileBytes+1 bytes. The CDN needs no token, so none is sent.
+func (a *Adapter) download(ctx context.Context, url string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, a.tune.downloadTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, fmt.Errorf("attachment request: %w", err)
+	}
+	req.Header.Set("User-Agent", a.session.UserAgent)
+	resp, err := a.session.Client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("download attachment: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("download attachment: HTTP %d", resp.StatusCode)
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, int64(a.maxFileBytes)+1))
+	if err != nil {
+		return nil, fmt.Errorf("read attachment: %w", err)
+	}
+	return data, nil
+}

@@ -1,0 +1,154 @@
+package slack
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/dreamgate/dreamgate/channels"
+	"github.com/dreamgate/dreamgate/channels/slack/fakeslack"
+)
+
+var testCommands = []channels.Command{
+	{Name: "help"}, {Name: "new"}, {Name: "status"}, {Name: "stop"},
+	{Name: "dream"}, {Name: "dream-log", Arg: "sha"}, {Name: "dream-restore", Arg: "sha", Admin: true},
+}
+
+// A slash command (under the configured prefix) is acked, reaches the
+// gateway as "/name args" from the Slack user, and its answer goes back
+// through the response_url, ephemeral; it has no message to react to or
+// stream into.
+func TestSlashCommandAnsweredThroughResponseURL(t *testing.T) {
+	h := startHarness(t, harnessOpts{
+		cfg:  func(c *Config) { c.CommandPrefix = "dg-"; c.Commands = testCommands },
+		sink: echoReplies(t),
+	})
+	env, trig, err := h.fake.InjectSlashCommand(fakeslack.SlashCommand{Command: "/dg-dream-log", Text: "1a2b", User: "U1", Channel: "C1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.fake.WaitAcked(h.ctx(), env); err != nil {
+		t.Fatal(err)
+	}
+	in := h.sink.next(t)
+	if in.Text != "/dream-log 1a2b" || in.SenderID != "U1" || in.ChatID != "C1" || in.SessionKey != "slack:C1" || in.ThreadID != "" {
+		t.Errorf("inbound = %+v", in)
+	}
+	resps, err := h.fake.WaitResponses(h.ctx(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := resps[0]; r.TriggerID != trig || r.Text != "re: /dream-log 1a2b" || r.ResponseType != "ephemeral" {
+		t.Errorf("response = %+v", r)
+	}
+	if len(h.fake.Posts()) != 0 {
+		t.Errorf("a slash command's answer was posted to the channel: %+v", h.fake.Posts())
+	}
+	if h.a.StartStream(in) != nil {
+		t.Error("a slash command got a stream")
+	}
+	h.a.StartTyping(t.Context(), in)()
+	if n := h.fake.CallCount("reactions.add"); n != 0 {
+		t.Errorf("reactions.add called %d times for a slash command", n)
+	}
+}
+
+// A long /dream: progress lines take at most their share of the
+// response_url's five uses, the answer the rest, and what no longer fits
+// goes by chat.postEphemeral.
+func TestSlashCommandProgressAndLongAnswer(t *testing.T) {
+	h := startHarness(t, harnessOpts{})
+	_, _, err := h.fake.InjectSlashCommand(fakeslack.SlashCommand{Command: "/dream", User: "U1", Channel: "D1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := h.sink.next(t)
+	ctx := h.ctx()
+	for _, p := range []string{"Archiving…", "Dreaming…", "Editing…", "One too many…"} {
+		if err := h.a.Send(ctx, channels.ReplyTo(in, channels.KindProgress, p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	long := strings.Repeat("a line of the report\n", 8000) // about 5 parts
+	if err := h.a.Send(ctx, channels.ReplyTo(in, channels.KindReply, long)); err != nil {
+		t.Fatal(err)
+	}
+	resps := h.fake.Responses()
+	if len(resps) != fakeslack.ResponseURLUses || resps[0].Text != "Archiving…" || resps[2].Text != "Editing…" {
+		t.Fatalf("responses = %d, first %+v", len(resps), resps[0])
+	}
+	eph := h.fake.Ephemerals()
+	if len(eph) == 0 || eph[0].User != "U1" || eph[0].Channel != "D1" {
+		t.Fatalf("ephemerals = %+v, want the rest of the answer for U1", eph)
+	}
+	got := 0
+	for _, r := range resps[3:] {
+		got += strings.Count(r.Text, "a line of the report")
+	}
+	for _, e := range eph {
+		got += strings.Count(e.Text, "a line of the report")
+	}
+	if got != 8000 {
+		t.Errorf("the answer arrived with %d of 8000 lines", got)
+	}
+}
+
+// Slash commands obey allowFrom; a retried envelope runs once; a command
+// without the prefix the config asks for still maps by name.
+func TestSlashCommandFilters(t *testing.T) {
+	h := startHarness(t, harnessOpts{cfg: func(c *Config) { c.AllowFrom = []string{"U1"} }})
+	if _, _, err := h.fake.InjectSlashCommand(fakeslack.SlashCommand{Command: "/status", User: "U2", Channel: "C1"}); err != nil {
+		t.Fatal(err)
+	}
+	resps, err := h.fake.WaitResponses(h.ctx(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resps[0].Text != channels.NotAllowedNotice {
+		t.Errorf("refusal = %q", resps[0].Text)
+	}
+	for range 2 {
+		if _, _, err := h.fake.InjectSlashCommand(fakeslack.SlashCommand{Command: "/new", User: "U1", Channel: "C1", TriggerID: "t-same"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A name that is no command word (only the prefix) never reaches the
+	// gateway as chat.
+	if _, _, err := h.fake.InjectSlashCommand(fakeslack.SlashCommand{Command: "/", Text: "hello model", User: "U1", Channel: "C1"}); err != nil {
+		t.Fatal(err)
+	}
+	resps, err = h.fake.WaitResponses(h.ctx(), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(resps[1].Text, "I don't know the command /.") {
+		t.Errorf("odd command answered %q", resps[1].Text)
+	}
+	if got := h.sentinel("U1"); len(got) != 1 || got[0].Text != "/new" {
+		t.Errorf("delivered %+v, want one /new", got)
+	}
+}
+
+// /help's form on Slack: the declared slash command, under the prefix;
+// Slack's own /status only after a mention unless prefixed.
+func TestCommandForm(t *testing.T) {
+	tests := []struct {
+		prefix, name, want string
+	}{
+		{"", "/dream", "/dream"},
+		{"", "/status", "@dreambot /status"},
+		{"dg-", "/status", "/dg-status"},
+		{"dg-", "/dream-log", "/dg-dream-log"},
+		{"", "/undeclared", "@dreambot /undeclared"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.prefix+tt.name, func(t *testing.T) {
+			h := startHarness(t, harnessOpts{cfg: func(c *Config) { c.CommandPrefix = tt.prefix; c.Commands = testCommands }})
+			if got := h.a.CommandForm(tt.name); got != tt.want {
+				t.Errorf("CommandForm(%q) = %q, want %q", tt.name, got, tt.want)
+			}
+		})
+	}
+	if !strings.Contains((&Adapter{}).CommandNote(), "/new") {
+		t.Error("the note does not show the mention form")
+	}
+}

@@ -1,0 +1,192 @@
+package gitstore_test
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/dreamgate/dreamgate/gitstore"
+)
+
+// The commit index is a cache of the first-parent history. These tests
+// change the history behind the Store's back (the git command line) or
+// damage the index file, and check that the Store still answers from the
+// repository.
+
+// gitLog is the first-parent history as the git command line sees it:
+// "<sha> <subject>", newest first.
+func gitLog(t *testing.T, dir string) []string {
+	t.Helper()
+	return lines(runGit(t, dir, "log", "--first-parent", "--format=%H %s"))
+}
+
+func storeLog(t *testing.T, s *gitstore.Store) []string {
+	t.Helper()
+	cs, err := s.Log(0, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, c := range cs {
+		out = append(out, c.SHA+" "+c.Subject)
+	}
+	return out
+}
+
+func latest(t *testing.T, s *gitstore.Store, prefix string) gitstore.Commit {
+	t.Helper()
+	c, _, err := s.Latest(prefix)
+	if err != nil {
+		t.Fatalf("Latest(%q): %v", prefix, err)
+	}
+	return c
+}
+
+func TestCommitIndexSeesGitCommits(t *testing.T) {
+	gitBin(t)
+	s, dir := openStore(t)
+	writeFile(t, dir, "memory/MEMORY.md", "a\n")
+	a := mustCommit(t, s, "dream: A")
+	if got := latest(t, s, "dream:"); got.SHA != a.SHA { // the index exists from here on
+		t.Fatalf("Latest = %s, want A", got.Subject)
+	}
+
+	// A commit made with the git command line between two Store calls.
+	writeFile(t, dir, "memory/MEMORY.md", "a\nb by git\n")
+	runGit(t, dir, "commit", "-q", "-m", "dream: B by git", "--", "memory/MEMORY.md")
+	if got := latest(t, s, "dream:"); got.Subject != "dream: B by git" {
+		t.Errorf("Latest after a git commit = %q, want the git commit", got.Subject)
+	}
+	// Two more that change SOUL.md and put it back: a restore before A
+	// leaves SOUL.md alone, so it must not name them.
+	writeFile(t, dir, "SOUL.md", "e\n")
+	runGit(t, dir, "commit", "-q", "-m", "manual: E by git", "--", "SOUL.md")
+	writeFile(t, dir, "SOUL.md", "")
+	runGit(t, dir, "commit", "-q", "-m", "manual: F by git", "--", "SOUL.md")
+	writeFile(t, dir, "USER.md", "c\n")
+	c := mustCommit(t, s, "dream: C")
+	if got, want := storeLog(t, s), gitLog(t, dir); !slices.Equal(got, want) {
+		t.Errorf("Log = %q, want %q", got, want)
+	}
+
+	// Restoring before A undoes the git commit B too (it changed
+	// MEMORY.md), and C (USER.md); not E and F.
+	_, undone, err := s.Restore(a.Short)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := subjects(undone), []string{"dream: C", "dream: B by git"}; !slices.Equal(got, want) {
+		t.Errorf("undone = %q, want %q", got, want)
+	}
+	if got := readFile(t, dir, "memory/MEMORY.md"); got != "" {
+		t.Errorf("MEMORY.md = %q, want it as before A", got)
+	}
+
+	// The branch moved back with the git command line, then on again.
+	runGit(t, dir, "reset", "-q", "--hard", c.SHA)
+	if got := latest(t, s, ""); got.SHA != c.SHA {
+		t.Errorf("Latest after reset = %q, want C", got.Subject)
+	}
+	writeFile(t, dir, "SOUL.md", "d\n")
+	runGit(t, dir, "commit", "-q", "-m", "manual: D by git", "--", "SOUL.md")
+	if got, want := storeLog(t, s), gitLog(t, dir); !slices.Equal(got, want) {
+		t.Errorf("Log after reset and commit = %q, want %q", got, want)
+	}
+	if _, _, err := s.Restore(c.Short); err != nil {
+		t.Fatalf("Restore(C) after reset: %v", err)
+	}
+	// The revert commit replaced "revert: undo <A>" at the top: that one is
+	// gone from the history, so it is unknown to a restore.
+	all := gitLog(t, dir)
+	if strings.Contains(strings.Join(all, "\n"), gitstore.RevertPrefix+a.Short) {
+		t.Fatalf("git log still has the reverted restore: %q", all)
+	}
+	checkGit(t, s, dir)
+}
+
+func TestCommitIndexRebuilt(t *testing.T) {
+	gitBin(t)
+	damage := map[string]func(t *testing.T, data []byte) []byte{
+		"deleted": nil,
+		"middle line removed": func(t *testing.T, data []byte) []byte {
+			ls := strings.SplitAfter(string(data), "\n")
+			return []byte(strings.Join(slices.Delete(ls, 3, 4), ""))
+		},
+		"last line torn": func(t *testing.T, data []byte) []byte {
+			return data[:len(data)-20]
+		},
+		"bytes flipped": func(t *testing.T, data []byte) []byte {
+			i := bytes.Index(data, []byte("dream: 3"))
+			if i < 0 {
+				t.Fatalf("no subject to damage in %q", data)
+			}
+			data[i+7] = '8'
+			return data
+		},
+		"another format": func(t *testing.T, data []byte) []byte {
+			return []byte("not an index\n")
+		},
+		"empty": func(t *testing.T, data []byte) []byte { return nil },
+	}
+	for name, f := range damage {
+		t.Run(name, func(t *testing.T) {
+			s, dir := openStore(t)
+			var cs []gitstore.Commit
+			for i := range 6 {
+				writeFile(t, dir, "memory/MEMORY.md", strings.Repeat("x\n", i+1))
+				cs = append(cs, mustCommit(t, s, "dream: "+string(rune('0'+i))))
+			}
+			writeFile(t, dir, "USER.md", "by hand\n")
+			mustCommit(t, s, "manual: last")
+			want := gitLog(t, dir)
+			if got := storeLog(t, s); !slices.Equal(got, want) { // writes the index
+				t.Fatalf("Log = %q, want %q", got, want)
+			}
+			p := filepath.Join(dir, ".git", gitstore.CommitIndexFile)
+			data, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatalf("no commit index after a Log: %v", err)
+			}
+			if f == nil {
+				err = os.Remove(p)
+			} else {
+				err = os.WriteFile(p, f(t, data), 0o644)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			// A Store opened now reads the damaged file.
+			s2, err := gitstore.Open(dir, gitstore.Options{Tracked: gitstore.TestTracked})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := latest(t, s2, "dream:"); got.SHA != cs[5].SHA {
+				t.Errorf("Latest = %q, want %q", got.Subject, cs[5].Subject)
+			}
+			if got := storeLog(t, s2); !slices.Equal(got, want) {
+				t.Errorf("Log = %q, want %q", got, want)
+			}
+			if _, _, err := s2.Latest("nothing:"); !errors.Is(err, gitstore.ErrNoMatchingCommit) {
+				t.Errorf("Latest(nothing:) = %v, want ErrNoMatchingCommit", err)
+			}
+			// Every commit is still in the history for a restore, the one
+			// a removed line named too, and each later one is named.
+			_, undone, err := s2.Restore(cs[1].Short)
+			if err != nil {
+				t.Fatalf("Restore: %v", err)
+			}
+			if got, want := subjects(undone), []string{"manual: last", "dream: 5", "dream: 4", "dream: 3", "dream: 2"}; !slices.Equal(got, want) {
+				t.Errorf("undone = %q, want %q", got, want)
+			}
+			if got, _ := os.ReadFile(p); bytes.Equal(got, data) || len(got) <= len(data) {
+				t.Errorf("index not rebuilt and extended:\n%s", got)
+			}
+			checkGit(t, s2, dir)
+		})
+	}
+}

@@ -1,0 +1,93 @@
+package gitstore
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// leftoverAge is how old a temp file in the repository must be to count as
+// left behind: a writer holds one for milliseconds, so a younger one may
+// belong to another process writing now (a CLI Dream beside the gateway).
+const leftoverAge = time.Minute
+
+// removeLeftovers deletes the temp files a killed writer left in the
+// repository: go-git's loose-object and pack temps (tmp_obj_*, tmp_pack_*
+// in objects/pack), the git command line's (tmp_obj_* in the fan-out
+// directories) and the Store's own index temps (index.dreamgate-*). It
+// returns how many it removed. Nothing else is touched.
+func (s *Store) removeLeftovers() (int, error) {
+	cutoff := time.Now().Add(-leftoverAge)
+	removed := 0
+	var errs []error
+	sweep := func(dir string, prefixes ...string) {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			if !errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, err)
+			}
+			return
+		}
+		for _, e := range entries {
+			if !e.Type().IsRegular() || !hasAnyPrefix(e.Name(), prefixes) {
+				continue
+			}
+			fi, err := e.Info()
+			if err != nil || fi.ModTime().After(cutoff) {
+				continue
+			}
+			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, err)
+				continue
+			}
+			removed++
+		}
+	}
+	sweep(filepath.Join(s.objDir, "pack"), "tmp_obj_", "tmp_pack_", "tmp_idx_")
+	fanout, err := os.ReadDir(s.objDir)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	for _, e := range fanout {
+		if e.IsDir() && len(e.Name()) == 2 {
+			sweep(filepath.Join(s.objDir, e.Name()), "tmp_obj_")
+		}
+	}
+	sweep(s.gitDir, "index.dreamgate-")
+	if len(errs) > 0 {
+		return removed, fmt.Errorf("remove leftover temp files: %w", errors.Join(errs...))
+	}
+	return removed, nil
+}
+
+func hasAnyPrefix(name string, prefixes []string) bool {
+	for _, p := range prefixes {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// newlyTracked returns the tracked paths HEAD does not hold yet: files
+// the caller started tracking (AGENTS.md, prompts/dream.md in an older
+// workspace). Open commits them with the extended .gitignore, so the first
+// version on record is the one found at that moment, not whatever a later
+// edit left.
+func (s *Store) newlyTracked(head headState) ([]string, error) {
+	var out []string
+	for _, p := range s.tracked {
+		b, err := s.lookup(head.treeHash(), p)
+		if err != nil {
+			return nil, err
+		}
+		if !b.exists {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
