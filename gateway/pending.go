@@ -49,6 +49,19 @@ func (g *Gateway) accepted(in channels.Inbound, pc *parsedCommand, err error) {
 	}
 }
 
+// redelivered reports a message its session holds as answered: a platform
+// delivers again what a killed process read but did not ack, and the
+// adapter's memory of what it saw died with the process. It is not
+// answered twice.
+func (g *Gateway) redelivered(sess *session.Session, in channels.Inbound) bool {
+	if !recoverable(in) || !sess.Answered(originOf(in)) {
+		return false
+	}
+	g.logger.Info("message delivered again after a restart and already answered; ignored", "session", in.SessionKey)
+	g.inboxDone(in)
+	return true
+}
+
 // recordUser records the turn's user message in its session with its
 // origin (once: a restart answering it finds it there) and lets the inbox
 // forget it.

@@ -273,3 +273,21 @@ func newInboxGateway(t *testing.T, dir string, f func(context.Context, llm.Reque
 	}
 	return inboxGateway{g: g, ch: rec}
 }
+
+// A platform delivers again what a killed process read but never acked;
+// when the session holds it as answered, it is not answered twice.
+func TestRedeliveredAnsweredMessageIgnored(t *testing.T) {
+	calls := 0
+	env := newTestEnv(t, func(context.Context, llm.Request) (llm.Response, error) {
+		calls++
+		return textReply("ok"), nil
+	}, nil)
+	in := inbound("c", "hello")
+	wait(t, mustSubmit(t, env, in))
+	if res := wait(t, mustSubmit(t, env, in)); res.Reply != "" || res.Err != nil {
+		t.Errorf("the delivery again got %+v, want nothing", res)
+	}
+	if calls != 1 || len(env.ch.got) != 1 {
+		t.Errorf("%d model calls and %d messages sent, want 1 and 1", calls, len(env.ch.got))
+	}
+}

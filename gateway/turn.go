@@ -25,6 +25,9 @@ func (g *Gateway) turn(ctx context.Context, in channels.Inbound) Result {
 		log.Error("cannot open session", "err", err)
 		return g.fail(in, err, "I could not open this conversation's record, so I did not answer; the error is in the gateway log.")
 	}
+	if g.redelivered(sess, in) {
+		return Result{}
+	}
 	g.addContext(sess, in) // a new session's earlier messages, once
 	if err := g.recordUser(sess, in); err != nil {
 		log.Error("cannot save message", "err", err)

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -273,7 +274,9 @@ func newFaultTable() *faultTable {
 func (ft *faultTable) check(name string, bad []string) {
 	ft.checks[name]++
 	for _, b := range bad {
-		ft.violations = append(ft.violations, name+": "+b)
+		if v := name + ": " + b; !slices.Contains(ft.violations, v) {
+			ft.violations = append(ft.violations, v)
+		}
 	}
 }
 

@@ -286,6 +286,7 @@ func (c *chaosRig) gatewayKill(point string, count int) {
 	alive := waitUp(c.t, p, "slack", "discord")
 	if alive {
 		c.redeliver()
+		c.forgetUnaccepted()
 	}
 	for i := 0; alive && i < maxMessages; i++ {
 		if alive = c.waitAnswered(p); alive {
@@ -391,14 +392,15 @@ func TestChaos(t *testing.T) {
 	}
 	turnPoints := []string{"session-append", "session-meta", "history-append", "history-cursor"}
 	dreamPoints := []string{"dream-edit", "dream-commit", "dream-cursor"}
-	for _, point := range turnPoints {
-		for i := range perPoint {
-			c.gatewayKill(point, 1+i%3)
-		}
-	}
+	// Dream first, while the history holds only the facts fed to it.
 	for _, point := range dreamPoints {
 		for range perPoint {
 			c.dreamKill(point, 1) // a run reads one batch: one edit, one commit, one cursor
+		}
+	}
+	for _, point := range turnPoints {
+		for i := range perPoint {
+			c.gatewayKill(point, 1+i%3)
 		}
 	}
 	for range random {
@@ -506,6 +508,37 @@ func TestChaos(t *testing.T) {
 	if kills < len(turnPoints)+len(dreamPoints) {
 		t.Errorf("only %d kills reached their point: the suite did not aim", kills)
 	}
+}
+
+// forgetUnaccepted finds messages whose envelope a killed process acked
+// but which never reached the gateway: the Slack adapter acks an envelope
+// as soon as it reads it (Slack wants the ack within 3 s) and hands the
+// message on a moment later, so a kill in between loses it, and Slack does
+// not deliver an acked envelope again. Such a message is in no session and
+// not in the inbox (a new start has taken over the inbox by now). It was
+// never accepted, so it is counted apart and no answer is awaited.
+func (c *chaosRig) forgetUnaccepted() {
+	answered := map[string]bool{}
+	for _, p := range c.sl.Posts() {
+		answered[tokenRe.FindString(p.Text)] = true
+	}
+	var held strings.Builder
+	files, _ := filepath.Glob(filepath.Join(c.h.state, "sessions", "*.jsonl"))
+	for _, f := range append(files, filepath.Join(c.h.state, "inbox.jsonl")) {
+		data, _ := os.ReadFile(f)
+		held.Write(data)
+	}
+	kept := c.deliveries[:0]
+	for _, d := range c.deliveries {
+		tok := tokenRe.FindString(d.Event.Text)
+		if c.sl.Acked(d.EnvelopeID) && !answered[tok] && !strings.Contains(held.String(), tok+":") {
+			c.ft.faults["acked by the adapter, killed before the gateway took it"]++
+			c.slackSent--
+			continue
+		}
+		kept = append(kept, d)
+	}
+	c.deliveries = kept
 }
 
 // diagnose says which messages have no answer, whether their envelopes

@@ -111,6 +111,20 @@ func (s *Session) Holds(o Origin) bool {
 	return false
 }
 
+// Answered reports whether the session holds a user message from o's
+// channel with o's message id that an answered mark covers: the platform
+// delivered it again (its ack was lost with a killed process).
+func (s *Session) Answered(o Origin) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, p := range s.origins {
+		if i < s.answered && p.Channel == o.Channel && p.MessageID == o.MessageID {
+			return true
+		}
+	}
+	return false
+}
+
 // Pending is a user message that was accepted and never answered: the
 // process stopped between recording it and sending the answer.
 type Pending struct {
