@@ -106,7 +106,7 @@ type Dreamer struct {
 	model  Model
 	hist   History
 	repo   Repo
-	files  *workspace.Root // nil: opened per run
+	files  *workspace.Root    // nil: opened per run
 	after  func(point string) // Deps.AfterWrite (hooks.go)
 	log    *slog.Logger
 	now    func() time.Time
