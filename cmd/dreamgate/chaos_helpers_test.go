@@ -290,12 +290,12 @@ func (ft *faultTable) print(w io.Writer) {
 		return k
 	}
 	fmt.Fprintln(w, "chaos: faults injected")
-	fmt.Fprintf(w, "  %-34s %8s %12s\n", "fault", "injected", "not reached")
+	fmt.Fprintf(w, "  %-56s %8s %12s\n", "fault", "injected", "not reached")
 	for _, k := range keys(ft.faults) {
-		fmt.Fprintf(w, "  %-34s %8d %12d\n", k, ft.faults[k], ft.notReached[k])
+		fmt.Fprintf(w, "  %-56s %8d %12d\n", k, ft.faults[k], ft.notReached[k])
 	}
 	fmt.Fprintln(w, "chaos: invariants")
-	fmt.Fprintf(w, "  %-34s %8s %12s\n", "invariant", "checked", "violations")
+	fmt.Fprintf(w, "  %-56s %8s %12s\n", "invariant", "checked", "violations")
 	for _, k := range keys(ft.checks) {
 		n := 0
 		for _, v := range ft.violations {
@@ -303,6 +303,6 @@ func (ft *faultTable) print(w io.Writer) {
 				n++
 			}
 		}
-		fmt.Fprintf(w, "  %-34s %8d %12d\n", k, ft.checks[k], n)
+		fmt.Fprintf(w, "  %-56s %8d %12d\n", k, ft.checks[k], n)
 	}
 }
