@@ -374,17 +374,14 @@ func (g *Gateway) refuseAtShutdown(in channels.Inbound) Result {
 
 // Shutdown stops accepting messages and lets queued and running turns
 // finish. When ctx ends first, running turns are cancelled and what is still
-// queued is saved and answered with a notice. Dream runs started from chat
-// are cancelled at once (they roll back and keep their batch). It then
-// waits for background work — archives of /new, bounded by their own
-// timeout, for an archive must not be lost.
+// queued is saved and answered with a notice. It then waits for background
+// work: archives of /new, bounded by their own timeout, for an archive must
+// not be lost, and Dream runs started from chat, which a service stopping
+// on a signal cancels first (CancelBackground).
 func (g *Gateway) Shutdown(ctx context.Context) error {
 	g.mu.Lock()
 	g.closed = true
 	g.mu.Unlock()
-	// A Dream may run for half an hour; cancelled, it rolls back and keeps
-	// its batch for the next run.
-	g.cancelBg()
 
 	drained := make(chan struct{})
 	go func() { g.workerWG.Wait(); close(drained) }()
@@ -399,6 +396,7 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 	}
 	g.backgroundWG.Wait()
 	g.cancelTurn()
+	g.cancelBg()
 	g.closeInbox()
 	return err
 }

@@ -29,8 +29,9 @@ func (d *blockingDreamer) Restore(string) (dream.RestoreResult, error) {
 }
 func (d *blockingDreamer) Status() dream.Status { return dream.Status{} }
 
-// A /dream started from chat does not hold shutdown for Dream's half hour:
-// Shutdown cancels it, waits for it to end, and returns.
+// A /dream started from chat does not hold a stopping service for Dream's
+// half hour: CancelBackground cancels it, and Shutdown waits for it to end
+// and returns.
 func TestShutdownCancelsDream(t *testing.T) {
 	d := &blockingDreamer{started: make(chan struct{}), canceled: make(chan struct{})}
 	env := newTestEnv(t, func(context.Context, llm.Request) (llm.Response, error) {
@@ -51,6 +52,7 @@ func TestShutdownCancelsDream(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
 	defer cancel()
 	stopped := make(chan error, 1)
+	env.g.CancelBackground()
 	go func() { stopped <- env.g.Shutdown(ctx) }()
 	select {
 	case err := <-stopped:

@@ -151,6 +151,7 @@ func cmdGateway(ctx context.Context, e *env, args []string) error {
 		logger.Info("shutting down", "reason", "terminal input ended")
 	}
 	health.stopping.Store(true)
+	g.CancelBackground() // a /dream from chat rolls back and keeps its batch
 
 	sctx, cancel := shutdownContext()
 	defer cancel()
