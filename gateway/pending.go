@@ -119,9 +119,10 @@ func (g *Gateway) markAnswered(in channels.Inbound) {
 // answers before any new message: those received within
 // Config.AnswerPending are answered, a recorded reply that may not have
 // gone out is sent, and older ones are told to send again. Messages from
-// the local terminal are left alone: whoever typed them is gone.
+// the local terminal are left alone: whoever typed them is gone. Only the
+// process that owns the channels does this: the one that opened the inbox.
 func (g *Gateway) answerPending() {
-	if g.cfg.AnswerPending <= 0 {
+	if g.cfg.AnswerPending <= 0 || g.inbox == nil {
 		return
 	}
 	list, err := g.deps.Sessions.ListOnDisk()

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -107,6 +108,9 @@ func TestAnswerPendingAtStart(t *testing.T) {
 		calls++
 		return textReply("answer: " + req.Messages[len(req.Messages)-1].Content), nil
 	}, func(cfg *Config, _ *Deps) { cfg.AnswerPending = 10 * time.Minute })
+	if err := env.g.OpenInbox(filepath.Join(t.TempDir(), "inbox.jsonl")); err != nil {
+		t.Fatal(err)
+	}
 	st := env.sessions
 	pendingSession(t, st, "test:recent", "m1", "recent question", now.Add(-time.Minute), "")
 	pendingSession(t, st, "test:replied", "m2", "replied question", now.Add(-time.Minute), "the recorded reply")
