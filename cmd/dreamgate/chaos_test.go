@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -209,16 +210,50 @@ type chaosRig struct {
 // its sentences are too short to be facts.
 var filler = strings.Repeat("Just some filler. ", 90)
 
-// sendSlack sends the next message to the Slack DM.
-func (c *chaosRig) sendSlack() {
-	c.seq++
-	text := fmt.Sprintf("q%03d: I keep a note about topic%03d in the blue notebook. %s", c.seq, c.seq, filler)
+// sendSlack sends the next message to the Slack DM; false when the fake
+// has no connection to send it on (the process is dying, or reconnecting).
+func (c *chaosRig) sendSlack() bool {
+	text := fmt.Sprintf("q%03d: I keep a note about topic%03d in the blue notebook. %s", c.seq+1, c.seq+1, filler)
 	ds, err := c.sl.InjectPost(fakeslack.Event{Channel: "D1", User: "U1", Text: text})
+	if errors.Is(err, fakeslack.ErrNotConnected) {
+		return false
+	}
 	if err != nil {
 		c.t.Fatalf("inject: %v", err)
 	}
+	c.seq++
 	c.deliveries = append(c.deliveries, ds...)
 	c.slackSent++
+	return true
+}
+
+// send sends the next Slack message through p, waiting for a new
+// connection when the socket is down; false when p died first.
+func (c *chaosRig) send(p *gatewayProc) bool {
+	for {
+		conns := c.sl.Connections()
+		if c.sendSlack() {
+			return true
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		go func() {
+			select {
+			case <-p.exited:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		err := c.sl.WaitConnections(ctx, conns+1)
+		cancel()
+		select {
+		case <-p.exited:
+			return false
+		default:
+		}
+		if err != nil {
+			c.t.Fatalf("no Slack connection to send on: %v; log:\n%s", err, p.stderr.String())
+		}
+	}
 }
 
 // redeliver does what Slack does for an envelope that a killed process
@@ -289,8 +324,7 @@ func (c *chaosRig) gatewayKill(point string, count int) {
 		c.forgetUnaccepted()
 	}
 	for i := 0; alive && i < maxMessages; i++ {
-		if alive = c.waitAnswered(p); alive {
-			c.sendSlack()
+		if alive = c.waitAnswered(p) && c.send(p); alive {
 			alive = c.waitAnswered(p)
 		}
 	}
@@ -363,8 +397,7 @@ func (c *chaosRig) dreamKill(point string, count int) {
 // fail, and waits for its one answer.
 func (c *chaosRig) modelFault(p *gatewayProc, name string, replies ...llmtest.Reply) {
 	c.h.llm.Push(replies...)
-	c.sendSlack()
-	if !c.waitAnswered(p) {
+	if !c.send(p) || !c.waitAnswered(p) {
 		c.t.Fatalf("gateway died under %s; log:\n%s", name, p.stderr.String())
 	}
 	c.ft.faults[name]++
@@ -430,12 +463,12 @@ func TestChaos(t *testing.T) {
 	c.modelFault(p, "model hang past the timeout", llmtest.Slow(30*time.Second, llmtest.Text("too late")))
 	c.modelFault(p, "model malformed body", llmtest.Malformed())
 
-	ctx := waitCtx(t)
 	drops := 1
 	if perPoint > 2 {
 		drops = 5
 	}
 	for range drops {
+		ctx := waitCtx(t)
 		conns := sl.Connections()
 		if err := sl.DropConnection(); err != nil {
 			t.Fatal(err)
@@ -444,8 +477,7 @@ func TestChaos(t *testing.T) {
 			t.Fatalf("slack did not reconnect: %v", err)
 		}
 		waitUp(t, p, "slack")
-		c.sendSlack()
-		if !c.waitAnswered(p) {
+		if !c.send(p) || !c.waitAnswered(p) {
 			t.Fatal("gateway died")
 		}
 		c.ft.faults["slack socket drop"]++
