@@ -40,8 +40,9 @@ type inboxLine struct {
 
 func (l inboxLine) id() string { return l.Origin.Channel + "\x00" + l.Origin.MessageID }
 
-// openInbox reads what a previous process left in path and starts the file
-// afresh; the caller queues the messages again (and adds them anew).
+// openInbox reads what a previous process left in path. Those messages stay
+// open (in the file too) until the caller has queued them again and their
+// turns record them, or finds them recorded and calls done.
 func openInbox(path string) (*inbox, []inboxLine, error) {
 	var left []inboxLine
 	data, err := os.ReadFile(path)
@@ -57,6 +58,9 @@ func openInbox(path string) (*inbox, []inboxLine, error) {
 		}
 	}
 	ib := &inbox{path: path, open: map[string]inboxLine{}}
+	for _, l := range left {
+		ib.open[l.id()] = l
+	}
 	if err := ib.rewriteLocked(); err != nil {
 		return nil, nil, err
 	}
@@ -85,7 +89,7 @@ func (ib *inbox) add(l inboxLine) error {
 }
 
 // done forgets a message: its session holds it now, or its sender was told
-// to send it again.
+// to send it again, or it is too old to answer.
 func (ib *inbox) done(in channels.Inbound) {
 	ib.mu.Lock()
 	defer ib.mu.Unlock()

@@ -153,8 +153,13 @@ func (g *Gateway) answerPending() {
 	g.inboxLeft = nil
 	seen := map[string]bool{}
 	for _, l := range left {
-		if seen[l.id()] || g.channel(l.Origin.Channel) == nil || now.Sub(l.Time) > resendWindow {
+		in := inboundOf(l.Key, l.Origin, l.Text, l.Time)
+		if now.Sub(l.Time) > resendWindow {
+			g.inboxDone(in)
 			continue
+		}
+		if seen[l.id()] || g.channel(l.Origin.Channel) == nil {
+			continue // kept for a start with that channel
 		}
 		seen[l.id()] = true
 		sess, err := g.deps.Sessions.Get(l.Key)
@@ -163,15 +168,10 @@ func (g *Gateway) answerPending() {
 			continue
 		}
 		if sess.Holds(l.Origin) {
-			continue // its turn started: the session says whether it was answered
+			g.inboxDone(in) // its turn started: the session says whether it was answered
+			continue
 		}
-		in := inboundOf(l.Key, l.Origin, l.Text, l.Time)
-		if g.inbox != nil {
-			if err := g.inbox.add(inboxLineOf(in)); err != nil {
-				g.logger.Warn("could not record an accepted message again", "session", l.Key, "err", err)
-			}
-		}
-		g.requeue(in, "", now)
+		g.requeue(in, "", now) // it stays in the inbox until its turn records it
 	}
 }
 

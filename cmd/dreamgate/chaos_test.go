@@ -320,8 +320,8 @@ func (c *chaosRig) gatewayKill(point string, count int) {
 	p := c.h.startProc(c.t, testKillEnv+"="+point+","+strconv.Itoa(count))
 	alive := waitUp(c.t, p, "slack", "discord")
 	if alive {
+		c.forgetUnaccepted() // before redeliver: a redelivered envelope is acked at once
 		c.redeliver()
-		c.forgetUnaccepted()
 	}
 	for i := 0; alive && i < maxMessages; i++ {
 		if alive = c.waitAnswered(p) && c.send(p); alive {
@@ -630,7 +630,13 @@ func (c *chaosRig) answeredOnce(final bool) []string {
 		}
 	}
 	if posts > c.slackSent || final && posts != c.slackSent {
-		bad = append(bad, fmt.Sprintf("%d Slack messages sent, %d answers", c.slackSent, posts))
+		var other []string
+		for _, p := range c.sl.Posts() {
+			if p.Channel == "D1" && !strings.HasPrefix(p.Text, "ack q") {
+				other = append(other, fmt.Sprintf("%.100q", p.Text))
+			}
+		}
+		bad = append(bad, fmt.Sprintf("%d Slack messages sent, %d answers; answers that name no message: %v", c.slackSent, posts, other))
 	}
 	for tok, n := range seen {
 		if n > 1 {
