@@ -639,12 +639,9 @@ func (c *Consolidator) inputBudget() int {
 // 8K tokens, oldest first, one "- [timestamp] content" item each. "" when
 // there are none.
 func (c *Consolidator) recentHistory(sessionKey string) (string, error) {
-	entries, err := c.store.Unread(sessionKey)
+	entries, err := c.store.UnreadLast(sessionKey, recentMaxEntries)
 	if err != nil {
 		return "", fmt.Errorf("recent history: %w", err)
-	}
-	if len(entries) > recentMaxEntries {
-		entries = entries[len(entries)-recentMaxEntries:]
 	}
 	lines := make([]string, len(entries))
 	total := 0
