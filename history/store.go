@@ -386,6 +386,9 @@ func sameHead(f *os.File, head []byte) bool {
 
 // parseLocked parses a line and warns (once per kind) about a bad one.
 func (s *Store) parseLocked(line []byte) (Entry, bool) {
+	if e, ok := parseCanonical(line); ok {
+		return e, true
+	}
 	e, kind := parseLine(line)
 	switch kind {
 	case lineOK:
