@@ -2,6 +2,7 @@ package history
 
 import (
 	"bytes"
+	"encoding/binary"
 	"unicode/utf8"
 )
 
@@ -100,38 +101,44 @@ func (p *canonParser) str() (string, bool) {
 		return "", false
 	}
 	b := p.b[1:]
-	end := bytes.IndexByte(b, '"')
-	if end >= 0 && bytes.IndexByte(b[:end], '\\') < 0 {
-		// The common case: no escape before the closing quote.
-		raw := b[:end]
-		if !plain(raw) {
-			return "", false
-		}
-		p.b = b[end+1:]
-		return string(raw), true
-	}
-	var out []byte
-	for i := 0; i < len(b); i++ {
-		c := b[i]
-		switch {
-		case c == '"':
-			if !utf8.Valid(out) {
+	var out []byte // the decoded string, once an escape was seen
+	q := -1        // where the next '"' is
+	for seg := 0; ; {
+		if q < seg {
+			if q = bytes.IndexByte(b[seg:], '"'); q < 0 {
 				return "", false
 			}
-			p.b = b[i+1:]
-			return string(out), true
-		case c < 0x20:
-			return "", false
-		case c != '\\':
-			out = append(out, c)
-			continue
+			q += seg
 		}
-		if i++; i == len(b) {
+		bs := bytes.IndexByte(b[seg:q], '\\')
+		if bs < 0 { // b[seg:q] is the rest of the string
+			raw := b[seg:q]
+			if hasControl(raw) {
+				return "", false
+			}
+			if out != nil {
+				raw = append(out, raw...)
+			}
+			if !utf8.Valid(raw) {
+				return "", false
+			}
+			p.b = b[q+1:]
+			return string(raw), true
+		}
+		bs += seg
+		if hasControl(b[seg:bs]) {
 			return "", false
 		}
-		switch b[i] {
+		if out == nil {
+			out = make([]byte, 0, len(b))
+		}
+		out = append(out, b[seg:bs]...)
+		if bs+1 == len(b) {
+			return "", false
+		}
+		switch b[bs+1] {
 		case '"', '\\', '/':
-			out = append(out, b[i])
+			out = append(out, b[bs+1])
 		case 'b':
 			out = append(out, '\b')
 		case 'f':
@@ -145,17 +152,26 @@ func (p *canonParser) str() (string, bool) {
 		default:
 			return "", false
 		}
+		seg = bs + 2
 	}
-	return "", false
 }
 
-// plain reports whether s, a string's raw bytes, is valid UTF-8 without
-// control characters (which JSON allows only escaped).
-func plain(s []byte) bool {
+// hasControl reports whether s holds a byte below 0x20, which JSON allows
+// in a string only escaped. It looks at eight bytes at a time: a word has
+// such a byte when subtracting 0x20 from each borrows into a byte whose
+// top bit was clear.
+func hasControl(s []byte) bool {
+	for len(s) >= 8 {
+		w := binary.LittleEndian.Uint64(s)
+		if (w-0x2020202020202020)&^w&0x8080808080808080 != 0 {
+			return true
+		}
+		s = s[8:]
+	}
 	for _, c := range s {
 		if c < 0x20 {
-			return false
+			return true
 		}
 	}
-	return utf8.Valid(s)
+	return false
 }

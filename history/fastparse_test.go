@@ -112,3 +112,17 @@ func TestParseCanonicalTakesWhatWeWrite(t *testing.T) {
 		t.Error("a \\u escape was decoded by the fast parser (encoding/json's job)")
 	}
 }
+
+// TestHasControl: the word-at-a-time check agrees with a byte loop, for
+// every byte value at every position of a 17-byte string.
+func TestHasControl(t *testing.T) {
+	for pos := range 17 {
+		for c := range 256 {
+			s := bytes.Repeat([]byte{'a'}, 17)
+			s[pos] = byte(c)
+			if got, want := hasControl(s), c < 0x20; got != want {
+				t.Fatalf("byte %#x at %d: hasControl = %v", c, pos, got)
+			}
+		}
+	}
+}
