@@ -6,7 +6,9 @@
 // keeps working: one JSON object a line with cursor, timestamp, content and
 // an optional session_key; memory/.cursor holds the last cursor handed out
 // and memory/.dream_cursor the highest one Dream has consumed. A legacy
-// memory/HISTORY.md is migrated once.
+// memory/HISTORY.md is migrated once. memory/.history_index is this
+// package's own shortcut past the entries Dream has read (nanobot neither
+// reads nor writes it); deleting it costs one full read of the archive.
 //
 // It is a leaf shared by consolidator and dream, which never import each
 // other: it imports only workspace (the layout and the atomic write) of

@@ -39,8 +39,11 @@ const legacyFile = "HISTORY.md"
 // and replacements made by others.
 //
 // Reads are served from an in-memory cache of the entries Dream has not read
-// yet; a read costs one stat when nothing changed and reads only the bytes
-// appended since the last read otherwise.
+// yet, indexed by session; a read costs one stat when nothing changed and
+// reads only the bytes appended since the last read otherwise. A new Store
+// does not parse the entries Dream has read: a private index
+// (memory/.history_index, see index.go) says where the unread ones begin,
+// and is checked against the file before it is believed.
 type Store struct {
 	dir        string
 	path       string
