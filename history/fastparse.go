@@ -3,6 +3,7 @@ package history
 import (
 	"bytes"
 	"encoding/binary"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -101,8 +102,8 @@ func (p *canonParser) str() (string, bool) {
 		return "", false
 	}
 	b := p.b[1:]
-	var out []byte // the decoded string, once an escape was seen
-	q := -1        // where the next '"' is
+	var out strings.Builder // the decoded string, once an escape was seen
+	q := -1                 // where the next '"' is
 	for seg := 0; ; {
 		if q < seg {
 			if q = bytes.IndexByte(b[seg:], '"'); q < 0 {
@@ -116,39 +117,44 @@ func (p *canonParser) str() (string, bool) {
 			if hasControl(raw) {
 				return "", false
 			}
-			if out != nil {
-				raw = append(out, raw...)
+			var str string
+			if out.Cap() == 0 {
+				str = string(raw)
+			} else {
+				out.Write(raw)
+				str = out.String()
 			}
-			if !utf8.Valid(raw) {
+			if !utf8.ValidString(str) {
 				return "", false
 			}
 			p.b = b[q+1:]
-			return string(raw), true
+			return str, true
 		}
 		bs += seg
 		if hasControl(b[seg:bs]) {
 			return "", false
 		}
-		if out == nil {
-			out = make([]byte, 0, len(b))
+		if out.Cap() == 0 {
+			// Up to the next quote: all of it unless a quote is escaped.
+			out.Grow(max(q, bs+2))
 		}
-		out = append(out, b[seg:bs]...)
+		out.Write(b[seg:bs])
 		if bs+1 == len(b) {
 			return "", false
 		}
 		switch b[bs+1] {
 		case '"', '\\', '/':
-			out = append(out, b[bs+1])
+			out.WriteByte(b[bs+1])
 		case 'b':
-			out = append(out, '\b')
+			out.WriteByte('\b')
 		case 'f':
-			out = append(out, '\f')
+			out.WriteByte('\f')
 		case 'n':
-			out = append(out, '\n')
+			out.WriteByte('\n')
 		case 'r':
-			out = append(out, '\r')
+			out.WriteByte('\r')
 		case 't':
-			out = append(out, '\t')
+			out.WriteByte('\t')
 		default:
 			return "", false
 		}
