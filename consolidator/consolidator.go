@@ -30,8 +30,9 @@ type History interface {
 	// ArchivedAt returns the newest entry of that session generation when
 	// its range starts at from: those messages are already archived.
 	ArchivedAt(sessionKey, sessionID string, from int) (history.Entry, bool, error)
-	// Unread returns the session's entries Dream has not read yet.
-	Unread(sessionKey string) ([]history.Entry, error)
+	// UnreadLast returns the session's last n entries Dream has not read
+	// yet (0: all of them), oldest first.
+	UnreadLast(sessionKey string, n int) ([]history.Entry, error)
 }
 
 // Session is the consolidator's view of one conversation; the gateway's
@@ -717,12 +718,9 @@ func (c *Consolidator) inputBudget() int {
 // 8K tokens, oldest first, one "- [timestamp] content" item each. "" when
 // there are none.
 func (c *Consolidator) recentHistory(sessionKey string) (string, error) {
-	entries, err := c.store.Unread(sessionKey)
+	entries, err := c.store.UnreadLast(sessionKey, recentMaxEntries)
 	if err != nil {
 		return "", fmt.Errorf("recent history: %w", err)
-	}
-	if len(entries) > recentMaxEntries {
-		entries = entries[len(entries)-recentMaxEntries:]
 	}
 	lines := make([]string, len(entries))
 	total := 0

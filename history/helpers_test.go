@@ -131,7 +131,7 @@ func tempFiles(t *testing.T, dir string) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	own := map[string]bool{historyFile: true, cursorFile: true, dreamCursorFile: true, lockFile: true}
+	own := map[string]bool{historyFile: true, cursorFile: true, dreamCursorFile: true, lockFile: true, indexFile: true}
 	var out []string
 	for _, e := range entries {
 		if !own[e.Name()] && !strings.HasPrefix(e.Name(), legacyFile) {

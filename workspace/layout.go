@@ -21,6 +21,9 @@ const (
 	// store and of Dream's single flight.
 	HistoryLock = "memory/.history.lock"
 	DreamLock   = "memory/.dream.lock"
+	// HistoryIndex is the history store's private, rebuildable note of
+	// where in History the entries Dream has not read begin.
+	HistoryIndex = "memory/.history_index"
 	// DreamGuide optionally replaces the built-in Dream guidance.
 	DreamGuide = "prompts/dream.md"
 	// GitDir and GitIgnore are the memory repository.
@@ -49,6 +52,7 @@ func ProgramFiles() []string {
 		Cursor,
 		DreamCursor,
 		DreamState,
+		HistoryIndex,
 		MemoryDir + "/**/*.lock",
 		GitDir + "/",
 		GitIgnore,
