@@ -4,9 +4,10 @@
 // It wraps github.com/VictoriaMetrics/metrics, whose types never leave this
 // package. It imports no package of ours: the packages that see events
 // declare small observer interfaces of their own (gateway.Observer,
-// dream.Observer), which *Metrics satisfies, and cmd/dreamgate wires it in
-// and passes the readers of state that already exists (Sources), which are
-// called at scrape time. Only cmd imports it.
+// dream.Observer), which *Metrics satisfies, and cmd/dreamgate wires it in.
+// State that is already kept elsewhere (token usage, channel health, the
+// queues, the Dream backlog) is read at scrape time through Sources, which
+// cmd passes to Handler. Only cmd imports this package.
 //
 // The library was chosen over prometheus/client_golang for start-up cost,
 // which every command pays because package initialisation runs whether or
@@ -27,7 +28,8 @@ import (
 )
 
 // Sources read state that is kept elsewhere, at scrape time. Any may be
-// nil; its metrics are then left out.
+// nil; its metrics are then left out. They are called on the scraping
+// goroutine and must be safe for concurrent use.
 type Sources struct {
 	// QueueDepth is the number of messages waiting behind a running turn.
 	QueueDepth func() int
@@ -73,20 +75,19 @@ var (
 // block on I/O, and do nothing on a nil *Metrics.
 type Metrics struct {
 	set *vm.Set
-	src Sources
 
 	// scrape serialises the copying of Sources into the set, so two
 	// scrapes never interleave their writes of one snapshot.
 	scrape sync.Mutex
 }
 
-// New returns Metrics reading src at scrape time.
-func New(src Sources) *Metrics {
+// New returns Metrics with every counter at zero.
+func New() *Metrics {
 	// The library leaves out # TYPE lines unless told; without them every
 	// series is "untyped" to Prometheus. The switch is the library's own
 	// (process-wide), and this process has only one exposition.
 	vm.ExposeMetadata(true)
-	m := &Metrics{set: vm.NewSet(), src: src}
+	m := &Metrics{set: vm.NewSet()}
 	// Series that exist from the start, so rate() sees their first
 	// increase and a dashboard shows 0 rather than nothing.
 	m.set.GetOrCreatePrometheusHistogramExt(`dreamgate_turn_model_seconds`, turnBuckets)
@@ -158,45 +159,45 @@ func (m *Metrics) DreamDone(outcome string, took time.Duration) {
 }
 
 // WritePrometheus writes every metric to w in the Prometheus text format,
-// reading Sources first.
-func (m *Metrics) WritePrometheus(w io.Writer) {
+// reading src first.
+func (m *Metrics) WritePrometheus(w io.Writer, src Sources) {
 	m.scrape.Lock()
-	m.refresh()
+	m.refresh(src)
 	m.scrape.Unlock()
 	m.set.WritePrometheus(w)
 }
 
-// Handler serves GET /metrics.
-func (m *Metrics) Handler() http.Handler {
+// Handler serves GET /metrics, reading src on every scrape.
+func (m *Metrics) Handler(src Sources) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-		m.WritePrometheus(w)
+		m.WritePrometheus(w, src)
 	})
 }
 
-// refresh copies the Sources' current values into the set, so one
+// refresh copies the sources' current values into the set, so one
 // exposition (with one # TYPE line per family) holds both kinds.
-func (m *Metrics) refresh() {
-	if f := m.src.QueueDepth; f != nil {
+func (m *Metrics) refresh(src Sources) {
+	if f := src.QueueDepth; f != nil {
 		m.gauge("dreamgate_queue_depth").Set(float64(f()))
 	}
-	if f := m.src.BreakerOpen; f != nil {
+	if f := src.BreakerOpen; f != nil {
 		m.gauge("dreamgate_model_breaker_open").Set(boolFloat(f()))
 	}
-	if f := m.src.DreamBacklog; f != nil {
+	if f := src.DreamBacklog; f != nil {
 		// An unreadable history leaves the last value: a scrape is no
 		// place to report it, and Dream logs it when it reads.
 		if n, err := f(); err == nil {
 			m.gauge("dreamgate_dream_backlog_entries").Set(float64(n))
 		}
 	}
-	if f := m.src.Tokens; f != nil {
+	if f := src.Tokens; f != nil {
 		for purpose, t := range f() {
 			m.counter("dreamgate_model_tokens_total", "purpose", purpose, "kind", "prompt").Set(uint64(max(t.Prompt, 0)))
 			m.counter("dreamgate_model_tokens_total", "purpose", purpose, "kind", "completion").Set(uint64(max(t.Completion, 0)))
 		}
 	}
-	if f := m.src.Channels; f != nil {
+	if f := src.Channels; f != nil {
 		chs := f()
 		names := make([]string, 0, len(chs))
 		for name := range chs {

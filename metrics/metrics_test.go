@@ -64,7 +64,8 @@ func expect(t *testing.T, got map[string]float64, want map[string]float64) {
 
 func TestExposition(t *testing.T) {
 	backlog, backlogErr := 7, error(nil)
-	m := New(Sources{
+	m := New()
+	src := Sources{
 		QueueDepth:  func() int { return 3 },
 		BreakerOpen: func() bool { return true },
 		Tokens: func() map[string]Tokens {
@@ -77,7 +78,7 @@ func TestExposition(t *testing.T) {
 				"discord": {State: "connected"},
 			}
 		},
-	})
+	}
 	m.TurnDone("slack", "ok", 1500*time.Millisecond, 20*time.Millisecond)
 	m.TurnDone("slack", "ok", 3*time.Second, 2*time.Millisecond)
 	m.TurnDone("discord", "model-error", 0, 40*time.Millisecond)
@@ -93,7 +94,7 @@ func TestExposition(t *testing.T) {
 	m.DreamDone("nothing-new", 10*time.Millisecond)
 
 	var b strings.Builder
-	m.WritePrometheus(&b)
+	m.WritePrometheus(&b, src)
 	got, types := scrape(t, strings.NewReader(b.String()))
 	expect(t, got, map[string]float64{
 		`dreamgate_turns_total{channel="slack",outcome="ok"}`:                  2,
@@ -149,19 +150,19 @@ func TestExposition(t *testing.T) {
 	// backlog keeps the last value.
 	backlog, backlogErr = 0, errors.New("history unreadable")
 	b.Reset()
-	m.WritePrometheus(&b)
+	m.WritePrometheus(&b, src)
 	got, _ = scrape(t, strings.NewReader(b.String()))
 	expect(t, got, map[string]float64{`dreamgate_dream_backlog_entries`: 7})
 	backlogErr = nil
 	b.Reset()
-	m.WritePrometheus(&b)
+	m.WritePrometheus(&b, src)
 	got, _ = scrape(t, strings.NewReader(b.String()))
 	expect(t, got, map[string]float64{`dreamgate_dream_backlog_entries`: 0})
 }
 
 func TestFreshMetricsShowZeros(t *testing.T) {
 	var b strings.Builder
-	New(Sources{}).WritePrometheus(&b)
+	New().WritePrometheus(&b, Sources{})
 	got, _ := scrape(t, strings.NewReader(b.String()))
 	expect(t, got, map[string]float64{
 		`dreamgate_turn_model_seconds_count`:    0,
@@ -177,10 +178,10 @@ func TestLabelValuesAreEscaped(t *testing.T) {
 	if got, want := series("x", "a", `q"b\c`+"\n"), `x{a="q\"b\\c\n"}`; got != want {
 		t.Errorf("series = %s, want %s", got, want)
 	}
-	m := New(Sources{})
+	m := New()
 	m.CommandDone(`we"ird`, "/x") // must not panic in the library's name check
 	var b strings.Builder
-	m.WritePrometheus(&b)
+	m.WritePrometheus(&b, Sources{})
 	if !strings.Contains(b.String(), `dreamgate_commands_total{channel="we\"ird",command="/x"} 1`) {
 		t.Errorf("escaped series missing:\n%s", b.String())
 	}
@@ -197,8 +198,7 @@ func TestNilMetricsIsANoOp(t *testing.T) {
 }
 
 func TestHandler(t *testing.T) {
-	m := New(Sources{QueueDepth: func() int { return 1 }})
-	srv := httptest.NewServer(m.Handler())
+	srv := httptest.NewServer(New().Handler(Sources{QueueDepth: func() int { return 1 }}))
 	defer srv.Close()
 	resp, err := http.Get(srv.URL)
 	if err != nil {
