@@ -1,0 +1,189 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/dreamgate/dreamgate/llm"
+	"github.com/dreamgate/dreamgate/llm/llmtest"
+)
+
+// scrapeMetrics reads GET /metrics into series -> value.
+func scrapeMetrics(t *testing.T, url string) map[string]float64 {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") {
+		t.Fatalf("GET /metrics: %s, %s", resp.Status, resp.Header.Get("Content-Type"))
+	}
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			t.Fatalf("bad line %q", line)
+		}
+		out[line[:i]] = v
+	}
+	return out
+}
+
+func checkMetrics(t *testing.T, step string, got map[string]float64, want map[string]float64) {
+	t.Helper()
+	for k, v := range want {
+		if g, ok := got[k]; !ok {
+			t.Errorf("%s: %s missing", step, k)
+		} else if g != v {
+			t.Errorf("%s: %s = %v, want %v", step, k, g, v)
+		}
+	}
+}
+
+var healthURL = regexp.MustCompile(`health (http://127\.0\.0\.1:\d+)/healthz`)
+
+func tokens(prompt, completion int) *llm.Usage {
+	return &llm.Usage{PromptTokens: prompt, CompletionTokens: completion}
+}
+
+// A scripted conversation through the real gateway (the terminal chat, in
+// this process, the fake model behind it), then GET /metrics beside
+// /healthz: every number is the one the conversation must have produced.
+func TestMetricsAfterAScriptedConversation(t *testing.T) {
+	h := newHarness(t)
+	h.set("gateway.healthAddr", "127.0.0.1:0")
+	// A turn, a command, a turn the model refuses.
+	h.llm.Push(llmtest.Reply{Text: "hello back", Usage: tokens(10, 2)})
+	h.llm.Push(llmtest.Reply{Status: 400})
+	it := startInteractive(t, h, nil)
+	it.stderr.waitFor(t, "/help for commands")
+	m := healthURL.FindStringSubmatch(it.stderr.String())
+	if m == nil {
+		t.Fatalf("no health address in the banner:\n%s", it.stderr)
+	}
+	metricsURL := m[1] + "/metrics"
+
+	it.say(t, "hi")
+	it.stdout.waitFor(t, "hello back")
+	it.say(t, "/help")
+	it.stdout.waitFor(t, "Ctrl-D or /quit leaves.")
+	it.say(t, "please fail")
+	it.stderr.waitFor(t, "The model rejected the request")
+
+	// /dream archives the conversation (one round), then Dream fails in
+	// its analysis: the archive entry stays unread.
+	h.llm.Push(
+		llmtest.Reply{Text: "- The user said hi.", Usage: tokens(20, 5)},
+		llmtest.Reply{Status: 400},
+	)
+	it.say(t, "/dream")
+	it.stdout.waitFor(t, "Dream failed")
+	checkMetrics(t, "after the failed Dream", scrapeMetrics(t, metricsURL), map[string]float64{
+		`dreamgate_dream_backlog_entries`:                               1,
+		`dreamgate_dream_runs_total{outcome="failed"}`:                  1,
+		`dreamgate_archive_rounds_total`:                                1,
+		`dreamgate_archive_raw_fallbacks_total`:                         0,
+		`dreamgate_channel_state{channel="terminal",state="connected"}`: 1,
+	})
+
+	// The second /dream has nothing new to archive, and completes.
+	h.llm.Push(
+		llmtest.Reply{Text: "[USER] says hi", Usage: tokens(30, 4)},
+		llmtest.Reply{ToolCalls: []llm.ToolCall{{Name: "edit_file", Arguments: `{"path":"USER.md","old_text":"## People\n","new_text":"## People\n- Says hi\n"}`}}, Usage: tokens(40, 6)},
+		llmtest.Reply{Text: "Done.", Usage: tokens(50, 1)},
+	)
+	it.say(t, "/dream")
+	it.stdout.waitFor(t, "Dream: 1 change to USER.md")
+
+	// One turn holds the model; 32 messages fill the queue; the next is
+	// refused as busy.
+	release := make(chan struct{})
+	var once sync.Once
+	h.llm.SetResponder(func(r llmtest.Request) llmtest.Reply {
+		if last := r.Messages[len(r.Messages)-1]; last.Content == "hold" {
+			<-release
+		}
+		return llmtest.Reply{Text: "ok: " + r.Messages[len(r.Messages)-1].Content, Usage: tokens(1, 1)}
+	})
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
+	before := len(h.llm.Requests())
+	it.say(t, "hold")
+	if _, err := h.llm.WaitRequests(waitCtx(t), before+1); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 33; i++ {
+		it.say(t, fmt.Sprintf("q%d", i))
+	}
+	it.stderr.waitFor(t, "Not sent: too many messages waiting")
+	checkMetrics(t, "while the queue is full", scrapeMetrics(t, metricsURL), map[string]float64{
+		`dreamgate_queue_depth`:                             32,
+		`dreamgate_busy_refusals_total{channel="terminal"}`: 1,
+	})
+	once.Do(func() { close(release) })
+	it.stdout.waitFor(t, "ok: q32")
+	// A turn is counted once its reply is out and its archive check done;
+	// a command queued behind it answers only after that.
+	it.say(t, "/nosuchthing")
+	it.stdout.waitFor(t, "Unknown command /nosuchthing")
+
+	checkMetrics(t, "at the end", scrapeMetrics(t, metricsURL), map[string]float64{
+		// hi, hold, q1..q32; the refused one.
+		`dreamgate_turns_total{channel="terminal",outcome="ok"}`:          34,
+		`dreamgate_turns_total{channel="terminal",outcome="model-error"}`: 1,
+		`dreamgate_turn_model_seconds_count`:                              35,
+		`dreamgate_turn_gateway_seconds_count`:                            35,
+		`dreamgate_commands_total{channel="terminal",command="/help"}`:    1,
+		`dreamgate_commands_total{channel="terminal",command="/dream"}`:   2,
+		`dreamgate_commands_total{channel="terminal",command="unknown"}`:  1,
+		`dreamgate_busy_refusals_total{channel="terminal"}`:               1,
+		`dreamgate_queue_depth`:                                           0,
+
+		`dreamgate_model_calls_total{purpose="chat",outcome="ok"}`:                 34,
+		`dreamgate_model_calls_total{purpose="chat",outcome="rejected"}`:           1,
+		`dreamgate_model_calls_total{purpose="archive",outcome="ok"}`:              1,
+		`dreamgate_model_calls_total{purpose="dream-analysis",outcome="rejected"}`: 1,
+		`dreamgate_model_calls_total{purpose="dream-analysis",outcome="ok"}`:       1,
+		`dreamgate_model_calls_total{purpose="dream-edit",outcome="ok"}`:           2,
+		`dreamgate_model_tokens_total{purpose="chat",kind="prompt"}`:               10 + 33,
+		`dreamgate_model_tokens_total{purpose="chat",kind="completion"}`:           2 + 33,
+		`dreamgate_model_tokens_total{purpose="archive",kind="prompt"}`:            20,
+		`dreamgate_model_tokens_total{purpose="archive",kind="completion"}`:        5,
+		`dreamgate_model_tokens_total{purpose="dream-analysis",kind="prompt"}`:     30,
+		`dreamgate_model_tokens_total{purpose="dream-edit",kind="prompt"}`:         40 + 50,
+		`dreamgate_model_tokens_total{purpose="dream-edit",kind="completion"}`:     6 + 1,
+		`dreamgate_model_breaker_open`:                                             0,
+
+		`dreamgate_archive_rounds_total`:                               1,
+		`dreamgate_archive_raw_fallbacks_total`:                        0,
+		`dreamgate_dream_runs_total{outcome="failed"}`:                 1,
+		`dreamgate_dream_runs_total{outcome="completed"}`:              1,
+		`dreamgate_dream_duration_seconds_count`:                       2,
+		`dreamgate_dream_backlog_entries`:                              0,
+		`dreamgate_channel_reconnects_total{channel="terminal"}`:       0,
+		`dreamgate_channel_rate_limit_waits_total{channel="terminal"}`: 0,
+	})
+}
+
+// Before the gateway is wired, /metrics says it is starting.
+func TestMetricsEndpointBeforeWiring(t *testing.T) {
+	var e metricsEndpoint
+	rec := httptest.NewRecorder()
+	e.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	if rec.Code != http.StatusServiceUnavailable {
+		t.Errorf("status %d, want 503", rec.Code)
+	}
+}
