@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -140,7 +142,9 @@ func TestMetricsAfterAScriptedConversation(t *testing.T) {
 	it.say(t, "/nosuchthing")
 	it.stdout.waitFor(t, "Unknown command /nosuchthing")
 
-	checkMetrics(t, "at the end", scrapeMetrics(t, metricsURL), map[string]float64{
+	final := scrapeMetrics(t, metricsURL)
+	readmeListsEveryFamily(t, final)
+	checkMetrics(t, "at the end", final, map[string]float64{
 		// hi, hold, q1..q32; the refused one.
 		`dreamgate_turns_total{channel="terminal",outcome="ok"}`:          34,
 		`dreamgate_turns_total{channel="terminal",outcome="model-error"}`: 1,
@@ -185,5 +189,31 @@ func TestMetricsEndpointBeforeWiring(t *testing.T) {
 	e.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
 	if rec.Code != http.StatusServiceUnavailable {
 		t.Errorf("status %d, want 503", rec.Code)
+	}
+}
+
+// readmeListsEveryFamily keeps README's metrics list true: every family
+// served is named there.
+func readmeListsEveryFamily(t *testing.T, series map[string]float64) {
+	t.Helper()
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for s := range series {
+		family, _, _ := strings.Cut(s, "{")
+		for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+			if f, ok := strings.CutSuffix(family, suffix); ok && strings.HasSuffix(f, "_seconds") {
+				family = f
+			}
+		}
+		if !seen[family] && !strings.Contains(string(readme), "`"+family) {
+			t.Errorf("README's Metrics list does not name %s", family)
+		}
+		seen[family] = true
+	}
+	if len(seen) < 15 {
+		t.Errorf("only %d metric families served: %v", len(seen), seen)
 	}
 }
