@@ -238,14 +238,23 @@ func series(name string, labels ...string) string {
 		}
 		b.WriteString(labels[i])
 		b.WriteString(`="`)
-		b.WriteString(labelEscaper.Replace(labels[i+1]))
+		for _, r := range labels[i+1] {
+			switch r {
+			case '\\':
+				b.WriteString(`\\`)
+			case '"':
+				b.WriteString(`\"`)
+			case '\n':
+				b.WriteString(`\n`)
+			default:
+				b.WriteRune(r)
+			}
+		}
 		b.WriteByte('"')
 	}
 	b.WriteByte('}')
 	return b.String()
 }
-
-var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
 
 func boolFloat(b bool) float64 {
 	if b {
