@@ -11,9 +11,10 @@
 //
 // The library was chosen over prometheus/client_golang for start-up cost,
 // which every command pays because package initialisation runs whether or
-// not metrics are served: client_golang registers Go and process
-// collectors at init and links protobuf (about twice the init time and 2.9
-// MB of binary); this library registers nothing until asked.
+// not metrics are served: measured in this binary with GODEBUG=inittrace=1,
+// about 0.5 ms against 0.8 ms for client_golang, which registers Go and
+// process collectors at init and links protobuf (2.9 MB of binary). This
+// package itself does nothing at init.
 package metrics
 
 import (
