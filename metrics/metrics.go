@@ -160,12 +160,14 @@ func (m *Metrics) DreamDone(outcome string, took time.Duration) {
 }
 
 // WritePrometheus writes every metric to w in the Prometheus text format,
-// reading src first.
+// reading src first, then the usual go_* and process_* series (memory,
+// CPU, goroutines, open files), which the library reads only now.
 func (m *Metrics) WritePrometheus(w io.Writer, src Sources) {
 	m.scrape.Lock()
 	m.refresh(src)
 	m.scrape.Unlock()
 	m.set.WritePrometheus(w)
+	vm.WriteProcessMetrics(w)
 }
 
 // Handler serves GET /metrics, reading src on every scrape.

@@ -172,6 +172,9 @@ func TestFreshMetricsShowZeros(t *testing.T) {
 	if _, ok := got[`dreamgate_queue_depth`]; ok {
 		t.Error("queue depth exposed without a source")
 	}
+	if got[`go_goroutines`] < 1 || got[`process_resident_memory_bytes`] <= 0 {
+		t.Errorf("no go_* and process_* series: goroutines %v, RSS %v", got[`go_goroutines`], got[`process_resident_memory_bytes`])
+	}
 }
 
 func TestLabelValuesAreEscaped(t *testing.T) {
