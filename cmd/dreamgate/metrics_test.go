@@ -2,6 +2,8 @@ package main
 
 import (
 	"bufio"
+	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -13,8 +15,11 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/dreamgate/dreamgate/consolidator"
+	"github.com/dreamgate/dreamgate/gateway"
 	"github.com/dreamgate/dreamgate/llm"
 	"github.com/dreamgate/dreamgate/llm/llmtest"
+	"github.com/dreamgate/dreamgate/metrics"
 )
 
 // scrapeMetrics reads GET /metrics into series -> value.
@@ -218,5 +223,62 @@ func readmeListsEveryFamily(t *testing.T, series map[string]float64) {
 	}
 	if len(seen) < 15 {
 		t.Errorf("only %d metric families served: %v", len(seen), seen)
+	}
+}
+
+// stubArchives answers every consolidator call with the same report.
+type stubArchives struct {
+	gateway.Consolidator // nil: Status is not called
+	rep                  consolidator.Report
+}
+
+func (s stubArchives) Before(_ context.Context, _ consolidator.Session, p consolidator.Prompt) (consolidator.Prompt, consolidator.Report, error) {
+	return p, s.rep, nil
+}
+
+func (s stubArchives) After(context.Context, consolidator.Session, consolidator.Prompt, consolidator.Sent) (consolidator.Report, error) {
+	return s.rep, nil
+}
+
+func (s stubArchives) ArchiveTail(context.Context, consolidator.Session) (consolidator.Report, error) {
+	return s.rep, errors.New("the archive failed half way")
+}
+
+// Every consolidator call's report counts, a failed one too (its rounds
+// ran); a report with no round counts nothing.
+func TestArchivesCountedFromReports(t *testing.T) {
+	m := metrics.New()
+	a := &app{metrics: m}
+	c := a.observedArchives(stubArchives{rep: consolidator.Report{Rounds: 2, Raw: true}})
+	_, _, _ = c.Before(t.Context(), nil, consolidator.Prompt{})
+	_, _ = c.After(t.Context(), nil, consolidator.Prompt{}, consolidator.Sent{})
+	_, _ = c.ArchiveTail(t.Context(), nil)
+	_, _ = a.observedArchives(stubArchives{}).ArchiveTail(t.Context(), nil)
+	srv := httptest.NewServer(m.Handler(metrics.Sources{}))
+	defer srv.Close()
+	checkMetrics(t, "archives", scrapeMetrics(t, srv.URL), map[string]float64{
+		`dreamgate_archive_rounds_total`:        6,
+		`dreamgate_archive_raw_fallbacks_total`: 3,
+	})
+	if _, wrapped := (&app{}).observedArchives(stubArchives{}).(countedArchives); wrapped {
+		t.Error("without metrics the consolidator is wrapped")
+	}
+}
+
+func TestCallOutcome(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{nil, "ok"},
+		{&llm.Error{Kind: llm.ErrUnavailable}, "unavailable"},
+		{fmt.Errorf("agent: %w", &llm.Error{Kind: llm.ErrRejected, Status: 401}), "rejected"},
+		{&llm.Error{Kind: llm.ErrMalformed}, "malformed"},
+		{fmt.Errorf("chat with m: %w", context.Canceled), "cancelled"},
+		{errors.New("other"), "error"},
+	} {
+		if got := callOutcome(tc.err); got != tc.want {
+			t.Errorf("callOutcome(%v) = %q, want %q", tc.err, got, tc.want)
+		}
 	}
 }
