@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -44,41 +45,46 @@ func (s slowSender) Send(ctx context.Context, out channels.Outbound) error {
 type observed struct {
 	mu     sync.Mutex
 	events []string
-	times  [][2]time.Duration
+}
+
+func (o *observed) add(e string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.events = append(o.events, e)
 }
 
 func (o *observed) TurnDone(channel, outcome string, model, gw time.Duration) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.events = append(o.events, "turn "+channel+" "+outcome)
-	o.times = append(o.times, [2]time.Duration{model, gw})
+	o.add(fmt.Sprintf("turn %s %s model=%v gateway=%v", channel, outcome, model, gw))
 }
 
-func (o *observed) CommandDone(channel, command string) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.events = append(o.events, "command "+channel+" "+command)
-}
+func (o *observed) CommandDone(channel, command string) { o.add("command " + channel + " " + command) }
+func (o *observed) Busy(channel string)                 { o.add("busy " + channel) }
 
-func (o *observed) Busy(channel string) {
+// sorted returns the events in a stable order: a /stop and the turn it
+// stops finish on two goroutines.
+func (o *observed) sorted() []string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.events = append(o.events, "busy "+channel)
-}
-
-func (o *observed) snapshot() ([]string, [][2]time.Duration) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return slices.Clone(o.events), slices.Clone(o.times)
+	out := slices.Clone(o.events)
+	slices.Sort(out)
+	return out
 }
 
 func TestObserverSeesTurnsCommandsAndBusy(t *testing.T) {
 	clock := &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	obs := &observed{}
 	started := make(chan struct{}, 1)
+	release := make(chan struct{})
 	env := newTestEnv(t, func(ctx context.Context, req llm.Request) (llm.Response, error) {
 		switch req.Messages[len(req.Messages)-1].Content {
-		case "block":
+		case "block": // until released
+			started <- struct{}{}
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return llm.Response{}, ctx.Err()
+			}
+		case "hold": // until stopped
 			started <- struct{}{}
 			<-ctx.Done()
 			return llm.Response{}, ctx.Err()
@@ -92,6 +98,8 @@ func TestObserverSeesTurnsCommandsAndBusy(t *testing.T) {
 		d.Observer = obs
 		d.Now = clock.now
 	})
+	// Sends take 2s on the clock, model answers 3s: the two parts of a
+	// turn's time are told apart exactly.
 	ch := slowSender{recorder: newRecorder("timed"), clock: clock}
 	env.g.AddChannel(ch)
 	in := func(text string) channels.Inbound {
@@ -125,30 +133,34 @@ func TestObserverSeesTurnsCommandsAndBusy(t *testing.T) {
 	if _, err := env.g.Submit(t.Context(), in("one too many")); !errors.Is(err, channels.ErrBusy) {
 		t.Fatalf("third message: err %v, want ErrBusy", err)
 	}
-	wait(t, submit("/stop"))
+	close(release)
 	wait(t, blocked)
 	wait(t, queued)
 	if n := env.g.QueueDepth(); n != 0 {
 		t.Errorf("QueueDepth after the queue drained = %d, want 0", n)
 	}
 
-	events, times := obs.snapshot()
+	held := submit("hold")
+	<-started
+	wait(t, submit("/stop"))
+	if r := wait(t, held); !errors.Is(r.Err, errStopped) {
+		t.Fatalf("held turn: %v, want stopped", r.Err)
+	}
+
 	want := []string{
-		"turn timed ok", "turn timed model-error", "command timed /help", "command timed unknown",
-		"busy timed", "command timed /stop", "turn timed stopped", "turn timed ok",
+		"turn timed ok model=3s gateway=2s", // hello
+		"turn timed model-error model=0s gateway=2s",
+		"command timed /help",
+		"command timed unknown",
+		"turn timed ok model=3s gateway=2s", // block
+		"busy timed",
+		"turn timed ok model=3s gateway=2s", // the queued hello
+		"command timed /stop",
+		"turn timed stopped model=0s gateway=2s",
 	}
-	if !slices.Equal(events, want) {
-		t.Fatalf("events:\n%q\nwant\n%q", events, want)
-	}
-	// The clock moved 3s in each answered model call and 2s in each send.
-	wantTimes := [][2]time.Duration{
-		{3 * time.Second, 2 * time.Second}, // the reply
-		{0, 2 * time.Second},               // the error sentence
-		{0, 2 * time.Second},               // "Stopped."
-		{3 * time.Second, 2 * time.Second},
-	}
-	if !slices.Equal(times, wantTimes) {
-		t.Errorf("model/gateway times = %v, want %v", times, wantTimes)
+	slices.Sort(want)
+	if got := obs.sorted(); !slices.Equal(got, want) {
+		t.Errorf("events:\n%q\nwant\n%q", got, want)
 	}
 }
 
