@@ -165,6 +165,11 @@ type Health struct {
 	State  string    `json:"state"`
 	Detail string    `json:"detail,omitempty"`
 	Since  time.Time `json:"since"`
+	// Reconnects counts the returns to StateConnected after the first,
+	// and RateLimitWaits the platform's rate-limit answers waited out,
+	// both since the process started (for /metrics).
+	Reconnects     int `json:"reconnects,omitempty"`
+	RateLimitWaits int `json:"rateLimitWaits,omitempty"`
 }
 
 // HealthReporter is implemented by channels that hold a connection.

@@ -127,9 +127,11 @@ type Deps struct {
 	// so phase 2's edits, the snapshot and roll-back of a failed run, a
 	// restore and a chat edit of the same file are serialised by its one
 	// write lock. Nil: each run opens its own.
-	Files  *workspace.Root
-	Logger *slog.Logger
-	Now    func() time.Time
+	Files *workspace.Root
+	// Observer, when set, is told of every finished run (metrics).
+	Observer Observer
+	Logger   *slog.Logger
+	Now      func() time.Time
 }
 
 // New returns a Dreamer for the workspace. It checks the configuration and
@@ -166,6 +168,7 @@ func New(cfg Config, deps Deps) (*Dreamer, error) {
 		hist:  deps.History,
 		repo:  deps.Repo,
 		files: deps.Files,
+		obs:   deps.Observer,
 		log:   deps.Logger,
 		now:   deps.Now,
 	}

@@ -110,6 +110,7 @@ type Dreamer struct {
 	log    *slog.Logger
 	now    func() time.Time
 	flight flight
+	obs    Observer // nil: none
 
 	mu   sync.Mutex
 	next func() time.Time // set by a Scheduler
@@ -131,6 +132,7 @@ type Dreamer struct {
 func (d *Dreamer) Run(ctx context.Context, trigger string, progress func(string)) (Report, error) {
 	start := d.now()
 	rep := Report{Trigger: trigger, Started: start, MaxFailures: d.cfg.MaxFailures}
+	defer func() { d.observe(rep) }()
 	release, err := d.flight.acquire(start)
 	if err != nil {
 		var busy *BusyError

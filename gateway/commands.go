@@ -108,6 +108,7 @@ func (g *Gateway) runCommand(ctx context.Context, in channels.Inbound, pc *parse
 	if reply != "" {
 		g.send(channels.ReplyTo(in, channels.KindReply, reply))
 	}
+	g.commandDone(in.Channel, c)
 	return Result{Reply: reply}
 }
 

@@ -82,9 +82,12 @@ type Deps struct {
 	// in the config).
 	DreamOff string
 	// Usage reports tokens used per purpose, for /status.
-	Usage  func() map[string]llm.Usage
-	Logger *slog.Logger
-	Now    func() time.Time
+	Usage func() map[string]llm.Usage
+	// Observer, when set, is told of every turn, command and busy
+	// refusal (metrics).
+	Observer Observer
+	Logger   *slog.Logger
+	Now      func() time.Time
 }
 
 // Result is the outcome of one inbound message.
@@ -94,6 +97,9 @@ type Result struct {
 	// Err is set when the turn failed; the user was sent a one-sentence
 	// explanation (Result.Reply).
 	Err error
+
+	// modelTime is what a turn's chat model calls took, for the Observer.
+	modelTime time.Duration
 }
 
 // Gateway routes messages between channels and the agent.
@@ -239,6 +245,9 @@ func (g *Gateway) Submit(ctx context.Context, in channels.Inbound) (<-chan Resul
 	} else {
 		err = g.enqueue(job{in: in, cmd: pc, done: done, tooLong: tooLong})
 	}
+	if errors.Is(err, channels.ErrBusy) {
+		g.observer().Busy(in.Channel)
+	}
 	if errors.Is(err, channels.ErrClosed) {
 		done <- g.refuseAtShutdown(in)
 		return done, nil
@@ -338,7 +347,7 @@ func (g *Gateway) runJob(ctx context.Context, j job) Result {
 	case j.cmd != nil:
 		return g.runCommand(ctx, j.in, j.cmd)
 	default:
-		return g.turn(ctx, j.in)
+		return g.observedTurn(ctx, j.in)
 	}
 }
 

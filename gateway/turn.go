@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/dreamgate/dreamgate/agent"
 	"github.com/dreamgate/dreamgate/channels"
@@ -54,7 +55,7 @@ func (g *Gateway) turn(ctx context.Context, in channels.Inbound) Result {
 	msgs := append([]llm.Message{{Role: llm.RoleSystem, Content: system}}, replay(sess, from)...)
 
 	stopTyping := g.startTyping(ctx, in)
-	model := &promptMeter{m: g.deps.Model}
+	model := &promptMeter{m: g.deps.Model, now: g.now}
 	loop := agent.Loop{
 		Model:         model,
 		Tools:         tools,
@@ -101,6 +102,7 @@ func (g *Gateway) turn(ctx context.Context, in channels.Inbound) Result {
 			log.Error("archiving after the turn failed", "err", err)
 		}
 	}
+	out.modelTime = model.took
 	return out
 }
 
@@ -257,13 +259,18 @@ func (t *turnStream) shown(reply string) bool {
 
 // promptMeter remembers the provider-reported prompt tokens of the last
 // successful call of one turn: the consolidator's floor for its estimate.
+// It also sums the time the turn's model calls took (metrics).
 type promptMeter struct {
 	m    Model
 	last int
+	now  func() time.Time
+	took time.Duration
 }
 
 func (p *promptMeter) Chat(ctx context.Context, req llm.Request) (llm.Response, error) {
+	start := p.now()
 	resp, err := p.m.Chat(ctx, req)
+	p.took += p.now().Sub(start)
 	if err == nil && resp.Usage.PromptTokens > 0 {
 		p.last = resp.Usage.PromptTokens
 	}

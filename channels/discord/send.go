@@ -135,6 +135,7 @@ func (a *Adapter) retry(ctx context.Context, call func(context.Context) error) e
 				wait = time.Second
 			}
 			a.log.Info("discord: rate limited; waiting", "retry_after", wait)
+			a.health.RateLimitWait()
 			if backoff.Sleep(ctx, wait) != nil {
 				return ctx.Err()
 			}

@@ -226,6 +226,7 @@ func (a *Adapter) post(ctx context.Context, channel, thread, after, text string)
 			delay = max(rl.RetryAfter, time.Second)
 			unsure = false // a 429 is a refusal: nothing was posted
 			a.log.Info("slack rate limit; waiting", "chat", channel, "retry_after", delay)
+			a.health.RateLimitWait()
 		} else {
 			if !transient(err) {
 				return fmt.Errorf("chat.postMessage: %w", err)

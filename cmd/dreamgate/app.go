@@ -19,6 +19,7 @@ import (
 	"github.com/dreamgate/dreamgate/history"
 	"github.com/dreamgate/dreamgate/llm"
 	"github.com/dreamgate/dreamgate/mcp"
+	"github.com/dreamgate/dreamgate/metrics"
 	"github.com/dreamgate/dreamgate/workspace"
 	workspacetemplate "github.com/dreamgate/dreamgate/workspace-template"
 )
@@ -35,6 +36,9 @@ type app struct {
 	ws       *workspace.Root
 	repo     *gitstore.Store
 	mcp      *mcp.Manager // nil until a gateway with MCP servers is built
+	// metrics, when set before the gateway is built (dreamgate gateway),
+	// counts model calls, archives, turns and Dream runs.
+	metrics *metrics.Metrics
 }
 
 // openWorkspace creates a missing workspace as onboard would (template files
@@ -136,7 +140,7 @@ func (a *app) close() {
 // limited is the model as chat turns and archive calls see it: at most
 // maxConcurrentTurns calls at once.
 func (a *app) limited() gateway.Model {
-	return gateway.LimitConcurrency(a.model, a.cfg.Gateway.MaxConcurrentTurns)
+	return gateway.LimitConcurrency(a.observedModel(), a.cfg.Gateway.MaxConcurrentTurns)
 }
 
 func (a *app) consolidator(model gateway.Model) *consolidator.Consolidator {
@@ -155,12 +159,13 @@ func (a *app) gateway(withDream bool) (*gateway.Gateway, *dream.Dreamer) {
 	deps := gateway.Deps{
 		Model:        model,
 		Sessions:     a.sessions,
-		Consolidator: cons,
+		Consolidator: a.observedArchives(cons),
 		Prompts:      gateway.NewPromptBuilder(a.cfg.Workspace, a.logger),
 		// People who are not admins may write only the memory files.
 		Tools:      agent.FileTools(a.ws, agent.ChatGuestPolicy()),
 		AdminTools: agent.FileTools(a.ws, agent.ChatPolicy()),
 		Usage:      a.model.Usage,
+		Observer:   a.gatewayObserver(),
 		Logger:     a.logger.With("component", "gateway"),
 	}
 	if m := a.mcpManager(); m != nil {
@@ -202,11 +207,12 @@ func (a *app) dreamer() (*dream.Dreamer, error) {
 		MaxBatchSize:  a.cfg.Dream.MaxBatchSize,
 		MaxIterations: a.cfg.Dream.MaxIterations,
 	}, dream.Deps{
-		Model:   a.model,
-		History: a.history,
-		Repo:    repo,
-		Files:   a.ws,
-		Logger:  a.logger.With("component", "dream"),
+		Model:    a.observedModel(),
+		History:  a.history,
+		Repo:     repo,
+		Files:    a.ws,
+		Observer: a.dreamObserver(),
+		Logger:   a.logger.With("component", "dream"),
 	})
 }
 

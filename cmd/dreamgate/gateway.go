@@ -25,10 +25,11 @@ import (
 	"github.com/dreamgate/dreamgate/gitstore"
 	"github.com/dreamgate/dreamgate/llm"
 	"github.com/dreamgate/dreamgate/mcp"
+	"github.com/dreamgate/dreamgate/metrics"
 )
 
-// cmdGateway runs every enabled channel, the Dream scheduler and /healthz
-// until SIGINT or SIGTERM, or until the person at the terminal chat leaves
+// cmdGateway runs every enabled channel, the Dream scheduler, /healthz and
+// /metrics until SIGINT or SIGTERM, or until the person at the terminal chat leaves
 // (Ctrl-D or /quit).
 func cmdGateway(ctx context.Context, e *env, args []string) error {
 	fs := e.flags("gateway")
@@ -92,6 +93,9 @@ func cmdGateway(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer a.close()
+	if cfg.Gateway.HealthAddr != "" {
+		a.metrics = metrics.New()
+	}
 	g, dreamer := a.gateway(cfg.Dream.Enabled)
 	var termCh *terminal.Adapter
 	if withTerminal {
@@ -120,6 +124,9 @@ func cmdGateway(ctx context.Context, e *env, args []string) error {
 		logger.Info("dream scheduled", "cron", cfg.Dream.Cron, "timezone", cfg.Dream.Timezone, "next", sched.Next())
 	}
 	health.set(g, a.model)
+	if a.metrics != nil {
+		health.metrics.set(a.metrics.Handler(metricsSources(g, a.model, a.history)))
+	}
 	health.mcp.Store(a.mcp)
 	if interactive {
 		printBanner(e.stderr, cfg, healthURL, logPath)
@@ -254,12 +261,14 @@ func addChannels(g *gateway.Gateway, cfg Config, logger *slog.Logger, dreamLog f
 	return nil
 }
 
-// healthState serves GET /healthz and GET /readyz.
+// healthState serves GET /healthz and GET /readyz, and GET /metrics
+// beside them.
 type healthState struct {
 	g        atomic.Pointer[gateway.Gateway]
 	model    atomic.Pointer[llm.Client]
 	stopping atomic.Bool
 	mcp      atomic.Pointer[mcp.Manager] // nil: no MCP servers
+	metrics  metricsEndpoint
 }
 
 func (h *healthState) set(g *gateway.Gateway, model *llm.Client) {
@@ -342,5 +351,6 @@ func (h *healthState) handler() http.Handler {
 	}
 	mux.HandleFunc("GET /healthz", serve(func(b healthReport) bool { return b.Status == "ok" }))
 	mux.HandleFunc("GET /readyz", serve(func(b healthReport) bool { return b.Ready }))
+	mux.Handle("GET /metrics", &h.metrics)
 	return mux
 }
