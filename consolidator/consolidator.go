@@ -98,6 +98,9 @@ const maxSessionStates = 256
 // keepMessages is how many of a session's last messages its prompt keeps
 // in view after they are archived, at least, when the budget allows
 // (nanobot keeps 8 too): the conversation reads on after an archive.
+// Sessions hold only a margin of archived messages (see Session.Tail; the
+// gateway's keep 16 from a user turn): raising this past it needs the
+// margin raised too.
 const keepMessages = 8
 
 // Recent history limits (DESIGN §3).
