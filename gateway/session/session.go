@@ -7,6 +7,11 @@
 // renames the current files aside (nothing is deleted) and starts afresh
 // under the same key.
 //
+// A session holds in memory only its unarchived messages and a short margin
+// before them, and a load reads the file from where that part starts, found
+// through a checked "tail" mark in the metadata (tail.go): a long
+// conversation costs a turn no more than a short one.
+//
 // It imports only llm (for the message type).
 package session
 
