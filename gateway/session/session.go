@@ -226,8 +226,12 @@ func (st *Store) load(key string) (*Session, error) {
 		s.meta = meta{Key: key, ID: newID(), Created: st.now().UTC()}
 	}
 	s.meta.Key = key
-	if err := s.loadMessages(); err != nil {
+	whole, err := s.loadMessages()
+	if err != nil {
 		return nil, err
+	}
+	if whole && raw != nil && s.meta.Tail != nil {
+		s.recordMark(raw)
 	}
 	return s, nil
 }

@@ -64,26 +64,27 @@ func lineSum(line []byte) uint32 { return crc32.Checksum(line, castagnoli) }
 var errMarkMismatch = errors.New("the line at the tail mark does not match it")
 
 // loadMessages reads the message file into s: from the tail mark when it
-// holds, else whole. It then sets last_consolidated right (see the reset
-// below) and cuts what is held in memory down to the tail and its margin.
-func (s *Session) loadMessages() error {
+// holds, else whole (whole is then true). It then sets last_consolidated
+// right (see the reset below) and cuts what is held in memory down to the
+// tail and its margin, setting the mark to where that starts.
+func (s *Session) loadMessages() (whole bool, err error) {
 	f, err := os.Open(s.prefix + ".jsonl")
 	if errors.Is(err, fs.ErrNotExist) {
 		s.checkLastConsolidated(0)
-		return nil
+		return false, nil
 	}
 	if err != nil {
-		return fmt.Errorf("open session %s: %w", s.meta.Key, err)
+		return false, fmt.Errorf("open session %s: %w", s.meta.Key, err)
 	}
 	defer f.Close()
 	lc := s.meta.LastConsolidated
 	if m := s.meta.Tail; m != nil {
 		ok, why, err := s.readFromMark(f, m, lc)
 		if err != nil {
-			return err
+			return false, err
 		}
 		if ok {
-			return nil
+			return false, nil
 		}
 		s.logger.Warn("session tail mark does not match its file; reading the file whole",
 			"session", s.meta.Key, "reason", why, "index", m.Index, "offset", m.Offset)
@@ -94,19 +95,38 @@ func (s *Session) loadMessages() error {
 	keepFrom := max(lc-keepBefore-maxTurnBack, 0)
 	n, err := s.readWhole(f, keepFrom)
 	if err != nil {
-		return err
+		return true, err
 	}
 	if !s.checkLastConsolidated(n) && keepFrom > 0 {
 		// From 0, every message is needed again.
 		s.msgs, s.lines, s.base, s.needsNewline = nil, nil, 0, false
 		if _, err := s.readWhole(f, 0); err != nil {
-			return err
+			return true, err
 		}
 	}
 	base := s.baseFor(s.meta.LastConsolidated)
 	s.dropBeforeLocked(base)
 	s.meta.Tail = s.markLocked(base)
-	return nil
+	return true, nil
+}
+
+// recordMark saves the metadata with the tail mark a whole read found, so
+// that the next load of a long session (one from before the mark, or
+// nanobot's, or one whose mark was stale) reads only its tail. It does not
+// when the metadata on disk is no longer loaded, the bytes it was loaded
+// from: another process changed it meanwhile, and its record wins. A
+// failed write only costs the next load a whole read again.
+func (s *Session) recordMark(loaded []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if now, err := os.ReadFile(s.prefix + ".meta.json"); err != nil || !bytes.Equal(now, loaded) {
+		return
+	}
+	if err := s.writeMetaLocked(); err != nil {
+		s.logger.Warn("could not record where a session's tail starts; its next load reads it whole again", "session", s.meta.Key, "err", err)
+		return
+	}
+	s.logger.Info("recorded where a long session's tail starts", "session", s.meta.Key, "index", s.meta.Tail.Index)
 }
 
 // checkLastConsolidated resets last_consolidated to 0 when it is beyond

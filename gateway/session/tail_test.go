@@ -220,6 +220,11 @@ func TestInvalidTailMarkReadsTheWholeFile(t *testing.T) {
 			if base, held := s.Tail(); tc.lc > 0 && (base == 0 || len(held) > keepBefore+maxTurnBack+10) {
 				t.Errorf("read whole, it still holds [%d, %d)", base, base+len(held))
 			}
+			if tc.lc > 0 {
+				// The mark is repaired: one whole read, not one per load.
+				st.Close()
+				checkReadFromMark(t, dir, 974)
+			}
 		})
 	}
 }
@@ -253,7 +258,7 @@ func TestTornLineAfterTheMark(t *testing.T) {
 }
 
 // A session from before the mark existed (or from nanobot) is read whole
-// once, and still holds only its tail.
+// once, holds only its tail, and records its mark for the next load.
 func TestLegacySessionWithoutMark(t *testing.T) {
 	dir, prefix := longSession(t, 1000, 10)
 	var m meta
@@ -270,7 +275,37 @@ func TestLegacySessionWithoutMark(t *testing.T) {
 	if base, _ := s.Tail(); base != 974 {
 		t.Errorf("base %d, want 974", base)
 	}
-	if logs.Len() > 0 {
-		t.Errorf("a session without a mark is no warning:\n%s", logs.String())
+	if strings.Contains(logs.String(), "WARN") || !strings.Contains(logs.String(), "recorded where") {
+		t.Errorf("a session without a mark is no warning, and its mark is recorded:\n%s", logs.String())
+	}
+	st.Close()
+	checkReadFromMark(t, dir, 974)
+}
+
+// checkReadFromMark fails unless the session "k" in dir loads from a mark at
+// index want: what lies before it is not read.
+func checkReadFromMark(t *testing.T, dir string, want int) {
+	t.Helper()
+	var m meta
+	raw, _ := os.ReadFile(dir + "/aw.meta.json")
+	if err := json.Unmarshal(raw, &m); err != nil || m.Tail == nil || m.Tail.Index != want {
+		t.Fatalf("metadata: %s", raw)
+	}
+	msgs, _ := os.ReadFile(dir + "/aw.jsonl")
+	for i := range msgs[:m.Tail.Offset] {
+		if msgs[i] != '\n' {
+			msgs[i] = 'x'
+		}
+	}
+	os.WriteFile(dir+"/aw.jsonl", msgs, 0o600)
+	var logs bytes.Buffer
+	st, _ := NewStore(dir, slog.New(slog.NewTextHandler(&logs, nil)))
+	defer st.Close()
+	s, err := st.Get("k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if base, _ := s.Tail(); base != want || logs.Len() > 0 {
+		t.Errorf("the next load starts at %d, want %d:\n%s", base, want, logs.String())
 	}
 }
