@@ -208,6 +208,9 @@ func (s *Session) readHeadLocked() ([]llm.Message, error) {
 		return nil, fmt.Errorf("open session %s: %w", s.meta.Key, err)
 	}
 	defer f.Close()
+	if len(s.lines) == 0 {
+		return nil, fmt.Errorf("read session %s: messages from %d on are not held", s.meta.Key, s.base)
+	}
 	limit := s.lines[0].off
 	head := make([]llm.Message, 0, s.base)
 	n, err := s.scan(bufio.NewReaderSize(io.LimitReader(f, limit), 64<<10), 0, 0, limit, nil, func(_ int, m llm.Message, _ lineRef) {
