@@ -65,6 +65,16 @@ func TestTailOnlySessionBehavesAsAWholeOne(t *testing.T) {
 		if bw, bt := cw.Status(whole, Prompt{}), ct.Status(trimmed, Prompt{}); bw != bt {
 			t.Fatalf("turn %d status: %+v / %+v", i, bw, bt)
 		}
+		if i%7 == 6 {
+			// An idle archive: everything is archived, and the next
+			// prompt's continuity window reaches furthest back.
+			if _, err := cw.ArchiveTail(t.Context(), whole); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := ct.ArchiveTail(t.Context(), trimmed); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	if trimmed.base == 0 || len(mt.calls()) < 3 {
 		t.Fatalf("fixture: base %d, %d archive calls; want the tail trimmed and several archives", trimmed.base, len(mt.calls()))
