@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"slices"
+	"sync"
 
 	"github.com/dreamgate/dreamgate/llm"
 )
@@ -56,9 +57,11 @@ type lineRef struct {
 	sum uint32
 }
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+// castagnoli is made on first use, not at start-up: commands that never
+// touch a session do not pay for it.
+var castagnoli = sync.OnceValue(func() *crc32.Table { return crc32.MakeTable(crc32.Castagnoli) })
 
-func lineSum(line []byte) uint32 { return crc32.Checksum(line, castagnoli) }
+func lineSum(line []byte) uint32 { return crc32.Checksum(line, castagnoli()) }
 
 // errMarkMismatch: the line at the mark's offset is not the marked one.
 var errMarkMismatch = errors.New("the line at the tail mark does not match it")
