@@ -37,7 +37,8 @@ func before(c *Consolidator, ctx context.Context, s Session) (Report, error) {
 
 // sent is what a provider reports of a call that carried all of s.
 func sent(s Session, promptTokens int) Sent {
-	return Sent{PromptTokens: promptTokens, Messages: len(s.Messages())}
+	base, msgs := s.Tail()
+	return Sent{PromptTokens: promptTokens, Messages: base + len(msgs)}
 }
 
 func TestWordsHelper(t *testing.T) {

@@ -100,7 +100,7 @@ func TestContinuityWindowEstimate(t *testing.T) {
 	}
 	exact := New(nil, nil, baseConfig, nil) // a cold cache and tokenizer
 	st := exact.state(s.ID())
-	st.sync(s.msgs)
+	st.sync(0, s.msgs)
 	want := int(st.exact(exact.counter, s.msgs, 2, p.counted()))
 	if got := c.Status(s, Prompt{Fixed: "FIXED"}).Estimate - runtimeAllowance; got != want {
 		t.Errorf("Status estimate %d, want %d: the window and its note counted once", got, want)

@@ -85,6 +85,11 @@ type fakeSession struct {
 	sets    []int // every n passed to SetLastConsolidated
 	saveErr error
 	saves   int // SaveID calls
+	// base is where Tail starts: the messages before it are not held
+	// (as a long session's archived ones are not). 0 unless a test sets
+	// it; SetLastConsolidated then keeps it keepBefore behind.
+	base       int
+	keepBefore int
 }
 
 func newSession(key string, msgs ...llm.Message) *fakeSession {
@@ -101,6 +106,11 @@ func (s *fakeSession) Messages() []llm.Message {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.msgs[:len(s.msgs):len(s.msgs)]
+}
+func (s *fakeSession) Tail() (int, []llm.Message) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.base, s.msgs[s.base:len(s.msgs):len(s.msgs)]
 }
 func (s *fakeSession) SaveID() error {
 	s.mu.Lock()
@@ -129,6 +139,16 @@ func (s *fakeSession) SetLastConsolidated(n int, summary string) error {
 	}
 	s.lc = n
 	s.sets = append(s.sets, n)
+	if s.keepBefore > 0 {
+		// As the gateway's sessions do: from the user message at or
+		// before n-keepBefore.
+		for i := n - s.keepBefore; i > s.base; i-- {
+			if s.msgs[i].Role == llm.RoleUser {
+				s.base = i
+				break
+			}
+		}
+	}
 	if summary != "" {
 		s.summary = summary
 	}

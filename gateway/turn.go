@@ -154,8 +154,8 @@ func toolText(tools []agent.Tool) string {
 // answered by exactly one result and no result without its call (a crash
 // mid-turn could leave either behind).
 func replay(sess *session.Session, from int) []llm.Message {
-	all := sess.Messages()
-	tail := all[min(max(from, 0), len(all)):]
+	base, held := sess.Tail()
+	tail := held[min(max(from-base, 0), len(held)):]
 	i := slices.IndexFunc(tail, func(m llm.Message) bool { return m.Role == llm.RoleUser })
 	if i < 0 {
 		return nil
