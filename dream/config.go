@@ -21,7 +21,26 @@ const (
 	DefaultTimeout       = 30 * time.Minute
 	DefaultMaxEntries    = 1000
 	DefaultMaxFailures   = 3
+	// DefaultMaxBatchesPerRun and DefaultMaxTokensPerRun bound how much of
+	// a backlog one run drains: it goes on with the next batch while
+	// unread entries remain, until either is reached.
+	DefaultMaxBatchesPerRun = 5
+	DefaultMaxTokensPerRun  = 1_000_000
 )
+
+// Phase 2 applies the findings in chunks of findingsPerChunk, each an
+// agent run of its own whose call budget is the chunk's size plus
+// editMargin (for reads and retried edits), and never below
+// Config.MaxIterations: a model that makes one edit per call still
+// finishes, and what a stopped run applied in completed chunks is kept.
+const (
+	findingsPerChunk = 10
+	editMargin       = 5
+)
+
+// PointEdit names the moment after phase 2 wrote an edit, before any
+// commit holds it (Deps.Hook).
+const PointEdit = "dream-edit"
 
 // repeatLimit ends phase 2 when the same tool call has the same outcome this
 // many times (DESIGN §5.3).
@@ -94,6 +113,12 @@ type Config struct {
 	// MaxFailures is the number of failed runs on one batch after which it
 	// is skipped (3).
 	MaxFailures int
+	// MaxBatchesPerRun bounds the batches one run reads when a backlog
+	// waits (5); MaxTokensPerRun stops it from starting another batch once
+	// the run has used that many tokens (1,000,000). Each batch has its own
+	// Timeout.
+	MaxBatchesPerRun int
+	MaxTokensPerRun  int
 }
 
 func (c Config) withDefaults() Config {
@@ -111,6 +136,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxFailures <= 0 {
 		c.MaxFailures = DefaultMaxFailures
+	}
+	if c.MaxBatchesPerRun <= 0 {
+		c.MaxBatchesPerRun = DefaultMaxBatchesPerRun
+	}
+	if c.MaxTokensPerRun <= 0 {
+		c.MaxTokensPerRun = DefaultMaxTokensPerRun
 	}
 	return c
 }
@@ -130,6 +161,9 @@ type Deps struct {
 	Files  *workspace.Root
 	Logger *slog.Logger
 	Now    func() time.Time
+	// Hook, when set, is called at named points of a run (PointEdit) so a
+	// test can kill the process exactly there. Nil in normal use.
+	Hook func(point string)
 }
 
 // New returns a Dreamer for the workspace. It checks the configuration and
@@ -168,6 +202,7 @@ func New(cfg Config, deps Deps) (*Dreamer, error) {
 		files: deps.Files,
 		log:   deps.Logger,
 		now:   deps.Now,
+		hook:  deps.Hook,
 	}
 	d.flight.path = lockPath(cfg.Workspace)
 	d.flight.held = d.clearStaleGitLocks
