@@ -118,9 +118,9 @@ type Report struct {
 	Failures int
 	// MaxFailures is the configured limit, for the text.
 	MaxFailures int
-	// SkippedFirst and SkippedLast are the history entries given up on
-	// (OutcomeSkipped).
-	SkippedFirst, SkippedLast int
+	// BatchFirst and BatchLast are the range of the last batch attempted:
+	// the entries given up on when it was skipped.
+	BatchFirst, BatchLast int
 	// Dropped is the number of consumed history entries compaction removed.
 	Dropped int
 }
@@ -169,7 +169,9 @@ func (r *Report) add(b Report) {
 	r.Phase1 = r.Phase1.Add(b.Phase1)
 	r.Phase2 = r.Phase2.Add(b.Phase2)
 	r.Reason, r.Failures = b.Reason, b.Failures
-	r.SkippedFirst, r.SkippedLast = b.SkippedFirst, b.SkippedLast
+	if b.Entries > 0 {
+		r.BatchFirst, r.BatchLast = b.First, b.Last
+	}
 }
 
 // Dreamer runs Dreams for one workspace. Its methods are safe for concurrent
@@ -847,7 +849,7 @@ func (r *run) skip(f *batchFailures, cause error) error {
 	if n := len(r.st.Skips); n > maxSkipsKept {
 		r.st.Skips = append([]Skip(nil), r.st.Skips[n-maxSkipsKept:]...)
 	}
-	rep.Outcome, rep.SkippedFirst, rep.SkippedLast = OutcomeSkipped, rep.First, rep.Last
+	rep.Outcome = OutcomeSkipped
 	d.log.Warn("dream skipped a history batch after repeated failures",
 		"first", rep.First, "last", rep.Last, "failures", f.Count, "record", rec.Cursor, "findings_lost", left, "reason", rep.Reason, "err", cause)
 	return &RunError{Reason: rep.Reason, Skipped: true, Err: cause}
@@ -924,6 +926,9 @@ type Status struct {
 	Last *LastRun
 	// Next is the next scheduled run; zero without a started Scheduler.
 	Next time.Time
+	// Skips are the most recent batches skipped after repeated failures,
+	// oldest first.
+	Skips []Skip
 }
 
 // Status reports the running, last and next Dream.
@@ -931,7 +936,7 @@ func (d *Dreamer) Status() Status {
 	var s Status
 	s.Since, s.Running = d.flight.runningSince()
 	if st, err := loadState(d.cfg.Workspace); err == nil {
-		s.Last = st.LastRun
+		s.Last, s.Skips = st.LastRun, st.Skips
 	}
 	d.mu.Lock()
 	next := d.next
