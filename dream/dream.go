@@ -98,6 +98,9 @@ type Report struct {
 	// Backlog is the number of unread entries it left.
 	Batches int
 	Backlog int
+	// EntriesDone counts the entries of the completed batches: Entries
+	// without those of a last batch that failed or stopped part-way.
+	EntriesDone int
 	// Left is the number of a batch's findings that a stopped phase 2 had
 	// not applied (OutcomePartial): what it applied is committed, and the
 	// next run applies the rest without a new analysis.
@@ -162,6 +165,7 @@ func (r *Report) add(b Report) {
 	}
 	if b.Outcome == OutcomeCompleted {
 		r.Batches++
+		r.EntriesDone += b.Entries
 	}
 	r.Left = b.Left
 	r.Calls += b.Calls

@@ -88,6 +88,9 @@ func FormatReport(r Report) string {
 // doneText says what the completed batches of a run did.
 func doneText(r Report) string {
 	var b strings.Builder
+	if r.Outcome != OutcomeCompleted && r.Batches > 0 {
+		r.Entries = r.EntriesDone
+	}
 	read := plural(r.Entries, "history entry", "history entries")
 	if r.Batches > 1 {
 		read += fmt.Sprintf(" in %d batches", r.Batches)
