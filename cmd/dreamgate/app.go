@@ -199,6 +199,9 @@ func (a *app) dreamer() (*dream.Dreamer, error) {
 		Model:         a.cfg.Dream.Model,
 		MaxBatchSize:  a.cfg.Dream.MaxBatchSize,
 		MaxIterations: a.cfg.Dream.MaxIterations,
+		// Each batch has Dream's own deadline; the run reads at most this
+		// many of them.
+		MaxBatchesPerRun: a.cfg.Dream.MaxBatchesPerRun,
 	}, dream.Deps{
 		Model:   a.model,
 		History: a.history,
