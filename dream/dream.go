@@ -113,8 +113,12 @@ type Report struct {
 	Started        time.Time
 	Duration       time.Duration
 	// Reason is one sentence, safe to show in a chat, saying why the run
-	// failed; "" unless the Outcome is failed, partial or skipped.
-	Reason string
+	// failed; "" unless the Outcome is failed, partial or skipped. It is
+	// written for the operator: a failed model call names the cause and
+	// what to check. PublicReason is the same for anyone else (Slack,
+	// Discord), without the operator's detail.
+	Reason       string
+	PublicReason string
 	// Failures is the number of failed runs on this batch so far, this one
 	// included (0 when the failure was not the batch's fault: the model was
 	// unreachable, the run was cancelled, the repository failed).
@@ -172,7 +176,7 @@ func (r *Report) add(b Report) {
 	r.Usage = r.Usage.Add(b.Usage)
 	r.Phase1 = r.Phase1.Add(b.Phase1)
 	r.Phase2 = r.Phase2.Add(b.Phase2)
-	r.Reason, r.Failures = b.Reason, b.Failures
+	r.Reason, r.PublicReason, r.Failures = b.Reason, b.PublicReason, b.Failures
 	if b.Entries > 0 {
 		r.BatchFirst, r.BatchLast = b.First, b.Last
 	}
@@ -304,6 +308,17 @@ type run struct {
 	// batches update it and Run writes it once at the end (the Dream lock
 	// keeps it ours).
 	st *state
+	// public is the public variant of the reason modelCause returned last
+	// (consumed by the next fail or partial finish).
+	public string
+}
+
+// setReason records why the batch failed, with its public variant.
+func (r *run) setReason(reason string) {
+	r.rep.Reason, r.rep.PublicReason = reason, reason
+	if r.public != "" {
+		r.rep.PublicReason, r.public = r.public, ""
+	}
 }
 
 func (r *run) say(msg string) {
@@ -611,7 +626,8 @@ func (r *run) finishPartial(ctx context.Context, ws *workspace.Root, snaps []fil
 	}
 	r.st.Pending = &pendingFindings{First: rep.First, Last: rep.Last, Total: total, Findings: left}
 	r.st.Failures = nil
-	rep.Outcome, rep.Reason, rep.Left = OutcomePartial, reason, len(left)
+	rep.Outcome, rep.Left = OutcomePartial, len(left)
+	r.setReason(reason)
 	r.d.log.Warn("dream applied part of a batch; the rest waits for the next run",
 		"first", rep.First, "last", rep.Last, "left", len(left), "findings", total, "commit", rep.Commit, "err", cause)
 	return &RunError{Reason: reason, Err: cause}
@@ -780,6 +796,10 @@ func (r *run) modelCause(ctx context.Context, phase string, err error) (counted 
 		return false, "the Dream was cancelled", err
 	case ctx.Err() != nil:
 		return true, fmt.Sprintf("the Dream took longer than its limit of %s", r.d.cfg.Timeout), err
+	}
+	// The cause and what to check are the operator's business.
+	r.public = sentence(llm.PublicMessage(err))
+	switch {
 	case errors.Is(err, llm.ErrUnavailable):
 		// An unreachable model says nothing about the batch; counting it
 		// would skip history during an outage.
@@ -795,7 +815,8 @@ func (r *run) modelCause(ctx context.Context, phase string, err error) (counted 
 // classified first.
 func (r *run) fail(counted bool, reason string, err error) error {
 	rep := r.rep
-	rep.Outcome, rep.Reason = OutcomeFailed, reason
+	rep.Outcome = OutcomeFailed
+	r.setReason(reason)
 	if !counted || rep.Entries == 0 {
 		return &RunError{Reason: reason, Err: err}
 	}

@@ -85,6 +85,16 @@ func FormatReport(r Report) string {
 	return "Dream: no result."
 }
 
+// FormatPublicReport is FormatReport for a chat user who is not the
+// operator: a failure is told without the operator's detail (the model's
+// endpoint, the config keys to check), which goes to the log.
+func FormatPublicReport(r Report) string {
+	if r.PublicReason != "" {
+		r.Reason = r.PublicReason
+	}
+	return FormatReport(r)
+}
+
 // doneText says what the completed batches of a run did.
 func doneText(r Report) string {
 	var b strings.Builder

@@ -355,3 +355,19 @@ func TestLaterBatchFailureKeepsEarlierOnes(t *testing.T) {
 		t.Errorf("FormatReport = %q", msg)
 	}
 }
+
+// TestPublicReasonHidesOperatorDetail: a failed model call's reason names
+// what the operator should check; its public variant does not.
+func TestPublicReasonHidesOperatorDetail(t *testing.T) {
+	e := newEnv(t)
+	e.hist.seed(t, 0, 2, func(int) string { return "- x" })
+	e.srv.Push(llmtest.Status(401, ""))
+	rep, _ := e.dreamer(Config{}).Run(t.Context(), TriggerManual, nil)
+	if !strings.Contains(FormatReport(rep), "llm.apiKey") {
+		t.Errorf("FormatReport = %q, want the operator's hint", FormatReport(rep))
+	}
+	pub := FormatPublicReport(rep)
+	if strings.Contains(pub, "llm.apiKey") || strings.Contains(pub, "401") || !strings.Contains(pub, "the operator has been told") {
+		t.Errorf("FormatPublicReport = %q", pub)
+	}
+}
