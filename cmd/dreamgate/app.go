@@ -208,6 +208,7 @@ func (a *app) dreamer() (*dream.Dreamer, error) {
 		Repo:    repo,
 		Files:   a.ws,
 		Logger:  a.logger.With("component", "dream"),
+		Hook:    a.dreamHook(),
 	})
 }
 
