@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -94,5 +95,37 @@ func TestKilledDreamIsRecoveredThroughTheBinary(t *testing.T) {
 	}
 	if r := h.run("dream", "restore", recovered.Short); r.code != 0 {
 		t.Errorf("restore of the recovered commit: %d %q %s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// With Dream off nothing reads the history; the gateway still keeps it
+// bounded: the oldest unread entries past the retention age go, down to
+// the compaction limit, and the log says so.
+func TestGatewayBoundsHistoryWithDreamOff(t *testing.T) {
+	h := newHarness(t)
+	h.set("dream.enabled", false)
+	if err := os.MkdirAll(filepath.Join(h.ws, "memory"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for i := 1; i <= 1100; i++ {
+		fmt.Fprintf(&b, `{"cursor": %d, "timestamp": "2025-01-01 10:00", "content": "- old fact %d", "session_key": "cli:direct"}`+"\n", i, i)
+	}
+	if err := os.WriteFile(filepath.Join(h.ws, "memory", "history.jsonl"), []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(binPath, "--config", h.cfgPath, "gateway", "--terminal")
+	cmd.Env = []string{"HOME=" + h.home, "PATH=" + os.Getenv("PATH"), "TZ=UTC"}
+	cmd.Stdin = strings.NewReader("")
+	var errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = new(bytes.Buffer), &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("gateway: %v\n%s", err, errb.String())
+	}
+	if n := len(readHistory(t, h.ws)); n != 1000 {
+		t.Errorf("history holds %d entries after a gateway start with Dream off, want 1000", n)
+	}
+	if !strings.Contains(errb.String(), "Dream is off") {
+		t.Errorf("no log line about the retired entries:\n%s", errb.String())
 	}
 }
