@@ -870,7 +870,7 @@ func (r *run) skip(f *batchFailures, cause error) error {
 		return &RunError{Reason: rep.Reason, Err: errors.Join(cause, fmt.Errorf("set dream cursor past skipped batch: %w", err))}
 	}
 	r.st.Failures, r.st.Pending = nil, nil
-	r.st.Skips = append(r.st.Skips, Skip{When: d.now(), First: rep.First, Last: rep.Last, Reason: rep.Reason, Findings: left})
+	r.st.Skips = append(r.st.Skips, Skip{When: d.now(), First: rep.First, Last: rep.Last, Reason: rep.PublicReason, Findings: left})
 	if n := len(r.st.Skips); n > maxSkipsKept {
 		r.st.Skips = append([]Skip(nil), r.st.Skips[n-maxSkipsKept:]...)
 	}
@@ -931,7 +931,7 @@ func (d *Dreamer) saveState(st *state, rep *Report) {
 	st.LastRun = &LastRun{
 		When: rep.Started, Trigger: rep.Trigger, Outcome: rep.Outcome, Entries: rep.Entries,
 		First: rep.First, Last: rep.Last, Changes: rep.Changes, Commit: rep.Commit,
-		Reason: rep.Reason, Duration: rep.Duration,
+		Reason: rep.Reason, PublicReason: rep.PublicReason, Duration: rep.Duration,
 		Batches: rep.Batches, Backlog: rep.Backlog, Left: rep.Left,
 	}
 	if err := saveState(d.cfg.Workspace, *st); err != nil {
@@ -954,6 +954,19 @@ type Status struct {
 	// Skips are the most recent batches skipped after repeated failures,
 	// oldest first.
 	Skips []Skip
+	// Backlog is the number of history entries Dream has not read yet.
+	Backlog int
+}
+
+// Public is the Status for a chat user who is not the operator: the last
+// failure's reason without the operator's detail.
+func (s Status) Public() Status {
+	if s.Last != nil && s.Last.PublicReason != "" {
+		l := *s.Last
+		l.Reason = l.PublicReason
+		s.Last = &l
+	}
+	return s
 }
 
 // Status reports the running, last and next Dream.
@@ -963,6 +976,7 @@ func (d *Dreamer) Status() Status {
 	if st, err := loadState(d.cfg.Workspace); err == nil {
 		s.Last, s.Skips = st.LastRun, st.Skips
 	}
+	s.Backlog = d.backlog()
 	d.mu.Lock()
 	next := d.next
 	d.mu.Unlock()

@@ -412,9 +412,9 @@ func FormatStatus(s Status, now time.Time) string {
 		if l.Left > 0 {
 			parts = append(parts, fmt.Sprintf("%s of history %d-%d left for the next run", plural(l.Left, "finding", "findings"), l.First, l.Last))
 		}
-		if l.Backlog > 0 {
-			parts = append(parts, fmt.Sprintf("%s waiting", plural(l.Backlog, "unread history entry", "unread history entries")))
-		}
+	}
+	if s.Backlog > 0 {
+		parts = append(parts, fmt.Sprintf("%s waiting", plural(s.Backlog, "unread history entry", "unread history entries")))
 	}
 	if len(s.Skips) > 0 {
 		k := s.Skips[len(s.Skips)-1]

@@ -49,10 +49,12 @@ type pendingFindings struct {
 
 // Skip is a batch Dream gave up on after repeated failures.
 type Skip struct {
-	When   time.Time `json:"when"`
-	First  int       `json:"first"`
-	Last   int       `json:"last"`
-	Reason string    `json:"reason,omitempty"`
+	When  time.Time `json:"when"`
+	First int       `json:"first"`
+	Last  int       `json:"last"`
+	// Reason is the last failure's, without the operator's detail (it is
+	// shown in chats; the log has the whole).
+	Reason string `json:"reason,omitempty"`
 	// Findings is the number of the batch's findings that were never
 	// applied (0 when the analysis itself kept failing).
 	Findings int `json:"findings,omitempty"`
@@ -88,9 +90,11 @@ type LastRun struct {
 	// Batches is the number of batches the run completed; Backlog the
 	// unread history entries it left; Left the findings of a half-applied
 	// batch still to apply.
-	Batches int `json:"batches,omitempty"`
-	Backlog int `json:"backlog,omitempty"`
-	Left    int `json:"left,omitempty"`
+	// PublicReason is Reason without the operator's detail.
+	PublicReason string `json:"public_reason,omitempty"`
+	Batches      int    `json:"batches,omitempty"`
+	Backlog      int    `json:"backlog,omitempty"`
+	Left         int    `json:"left,omitempty"`
 }
 
 // loadState reads the state file. A missing file is the zero state; a
