@@ -474,13 +474,23 @@ func (r *run) editFiles(ctx context.Context, ws *workspace.Root, guide string, f
 	if err := saveIntent(d.cfg.Workspace, in); err != nil {
 		return r.fail(false, "the Dream could not record what it is about to edit", err)
 	}
-	applied := 0
+	applied, size := 0, findingsPerChunk
 	for applied < len(findings) {
-		chunk := findings[applied:min(applied+findingsPerChunk, len(findings))]
+		chunk := findings[applied:min(applied+size, len(findings))]
 		if applied > 0 {
 			r.say(fmt.Sprintf("Dreaming: editing memory files (%d of %d findings applied)…", applied, len(findings)))
 		}
 		err := r.editChunk(ctx, ws, guide, chunk)
+		var ce *chunkError
+		if errors.As(err, &ce) && ce.res.Stop == agent.StopMaxIterations && len(chunk) > 1 && ctx.Err() == nil {
+			// Our budget, not the batch: a model that needs more calls
+			// per finding gets the same findings in smaller chunks. Only a
+			// single finding that exhausts its budget is the model's
+			// failure.
+			size = len(chunk) / 2
+			d.log.Info("dream editing chunk ran out of calls; retrying it in smaller chunks", "findings", len(chunk), "calls", ce.res.Iterations, "next_size", size)
+			continue
+		}
 		if err == nil {
 			applied += len(chunk)
 			in.Applied = applied

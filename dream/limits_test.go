@@ -23,6 +23,9 @@ import (
 type oneEditModel struct {
 	findings []string // "[TAG] text"
 	fail     func(editsSoFar int) (llmtest.Reply, bool)
+	// readFirst makes it read the file before each edit (two calls a
+	// finding).
+	readFirst bool
 
 	mu       sync.Mutex
 	analyses int
@@ -44,10 +47,12 @@ func (m *oneEditModel) respond(r llmtest.Request) llmtest.Reply {
 	}
 	edits := 0
 	for _, msg := range r.Messages {
-		if msg.Role == llm.RoleTool {
+		if msg.Role == llm.RoleAssistant && len(msg.ToolCalls) > 0 && msg.ToolCalls[0].Name == "edit_file" {
 			edits++
 		}
 	}
+	last := r.Messages[len(r.Messages)-1]
+	readNext := m.readFirst && (last.Role == llm.RoleUser || r.Messages[len(r.Messages)-2].ToolCalls[0].Name == "edit_file")
 	if m.fail != nil {
 		if reply, ok := m.fail(edits); ok {
 			return reply
@@ -68,6 +73,9 @@ func (m *oneEditModel) respond(r llmtest.Request) llmtest.Reply {
 	line := todo[edits]
 	for tag, h := range headings {
 		if fact, ok := strings.CutPrefix(line, tag); ok {
+			if readNext {
+				return calls(llm.ToolCall{Name: "read_file", Arguments: fmt.Sprintf(`{"path":%q}`, h[0])})
+			}
 			return calls(editCall(h[0], h[1], h[1]+"- "+fact+"\n"))
 		}
 	}
@@ -369,5 +377,23 @@ func TestPublicReasonHidesOperatorDetail(t *testing.T) {
 	pub := FormatPublicReport(rep)
 	if strings.Contains(pub, "llm.apiKey") || strings.Contains(pub, "401") || !strings.Contains(pub, "the operator has been told") {
 		t.Errorf("FormatPublicReport = %q", pub)
+	}
+}
+
+// TestModelThatReadsBeforeEachEdit: a model that reads the file before
+// every edit needs twice the calls the budget allows for a chunk; the
+// chunk is retried in smaller ones instead of failing the batch.
+func TestModelThatReadsBeforeEachEdit(t *testing.T) {
+	e := newEnv(t)
+	e.hist.seed(t, 0, 3, func(i int) string { return fmt.Sprintf("- facts told in turn %d", i) })
+	m := &oneEditModel{findings: plantedFindings(12), readFirst: true}
+	e.srv.SetResponder(m.respond)
+	rep, err := e.dreamer(Config{}).Run(t.Context(), TriggerCron, nil)
+	if err != nil || rep.Outcome != OutcomeCompleted {
+		t.Fatalf("outcome %s, err %v", rep.Outcome, err)
+	}
+	e.checkPlanted(m.findings)
+	if w := e.logs.find(0, "retrying it in smaller chunks"); len(w) == 0 {
+		t.Error("no chunk was split: the test did not reach the budget")
 	}
 }
