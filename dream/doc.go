@@ -41,7 +41,9 @@
 //     cursor past what the users said without anything having read it.
 //   - Phase 2 applies the findings in chunks of 10, each an agent run with
 //     a budget of its findings plus 5 calls (Config.MaxIterations is the
-//     floor), so a model that makes one edit per call finishes. A chunk is
+//     floor), so a model that makes one edit per call finishes; a chunk
+//     that runs out of calls is retried in halves, so only a single finding
+//     that exhausts a whole budget is the model's failure. A chunk is
 //     complete only when the model answers without a tool call and the
 //     answer was not cut at the length limit.
 //   - A stopped chunk leaves no half-edit: its files are put back as they
