@@ -104,8 +104,9 @@ type Config struct {
 	MaxBatchSize int
 	// MaxIterations bounds the model calls of phase 2 (10).
 	MaxIterations int
-	// Timeout is a run's deadline (30 minutes: local models are slow, and
-	// a run cut by it counts as a failure of its batch).
+	// Timeout is each batch's deadline (30 minutes: local models are slow,
+	// and a batch cut by it counts as its failure). A run starts another
+	// batch only while its caller's deadline leaves a whole Timeout.
 	Timeout time.Duration
 	// MaxEntries is the history size above which consumed entries are
 	// compacted away (1000).

@@ -255,6 +255,12 @@ func (d *Dreamer) Run(ctx context.Context, trigger string, progress func(string)
 		if n >= d.cfg.MaxBatchesPerRun || ctx.Err() != nil {
 			break
 		}
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d.cfg.Timeout {
+			// The caller's deadline (a /dream's) would cut the next batch
+			// short, and a cut batch's edits are put back.
+			d.log.Info("dream stops draining the backlog: the caller's deadline is near", "left", time.Until(dl).Round(time.Second))
+			break
+		}
 		if used := rep.Usage.PromptTokens + rep.Usage.CompletionTokens; used >= d.cfg.MaxTokensPerRun {
 			d.log.Info("dream stops draining the backlog: token limit of the run reached", "tokens", used, "limit", d.cfg.MaxTokensPerRun)
 			break

@@ -1,6 +1,7 @@
 package dream
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -395,5 +396,19 @@ func TestModelThatReadsBeforeEachEdit(t *testing.T) {
 	e.checkPlanted(m.findings)
 	if w := e.logs.find(0, "retrying it in smaller chunks"); len(w) == 0 {
 		t.Error("no chunk was split: the test did not reach the budget")
+	}
+}
+
+// TestBacklogStopsBeforeCallersDeadline: a run does not start a batch its
+// caller's deadline (a /dream's) would cut short.
+func TestBacklogStopsBeforeCallersDeadline(t *testing.T) {
+	e := newEnv(t)
+	e.hist.seed(t, 0, 30, func(i int) string { return fmt.Sprintf("- fact %d", i) })
+	e.srv.SetResponder(func(llmtest.Request) llmtest.Reply { return llmtest.Text("[SKIP]") })
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
+	defer cancel()
+	rep, err := e.dreamer(Config{MaxBatchSize: 10, Timeout: 20 * time.Minute}).Run(ctx, TriggerManual, nil)
+	if err != nil || rep.Batches != 1 || rep.Backlog != 20 {
+		t.Errorf("report %+v, err %v", rep, err)
 	}
 }
