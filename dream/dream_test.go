@@ -169,8 +169,14 @@ func TestCursorRules(t *testing.T) {
 			0, OutcomeFailed, 0, 0, 1, 1, "did not use the expected format"},
 		{"phase 2 error", []llmtest.Reply{llmtest.Text("[MEMORY] dreamgate is a chat gateway in Go"), edit, llmtest.Status(400, "")},
 			0, OutcomeFailed, 0, 0, 1, 3, "the model rejected the request"},
-		{"phase 2 iteration cap", []llmtest.Reply{llmtest.Text("[MEMORY] dreamgate is a chat gateway in Go"), edit, readMemory(1), readMemory(2)},
-			3, OutcomeFailed, 0, 0, 1, 4, "used its 3 model calls without finishing"},
+		// The budget of one finding is the floor (maxIterations, 3 here)
+		// or the finding plus the margin for reads and retries (6).
+		{"phase 2 iteration cap", []llmtest.Reply{llmtest.Text("[MEMORY] dreamgate is a chat gateway in Go"), edit,
+			readMemory(1), readMemory(2), readMemory(3), readMemory(4), readMemory(5)},
+			3, OutcomeFailed, 0, 0, 1, 7, "used its 6 model calls without finishing"},
+		{"phase 2 final answer cut off", []llmtest.Reply{llmtest.Text("[MEMORY] dreamgate is a chat gateway in Go"), edit,
+			{Text: "I updated MEMORY.md and", FinishReason: "length"}},
+			0, OutcomeFailed, 0, 0, 1, 3, "answer was cut off at the model's output limit"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -45,7 +45,11 @@ func cmdStatus() *command {
 				b.WriteString(usageLine(g.deps.Usage()))
 			}
 			if g.deps.Dream != nil {
-				b.WriteString(dream.FormatStatus(g.deps.Dream.Status(), g.now()) + "\n")
+				st := g.deps.Dream.Status()
+				if !req.in.Local {
+					st = st.Public() // the operator's detail stays in the log
+				}
+				b.WriteString(dream.FormatStatus(st, g.now()) + "\n")
 			} else {
 				b.WriteString("Dream: off\n")
 			}

@@ -17,6 +17,9 @@ const (
 	DreamCursor = "memory/.dream_cursor"
 	// DreamState is Dream's failure count and last run.
 	DreamState = "memory/.dream_state"
+	// DreamIntent records a Dream's phase 2 while its edits are not
+	// committed yet, so a killed run's edits are recovered as Dream's.
+	DreamIntent = "memory/.dream_intent"
 	// HistoryLock and DreamLock are the cross-process locks of the history
 	// store and of Dream's single flight.
 	HistoryLock = "memory/.history.lock"
@@ -53,6 +56,7 @@ func ProgramFiles() []string {
 		DreamCursor,
 		DreamState,
 		HistoryIndex,
+		DreamIntent,
 		MemoryDir + "/**/*.lock",
 		GitDir + "/",
 		GitIgnore,

@@ -206,6 +206,9 @@ func (a *app) dreamer() (*dream.Dreamer, error) {
 		Model:         a.cfg.Dream.Model,
 		MaxBatchSize:  a.cfg.Dream.MaxBatchSize,
 		MaxIterations: a.cfg.Dream.MaxIterations,
+		// Each batch has Dream's own deadline; the run reads at most this
+		// many of them.
+		MaxBatchesPerRun: a.cfg.Dream.MaxBatchesPerRun,
 	}, dream.Deps{
 		Model:    a.observedModel(),
 		History:  a.history,
@@ -213,6 +216,7 @@ func (a *app) dreamer() (*dream.Dreamer, error) {
 		Files:    a.ws,
 		Observer: a.dreamObserver(),
 		Logger:   a.logger.With("component", "dream"),
+		Hook:     a.dreamHook(),
 	})
 }
 

@@ -65,6 +65,9 @@ type DreamConfig struct {
 	Model         string `json:"model"`
 	MaxBatchSize  int    `json:"maxBatchSize"`
 	MaxIterations int    `json:"maxIterations"`
+	// MaxBatchesPerRun bounds how many batches one run reads when a
+	// backlog waits.
+	MaxBatchesPerRun int `json:"maxBatchesPerRun"`
 }
 
 type GatewayConfig struct {
@@ -150,7 +153,7 @@ func defaultConfig() Config {
 			ContextWindow: 128000, MaxTokens: 4096, Temperature: 0.2, TimeoutSeconds: 120,
 		},
 		Agent: AgentConfig{MaxToolIterations: 20, ConsolidateRatio: 0.5, TargetRatio: 0.3, IdleCompactAfterMinutes: 15},
-		Dream: DreamConfig{Enabled: true, Cron: "0 */2 * * *", Timezone: "UTC", MaxBatchSize: 20, MaxIterations: 10},
+		Dream: DreamConfig{Enabled: true, Cron: "0 */2 * * *", Timezone: "UTC", MaxBatchSize: 20, MaxIterations: 10, MaxBatchesPerRun: 5},
 		Gateway: GatewayConfig{
 			HealthAddr: "127.0.0.1:18790", MaxConcurrentTurns: 8, MaxMessageBytes: 64 << 10,
 		},
@@ -342,6 +345,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Dream.MaxIterations < 1 {
 		return bad("dream.maxIterations", "must be at least 1, got %d", c.Dream.MaxIterations)
+	}
+	if c.Dream.MaxBatchesPerRun < 1 {
+		return bad("dream.maxBatchesPerRun", "must be at least 1, got %d", c.Dream.MaxBatchesPerRun)
 	}
 	for i, a := range c.Admins {
 		ch, id, ok := strings.Cut(a, ":")

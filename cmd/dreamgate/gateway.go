@@ -139,6 +139,14 @@ func cmdGateway(ctx context.Context, e *env, args []string) error {
 	defer stop()
 	ran := make(chan struct{})
 	go func() { _ = g.Run(runCtx); close(ran) }()
+	retained := make(chan struct{})
+	if dreamer == nil {
+		// Nothing reads the history while Dream is off: keep it bounded.
+		ret := dream.Retention{History: a.history, Logger: logger.With("component", "dream")}
+		go func() { ret.Run(runCtx, 0); close(retained) }()
+	} else {
+		close(retained)
+	}
 	logger.Info("gateway running", "model", cfg.LLM.Model, "workspace", cfg.Workspace, "terminal", withTerminal)
 	var left <-chan struct{} // nil: never, without a terminal chat
 	if termCh != nil {
@@ -157,6 +165,7 @@ func cmdGateway(ctx context.Context, e *env, args []string) error {
 	serr := g.Shutdown(sctx)
 	stop()
 	<-ran
+	<-retained
 	if sched != nil {
 		if err := sched.Stop(sctx); err != nil {
 			logger.Warn("dream scheduler stop", "err", err)

@@ -5,6 +5,7 @@ import (
 	"syscall"
 
 	"github.com/dreamgate/dreamgate/consolidator"
+	"github.com/dreamgate/dreamgate/dream"
 	"github.com/dreamgate/dreamgate/history"
 )
 
@@ -12,7 +13,9 @@ import (
 // use: DREAMGATE_TEST_KILL_AFTER=history-append makes the process SIGKILL
 // itself right after an archive entry reaches history.jsonl and before
 // the session records it, the exact moment a crash-safe archive must
-// survive. No other value does anything.
+// survive. DREAMGATE_TEST_KILL_AFTER=dream-edit kills it right after a
+// Dream's first edit reached a memory file, before any commit holds it.
+// No other value does anything.
 const testKillEnv = "DREAMGATE_TEST_KILL_AFTER"
 
 // archive is the history store as the consolidator gets it: the store
@@ -34,4 +37,18 @@ func (k killAfterAppend) AppendFrom(content, sessionKey string, src history.Sour
 		select {} // the signal is on its way; nothing more may be written
 	}
 	return e, err
+}
+
+// dreamHook is Dream's hook at its named points: nil, or under the test
+// switch a SIGKILL at dream.PointEdit.
+func (a *app) dreamHook() func(point string) {
+	if a.cfg.getenv == nil || a.cfg.getenv(testKillEnv) != dream.PointEdit {
+		return nil
+	}
+	a.logger.Warn("test fault switch on: the process kills itself after Dream's first edit", "env", testKillEnv)
+	return func(point string) {
+		if point == dream.PointEdit && syscall.Kill(os.Getpid(), syscall.SIGKILL) == nil {
+			select {} // the signal is on its way; nothing more may be written
+		}
+	}
 }
