@@ -5,13 +5,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dreamgate/dreamgate/channels/discord/fakediscord"
 	"github.com/dreamgate/dreamgate/channels/slack/fakeslack"
 	"github.com/dreamgate/dreamgate/llm/llmtest"
 )
 
 // llm.images through the binary: an image posted in Slack reaches the model
 // as an image part of that turn's request, and the next turn replays only
-// the marker naming it.
+// the marker naming it; a Discord image attachment reaches it too.
 func TestImagesThroughTheBinary(t *testing.T) {
 	h := newHarness(t)
 	sl := fakeslack.New(fakeslack.Config{})
@@ -20,12 +21,20 @@ func TestImagesThroughTheBinary(t *testing.T) {
 	h.set("channels.slack", map[string]any{
 		"enabled": true, "botToken": sl.BotToken(), "appToken": sl.AppToken(), "apiURL": sl.APIURL(),
 	})
+	dc, err := fakediscord.Start(fakediscord.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(dc.Close)
+	dc.AddChannel(fakediscord.Channel{ID: "DM1", Type: 1})
+	h.set("channels.discord", map[string]any{"enabled": true, "token": dc.Token(), "apiURL": dc.URL(), "slashCommands": false})
 	h.set("llm.images", true)
 	h.llm.SetResponder(func(r llmtest.Request) llmtest.Reply {
 		return llmtest.Text("seen")
 	})
 	gw := h.startGateway(t)
 	gw.waitConnected(t, "slack")
+	gw.waitConnected(t, "discord")
 	ctx := waitCtx(t)
 
 	png := []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR pixels")
@@ -61,5 +70,20 @@ func TestImagesThroughTheBinary(t *testing.T) {
 	}
 	if !named {
 		t.Error("turn 2's replay does not name the image")
+	}
+
+	gif := []byte("GIF89a tiny")
+	if _, err := dc.InjectMessage(fakediscord.Message{ChannelID: "DM1", Author: fakediscord.User{ID: "U7"}, Attachments: []fakediscord.File{
+		{Name: "cat.gif", ContentType: "image/gif", Data: gif},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dc.WaitSent(ctx, 1); err != nil {
+		t.Fatalf("%v; log:\n%s", err, gw.stderr.String())
+	}
+	reqs = h.llm.Requests()
+	last := reqs[len(reqs)-1].Messages
+	if m := last[len(last)-1]; len(m.Images) != 1 || !bytes.Equal(m.Images[0].Data, gif) || m.Images[0].MIME != "image/gif" {
+		t.Errorf("discord turn's message: %q with %+v", m.Content, m.Images)
 	}
 }
