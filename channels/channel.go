@@ -6,7 +6,8 @@
 // is written once: Delivery (the bounded queue between a platform reader and
 // the gateway, in-order delivery, the busy notice, the hand-over at stop of
 // what was acked or read but not delivered), HealthTracker, RecentSet (the
-// bounded dedupe set) and SplitMessage. channels/channeltest is the contract
+// bounded dedupe set), SplitMessage and ImageType (which downloads are
+// images a model takes). channels/channeltest is the contract
 // test every adapter runs against its fake.
 //
 // The adapters live in subpackages (terminal, slack, discord); each keeps its
