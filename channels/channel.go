@@ -6,7 +6,8 @@
 // is written once: Delivery (the bounded queue between a platform reader and
 // the gateway, in-order delivery, the busy notice, the hand-over at stop of
 // what was acked or read but not delivered), HealthTracker, RecentSet (the
-// bounded dedupe set) and SplitMessage. channels/channeltest is the contract
+// bounded dedupe set), SplitMessage and ImageType (which downloads are
+// images a model takes). channels/channeltest is the contract
 // test every adapter runs against its fake.
 //
 // The adapters live in subpackages (terminal, slack, discord); each keeps its
@@ -41,6 +42,19 @@ type Inbound struct {
 	// replied to), oldest first. The gateway adds them to a new session
 	// once, marked as context; an existing session ignores them.
 	Context []ContextMessage
+	// Images are pictures sent with the message, downloaded by an adapter
+	// configured for a model that reads images (else they are only named
+	// in Text). The gateway shows them to the model for this message's
+	// turn; the session keeps a marker naming them, not the bytes.
+	Images []Image
+}
+
+// Image is one picture of an Inbound: its file name, MIME type (one of
+// ImageType's) and bytes (at most MaxImageBytes).
+type Image struct {
+	Name string
+	MIME string
+	Data []byte
 }
 
 // ContextMessage is one earlier message handed over as Inbound.Context.

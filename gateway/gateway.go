@@ -357,7 +357,7 @@ func (g *Gateway) runJob(ctx context.Context, j job) Result {
 func (g *Gateway) refuseAtShutdown(in channels.Inbound) Result {
 	if parseCommand(in.Text) == nil {
 		if s, err := g.deps.Sessions.Get(in.SessionKey); err == nil {
-			if err := s.Append(llm.Message{Role: llm.RoleUser, Content: in.Text, Time: in.Time}); err != nil {
+			if err := s.Append(userMessage(in, false)); err != nil {
 				g.logger.Error("could not save a message at shutdown", "session", in.SessionKey, "err", err)
 			}
 		}

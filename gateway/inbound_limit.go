@@ -49,7 +49,7 @@ func (g *Gateway) answerTooLong(in channels.Inbound, size int) Result {
 	if sess, err := g.deps.Sessions.Get(in.SessionKey); err != nil {
 		g.logger.Error("cannot open session", "session", in.SessionKey, "err", err)
 	} else if err := sess.Append(
-		llm.Message{Role: llm.RoleUser, Content: in.Text, Time: in.Time},
+		userMessage(in, false),
 		llm.Message{Role: llm.RoleAssistant, Content: notice},
 	); err != nil {
 		g.logger.Error("cannot save the cut message", "session", in.SessionKey, "err", err)

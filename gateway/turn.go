@@ -27,7 +27,7 @@ func (g *Gateway) turn(ctx context.Context, in channels.Inbound) Result {
 		return g.fail(in, err, "I could not open this conversation's record, so I did not answer; the error is in the gateway log.")
 	}
 	g.addContext(sess, in) // a new session's earlier messages, once
-	if err := sess.Append(llm.Message{Role: llm.RoleUser, Content: in.Text, Time: in.Time}); err != nil {
+	if err := sess.Append(userMessage(in, true)); err != nil {
 		log.Error("cannot save message", "err", err)
 		return g.fail(in, err, "I could not save your message, so I did not answer; the error is in the gateway log.")
 	}
@@ -53,6 +53,7 @@ func (g *Gateway) turn(ctx context.Context, in channels.Inbound) Result {
 	// (prompt.Kept) so that an archive does not cut the conversation off.
 	from := sess.LastConsolidated() - prompt.Kept
 	msgs := append([]llm.Message{{Role: llm.RoleSystem, Content: system}}, replay(sess, from)...)
+	showImages(msgs, in) // this turn only; the session keeps a marker
 
 	stopTyping := g.startTyping(ctx, in)
 	model := &promptMeter{m: g.deps.Model, now: g.now}

@@ -88,7 +88,11 @@ type Config struct {
 	// MaxFileBytes caps a text attachment read into a turn; 0 means
 	// DefaultMaxFileBytes. Larger files are named, not read.
 	MaxFileBytes int
-	Logger       *slog.Logger
+	// Images downloads image attachments (PNG, JPEG, GIF, WebP, up to
+	// channels.MaxImageBytes) into Inbound.Images, for a model that reads
+	// images; false names them with a marker.
+	Images bool
+	Logger *slog.Logger
 }
 
 // tuning holds the timings; tests shorten them.
@@ -130,6 +134,7 @@ type Adapter struct {
 	tune          tuning
 	watch         *openWatch
 	maxFileBytes  int
+	images        bool // download image attachments for the model (Config.Images)
 	stream        bool
 
 	commands      []channels.Command
@@ -244,6 +249,7 @@ func New(cfg Config) (*Adapter, error) {
 		seen:          channels.NewRecentSet(recentMessages),
 		threadsRead:   channels.NewRecentSet(recentThreadsKnown),
 		maxFileBytes:  cfg.MaxFileBytes,
+		images:        cfg.Images,
 		stream:        cfg.Stream,
 		streams:       map[string]*stream{},
 		commands:      cfg.Commands,

@@ -42,7 +42,11 @@ type Config struct {
 	// MaxFileBytes caps a file shared with a post that is read into the
 	// turn; 0 means DefaultMaxFileBytes, a negative value reads none.
 	MaxFileBytes int64
-	Logger       *slog.Logger // nil = discard
+	// Images downloads the images of a post (PNG, JPEG, GIF, WebP, up to
+	// channels.MaxImageBytes) into Inbound.Images, for a model that reads
+	// images; false names them with a marker.
+	Images bool
+	Logger *slog.Logger // nil = discard
 }
 
 // DefaultMaxFileBytes is Config.MaxFileBytes when it is 0.

@@ -49,6 +49,9 @@ type LLMConfig struct {
 	MaxTokens      int     `json:"maxTokens"`
 	Temperature    float32 `json:"temperature"`
 	TimeoutSeconds int     `json:"timeoutSeconds"`
+	// Images shows the images people send to the model (it must read
+	// image input); false names them with a marker instead.
+	Images bool `json:"images"`
 }
 
 type AgentConfig struct {

@@ -244,6 +244,7 @@ func addChannels(g *gateway.Gateway, cfg Config, logger *slog.Logger, dreamLog f
 			AllowFrom: s.AllowFrom, GroupPolicy: s.GroupPolicy, AllowChannels: s.AllowChannels,
 			ReplyInThread: s.ReplyInThread, Logger: logger,
 			Commands: gateway.Commands(), CommandPrefix: s.CommandPrefix, MaxFileBytes: s.MaxFileBytes,
+			Images: cfg.LLM.Images,
 		})
 		if err != nil {
 			return &configError{path: cfg.path, msg: err.Error()}
@@ -254,7 +255,7 @@ func addChannels(g *gateway.Gateway, cfg Config, logger *slog.Logger, dreamLog f
 		dc := discord.Config{
 			Token: d.Token, APIURL: d.APIURL,
 			AllowFrom: d.AllowFrom, GroupPolicy: d.GroupPolicy, AllowChannels: d.AllowChannels,
-			MaxFileBytes: d.MaxFileBytes, Stream: d.Stream,
+			MaxFileBytes: d.MaxFileBytes, Images: cfg.LLM.Images, Stream: d.Stream,
 			ShardID: d.ShardID, ShardCount: int(d.ShardCount),
 			Logger: logger,
 		}
