@@ -13,36 +13,6 @@ import (
 	"github.com/dreamgate/dreamgate/llm"
 )
 
-// logRecorder is a slog.Handler that keeps records, to check what was
-// logged and how often.
-type logRecorder struct {
-	mu      sync.Mutex
-	records []slog.Record
-}
-
-func (r *logRecorder) Enabled(context.Context, slog.Level) bool { return true }
-func (r *logRecorder) Handle(_ context.Context, rec slog.Record) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.records = append(r.records, rec.Clone())
-	return nil
-}
-func (r *logRecorder) WithAttrs([]slog.Attr) slog.Handler { return r }
-func (r *logRecorder) WithGroup(string) slog.Handler      { return r }
-
-// count returns how many records at level had message msg.
-func (r *logRecorder) count(level slog.Level, msg string) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	n := 0
-	for _, rec := range r.records {
-		if rec.Level == level && rec.Message == msg {
-			n++
-		}
-	}
-	return n
-}
-
 var errKilled = errors.New("killed before the record was saved")
 
 // killedSession records its first okSets SetLastConsolidated calls and
@@ -133,7 +103,7 @@ func TestArchiveIsIdempotentAcrossACrash(t *testing.T) {
 				t.Fatalf("fixture: %d entries after the crash, want 1", len(written))
 			}
 			end := written[0].Range[1]
-			rec := &logRecorder{}
+			rec := &testkit.LogRecorder{}
 			second := &fakeModel{}
 			c2 := New(second, store, baseConfig, slog.New(rec))
 			s2 := restarted(s)
@@ -159,7 +129,7 @@ func TestArchiveIsIdempotentAcrossACrash(t *testing.T) {
 				t.Errorf("Report.Archived = %d, LastConsolidated %d", rep.Archived, s2.lc)
 			}
 			checkRanges(t, store)
-			if n := rec.count(slog.LevelInfo, "messages already archived before a restart; recorded them instead of archiving them again"); n != 1 {
+			if n := rec.Count(slog.LevelInfo, "messages already archived before a restart; recorded them instead of archiving them again"); n != 1 {
 				t.Errorf("recovery logged %d times, want 1", n)
 			}
 		})
@@ -239,7 +209,7 @@ func TestNewGenerationIsArchivedAfresh(t *testing.T) {
 // some) is not trusted: the messages are archived again, with a warning.
 func TestRecoveredRangeBeyondTheSessionIsArchived(t *testing.T) {
 	m := &fakeModel{}
-	rec := &logRecorder{}
+	rec := &testkit.LogRecorder{}
 	store := openTestStore(t, t.TempDir(), nil)
 	c := New(m, store, baseConfig, slog.New(rec))
 	s := outcomeSession()
@@ -253,7 +223,7 @@ func TestRecoveredRangeBeyondTheSessionIsArchived(t *testing.T) {
 	if len(rep.Recovered) != 0 || len(m.calls()) != 1 || s.lc != len(s.msgs) {
 		t.Errorf("recovered %v, %d calls, lc %d", rep.Recovered, len(m.calls()), s.lc)
 	}
-	if n := rec.count(slog.LevelWarn, "history holds an archive of more messages than the session has; archiving them again"); n != 1 {
+	if n := rec.Count(slog.LevelWarn, "history holds an archive of more messages than the session has; archiving them again"); n != 1 {
 		t.Errorf("warned %d times, want 1", n)
 	}
 }
