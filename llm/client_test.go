@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dreamgate/dreamgate/internal/testkit"
 	"github.com/dreamgate/dreamgate/llm"
 	"github.com/dreamgate/dreamgate/llm/llmtest"
 )
@@ -1052,17 +1053,14 @@ func TestFillEmptyContent(t *testing.T) {
 // TestLogsCarryNoText checks the debug log: counts and status, never the
 // message text, the answer or the key.
 func TestLogsCarryNoText(t *testing.T) {
-	var buf bytes.Buffer
-	var mu sync.Mutex
-	log := slog.New(slog.NewTextHandler(&lockedWriter{w: &buf, mu: &mu}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	var buf testkit.Buffer
+	log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	srv := llmtest.New(t)
 	srv.Push(llmtest.Text("SECRET-ANSWER"), llmtest.Status(400, ""))
 	c := newClient(t, srv.URL(), func(c *llm.Config) { c.Logger = log })
 	_, _ = c.Chat(t.Context(), userReq("SECRET-QUESTION"))
 	_, _ = c.Chat(t.Context(), userReq("SECRET-QUESTION"))
-	mu.Lock()
 	out := buf.String()
-	mu.Unlock()
 	for _, s := range []string{"SECRET-ANSWER", "SECRET-QUESTION", testKey, llmtest.BodyMarker} {
 		if strings.Contains(out, s) {
 			t.Errorf("log contains %q:\n%s", s, out)
@@ -1073,17 +1071,6 @@ func TestLogsCarryNoText(t *testing.T) {
 			t.Errorf("log lacks %q:\n%s", s, out)
 		}
 	}
-}
-
-type lockedWriter struct {
-	w  *bytes.Buffer
-	mu *sync.Mutex
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 func TestUserMessage(t *testing.T) {
