@@ -7,7 +7,8 @@
 // renames the current files aside (nothing is deleted) and starts afresh
 // under the same key.
 //
-// It imports only llm (for the message type).
+// It imports llm (for the message type), workspace (the atomic write) and
+// the internal/leftovers sweep.
 package session
 
 import (
