@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -105,16 +104,6 @@ func (p *gatewayProc) waitConnected(t testing.TB, names ...string) {
 		case <-tick.C:
 		}
 	}
-}
-
-func fencesBalanced(s string) bool {
-	n := 0
-	for line := range strings.SplitSeq(s, "\n") {
-		if strings.HasPrefix(strings.TrimSpace(line), "```") {
-			n++
-		}
-	}
-	return n%2 == 0
 }
 
 func waitCtx(t testing.TB) context.Context {

@@ -69,3 +69,21 @@ func TestBufferWaitForSeesALaterWrite(t *testing.T) {
 		t.Errorf("String = %q", got)
 	}
 }
+
+func TestFencesBalanced(t *testing.T) {
+	tests := []struct {
+		text string
+		want bool
+	}{
+		{"plain", true},
+		{"```go\nx := 1\n```\n", true},
+		{"```go\nx := 1\n", false},
+		{"text\n  ```\ncode\n  ```", true},
+		{"inline ``` is not a fence", true},
+	}
+	for _, tt := range tests {
+		if got := FencesBalanced(tt.text); got != tt.want {
+			t.Errorf("FencesBalanced(%q) = %v, want %v", tt.text, got, tt.want)
+		}
+	}
+}
