@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"sync"
 	"testing"
+	"time"
 )
 
 func TestWriteFileCreatesDirectoriesAndReadFileReadsBack(t *testing.T) {
@@ -85,5 +86,17 @@ func TestFencesBalanced(t *testing.T) {
 		if got := FencesBalanced(tt.text); got != tt.want {
 			t.Errorf("FencesBalanced(%q) = %v, want %v", tt.text, got, tt.want)
 		}
+	}
+}
+
+func TestClockMovesOnlyWhenAdvanced(t *testing.T) {
+	start := time.Date(2026, 4, 3, 12, 0, 0, 0, time.UTC)
+	c := NewClock(start)
+	if !c.Now().Equal(start) {
+		t.Fatalf("Now = %v, want %v", c.Now(), start)
+	}
+	c.Advance(90 * time.Second)
+	if want := start.Add(90 * time.Second); !c.Now().Equal(want) {
+		t.Errorf("after Advance Now = %v, want %v", c.Now(), want)
 	}
 }
