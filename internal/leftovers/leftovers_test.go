@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dreamgate/dreamgate/internal/testkit"
 )
 
 func TestSweepRemovesOnlyOldTemps(t *testing.T) {
@@ -21,11 +23,8 @@ func TestSweepRemovesOnlyOldTemps(t *testing.T) {
 		"keep_old":      old, // not a temp: kept
 	}
 	for name, mtime := range files {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chtimes(p, mtime, mtime); err != nil {
+		testkit.WriteFile(t, dir, name, "x")
+		if err := os.Chtimes(filepath.Join(dir, name), mtime, mtime); err != nil {
 			t.Fatal(err)
 		}
 	}
