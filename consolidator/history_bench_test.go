@@ -74,7 +74,7 @@ func oneShot(b *testing.B, dir string, s Session) Prompt {
 	if err != nil {
 		b.Fatal(err)
 	}
-	c := New(&fakeModel{}, store, Config{ContextWindow: 128000, MaxTokens: 4096}, nil)
+	c := New(newFakeModel(b), store, Config{ContextWindow: 128000, MaxTokens: 4096}, nil)
 	p, rep, err := c.Before(context.Background(), s, Prompt{Fixed: "You are a helpful assistant."})
 	if err != nil || rep.Rounds != 0 {
 		b.Fatal(rep, err)
@@ -140,7 +140,7 @@ func BenchmarkBeforeUnreadHistory(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				c := New(&fakeModel{}, store, Config{ContextWindow: 128000, MaxTokens: 4096}, nil)
+				c := New(newFakeModel(b), store, Config{ContextWindow: 128000, MaxTokens: 4096}, nil)
 				return func() time.Duration {
 					start := time.Now()
 					p, rep, err := c.Before(context.Background(), s, Prompt{Fixed: "You are a helpful assistant."})

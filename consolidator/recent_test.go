@@ -10,7 +10,7 @@ import (
 // interleaved with another session's, the block shows its newest 50,
 // oldest first, and none of the other session's or of those Dream read.
 func TestRecentHistoryShowsTheNewest50(t *testing.T) {
-	c, store := newTestConsolidator(t, &fakeModel{}, baseConfig)
+	c, store := newTestConsolidator(t, newFakeModel(t), baseConfig)
 	for i := 1; i <= 60; i++ {
 		for _, key := range []string{"k", "other"} {
 			if _, err := store.Append(fmt.Sprintf("- %s fact %d", key, i), key); err != nil {

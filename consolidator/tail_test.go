@@ -16,7 +16,7 @@ import (
 func TestTailOnlySessionBehavesAsAWholeOne(t *testing.T) {
 	whole, trimmed := newSession("terminal:tail"), newSession("terminal:tail")
 	trimmed.keepBefore = 16
-	mw, mt := &fakeModel{}, &fakeModel{}
+	mw, mt := newFakeModel(t), newFakeModel(t)
 	cw, hw := newTestConsolidator(t, mw, baseConfig)
 	ct, ht := newTestConsolidator(t, mt, baseConfig)
 
@@ -76,10 +76,10 @@ func TestTailOnlySessionBehavesAsAWholeOne(t *testing.T) {
 			}
 		}
 	}
-	if trimmed.base == 0 || len(mt.calls()) < 3 {
-		t.Fatalf("fixture: base %d, %d archive calls; want the tail trimmed and several archives", trimmed.base, len(mt.calls()))
+	if trimmed.base == 0 || len(mt.Requests()) < 3 {
+		t.Fatalf("fixture: base %d, %d archive calls; want the tail trimmed and several archives", trimmed.base, len(mt.Requests()))
 	}
-	if !slices.Equal(mw.transcripts(), mt.transcripts()) || !slices.Equal(whole.sets, trimmed.sets) {
+	if !slices.Equal(transcripts(mw), transcripts(mt)) || !slices.Equal(whole.sets, trimmed.sets) {
 		t.Errorf("archives differ:\nwhole %v\ntrimmed %v", whole.sets, trimmed.sets)
 	}
 	ew, _ := hw.Unread("terminal:tail")

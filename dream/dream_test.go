@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/dreamgate/dreamgate/gitstore"
+	"github.com/dreamgate/dreamgate/internal/testkit"
 	"github.com/dreamgate/dreamgate/llm"
 	"github.com/dreamgate/dreamgate/llm/llmtest"
 )
@@ -216,7 +217,7 @@ func TestCursorRules(t *testing.T) {
 				if got := e.read("memory/MEMORY.md"); got != initMemory {
 					t.Errorf("MEMORY.md after a failed run = %q", got)
 				}
-				undone := e.logs.find(slog.LevelInfo, "undid the edits of a failed run")
+				undone := e.logs.Find(slog.LevelInfo, "undid the edits of a failed run")
 				if editedFirst := tc.wantRequests >= 3; editedFirst != (len(undone) == 1) {
 					t.Errorf("edited before failing: %v, undo log lines: %+v", editedFirst, undone)
 				}
@@ -265,7 +266,7 @@ func TestThirdFailureSkipsBatch(t *testing.T) {
 	if c := e.hist.cursor(t); c != rec.Cursor {
 		t.Errorf("cursor = %d, want %d (past the batch and its record)", c, rec.Cursor)
 	}
-	if w := e.logs.find(slog.LevelWarn, "skipped a history batch"); len(w) != 1 || w[0].Attrs["first"] != "1" || w[0].Attrs["last"] != "4" {
+	if w := e.logs.Find(slog.LevelWarn, "skipped a history batch"); len(w) != 1 || w[0].Attrs["first"] != "1" || w[0].Attrs["last"] != "4" {
 		t.Errorf("warning = %+v", w)
 	}
 	msg := FormatReport(rep)
@@ -357,7 +358,7 @@ func TestDeadlineIsAFailure(t *testing.T) {
 func TestHandEditsCommittedFirst(t *testing.T) {
 	e := newEnv(t)
 	e.hist.seed(t, 0, 2, func(int) string { return "- User likes tea" })
-	writeFile(t, e.ws, "memory/MEMORY.md", initMemory+"- Deploys on Fridays are banned.\n")
+	testkit.WriteFile(t, e.ws, "memory/MEMORY.md", initMemory+"- Deploys on Fridays are banned.\n")
 	e.srv.Push(
 		llmtest.Text("[USER] likes tea"),
 		calls(editCall("USER.md", "- Name: Ana.\n", "- Name: Ana.\n- Likes tea.\n")),
@@ -438,7 +439,7 @@ func TestCompactionKeepsUnread(t *testing.T) {
 func TestPromptOverride(t *testing.T) {
 	e := newEnv(t)
 	e.hist.seed(t, 0, 1, func(int) string { return "- x" })
-	writeFile(t, e.ws, "prompts/dream.md", "Only remember things about cats.\n")
+	testkit.WriteFile(t, e.ws, "prompts/dream.md", "Only remember things about cats.\n")
 	e.srv.Push(llmtest.Text("[MEMORY] cats"), llmtest.Text("nothing to do"))
 	if _, err := e.dreamer(Config{}).Run(t.Context(), TriggerManual, nil); err != nil {
 		t.Fatal(err)
@@ -461,7 +462,7 @@ func TestPromptOverride(t *testing.T) {
 	}
 
 	// Blank override: the built-in guidance.
-	writeFile(t, e.ws, "prompts/dream.md", " \n\n")
+	testkit.WriteFile(t, e.ws, "prompts/dream.md", " \n\n")
 	e.hist.seed(t, 1, 1, func(int) string { return "- y" })
 	e.srv.Push(llmtest.Text("[SKIP]"))
 	if _, err := e.dreamer(Config{}).Run(t.Context(), TriggerManual, nil); err != nil {

@@ -101,7 +101,7 @@ func TestInterruptedDreamIsRecoveredAsDream(t *testing.T) {
 	if msg := FormatReport(rep); !strings.HasPrefix(msg, "Dream first recorded the edits of an interrupted Dream (commit "+recovered.Short+").") {
 		t.Errorf("FormatReport = %q", msg)
 	}
-	if w := e.logs.find(slog.LevelWarn, "recovered an interrupted run"); len(w) != 1 {
+	if w := e.logs.Find(slog.LevelWarn, "recovered an interrupted run"); len(w) != 1 {
 		t.Errorf("warnings = %+v", w)
 	}
 	// A recovered commit is Dream's, so it can be undone.

@@ -333,7 +333,7 @@ func TestBacklogStopsAtTokenLimit(t *testing.T) {
 	if err != nil || rep.Batches != 1 || rep.Backlog != 20 {
 		t.Errorf("report %+v, err %v", rep, err)
 	}
-	if w := e.logs.find(0, "token limit of the run reached"); len(w) != 1 {
+	if w := e.logs.Find(0, "token limit of the run reached"); len(w) != 1 {
 		t.Errorf("log lines = %+v", w)
 	}
 }
@@ -394,7 +394,7 @@ func TestModelThatReadsBeforeEachEdit(t *testing.T) {
 		t.Fatalf("outcome %s, err %v", rep.Outcome, err)
 	}
 	e.checkPlanted(m.findings)
-	if w := e.logs.find(0, "retrying it in smaller chunks"); len(w) == 0 {
+	if w := e.logs.Find(0, "retrying it in smaller chunks"); len(w) == 0 {
 		t.Error("no chunk was split: the test did not reach the budget")
 	}
 }

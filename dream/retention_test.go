@@ -41,7 +41,7 @@ func TestRetentionBoundsHistoryWhileDreamIsOff(t *testing.T) {
 			if c := e.hist.cursor(t); c != tc.wantRetired {
 				t.Errorf("dream cursor = %d, want %d", c, tc.wantRetired)
 			}
-			warned := e.logs.find(slog.LevelWarn, "Dream is off")
+			warned := e.logs.Find(slog.LevelWarn, "Dream is off")
 			if (len(warned) == 1) != (tc.wantRetired > 0) {
 				t.Errorf("warnings = %+v", warned)
 			}

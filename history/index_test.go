@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/dreamgate/dreamgate/internal/testkit"
 )
 
 // indexedStore opens a Store on dir that writes an index after any
@@ -118,18 +120,18 @@ func TestIndexIgnoredWhenItDoesNotHold(t *testing.T) {
 		since  int
 	}{
 		{"dream cursor moved back", func(t *testing.T, dir string) {
-			writeFile(t, filepath.Join(dir, dreamCursorFile), "10")
+			testkit.WriteFile(t, "", filepath.Join(dir, dreamCursorFile), "10")
 		}, 10},
 		{"compacted by another process", func(t *testing.T, dir string) {
 			other := openTestStore(t, dir, nil)
 			if _, err := other.Compact(12); err != nil {
 				t.Fatal(err)
 			}
-			writeFile(t, filepath.Join(dir, indexFile), readFile(t, filepath.Join(dir+".saved", indexFile)))
+			testkit.WriteFile(t, "", filepath.Join(dir, indexFile), testkit.ReadFile(t, "", filepath.Join(dir+".saved", indexFile)))
 		}, 30},
 		{"rewritten in place, first entries dropped", func(t *testing.T, dir string) {
 			path := filepath.Join(dir, historyFile)
-			lines := strings.SplitAfter(readFile(t, path), "\n")
+			lines := strings.SplitAfter(testkit.ReadFile(t, "", path), "\n")
 			f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
 			if err != nil {
 				t.Fatal(err)
@@ -145,15 +147,15 @@ func TestIndexIgnoredWhenItDoesNotHold(t *testing.T) {
 		{"replaced by another file with the same bytes at both ends", func(t *testing.T, dir string) {
 			// Here the part before the offset holds an unread entry (50).
 			path := filepath.Join(dir, historyFile)
-			data := strings.Replace(readFile(t, path), `{"cursor": 10,`, `{"cursor": 50,`, 1)
-			writeFile(t, path+".new", data)
+			data := strings.Replace(testkit.ReadFile(t, "", path), `{"cursor": 10,`, `{"cursor": 50,`, 1)
+			testkit.WriteFile(t, "", path+".new", data)
 			if err := os.Rename(path+".new", path); err != nil {
 				t.Fatal(err)
 			}
 		}, 30},
 		{"line before the offset changed in place", func(t *testing.T, dir string) {
 			path := filepath.Join(dir, historyFile)
-			data := readFile(t, path)
+			data := testkit.ReadFile(t, "", path)
 			f, err := os.OpenFile(path, os.O_WRONLY, 0)
 			if err != nil {
 				t.Fatal(err)
@@ -166,7 +168,7 @@ func TestIndexIgnoredWhenItDoesNotHold(t *testing.T) {
 		}, 30},
 		{"offset beyond the file", func(t *testing.T, dir string) {
 			path := filepath.Join(dir, historyFile)
-			data := readFile(t, path)
+			data := testkit.ReadFile(t, "", path)
 			cut := strings.Index(data, `{"cursor": 20,`)
 			f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
 			if err != nil {
@@ -178,11 +180,11 @@ func TestIndexIgnoredWhenItDoesNotHold(t *testing.T) {
 			}
 		}, 10},
 		{"garbage", func(t *testing.T, dir string) {
-			writeFile(t, filepath.Join(dir, indexFile), `{"version": 1, "offset": "x`)
+			testkit.WriteFile(t, "", filepath.Join(dir, indexFile), `{"version": 1, "offset": "x`)
 		}, 30},
 		{"another version", func(t *testing.T, dir string) {
 			path := filepath.Join(dir, indexFile)
-			writeFile(t, path, strings.Replace(readFile(t, path), `"version":1`, `"version":2`, 1))
+			testkit.WriteFile(t, "", path, strings.Replace(testkit.ReadFile(t, "", path), `"version":1`, `"version":2`, 1))
 		}, 30},
 	}
 	for _, tt := range tests {
@@ -195,7 +197,7 @@ func TestIndexIgnoredWhenItDoesNotHold(t *testing.T) {
 			if err := os.Mkdir(dir+".saved", 0o755); err != nil {
 				t.Fatal(err)
 			}
-			writeFile(t, filepath.Join(dir+".saved", indexFile), readFile(t, filepath.Join(dir, indexFile)))
+			testkit.WriteFile(t, "", filepath.Join(dir+".saved", indexFile), testkit.ReadFile(t, "", filepath.Join(dir, indexFile)))
 			tt.change(t, dir)
 			whole := openTestStore(t, dir, nil)
 			whole.indexMin = 1 << 62 // never looks for the index
@@ -228,8 +230,8 @@ func TestNoIndexForCursorsOutOfOrder(t *testing.T) {
 		b.Write(appendEntryJSON(nil, Entry{Cursor: c, Timestamp: "t", Content: fmt.Sprint("- fact ", c), SessionKey: "a"}))
 		b.WriteByte('\n')
 	}
-	writeFile(t, filepath.Join(dir, historyFile), b.String())
-	writeFile(t, filepath.Join(dir, dreamCursorFile), "5")
+	testkit.WriteFile(t, "", filepath.Join(dir, historyFile), b.String())
+	testkit.WriteFile(t, "", filepath.Join(dir, dreamCursorFile), "5")
 	s := indexedStore(t, dir, nil)
 	if got, err := s.Unread("a"); err != nil || !slices.Equal(cursors(got), []int{9, 6}) {
 		t.Errorf("Unread = %v, %v; want [9 6]", cursors(got), err)
@@ -271,7 +273,7 @@ func TestUnreadLastPerSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("b", 0, []int{7, 10, 13})
-	writeFile(t, filepath.Join(dir, dreamCursorFile), "2") // moved back by hand
+	testkit.WriteFile(t, "", filepath.Join(dir, dreamCursorFile), "2") // moved back by hand
 	check("b", 2, []int{10, 13})
 	check("c", 0, []int{5, 8, 11})
 }

@@ -77,7 +77,7 @@ func TestMetricsAfterAScriptedConversation(t *testing.T) {
 	h.llm.Push(llmtest.Reply{Text: "hello back", Usage: tokens(10, 2)})
 	h.llm.Push(llmtest.Reply{Status: 400})
 	it := startInteractive(t, h, nil)
-	it.stderr.waitFor(t, "/help for commands")
+	it.stderr.WaitFor(t, "/help for commands")
 	m := healthURL.FindStringSubmatch(it.stderr.String())
 	if m == nil {
 		t.Fatalf("no health address in the banner:\n%s", it.stderr)
@@ -85,11 +85,11 @@ func TestMetricsAfterAScriptedConversation(t *testing.T) {
 	metricsURL := m[1] + "/metrics"
 
 	it.say(t, "hi")
-	it.stdout.waitFor(t, "hello back")
+	it.stdout.WaitFor(t, "hello back")
 	it.say(t, "/help")
-	it.stdout.waitFor(t, "Ctrl-D or /quit leaves.")
+	it.stdout.WaitFor(t, "Ctrl-D or /quit leaves.")
 	it.say(t, "please fail")
-	it.stderr.waitFor(t, "The model rejected the request")
+	it.stderr.WaitFor(t, "The model rejected the request")
 
 	// /dream archives the conversation (one round), then Dream fails in
 	// its analysis: the archive entry stays unread.
@@ -98,7 +98,7 @@ func TestMetricsAfterAScriptedConversation(t *testing.T) {
 		llmtest.Reply{Status: 400},
 	)
 	it.say(t, "/dream")
-	it.stdout.waitFor(t, "Dream failed")
+	it.stdout.WaitFor(t, "Dream failed")
 	checkMetrics(t, "after the failed Dream", scrapeMetrics(t, metricsURL), map[string]float64{
 		`dreamgate_dream_backlog_entries`:                               1,
 		`dreamgate_dream_runs_total{outcome="failed"}`:                  1,
@@ -114,7 +114,7 @@ func TestMetricsAfterAScriptedConversation(t *testing.T) {
 		llmtest.Reply{Text: "Done.", Usage: tokens(50, 1)},
 	)
 	it.say(t, "/dream")
-	it.stdout.waitFor(t, "Dream: 1 change to USER.md")
+	it.stdout.WaitFor(t, "Dream: 1 change to USER.md")
 
 	// One turn holds the model; 32 messages fill the queue; the next is
 	// refused as busy.
@@ -135,17 +135,17 @@ func TestMetricsAfterAScriptedConversation(t *testing.T) {
 	for i := 1; i <= 33; i++ {
 		it.say(t, fmt.Sprintf("q%d", i))
 	}
-	it.stderr.waitFor(t, "Not sent: too many messages waiting")
+	it.stderr.WaitFor(t, "Not sent: too many messages waiting")
 	checkMetrics(t, "while the queue is full", scrapeMetrics(t, metricsURL), map[string]float64{
 		`dreamgate_queue_depth`:                             32,
 		`dreamgate_busy_refusals_total{channel="terminal"}`: 1,
 	})
 	once.Do(func() { close(release) })
-	it.stdout.waitFor(t, "ok: q32")
+	it.stdout.WaitFor(t, "ok: q32")
 	// A turn is counted once its reply is out and its archive check done;
 	// a command queued behind it answers only after that.
 	it.say(t, "/nosuchthing")
-	it.stdout.waitFor(t, "Unknown command /nosuchthing")
+	it.stdout.WaitFor(t, "Unknown command /nosuchthing")
 
 	final := scrapeMetrics(t, metricsURL)
 	readmeListsEveryFamily(t, final)

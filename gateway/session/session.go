@@ -12,7 +12,8 @@
 // through a checked "tail" mark in the metadata (tail.go): a long
 // conversation costs a turn no more than a short one.
 //
-// It imports only llm (for the message type).
+// It imports llm (for the message type), workspace (the atomic write) and
+// the internal/leftovers sweep.
 package session
 
 import (
