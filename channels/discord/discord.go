@@ -88,7 +88,11 @@ type Config struct {
 	// MaxFileBytes caps a text attachment read into a turn; 0 means
 	// DefaultMaxFileBytes. Larger files are named, not read.
 	MaxFileBytes int
-	Logger       *slog.Logger
+	// SendRetry is how long a message that meets rate limits or server
+	// errors is retried before it is dropped; 0 means
+	// channels.DefaultSendRetry.
+	SendRetry time.Duration
+	Logger    *slog.Logger
 }
 
 // tuning holds the timings; tests shorten them.
@@ -160,8 +164,9 @@ type Adapter struct {
 	rolesMu  sync.Mutex
 	botRoles map[string]string // guild id -> the bot's managed role there
 
-	health   *channels.HealthTracker
-	onQueued func(messageID string) // test hook, called once a message is queued
+	health    *channels.HealthTracker
+	sendRetry channels.SendRetry     // window from Config.SendRetry; tests inject a clock
+	onQueued  func(messageID string) // test hook, called once a message is queued
 }
 
 var (
@@ -204,6 +209,9 @@ func New(cfg Config) (*Adapter, error) {
 	}
 	if cfg.MaxFileBytes == 0 {
 		cfg.MaxFileBytes = DefaultMaxFileBytes
+	}
+	if cfg.SendRetry < 0 {
+		return nil, &configError{"sendRetry", fmt.Sprintf("must not be negative, got %s", cfg.SendRetry)}
 	}
 	switch {
 	case cfg.ShardCount < AutoShards:
@@ -255,6 +263,7 @@ func New(cfg Config) (*Adapter, error) {
 		refused:       channels.NewRecentSet(recentRefusals),
 		botRoles:      map[string]string{},
 		health:        channels.NewHealthTracker(),
+		sendRetry:     channels.SendRetry{Window: cfg.SendRetry},
 	}
 	a.botID.Store("")
 	a.appID.Store("")
