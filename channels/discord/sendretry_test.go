@@ -153,7 +153,9 @@ func TestRateLimitedConversationDoesNotBlockOthers(t *testing.T) {
 	waiting, release := clock.Hold()
 	defer release()
 	done := make(chan error, 1)
-	go func() { done <- h.a.Send(h.ctx(), channels.Outbound{ChatID: "C1", SessionKey: "discord:C1", Text: "slow"}) }()
+	go func() {
+		done <- h.a.Send(h.ctx(), channels.Outbound{ChatID: "C1", SessionKey: "discord:C1", Text: "slow"})
+	}()
 	select {
 	case <-waiting:
 	case err := <-done:
