@@ -228,6 +228,7 @@ func addChannels(g *gateway.Gateway, cfg Config, logger *slog.Logger, dreamLog f
 			AllowFrom: s.AllowFrom, GroupPolicy: s.GroupPolicy, AllowChannels: s.AllowChannels,
 			ReplyInThread: s.ReplyInThread, Logger: logger,
 			Commands: gateway.Commands(), CommandPrefix: s.CommandPrefix, MaxFileBytes: s.MaxFileBytes,
+			SendRetry: time.Duration(s.SendRetryMinutes) * time.Minute,
 		})
 		if err != nil {
 			return &configError{path: cfg.path, msg: err.Error()}
@@ -240,7 +241,8 @@ func addChannels(g *gateway.Gateway, cfg Config, logger *slog.Logger, dreamLog f
 			AllowFrom: d.AllowFrom, GroupPolicy: d.GroupPolicy, AllowChannels: d.AllowChannels,
 			MaxFileBytes: d.MaxFileBytes, Stream: d.Stream,
 			ShardID: d.ShardID, ShardCount: int(d.ShardCount),
-			Logger: logger,
+			SendRetry: time.Duration(d.SendRetryMinutes) * time.Minute,
+			Logger:    logger,
 		}
 		if d.SlashCommands {
 			dc.Commands, dc.CommandGuilds, dc.DreamLog = gateway.Commands(), d.CommandGuilds, dreamLog
