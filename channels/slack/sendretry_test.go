@@ -187,3 +187,35 @@ func TestRateLimitWaitEndsWithContext(t *testing.T) {
 		t.Errorf("a cancelled send logged a drop:\n%s", logs.String())
 	}
 }
+
+// A streamed reply's final edit also waits out a storm longer than the old
+// five waits: the message ends as the final text.
+func TestStreamFinalEditWaitsOutSustainedRateLimit(t *testing.T) {
+	clock := channeltest.NewClock()
+	h := startHarness(t, harnessOpts{adapter: func(a *Adapter) {
+		a.streamDelay, a.streamInterval = 0, 0
+		withClock(clock, 0)(a)
+	}})
+	in := mentionIn(h)
+	st := h.a.StartStream(in)
+	st.Write("one")
+	if _, err := h.fake.WaitPosts(h.ctx(), 1); err != nil {
+		t.Fatal(err)
+	}
+	const storm = 8
+	for range storm {
+		h.fake.RateLimitNextUpdate(time.Second)
+	}
+	out := channels.ReplyTo(in, channels.KindReply, "one two three")
+	out.Streamed = true
+	if err := h.a.Send(h.ctx(), out); err != nil {
+		t.Fatalf("final edit through the storm: %v", err)
+	}
+	ups := h.fake.Updates()
+	if len(ups) == 0 || ups[len(ups)-1].Text != "one two three" || len(h.fake.Posts()) != 1 {
+		t.Fatalf("updates = %+v, posts = %d: want the one message edited to the final text", ups, len(h.fake.Posts()))
+	}
+	if n, _ := clock.Slept(); n != storm {
+		t.Errorf("waited %d times, want %d", n, storm)
+	}
+}
