@@ -149,12 +149,18 @@ func (r *Retry) wait(ctx context.Context, delay time.Duration, limited bool, err
 }
 
 // waiting is where every wait before a retry is reported: the hook for
-// metrics (rate-limit waits) and the one log line of a wait.
+// metrics (OnWait: count rate-limit waits here) and the log. A storm can
+// mean hundreds of waits for one message, so only its first is logged at
+// info.
 func (r *Retry) waiting(w SendWait) {
+	level := slog.LevelDebug
+	if w.Attempt == 1 {
+		level = slog.LevelInfo
+	}
 	if w.RateLimited {
-		r.p.Log.Info("rate limited; waiting", "session", w.SessionKey, "retry_after", w.Delay, "attempt", w.Attempt)
+		r.p.Log.Log(context.Background(), level, "rate limited; waiting", "session", w.SessionKey, "retry_after", w.Delay, "attempt", w.Attempt)
 	} else {
-		r.p.Log.Debug("send failed; retrying", "session", w.SessionKey, "in", w.Delay, "attempt", w.Attempt)
+		r.p.Log.Log(context.Background(), level, "send failed; retrying", "session", w.SessionKey, "in", w.Delay, "attempt", w.Attempt)
 	}
 	if r.p.OnWait != nil {
 		r.p.OnWait(w)
