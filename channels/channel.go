@@ -5,14 +5,16 @@
 // It also holds what the chat adapters share beneath the contract, so each
 // is written once: Delivery (the bounded queue between a platform reader and
 // the gateway, in-order delivery, the busy notice, the hand-over at stop of
-// what was acked or read but not delivered), HealthTracker, RecentSet (the
-// bounded dedupe set), SplitMessage and ImageType (which downloads are
-// images a model takes). channels/channeltest is the contract
-// test every adapter runs against its fake.
+// what was acked or read but not delivered), SendRetry (how long a send is
+// retried through rate limits and server errors before it is dropped),
+// HealthTracker, RecentSet (the bounded dedupe set), SplitMessage and
+// ImageType (which downloads are images a model takes).
+// channels/channeltest is the contract test every adapter runs against its
+// fake.
 //
 // The adapters live in subpackages (terminal, slack, discord); each keeps its
-// platform library's types to itself. This package imports nothing of ours;
-// an adapter imports it and the internal/backoff leaf.
+// platform library's types to itself. Of ours this package imports only the
+// internal/backoff leaf; an adapter imports it and that leaf.
 package channels
 
 import (

@@ -399,18 +399,34 @@ func (g *Gateway) goBackground(f func()) {
 	g.backgroundWG.Go(f)
 }
 
+// lastSendTimeout bounds a send made after shutdown ran out of time (the
+// notice that a message was not answered).
+const lastSendTimeout = 10 * time.Second
+
 // send delivers an outbound message through its channel, logging failures
-// with the session key (the adapters have already retried).
+// with the session key (the adapters have already retried). A send may wait
+// out rate limits for its channel's retry window, minutes, holding the
+// session's later replies behind it in order; it ends early only when
+// shutdown runs out of time (turnCtx), which must not wait for it.
 func (g *Gateway) send(out channels.Outbound) {
 	ch := g.channel(out.Channel)
 	if ch == nil {
 		g.logger.Error("reply for an unknown channel dropped", "channel", out.Channel, "session", out.SessionKey)
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithCancel(g.turnCtx)
+	if g.turnCtx.Err() != nil {
+		cancel()
+		ctx, cancel = context.WithTimeout(context.Background(), lastSendTimeout)
+	}
 	defer cancel()
-	if err := ch.Send(ctx, out); err != nil {
-		g.logger.Error("reply not delivered", "channel", out.Channel, "session", out.SessionKey, "chars", len(out.Text), "err", err)
+	err := ch.Send(ctx, out)
+	switch {
+	case err == nil:
+	case errors.Is(err, channels.ErrDropped):
+		// The channel has logged what was lost, once.
+	default:
+		g.logger.Error("reply not delivered", "channel", out.Channel, "session", out.SessionKey, "kind", out.Kind, "chars", len(out.Text), "err", err)
 	}
 }
 

@@ -92,7 +92,11 @@ type Config struct {
 	// channels.MaxImageBytes) into Inbound.Images, for a model that reads
 	// images; false names them with a marker.
 	Images bool
-	Logger *slog.Logger
+	// SendRetry is how long a message that meets rate limits or server
+	// errors is retried before it is dropped; 0 means
+	// channels.DefaultSendRetry.
+	SendRetry time.Duration
+	Logger    *slog.Logger
 }
 
 // tuning holds the timings; tests shorten them.
@@ -165,8 +169,9 @@ type Adapter struct {
 	rolesMu  sync.Mutex
 	botRoles map[string]string // guild id -> the bot's managed role there
 
-	health   *channels.HealthTracker
-	onQueued func(messageID string) // test hook, called once a message is queued
+	health    *channels.HealthTracker
+	sendRetry channels.SendRetry     // window from Config.SendRetry; tests inject a clock
+	onQueued  func(messageID string) // test hook, called once a message is queued
 }
 
 var (
@@ -209,6 +214,9 @@ func New(cfg Config) (*Adapter, error) {
 	}
 	if cfg.MaxFileBytes == 0 {
 		cfg.MaxFileBytes = DefaultMaxFileBytes
+	}
+	if cfg.SendRetry < 0 {
+		return nil, &configError{"sendRetry", fmt.Sprintf("must not be negative, got %s", cfg.SendRetry)}
 	}
 	switch {
 	case cfg.ShardCount < AutoShards:
@@ -261,6 +269,7 @@ func New(cfg Config) (*Adapter, error) {
 		refused:       channels.NewRecentSet(recentRefusals),
 		botRoles:      map[string]string{},
 		health:        channels.NewHealthTracker(),
+		sendRetry:     channels.SendRetry{Window: cfg.SendRetry},
 	}
 	a.botID.Store("")
 	a.appID.Store("")

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/dreamgate/dreamgate/channels"
 )
@@ -46,7 +47,11 @@ type Config struct {
 	// channels.MaxImageBytes) into Inbound.Images, for a model that reads
 	// images; false names them with a marker.
 	Images bool
-	Logger *slog.Logger // nil = discard
+	// SendRetry is how long a message that meets rate limits or server
+	// errors is retried before it is dropped; 0 means
+	// channels.DefaultSendRetry.
+	SendRetry time.Duration
+	Logger    *slog.Logger // nil = discard
 }
 
 // DefaultMaxFileBytes is Config.MaxFileBytes when it is 0.
@@ -93,6 +98,9 @@ func (c Config) normalize() (Config, error) {
 	}
 	if c.MaxFileBytes == 0 {
 		c.MaxFileBytes = DefaultMaxFileBytes
+	}
+	if c.SendRetry < 0 {
+		return c, &configError{"sendRetry", fmt.Sprintf("must not be negative (got %s)", c.SendRetry)}
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dreamgate/dreamgate/channels"
 	"github.com/dreamgate/dreamgate/channels/discord"
 	"github.com/robfig/cron/v3"
 
@@ -100,6 +101,9 @@ type SlackConfig struct {
 	ReplyInThread bool     `json:"replyInThread"`
 	CommandPrefix string   `json:"commandPrefix"`
 	MaxFileBytes  int64    `json:"maxFileBytes"`
+	// SendRetryMinutes bounds the retries of one message through rate
+	// limits and server errors.
+	SendRetryMinutes int `json:"sendRetryMinutes"`
 }
 
 type DiscordConfig struct {
@@ -115,6 +119,9 @@ type DiscordConfig struct {
 	Stream        bool       `json:"stream"`
 	ShardID       int        `json:"shardID"`
 	ShardCount    ShardCount `json:"shardCount"`
+	// SendRetryMinutes bounds the retries of one message through rate
+	// limits and server errors.
+	SendRetryMinutes int `json:"sendRetryMinutes"`
 }
 
 // ShardCount is channels.discord.shardCount: a number of shards, or "auto"
@@ -162,8 +169,10 @@ func defaultConfig() Config {
 		},
 		Channels: ChannelsCfg{
 			Terminal: TerminalConfig{Enabled: true},
-			Slack:    SlackConfig{GroupPolicy: "mention", ReplyInThread: true, MaxFileBytes: slack.DefaultMaxFileBytes},
-			Discord:  DiscordConfig{GroupPolicy: "mention", SlashCommands: true, MaxFileBytes: discord.DefaultMaxFileBytes, Stream: true},
+			Slack: SlackConfig{GroupPolicy: "mention", ReplyInThread: true, MaxFileBytes: slack.DefaultMaxFileBytes,
+				SendRetryMinutes: defaultSendRetryMinutes},
+			Discord: DiscordConfig{GroupPolicy: "mention", SlashCommands: true, MaxFileBytes: discord.DefaultMaxFileBytes, Stream: true,
+				SendRetryMinutes: defaultSendRetryMinutes},
 		},
 	}
 }
@@ -383,6 +392,9 @@ func (c *Config) Validate() error {
 		if err := checkURL("channels.slack.apiURL", s.APIURL); err != nil {
 			return err
 		}
+		if err := checkSendRetry("channels.slack", s.SendRetryMinutes); err != nil {
+			return err
+		}
 	}
 	if d := c.Channels.Discord; d.Enabled {
 		if strings.TrimSpace(d.Token) == "" {
@@ -397,6 +409,9 @@ func (c *Config) Validate() error {
 		if d.MaxFileBytes < 0 {
 			return bad("channels.discord.maxFileBytes", "must not be negative, got %d", d.MaxFileBytes)
 		}
+		if err := checkSendRetry("channels.discord", d.SendRetryMinutes); err != nil {
+			return err
+		}
 		switch n := int(d.ShardCount); {
 		case n < discord.AutoShards:
 			return bad("channels.discord.shardCount", `must be a positive number or "auto", got %d`, n)
@@ -407,6 +422,20 @@ func (c *Config) Validate() error {
 		case n == 0 && d.ShardID != 0:
 			return bad("channels.discord.shardID", "needs channels.discord.shardCount")
 		}
+	}
+	return nil
+}
+
+// defaultSendRetryMinutes is channels.DefaultSendRetry in the config's unit.
+const defaultSendRetryMinutes = int(channels.DefaultSendRetry / time.Minute)
+
+// maxSendRetryMinutes caps a channel's sendRetryMinutes: a conversation's
+// later replies wait behind a message being retried.
+const maxSendRetryMinutes = 24 * 60
+
+func checkSendRetry(prefix string, minutes int) error {
+	if minutes < 1 || minutes > maxSendRetryMinutes {
+		return &configError{field: prefix + ".sendRetryMinutes", msg: fmt.Sprintf("must be between 1 and %d, got %d", maxSendRetryMinutes, minutes)}
 	}
 	return nil
 }

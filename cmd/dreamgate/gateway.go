@@ -244,7 +244,8 @@ func addChannels(g *gateway.Gateway, cfg Config, logger *slog.Logger, dreamLog f
 			AllowFrom: s.AllowFrom, GroupPolicy: s.GroupPolicy, AllowChannels: s.AllowChannels,
 			ReplyInThread: s.ReplyInThread, Logger: logger,
 			Commands: gateway.Commands(), CommandPrefix: s.CommandPrefix, MaxFileBytes: s.MaxFileBytes,
-			Images: cfg.LLM.Images,
+			Images:    cfg.LLM.Images,
+			SendRetry: time.Duration(s.SendRetryMinutes) * time.Minute,
 		})
 		if err != nil {
 			return &configError{path: cfg.path, msg: err.Error()}
@@ -257,7 +258,8 @@ func addChannels(g *gateway.Gateway, cfg Config, logger *slog.Logger, dreamLog f
 			AllowFrom: d.AllowFrom, GroupPolicy: d.GroupPolicy, AllowChannels: d.AllowChannels,
 			MaxFileBytes: d.MaxFileBytes, Images: cfg.LLM.Images, Stream: d.Stream,
 			ShardID: d.ShardID, ShardCount: int(d.ShardCount),
-			Logger: logger,
+			SendRetry: time.Duration(d.SendRetryMinutes) * time.Minute,
+			Logger:    logger,
 		}
 		if d.SlashCommands {
 			dc.Commands, dc.CommandGuilds, dc.DreamLog = gateway.Commands(), d.CommandGuilds, dreamLog
