@@ -29,7 +29,7 @@ func (failingTool) Run(context.Context, json.RawMessage) (string, error) {
 func TestChatTurnStopsARepeatedToolCall(t *testing.T) {
 	for _, tc := range []struct {
 		name, tool, args string
-		want           string
+		want             string
 	}{
 		{"same call, same result", "list_dir", `{"path":"."}`, "same tool call with the same result"},
 		{"a tool that keeps failing", "flaky", `{}`, "a tool kept failing the same way"},

@@ -169,7 +169,13 @@ func (a *app) gateway(withDream bool) (*gateway.Gateway, *dream.Dreamer) {
 		Logger:     a.logger.With("component", "gateway"),
 	}
 	if m := a.mcpManager(); m != nil {
-		deps.TurnTools = m // chat turns only: Dream keeps its memory-file tools
+		// Chat turns only: Dream keeps its memory-file tools. /status counts
+		// the running servers' tools through gateway.RunningTools.
+		var tt interface {
+			gateway.TurnTools
+			gateway.RunningTools
+		} = m
+		deps.TurnTools = tt
 	}
 	var d *dream.Dreamer
 	if withDream {
