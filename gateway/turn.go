@@ -62,6 +62,7 @@ func (g *Gateway) turn(ctx context.Context, in channels.Inbound) Result {
 		Tools:         tools,
 		Purpose:       llm.PurposeChat,
 		MaxIterations: g.cfg.MaxToolIterations,
+		RepeatLimit:   chatRepeatLimit,
 		Logger:        log,
 	}
 	st := g.startStream(in)
@@ -87,6 +88,12 @@ func (g *Gateway) turn(ctx context.Context, in channels.Inbound) Result {
 		case reply != "":
 		case res.Stop == agent.StopMaxIterations:
 			reply = "I stopped after too many tool steps without finishing; try a narrower request."
+		case res.Stop == agent.StopRepeated:
+			reply = "I stopped because I kept making the same tool call with the same result; try rephrasing the request."
+		case res.Stop == agent.StopToolFailed:
+			// The tool's error (agent logged it) may name files; the
+			// sender reads where to look instead.
+			reply = "I stopped because a tool kept failing the same way; the error is in the gateway log."
 		default:
 			reply = "(The model returned an empty answer.)"
 		}
@@ -125,6 +132,12 @@ func (g *Gateway) record(sess *session.Session, res agent.Result) int {
 	}
 	return sent
 }
+
+// chatRepeatLimit ends a chat turn whose tool call (file or MCP) had the
+// same outcome three times in one run: the model is going round in
+// circles and would otherwise spend every iteration doing so. Dream uses
+// the same limit.
+const chatRepeatLimit = 3
 
 var errPromptTooLarge = errors.New("prompt exceeds the context window")
 

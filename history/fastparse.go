@@ -8,8 +8,8 @@ import (
 )
 
 // parseCanonical reads a line of the shape history.jsonl's writers produce
-// (nanobot's and ours): the four fields in their order, strings with only
-// the short escapes. encoding/json takes most of the time of reading a big
+// (nanobot's and ours): the four fields in their order, then on our archive
+// entries session_id and range, strings with only the short escapes. encoding/json takes most of the time of reading a big
 // history, and this takes a fraction of it. ok is false for any other line,
 // which parseLine then reads; for a line it accepts, it returns what
 // parseLine returns.
@@ -33,21 +33,47 @@ func parseCanonical(line []byte) (e Entry, ok bool) {
 	if e.Content, ok = p.str(); !ok {
 		return Entry{}, false
 	}
-	if p.byte(',') {
-		if !p.key(`"session_key"`) {
-			return Entry{}, false
-		}
+	more := p.byte(',')
+	if more && p.key(`"session_key"`) {
 		p.space()
 		if bytes.HasPrefix(p.b, []byte("null")) {
 			p.b = p.b[len("null"):]
 		} else if e.SessionKey, ok = p.str(); !ok {
 			return Entry{}, false
 		}
+		more = p.byte(',')
+	}
+	if more && !p.source(&e) {
+		return Entry{}, false
 	}
 	if !p.byte('}') || len(p.b) != 0 {
 		return Entry{}, false
 	}
 	return e, true
+}
+
+// source consumes an archive entry's source as appendEntryJSON writes it,
+// `"session_id": "…", "range": [from, to]`, and sets e's SessionID and
+// Range. It accepts only a well-formed source (an id, 0 <= from < to):
+// parseLine keeps the entry but drops a damaged one, which is left to it.
+func (p *canonParser) source(e *Entry) bool {
+	if !p.key(`"session_id"`) {
+		return false
+	}
+	id, ok := p.str()
+	if !ok || id == "" || !p.byte(',') || !p.key(`"range"`) || !p.byte('[') {
+		return false
+	}
+	from, ok := p.cursor()
+	if !ok || !p.byte(',') {
+		return false
+	}
+	to, ok := p.cursor()
+	if !ok || !p.byte(']') || from >= to {
+		return false
+	}
+	e.SessionID, e.Range = id, [2]int{from, to}
+	return true
 }
 
 // canonParser consumes b from the front.
@@ -69,14 +95,21 @@ func (p *canonParser) byte(c byte) bool {
 	return true
 }
 
-// key consumes a quoted key (exactly, no escapes) and its colon.
+// key consumes a quoted key (exactly, no escapes) and its colon; when
+// they are not next, it consumes nothing (but white space), so that the
+// caller can try another key.
 func (p *canonParser) key(quoted string) bool {
 	p.space()
 	if !bytes.HasPrefix(p.b, []byte(quoted)) {
 		return false
 	}
+	rest := p.b
 	p.b = p.b[len(quoted):]
-	return p.byte(':')
+	if !p.byte(':') {
+		p.b = rest
+		return false
+	}
+	return true
 }
 
 // cursor consumes a JSON integer >= 0 that fits in an int on any platform

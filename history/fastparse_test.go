@@ -55,6 +55,28 @@ func canonicalSeeds(t testing.TB) []string {
 		"\u00a0" + `{"cursor": 1, "timestamp": "t", "content": "x"}`,
 		`{"cursor": 1, "timestamp": "t", "content": "x"}` + "\r",
 		`[1, 2]`, `"text"`, `{`, ``, `   `, `{"cursor": 1`,
+		// Archive entries' source, and damaged ones parseLine drops.
+		`{"cursor": 8, "timestamp": "t", "content": "- a", "session_key": "slack:C1", "session_id": "s1", "range": [0, 12]}`,
+		`{"cursor": 8, "timestamp": "t", "content": "- a", "session_id": "s1", "range": [3, 4]}`,
+		`{"cursor": 8, "timestamp": "t", "content": "- a", "session_key": null, "session_id": "s1", "range": [3, 4]}`,
+		`{"cursor":8,"timestamp":"t","content":"x","session_key":"k","session_id":"s\"1","range":[3,4]}`,
+		`{"cursor": 8, "timestamp": "t", "content": "x", "session_id": "", "range": [0, 1]}`,
+		`{"cursor": 8, "timestamp": "t", "content": "x", "session_id": "s", "range": [1, 1]}`,
+		`{"cursor": 8, "timestamp": "t", "content": "x", "session_id": "s", "range": [2, 1]}`,
+		`{"cursor": 8, "timestamp": "t", "content": "x", "session_id": "s", "range": [01, 2]}`,
+		`{"cursor": 8, "timestamp": "t", "content": "x", "session_id": "s", "range": [-1, 2]}`,
+		`{"cursor": 8, "timestamp": "t", "content": "x", "session_id": "s", "range": [1, 2, 3]}`,
+		`{"cursor": 8, "timestamp": "t", "content": "x", "session_id": "s", "range": [1]}`,
+		`{"cursor": 8, "timestamp": "t", "content": "x", "session_id": "s", "range": [1.0, 2]}`,
+		`{"cursor": 8, "timestamp": "t", "content": "x", "session_id": "s", "range": [1, 1234567890]}`,
+		`{"cursor": 8, "timestamp": "t", "content": "x", "session_id": "s", "range": null}`,
+		`{"cursor": 8, "timestamp": "t", "content": "x", "session_id": "s"}`,
+		`{"cursor": 8, "timestamp": "t", "content": "x", "session_id": 5, "range": [1, 2]}`,
+		`{"cursor": 8, "timestamp": "t", "content": "x", "range": [1, 2], "session_id": "s"}`,
+		`{"cursor": 8, "timestamp": "t", "content": "x", "session_id": "s", "range": [1, 2], "session_key": "k"}`,
+		`{"cursor": 8, "timestamp": "t", "content": "x", "session_id": "s", "range": [1, 2], "range": [3, 4]}`,
+		`{"cursor": 8, "timestamp": "t", "content": "x", "session_id": "s", "range": [1, 2],}`,
+		`{"cursor": 8, "timestamp": "t", "content": "x", "Session_ID": "s", "range": [1, 2]}`,
 	}
 	// Every line of the compatibility fixtures (nanobot's own files).
 	filepath.WalkDir("testdata", func(p string, d os.DirEntry, err error) error {
@@ -100,11 +122,13 @@ func TestParseCanonicalTakesWhatWeWrite(t *testing.T) {
 	contents := []string{"- a fact", "", "two\nlines", `quote " and \ back`, "tab\tcr\r", "é ☃ 😀", "sep \u2028 \u2029", "<html> & 'x'"}
 	for _, c := range contents {
 		for _, key := range []string{"", "slack:C1:1712.55"} {
-			e := Entry{Cursor: 12345, Timestamp: "2026-04-03 00:02", Content: c, SessionKey: key}
-			line := appendEntryJSON(nil, e)
-			got, ok := parseCanonical(line)
-			if !ok || got != e {
-				t.Errorf("%s: fast parser %+v, %v; want %+v", line, got, ok, e)
+			for _, src := range []Entry{{}, {SessionID: "3f2a9c1e", Range: [2]int{0, 12}}, {SessionID: c + "x", Range: [2]int{40, 123456789}}} {
+				e := Entry{Cursor: 12345, Timestamp: "2026-04-03 00:02", Content: c, SessionKey: key, SessionID: src.SessionID, Range: src.Range}
+				line := appendEntryJSON(nil, e)
+				got, ok := parseCanonical(line)
+				if !ok || got != e {
+					t.Errorf("%s: fast parser %+v, %v; want %+v", line, got, ok, e)
+				}
 			}
 		}
 	}
@@ -125,4 +149,26 @@ func TestHasControl(t *testing.T) {
 			}
 		}
 	}
+}
+
+// BenchmarkParseArchiveLine: an archive entry with its source, read by the
+// fast parser and by encoding/json (parseLine).
+func BenchmarkParseArchiveLine(b *testing.B) {
+	line := appendEntryJSON(nil, Entry{Cursor: 4321, Timestamp: "2026-04-03 00:02",
+		Content: strings.Repeat("- The user prefers tea over coffee.\n", 8), SessionKey: "slack:C1:1712.55",
+		SessionID: "3f2a9c1e", Range: [2]int{12, 40}})
+	b.Run("fast", func(b *testing.B) {
+		for b.Loop() {
+			if _, ok := parseCanonical(line); !ok {
+				b.Fatal("not canonical")
+			}
+		}
+	})
+	b.Run("parseLine", func(b *testing.B) {
+		for b.Loop() {
+			if _, kind := parseLine(line); kind != lineOK {
+				b.Fatal(kind)
+			}
+		}
+	})
 }

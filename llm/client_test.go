@@ -1140,3 +1140,21 @@ func BenchmarkFillEmptyContent(b *testing.B) {
 		}
 	}
 }
+
+// The operator's hint names the setting the caller says holds the value
+// (an environment variable here), for Chat and for Ping.
+func TestUserMessageNamesWhatWasSet(t *testing.T) {
+	srv := llmtest.New(t)
+	names := llm.Names{APIKey: "OPENAI_API_KEY", BaseURL: "OPENAI_BASE_URL", Model: "DREAMGATE_MODEL"}
+	c := newClient(t, srv.URL(), func(c *llm.Config) { c.Names = names })
+	srv.Push(llmtest.Status(401, ""))
+	_, err := c.Chat(t.Context(), userReq("hi"))
+	if got, want := llm.UserMessage(err), "The model provider refused the API key (HTTP 401); check OPENAI_API_KEY."; got != want {
+		t.Errorf("Chat: UserMessage = %q, want %q", got, want)
+	}
+	wrong := newClient(t, srv.URL()+"/nope", func(c *llm.Config) { c.Names = llm.Names{Model: "OPENAI_MODEL"} })
+	err = wrong.Ping(t.Context())
+	if got, want := llm.UserMessage(err), "The model or endpoint was not found (HTTP 404); check OPENAI_MODEL and llm.baseURL."; got != want {
+		t.Errorf("Ping: UserMessage = %q, want %q", got, want)
+	}
+}

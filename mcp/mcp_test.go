@@ -553,3 +553,33 @@ func TestCloseStopsTheServers(t *testing.T) {
 		t.Errorf("call after Close = %v", err)
 	}
 }
+
+// RunningTools counts what a turn would get without starting anything:
+// /status must not start servers to show the prompt's size.
+func TestRunningToolsStartsNothing(t *testing.T) {
+	open, openStarts := stdioServer(t, "open")
+	open.AllowTools = []string{"echo"}
+	admin, adminStarts := stdioServer(t, "ops")
+	admin.AllowTools = []string{"echo"}
+	admin.AdminsOnly = true
+	m, _ := newManager(t, Config{Servers: []ServerConfig{open, admin}})
+
+	if tools, notRunning := m.RunningTools(true); len(tools) != 0 || notRunning != 2 {
+		t.Errorf("before any turn: tools %v, %d not running; want none, 2", names(tools), notRunning)
+	}
+	if n := countStarts(t, openStarts) + countStarts(t, adminStarts); n != 0 {
+		t.Fatalf("RunningTools started %d servers", n)
+	}
+	m.ForTurn(t.Context(), false)
+	tools, notRunning := m.RunningTools(false)
+	if got := names(tools); !slices.Equal(got, []string{"mcp_open_echo"}) || notRunning != 0 {
+		t.Errorf("non-admin after a turn: tools %v, %d not running", got, notRunning)
+	}
+	tools, notRunning = m.RunningTools(true)
+	if got := names(tools); !slices.Equal(got, []string{"mcp_open_echo"}) || notRunning != 1 {
+		t.Errorf("admin after a non-admin turn: tools %v, %d not running; want the open server's, 1", got, notRunning)
+	}
+	if n := countStarts(t, adminStarts); n != 0 {
+		t.Errorf("RunningTools started the admins-only server")
+	}
+}

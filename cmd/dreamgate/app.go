@@ -75,6 +75,13 @@ func openWorkspace(cfg Config, logger *slog.Logger, complete bool) (created []st
 	return created, nil
 }
 
+// llmNames tells the model client where its key, endpoint and model were
+// set, so that its hints name the variable the operator exported rather
+// than a config key the file may not even hold.
+func (c Config) llmNames() llm.Names {
+	return llm.Names{APIKey: c.fromEnv["llm.apiKey"], BaseURL: c.fromEnv["llm.baseURL"], Model: c.fromEnv["llm.model"]}
+}
+
 func newApp(cfg Config, logger *slog.Logger) (*app, error) {
 	a := &app{cfg: cfg, logger: logger}
 	if _, err := openWorkspace(cfg, logger, false); err != nil {
@@ -90,6 +97,7 @@ func newApp(cfg Config, logger *slog.Logger) (*app, error) {
 		// Turns and archive calls (limited below), and Dream.
 		Concurrency: cfg.Gateway.MaxConcurrentTurns + 1,
 		Logger:      logger.With("component", "llm"),
+		Names:       cfg.llmNames(),
 	})
 	var err error
 	if a.history, err = history.Open(filepath.Join(cfg.Workspace, filepath.FromSlash(workspace.MemoryDir)), history.Options{Logger: logger.With("component", "history")}); err != nil {
@@ -169,7 +177,13 @@ func (a *app) gateway(withDream bool) (*gateway.Gateway, *dream.Dreamer) {
 		Logger:     a.logger.With("component", "gateway"),
 	}
 	if m := a.mcpManager(); m != nil {
-		deps.TurnTools = m // chat turns only: Dream keeps its memory-file tools
+		// Chat turns only: Dream keeps its memory-file tools. /status counts
+		// the running servers' tools through gateway.RunningTools.
+		var tt interface {
+			gateway.TurnTools
+			gateway.RunningTools
+		} = m
+		deps.TurnTools = tt
 	}
 	var d *dream.Dreamer
 	if withDream {

@@ -397,3 +397,22 @@ func (p *gatewayProc) waitServing(t *testing.T) {
 		}
 	}
 }
+
+// The terminal's hint names what the operator set: the environment
+// variable when the key came from one, the config key otherwise.
+func TestModelHintNamesTheSettingUsed(t *testing.T) {
+	h := newHarness(t)
+	for _, tt := range []struct {
+		env  []string
+		want string
+	}{
+		{[]string{"OPENAI_API_KEY=sk-env-SECRET"}, "check OPENAI_API_KEY."},
+		{nil, "check llm.apiKey."},
+	} {
+		h.llm.Push(llmtest.Status(401, ""))
+		r := h.runEnv(tt.env, "chat", "-m", "hi")
+		if r.code != 1 || !strings.Contains(r.stderr, tt.want) || strings.Contains(r.stderr, "SECRET") {
+			t.Errorf("%v: exit %d, stderr %q; want 1 and %q", tt.env, r.code, r.stderr, tt.want)
+		}
+	}
+}
