@@ -50,7 +50,7 @@ func TestChatTurnStopsARepeatedToolCall(t *testing.T) {
 			if out := env.ch.next(t); out.Text != r.Reply {
 				t.Errorf("sent %q, result %q", out.Text, r.Reply)
 			}
-			if got := len(env.model.requests()); got != 3 {
+			if got := len(env.model.Requests()); got != 3 {
 				t.Errorf("model calls = %d, want 3", got)
 			}
 		})
