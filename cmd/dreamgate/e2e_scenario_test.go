@@ -161,6 +161,9 @@ func TestScenarioThirtyTurnsThreeSessionsTwoDreams(t *testing.T) {
 		t.Errorf("first /dream replied %q, want changes to the three files", dream1)
 	}
 	g.leave(t)
+	if n := strings.Count(g.stderr.String(), "idle archive of a session left unarchived on disk"); n != 2 {
+		t.Errorf("the gateway's start archived %d conversations from disk, want alpha and beta; log:\n%s", n, g.stderr)
+	}
 
 	// A person edits MEMORY.md by hand between the Dreams.
 	memPath := filepath.Join(h.ws, "memory", "MEMORY.md")
@@ -222,6 +225,27 @@ func TestScenarioThirtyTurnsThreeSessionsTwoDreams(t *testing.T) {
 		for name, text := range files {
 			t.Logf("%s:\n%s", name, text)
 		}
+	}
+
+	// The restarted gateway still replayed the end of the conversation
+	// that the first /dream archived.
+	firstAfter := 0
+	for _, r := range h.llm.Requests() {
+		if len(r.Tools) == 0 || r.Messages[len(r.Messages)-1].Content != afterRestartTurns[0] {
+			continue
+		}
+		firstAfter++
+		replayed := false
+		for _, m := range r.Messages[1:] {
+			replayed = replayed || m.Content == beforeRestartTurns[len(beforeRestartTurns)-1]
+		}
+		if !replayed {
+			t.Errorf("the first turn after the restart did not replay %q", beforeRestartTurns[len(beforeRestartTurns)-1])
+		}
+	}
+
+	if firstAfter != 1 {
+		t.Errorf("%d chat calls for the first turn after the restart, want 1", firstAfter)
 	}
 
 	// Each fact reached Dream's analysis once: nothing was dreamed twice.
