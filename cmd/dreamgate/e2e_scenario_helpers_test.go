@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"io"
 	"os"
 	"os/exec"
@@ -95,6 +96,26 @@ func waitUntil(t *testing.T, what string, log *testkit.Buffer, cond func() bool)
 		case <-tick.C:
 		}
 	}
+}
+
+// historyKeys returns the session keys of the history entries written so
+// far, read while another process may be appending: a line not complete
+// yet is skipped.
+func historyKeys(ws string) []string {
+	data, err := os.ReadFile(filepath.Join(ws, "memory", "history.jsonl"))
+	if err != nil {
+		return nil
+	}
+	var keys []string
+	for _, line := range strings.Split(string(data), "\n") {
+		var e struct {
+			SessionKey string `json:"session_key"`
+		}
+		if json.Unmarshal([]byte(line), &e) == nil && e.SessionKey != "" {
+			keys = append(keys, e.SessionKey)
+		}
+	}
+	return keys
 }
 
 // sessionFile is the message file of the conversation key.

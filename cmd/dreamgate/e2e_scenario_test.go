@@ -142,11 +142,8 @@ func TestScenarioThirtyTurnsThreeSessionsTwoDreams(t *testing.T) {
 	g := h.startTerminalGateway(t)
 	waitUntil(t, "the idle archive of alpha and beta", g.stderr, func() bool {
 		keys := map[string]bool{}
-		if _, err := os.Stat(filepath.Join(h.ws, "memory", "history.jsonl")); err != nil {
-			return false
-		}
-		for _, e := range readHistory(t, h.ws) {
-			keys[e.SessionKey] = true
+		for _, k := range historyKeys(h.ws) {
+			keys[k] = true
 		}
 		return keys["terminal:alpha"] && keys["terminal:beta"]
 	})
@@ -246,6 +243,27 @@ func TestScenarioThirtyTurnsThreeSessionsTwoDreams(t *testing.T) {
 
 	if firstAfter != 1 {
 		t.Errorf("%d chat calls for the first turn after the restart, want 1", firstAfter)
+	}
+
+	// Phase 2 made one edit per call, every one of them sound: a finding
+	// is one edit (the editor's twice: stated, then corrected in the same
+	// batch), 24 in the first Dream and 4 in the second, far more than
+	// dream.maxIterations (10) calls.
+	edits, failed := 0, 0
+	for _, r := range h.llm.Requests() {
+		last := r.Messages[len(r.Messages)-1]
+		if len(r.Tools) == 0 || !strings.HasPrefix(r.Messages[1].Content, "## Findings to apply") || last.Role != "tool" {
+			continue
+		}
+		if strings.HasPrefix(last.Content, "Edited ") {
+			edits++
+		} else {
+			failed++
+			t.Errorf("an edit failed: %s", last.Content)
+		}
+	}
+	if edits != 28 || failed != 0 {
+		t.Errorf("phase 2 made %d edits (%d failed), want 28", edits, failed)
 	}
 
 	// Each fact reached Dream's analysis once: nothing was dreamed twice.
@@ -355,6 +373,12 @@ func TestScenarioThirtyTurnsThreeSessionsTwoDreams(t *testing.T) {
 		if !strings.Contains(l, "dream: ") {
 			t.Errorf("/dream-restore lists %q", l)
 		}
+	}
+	// The hand edit's commit is shown as what it is.
+	manualSHA := strings.TrimSpace(gitCLI(t, h.ws, "log", "-1", "--format=%h", "HEAD~"+strconv.Itoa(len(subjects)-1-manual[0])))
+	if r := h.run("dream", "log", manualSHA); r.code != 0 || !strings.Contains(r.stdout, "manual: edits outside Dream") ||
+		!strings.Contains(r.stdout, "+"+handNote) || strings.Contains(r.stdout, "/dream-restore "+manualSHA) {
+		t.Errorf("dream log %s: exit %d %q %s", manualSHA, r.code, r.stdout, r.stderr)
 	}
 	// `dreamgate dream log` agrees with /dream-log.
 	if r := h.run("dream", "log"); r.code != 0 || !strings.Contains(r.stdout, subjects[dreams[len(dreams)-1]]) {
