@@ -117,6 +117,9 @@ func TestScenarioThirtyTurnsThreeSessionsTwoDreams(t *testing.T) {
 	h.set("agent.idleCompactAfterMinutes", 15)
 	// No scheduled Dream may run between the test's own.
 	h.set("dream.cron", "0 0 1 1 *")
+	// Two entries a batch: the first Dream drains three entries in two
+	// batches, and the second batch corrects what the first one wrote.
+	h.set("dream.maxBatchSize", 2)
 	h.llm.SetResponder(llmtest.OneEditModel)
 
 	// Sessions 1 and 2: a process per turn, as `chat --session` is used
