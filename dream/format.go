@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dreamgate/dreamgate/gitstore"
+	"github.com/dreamgate/dreamgate/internal/mdfence"
 )
 
 // The texts of the Dream commands, shared by chat (/dream, /dream-log,
@@ -247,7 +248,7 @@ func FormatCommit(c gitstore.Commit, d gitstore.Diff) string {
 			if cut {
 				diff = strings.TrimSuffix(diff, "…[truncated]") + "\n...[diff truncated]"
 			}
-			fence := fenceFor(diff)
+			fence := mdfence.For(diff)
 			fmt.Fprintf(&b, "\n%sdiff\n%s\n%s\n", fence, diff, fence)
 		}
 	}
@@ -255,21 +256,6 @@ func FormatCommit(c gitstore.Commit, d gitstore.Diff) string {
 		fmt.Fprintf(&b, "\nUndo it with /dream-restore %s", c.Short)
 	}
 	return strings.TrimRight(b.String(), "\n")
-}
-
-// fenceFor returns a backtick fence longer than any backtick run in s, so a
-// memory file holding code blocks cannot close it early.
-func fenceFor(s string) string {
-	longest, run := 0, 0
-	for _, r := range s {
-		if r == '`' {
-			run++
-			longest = max(longest, run)
-		} else {
-			run = 0
-		}
-	}
-	return strings.Repeat("`", max(3, longest+1))
 }
 
 func subjectOr(s string) string {

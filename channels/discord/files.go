@@ -13,6 +13,7 @@ import (
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/dreamgate/dreamgate/channels"
+	"github.com/dreamgate/dreamgate/internal/mdfence"
 )
 
 // DefaultMaxFileBytes is the default cap on a text attachment read into a
@@ -112,7 +113,7 @@ func (a *Adapter) attachmentsText(ctx context.Context, atts []*discordgo.Message
 			fmt.Fprintf(&b, "[file: %s (%s, binary; not read)]", name, sizeText(len(data)))
 		default:
 			text := strings.TrimRight(string(data), "\n")
-			fence := fenceFor(text)
+			fence := mdfence.For(text)
 			fmt.Fprintf(&b, "File %s:\n%s%s\n%s\n%s", name, fence, fenceLang(name), text, fence)
 		}
 	}
@@ -140,21 +141,6 @@ func (a *Adapter) readImage(ctx context.Context, at *discordgo.MessageAttachment
 		return fmt.Sprintf("[image: %s (not shown: only PNG, JPEG, GIF and WebP images are)]", name), nil
 	}
 	return "", &channels.Image{Name: name, MIME: mt, Data: data}
-}
-
-// fenceFor returns a backtick fence longer than any run of backticks in
-// text, so a file with code blocks of its own stays one block.
-func fenceFor(text string) string {
-	longest, run := 0, 0
-	for _, r := range text {
-		if r == '`' {
-			run++
-			longest = max(longest, run)
-		} else {
-			run = 0
-		}
-	}
-	return strings.Repeat("`", max(3, longest+1))
 }
 
 func fenceLang(name string) string {

@@ -13,6 +13,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/dreamgate/dreamgate/channels"
+	"github.com/dreamgate/dreamgate/internal/mdfence"
 )
 
 // Files shared with a post reach the turn as text: a text-like file is
@@ -217,16 +218,7 @@ func (w *capWriter) Write(p []byte) (int, error) {
 // fence wraps text in a code fence longer than any backtick run in it, so
 // the file cannot close it early.
 func fence(text, info string) string {
-	longest, run := 0, 0
-	for _, c := range text {
-		if c == '`' {
-			run++
-			longest = max(longest, run)
-		} else {
-			run = 0
-		}
-	}
-	f := strings.Repeat("`", max(3, longest+1))
+	f := mdfence.For(text)
 	return f + info + "\n" + strings.TrimRight(text, "\n") + "\n" + f
 }
 
