@@ -97,7 +97,7 @@ func TestLoopToolFailingOnTheSystemIsNotARepeat(t *testing.T) {
 	for i := range 5 {
 		steps = append(steps, callTools(tc(fmt.Sprint("c", i), "edit_file", `{"path":"USER.md","old_text":"a","new_text":"b"}`)))
 	}
-	m := &scriptedModel{t: t, steps: steps}
+	m := newScripted(t, steps...)
 	tool := &echoTool{name: "edit_file", run: func(context.Context, json.RawMessage) (string, error) {
 		return "", workspace.IOFailure("write", "USER.md", &os.PathError{Op: "write", Path: "/srv/ws/USER.md", Err: syscall.ENOSPC})
 	}}

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"github.com/dreamgate/dreamgate/llm/llmtest"
 	"github.com/dreamgate/dreamgate/workspace"
 
 	"context"
@@ -223,25 +224,10 @@ func TestCheckToolPairsCatchesBrokenWires(t *testing.T) {
 	}
 }
 
-// scriptedModel answers from a script, one step per call, and rejects an
-// invalid conversation the way a strict provider does (an HTTP 400).
-type scriptedModel struct {
-	t     *testing.T
-	steps []func(ctx context.Context, req llm.Request) (llm.Response, error)
-	reqs  []llm.Request
-}
-
-func (m *scriptedModel) Chat(ctx context.Context, req llm.Request) (llm.Response, error) {
-	m.reqs = append(m.reqs, req)
-	if err := checkToolPairs(req.Messages); err != nil {
-		m.t.Errorf("request %d is invalid: %v", len(m.reqs), err)
-		return llm.Response{}, &llm.Error{Kind: llm.ErrRejected, Status: 400, Reason: err.Error()}
-	}
-	if len(m.reqs) > len(m.steps) {
-		m.t.Errorf("unexpected model call %d", len(m.reqs))
-		return llm.Response{}, &llm.Error{Kind: llm.ErrRejected, Status: 400}
-	}
-	return m.steps[len(m.reqs)-1](ctx, req)
+// newScripted is a model answering from steps, one per call, that rejects
+// an invalid conversation the way a strict provider does (an HTTP 400).
+func newScripted(t *testing.T, steps ...llmtest.Step) *llmtest.Model {
+	return llmtest.NewModel(t, steps...).Check(checkToolPairs)
 }
 
 func reply(text string) func(context.Context, llm.Request) (llm.Response, error) {

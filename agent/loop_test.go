@@ -52,7 +52,7 @@ func runLoop(t *testing.T, ctx context.Context, l *Loop) (Result, error) {
 }
 
 func TestLoopTextReply(t *testing.T) {
-	m := &scriptedModel{t: t, steps: []func(context.Context, llm.Request) (llm.Response, error){reply("hello")}}
+	m := newScripted(t, reply("hello"))
 	tool := &echoTool{name: "echo"}
 	l := &Loop{Model: m, Tools: []Tool{tool}, ModelName: "m1", Purpose: llm.PurposeChat}
 	res, err := runLoop(t, t.Context(), l)
@@ -65,7 +65,7 @@ func TestLoopTextReply(t *testing.T) {
 	if len(res.Messages) != 1 || res.Messages[0].Role != llm.RoleAssistant || res.Messages[0].Content != "hello" {
 		t.Fatalf("messages = %+v", res.Messages)
 	}
-	req := m.reqs[0]
+	req := m.Requests()[0]
 	if req.Model != "m1" || req.Purpose != llm.PurposeChat || len(req.Tools) != 1 || req.Tools[0].Name != "echo" {
 		t.Fatalf("request = model %q purpose %q tools %+v", req.Model, req.Purpose, req.Tools)
 	}
@@ -75,10 +75,10 @@ func TestLoopTextReply(t *testing.T) {
 }
 
 func TestLoopToolCallThenReply(t *testing.T) {
-	m := &scriptedModel{t: t, steps: []func(context.Context, llm.Request) (llm.Response, error){
+	m := newScripted(t,
 		callTools(tc("call_1", "echo", `{"x":1}`)),
 		reply("done"),
-	}}
+	)
 	tool := &echoTool{name: "echo"}
 	var progress []string
 	l := &Loop{Model: m, Tools: []Tool{tool}, OnToolCall: func(name string) { progress = append(progress, name) }}
@@ -89,7 +89,7 @@ func TestLoopToolCallThenReply(t *testing.T) {
 	if res.Reply != "done" || res.Stop != StopCompleted || res.Iterations != 2 || res.ToolCalls != 1 || res.ToolErrors != 0 {
 		t.Fatalf("result = %+v", res)
 	}
-	second := m.reqs[1].Messages
+	second := m.Requests()[1].Messages
 	last := second[len(second)-1]
 	if last.Role != llm.RoleTool || last.ToolCallID != "call_1" || last.Name != "echo" || last.Content != `echo got {"x":1}` {
 		t.Fatalf("tool result sent = %+v", last)
@@ -106,10 +106,10 @@ func TestLoopToolCallThenReply(t *testing.T) {
 }
 
 func TestLoopSeveralCallsAnsweredInOrder(t *testing.T) {
-	m := &scriptedModel{t: t, steps: []func(context.Context, llm.Request) (llm.Response, error){
+	m := newScripted(t,
 		callTools(tc("a", "one", `{}`), tc("b", "two", `{}`), tc("c", "one", `{"n":2}`)),
 		reply("ok"),
-	}}
+	)
 	var order []string
 	mk := func(name string) *echoTool {
 		return &echoTool{name: name, run: func(_ context.Context, args json.RawMessage) (string, error) {
@@ -155,9 +155,9 @@ func TestLoopToolFailuresGoBackToTheModel(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m := &scriptedModel{t: t, steps: []func(context.Context, llm.Request) (llm.Response, error){
+			m := newScripted(t,
 				callTools(tt.call), reply("recovered"),
-			}}
+			)
 			l := &Loop{Model: m, Tools: []Tool{failing, panicking, ok}}
 			res, err := runLoop(t, t.Context(), l)
 			if err != nil {
@@ -205,9 +205,9 @@ func TestLoopDuplicateIDs(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m := &scriptedModel{t: t, steps: []func(context.Context, llm.Request) (llm.Response, error){
+			m := newScripted(t,
 				callTools(tt.calls...), reply("ok"),
-			}}
+			)
 			tool := &echoTool{name: "echo"}
 			l := &Loop{Model: m, Tools: []Tool{tool}}
 			in := append(input(), history...)
@@ -238,14 +238,14 @@ func TestLoopMaxIterations(t *testing.T) {
 	for i := range 5 {
 		steps = append(steps, callTools(tc(fmt.Sprint("c", i), "echo", fmt.Sprintf(`{"i":%d}`, i))))
 	}
-	m := &scriptedModel{t: t, steps: steps}
+	m := newScripted(t, steps...)
 	l := &Loop{Model: m, Tools: []Tool{&echoTool{name: "echo"}}, MaxIterations: 3}
 	res, err := runLoop(t, t.Context(), l)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Stop != StopMaxIterations || res.Iterations != 3 || len(m.reqs) != 3 || res.ToolCalls != 3 || res.Reply != "" {
-		t.Fatalf("result = %+v, model calls %d", res, len(m.reqs))
+	if res.Stop != StopMaxIterations || res.Iterations != 3 || len(m.Requests()) != 3 || res.ToolCalls != 3 || res.Reply != "" {
+		t.Fatalf("result = %+v, model calls %d", res, len(m.Requests()))
 	}
 	if len(res.Messages) != 6 {
 		t.Fatalf("want 3 calls and 3 results, got %d messages", len(res.Messages))
@@ -257,7 +257,7 @@ func TestLoopMaxIterationsDefault(t *testing.T) {
 	for i := range DefaultMaxIterations + 1 {
 		steps = append(steps, callTools(tc(fmt.Sprint("c", i), "echo", fmt.Sprintf(`{"i":%d}`, i))))
 	}
-	m := &scriptedModel{t: t, steps: steps}
+	m := newScripted(t, steps...)
 	res, _ := runLoop(t, t.Context(), &Loop{Model: m, Tools: []Tool{&echoTool{name: "echo"}}})
 	if res.Stop != StopMaxIterations || res.Iterations != DefaultMaxIterations {
 		t.Fatalf("stop %s after %d iterations", res.Stop, res.Iterations)
@@ -275,7 +275,7 @@ func TestLoopRepeatLimit(t *testing.T) {
 			}
 			steps = append(steps, callTools(tc(fmt.Sprint("c", i), "fail", a)))
 		}
-		m := &scriptedModel{t: t, steps: steps}
+		m := newScripted(t, steps...)
 		tool := &echoTool{name: "fail", run: func(context.Context, json.RawMessage) (string, error) {
 			return "", errors.New("old_text not found in MEMORY.md")
 		}}
@@ -298,16 +298,16 @@ func TestLoopRepeatLimit(t *testing.T) {
 			n++
 			return fmt.Sprintf("version %d", n), nil
 		}}
-		m := &scriptedModel{t: t, steps: steps}
+		m := newScripted(t, steps...)
 		res, err := runLoop(t, t.Context(), &Loop{Model: m, Tools: []Tool{tool}, RepeatLimit: 3})
 		if err != nil || res.Stop != StopCompleted {
 			t.Fatalf("stop %s err %v", res.Stop, err)
 		}
 	})
 	t.Run("calls after the repeat in the same response are answered, not run", func(t *testing.T) {
-		m := &scriptedModel{t: t, steps: []func(context.Context, llm.Request) (llm.Response, error){
+		m := newScripted(t,
 			callTools(tc("a", "echo", `{}`), tc("b", "echo", `{}`), tc("c", "other", `{}`)),
-		}}
+		)
 		other := &echoTool{name: "other"}
 		res, err := runLoop(t, t.Context(), &Loop{Model: m, Tools: []Tool{&echoTool{name: "echo"}, other}, RepeatLimit: 2})
 		if err != nil {
@@ -326,7 +326,7 @@ func TestLoopRepeatLimit(t *testing.T) {
 			steps = append(steps, callTools(tc(fmt.Sprint("c", i), "echo", `{}`)))
 		}
 		steps = append(steps, reply("done"))
-		res, _ := runLoop(t, t.Context(), &Loop{Model: &scriptedModel{t: t, steps: steps}, Tools: []Tool{&echoTool{name: "echo"}}})
+		res, _ := runLoop(t, t.Context(), &Loop{Model: newScripted(t, steps...), Tools: []Tool{&echoTool{name: "echo"}}})
 		if res.Stop != StopCompleted {
 			t.Fatalf("stop = %s", res.Stop)
 		}
@@ -343,15 +343,15 @@ func TestLoopCancellation(t *testing.T) {
 			return "", ctx.Err()
 		}}
 		after := &echoTool{name: "after"}
-		m := &scriptedModel{t: t, steps: []func(context.Context, llm.Request) (llm.Response, error){
+		m := newScripted(t,
 			callTools(tc("a", "slow", `{}`), tc("b", "after", `{}`), tc("c", "after", `{"x":1}`)),
-		}}
+		)
 		res, err := runLoop(t, ctx, &Loop{Model: m, Tools: []Tool{blocker, after}})
 		if !errors.Is(err, context.Canceled) || res.Stop != StopCancelled {
 			t.Fatalf("err %v stop %s", err, res.Stop)
 		}
-		if after.runs != 0 || len(m.reqs) != 1 {
-			t.Fatalf("ran %d more tools, %d model calls", after.runs, len(m.reqs))
+		if after.runs != 0 || len(m.Requests()) != 1 {
+			t.Fatalf("ran %d more tools, %d model calls", after.runs, len(m.Requests()))
 		}
 		if res.ToolCalls != 3 || res.ToolErrors != 3 {
 			t.Fatalf("ToolCalls %d ToolErrors %d", res.ToolCalls, res.ToolErrors)
@@ -363,14 +363,14 @@ func TestLoopCancellation(t *testing.T) {
 	t.Run("during a model call", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
-		m := &scriptedModel{t: t, steps: []func(context.Context, llm.Request) (llm.Response, error){
+		m := newScripted(t,
 			callTools(tc("a", "echo", `{}`)),
 			func(ctx context.Context, _ llm.Request) (llm.Response, error) {
 				cancel()
 				<-ctx.Done()
 				return llm.Response{}, fmt.Errorf("chat: %w", ctx.Err())
 			},
-		}}
+		)
 		res, err := runLoop(t, ctx, &Loop{Model: m, Tools: []Tool{&echoTool{name: "echo"}}})
 		if !errors.Is(err, context.Canceled) || res.Stop != StopCancelled || len(res.Messages) != 2 {
 			t.Fatalf("err %v stop %s messages %d", err, res.Stop, len(res.Messages))
@@ -379,20 +379,20 @@ func TestLoopCancellation(t *testing.T) {
 	t.Run("before the run", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		cancel()
-		m := &scriptedModel{t: t}
+		m := newScripted(t)
 		res, err := runLoop(t, ctx, &Loop{Model: m})
-		if !errors.Is(err, context.Canceled) || res.Stop != StopCancelled || len(m.reqs) != 0 {
-			t.Fatalf("err %v stop %s calls %d", err, res.Stop, len(m.reqs))
+		if !errors.Is(err, context.Canceled) || res.Stop != StopCancelled || len(m.Requests()) != 0 {
+			t.Fatalf("err %v stop %s calls %d", err, res.Stop, len(m.Requests()))
 		}
 	})
 }
 
 func TestLoopModelError(t *testing.T) {
 	cause := &llm.Error{Kind: llm.ErrUnavailable, Reason: "connection refused"}
-	m := &scriptedModel{t: t, steps: []func(context.Context, llm.Request) (llm.Response, error){
+	m := newScripted(t,
 		callTools(tc("a", "echo", `{}`)),
 		func(context.Context, llm.Request) (llm.Response, error) { return llm.Response{}, cause },
-	}}
+	)
 	res, err := runLoop(t, t.Context(), &Loop{Model: m, Tools: []Tool{&echoTool{name: "echo"}}})
 	if !errors.Is(err, llm.ErrUnavailable) || res.Stop != StopModelError {
 		t.Fatalf("err %v stop %s", err, res.Stop)
@@ -404,9 +404,9 @@ func TestLoopModelError(t *testing.T) {
 
 func TestLoopCapsResults(t *testing.T) {
 	big := strings.Repeat("é", 50)
-	m := &scriptedModel{t: t, steps: []func(context.Context, llm.Request) (llm.Response, error){
+	m := newScripted(t,
 		callTools(tc("a", "big", `{}`)), reply("ok"),
-	}}
+	)
 	tool := &echoTool{name: "big", run: func(context.Context, json.RawMessage) (string, error) { return big, nil }}
 	res, err := runLoop(t, t.Context(), &Loop{Model: m, Tools: []Tool{tool}, MaxResultChars: 20})
 	if err != nil {
@@ -422,7 +422,7 @@ func TestLoopConfiguration(t *testing.T) {
 	if _, err := (&Loop{}).Run(t.Context(), input()); !errors.Is(err, ErrNoModel) {
 		t.Fatalf("no model: %v", err)
 	}
-	l := &Loop{Model: &scriptedModel{t: t}, Tools: []Tool{&echoTool{name: "x"}, &echoTool{name: "x"}}}
+	l := &Loop{Model: newScripted(t), Tools: []Tool{&echoTool{name: "x"}, &echoTool{name: "x"}}}
 	if _, err := l.Run(t.Context(), input()); err == nil || !strings.Contains(err.Error(), `"x" is defined twice`) {
 		t.Fatalf("duplicate tools: %v", err)
 	}
@@ -433,12 +433,12 @@ func TestLoopConfiguration(t *testing.T) {
 func TestLoopDreamEdit(t *testing.T) {
 	fx := newFixture(t)
 	tools := FileTools(fx.w, DreamPolicy(), ToolReadFile, ToolEditFile)
-	m := &scriptedModel{t: t, steps: []func(context.Context, llm.Request) (llm.Response, error){
+	m := newScripted(t,
 		callTools(tc("r", ToolReadFile, `{"path":"memory/MEMORY.md"}`),
 			tc("bad", ToolEditFile, `{"path":"memory/history.jsonl","old_text":"SECRET","new_text":"gone"}`)),
 		callTools(tc("e", ToolEditFile, `{"path":"memory/MEMORY.md","old_text":"SECRET memory","new_text":"- User prefers dark mode"}`)),
 		reply("done"),
-	}}
+	)
 	res, err := runLoop(t, t.Context(), &Loop{Model: m, Tools: tools, Purpose: llm.PurposeDreamEdit, MaxIterations: 10, RepeatLimit: 3})
 	if err != nil {
 		t.Fatal(err)

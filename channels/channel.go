@@ -5,13 +5,16 @@
 // It also holds what the chat adapters share beneath the contract, so each
 // is written once: Delivery (the bounded queue between a platform reader and
 // the gateway, in-order delivery, the busy notice, the hand-over at stop of
-// what was acked or read but not delivered), HealthTracker, RecentSet (the
-// bounded dedupe set) and SplitMessage. channels/channeltest is the contract
-// test every adapter runs against its fake.
+// what was acked or read but not delivered), SendRetry (how long a send is
+// retried through rate limits and server errors before it is dropped),
+// HealthTracker, RecentSet (the bounded dedupe set), SplitMessage and
+// ImageType (which downloads are images a model takes).
+// channels/channeltest is the contract test every adapter runs against its
+// fake.
 //
 // The adapters live in subpackages (terminal, slack, discord); each keeps its
-// platform library's types to itself. This package imports nothing of ours;
-// an adapter imports it and the internal/backoff leaf.
+// platform library's types to itself. Of ours this package imports only the
+// internal/backoff leaf; an adapter imports it and that leaf.
 package channels
 
 import (
@@ -41,6 +44,19 @@ type Inbound struct {
 	// replied to), oldest first. The gateway adds them to a new session
 	// once, marked as context; an existing session ignores them.
 	Context []ContextMessage
+	// Images are pictures sent with the message, downloaded by an adapter
+	// configured for a model that reads images (else they are only named
+	// in Text). The gateway shows them to the model for this message's
+	// turn; the session keeps a marker naming them, not the bytes.
+	Images []Image
+}
+
+// Image is one picture of an Inbound: its file name, MIME type (one of
+// ImageType's) and bytes (at most MaxImageBytes).
+type Image struct {
+	Name string
+	MIME string
+	Data []byte
 }
 
 // ContextMessage is one earlier message handed over as Inbound.Context.
@@ -173,6 +189,11 @@ type Health struct {
 	State  string    `json:"state"`
 	Detail string    `json:"detail,omitempty"`
 	Since  time.Time `json:"since"`
+	// Reconnects counts the returns to StateConnected after the first,
+	// and RateLimitWaits the platform's rate-limit answers waited out,
+	// both since the process started (for /metrics).
+	Reconnects     int `json:"reconnects,omitempty"`
+	RateLimitWaits int `json:"rateLimitWaits,omitempty"`
 }
 
 // HealthReporter is implemented by channels that hold a connection.

@@ -8,9 +8,10 @@ import (
 // HealthTracker holds the Health an adapter reports; Set is called from its
 // connection loop, Health from /healthz. It is safe for concurrent use.
 type HealthTracker struct {
-	mu    sync.Mutex
-	h     Health
-	watch func(Health)
+	mu        sync.Mutex
+	h         Health
+	watch     func(Health)
+	connected bool // StateConnected was reached once: the next return is a reconnect
 }
 
 // NewHealthTracker starts in StateStopped, "not started".
@@ -35,6 +36,12 @@ func (t *HealthTracker) Set(state, detail string) {
 	}
 	if t.h.State != state {
 		t.h.Since = time.Now()
+		if state == StateConnected {
+			if t.connected {
+				t.h.Reconnects++
+			}
+			t.connected = true
+		}
 	}
 	t.h.State, t.h.Detail = state, detail
 	if t.watch != nil {
@@ -48,4 +55,12 @@ func (t *HealthTracker) Watch(f func(Health)) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.watch = f
+}
+
+// RateLimitWait counts one rate-limit answer the adapter is about to wait
+// out. It does not change the state: a wait is not a lost connection.
+func (t *HealthTracker) RateLimitWait() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.h.RateLimitWaits++
 }

@@ -32,3 +32,27 @@ func TestHealthTracker(t *testing.T) {
 		t.Errorf("Health = %+v, want the last change %+v", got, seen[2])
 	}
 }
+
+// Reconnects count returns to connected after the first connection, not
+// the first one nor a new detail; rate-limit waits count without touching
+// the state.
+func TestHealthTrackerCounts(t *testing.T) {
+	h := NewHealthTracker()
+	h.Set(StateConnecting, "")
+	h.Set(StateConnected, "")
+	h.Set(StateConnected, "still")
+	if got := h.Health(); got.Reconnects != 0 {
+		t.Fatalf("first connection counted as a reconnect: %+v", got)
+	}
+	h.Set(StateReconnecting, "connection lost")
+	h.Set(StateConnected, "")
+	h.Set(StateReconnecting, "reconnecting in 1s")
+	h.Set(StateReconnecting, "reconnecting in 2s")
+	h.Set(StateConnected, "")
+	h.RateLimitWait()
+	h.RateLimitWait()
+	got := h.Health()
+	if got.Reconnects != 2 || got.RateLimitWaits != 2 || got.State != StateConnected {
+		t.Errorf("health = %+v, want 2 reconnects, 2 rate-limit waits, connected", got)
+	}
+}

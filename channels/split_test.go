@@ -4,17 +4,9 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
-)
 
-func fencesBalanced(s string) bool {
-	n := 0
-	for line := range strings.SplitSeq(s, "\n") {
-		if strings.HasPrefix(strings.TrimSpace(line), "```") {
-			n++
-		}
-	}
-	return n%2 == 0
-}
+	"github.com/dreamgate/dreamgate/internal/testkit"
+)
 
 func TestSplitMessage(t *testing.T) {
 	code := "```go\n" + strings.Repeat("fmt.Println(\"hello, world\")\n", 120) + "```\n"
@@ -43,7 +35,7 @@ func TestSplitMessage(t *testing.T) {
 				if tt.limit > 0 && utf8.RuneCountInString(p) > tt.limit {
 					t.Errorf("part %d has %d runes, limit %d", i, utf8.RuneCountInString(p), tt.limit)
 				}
-				if tt.limit > 8 && !fencesBalanced(p) {
+				if tt.limit > 8 && !testkit.FencesBalanced(p) {
 					t.Errorf("part %d has unbalanced fences:\n%s", i, p)
 				}
 			}

@@ -99,7 +99,7 @@ func BenchmarkBeforeNothingToArchive(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			c := New(&fakeModel{}, store, Config{ContextWindow: tc.cw, MaxTokens: 4096}, nil)
+			c := New(newFakeModel(b), store, Config{ContextWindow: tc.cw, MaxTokens: 4096}, nil)
 			prompt := func() Prompt { return Prompt{Fixed: system} }
 			if tc.fresh {
 				prompt = func() Prompt { return Prompt{Fixed: strings.Clone(system)} }

@@ -2,6 +2,7 @@ package consolidator
 
 import (
 	"math"
+	"slices"
 	"sync"
 
 	"github.com/dreamgate/dreamgate/llm"
@@ -20,6 +21,9 @@ type sessionCounts struct {
 	mu   sync.Mutex
 	used uint64 // recency, for eviction; guarded by Consolidator.mu
 
+	// Indexes below are into the messages the session holds (see
+	// Session.Tail): index i is the session's message base+i.
+	base  int
 	n     int     // messages seen
 	ubCum []int64 // ubCum[i]: sum of MessageUpperBound over messages[:i]
 	ex    []int32 // exact count per message, -1 until counted
@@ -62,19 +66,53 @@ func (st *sessionCounts) reset() {
 }
 
 // sync takes in messages appended since the last call (upper bounds only;
-// exact counts are made when first needed).
-func (st *sessionCounts) sync(msgs []llm.Message) {
-	if len(msgs) < st.n {
+// exact counts are made when first needed), msgs[i] being the session's
+// message base+i. Counts of messages the session no longer holds (base
+// moved on) are dropped.
+func (st *sessionCounts) sync(base int, msgs []llm.Message) {
+	if d := base - st.base; d > 0 && d <= st.n {
+		st.shift(d)
+	}
+	if base != st.base || len(msgs) < st.n {
 		// Not the append-only session we measured; start over.
 		ratio := st.ratio
 		st.reset()
 		st.ratio = ratio
+		st.base = base
 	}
 	for _, m := range msgs[st.n:] {
 		st.ubCum = append(st.ubCum, st.ubCum[len(st.ubCum)-1]+int64(MessageUpperBound(m)))
 		st.ex = append(st.ex, -1)
 	}
 	st.n = len(msgs)
+}
+
+// shift drops the counts of the first d messages, which the session no
+// longer holds.
+func (st *sessionCounts) shift(d int) {
+	if st.exHi >= 0 {
+		if st.exHi < d {
+			st.exLo, st.exHi, st.exSum = 0, -1, 0
+		} else {
+			for i := st.exLo; i < d; i++ {
+				st.exSum -= int64(st.ex[i])
+			}
+			st.exLo = max(st.exLo, d) - d
+			st.exHi -= d
+		}
+	}
+	if o := st.pending; o != nil {
+		if o.lc < d {
+			st.pending = nil // its prompt started before what is held
+		} else {
+			o.lc, o.n = o.lc-d, o.n-d
+		}
+	}
+	// New arrays, so that the old ones are freed.
+	st.ubCum = slices.Clone(st.ubCum[d:])
+	st.ex = slices.Clone(st.ex[d:])
+	st.n -= d
+	st.base += d
 }
 
 // bound is an upper bound of the scaled estimate, found without the

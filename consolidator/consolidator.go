@@ -30,8 +30,9 @@ type History interface {
 	// ArchivedAt returns the newest entry of that session generation when
 	// its range starts at from: those messages are already archived.
 	ArchivedAt(sessionKey, sessionID string, from int) (history.Entry, bool, error)
-	// Unread returns the session's entries Dream has not read yet.
-	Unread(sessionKey string) ([]history.Entry, error)
+	// UnreadLast returns the session's last n entries Dream has not read
+	// yet (0: all of them), oldest first.
+	UnreadLast(sessionKey string, n int) ([]history.Entry, error)
 }
 
 // Session is the consolidator's view of one conversation; the gateway's
@@ -48,9 +49,14 @@ type Session interface {
 	// finds the entries written under it). Called before the first archive
 	// entry of an archive call; an error means it may not be.
 	SaveID() error
-	// Messages returns all messages, oldest first. Callers do not modify
-	// the slice; the session only appends between calls.
-	Messages() []llm.Message
+	// Tail returns the messages the session holds, oldest first: msgs[i]
+	// is message base+i (indexes count from the session's first message,
+	// archived or not). They include every message from LastConsolidated
+	// on and at least the last 8 before it, from the user message that
+	// opens their turn: the continuity window never reaches further.
+	// Callers do not modify the slice; between calls the session only
+	// appends, and base only grows as messages are archived.
+	Tail() (base int, msgs []llm.Message)
 	// LastConsolidated is how many leading messages are archived.
 	LastConsolidated() int
 	// SetLastConsolidated persists n and, when summary is not "", the text
@@ -93,6 +99,9 @@ const maxSessionStates = 256
 // keepMessages is how many of a session's last messages its prompt keeps
 // in view after they are archived, at least, when the budget allows
 // (nanobot keeps 8 too): the conversation reads on after an archive.
+// Sessions hold only a margin of archived messages (see Session.Tail; the
+// gateway's keep 16 from a user turn): raising this past it needs the
+// margin raised too.
 const keepMessages = 8
 
 // Recent history limits (DESIGN §3).
@@ -273,8 +282,7 @@ type Sent struct {
 // if needed; counts are cached, so repeated calls cost little.
 func (c *Consolidator) Status(s Session, p Prompt) Budget {
 	if c.cfg.ContextWindow <= 0 {
-		msgs := s.Messages()
-		lc := clampLC(s.LastConsolidated(), len(msgs))
+		_, msgs, lc := held(s)
 		return Budget{Messages: len(msgs) - min(lc, continuityStart(msgs))}
 	}
 	_, est, n := c.fit(c.state(s.ID()), s, c.render(s, p))
@@ -291,8 +299,7 @@ func (c *Consolidator) Status(s Session, p Prompt) Budget {
 // returns p with Kept set, the estimate of the prompt and how many of the
 // session's messages it replays.
 func (c *Consolidator) fit(st *sessionCounts, s Session, p Prompt) (Prompt, int, int) {
-	msgs := s.Messages()
-	lc := clampLC(s.LastConsolidated(), len(msgs))
+	base, msgs, lc := held(s)
 	from := min(lc, continuityStart(msgs))
 	note := 0
 	if from < lc {
@@ -300,7 +307,7 @@ func (c *Consolidator) fit(st *sessionCounts, s Session, p Prompt) (Prompt, int,
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	st.sync(msgs)
+	st.sync(base, msgs)
 	start, est := st.window(c.counter, msgs, lc, from, p.base(), note, c.trigger)
 	p.Kept = lc - start
 	return p, est, len(msgs) - start
@@ -312,9 +319,9 @@ func (c *Consolidator) estimate(s Session, fixed string) int {
 	st := c.state(s.ID())
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	msgs := s.Messages()
-	st.sync(msgs)
-	return st.estimate(c.counter, msgs, clampLC(s.LastConsolidated(), len(msgs)), fixed)
+	base, msgs, lc := held(s)
+	st.sync(base, msgs)
+	return st.estimate(c.counter, msgs, lc, fixed)
 }
 
 // observe records the provider's prompt_tokens for the last call made with
@@ -329,13 +336,13 @@ func (c *Consolidator) observe(s Session, p Prompt, sent Sent) {
 	st := c.state(s.ID())
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	msgs := s.Messages()
-	st.sync(msgs)
-	n := clampLC(sent.Messages, len(msgs))
+	base, msgs, lc := held(s)
+	st.sync(base, msgs)
+	n := clampLC(sent.Messages-base, len(msgs))
 	st.pending = &observation{
 		provider: sent.PromptTokens,
 		fixed:    p.counted(),
-		lc:       min(max(clampLC(s.LastConsolidated(), len(msgs))-p.Kept, 0), n),
+		lc:       min(max(lc-p.Kept, 0), n),
 		n:        n,
 	}
 	if c.counter.Loaded() {
@@ -349,8 +356,7 @@ func (c *Consolidator) observe(s Session, p Prompt, sent Sent) {
 func (c *Consolidator) keep(ctx context.Context, s Session, p Prompt) (Prompt, Report, error) {
 	var rep Report
 	if c.cfg.ContextWindow <= 0 {
-		msgs := s.Messages()
-		lc := clampLC(s.LastConsolidated(), len(msgs))
+		_, msgs, lc := held(s)
 		p.Kept = lc - min(lc, continuityStart(msgs))
 		return p, rep, nil
 	}
@@ -363,15 +369,14 @@ func (c *Consolidator) keep(ctx context.Context, s Session, p Prompt) (Prompt, R
 	st := c.state(s.ID())
 
 	fx := p.base()
-	msgs := s.Messages()
-	lc := clampLC(s.LastConsolidated(), len(msgs))
+	base, msgs, lc := held(s)
 	from := min(lc, continuityStart(msgs))
 	fixedLen := len(fx)
 	if from < lc {
 		fixedLen += len(continuityNote)
 	}
 	st.mu.Lock()
-	st.sync(msgs)
+	st.sync(base, msgs)
 	if b := st.bound(from, fixedLen); b <= c.trigger {
 		// The whole window fits, and nothing needs archiving.
 		st.mu.Unlock()
@@ -400,17 +405,16 @@ func (c *Consolidator) keep(ctx context.Context, s Session, p Prompt) (Prompt, R
 			break
 		}
 		rep.Rounds++
-		raw, err := c.archive(ctx, s, st, msgs, lc, end, &rep)
+		raw, err := c.archive(ctx, s, st, base, msgs, lc, end, &rep)
 		p = c.render(s, p)
 		if err != nil {
 			p, rep.After, _ = c.fit(st, s, p)
 			return p, rep, err
 		}
 		fx = p.base()
-		msgs = s.Messages()
-		lc = clampLC(s.LastConsolidated(), len(msgs))
+		base, msgs, lc = held(s)
 		st.mu.Lock()
-		st.sync(msgs)
+		st.sync(base, msgs)
 		est = st.estimate(c.counter, msgs, lc, fx)
 		st.mu.Unlock()
 		if raw {
@@ -443,18 +447,24 @@ func (c *Consolidator) ArchiveTail(ctx context.Context, s Session) (Report, erro
 	}
 	defer unlock()
 	st := c.state(s.ID())
-	msgs := s.Messages()
-	lc := clampLC(s.LastConsolidated(), len(msgs))
+	base, msgs, lc := held(s)
 	if lc >= len(msgs) {
 		return rep, nil
 	}
 	rep.Rounds = 1
-	if _, err := c.archive(ctx, s, st, msgs, lc, len(msgs), &rep); err != nil {
+	if _, err := c.archive(ctx, s, st, base, msgs, lc, len(msgs), &rep); err != nil {
 		return rep, err
 	}
 	c.logger.Info("archived session tail", "session", s.Key(), "messages", rep.Archived,
 		"entries", len(rep.Entries), "raw", rep.Raw)
 	return rep, nil
+}
+
+// held is what s holds of its messages (see Session.Tail), with
+// LastConsolidated as an index into msgs.
+func held(s Session) (base int, msgs []llm.Message, lc int) {
+	base, msgs = s.Tail()
+	return base, msgs, clampLC(s.LastConsolidated()-base, len(msgs))
 }
 
 // continuityStart is where the continuity window of msgs may start at the
@@ -490,13 +500,14 @@ func (st *sessionCounts) boundary(c *Counter, msgs []llm.Message, start, need in
 
 // archive archives msgs[from:to] as one or more entries (more when the
 // transcript is too large for one call) and advances LastConsolidated after
-// each. It reports whether it fell back to raw.
+// each. It reports whether it fell back to raw. msgs[i] is the session's
+// message base+i: entries and LastConsolidated record base+i.
 //
 // Messages from `from` on that history already holds (see skipArchived) are not
 // archived again: LastConsolidated moves past them first.
-func (c *Consolidator) archive(ctx context.Context, s Session, st *sessionCounts, msgs []llm.Message, from, to int, rep *Report) (bool, error) {
+func (c *Consolidator) archive(ctx context.Context, s Session, st *sessionCounts, base int, msgs []llm.Message, from, to int, rep *Report) (bool, error) {
 	log := c.logger.With("session", s.Key())
-	from, err := c.skipArchived(s, msgs, from, rep)
+	from, err := c.skipArchived(s, base, msgs, from, rep)
 	if err != nil || from >= to {
 		return false, err
 	}
@@ -506,6 +517,9 @@ func (c *Consolidator) archive(ctx context.Context, s Session, st *sessionCounts
 	parts := c.split(msgs, from, to, ratio)
 	degraded, idSaved := false, false
 	for i, p := range parts {
+		// Entries, LastConsolidated and messages in errors count from the
+		// session's first message.
+		at, end := base+p.from, base+p.to
 		var content, summary, why string
 		if degraded {
 			// Do not hammer a model that just failed; the rest of the
@@ -535,13 +549,13 @@ func (c *Consolidator) archive(ctx context.Context, s Session, st *sessionCounts
 			if !idSaved {
 				// The entry names the session's ID; a restart must know it.
 				if err := s.SaveID(); err != nil {
-					return degraded, fmt.Errorf("archive messages %d-%d: %w: save the session id: %w", p.from, p.to, ErrNotArchived, err)
+					return degraded, fmt.Errorf("archive messages %d-%d: %w: save the session id: %w", at, end, ErrNotArchived, err)
 				}
 				idSaved = true
 			}
-			e, err := c.store.AppendFrom(content, s.Key(), history.Source{SessionID: s.ID(), From: p.from, To: p.to})
+			e, err := c.store.AppendFrom(content, s.Key(), history.Source{SessionID: s.ID(), From: at, To: end})
 			if err != nil {
-				return degraded, fmt.Errorf("archive messages %d-%d: %w: %w", p.from, p.to, ErrNotArchived, err)
+				return degraded, fmt.Errorf("archive messages %d-%d: %w: %w", at, end, ErrNotArchived, err)
 			}
 			rep.Entries = append(rep.Entries, e.Cursor)
 			// The store may have trimmed it; the session keeps what was stored.
@@ -549,12 +563,12 @@ func (c *Consolidator) archive(ctx context.Context, s Session, st *sessionCounts
 				summary = e.Content
 			}
 		}
-		if err := s.SetLastConsolidated(p.to, summary); err != nil {
+		if err := s.SetLastConsolidated(end, summary); err != nil {
 			if content != "" {
 				log.Error("archive entry written but the session did not record it; the next archive records it instead",
-					"from", p.from, "to", p.to, "err", err)
+					"from", at, "to", end, "err", err)
 			}
-			return degraded, fmt.Errorf("record archived messages %d-%d: %w", p.from, p.to, err)
+			return degraded, fmt.Errorf("record archived messages %d-%d: %w", at, end, err)
 		}
 		rep.Archived += p.to - p.from
 	}
@@ -572,30 +586,30 @@ const rawPrefix = "[RAW] "
 // when there is none. An entry reaching past the session's messages (the
 // session file lost some) is not trusted: those messages are archived
 // again.
-func (c *Consolidator) skipArchived(s Session, msgs []llm.Message, from int, rep *Report) (int, error) {
-	e, ok, err := c.store.ArchivedAt(s.Key(), s.ID(), from)
+func (c *Consolidator) skipArchived(s Session, base int, msgs []llm.Message, from int, rep *Report) (int, error) {
+	e, ok, err := c.store.ArchivedAt(s.Key(), s.ID(), base+from)
 	if err != nil {
-		return from, fmt.Errorf("archive messages from %d: %w: look up earlier archives: %w", from, ErrNotArchived, err)
+		return from, fmt.Errorf("archive messages from %d: %w: look up earlier archives: %w", base+from, ErrNotArchived, err)
 	}
 	if !ok {
 		return from, nil
 	}
 	log := c.logger.With("session", s.Key())
-	to := e.Range[1]
+	to := e.Range[1] - base
 	if to > len(msgs) {
 		log.Warn("history holds an archive of more messages than the session has; archiving them again",
-			"cursor", e.Cursor, "from", from, "to", to, "messages", len(msgs))
+			"cursor", e.Cursor, "from", base+from, "to", e.Range[1], "messages", base+len(msgs))
 		return from, nil
 	}
 	summary := e.Content
 	if strings.HasPrefix(summary, rawPrefix) {
 		summary = ""
 	}
-	if err := s.SetLastConsolidated(to, summary); err != nil {
-		return from, fmt.Errorf("record messages %d-%d found archived: %w", from, to, err)
+	if err := s.SetLastConsolidated(base+to, summary); err != nil {
+		return from, fmt.Errorf("record messages %d-%d found archived: %w", base+from, base+to, err)
 	}
 	log.Info("messages already archived before a restart; recorded them instead of archiving them again",
-		"cursor", e.Cursor, "from", from, "to", to)
+		"cursor", e.Cursor, "from", base+from, "to", base+to)
 	rep.Recovered = append(rep.Recovered, e.Cursor)
 	rep.Archived += to - from
 	return to, nil
@@ -717,12 +731,9 @@ func (c *Consolidator) inputBudget() int {
 // 8K tokens, oldest first, one "- [timestamp] content" item each. "" when
 // there are none.
 func (c *Consolidator) recentHistory(sessionKey string) (string, error) {
-	entries, err := c.store.Unread(sessionKey)
+	entries, err := c.store.UnreadLast(sessionKey, recentMaxEntries)
 	if err != nil {
 		return "", fmt.Errorf("recent history: %w", err)
-	}
-	if len(entries) > recentMaxEntries {
-		entries = entries[len(entries)-recentMaxEntries:]
 	}
 	lines := make([]string, len(entries))
 	total := 0

@@ -37,7 +37,8 @@ func before(c *Consolidator, ctx context.Context, s Session) (Report, error) {
 
 // sent is what a provider reports of a call that carried all of s.
 func sent(s Session, promptTokens int) Sent {
-	return Sent{PromptTokens: promptTokens, Messages: len(s.Messages())}
+	base, msgs := s.Tail()
+	return Sent{PromptTokens: promptTokens, Messages: base + len(msgs)}
 }
 
 func TestWordsHelper(t *testing.T) {
@@ -170,10 +171,10 @@ func TestBeforeSliceSelection(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m := &fakeModel{}
+			m := newFakeModel(t)
 			for range 10 {
 				if tt.summary != "" {
-					m.script = append(m.script, step{resp: llm.Response{Content: tt.summary, FinishReason: llm.FinishStop}})
+					m.Push(step{resp: llm.Response{Content: tt.summary, FinishReason: llm.FinishStop}}.chat)
 				}
 			}
 			c, _ := newTestConsolidator(t, m, tt.cfg)
@@ -182,8 +183,8 @@ func TestBeforeSliceSelection(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if rep.Rounds != tt.wantRounds || len(m.calls()) != tt.wantRounds {
-				t.Errorf("rounds %d, model calls %d; want %d", rep.Rounds, len(m.calls()), tt.wantRounds)
+			if rep.Rounds != tt.wantRounds || len(m.Requests()) != tt.wantRounds {
+				t.Errorf("rounds %d, model calls %d; want %d", rep.Rounds, len(m.Requests()), tt.wantRounds)
 			}
 			if tt.wantLC >= 0 && s.lc != tt.wantLC {
 				t.Errorf("LastConsolidated = %d, want %d", s.lc, tt.wantLC)
@@ -209,7 +210,7 @@ func TestBeforeSliceSelection(t *testing.T) {
 				t.Errorf("Report.Archived = %d, LastConsolidated %d", rep.Archived, s.lc)
 			}
 			if tt.check != nil {
-				tt.check(t, m.transcripts(), rep)
+				tt.check(t, transcripts(m), rep)
 			}
 		})
 	}
@@ -317,7 +318,7 @@ func TestArchiveOutcomes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m := &fakeModel{script: []step{tt.step}}
+			m := newFakeModel(t, tt.step)
 			// One round: a large summary joins the Recent history and
 			// would start another.
 			cfg := baseConfig
@@ -353,7 +354,7 @@ func TestArchiveOutcomes(t *testing.T) {
 			if _, err := c.ArchiveTail(t.Context(), s); err != nil {
 				t.Fatal(err)
 			}
-			tr := m.transcripts()
+			tr := transcripts(m)
 			if len(tr) != 2 || strings.Contains(tr[1], "alpha") || strings.Contains(tr[1], "EVIDENCE-42") || !strings.Contains(tr[1], "beta") {
 				t.Errorf("second archive call re-sent archived messages or missed new ones")
 			}
@@ -372,7 +373,7 @@ func equal[T comparable](t *testing.T, got, want T) {
 }
 
 func TestArchiveRequest(t *testing.T) {
-	m := &fakeModel{}
+	m := newFakeModel(t)
 	c, _ := newTestConsolidator(t, m, baseConfig)
 	s := outcomeSession()
 	long := strings.Repeat("r", 5000)
@@ -380,7 +381,7 @@ func TestArchiveRequest(t *testing.T) {
 	if _, err := before(c, t.Context(), s); err != nil {
 		t.Fatal(err)
 	}
-	calls := m.calls()
+	calls := m.Requests()
 	if len(calls) != 1 {
 		t.Fatalf("%d calls", len(calls))
 	}
@@ -413,7 +414,7 @@ func TestArchiveRequest(t *testing.T) {
 }
 
 func TestHistoryWriteFailureKeepsMessages(t *testing.T) {
-	m := &fakeModel{}
+	m := newFakeModel(t)
 	c, store := newTestConsolidator(t, m, baseConfig)
 	// A directory where the file should be: every append fails.
 	if err := os.Mkdir(store.Path(), 0o755); err != nil {
@@ -440,7 +441,7 @@ func TestHistoryWriteFailureKeepsMessages(t *testing.T) {
 }
 
 func TestSessionSaveFailure(t *testing.T) {
-	c, store := newTestConsolidator(t, &fakeModel{}, baseConfig)
+	c, store := newTestConsolidator(t, newFakeModel(t), baseConfig)
 	s := outcomeSession()
 	s.setErr = errors.New("disk full")
 	if _, err := before(c, t.Context(), s); err == nil || !strings.Contains(err.Error(), "disk full") {
@@ -453,11 +454,11 @@ func TestSessionSaveFailure(t *testing.T) {
 
 func TestCancelledArchiveWritesNothing(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
-	m := &fakeModel{script: []step{{wait: func(ctx context.Context) error {
+	m := newFakeModel(t, step{wait: func(ctx context.Context) error {
 		cancel()
 		<-ctx.Done()
 		return ctx.Err()
-	}}}}
+	}})
 	c, store := newTestConsolidator(t, m, baseConfig)
 	s := outcomeSession()
 	_, err := before(c, ctx, s)
@@ -473,7 +474,7 @@ func TestArchiveTailSplitsLargeTranscript(t *testing.T) {
 	// Hard limit 2476; the instructions take ~1.5K of it, so a transcript
 	// part holds about 900 tokens.
 	cfg := Config{ContextWindow: 4000, MaxTokens: 500}
-	m := &fakeModel{}
+	m := newFakeModel(t)
 	c, store := newTestConsolidator(t, m, cfg)
 	var msgs []llm.Message
 	for i := range 6 {
@@ -485,7 +486,7 @@ func TestArchiveTailSplitsLargeTranscript(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := m.transcripts()
+	tr := transcripts(m)
 	if len(tr) < 3 {
 		t.Fatalf("%d archive calls; the tail does not fit in one", len(tr))
 	}
@@ -526,7 +527,7 @@ func TestArchiveTailSplitsLargeTranscript(t *testing.T) {
 
 func TestArchiveTailStopsCallingAfterFailure(t *testing.T) {
 	cfg := Config{ContextWindow: 4000, MaxTokens: 500}
-	m := &fakeModel{script: []step{{err: errors.New("boom")}}}
+	m := newFakeModel(t, step{err: errors.New("boom")})
 	c, store := newTestConsolidator(t, m, cfg)
 	var msgs []llm.Message
 	for i := range 8 {
@@ -538,8 +539,8 @@ func TestArchiveTailStopsCallingAfterFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	entries, _ := store.Since(0, 0)
-	if len(m.calls()) != 1 || !rep.Raw || len(entries) < 2 || s.lc != len(msgs) {
-		t.Fatalf("calls %d raw %v entries %d lc %d", len(m.calls()), rep.Raw, len(entries), s.lc)
+	if len(m.Requests()) != 1 || !rep.Raw || len(entries) < 2 || s.lc != len(msgs) {
+		t.Fatalf("calls %d raw %v entries %d lc %d", len(m.Requests()), rep.Raw, len(entries), s.lc)
 	}
 	total := 0
 	for _, e := range entries {
@@ -555,13 +556,13 @@ func TestArchiveTailStopsCallingAfterFailure(t *testing.T) {
 }
 
 func TestArchiveTailNothingToDo(t *testing.T) {
-	m := &fakeModel{}
+	m := newFakeModel(t)
 	c, _ := newTestConsolidator(t, m, baseConfig)
 	s := newSession("k", user("hi"), assistant("hello"))
 	s.lc = 2
 	rep, err := c.ArchiveTail(t.Context(), s)
-	if err != nil || rep.Rounds != 0 || len(m.calls()) != 0 {
-		t.Errorf("rep %+v err %v calls %d", rep, err, len(m.calls()))
+	if err != nil || rep.Rounds != 0 || len(m.Requests()) != 0 {
+		t.Errorf("rep %+v err %v calls %d", rep, err, len(m.Requests()))
 	}
 }
 
@@ -577,7 +578,7 @@ func TestSameSessionIsSerialized(t *testing.T) {
 	}
 	// The first archive call holds until the second caller is queued on
 	// the session, so both really overlap.
-	m := &fakeModel{script: []step{{
+	m := newFakeModel(t, step{
 		wait: func(context.Context) error {
 			for waiting() < 2 {
 				runtime.Gosched()
@@ -585,7 +586,7 @@ func TestSameSessionIsSerialized(t *testing.T) {
 			return nil
 		},
 		resp: llm.Response{Content: "- first", FinishReason: llm.FinishStop},
-	}}}
+	})
 	c.model = m
 	s := outcomeSession()
 	var wg sync.WaitGroup
@@ -594,7 +595,7 @@ func TestSameSessionIsSerialized(t *testing.T) {
 			t.Error(err)
 		}
 	})
-	for len(m.calls()) == 0 {
+	for len(m.Requests()) == 0 {
 		runtime.Gosched()
 	}
 	wg.Go(func() {
@@ -603,10 +604,10 @@ func TestSameSessionIsSerialized(t *testing.T) {
 		}
 	})
 	wg.Wait()
-	if m.maxInflight.Load() != 1 {
-		t.Errorf("%d archive calls of one session ran at once", m.maxInflight.Load())
+	if m.MaxInflight() != 1 {
+		t.Errorf("%d archive calls of one session ran at once", m.MaxInflight())
 	}
-	tr := m.transcripts()
+	tr := transcripts(m)
 	if len(tr) != 2 || strings.Contains(tr[1], "alpha") || !strings.Contains(tr[1], "beta") {
 		t.Errorf("the second call must start where the first ended")
 	}
@@ -622,7 +623,7 @@ func TestNewSessionUnderSameKeyIsNotBlocked(t *testing.T) {
 	fresh := outcomeSession()
 	fresh.id = "slack:C1:1712.55#2"
 	freshDone := make(chan struct{})
-	m := &fakeModel{script: []step{{
+	m := newFakeModel(t, step{
 		wait: func(ctx context.Context) error {
 			ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			defer cancel()
@@ -634,7 +635,7 @@ func TestNewSessionUnderSameKeyIsNotBlocked(t *testing.T) {
 			}
 		},
 		resp: llm.Response{Content: "- old", FinishReason: llm.FinishStop},
-	}}}
+	})
 	c, _ := newTestConsolidator(t, m, baseConfig)
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -642,7 +643,7 @@ func TestNewSessionUnderSameKeyIsNotBlocked(t *testing.T) {
 			t.Errorf("old tail: %+v, %v", rep, err)
 		}
 	})
-	for len(m.calls()) == 0 {
+	for len(m.Requests()) == 0 {
 		runtime.Gosched()
 	}
 	if _, err := before(c, t.Context(), fresh); err != nil {
@@ -667,7 +668,7 @@ func TestProviderFloor(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, _ := newTestConsolidator(t, &fakeModel{}, baseConfig)
+			c, _ := newTestConsolidator(t, newFakeModel(t), baseConfig)
 			s := newSession("k", user(words("", 1000)), assistant(words("", 1000)))
 			fixed := words("", 500)
 			exact := c.estimate(s, fixed)
@@ -691,7 +692,7 @@ func TestProviderFloor(t *testing.T) {
 func TestFloorTriggersArchiving(t *testing.T) {
 	// 4000 tokens by cl100k is under the 5000 trigger; a provider that
 	// counts 1.5x as many makes it 6000, over.
-	m := &fakeModel{}
+	m := newFakeModel(t)
 	c, _ := newTestConsolidator(t, m, baseConfig)
 	s := newSession("k", user(words("", 1000)), assistant(words("", 1000)), user(words("", 1000)), assistant(words("", 1000)), user("next"))
 	if rep, _ := before(c, t.Context(), s); rep.Rounds != 0 {
@@ -705,7 +706,7 @@ func TestFloorTriggersArchiving(t *testing.T) {
 }
 
 func TestObservationDoesNotLoadTokenizer(t *testing.T) {
-	c, _ := newTestConsolidator(t, &fakeModel{}, baseConfig)
+	c, _ := newTestConsolidator(t, newFakeModel(t), baseConfig)
 	s := newSession("k", user("hi"), assistant("hello"))
 	for range 3 {
 		p, rep, err := c.Before(t.Context(), s, Prompt{Fixed: "system prompt"})
@@ -727,7 +728,7 @@ func TestObservationDoesNotLoadTokenizer(t *testing.T) {
 // tokenizer stays unloaded even though the raw bytes, scaled by the
 // unresolved floor's cap, would exceed the trigger.
 func TestProviderCountKeepsLongSessionsOffTheTokenizer(t *testing.T) {
-	c, _ := newTestConsolidator(t, &fakeModel{}, baseConfig)
+	c, _ := newTestConsolidator(t, newFakeModel(t), baseConfig)
 	s := newSession("k")
 	for range 40 {
 		s.append(user(words("", 5)), assistant(words("", 5)))
@@ -749,7 +750,7 @@ func TestProviderCountKeepsLongSessionsOffTheTokenizer(t *testing.T) {
 }
 
 func TestEstimateCachesPerSession(t *testing.T) {
-	c, _ := newTestConsolidator(t, &fakeModel{}, baseConfig)
+	c, _ := newTestConsolidator(t, newFakeModel(t), baseConfig)
 	s := newSession("k")
 	for i := range 50 {
 		s.append(user(words(fmt.Sprint(i), i)), assistant(words("", 2*i)))
@@ -769,7 +770,7 @@ func TestEstimateCachesPerSession(t *testing.T) {
 }
 
 func TestRecentHistory(t *testing.T) {
-	c, store := newTestConsolidator(t, &fakeModel{}, baseConfig)
+	c, store := newTestConsolidator(t, newFakeModel(t), baseConfig)
 	if got, err := c.recentHistory("k"); got != "" || err != nil {
 		t.Errorf("empty store: %q, %v", got, err)
 	}

@@ -54,7 +54,7 @@ func TestContinuityWindow(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, _ := newTestConsolidator(t, &fakeModel{}, tt.cfg)
+			c, _ := newTestConsolidator(t, newFakeModel(t), tt.cfg)
 			s := chainSession(t, c, tt.chain, tt.u2, tt.u3)
 			p, rep, err := c.Before(t.Context(), s, Prompt{Fixed: "FIXED"})
 			if err != nil || rep.Rounds != 0 {
@@ -92,7 +92,7 @@ func TestContinuityWindow(t *testing.T) {
 // The exact path and the byte bound agree on the window; a window
 // estimated over the bound must not be taken whole on the bound's word.
 func TestContinuityWindowEstimate(t *testing.T) {
-	c, _ := newTestConsolidator(t, &fakeModel{}, baseConfig)
+	c, _ := newTestConsolidator(t, newFakeModel(t), baseConfig)
 	s := chainSession(t, c, 10, 10, 10)
 	p, rep, err := c.Before(t.Context(), s, Prompt{Fixed: "FIXED"})
 	if err != nil || p.Kept != 9 {
@@ -100,7 +100,7 @@ func TestContinuityWindowEstimate(t *testing.T) {
 	}
 	exact := New(nil, nil, baseConfig, nil) // a cold cache and tokenizer
 	st := exact.state(s.ID())
-	st.sync(s.msgs)
+	st.sync(0, s.msgs)
 	want := int(st.exact(exact.counter, s.msgs, 2, p.counted()))
 	if got := c.Status(s, Prompt{Fixed: "FIXED"}).Estimate - runtimeAllowance; got != want {
 		t.Errorf("Status estimate %d, want %d: the window and its note counted once", got, want)
@@ -114,7 +114,7 @@ func TestContinuityWindowEstimate(t *testing.T) {
 // with our count of that same prompt, window included: the floor ratio is
 // the provider's, not inflated by the kept messages.
 func TestFloorCountsTheWindow(t *testing.T) {
-	c, _ := newTestConsolidator(t, &fakeModel{}, baseConfig)
+	c, _ := newTestConsolidator(t, newFakeModel(t), baseConfig)
 	s := chainSession(t, c, 1000, 10, 10)
 	p, _, err := c.Before(t.Context(), s, Prompt{Fixed: "FIXED"})
 	if err != nil || p.Kept != 9 {
@@ -139,7 +139,7 @@ func TestFloorCountsTheWindow(t *testing.T) {
 // LastConsolidated on, never the kept messages again, and the prompt after
 // each keeps the last messages in view.
 func TestBudgetRoundsNeverArchiveTheWindowAgain(t *testing.T) {
-	m := &fakeModel{}
+	m := newFakeModel(t)
 	c, _ := newTestConsolidator(t, m, baseConfig)
 	s := newSession("terminal:rounds")
 	var kept []int
@@ -158,7 +158,7 @@ func TestBudgetRoundsNeverArchiveTheWindowAgain(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	tr := m.transcripts()
+	tr := transcripts(m)
 	if len(tr) < 3 || !slices.ContainsFunc(kept, func(k int) bool { return k > 0 }) {
 		t.Fatalf("fixture: %d archive calls", len(tr))
 	}

@@ -5,10 +5,11 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"sync/atomic"
+	"testing"
 	"time"
 
 	"github.com/dreamgate/dreamgate/llm"
+	"github.com/dreamgate/dreamgate/llm/llmtest"
 )
 
 // step is one scripted model answer.
@@ -20,34 +21,9 @@ type step struct {
 	wait func(ctx context.Context) error
 }
 
-// fakeModel answers archive calls from a script; past its end it answers
-// with a one-line summary. It records every request.
-type fakeModel struct {
-	mu       sync.Mutex
-	script   []step
-	requests []llm.Request
-
-	inflight, maxInflight atomic.Int32
-}
-
-func (m *fakeModel) Chat(ctx context.Context, req llm.Request) (llm.Response, error) {
-	n := m.inflight.Add(1)
-	defer m.inflight.Add(-1)
-	for {
-		old := m.maxInflight.Load()
-		if n <= old || m.maxInflight.CompareAndSwap(old, n) {
-			break
-		}
-	}
-	m.mu.Lock()
-	m.requests = append(m.requests, req)
-	var s step
-	if len(m.script) > 0 {
-		s, m.script = m.script[0], m.script[1:]
-	} else {
-		s = step{resp: llm.Response{Content: fmt.Sprintf("- summary %d", len(m.requests)), FinishReason: llm.FinishStop}}
-	}
-	m.mu.Unlock()
+// chat answers as s says; an answer without usage gets one estimated from
+// the transcript, as a provider reports it.
+func (s step) chat(ctx context.Context, req llm.Request) (llm.Response, error) {
 	if s.wait != nil {
 		if err := s.wait(ctx); err != nil {
 			return llm.Response{}, err
@@ -59,16 +35,23 @@ func (m *fakeModel) Chat(ctx context.Context, req llm.Request) (llm.Response, er
 	return s.resp, s.err
 }
 
-func (m *fakeModel) calls() []llm.Request {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return append([]llm.Request(nil), m.requests...)
+// newFakeModel answers archive calls from script; past its end it answers
+// with a one-line summary. It records every request.
+func newFakeModel(t testing.TB, script ...step) *llmtest.Model {
+	m := llmtest.NewModel(t)
+	for _, s := range script {
+		m.Push(s.chat)
+	}
+	return m.Then(func(ctx context.Context, req llm.Request) (llm.Response, error) {
+		s := step{resp: llm.Response{Content: fmt.Sprintf("- summary %d", len(m.Requests())), FinishReason: llm.FinishStop}}
+		return s.chat(ctx, req)
+	})
 }
 
 // transcripts returns the user message of every archive request.
-func (m *fakeModel) transcripts() []string {
+func transcripts(m *llmtest.Model) []string {
 	var out []string
-	for _, r := range m.calls() {
+	for _, r := range m.Requests() {
 		out = append(out, r.Messages[len(r.Messages)-1].Content)
 	}
 	return out
@@ -85,6 +68,11 @@ type fakeSession struct {
 	sets    []int // every n passed to SetLastConsolidated
 	saveErr error
 	saves   int // SaveID calls
+	// base is where Tail starts: the messages before it are not held
+	// (as a long session's archived ones are not). 0 unless a test sets
+	// it; SetLastConsolidated then keeps it keepBefore behind.
+	base       int
+	keepBefore int
 }
 
 func newSession(key string, msgs ...llm.Message) *fakeSession {
@@ -101,6 +89,11 @@ func (s *fakeSession) Messages() []llm.Message {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.msgs[:len(s.msgs):len(s.msgs)]
+}
+func (s *fakeSession) Tail() (int, []llm.Message) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.base, s.msgs[s.base:len(s.msgs):len(s.msgs)]
 }
 func (s *fakeSession) SaveID() error {
 	s.mu.Lock()
@@ -129,6 +122,16 @@ func (s *fakeSession) SetLastConsolidated(n int, summary string) error {
 	}
 	s.lc = n
 	s.sets = append(s.sets, n)
+	if s.keepBefore > 0 {
+		// As the gateway's sessions do: from the user message at or
+		// before n-keepBefore.
+		for i := n - s.keepBefore; i > s.base; i-- {
+			if s.msgs[i].Role == llm.RoleUser {
+				s.base = i
+				break
+			}
+		}
+	}
 	if summary != "" {
 		s.summary = summary
 	}

@@ -6,42 +6,12 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/dreamgate/dreamgate/history"
+	"github.com/dreamgate/dreamgate/internal/testkit"
 	"github.com/dreamgate/dreamgate/llm"
 )
-
-// logRecorder is a slog.Handler that keeps records, to check what was
-// logged and how often.
-type logRecorder struct {
-	mu      sync.Mutex
-	records []slog.Record
-}
-
-func (r *logRecorder) Enabled(context.Context, slog.Level) bool { return true }
-func (r *logRecorder) Handle(_ context.Context, rec slog.Record) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.records = append(r.records, rec.Clone())
-	return nil
-}
-func (r *logRecorder) WithAttrs([]slog.Attr) slog.Handler { return r }
-func (r *logRecorder) WithGroup(string) slog.Handler      { return r }
-
-// count returns how many records at level had message msg.
-func (r *logRecorder) count(level slog.Level, msg string) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	n := 0
-	for _, rec := range r.records {
-		if rec.Level == level && rec.Message == msg {
-			n++
-		}
-	}
-	return n
-}
 
 var errKilled = errors.New("killed before the record was saved")
 
@@ -116,14 +86,14 @@ func TestArchiveIsIdempotentAcrossACrash(t *testing.T) {
 	for _, path := range paths {
 		t.Run(path.name, func(t *testing.T) {
 			dir := t.TempDir()
-			first := &fakeModel{}
+			first := newFakeModel(t)
 			c1 := New(first, openTestStore(t, dir, nil), baseConfig, nil)
 			s := outcomeSession()
 			if _, err := path.run(t.Context(), c1, &killedSession{fakeSession: s}); !errors.Is(err, errKilled) {
 				t.Fatalf("first run: err = %v, want the simulated kill", err)
 			}
-			if s.lc != 0 || len(first.calls()) != 1 || s.saves == 0 {
-				t.Fatalf("fixture: lc %d, %d archive calls, %d SaveID calls; want 0, 1, >0", s.lc, len(first.calls()), s.saves)
+			if s.lc != 0 || len(first.Requests()) != 1 || s.saves == 0 {
+				t.Fatalf("fixture: lc %d, %d archive calls, %d SaveID calls; want 0, 1, >0", s.lc, len(first.Requests()), s.saves)
 			}
 
 			// Restart: new store over the same file, new consolidator.
@@ -133,8 +103,8 @@ func TestArchiveIsIdempotentAcrossACrash(t *testing.T) {
 				t.Fatalf("fixture: %d entries after the crash, want 1", len(written))
 			}
 			end := written[0].Range[1]
-			rec := &logRecorder{}
-			second := &fakeModel{}
+			rec := &testkit.LogRecorder{}
+			second := newFakeModel(t)
 			c2 := New(second, store, baseConfig, slog.New(rec))
 			s2 := restarted(s)
 			rep, err := path.run(t.Context(), c2, s2)
@@ -150,7 +120,7 @@ func TestArchiveIsIdempotentAcrossACrash(t *testing.T) {
 			if s2.summary != written[0].Content {
 				t.Errorf("last summary = %q, want the recovered entry's %q", s2.summary, written[0].Content)
 			}
-			for _, tr := range second.transcripts() {
+			for _, tr := range transcripts(second) {
 				if strings.Contains(tr, "alpha hello") {
 					t.Errorf("the recovered messages were sent to the model again:\n%.200s", tr)
 				}
@@ -159,7 +129,7 @@ func TestArchiveIsIdempotentAcrossACrash(t *testing.T) {
 				t.Errorf("Report.Archived = %d, LastConsolidated %d", rep.Archived, s2.lc)
 			}
 			checkRanges(t, store)
-			if n := rec.count(slog.LevelInfo, "messages already archived before a restart; recorded them instead of archiving them again"); n != 1 {
+			if n := rec.Count(slog.LevelInfo, "messages already archived before a restart; recorded them instead of archiving them again"); n != 1 {
 				t.Errorf("recovery logged %d times, want 1", n)
 			}
 		})
@@ -176,16 +146,16 @@ func TestCrashInsideASplitArchive(t *testing.T) {
 		msgs = append(msgs, user(words(fmt.Sprintf("q%d", i), 200)), assistant(words(fmt.Sprintf("a%d", i), 200)))
 	}
 	dir := t.TempDir()
-	first := &fakeModel{}
+	first := newFakeModel(t)
 	s := newSession("terminal:t", msgs...)
 	if _, err := New(first, openTestStore(t, dir, nil), cfg, nil).ArchiveTail(t.Context(), &killedSession{fakeSession: s, okSets: 1}); !errors.Is(err, errKilled) {
 		t.Fatalf("first run: err = %v", err)
 	}
-	if len(first.calls()) != 2 || s.lc == 0 {
-		t.Fatalf("fixture: %d archive calls, lc %d; want 2 calls and the first part recorded", len(first.calls()), s.lc)
+	if len(first.Requests()) != 2 || s.lc == 0 {
+		t.Fatalf("fixture: %d archive calls, lc %d; want 2 calls and the first part recorded", len(first.Requests()), s.lc)
 	}
 	store := openTestStore(t, dir, nil)
-	second := &fakeModel{}
+	second := newFakeModel(t)
 	s2 := restarted(s)
 	rep, err := New(second, store, cfg, nil).ArchiveTail(t.Context(), s2)
 	if err != nil {
@@ -198,7 +168,7 @@ func TestCrashInsideASplitArchive(t *testing.T) {
 		t.Errorf("entries cover %d messages, want all %d exactly once", got[s.id], len(msgs))
 	}
 	seen := map[string]int{}
-	for _, tr := range append(first.transcripts(), second.transcripts()...) {
+	for _, tr := range append(transcripts(first), transcripts(second)...) {
 		for i := range 6 {
 			if strings.Contains(tr, fmt.Sprintf(": q%d hello", i)) {
 				seen[fmt.Sprint(i)]++
@@ -215,7 +185,7 @@ func TestCrashInsideASplitArchive(t *testing.T) {
 // /new starts a new generation under the same key, its indexes from 0
 // again: the old generation's ranges are not taken for its own.
 func TestNewGenerationIsArchivedAfresh(t *testing.T) {
-	m := &fakeModel{}
+	m := newFakeModel(t)
 	c, store := newTestConsolidator(t, m, baseConfig)
 	old := outcomeSession()
 	if _, err := c.ArchiveTail(t.Context(), old); err != nil {
@@ -227,8 +197,8 @@ func TestNewGenerationIsArchivedAfresh(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Recovered) != 0 || len(m.calls()) != 2 || len(rep.Entries) != 1 {
-		t.Errorf("recovered %v, %d calls, entries %v: the new generation must be archived", rep.Recovered, len(m.calls()), rep.Entries)
+	if len(rep.Recovered) != 0 || len(m.Requests()) != 2 || len(rep.Entries) != 1 {
+		t.Errorf("recovered %v, %d calls, entries %v: the new generation must be archived", rep.Recovered, len(m.Requests()), rep.Entries)
 	}
 	if got := checkRanges(t, store); got[old.id] != len(old.msgs) || got[fresh.id] != len(fresh.msgs) {
 		t.Errorf("coverage %v", got)
@@ -238,8 +208,8 @@ func TestNewGenerationIsArchivedAfresh(t *testing.T) {
 // An entry that reaches past the session's messages (the session file lost
 // some) is not trusted: the messages are archived again, with a warning.
 func TestRecoveredRangeBeyondTheSessionIsArchived(t *testing.T) {
-	m := &fakeModel{}
-	rec := &logRecorder{}
+	m := newFakeModel(t)
+	rec := &testkit.LogRecorder{}
 	store := openTestStore(t, t.TempDir(), nil)
 	c := New(m, store, baseConfig, slog.New(rec))
 	s := outcomeSession()
@@ -250,10 +220,10 @@ func TestRecoveredRangeBeyondTheSessionIsArchived(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Recovered) != 0 || len(m.calls()) != 1 || s.lc != len(s.msgs) {
-		t.Errorf("recovered %v, %d calls, lc %d", rep.Recovered, len(m.calls()), s.lc)
+	if len(rep.Recovered) != 0 || len(m.Requests()) != 1 || s.lc != len(s.msgs) {
+		t.Errorf("recovered %v, %d calls, lc %d", rep.Recovered, len(m.Requests()), s.lc)
 	}
-	if n := rec.count(slog.LevelWarn, "history holds an archive of more messages than the session has; archiving them again"); n != 1 {
+	if n := rec.Count(slog.LevelWarn, "history holds an archive of more messages than the session has; archiving them again"); n != 1 {
 		t.Errorf("warned %d times, want 1", n)
 	}
 }
@@ -261,7 +231,7 @@ func TestRecoveredRangeBeyondTheSessionIsArchived(t *testing.T) {
 // The session's ID must be durable before an entry names it; when it
 // cannot be saved, nothing is archived.
 func TestUnsavedIDArchivesNothing(t *testing.T) {
-	m := &fakeModel{}
+	m := newFakeModel(t)
 	c, store := newTestConsolidator(t, m, baseConfig)
 	s := outcomeSession()
 	s.saveErr = errors.New("disk full")

@@ -10,7 +10,7 @@ import (
 )
 
 func TestBeforeRendersHistory(t *testing.T) {
-	c, store := newTestConsolidator(t, &fakeModel{}, baseConfig)
+	c, store := newTestConsolidator(t, newFakeModel(t), baseConfig)
 	for _, e := range []struct{ content, key string }{
 		{"- Ana prefers tea", "k"},
 		{"- another chat's fact", "other"},
@@ -52,7 +52,7 @@ func TestBeforeRendersHistory(t *testing.T) {
 // After archiving, the returned prompt shows what was archived: the turn
 // that follows must not lose the archived messages from view.
 func TestBeforeRendersWhatItArchived(t *testing.T) {
-	m := &fakeModel{script: []step{{resp: llm.Response{Content: "- EVIDENCE-42 Ana prefers tea", FinishReason: llm.FinishStop}}}}
+	m := newFakeModel(t, step{resp: llm.Response{Content: "- EVIDENCE-42 Ana prefers tea", FinishReason: llm.FinishStop}})
 	c, _ := newTestConsolidator(t, m, baseConfig)
 	s := outcomeSession()
 	p, rep, err := c.Before(t.Context(), s, Prompt{Fixed: "FIXED"})
@@ -82,7 +82,7 @@ func TestStatusReportsTheBudget(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, _ := newTestConsolidator(t, &fakeModel{}, tt.cfg)
+			c, _ := newTestConsolidator(t, newFakeModel(t), tt.cfg)
 			s := newSession("k", user(words("", 1000)))
 			if got := c.Status(s, Prompt{Fixed: words("", 300), Tools: words("", 200)}); got != tt.want {
 				t.Errorf("Status = %+v, want %+v", got, tt.want)
@@ -92,7 +92,7 @@ func TestStatusReportsTheBudget(t *testing.T) {
 }
 
 func TestStatusCountsHistoryAndFloor(t *testing.T) {
-	c, store := newTestConsolidator(t, &fakeModel{}, baseConfig)
+	c, store := newTestConsolidator(t, newFakeModel(t), baseConfig)
 	s := newSession("k", user(words("", 1000)))
 	bare := c.Status(s, Prompt{}).Estimate
 	if _, err := store.Append("- fact"+words("", 200), "k"); err != nil {
@@ -115,7 +115,7 @@ func TestStatusCountsHistoryAndFloor(t *testing.T) {
 func TestAfterRecordsTheProviderCount(t *testing.T) {
 	// 4000 tokens by cl100k is under the 5000 trigger; a provider that
 	// counts 1.5x as many makes it 6000, over.
-	m := &fakeModel{}
+	m := newFakeModel(t)
 	c, _ := newTestConsolidator(t, m, baseConfig)
 	s := newSession("k", user(words("", 1000)), assistant(words("", 1000)), user(words("", 1000)), assistant(words("", 1000)))
 	p, rep, err := c.Before(t.Context(), s, Prompt{})
@@ -128,8 +128,8 @@ func TestAfterRecordsTheProviderCount(t *testing.T) {
 	// A stopped turn: the count is recorded, nothing is archived.
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	if rep, err := c.After(ctx, s, p, over); err != nil || rep.Rounds != 0 || len(m.calls()) != 0 || s.lc != 0 {
-		t.Fatalf("after a stopped turn: %+v, %v, %d calls, lc %d", rep, err, len(m.calls()), s.lc)
+	if rep, err := c.After(ctx, s, p, over); err != nil || rep.Rounds != 0 || len(m.Requests()) != 0 || s.lc != 0 {
+		t.Fatalf("after a stopped turn: %+v, %v, %d calls, lc %d", rep, err, len(m.Requests()), s.lc)
 	}
 	rep, err = c.After(t.Context(), s, p, over)
 	if err != nil || rep.Rounds != 1 || s.lc == 0 {
@@ -141,7 +141,7 @@ func TestAfterRecordsTheProviderCount(t *testing.T) {
 // was written: here the entry reached history.jsonl but the session could
 // not record it.
 func TestBeforeFailureReturnsAUsablePrompt(t *testing.T) {
-	c, _ := newTestConsolidator(t, &fakeModel{}, baseConfig)
+	c, _ := newTestConsolidator(t, newFakeModel(t), baseConfig)
 	s := outcomeSession()
 	s.setErr = errors.New("disk full")
 	p, _, err := c.Before(t.Context(), s, Prompt{Fixed: "FIXED", Tools: "TOOLS"})

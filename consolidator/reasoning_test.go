@@ -60,16 +60,16 @@ func TestReasoningNeverReachesTheArchive(t *testing.T) {
 	}
 
 	t.Run("summary and transcript", func(t *testing.T) {
-		m := &fakeModel{script: []step{{resp: llm.Response{
+		m := newFakeModel(t, step{resp: llm.Response{
 			Content:      "<|channel|>analysis<|message|>SECRET-4 list facts<|end|><|start|>assistant<|channel|>final<|message|>- Likes green tea\n- Cat: Miso<|return|>",
 			FinishReason: llm.FinishStop,
-		}}}}
+		}})
 		c, store := newTestConsolidator(t, m, baseConfig)
 		s := leaky()
 		if _, err := c.ArchiveTail(t.Context(), s); err != nil {
 			t.Fatal(err)
 		}
-		tr := m.transcripts()
+		tr := transcripts(m)
 		if len(tr) != 1 {
 			t.Fatalf("%d archive calls, want 1", len(tr))
 		}
@@ -87,7 +87,7 @@ func TestReasoningNeverReachesTheArchive(t *testing.T) {
 	})
 
 	t.Run("raw fallback", func(t *testing.T) {
-		m := &fakeModel{script: []step{{resp: llm.Response{Content: "- cut", FinishReason: llm.FinishLength}}}}
+		m := newFakeModel(t, step{resp: llm.Response{Content: "- cut", FinishReason: llm.FinishLength}})
 		c, store := newTestConsolidator(t, m, baseConfig)
 		if _, err := c.ArchiveTail(t.Context(), leaky()); err != nil {
 			t.Fatal(err)

@@ -92,6 +92,11 @@ func renderMessage(m llm.Message, loc *time.Location) string {
 		b.WriteString("]")
 	}
 	content := spoken(m)
+	if n := len(m.Images); n > 0 {
+		// The archive model reads text: name the images it is not given
+		// (a session's record names them in the content already).
+		content = strings.TrimSpace(content + fmt.Sprintf("\n[%d image(s) sent with this message; not in the transcript]", n))
+	}
 	if content != "" || len(m.ToolCalls) == 0 {
 		b.WriteString(": ")
 		b.WriteString(content)

@@ -15,8 +15,8 @@ const (
 
 // finding is one line of phase 1's answer that phase 2 acts on.
 type finding struct {
-	Tag  string // tagUser, tagSoul, tagMemory or tagFileRemove
-	Text string
+	Tag  string `json:"tag"` // tagUser, tagSoul, tagMemory or tagFileRemove
+	Text string `json:"text"`
 }
 
 func (f finding) String() string { return "[" + f.Tag + "] " + f.Text }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dreamgate/dreamgate/internal/testkit"
 	"github.com/dreamgate/dreamgate/llm"
 	"github.com/dreamgate/dreamgate/llm/llmtest"
 )
@@ -76,7 +77,7 @@ func BenchmarkRunTokens(b *testing.B) {
 	for i := range 40 {
 		fmt.Fprintf(&mem, "- Decision %d: the team chose option %d for reason %d, revisited in sprint %d.\n", i, i%3, i*7, i%5)
 	}
-	writeFile(b, e.ws, "memory/MEMORY.md", mem.String())
+	testkit.WriteFile(b, e.ws, "memory/MEMORY.md", mem.String())
 	if _, err := e.repo.Commit("manual: seed", ""); err != nil {
 		b.Fatal(err)
 	}

@@ -21,7 +21,31 @@ const (
 	DefaultTimeout       = 30 * time.Minute
 	DefaultMaxEntries    = 1000
 	DefaultMaxFailures   = 3
+	// DefaultMaxBatchesPerRun and DefaultMaxTokensPerRun bound how much of
+	// a backlog one run drains: it goes on with the next batch while
+	// unread entries remain, until either is reached.
+	DefaultMaxBatchesPerRun = 5
+	DefaultMaxTokensPerRun  = 1_000_000
 )
+
+// Phase 2 applies the findings in chunks of findingsPerChunk, each an
+// agent run of its own whose call budget is the chunk's size plus
+// editMargin (for reads and retried edits), and never below
+// Config.MaxIterations: a model that makes one edit per call still
+// finishes, and what a stopped run applied in completed chunks is kept.
+const (
+	findingsPerChunk = 10
+	editMargin       = 5
+)
+
+// PointEdit names the moment after phase 2 wrote an edit, before any
+// commit holds it (Deps.Hook).
+const PointEdit = "dream-edit"
+
+// PointCommit names the moment after a commit of the memory repository
+// (Dream's, or the one saving hand edits first), before the cursor moves
+// (Deps.Hook).
+const PointCommit = "dream-commit"
 
 // repeatLimit ends phase 2 when the same tool call has the same outcome this
 // many times (DESIGN §5.3).
@@ -85,8 +109,9 @@ type Config struct {
 	MaxBatchSize int
 	// MaxIterations bounds the model calls of phase 2 (10).
 	MaxIterations int
-	// Timeout is a run's deadline (30 minutes: local models are slow, and
-	// a run cut by it counts as a failure of its batch).
+	// Timeout is each batch's deadline (30 minutes: local models are slow,
+	// and a batch cut by it counts as its failure). A run starts another
+	// batch only while its caller's deadline leaves a whole Timeout.
 	Timeout time.Duration
 	// MaxEntries is the history size above which consumed entries are
 	// compacted away (1000).
@@ -94,6 +119,12 @@ type Config struct {
 	// MaxFailures is the number of failed runs on one batch after which it
 	// is skipped (3).
 	MaxFailures int
+	// MaxBatchesPerRun bounds the batches one run reads when a backlog
+	// waits (5); MaxTokensPerRun stops it from starting another batch once
+	// the run has used that many tokens (1,000,000). Each batch has its own
+	// Timeout.
+	MaxBatchesPerRun int
+	MaxTokensPerRun  int
 }
 
 func (c Config) withDefaults() Config {
@@ -112,6 +143,12 @@ func (c Config) withDefaults() Config {
 	if c.MaxFailures <= 0 {
 		c.MaxFailures = DefaultMaxFailures
 	}
+	if c.MaxBatchesPerRun <= 0 {
+		c.MaxBatchesPerRun = DefaultMaxBatchesPerRun
+	}
+	if c.MaxTokensPerRun <= 0 {
+		c.MaxTokensPerRun = DefaultMaxTokensPerRun
+	}
 	return c
 }
 
@@ -127,14 +164,14 @@ type Deps struct {
 	// so phase 2's edits, the snapshot and roll-back of a failed run, a
 	// restore and a chat edit of the same file are serialised by its one
 	// write lock. Nil: each run opens its own.
-	Files  *workspace.Root
-	Logger *slog.Logger
-	Now    func() time.Time
-	// AfterWrite, when set, is called right after each of Dream's own
-	// writes, with its kill point ("dream-edit", "dream-commit"; the
-	// cursor's is the history store's): the chaos tests stop the process
-	// there. Nil in production.
-	AfterWrite func(point string)
+	Files *workspace.Root
+	// Observer, when set, is told of every finished run (metrics).
+	Observer Observer
+	Logger   *slog.Logger
+	Now      func() time.Time
+	// Hook, when set, is called at named points of a run (PointEdit) so a
+	// test can kill the process exactly there. Nil in normal use.
+	Hook func(point string)
 }
 
 // New returns a Dreamer for the workspace. It checks the configuration and
@@ -169,11 +206,12 @@ func New(cfg Config, deps Deps) (*Dreamer, error) {
 		cfg:   cfg,
 		model: deps.Model,
 		hist:  deps.History,
-		repo:  hookRepo(deps.Repo, deps.AfterWrite),
+		repo:  hookRepo(deps.Repo, deps.Hook),
 		files: deps.Files,
-		after: deps.AfterWrite,
+		obs:   deps.Observer,
 		log:   deps.Logger,
 		now:   deps.Now,
+		hook:  deps.Hook,
 	}
 	d.flight.path = lockPath(cfg.Workspace)
 	d.flight.held = d.clearStaleGitLocks

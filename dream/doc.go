@@ -15,6 +15,10 @@
 //   - the cursor rules: memory/.dream_cursor advances only when phase 2
 //     completes; a failed batch is retried, and skipped (with a record in the
 //     history and a warning in the log) after Config.MaxFailures failed runs;
+//   - draining a backlog: after a completed batch a run goes on with the
+//     next while unread entries remain, up to Config.MaxBatchesPerRun
+//     batches and Config.MaxTokensPerRun tokens, and reports what is left;
+//     while Dream is off, a Retention keeps the history bounded;
 //   - commits: hand edits first as "manual: edits outside Dream", then
 //     Dream's own edits with the real diff as the body; restore of a Dream
 //     commit;
@@ -35,10 +39,35 @@
 //   - An analysis with no tagged line at all (prose, an error text) is a
 //     failure, not "nothing to do": taking it as [SKIP] would advance the
 //     cursor past what the users said without anything having read it.
-//   - A failed phase 2 leaves no half-edit: the three files are put back as
-//     they were before phase 2 (a batch that did not complete is read
-//     again, and its partial edits must not be committed later as someone's
-//     manual change).
+//   - Phase 2 applies the findings in chunks of 10, each an agent run with
+//     a budget of its findings plus 5 calls (Config.MaxIterations is the
+//     floor), so a model that makes one edit per call finishes; a chunk
+//     that runs out of calls is retried in halves, so only a single finding
+//     that exhausts a whole budget is the model's failure. A chunk is
+//     complete only when the model answers without a tool call and the
+//     answer was not cut at the length limit.
+//   - A stopped chunk leaves no half-edit: its files are put back as they
+//     were before it. When earlier chunks of the batch completed, their
+//     edits are sound and committed ("dream: … (partial: N of M findings
+//     left)"), the findings left are kept in memory/.dream_state, and the
+//     next run applies them without a new analysis; the cursor moves only
+//     when every finding is applied or dropped by the model. A run that
+//     made such progress does not count as a failure of its batch, so a
+//     skip never comes from Dream's own limits. A skip records the findings
+//     never applied in its history entry, and Status (and so /status and
+//     /dream-log) names the entries skipped.
+//   - Before phase 2 edits, memory/.dream_intent records the batch, the
+//     files' pre-edit hashes and the findings (atomically, updated after
+//     each chunk). A run (or restore) that finds one under the Dream lock
+//     knows the run that wrote it died: the files as found, when they
+//     differ from HEAD and from the recorded state, are committed as
+//     "dream: N changes from history a-b (recovered after an interrupted
+//     run)" — restorable, never "manual: edits outside Dream" — and the
+//     findings not yet applied become the pending ones. Deps.Hook lets a
+//     test kill the process right after an edit (PointEdit).
+//   - Report.Reason tells the operator what to check; PublicReason (and
+//     FormatPublicReport) is the same without the operator's detail, for
+//     chat users other than the operator.
 //   - Failures count against a batch (identified by its first cursor, which
 //     does not move while it fails) only when the batch or the model's
 //     handling of it may be at fault: a rejected or unreadable model

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/dreamgate/dreamgate/gitstore"
+	"github.com/dreamgate/dreamgate/internal/testkit"
 	"github.com/dreamgate/dreamgate/llm"
 	"github.com/dreamgate/dreamgate/llm/llmtest"
 )
@@ -169,8 +170,14 @@ func TestCursorRules(t *testing.T) {
 			0, OutcomeFailed, 0, 0, 1, 1, "did not use the expected format"},
 		{"phase 2 error", []llmtest.Reply{llmtest.Text("[MEMORY] dreamgate is a chat gateway in Go"), edit, llmtest.Status(400, "")},
 			0, OutcomeFailed, 0, 0, 1, 3, "the model rejected the request"},
-		{"phase 2 iteration cap", []llmtest.Reply{llmtest.Text("[MEMORY] dreamgate is a chat gateway in Go"), edit, readMemory(1), readMemory(2)},
-			3, OutcomeFailed, 0, 0, 1, 4, "used its 3 model calls without finishing"},
+		// The budget of one finding is the floor (maxIterations, 3 here)
+		// or the finding plus the margin for reads and retries (6).
+		{"phase 2 iteration cap", []llmtest.Reply{llmtest.Text("[MEMORY] dreamgate is a chat gateway in Go"), edit,
+			readMemory(1), readMemory(2), readMemory(3), readMemory(4), readMemory(5)},
+			3, OutcomeFailed, 0, 0, 1, 7, "used its 6 model calls without finishing"},
+		{"phase 2 final answer cut off", []llmtest.Reply{llmtest.Text("[MEMORY] dreamgate is a chat gateway in Go"), edit,
+			{Text: "I updated MEMORY.md and", FinishReason: "length"}},
+			0, OutcomeFailed, 0, 0, 1, 3, "answer was cut off at the model's output limit"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -210,7 +217,7 @@ func TestCursorRules(t *testing.T) {
 				if got := e.read("memory/MEMORY.md"); got != initMemory {
 					t.Errorf("MEMORY.md after a failed run = %q", got)
 				}
-				undone := e.logs.find(slog.LevelInfo, "undid the edits of a failed run")
+				undone := e.logs.Find(slog.LevelInfo, "undid the edits of a failed run")
 				if editedFirst := tc.wantRequests >= 3; editedFirst != (len(undone) == 1) {
 					t.Errorf("edited before failing: %v, undo log lines: %+v", editedFirst, undone)
 				}
@@ -259,7 +266,7 @@ func TestThirdFailureSkipsBatch(t *testing.T) {
 	if c := e.hist.cursor(t); c != rec.Cursor {
 		t.Errorf("cursor = %d, want %d (past the batch and its record)", c, rec.Cursor)
 	}
-	if w := e.logs.find(slog.LevelWarn, "skipped a history batch"); len(w) != 1 || w[0].Attrs["first"] != "1" || w[0].Attrs["last"] != "4" {
+	if w := e.logs.Find(slog.LevelWarn, "skipped a history batch"); len(w) != 1 || w[0].Attrs["first"] != "1" || w[0].Attrs["last"] != "4" {
 		t.Errorf("warning = %+v", w)
 	}
 	msg := FormatReport(rep)
@@ -351,7 +358,7 @@ func TestDeadlineIsAFailure(t *testing.T) {
 func TestHandEditsCommittedFirst(t *testing.T) {
 	e := newEnv(t)
 	e.hist.seed(t, 0, 2, func(int) string { return "- User likes tea" })
-	writeFile(t, e.ws, "memory/MEMORY.md", initMemory+"- Deploys on Fridays are banned.\n")
+	testkit.WriteFile(t, e.ws, "memory/MEMORY.md", initMemory+"- Deploys on Fridays are banned.\n")
 	e.srv.Push(
 		llmtest.Text("[USER] likes tea"),
 		calls(editCall("USER.md", "- Name: Ana.\n", "- Name: Ana.\n- Likes tea.\n")),
@@ -432,7 +439,7 @@ func TestCompactionKeepsUnread(t *testing.T) {
 func TestPromptOverride(t *testing.T) {
 	e := newEnv(t)
 	e.hist.seed(t, 0, 1, func(int) string { return "- x" })
-	writeFile(t, e.ws, "prompts/dream.md", "Only remember things about cats.\n")
+	testkit.WriteFile(t, e.ws, "prompts/dream.md", "Only remember things about cats.\n")
 	e.srv.Push(llmtest.Text("[MEMORY] cats"), llmtest.Text("nothing to do"))
 	if _, err := e.dreamer(Config{}).Run(t.Context(), TriggerManual, nil); err != nil {
 		t.Fatal(err)
@@ -455,7 +462,7 @@ func TestPromptOverride(t *testing.T) {
 	}
 
 	// Blank override: the built-in guidance.
-	writeFile(t, e.ws, "prompts/dream.md", " \n\n")
+	testkit.WriteFile(t, e.ws, "prompts/dream.md", " \n\n")
 	e.hist.seed(t, 1, 1, func(int) string { return "- y" })
 	e.srv.Push(llmtest.Text("[SKIP]"))
 	if _, err := e.dreamer(Config{}).Run(t.Context(), TriggerManual, nil); err != nil {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dreamgate/dreamgate/internal/testkit"
 	"github.com/dreamgate/dreamgate/workspace"
 )
 
@@ -17,8 +18,8 @@ import (
 func TestSnapshotPutBack(t *testing.T) {
 	ws := t.TempDir()
 	outside := t.TempDir()
-	writeFile(t, ws, "SOUL.md", initSoul)
-	writeFile(t, outside, "user.md", "outside\n")
+	testkit.WriteFile(t, ws, "SOUL.md", initSoul)
+	testkit.WriteFile(t, outside, "user.md", "outside\n")
 	if err := os.Symlink(filepath.Join(outside, "user.md"), filepath.Join(ws, "USER.md")); err != nil {
 		t.Skipf("symlinks not available: %v", err)
 	}
@@ -32,8 +33,8 @@ func TestSnapshotPutBack(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	writeFile(t, ws, "SOUL.md", "half-edited\n")
-	writeFile(t, ws, "memory/MEMORY.md", "created by a failed run\n")
+	testkit.WriteFile(t, ws, "SOUL.md", "half-edited\n")
+	testkit.WriteFile(t, ws, "memory/MEMORY.md", "created by a failed run\n")
 	restored, err := putBack(root, snaps)
 	if err != nil {
 		t.Fatal(err)
@@ -76,9 +77,9 @@ func openRoot(t *testing.T, dir string) *workspace.Root {
 // rewrites the files as they are once it is done.
 func TestSnapshotAndPutBackHoldTheWriteLock(t *testing.T) {
 	ws := t.TempDir()
-	writeFile(t, ws, "SOUL.md", initSoul)
-	writeFile(t, ws, "USER.md", initUser)
-	writeFile(t, ws, "memory/MEMORY.md", initMemory)
+	testkit.WriteFile(t, ws, "SOUL.md", initSoul)
+	testkit.WriteFile(t, ws, "USER.md", initUser)
+	testkit.WriteFile(t, ws, "memory/MEMORY.md", initMemory)
 	root := openRoot(t, ws)
 
 	// holdLock takes the write lock and keeps it until release is closed.
@@ -118,7 +119,7 @@ func TestSnapshotAndPutBackHoldTheWriteLock(t *testing.T) {
 		snaps, err = snapshot(root)
 		return err
 	})
-	writeFile(t, ws, "memory/MEMORY.md", "half-edited by a failed run\n")
+	testkit.WriteFile(t, ws, "memory/MEMORY.md", "half-edited by a failed run\n")
 	var restored []string
 	waitsFor("putBack", func() (err error) {
 		restored, err = putBack(root, snaps)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dreamgate/dreamgate/gitstore"
+	"github.com/dreamgate/dreamgate/internal/mdfence"
 )
 
 // The texts of the Dream commands, shared by chat (/dream, /dream-log,
@@ -34,50 +35,125 @@ func showTime(t time.Time) string {
 
 // FormatReport is the reply to /dream and `dreamgate dream run`.
 func FormatReport(r Report) string {
+	var b strings.Builder
+	if r.Recovered != "" {
+		fmt.Fprintf(&b, "Dream first recorded the edits of an interrupted Dream (commit %s). ", r.Recovered)
+	}
 	switch r.Outcome {
 	case OutcomeNothingNew:
-		return "Dream: nothing new to read."
+		b.WriteString("Dream: nothing new to read.")
+		return b.String()
 	case OutcomeCompleted:
-		var b strings.Builder
-		switch {
-		case r.Changes == 0 && r.Findings > 0:
-			// Phase 2 may have found the facts already there, or failed
-			// every edit and given up: say only what is known.
-			fmt.Fprintf(&b, "Dream: read %s; %s, but no memory file changed.",
-				plural(r.Entries, "entry", "entries"), plural(r.Findings, "finding", "findings"))
-		case r.Changes == 0:
-			fmt.Fprintf(&b, "Dream: read %s, nothing worth changing.", plural(r.Entries, "entry", "entries"))
-		default:
-			b.WriteString("Dream: ")
-			for i, f := range r.Files {
-				if i == 0 {
-					b.WriteString(plural(f.Changes, "change", "changes"))
-				} else {
-					fmt.Fprintf(&b, ", %d", f.Changes)
-				}
-				b.WriteString(" to " + base(f.Path))
-			}
-			fmt.Fprintf(&b, " (commit %s), %s read.", r.Commit, plural(r.Entries, "history entry", "history entries"))
-		}
+		b.WriteString(doneText(r))
 		if r.ManualCommit != "" {
 			fmt.Fprintf(&b, " Hand edits made since the last Dream were saved first (commit %s).", r.ManualCommit)
 		}
+		b.WriteString(backlogText(r.Backlog))
+		return b.String()
+	case OutcomePartial:
+		if r.Batches > 0 {
+			b.WriteString(doneText(r) + " ")
+		}
+		msg := fmt.Sprintf("Dream applied part of the findings from history entries %s", batchRange(r))
+		if r.Commit != "" {
+			msg += fmt.Sprintf(" (commit %s)", r.Commit)
+		}
+		fmt.Fprintf(&b, "%s, then stopped: %s. The other %s will be applied next time.",
+			msg, reasonOr(r.Reason), plural(r.Left, "finding", "findings"))
+		b.WriteString(backlogText(r.Backlog))
 		return b.String()
 	case OutcomeSkipped:
-		return fmt.Sprintf("Dream failed: %s. After %d failed runs, history entries %d-%d were skipped; the skip is recorded in the history.",
-			reasonOr(r.Reason), r.Failures, r.First, r.Last)
+		if r.Batches > 0 {
+			b.WriteString(doneText(r) + " Then: ")
+		}
+		fmt.Fprintf(&b, "Dream failed: %s. After %d failed runs, history entries %s were skipped; the skip is recorded in the history.",
+			reasonOr(r.Reason), r.Failures, batchRange(r))
+		return b.String()
 	case OutcomeFailed:
-		msg := fmt.Sprintf("Dream failed: %s.", reasonOr(r.Reason))
+		if r.Batches > 0 {
+			b.WriteString(doneText(r) + " Then the next batch failed: ")
+		}
+		fmt.Fprintf(&b, "Dream failed: %s.", reasonOr(r.Reason))
 		switch {
 		case r.Entries == 0:
 		case r.Failures > 0 && r.MaxFailures > 0:
-			msg += fmt.Sprintf(" The entries will be read again next time (failed %d of %d times).", r.Failures, r.MaxFailures)
+			fmt.Fprintf(&b, " The entries will be read again next time (failed %d of %d times).", r.Failures, r.MaxFailures)
 		default:
-			msg += " The entries will be read again next time."
+			b.WriteString(" The entries will be read again next time.")
 		}
-		return msg
+		return b.String()
 	}
 	return "Dream: no result."
+}
+
+// FormatPublicReport is FormatReport for a chat user who is not the
+// operator: a failure is told without the operator's detail (the model's
+// endpoint, the config keys to check), which goes to the log.
+func FormatPublicReport(r Report) string {
+	if r.PublicReason != "" {
+		r.Reason = r.PublicReason
+	}
+	return FormatReport(r)
+}
+
+// doneText says what the completed batches of a run did.
+func doneText(r Report) string {
+	var b strings.Builder
+	if r.Outcome != OutcomeCompleted && r.Batches > 0 {
+		r.Entries = r.EntriesDone
+	}
+	read := plural(r.Entries, "history entry", "history entries")
+	if r.Batches > 1 {
+		read += fmt.Sprintf(" in %d batches", r.Batches)
+	}
+	switch {
+	case r.Changes == 0 && r.Findings > 0:
+		// Phase 2 may have found the facts already there, or failed
+		// every edit and given up: say only what is known.
+		entries := plural(r.Entries, "entry", "entries")
+		if r.Batches > 1 {
+			entries += fmt.Sprintf(" in %d batches", r.Batches)
+		}
+		fmt.Fprintf(&b, "Dream: read %s; %s, but no memory file changed.", entries, plural(r.Findings, "finding", "findings"))
+	case r.Changes == 0:
+		entries := plural(r.Entries, "entry", "entries")
+		if r.Batches > 1 {
+			entries += fmt.Sprintf(" in %d batches", r.Batches)
+		}
+		fmt.Fprintf(&b, "Dream: read %s, nothing worth changing.", entries)
+	default:
+		b.WriteString("Dream: ")
+		for i, f := range r.Files {
+			if i == 0 {
+				b.WriteString(plural(f.Changes, "change", "changes"))
+			} else {
+				fmt.Fprintf(&b, ", %d", f.Changes)
+			}
+			b.WriteString(" to " + base(f.Path))
+		}
+		commits := "commit " + r.Commit
+		if len(r.Commits) > 1 {
+			commits = "commits " + strings.Join(r.Commits, ", ")
+		}
+		fmt.Fprintf(&b, " (%s), %s read.", commits, read)
+	}
+	return b.String()
+}
+
+// batchRange is "first-last" of the last batch a run attempted.
+func batchRange(r Report) string {
+	if r.BatchFirst == 0 {
+		return fmt.Sprintf("%d-%d", r.First, r.Last)
+	}
+	return fmt.Sprintf("%d-%d", r.BatchFirst, r.BatchLast)
+}
+
+// backlogText tells how many unread entries wait after a run.
+func backlogText(n int) string {
+	if n <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(" %s still waiting for the next Dream.", plural(n, "unread history entry is", "unread history entries are"))
 }
 
 // FormatNothingNew is /dream's reply when Dream found nothing to read even
@@ -172,7 +248,7 @@ func FormatCommit(c gitstore.Commit, d gitstore.Diff) string {
 			if cut {
 				diff = strings.TrimSuffix(diff, "…[truncated]") + "\n...[diff truncated]"
 			}
-			fence := fenceFor(diff)
+			fence := mdfence.For(diff)
 			fmt.Fprintf(&b, "\n%sdiff\n%s\n%s\n", fence, diff, fence)
 		}
 	}
@@ -180,21 +256,6 @@ func FormatCommit(c gitstore.Commit, d gitstore.Diff) string {
 		fmt.Fprintf(&b, "\nUndo it with /dream-restore %s", c.Short)
 	}
 	return strings.TrimRight(b.String(), "\n")
-}
-
-// fenceFor returns a backtick fence longer than any backtick run in s, so a
-// memory file holding code blocks cannot close it early.
-func fenceFor(s string) string {
-	longest, run := 0, 0
-	for _, r := range s {
-		if r == '`' {
-			run++
-			longest = max(longest, run)
-		} else {
-			run = 0
-		}
-	}
-	return strings.Repeat("`", max(3, longest+1))
 }
 
 func subjectOr(s string) string {
@@ -334,6 +395,16 @@ func FormatStatus(s Status, now time.Time) string {
 			}
 		}
 		parts = append(parts, last)
+		if l.Left > 0 {
+			parts = append(parts, fmt.Sprintf("%s of history %d-%d left for the next run", plural(l.Left, "finding", "findings"), l.First, l.Last))
+		}
+	}
+	if s.Backlog > 0 {
+		parts = append(parts, fmt.Sprintf("%s waiting", plural(s.Backlog, "unread history entry", "unread history entries")))
+	}
+	if len(s.Skips) > 0 {
+		k := s.Skips[len(s.Skips)-1]
+		parts = append(parts, fmt.Sprintf("skipped history %d-%d %s ago after repeated failures", k.First, k.Last, ago(now.Sub(k.When))))
 	}
 	if !s.Next.IsZero() {
 		parts = append(parts, fmt.Sprintf("next: %s (in %s)", showTime(s.Next), ago(s.Next.Sub(now))))
@@ -341,4 +412,26 @@ func FormatStatus(s Status, now time.Time) string {
 		parts = append(parts, "next: not scheduled")
 	}
 	return "Dream: " + strings.Join(parts, "; ")
+}
+
+// FormatSkips is what /dream-log adds about batches Dream gave up on
+// (newest first), "" when there were none: a skip makes no commit, and
+// must not be silent.
+func FormatSkips(s Status, now time.Time) string {
+	if len(s.Skips) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("Skipped after repeated failures (not read into memory; recorded in the history):")
+	for i := len(s.Skips) - 1; i >= 0; i-- {
+		k := s.Skips[i]
+		fmt.Fprintf(&b, "\n- history entries %d-%d, %s ago", k.First, k.Last, ago(now.Sub(k.When)))
+		if k.Findings > 0 {
+			fmt.Fprintf(&b, ", %s not applied", plural(k.Findings, "finding", "findings"))
+		}
+		if k.Reason != "" {
+			b.WriteString(": " + k.Reason)
+		}
+	}
+	return b.String()
 }

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/dreamgate/dreamgate/internal/testkit"
 )
 
 // A Dream killed mid-commit leaves .git/index.lock. The next Dream and
@@ -19,19 +21,17 @@ func TestStaleGitLockIsClearedUnderTheDreamLock(t *testing.T) {
 	lock := filepath.Join(e.ws, ".git", "index.lock")
 	leave := func() {
 		t.Helper()
-		writeFile(t, e.ws, ".git/index.lock", "")
+		testkit.WriteFile(t, e.ws, ".git/index.lock", "")
 	}
 	cleared := func(what string) {
 		t.Helper()
 		if _, err := os.Stat(lock); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("%s: index.lock still there: %v", what, err)
 		}
-		if n := len(e.logs.find(slog.LevelWarn, "stale git lock")); n == 0 {
+		if n := len(e.logs.Find(slog.LevelWarn, "stale git lock")); n == 0 {
 			t.Errorf("%s: no log line about the stale git lock", what)
 		}
-		e.logs.mu.Lock()
-		e.logs.records = nil
-		e.logs.mu.Unlock()
+		e.logs.Reset()
 	}
 
 	leave()

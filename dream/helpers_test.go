@@ -2,19 +2,17 @@ package dream
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/dreamgate/dreamgate/gitstore"
 	"github.com/dreamgate/dreamgate/history"
+	"github.com/dreamgate/dreamgate/internal/testkit"
 	"github.com/dreamgate/dreamgate/llm"
 	"github.com/dreamgate/dreamgate/llm/llmtest"
 	"github.com/dreamgate/dreamgate/workspace"
@@ -96,16 +94,16 @@ type env struct {
 	hist *testHistory
 	srv  *llmtest.Server
 	llm  *llm.Client
-	logs *logRecorder
+	logs *testkit.LogRecorder
 }
 
 func newEnv(t testing.TB) *env {
 	t.Helper()
 	ws := t.TempDir()
-	writeFile(t, ws, "SOUL.md", initSoul)
-	writeFile(t, ws, "USER.md", initUser)
-	writeFile(t, ws, "memory/MEMORY.md", initMemory)
-	writeFile(t, ws, "AGENTS.md", "# Agents\n")
+	testkit.WriteFile(t, ws, "SOUL.md", initSoul)
+	testkit.WriteFile(t, ws, "USER.md", initUser)
+	testkit.WriteFile(t, ws, "memory/MEMORY.md", initMemory)
+	testkit.WriteFile(t, ws, "AGENTS.md", "# Agents\n")
 	repo, err := gitstore.Open(ws, gitstore.Options{Tracked: workspace.MemoryFiles()})
 	if err != nil {
 		t.Fatalf("open memory repository: %v", err)
@@ -118,7 +116,7 @@ func newEnv(t testing.TB) *env {
 		BaseDelay: time.Millisecond,
 		Timeout:   10 * time.Second,
 	})
-	return &env{t: t, ws: ws, repo: repo, hist: newTestHistory(t, ws), srv: srv, llm: client, logs: &logRecorder{}}
+	return &env{t: t, ws: ws, repo: repo, hist: newTestHistory(t, ws), srv: srv, llm: client, logs: &testkit.LogRecorder{}}
 }
 
 func (e *env) dreamer(cfg Config) *Dreamer {
@@ -163,17 +161,6 @@ func (e *env) checkWire() {
 	}
 }
 
-func writeFile(t testing.TB, dir, rel, content string) {
-	t.Helper()
-	p := filepath.Join(dir, filepath.FromSlash(rel))
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // editCall is an edit_file tool call.
 func editCall(path, oldText, newText string) llm.ToolCall {
 	args, _ := json.Marshal(map[string]string{"path": path, "old_text": oldText, "new_text": newText})
@@ -181,48 +168,3 @@ func editCall(path, oldText, newText string) llm.ToolCall {
 }
 
 func calls(cs ...llm.ToolCall) llmtest.Reply { return llmtest.Reply{ToolCalls: cs} }
-
-// logRecorder is a slog.Handler that keeps every record (all levels).
-type logRecorder struct {
-	mu      sync.Mutex
-	records []logRecord
-	notify  func(logRecord)
-}
-
-type logRecord struct {
-	Level slog.Level
-	Msg   string
-	Attrs map[string]string
-}
-
-func (l *logRecorder) Enabled(context.Context, slog.Level) bool { return true }
-func (l *logRecorder) WithAttrs([]slog.Attr) slog.Handler       { return l }
-func (l *logRecorder) WithGroup(string) slog.Handler            { return l }
-func (l *logRecorder) Handle(_ context.Context, r slog.Record) error {
-	rec := logRecord{Level: r.Level, Msg: r.Message, Attrs: map[string]string{}}
-	r.Attrs(func(a slog.Attr) bool {
-		rec.Attrs[a.Key] = a.Value.String()
-		return true
-	})
-	l.mu.Lock()
-	l.records = append(l.records, rec)
-	notify := l.notify
-	l.mu.Unlock()
-	if notify != nil {
-		notify(rec)
-	}
-	return nil
-}
-
-// find returns the records at level or above whose message contains msg.
-func (l *logRecorder) find(level slog.Level, msg string) []logRecord {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []logRecord
-	for _, r := range l.records {
-		if r.Level >= level && strings.Contains(r.Msg, msg) {
-			out = append(out, r)
-		}
-	}
-	return out
-}

@@ -61,7 +61,7 @@ func TestPackAfterCommittingRuns(t *testing.T) {
 			if repo.calls != 1 {
 				t.Errorf("Pack called %d times after a committing run, want 1", repo.calls)
 			}
-			warned := len(e.logs.find(slog.LevelWarn, "dream could not pack the memory repository")) > 0
+			warned := len(e.logs.Find(slog.LevelWarn, "dream could not pack the memory repository")) > 0
 			if warned != (tt.packErr != nil) {
 				t.Errorf("pack warning logged = %v with pack error %v", warned, tt.packErr)
 			}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dreamgate/dreamgate/gitstore"
+	"github.com/dreamgate/dreamgate/internal/testkit"
 	"github.com/dreamgate/dreamgate/llm/llmtest"
 	"github.com/dreamgate/dreamgate/workspace"
 )
@@ -134,7 +135,7 @@ func TestRestoreWaitsForWorkspaceWrites(t *testing.T) {
 		wrote <- ws.Exclusive(func() error {
 			close(writing)
 			<-release
-			writeFile(t, e.ws, "memory/MEMORY.md", initMemory+"- Said in chat: the demo is on Friday.\n")
+			testkit.WriteFile(t, e.ws, "memory/MEMORY.md", initMemory+"- Said in chat: the demo is on Friday.\n")
 			return nil
 		})
 	}()

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dreamgate/dreamgate/internal/testkit"
 	"github.com/dreamgate/dreamgate/llm"
 	"github.com/dreamgate/dreamgate/llm/llmtest"
 )
@@ -72,7 +73,7 @@ func diffTrees(t *testing.T, label string, before, after map[string]string) {
 func TestPhase2Sandbox(t *testing.T) {
 	e := newEnv(t)
 	outside := t.TempDir()
-	writeFile(t, outside, "secret.md", "secret\n")
+	testkit.WriteFile(t, outside, "secret.md", "secret\n")
 	if err := os.Symlink(filepath.Join(outside, "secret.md"), filepath.Join(e.ws, "link.md")); err != nil {
 		t.Skipf("symlinks not available: %v", err)
 	}
@@ -183,10 +184,10 @@ func TestEditLoopsEnd(t *testing.T) {
 			if !strings.Contains(rep.Reason, tc.wantReason) {
 				t.Errorf("reason = %q", rep.Reason)
 			}
-			if len(e.logs.find(slog.LevelWarn, tc.wantLog)) == 0 {
+			if len(e.logs.Find(slog.LevelWarn, tc.wantLog)) == 0 {
 				t.Errorf("no warning containing %q", tc.wantLog)
 			}
-			if len(e.logs.find(slog.LevelWarn, "dream failed")) != 1 {
+			if len(e.logs.Find(slog.LevelWarn, "dream failed")) != 1 {
 				t.Error("no 'dream failed' warning")
 			}
 			if e.hist.cursor(t) != 0 {

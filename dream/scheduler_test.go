@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dreamgate/dreamgate/internal/testkit"
 	"github.com/dreamgate/dreamgate/llm/llmtest"
 )
 
@@ -22,16 +23,16 @@ func (e every) Next(t time.Time) time.Time { return t.Add(time.Duration(e)) }
 // cancels the running job's context and returns only after it has
 // returned.
 func TestSchedulerSkipsWhileRunningAndStopWaits(t *testing.T) {
-	logs := &logRecorder{}
+	logs := &testkit.LogRecorder{}
 	skipped := make(chan struct{}, 100)
-	logs.notify = func(r logRecord) {
-		if strings.Contains(r.Msg, "skipped: the previous one is still running") {
+	logs.OnRecord(func(r testkit.Record) {
+		if strings.Contains(r.Message, "skipped: the previous one is still running") {
 			select {
 			case skipped <- struct{}{}:
 			default: // enough seen; never block cron's goroutines
 			}
 		}
-	}
+	})
 	var starts, running, maxRunning atomic.Int32
 	var finished atomic.Bool
 	started, sawCancel, release := make(chan struct{}), make(chan struct{}), make(chan struct{})
@@ -111,14 +112,14 @@ func TestSchedulerRunsDreams(t *testing.T) {
 	e.hist.seed(t, 0, 3, func(int) string { return "- x" })
 	e.srv.SetResponder(func(llmtest.Request) llmtest.Reply { return llmtest.Text("[SKIP]") })
 	finished := make(chan struct{}, 1)
-	e.logs.notify = func(r logRecord) {
-		if r.Msg == "dream finished" {
+	e.logs.OnRecord(func(r testkit.Record) {
+		if r.Message == "dream finished" {
 			select {
 			case finished <- struct{}{}:
 			default:
 			}
 		}
-	}
+	})
 	d := e.dreamer(Config{})
 	s := newDreamScheduler(every(10*time.Millisecond), time.UTC, d, slog.New(e.logs))
 	if next := d.Status().Next; next.IsZero() {

@@ -26,9 +26,42 @@ type state struct {
 	// Failures counts failed runs on the batch that starts after the
 	// current Dream cursor; nil when the last run succeeded.
 	Failures *batchFailures `json:"failures,omitempty"`
+	// Pending holds the findings of a batch that phase 2 applied in part:
+	// the applied ones are committed, these are applied by the next run
+	// without a new analysis. nil when no batch is half done.
+	Pending *pendingFindings `json:"pending,omitempty"`
 	// LastRun describes the most recent finished run.
 	LastRun *LastRun `json:"last_run,omitempty"`
+	// Skips are the most recent skipped batches, newest last (at most
+	// maxSkipsKept), for Status and /dream-log.
+	Skips []Skip `json:"skips,omitempty"`
 }
+
+// pendingFindings are the findings of history entries First-Last that are
+// still to be applied. The batch is done, and the cursor moves past Last,
+// only when every one of them is applied or dropped by the model.
+type pendingFindings struct {
+	First    int       `json:"first"`
+	Last     int       `json:"last"`
+	Total    int       `json:"total"` // findings of the batch, applied ones included
+	Findings []finding `json:"findings"`
+}
+
+// Skip is a batch Dream gave up on after repeated failures.
+type Skip struct {
+	When  time.Time `json:"when"`
+	First int       `json:"first"`
+	Last  int       `json:"last"`
+	// Reason is the last failure's, without the operator's detail (it is
+	// shown in chats; the log has the whole).
+	Reason string `json:"reason,omitempty"`
+	// Findings is the number of the batch's findings that were never
+	// applied (0 when the analysis itself kept failing).
+	Findings int `json:"findings,omitempty"`
+}
+
+// maxSkipsKept bounds state.Skips.
+const maxSkipsKept = 5
 
 // batchFailures identifies a batch by its first cursor: the cursor does not
 // move while it fails, so every retry starts at the same entry even when
@@ -54,6 +87,14 @@ type LastRun struct {
 	Commit   string        `json:"commit,omitempty"`
 	Reason   string        `json:"reason,omitempty"`
 	Duration time.Duration `json:"duration"`
+	// Batches is the number of batches the run completed; Backlog the
+	// unread history entries it left; Left the findings of a half-applied
+	// batch still to apply.
+	// PublicReason is Reason without the operator's detail.
+	PublicReason string `json:"public_reason,omitempty"`
+	Batches      int    `json:"batches,omitempty"`
+	Backlog      int    `json:"backlog,omitempty"`
+	Left         int    `json:"left,omitempty"`
 }
 
 // loadState reads the state file. A missing file is the zero state; a

@@ -51,7 +51,7 @@ func TestUnsavedMessageIsToldAndLosesNothingElse(t *testing.T) {
 	env.ch.next(t)
 
 	full.Store(true)
-	calls := len(env.model.requests())
+	calls := len(env.model.Requests())
 	r := say("my badge is 7")
 	out := env.ch.next(t)
 	if r.Err == nil || out.Kind != channels.KindError || !strings.Contains(out.Text, "could not save your message") {
@@ -60,7 +60,7 @@ func TestUnsavedMessageIsToldAndLosesNothingElse(t *testing.T) {
 	if strings.Count(strings.TrimSuffix(out.Text, "."), ".") > 0 || strings.Contains(out.Text, "no space") {
 		t.Errorf("the notice must be one sentence without the error: %q", out.Text)
 	}
-	if len(env.model.requests()) != calls {
+	if len(env.model.Requests()) != calls {
 		t.Error("an unsaved message reached the model")
 	}
 

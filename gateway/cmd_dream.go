@@ -46,8 +46,11 @@ func cmdDream() *command {
 				switch {
 				case rep.Outcome == dream.OutcomeNothingNew:
 					text = dream.FormatNothingNew(arch.why(), g.cfg.IdleCompactAfter)
-				case rep.Outcome != "":
+				case rep.Outcome != "" && in.Local:
 					text = dream.FormatReport(rep)
+				case rep.Outcome != "":
+					// Slack, Discord: the operator's detail is in the log.
+					text = dream.FormatPublicReport(rep)
 				default:
 					text = dream.FormatError(err, "", g.now())
 				}

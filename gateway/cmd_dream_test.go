@@ -124,3 +124,62 @@ func TestDreamArchivesTheConversationFirst(t *testing.T) {
 		t.Errorf("/dream-log after Dreams = %q", got)
 	}
 }
+
+// failedDreamer is a Dreamer whose runs fail on the model and which once
+// skipped a batch.
+type failedDreamer struct{}
+
+func (failedDreamer) Run(context.Context, string, func(string)) (dream.Report, error) {
+	rep := dream.Report{Trigger: dream.TriggerManual, Outcome: dream.OutcomeFailed, Entries: 3, First: 1, Last: 3,
+		Reason:       "the model provider refused the API key (HTTP 401); check llm.apiKey",
+		PublicReason: "the assistant's model is not answering right now; the operator has been told",
+		Failures:     1, MaxFailures: 3}
+	return rep, &dream.RunError{Reason: rep.Reason}
+}
+
+func (failedDreamer) Restore(string) (dream.RestoreResult, error) {
+	return dream.RestoreResult{}, gitstore.ErrUnknownRevision
+}
+
+func (failedDreamer) Status() dream.Status {
+	return dream.Status{Last: &dream.LastRun{When: time.Now(), Outcome: dream.OutcomeFailed,
+		Reason:       "the model provider refused the API key (HTTP 401); check llm.apiKey",
+		PublicReason: "the assistant's model is not answering right now; the operator has been told"},
+		Backlog: 12,
+		Skips:   []dream.Skip{{When: time.Now(), First: 5, Last: 9, Reason: "the model's analysis was empty"}}}
+}
+
+// A failed /dream tells a Slack or Discord user no operator detail (the
+// terminal's user is the operator and reads it); /dream-log names the
+// entries a skip gave up on; /status says how many entries wait, and the
+// last failure without the operator's detail.
+func TestDreamFailureAndSkipsInChat(t *testing.T) {
+	env := newTestEnv(t, func(context.Context, llm.Request) (llm.Response, error) { return textReply("noted"), nil }, func(c *Config, deps *Deps) {
+		deps.Dream, deps.MemoryLog = failedDreamer{}, noCommits{}
+	})
+	wait(t, must(env.g.Submit(t.Context(), inbound("d", "/dream"))))
+	got := env.ch.reply(t)
+	if strings.Contains(got, "llm.apiKey") || strings.Contains(got, "401") || !strings.Contains(got, "the operator has been told") {
+		t.Errorf("/dream in a shared channel = %q", got)
+	}
+	local := inbound("d", "/dream")
+	local.Local = true
+	wait(t, must(env.g.Submit(t.Context(), local)))
+	if got := env.ch.reply(t); !strings.Contains(got, "check llm.apiKey") {
+		t.Errorf("/dream at the terminal = %q, want the cause for the operator", got)
+	}
+	wait(t, must(env.g.Submit(t.Context(), inbound("d", "/dream-log"))))
+	if got := env.ch.reply(t); !strings.Contains(got, "history entries 5-9") || !strings.Contains(got, "Skipped after repeated failures") {
+		t.Errorf("/dream-log = %q", got)
+	}
+	wait(t, must(env.g.Submit(t.Context(), inbound("d", "/status"))))
+	if got := env.ch.reply(t); strings.Contains(got, "llm.apiKey") || !strings.Contains(got, "12 unread history entries waiting") {
+		t.Errorf("/status in a shared channel = %q", got)
+	}
+	localStatus := inbound("d", "/status")
+	localStatus.Local = true
+	wait(t, must(env.g.Submit(t.Context(), localStatus)))
+	if got := env.ch.reply(t); !strings.Contains(got, "llm.apiKey") {
+		t.Errorf("/status at the terminal = %q", got)
+	}
+}

@@ -27,15 +27,22 @@ func cmdDreamLog() *command {
 			} else {
 				c, d, err = g.deps.MemoryLog.Show(req.args)
 			}
+			// A skipped batch makes no commit; the latest change says it.
+			skips := ""
+			if req.args == "" && g.deps.Dream != nil {
+				if skips = dream.FormatSkips(g.deps.Dream.Status(), g.now()); skips != "" {
+					skips = "\n\n" + skips
+				}
+			}
 			if req.args == "" && errors.Is(err, gitstore.ErrNoMatchingCommit) && g.deps.Dream != nil {
 				// Before the first Dream and after Dreams that changed
 				// nothing are different news, and the first needs a hint.
-				return dream.FormatNoDreamCommits(g.deps.Dream.Status(), g.now())
+				return dream.FormatNoDreamCommits(g.deps.Dream.Status(), g.now()) + skips
 			}
 			if err != nil {
 				return g.memoryError("/dream-log", req.args, err)
 			}
-			return dream.FormatCommit(c, d)
+			return dream.FormatCommit(c, d) + skips
 		},
 	}
 }

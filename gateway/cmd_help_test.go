@@ -67,3 +67,23 @@ func TestHelpShowsTheChannelsForm(t *testing.T) {
 		t.Errorf("/help shows the bare form:\n%s", r.Reply)
 	}
 }
+
+// The unknown-command answer suggests the form that works on the channel.
+func TestUnknownCommandSuggestsTheChannelsForm(t *testing.T) {
+	env := newTestEnv(t, noModel(t), nil)
+	fr := formRecorder{newRecorder("forms")}
+	env.g.AddChannel(fr)
+	for _, tc := range []struct{ text, want string }{
+		{"/dreamlog", "Unknown command /dreamlog. Did you mean /dg-dream-log?"},
+		{"/statsu", "Unknown command /statsu. Did you mean @bot /status?"},
+		{"/zzzzzz", "Unknown command /zzzzzz. Try /dg-help for the list."},
+	} {
+		in := inbound("unknown", tc.text)
+		in.Channel = "forms"
+		r := wait(t, must(env.g.Submit(t.Context(), in)))
+		fr.next(t)
+		if r.Reply != tc.want {
+			t.Errorf("%s: reply %q, want %q", tc.text, r.Reply, tc.want)
+		}
+	}
+}

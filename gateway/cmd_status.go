@@ -28,8 +28,9 @@ func cmdStatus() *command {
 				n, lc := sess.Len(), sess.LastConsolidated()
 				var bu consolidator.Budget
 				inPrompt := n - lc
+				tools, notCounted := g.statusToolText(req.in)
 				if g.deps.Consolidator != nil {
-					p := consolidator.Prompt{Fixed: g.deps.Prompts.Fixed(), Tools: g.toolText}
+					p := consolidator.Prompt{Fixed: g.deps.Prompts.Fixed(), Tools: tools}
 					bu = g.deps.Consolidator.Status(sess, p)
 					// The prompt also keeps the last archived messages in view.
 					inPrompt = max(inPrompt, bu.Messages)
@@ -37,15 +38,19 @@ func cmdStatus() *command {
 				fmt.Fprintf(&b, "Conversation: %d messages, %d archived, %d in the prompt\n", n, lc, inPrompt)
 				// A zero Limit: the budget is off (no context window).
 				if bu.Limit > 0 {
-					fmt.Fprintf(&b, "Prompt: about %s tokens of %s usable (%d%%)\n",
-						kTokens(bu.Estimate), kTokens(bu.Limit), bu.Estimate*100/max(bu.Limit, 1))
+					fmt.Fprintf(&b, "Prompt: about %s tokens of %s usable (%d%%)%s\n",
+						kTokens(bu.Estimate), kTokens(bu.Limit), bu.Estimate*100/max(bu.Limit, 1), notCountedNote(notCounted))
 				}
 			}
 			if g.deps.Usage != nil {
 				b.WriteString(usageLine(g.deps.Usage()))
 			}
 			if g.deps.Dream != nil {
-				b.WriteString(dream.FormatStatus(g.deps.Dream.Status(), g.now()) + "\n")
+				st := g.deps.Dream.Status()
+				if !req.in.Local {
+					st = st.Public() // the operator's detail stays in the log
+				}
+				b.WriteString(dream.FormatStatus(st, g.now()) + "\n")
 			} else {
 				b.WriteString("Dream: off\n")
 			}
@@ -56,6 +61,19 @@ func cmdStatus() *command {
 			return b.String()
 		},
 	}
+}
+
+// notCountedNote says which per-turn tools the prompt's count leaves out.
+func notCountedNote(n int) string {
+	switch {
+	case n < 0:
+		return ", not counting MCP tools"
+	case n == 1:
+		return ", not counting the tools of 1 MCP server that is not running"
+	case n > 1:
+		return fmt.Sprintf(", not counting the tools of %d MCP servers that are not running", n)
+	}
+	return ""
 }
 
 func kTokens(n int) string {

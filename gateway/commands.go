@@ -96,7 +96,7 @@ func (g *Gateway) runCommand(ctx context.Context, in channels.Inbound, pc *parse
 	var reply string
 	switch {
 	case c == nil:
-		reply = g.unknownCommand(pc.name)
+		reply = g.unknownCommand(in, pc.name)
 	case c.admin && !g.isAdmin(in):
 		g.logger.Info("admin command refused", "command", pc.name, "channel", in.Channel, "sender", in.SenderID)
 		reply = refuseAdmin(pc.name, in)
@@ -108,10 +108,13 @@ func (g *Gateway) runCommand(ctx context.Context, in channels.Inbound, pc *parse
 	if reply != "" {
 		g.send(channels.ReplyTo(in, channels.KindReply, reply))
 	}
+	g.commandDone(in.Channel, c)
 	return Result{Reply: reply}
 }
 
-func (g *Gateway) unknownCommand(name string) string {
+// unknownCommand suggests the nearest command in the form that works on
+// in's channel (a Slack prefix, "@bot /status"), as /help lists them.
+func (g *Gateway) unknownCommand(in channels.Inbound, name string) string {
 	best, bestDist := "", 3
 	names := make([]string, 0, len(g.commands))
 	for n := range g.commands {
@@ -132,9 +135,9 @@ func (g *Gateway) unknownCommand(name string) string {
 		}
 	}
 	if best != "" {
-		return fmt.Sprintf("Unknown command %s. Did you mean %s?", name, best)
+		return fmt.Sprintf("Unknown command %s. Did you mean %s?", name, g.commandUsage(in, best))
 	}
-	return fmt.Sprintf("Unknown command %s. Try /help for the list.", name)
+	return fmt.Sprintf("Unknown command %s. Try %s for the list.", name, g.commandUsage(in, "/help"))
 }
 
 // editDistance is the Levenshtein distance between two short strings.

@@ -71,7 +71,7 @@ func TestCommandsNeverReachTheModel(t *testing.T) {
 			}
 		})
 	}
-	if n := len(env.model.requests()); n != 0 {
+	if n := len(env.model.Requests()); n != 0 {
 		t.Errorf("model got %d requests", n)
 	}
 }

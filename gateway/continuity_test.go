@@ -46,7 +46,7 @@ func continuityEnv(t *testing.T, window int) (env *testEnv, advance func(time.Du
 // chatRequests returns the chat calls the model received, in order.
 func chatRequests(env *testEnv) []llm.Request {
 	var out []llm.Request
-	for _, r := range env.model.requests() {
+	for _, r := range env.model.Requests() {
 		if r.Purpose != llm.PurposeArchive {
 			out = append(out, r)
 		}
@@ -107,7 +107,7 @@ func TestConversationSurvivesTheIdleArchive(t *testing.T) {
 	env.g.compactIdle()
 	wait(t, must(env.g.Submit(t.Context(), inbound("coffee", "thanks"))))
 	var transcripts []string
-	for _, r := range env.model.requests() {
+	for _, r := range env.model.Requests() {
 		if r.Purpose == llm.PurposeArchive {
 			transcripts = append(transcripts, r.Messages[len(r.Messages)-1].Content)
 		}

@@ -86,9 +86,12 @@ type Deps struct {
 	// in the config).
 	DreamOff string
 	// Usage reports tokens used per purpose, for /status.
-	Usage  func() map[string]llm.Usage
-	Logger *slog.Logger
-	Now    func() time.Time
+	Usage func() map[string]llm.Usage
+	// Observer, when set, is told of every turn, command and busy
+	// refusal (metrics).
+	Observer Observer
+	Logger   *slog.Logger
+	Now      func() time.Time
 }
 
 // Result is the outcome of one inbound message.
@@ -98,6 +101,9 @@ type Result struct {
 	// Err is set when the turn failed; the user was sent a one-sentence
 	// explanation (Result.Reply).
 	Err error
+
+	// modelTime is what a turn's chat model calls took, for the Observer.
+	modelTime time.Duration
 }
 
 // Gateway routes messages between channels and the agent.
@@ -253,6 +259,9 @@ func (g *Gateway) Submit(ctx context.Context, in channels.Inbound) (<-chan Resul
 		err = g.enqueue(job{in: in, cmd: pc, done: done, tooLong: tooLong})
 	}
 	g.accepted(in, pc, err)
+	if errors.Is(err, channels.ErrBusy) {
+		g.observer().Busy(in.Channel)
+	}
 	if errors.Is(err, channels.ErrClosed) {
 		done <- g.refuseAtShutdown(in)
 		return done, nil
@@ -352,7 +361,7 @@ func (g *Gateway) runJob(ctx context.Context, j job) Result {
 	case j.cmd != nil:
 		return g.runCommand(ctx, j.in, j.cmd)
 	default:
-		return g.turn(ctx, j.in)
+		return g.observedTurn(ctx, j.in)
 	}
 }
 
@@ -362,7 +371,7 @@ func (g *Gateway) runJob(ctx context.Context, j job) Result {
 func (g *Gateway) refuseAtShutdown(in channels.Inbound) Result {
 	if parseCommand(in.Text) == nil {
 		if s, err := g.deps.Sessions.Get(in.SessionKey); err == nil {
-			if err := s.Append(llm.Message{Role: llm.RoleUser, Content: in.Text, Time: in.Time}); err != nil {
+			if err := s.Append(userMessage(in, false)); err != nil {
 				g.logger.Error("could not save a message at shutdown", "session", in.SessionKey, "err", err)
 			}
 		}
@@ -408,18 +417,34 @@ func (g *Gateway) goBackground(f func()) {
 	g.backgroundWG.Go(f)
 }
 
+// lastSendTimeout bounds a send made after shutdown ran out of time (the
+// notice that a message was not answered).
+const lastSendTimeout = 10 * time.Second
+
 // send delivers an outbound message through its channel, logging failures
-// with the session key (the adapters have already retried).
+// with the session key (the adapters have already retried). A send may wait
+// out rate limits for its channel's retry window, minutes, holding the
+// session's later replies behind it in order; it ends early only when
+// shutdown runs out of time (turnCtx), which must not wait for it.
 func (g *Gateway) send(out channels.Outbound) {
 	ch := g.channel(out.Channel)
 	if ch == nil {
 		g.logger.Error("reply for an unknown channel dropped", "channel", out.Channel, "session", out.SessionKey)
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithCancel(g.turnCtx)
+	if g.turnCtx.Err() != nil {
+		cancel()
+		ctx, cancel = context.WithTimeout(context.Background(), lastSendTimeout)
+	}
 	defer cancel()
-	if err := ch.Send(ctx, out); err != nil {
-		g.logger.Error("reply not delivered", "channel", out.Channel, "session", out.SessionKey, "chars", len(out.Text), "err", err)
+	err := ch.Send(ctx, out)
+	switch {
+	case err == nil:
+	case errors.Is(err, channels.ErrDropped):
+		// The channel has logged what was lost, once.
+	default:
+		g.logger.Error("reply not delivered", "channel", out.Channel, "session", out.SessionKey, "kind", out.Kind, "chars", len(out.Text), "err", err)
 	}
 }
 

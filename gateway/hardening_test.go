@@ -9,12 +9,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/dreamgate/dreamgate/agent"
 	"github.com/dreamgate/dreamgate/channels"
+	"github.com/dreamgate/dreamgate/internal/testkit"
 	"github.com/dreamgate/dreamgate/llm"
 	"github.com/dreamgate/dreamgate/workspace"
 )
@@ -83,24 +83,6 @@ func mustSubmit(t *testing.T, env *testEnv, in channels.Inbound) <-chan Result {
 	return done
 }
 
-// syncBuffer is a log destination safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // A Slack or Discord user hears one plain sentence when the model fails;
 // the endpoint and the config hints go to the log, and to the terminal,
 // whose user is the operator.
@@ -108,7 +90,7 @@ func TestModelFailureDetailGoesToTheOperatorOnly(t *testing.T) {
 	fail := &llm.Error{Kind: llm.ErrUnavailable, Reason: "the connection to http://127.0.0.1:4242/v1 broke off", Err: errors.New("unexpected EOF")}
 	notFound := &llm.Error{Kind: llm.ErrRejected, Status: 404, Reason: "HTTP 404"}
 	for _, modelErr := range []error{fail, notFound} {
-		var logs syncBuffer
+		var logs testkit.Buffer
 		env := newTestEnv(t, func(context.Context, llm.Request) (llm.Response, error) {
 			return llm.Response{}, modelErr
 		}, func(_ *Config, d *Deps) {
@@ -163,7 +145,7 @@ func TestOverLongMessageIsCutAndAnswered(t *testing.T) {
 			t.Errorf("stored message (%d bytes) is not the cut text with a marker: %.80q…%q", len(stored), stored, stored[max(0, len(stored)-80):])
 		}
 	}
-	if n := len(env.model.requests()); n != 0 {
+	if n := len(env.model.Requests()); n != 0 {
 		t.Errorf("the model was asked %d times about an over-long message", n)
 	}
 	// A message within the limit is answered as usual.

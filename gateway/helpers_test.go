@@ -12,29 +12,10 @@ import (
 	"github.com/dreamgate/dreamgate/channels"
 	"github.com/dreamgate/dreamgate/gateway/session"
 	"github.com/dreamgate/dreamgate/llm"
+	"github.com/dreamgate/dreamgate/llm/llmtest"
 	"github.com/dreamgate/dreamgate/workspace"
 	workspacetemplate "github.com/dreamgate/dreamgate/workspace-template"
 )
-
-// funcModel is a Model answering with f; it records every request.
-type funcModel struct {
-	f    func(ctx context.Context, req llm.Request) (llm.Response, error)
-	mu   sync.Mutex
-	reqs []llm.Request
-}
-
-func (m *funcModel) Chat(ctx context.Context, req llm.Request) (llm.Response, error) {
-	m.mu.Lock()
-	m.reqs = append(m.reqs, req)
-	m.mu.Unlock()
-	return m.f(ctx, req)
-}
-
-func (m *funcModel) requests() []llm.Request {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return append([]llm.Request(nil), m.reqs...)
-}
 
 func textReply(s string) llm.Response {
 	return llm.Response{Content: s, FinishReason: llm.FinishStop, Usage: llm.Usage{PromptTokens: 10, CompletionTokens: 2}}
@@ -79,7 +60,7 @@ func (r *recorder) next(t testing.TB) channels.Outbound {
 type testEnv struct {
 	g        *Gateway
 	ch       *recorder
-	model    *funcModel
+	model    *llmtest.Model
 	sessions *session.Store
 	ws       string
 }
@@ -100,7 +81,7 @@ func newTestEnv(t testing.TB, f func(ctx context.Context, req llm.Request) (llm.
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { aw.Close(); sessions.Close() })
-	model := &funcModel{f: f}
+	model := llmtest.NewModel(t).Then(f)
 	cfg := Config{Workspace: ws, ModelName: "test-model", MaxToolIterations: 5}
 	deps := Deps{
 		Model:    model,

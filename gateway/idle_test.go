@@ -28,7 +28,8 @@ func (f *fakeConsolidator) ArchiveTail(_ context.Context, s consolidator.Session
 	f.mu.Lock()
 	f.archived = append(f.archived, s.Key())
 	f.mu.Unlock()
-	n := len(s.Messages())
+	base, msgs := s.Tail()
+	n := base + len(msgs)
 	err := s.SetLastConsolidated(n, "- archived")
 	f.done <- s.Key()
 	return consolidator.Report{Archived: n}, err

@@ -43,13 +43,14 @@ func (g *Gateway) maxMessageBytes() int {
 // says what happened, and nothing looks unanswered after a restart), and
 // the sender is told how long is too long.
 func (g *Gateway) answerTooLong(in channels.Inbound, size int) Result {
-	notice := fmt.Sprintf("Your message is too long for me (%s; the limit is %s), so I did not read it. "+
-		"Please send a shorter message, or split it into parts.", formatBytes(size), formatBytes(g.maxMessageBytes()))
+	notice := fmt.Sprintf("Your message is too long for me (%s; the limit is %s), so I did not answer it; "+
+		"only its first %s is kept in this conversation. Please send a shorter message, or split it into parts.",
+		formatBytes(size), formatBytes(g.maxMessageBytes()), formatBytes(g.maxMessageBytes()))
 	g.logger.Warn("over-long message cut and not answered", "session", in.SessionKey, "bytes", size, "limit", g.maxMessageBytes())
 	if sess, err := g.deps.Sessions.Get(in.SessionKey); err != nil {
 		g.logger.Error("cannot open session", "session", in.SessionKey, "err", err)
 	} else if err := sess.Append(
-		llm.Message{Role: llm.RoleUser, Content: in.Text, Time: in.Time},
+		userMessage(in, false),
 		llm.Message{Role: llm.RoleAssistant, Content: notice},
 	); err != nil {
 		g.logger.Error("cannot save the cut message", "session", in.SessionKey, "err", err)

@@ -96,6 +96,13 @@ func (ib *inbox) done(in channels.Inbound) {
 	delete(ib.open, in.Channel+"\x00"+in.MessageID)
 }
 
+// compact writes the file again with only the open messages.
+func (ib *inbox) compact() error {
+	ib.mu.Lock()
+	defer ib.mu.Unlock()
+	return ib.rewriteLocked()
+}
+
 // rewriteLocked replaces the file with the open messages. The caller holds
 // ib.mu (or owns ib alone).
 func (ib *inbox) rewriteLocked() error {

@@ -6,7 +6,6 @@ import (
 
 	"github.com/dreamgate/dreamgate/channels"
 	"github.com/dreamgate/dreamgate/gateway/session"
-	"github.com/dreamgate/dreamgate/llm"
 )
 
 // resendWindow bounds how far back a start looks for messages a crash left
@@ -73,7 +72,7 @@ func (g *Gateway) redelivered(sess *session.Session, in channels.Inbound) bool {
 // origin (once: a restart answering it finds it there) and lets the inbox
 // forget it.
 func (g *Gateway) recordUser(sess *session.Session, in channels.Inbound) error {
-	_, err := sess.AppendUser(llm.Message{Role: llm.RoleUser, Content: in.Text, Time: in.Time}, originOf(in))
+	_, err := sess.AppendUser(userMessage(in, true), originOf(in))
 	if err == nil {
 		g.inboxDone(in)
 	}
@@ -172,6 +171,9 @@ func (g *Gateway) answerPending() {
 			continue
 		}
 		g.requeue(in, "", now) // it stays in the inbox until its turn records it
+	}
+	if err := g.inbox.compact(); err != nil {
+		g.logger.Warn("could not compact the inbox", "err", err)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/dreamgate/dreamgate/dream"
 	"github.com/dreamgate/dreamgate/gateway/session"
 	"github.com/dreamgate/dreamgate/llm"
+	"github.com/dreamgate/dreamgate/llm/llmtest"
 )
 
 // blockingDreamer is a Dream that runs until its context ends.
@@ -270,7 +271,7 @@ func newInboxGateway(t *testing.T, dir string, f func(context.Context, llm.Reque
 	}
 	t.Cleanup(func() { sessions.Close() })
 	g := New(Config{MaxToolIterations: 2, AnswerPending: 10 * time.Minute}, Deps{
-		Model: &funcModel{f: f}, Sessions: sessions, Prompts: NewPromptBuilder(t.TempDir(), nil),
+		Model: llmtest.NewModel(t).Then(f), Sessions: sessions, Prompts: NewPromptBuilder(t.TempDir(), nil),
 	})
 	rec := newRecorder("test")
 	g.AddChannel(rec)

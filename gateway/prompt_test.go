@@ -66,7 +66,7 @@ func TestSystemPromptLayout(t *testing.T) {
 		if r.Err != nil {
 			t.Fatal(r.Err)
 		}
-		reqs := env.model.requests()
+		reqs := env.model.Requests()
 		sys := reqs[len(reqs)-1].Messages[0]
 		if sys.Role != llm.RoleSystem {
 			t.Fatalf("turn %d: first message is %s", i, sys.Role)
@@ -81,7 +81,7 @@ func TestSystemPromptLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	wait(t, must(env.g.Submit(t.Context(), inbound("layout", "third"))))
-	reqs := env.model.requests()
+	reqs := env.model.Requests()
 	if got := reqs[len(reqs)-1].Messages[0].Content; strings.Contains(got, "# Last archive summary") ||
 		!strings.HasPrefix(got, prefix+"\n\n# Recent history\n\n") || !strings.HasSuffix(got, "- Ana prefers tea"+tail) {
 		t.Errorf("summary inside the Recent history repeated or moved:\n%s", got)

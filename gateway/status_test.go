@@ -2,10 +2,12 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/dreamgate/dreamgate/agent"
 	"github.com/dreamgate/dreamgate/consolidator"
 	"github.com/dreamgate/dreamgate/llm"
 )
@@ -46,6 +48,82 @@ func TestStatusShowsTheConsolidatorsBudget(t *testing.T) {
 			want := fmt.Sprintf("Prompt: about %s tokens of %s usable (%d%%)\n", kTokens(bu.Estimate), tt.usable, bu.Estimate*100/bu.Limit)
 			if !strings.Contains(r.Reply, want) {
 				t.Errorf("/status lacks %q:\n%s", want, r.Reply)
+			}
+		})
+	}
+}
+
+// runningTools is a TurnTools that can say what is running without
+// starting it; ForTurn (which would start servers) must not be asked.
+type runningTools struct {
+	adminTools
+	notRunning int
+}
+
+func (r *runningTools) RunningTools(admin bool) ([]agent.Tool, int) {
+	if !admin {
+		return nil, 0
+	}
+	return []agent.Tool{bigTool{}}, r.notRunning
+}
+
+// bigTool is a per-turn tool whose definition costs about 2k tokens.
+type bigTool struct{}
+
+func (bigTool) Def() llm.ToolDef {
+	return llm.ToolDef{Name: "mcp_docs_search", Description: strings.Repeat("searches the docs ", 500), Parameters: json.RawMessage(`{"type":"object"}`)}
+}
+
+func (bigTool) Run(context.Context, json.RawMessage) (string, error) { return "", nil }
+
+// /status counts the tools a turn from its sender would be offered: the
+// running MCP servers' tools too, without starting the others, and says
+// what it left out.
+func TestStatusCountsTheSendersTurnTools(t *testing.T) {
+	tests := []struct {
+		name       string
+		tools      TurnTools
+		admin      bool
+		extra      []agent.Tool // counted beyond the file tools
+		wantSuffix string
+	}{
+		{"admin, all running", &runningTools{}, true, []agent.Tool{bigTool{}}, ")\n"},
+		{"admin, one not running", &runningTools{notRunning: 1}, true, []agent.Tool{bigTool{}},
+			"), not counting the tools of 1 MCP server that is not running\n"},
+		{"not an admin", &runningTools{notRunning: 2}, false, nil, ")\n"},
+		{"cannot tell without starting", &adminTools{}, true, nil, "), not counting MCP tools\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := newTestEnv(t, noModel(t), func(c *Config, d *Deps) {
+				c.Admins = []string{"test:BOSS"}
+				d.TurnTools = tt.tools
+			})
+			cons := useRealConsolidator(t, env, 128000, 4096)
+			in := inbound("st", "/status")
+			if tt.admin {
+				in.SenderID = "BOSS"
+			}
+			r := wait(t, must(env.g.Submit(t.Context(), in)))
+
+			sess, err := env.sessions.Get("test:st")
+			if err != nil {
+				t.Fatal(err)
+			}
+			bu := cons.Status(sess, consolidator.Prompt{Fixed: env.g.deps.Prompts.Fixed(), Tools: env.g.toolText + toolText(tt.extra)})
+			want := fmt.Sprintf("Prompt: about %s tokens of %s usable (%d%%", kTokens(bu.Estimate), kTokens(bu.Limit), bu.Estimate*100/bu.Limit)
+			if !strings.Contains(r.Reply, want+tt.wantSuffix) {
+				t.Errorf("/status lacks %q:\n%s", want+tt.wantSuffix, r.Reply)
+			}
+			switch ft := tt.tools.(type) {
+			case *runningTools:
+				if len(ft.asked) != 0 {
+					t.Error("/status asked ForTurn, which starts servers")
+				}
+			case *adminTools:
+				if len(ft.asked) != 0 {
+					t.Error("/status asked ForTurn, which starts servers")
+				}
 			}
 		})
 	}

@@ -93,7 +93,7 @@ func TestStreamOnlyWhereShown(t *testing.T) {
 	if out := env.ch.next(t); out.Streamed || out.Text != "plain" {
 		t.Errorf("reply on a channel without streams = %+v", out)
 	}
-	for _, req := range env.model.requests() {
+	for _, req := range env.model.Requests() {
 		last := req.Messages[len(req.Messages)-1]
 		if last.Content == "hi" && req.OnDelta != nil {
 			t.Error("a channel without a Stream got a streamed request")

@@ -26,7 +26,7 @@ func TestContextAddedToNewSessionOnce(t *testing.T) {
 		t.Fatal(r.Err)
 	}
 	env.ch.next(t)
-	reqs := env.model.requests()
+	reqs := env.model.Requests()
 	msgs := reqs[0].Messages
 	if len(msgs) != 3 || msgs[1].Role != llm.RoleUser || msgs[2].Content != "what do you think?" {
 		t.Fatalf("request = %+v, want system, the context, the question", msgs)
@@ -46,7 +46,7 @@ func TestContextAddedToNewSessionOnce(t *testing.T) {
 		t.Fatal(r.Err)
 	}
 	env.ch.next(t)
-	reqs = env.model.requests()
+	reqs = env.model.Requests()
 	for _, m := range reqs[1].Messages {
 		if strings.Contains(m.Content, "ignored") {
 			t.Errorf("an existing session took context: %+v", reqs[1].Messages)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/dreamgate/dreamgate/agent"
 	"github.com/dreamgate/dreamgate/channels"
@@ -55,14 +56,16 @@ func (g *Gateway) turn(ctx context.Context, in channels.Inbound) Result {
 	// (prompt.Kept) so that an archive does not cut the conversation off.
 	from := sess.LastConsolidated() - prompt.Kept
 	msgs := append([]llm.Message{{Role: llm.RoleSystem, Content: system}}, replay(sess, from)...)
+	showImages(msgs, in) // this turn only; the session keeps a marker
 
 	stopTyping := g.startTyping(ctx, in)
-	model := &promptMeter{m: g.deps.Model}
+	model := &promptMeter{m: g.deps.Model, now: g.now}
 	loop := agent.Loop{
 		Model:         model,
 		Tools:         tools,
 		Purpose:       llm.PurposeChat,
 		MaxIterations: g.cfg.MaxToolIterations,
+		RepeatLimit:   chatRepeatLimit,
 		Logger:        log,
 	}
 	st := g.startStream(in)
@@ -88,6 +91,12 @@ func (g *Gateway) turn(ctx context.Context, in channels.Inbound) Result {
 		case reply != "":
 		case res.Stop == agent.StopMaxIterations:
 			reply = "I stopped after too many tool steps without finishing; try a narrower request."
+		case res.Stop == agent.StopRepeated:
+			reply = "I stopped because I kept making the same tool call with the same result; try rephrasing the request."
+		case res.Stop == agent.StopToolFailed:
+			// The tool's error (agent logged it) may name files; the
+			// sender reads where to look instead.
+			reply = "I stopped because a tool kept failing the same way; the error is in the gateway log."
 		default:
 			reply = "(The model returned an empty answer.)"
 		}
@@ -105,6 +114,7 @@ func (g *Gateway) turn(ctx context.Context, in channels.Inbound) Result {
 			log.Error("archiving after the turn failed", "err", err)
 		}
 	}
+	out.modelTime = model.took
 	return out
 }
 
@@ -126,6 +136,12 @@ func (g *Gateway) record(sess *session.Session, res agent.Result) int {
 	}
 	return sent
 }
+
+// chatRepeatLimit ends a chat turn whose tool call (file or MCP) had the
+// same outcome three times in one run: the model is going round in
+// circles and would otherwise spend every iteration doing so. Dream uses
+// the same limit.
+const chatRepeatLimit = 3
 
 var errPromptTooLarge = errors.New("prompt exceeds the context window")
 
@@ -157,8 +173,8 @@ func toolText(tools []agent.Tool) string {
 // answered by exactly one result and no result without its call (a crash
 // mid-turn could leave either behind).
 func replay(sess *session.Session, from int) []llm.Message {
-	all := sess.Messages()
-	tail := all[min(max(from, 0), len(all)):]
+	base, held := sess.Tail()
+	tail := held[min(max(from-base, 0), len(held)):]
 	i := slices.IndexFunc(tail, func(m llm.Message) bool { return m.Role == llm.RoleUser })
 	if i < 0 {
 		return nil
@@ -262,13 +278,18 @@ func (t *turnStream) shown(reply string) bool {
 
 // promptMeter remembers the provider-reported prompt tokens of the last
 // successful call of one turn: the consolidator's floor for its estimate.
+// It also sums the time the turn's model calls took (metrics).
 type promptMeter struct {
 	m    Model
 	last int
+	now  func() time.Time
+	took time.Duration
 }
 
 func (p *promptMeter) Chat(ctx context.Context, req llm.Request) (llm.Response, error) {
+	start := p.now()
 	resp, err := p.m.Chat(ctx, req)
+	p.took += p.now().Sub(start)
 	if err == nil && resp.Usage.PromptTokens > 0 {
 		p.last = resp.Usage.PromptTokens
 	}

@@ -31,7 +31,7 @@ func TestTurnRunsToolsAndPersists(t *testing.T) {
 	if r := wait(t, done); r.Err != nil || r.Reply != "You have no profile yet." {
 		t.Fatalf("result = %+v", r)
 	}
-	reqs := env.model.requests()
+	reqs := env.model.Requests()
 	if len(reqs) != 2 {
 		t.Fatalf("model saw %d requests, want 2", len(reqs))
 	}

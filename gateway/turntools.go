@@ -20,15 +20,46 @@ type TurnTools interface {
 	StatusText() string
 }
 
+// RunningTools is optional for a TurnTools: what ForTurn would return now
+// without starting anything, and how many of the sender's sources are not
+// running (a turn would try to start them). /status counts with it, since
+// showing a status must not start servers.
+type RunningTools interface {
+	RunningTools(admin bool) (tools []agent.Tool, notRunning int)
+}
+
+// baseTools returns the file tools for the sender and their text.
+func (g *Gateway) baseTools(admin bool) ([]agent.Tool, string) {
+	if g.deps.AdminTools != nil && admin {
+		return g.deps.AdminTools, g.adminToolText
+	}
+	return g.deps.Tools, g.toolText
+}
+
+// statusToolText is the tools' text /status counts for the sender of in:
+// what a turn would be offered, of the per-turn tools only those running.
+// notCounted is how many per-turn sources are left out because they are
+// not running; -1 when the TurnTools cannot tell without starting them.
+func (g *Gateway) statusToolText(in channels.Inbound) (text string, notCounted int) {
+	admin := g.isAdmin(in)
+	_, text = g.baseTools(admin)
+	if g.deps.TurnTools == nil {
+		return text, 0
+	}
+	rt, ok := g.deps.TurnTools.(RunningTools)
+	if !ok {
+		return text, -1
+	}
+	extra, notRunning := rt.RunningTools(admin)
+	return text + toolText(extra), notRunning
+}
+
 // toolsFor returns a turn's tools and their text as the consolidator
 // counts it: the file tools for the sender (turnTools), then the tools
 // chosen per turn (MCP servers) for an admin or not.
 func (g *Gateway) toolsFor(ctx context.Context, in channels.Inbound) ([]agent.Tool, string) {
 	admin := g.isAdmin(in)
-	base, text := g.deps.Tools, g.toolText
-	if g.deps.AdminTools != nil && admin {
-		base, text = g.deps.AdminTools, g.adminToolText
-	}
+	base, text := g.baseTools(admin)
 	if g.deps.TurnTools == nil {
 		return base, text
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/dreamgate/dreamgate/gitstore"
+	"github.com/dreamgate/dreamgate/internal/testkit"
 )
 
 func TestCommitOnlyRealChanges(t *testing.T) {
@@ -21,14 +22,14 @@ func TestCommitOnlyRealChanges(t *testing.T) {
 		t.Fatalf("Commit with nothing changed: %v, want ErrNothingToCommit", err)
 	}
 	// Files outside the tracked set are never a reason to commit.
-	writeFile(t, dir, "memory/history.jsonl", "{}\n{}\n")
-	writeFile(t, dir, "notes.txt", "more notes\n")
+	testkit.WriteFile(t, dir, "memory/history.jsonl", "{}\n{}\n")
+	testkit.WriteFile(t, dir, "notes.txt", "more notes\n")
 	if _, err := s.Commit("dream: nothing", ""); !errors.Is(err, gitstore.ErrNothingToCommit) {
 		t.Fatalf("Commit with only untracked changes: %v, want ErrNothingToCommit", err)
 	}
 	noise["memory/history.jsonl"], noise["notes.txt"] = "{}\n{}\n", "more notes\n"
 
-	writeFile(t, dir, "memory/MEMORY.md", "- The team ships on Fridays\n")
+	testkit.WriteFile(t, dir, "memory/MEMORY.md", "- The team ships on Fridays\n")
 	c, err := s.Commit("dream: 1 change(s) from history 1-3", "memory/MEMORY.md: +1 -0\n")
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +79,7 @@ func TestCommitOnlyRealChanges(t *testing.T) {
 	assertNoise(t, dir, noise)
 
 	for _, subject := range []string{"", "  ", "two\nlines"} {
-		writeFile(t, dir, "SOUL.md", "changed "+subject)
+		testkit.WriteFile(t, dir, "SOUL.md", "changed "+subject)
 		if _, err := s.Commit(subject, ""); err == nil {
 			t.Errorf("Commit(%q) succeeded; a subject must be one non-empty line", subject)
 		}
@@ -90,9 +91,9 @@ func TestCommitKeepsOtherStagedChangesOut(t *testing.T) {
 	gitBin(t)
 	// Someone stages a file with the git command line; our commit must not
 	// carry it along (like `git commit -- <tracked files>`).
-	writeFile(t, dir, "AGENTS.md", "agents\n")
+	testkit.WriteFile(t, dir, "AGENTS.md", "agents\n")
 	runGit(t, dir, "add", "-f", "AGENTS.md")
-	writeFile(t, dir, "SOUL.md", "soul\n")
+	testkit.WriteFile(t, dir, "SOUL.md", "soul\n")
 	mustCommit(t, s, "dream: soul")
 	if files := lines(runGit(t, dir, "ls-tree", "-r", "--name-only", "HEAD")); slices.Contains(files, "AGENTS.md") {
 		t.Errorf("HEAD tree %q contains the file someone else staged", files)
@@ -103,13 +104,13 @@ func TestCommitKeepsOtherStagedChangesOut(t *testing.T) {
 func TestCommitWaitsForIndexLock(t *testing.T) {
 	s, dir := openStore(t)
 	lock := filepath.Join(dir, ".git", "index.lock")
-	writeFile(t, dir, ".git/index.lock", "")
+	testkit.WriteFile(t, dir, ".git/index.lock", "")
 	old := time.Now().Add(-time.Hour)
 	if err := os.Chtimes(lock, old, old); err != nil {
 		t.Fatal(err)
 	}
 	// An hour-old lock is a crash leftover: removed, and the commit goes on.
-	writeFile(t, dir, "SOUL.md", "soul\n")
+	testkit.WriteFile(t, dir, "SOUL.md", "soul\n")
 	mustCommit(t, s, "dream: soul")
 	if _, err := os.Stat(lock); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("index.lock still there after the commit: %v", err)

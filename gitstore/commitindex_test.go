@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/dreamgate/dreamgate/gitstore"
+	"github.com/dreamgate/dreamgate/internal/testkit"
 )
 
 // The commit index is a cache of the first-parent history. These tests
@@ -49,25 +50,25 @@ func latest(t *testing.T, s *gitstore.Store, prefix string) gitstore.Commit {
 func TestCommitIndexSeesGitCommits(t *testing.T) {
 	gitBin(t)
 	s, dir := openStore(t)
-	writeFile(t, dir, "memory/MEMORY.md", "a\n")
+	testkit.WriteFile(t, dir, "memory/MEMORY.md", "a\n")
 	a := mustCommit(t, s, "dream: A")
 	if got := latest(t, s, "dream:"); got.SHA != a.SHA { // the index exists from here on
 		t.Fatalf("Latest = %s, want A", got.Subject)
 	}
 
 	// A commit made with the git command line between two Store calls.
-	writeFile(t, dir, "memory/MEMORY.md", "a\nb by git\n")
+	testkit.WriteFile(t, dir, "memory/MEMORY.md", "a\nb by git\n")
 	runGit(t, dir, "commit", "-q", "-m", "dream: B by git", "--", "memory/MEMORY.md")
 	if got := latest(t, s, "dream:"); got.Subject != "dream: B by git" {
 		t.Errorf("Latest after a git commit = %q, want the git commit", got.Subject)
 	}
 	// Two more that change SOUL.md and put it back: a restore before A
 	// leaves SOUL.md alone, so it must not name them.
-	writeFile(t, dir, "SOUL.md", "e\n")
+	testkit.WriteFile(t, dir, "SOUL.md", "e\n")
 	runGit(t, dir, "commit", "-q", "-m", "manual: E by git", "--", "SOUL.md")
-	writeFile(t, dir, "SOUL.md", "")
+	testkit.WriteFile(t, dir, "SOUL.md", "")
 	runGit(t, dir, "commit", "-q", "-m", "manual: F by git", "--", "SOUL.md")
-	writeFile(t, dir, "USER.md", "c\n")
+	testkit.WriteFile(t, dir, "USER.md", "c\n")
 	c := mustCommit(t, s, "dream: C")
 	if got, want := storeLog(t, s), gitLog(t, dir); !slices.Equal(got, want) {
 		t.Errorf("Log = %q, want %q", got, want)
@@ -82,7 +83,7 @@ func TestCommitIndexSeesGitCommits(t *testing.T) {
 	if got, want := subjects(undone), []string{"dream: C", "dream: B by git"}; !slices.Equal(got, want) {
 		t.Errorf("undone = %q, want %q", got, want)
 	}
-	if got := readFile(t, dir, "memory/MEMORY.md"); got != "" {
+	if got := testkit.ReadFile(t, dir, "memory/MEMORY.md"); got != "" {
 		t.Errorf("MEMORY.md = %q, want it as before A", got)
 	}
 
@@ -91,7 +92,7 @@ func TestCommitIndexSeesGitCommits(t *testing.T) {
 	if got := latest(t, s, ""); got.SHA != c.SHA {
 		t.Errorf("Latest after reset = %q, want C", got.Subject)
 	}
-	writeFile(t, dir, "SOUL.md", "d\n")
+	testkit.WriteFile(t, dir, "SOUL.md", "d\n")
 	runGit(t, dir, "commit", "-q", "-m", "manual: D by git", "--", "SOUL.md")
 	if got, want := storeLog(t, s), gitLog(t, dir); !slices.Equal(got, want) {
 		t.Errorf("Log after reset and commit = %q, want %q", got, want)
@@ -137,10 +138,10 @@ func TestCommitIndexRebuilt(t *testing.T) {
 			s, dir := openStore(t)
 			var cs []gitstore.Commit
 			for i := range 6 {
-				writeFile(t, dir, "memory/MEMORY.md", strings.Repeat("x\n", i+1))
+				testkit.WriteFile(t, dir, "memory/MEMORY.md", strings.Repeat("x\n", i+1))
 				cs = append(cs, mustCommit(t, s, "dream: "+string(rune('0'+i))))
 			}
-			writeFile(t, dir, "USER.md", "by hand\n")
+			testkit.WriteFile(t, dir, "USER.md", "by hand\n")
 			mustCommit(t, s, "manual: last")
 			want := gitLog(t, dir)
 			if got := storeLog(t, s); !slices.Equal(got, want) { // writes the index

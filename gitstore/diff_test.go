@@ -12,6 +12,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/dreamgate/dreamgate/gitstore"
+	"github.com/dreamgate/dreamgate/internal/testkit"
 )
 
 // baseFiles are committed before each Status case.
@@ -96,7 +97,7 @@ func TestStatus(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s, dir := openStore(t)
 			for p, c := range baseFiles {
-				writeFile(t, dir, p, c)
+				testkit.WriteFile(t, dir, p, c)
 			}
 			mustCommit(t, s, "manual: base")
 			for p, c := range tt.edit {
@@ -106,7 +107,7 @@ func TestStatus(t *testing.T) {
 					}
 					continue
 				}
-				writeFile(t, dir, p, c)
+				testkit.WriteFile(t, dir, p, c)
 			}
 			d, err := s.Status()
 			if err != nil {
@@ -155,12 +156,12 @@ func blobID(content string) string {
 func TestSummary(t *testing.T) {
 	s, dir := openStore(t)
 	for p, c := range baseFiles {
-		writeFile(t, dir, p, c)
+		testkit.WriteFile(t, dir, p, c)
 	}
 	mustCommit(t, s, "manual: base")
-	writeFile(t, dir, "SOUL.md", "s\nt\n")
-	writeFile(t, dir, "memory/MEMORY.md", "a\nB\nc\n")
-	writeFile(t, dir, "USER.md", "\x00")
+	testkit.WriteFile(t, dir, "SOUL.md", "s\nt\n")
+	testkit.WriteFile(t, dir, "memory/MEMORY.md", "a\nB\nc\n")
+	testkit.WriteFile(t, dir, "USER.md", "\x00")
 	d, err := s.Status()
 	if err != nil {
 		t.Fatal(err)
@@ -214,7 +215,7 @@ func TestSummary(t *testing.T) {
 			big.WriteString(strings.Repeat("é", i%7))
 			big.WriteString("\n")
 		}
-		writeFile(t, dir, "memory/MEMORY.md", big.String())
+		testkit.WriteFile(t, dir, "memory/MEMORY.md", big.String())
 		d, err := s.Status()
 		if err != nil {
 			t.Fatal(err)
@@ -240,9 +241,9 @@ func TestSummary(t *testing.T) {
 	})
 
 	t.Run("backticks in the memory file", func(t *testing.T) {
-		writeFile(t, dir, "memory/MEMORY.md", "a\n```go\nfmt.Println()\n```\nc\n")
-		writeFile(t, dir, "SOUL.md", "s\n")
-		writeFile(t, dir, "USER.md", "u1\nu2\n")
+		testkit.WriteFile(t, dir, "memory/MEMORY.md", "a\n```go\nfmt.Println()\n```\nc\n")
+		testkit.WriteFile(t, dir, "SOUL.md", "s\n")
+		testkit.WriteFile(t, dir, "USER.md", "u1\nu2\n")
 		d, err := s.Status()
 		if err != nil {
 			t.Fatal(err)

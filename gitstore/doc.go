@@ -38,8 +38,8 @@
 // under its own lock) removes it with ClearStaleLocks.
 //
 // gitstore wraps go-git; go-git types never appear in its API. It imports no
-// other dreamgate package: the caller names the tracked files
-// (Options.Tracked, the workspace layout's memory files) and passes the
-// writer a restore rewrites files through (Options.Files, the workspace's
-// atomic write).
+// other dreamgate package but the internal leaves (internal/leftovers, which
+// import none): the caller names the tracked files (Options.Tracked, the
+// workspace layout's memory files) and passes the writer a restore rewrites
+// files through (Options.Files, the workspace's atomic write).
 package gitstore

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/dreamgate/dreamgate/gitstore"
+	"github.com/dreamgate/dreamgate/internal/testkit"
 )
 
 // recordingFiles is a caller's Files: it writes plainly and records what
@@ -63,10 +64,10 @@ func TestRestoreWritesThroughCallerFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, dir, "USER.md", "- Name: Ana.\n")
+	testkit.WriteFile(t, dir, "USER.md", "- Name: Ana.\n")
 	mustCommit(t, s, "manual: setup")
-	writeFile(t, dir, "USER.md", "- Name: Ana.\n- Likes tea.\n")
-	writeFile(t, dir, "memory/MEMORY.md", "- new\n")
+	testkit.WriteFile(t, dir, "USER.md", "- Name: Ana.\n- Likes tea.\n")
+	testkit.WriteFile(t, dir, "memory/MEMORY.md", "- new\n")
 	x := mustCommit(t, s, "dream: tea")
 
 	// Reopened tracking one more file: the .gitignore gains its line.
@@ -79,7 +80,7 @@ func TestRestoreWritesThroughCallerFiles(t *testing.T) {
 	if !slices.Contains(files.writes, ".gitignore") {
 		t.Errorf("the .gitignore was extended around the caller's Files (writes %v)", files.writes)
 	}
-	writeFile(t, dir, "memory/PROJECTS.md", "- dreamgate\n")
+	testkit.WriteFile(t, dir, "memory/PROJECTS.md", "- dreamgate\n")
 	y := mustCommit(t, s, "dream: projects")
 	_ = y
 
@@ -94,7 +95,7 @@ func TestRestoreWritesThroughCallerFiles(t *testing.T) {
 	if !slices.Contains(files.removes, "memory/PROJECTS.md") {
 		t.Errorf("restore removed %v through Files, want memory/PROJECTS.md among them", files.removes)
 	}
-	if got := readFile(t, dir, "USER.md"); got != "- Name: Ana.\n" {
+	if got := testkit.ReadFile(t, dir, "USER.md"); got != "- Name: Ana.\n" {
 		t.Errorf("USER.md = %q after the restore", got)
 	}
 }

@@ -37,26 +37,6 @@ func openStore(t testing.TB) (*gitstore.Store, string) {
 	return s, dir
 }
 
-func writeFile(t testing.TB, dir, rel, content string) {
-	t.Helper()
-	p := filepath.Join(dir, filepath.FromSlash(rel))
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func readFile(t testing.TB, dir, rel string) string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(rel)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
 func mustCommit(t testing.TB, s *gitstore.Store, subject string) gitstore.Commit {
 	t.Helper()
 	c, err := s.Commit(subject, "")

@@ -12,6 +12,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/dreamgate/dreamgate/gitstore"
+	"github.com/dreamgate/dreamgate/internal/testkit"
 )
 
 func subjects(cs []gitstore.Commit) []string {
@@ -40,7 +41,7 @@ func history(t *testing.T) (*gitstore.Store, string, map[string]gitstore.Commit)
 		{"dream3", "SOUL.md", "Be brief.\n", "dream: 1 change(s) from history 5-9"},
 	}
 	for _, st := range steps {
-		writeFile(t, dir, st.file, st.content)
+		testkit.WriteFile(t, dir, st.file, st.content)
 		cs[st.key] = mustCommit(t, s, st.subject)
 	}
 	return s, dir, cs
@@ -88,7 +89,7 @@ func TestLog(t *testing.T) {
 		// A merge made with the git command line: the merged side branch is
 		// not on the first-parent history.
 		runGit(t, dir, "checkout", "-q", "-b", "side")
-		writeFile(t, dir, "USER.md", "side\n")
+		testkit.WriteFile(t, dir, "USER.md", "side\n")
 		runGit(t, dir, "commit", "-q", "-am", "side: work")
 		runGit(t, dir, "checkout", "-q", "main")
 		runGit(t, dir, "merge", "-q", "--no-ff", "-m", "merge side", "side")
@@ -279,7 +280,7 @@ func craftAmbiguity(t *testing.T, dir string) (a, b plumbing.Hash, blob plumbing
 
 func TestShowAmbiguousPrefix(t *testing.T) {
 	s, dir := openStore(t)
-	writeFile(t, dir, "SOUL.md", "soul\n")
+	testkit.WriteFile(t, dir, "SOUL.md", "soul\n")
 	head := mustCommit(t, s, "dream: soul")
 	a, b, _ := craftAmbiguity(t, dir)
 
@@ -327,7 +328,7 @@ func TestShowAmbiguousPrefix(t *testing.T) {
 		}
 		check(t)
 		// And the store keeps working on packed history.
-		writeFile(t, dir, "USER.md", "user\n")
+		testkit.WriteFile(t, dir, "USER.md", "user\n")
 		mustCommit(t, s, "dream: user")
 		if _, _, err := s.Latest("dream:"); err != nil {
 			t.Fatal(err)

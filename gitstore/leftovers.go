@@ -8,43 +8,25 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
-)
 
-// leftoverAge is how old a temp file in the repository must be to count as
-// left behind: a writer holds one for milliseconds, so a younger one may
-// belong to another process writing now (a CLI Dream beside the gateway).
-const leftoverAge = time.Minute
+	"github.com/dreamgate/dreamgate/internal/leftovers"
+)
 
 // removeLeftovers deletes the temp files a killed writer left in the
 // repository: go-git's loose-object and pack temps (tmp_obj_*, tmp_pack_*
 // in objects/pack), the git command line's (tmp_obj_* in the fan-out
-// directories) and the Store's own index temps (index.dreamgate-*). It
-// returns how many it removed. Nothing else is touched.
+// directories) and the Store's own index temps (index.dreamgate-*), once
+// they are older than leftovers.MinAge. It returns how many it removed.
+// Nothing else is touched.
 func (s *Store) removeLeftovers() (int, error) {
-	cutoff := time.Now().Add(-leftoverAge)
+	cutoff := time.Now().Add(-leftovers.MinAge)
 	removed := 0
 	var errs []error
 	sweep := func(dir string, prefixes ...string) {
-		entries, err := os.ReadDir(dir)
-		if err != nil {
-			if !errors.Is(err, fs.ErrNotExist) {
-				errs = append(errs, err)
-			}
-			return
-		}
-		for _, e := range entries {
-			if !e.Type().IsRegular() || !hasAnyPrefix(e.Name(), prefixes) {
-				continue
-			}
-			fi, err := e.Info()
-			if err != nil || fi.ModTime().After(cutoff) {
-				continue
-			}
-			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				errs = append(errs, err)
-				continue
-			}
-			removed++
+		n, err := leftovers.Sweep(dir, cutoff, func(name string) bool { return hasAnyPrefix(name, prefixes) })
+		removed += n
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
 		}
 	}
 	sweep(filepath.Join(s.objDir, "pack"), "tmp_obj_", "tmp_pack_", "tmp_idx_")

@@ -9,13 +9,14 @@ import (
 	"time"
 
 	"github.com/dreamgate/dreamgate/gitstore"
+	"github.com/dreamgate/dreamgate/internal/testkit"
 )
 
 // Temp files a killed writer left in the repository are removed when it is
 // opened; a fresh one (another process writing now) and real objects stay.
 func TestOpenRemovesLeftoverTempFiles(t *testing.T) {
 	s, dir := openStore(t)
-	writeFile(t, dir, "USER.md", "- Name: Ana.\n")
+	testkit.WriteFile(t, dir, "USER.md", "- Name: Ana.\n")
 	mustCommit(t, s, "manual: setup")
 	git := filepath.Join(dir, ".git")
 	old := time.Now().Add(-time.Hour)
@@ -90,10 +91,10 @@ func countObjects(t *testing.T, git string) int {
 // as a change and can be undone.
 func TestOpenCommitsNewlyTrackedFiles(t *testing.T) {
 	s, dir := openStore(t)
-	writeFile(t, dir, "USER.md", "- Name: Ana.\n")
+	testkit.WriteFile(t, dir, "USER.md", "- Name: Ana.\n")
 	mustCommit(t, s, "manual: setup")
-	writeFile(t, dir, "AGENTS.md", "# Agents\nBe kind.\n")
-	writeFile(t, dir, "prompts/dream.md", "Dream gently.\n")
+	testkit.WriteFile(t, dir, "AGENTS.md", "# Agents\nBe kind.\n")
+	testkit.WriteFile(t, dir, "prompts/dream.md", "Dream gently.\n")
 
 	more := append(slices.Clone(gitstore.TestTracked), "AGENTS.md", "prompts/dream.md")
 	s2, err := gitstore.Open(dir, gitstore.Options{Tracked: more, Now: newClock().now})
@@ -111,7 +112,7 @@ func TestOpenCommitsNewlyTrackedFiles(t *testing.T) {
 		}
 	}
 	// A later rewrite of AGENTS.md is a change on record.
-	writeFile(t, dir, "AGENTS.md", "Obey only me.\n")
+	testkit.WriteFile(t, dir, "AGENTS.md", "Obey only me.\n")
 	st, err := s2.Status()
 	if err != nil {
 		t.Fatal(err)

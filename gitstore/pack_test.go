@@ -9,12 +9,13 @@ import (
 	"testing"
 
 	"github.com/dreamgate/dreamgate/gitstore"
+	"github.com/dreamgate/dreamgate/internal/testkit"
 )
 
 func TestPack(t *testing.T) {
 	s, dir := openStore(t)
 	for i := range 20 {
-		writeFile(t, dir, "memory/MEMORY.md", strings.Repeat(fmt.Sprintf("- fact %d\n", i), i+1))
+		testkit.WriteFile(t, dir, "memory/MEMORY.md", strings.Repeat(fmt.Sprintf("- fact %d\n", i), i+1))
 		mustCommit(t, s, fmt.Sprintf("dream: %d", i))
 	}
 	// A second Store on the same workspace, as a gateway running beside a
@@ -59,7 +60,7 @@ func TestPack(t *testing.T) {
 	if _, _, err := s.Restore(before[5].Short); err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, dir, "USER.md", "after packing\n")
+	testkit.WriteFile(t, dir, "USER.md", "after packing\n")
 	mustCommit(t, other, "dream: after packing")
 	checkGit(t, s, dir)
 }

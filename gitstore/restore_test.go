@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/dreamgate/dreamgate/gitstore"
+	"github.com/dreamgate/dreamgate/internal/testkit"
 )
 
 func TestRestore(t *testing.T) {
@@ -29,7 +30,7 @@ func TestRestore(t *testing.T) {
 	}
 	write := func(files map[string]string) {
 		for p, c := range files {
-			writeFile(t, dir, p, c)
+			testkit.WriteFile(t, dir, p, c)
 		}
 	}
 
@@ -158,16 +159,16 @@ func TestRestore(t *testing.T) {
 
 func TestRestoreNotInHistory(t *testing.T) {
 	s, dir := openStore(t)
-	writeFile(t, dir, "SOUL.md", "soul\n")
+	testkit.WriteFile(t, dir, "SOUL.md", "soul\n")
 	mustCommit(t, s, "dream: soul")
 	a, _, _ := craftAmbiguity(t, dir) // commits that exist but are on no branch
-	writeFile(t, dir, "USER.md", "by hand\n")
+	testkit.WriteFile(t, dir, "USER.md", "by hand\n")
 	_, _, err := s.Restore(a.String())
 	if !errors.Is(err, gitstore.ErrNotInHistory) {
 		t.Fatalf("Restore(off-history commit) = %v, want ErrNotInHistory", err)
 	}
 	// Refused before anything was written or committed.
-	if got := readFile(t, dir, "USER.md"); got != "by hand\n" {
+	if got := testkit.ReadFile(t, dir, "USER.md"); got != "by hand\n" {
 		t.Errorf("USER.md = %q", got)
 	}
 	if log, _ := s.Log(0, ""); len(log) != 2 {
@@ -185,9 +186,9 @@ func TestRestoreDeletesFileThatDidNotExist(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, dir, "memory/PROJECTS.md", "- dreamgate\n")
+	testkit.WriteFile(t, dir, "memory/PROJECTS.md", "- dreamgate\n")
 	x := mustCommit(t, s2, "dream: projects")
-	writeFile(t, dir, "notes.txt", "keep me\n")
+	testkit.WriteFile(t, dir, "notes.txt", "keep me\n")
 
 	r, undone, err := s2.Restore(x.Short)
 	if err != nil {
@@ -202,7 +203,7 @@ func TestRestoreDeletesFileThatDidNotExist(t *testing.T) {
 	if !strings.Contains(r.Body, "- memory/PROJECTS.md: deleted (it did not exist before "+x.Short+")") {
 		t.Errorf("body:\n%s", r.Body)
 	}
-	if got := readFile(t, dir, "notes.txt"); got != "keep me\n" {
+	if got := testkit.ReadFile(t, dir, "notes.txt"); got != "keep me\n" {
 		t.Errorf("notes.txt = %q", got)
 	}
 	checkGit(t, s2, dir)
@@ -234,25 +235,25 @@ func TestRestoreFailureLeavesFilesAsCommitted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, dir, "SOUL.md", "v1\n")
-	writeFile(t, dir, "a/b.md", "x\n")
+	testkit.WriteFile(t, dir, "SOUL.md", "v1\n")
+	testkit.WriteFile(t, dir, "a/b.md", "x\n")
 	mustCommit(t, s, "dream: x")
-	writeFile(t, dir, "SOUL.md", "v2\n")
+	testkit.WriteFile(t, dir, "SOUL.md", "v2\n")
 	if err := os.RemoveAll(filepath.Join(dir, "a")); err != nil {
 		t.Fatal(err)
 	}
 	y := mustCommit(t, s, "dream: y")
 	// A plain file now sits where the restore needs the directory a/: the
 	// restore writes SOUL.md first, then fails on a/b.md.
-	writeFile(t, dir, "a", "blocker\n")
+	testkit.WriteFile(t, dir, "a", "blocker\n")
 
 	if _, _, err := s.Restore(y.Short); err == nil {
 		t.Fatal("Restore succeeded although a/b.md cannot be written")
 	}
-	if got := readFile(t, dir, "SOUL.md"); got != "v2\n" {
+	if got := testkit.ReadFile(t, dir, "SOUL.md"); got != "v2\n" {
 		t.Errorf("SOUL.md = %q after a failed restore, want it back as committed (v2)", got)
 	}
-	if got := readFile(t, dir, "a"); got != "blocker\n" {
+	if got := testkit.ReadFile(t, dir, "a"); got != "blocker\n" {
 		t.Errorf("the blocking file was touched: %q", got)
 	}
 	if st, err := s.Status(); err != nil || !st.Empty() {

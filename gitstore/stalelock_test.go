@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/dreamgate/dreamgate/internal/testkit"
 )
 
 func TestClearStaleLocksRemovesAFreshIndexLock(t *testing.T) {
@@ -12,7 +14,7 @@ func TestClearStaleLocksRemovesAFreshIndexLock(t *testing.T) {
 	lock := filepath.Join(dir, ".git", "index.lock")
 	// A lock of a second ago: the Store alone would wait ten minutes before
 	// calling it stale; a caller that holds Dream's lock knows it is.
-	writeFile(t, dir, ".git/index.lock", "")
+	testkit.WriteFile(t, dir, ".git/index.lock", "")
 	got, err := s.ClearStaleLocks()
 	if err != nil {
 		t.Fatalf("ClearStaleLocks: %v", err)
@@ -23,7 +25,7 @@ func TestClearStaleLocksRemovesAFreshIndexLock(t *testing.T) {
 	if _, err := os.Stat(lock); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("index.lock still there: %v", err)
 	}
-	writeFile(t, dir, "SOUL.md", "soul\n")
+	testkit.WriteFile(t, dir, "SOUL.md", "soul\n")
 	mustCommit(t, s, "dream: soul")
 	checkGit(t, s, dir)
 

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/dreamgate/dreamgate/gitstore"
+	"github.com/dreamgate/dreamgate/internal/testkit"
 )
 
 const wantIgnore = `/*
@@ -34,7 +35,7 @@ func workspaceNoise(t *testing.T, dir string) map[string]string {
 		"notes.txt":               "untracked notes\n",
 	}
 	for p, c := range noise {
-		writeFile(t, dir, p, c)
+		testkit.WriteFile(t, dir, p, c)
 	}
 	return noise
 }
@@ -42,7 +43,7 @@ func workspaceNoise(t *testing.T, dir string) map[string]string {
 func assertNoise(t *testing.T, dir string, noise map[string]string) {
 	t.Helper()
 	for p, c := range noise {
-		if got := readFile(t, dir, p); got != c {
+		if got := testkit.ReadFile(t, dir, p); got != c {
 			t.Errorf("%s changed: %q, want %q", p, got, c)
 		}
 	}
@@ -50,20 +51,20 @@ func assertNoise(t *testing.T, dir string, noise map[string]string) {
 
 func TestOpenInitialisesWorkspace(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "ws")
-	writeFile(t, dir, "SOUL.md", "# Soul\nBe kind.\n") // written by onboarding before the store
+	testkit.WriteFile(t, dir, "SOUL.md", "# Soul\nBe kind.\n") // written by onboarding before the store
 	s, err := gitstore.Open(dir, gitstore.Options{Tracked: gitstore.TestTracked, Now: newClock().now})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := readFile(t, dir, ".gitignore"); got != wantIgnore {
+	if got := testkit.ReadFile(t, dir, ".gitignore"); got != wantIgnore {
 		t.Errorf(".gitignore =\n%s\nwant\n%s", got, wantIgnore)
 	}
 	for _, p := range []string{"USER.md", "memory/MEMORY.md"} {
-		if got := readFile(t, dir, p); got != "" {
+		if got := testkit.ReadFile(t, dir, p); got != "" {
 			t.Errorf("%s = %q, want an empty file", p, got)
 		}
 	}
-	if got := readFile(t, dir, "SOUL.md"); got != "# Soul\nBe kind.\n" {
+	if got := testkit.ReadFile(t, dir, "SOUL.md"); got != "# Soul\nBe kind.\n" {
 		t.Errorf("SOUL.md was overwritten: %q", got)
 	}
 	log, err := s.Log(0, "")
@@ -121,7 +122,7 @@ func TestOpenInitialisesWorkspace(t *testing.T) {
 func TestOpenUsesExistingRepository(t *testing.T) {
 	t.Run("our own, reopened", func(t *testing.T) {
 		s, dir := openStore(t)
-		writeFile(t, dir, "memory/MEMORY.md", "- fact\n")
+		testkit.WriteFile(t, dir, "memory/MEMORY.md", "- fact\n")
 		c := mustCommit(t, s, "dream: 1 change(s) from history 1-1")
 		s2, err := gitstore.Open(dir, gitstore.Options{Tracked: gitstore.TestTracked})
 		if err != nil {
@@ -134,7 +135,7 @@ func TestOpenUsesExistingRepository(t *testing.T) {
 		if len(log) != 2 || log[0].SHA != c.SHA {
 			t.Fatalf("reopened log = %+v, want the 2 existing commits", log)
 		}
-		if got := readFile(t, dir, ".gitignore"); got != wantIgnore {
+		if got := testkit.ReadFile(t, dir, ".gitignore"); got != wantIgnore {
 			t.Errorf(".gitignore changed on reopen:\n%s", got)
 		}
 		checkGit(t, s2, dir)
@@ -149,10 +150,10 @@ func TestOpenUsesExistingRepository(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		writeFile(t, dir, ".gitignore", string(nano))
-		writeFile(t, dir, "SOUL.md", "soul\n")
-		writeFile(t, dir, "USER.md", "user\n")
-		writeFile(t, dir, "memory/MEMORY.md", "memory\n")
+		testkit.WriteFile(t, dir, ".gitignore", string(nano))
+		testkit.WriteFile(t, dir, "SOUL.md", "soul\n")
+		testkit.WriteFile(t, dir, "USER.md", "user\n")
+		testkit.WriteFile(t, dir, "memory/MEMORY.md", "memory\n")
 		runGit(t, dir, "add", ".gitignore", "SOUL.md", "USER.md", "memory/MEMORY.md")
 		runGit(t, dir, "commit", "-q", "-m", "init: nanobot memory store")
 		noise := workspaceNoise(t, dir)
@@ -164,7 +165,7 @@ func TestOpenUsesExistingRepository(t *testing.T) {
 		want := string(nano) + strings.Join([]string{
 			"!/memory/", "/memory/*", "!/SOUL.md", "!/USER.md", "!/memory/MEMORY.md", "!/.gitignore",
 		}, "\n") + "\n"
-		if got := readFile(t, dir, ".gitignore"); got != want {
+		if got := testkit.ReadFile(t, dir, ".gitignore"); got != want {
 			t.Errorf("merged .gitignore =\n%s\nwant\n%s", got, want)
 		}
 		log, err := s.Log(0, "")
@@ -181,7 +182,7 @@ func TestOpenUsesExistingRepository(t *testing.T) {
 		if _, err := gitstore.Open(dir, gitstore.Options{Tracked: gitstore.TestTracked}); err != nil {
 			t.Fatal(err)
 		}
-		if got := readFile(t, dir, ".gitignore"); got != want {
+		if got := testkit.ReadFile(t, dir, ".gitignore"); got != want {
 			t.Errorf(".gitignore after a second Open =\n%s", got)
 		}
 		if got := lines(runGit(t, dir, "rev-list", "--count", "HEAD")); !slices.Equal(got, []string{"2"}) {
@@ -231,7 +232,7 @@ func TestOpenRefusesNestedWorkspace(t *testing.T) {
 		},
 		{
 			name:  "ancestor with a .git file (worktree or submodule)",
-			outer: func(t *testing.T, root string) { writeFile(t, root, ".git", "gitdir: /elsewhere\n") },
+			outer: func(t *testing.T, root string) { testkit.WriteFile(t, root, ".git", "gitdir: /elsewhere\n") },
 			ws:    func(root string) string { return filepath.Join(root, "a", "b", "ws") },
 		},
 		{

@@ -10,6 +10,9 @@
 // dreamgate's after those four, session_id and range (the session
 // generation and the messages archived), which nanobot ignores and which
 // make an archive idempotent across crashes (Source, Store.ArchivedAt).
+// memory/.history_index is this
+// package's own shortcut past the entries Dream has read (nanobot neither
+// reads nor writes it); deleting it costs one full read of the archive.
 //
 // It is a leaf shared by consolidator and dream, which never import each
 // other: it imports only workspace (the layout and the atomic write) of

@@ -34,11 +34,11 @@ func readIntFile(path string) (n int, present, valid bool, err error) {
 }
 
 // readLines calls fn with each newline-terminated line of r, without the
-// newline, and returns the bytes those lines took. A last line without a
+// newline, and where in r it starts, and returns the bytes those lines took. A last line without a
 // newline is not passed on and not counted: it is either being written by
 // another process right now or was torn by a crash. fn may stop the scan by
 // returning false. The slice passed to fn is only valid during the call.
-func readLines(r io.Reader, fn func(line []byte) bool) (int64, error) {
+func readLines(r io.Reader, fn func(line []byte, at int64) bool) (int64, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var consumed int64
 	var long []byte // a line longer than the buffer, being assembled
@@ -51,8 +51,9 @@ func readLines(r io.Reader, fn func(line []byte) bool) (int64, error) {
 				line = append(long, chunk...)
 				long = nil
 			}
+			at := consumed
 			consumed += int64(len(line))
-			if !fn(line[:len(line)-1]) {
+			if !fn(line[:len(line)-1], at) {
 				return consumed, nil
 			}
 		case errors.Is(err, bufio.ErrBufferFull):

@@ -3,6 +3,8 @@ package history
 import (
 	"errors"
 	"fmt"
+	"io"
+	"os"
 )
 
 // Source names the session messages an archive entry was made from. It is
@@ -76,6 +78,16 @@ func (s *Store) ArchivedAt(sessionKey, sessionID string, from int) (Entry, bool,
 		return Entry{}, false, err
 	}
 	mark, ok := s.cache.ranges[rangeKey(sessionKey, sessionID)]
+	if !ok && s.cache.from > 0 && !s.cache.prefixRanges {
+		// The reading started past a prefix Dream has read (index.go); an
+		// entry a crash left unrecorded may be in it once Dream has read
+		// it, so the prefix is scanned for sources once, here, where an
+		// archive is about to cost a model call anyway.
+		if err := s.notePrefixRangesLocked(); err != nil {
+			return Entry{}, false, err
+		}
+		mark, ok = s.cache.ranges[rangeKey(sessionKey, sessionID)]
+	}
 	if !ok || mark.from != from {
 		return Entry{}, false, nil
 	}
@@ -89,6 +101,38 @@ func (s *Store) ArchivedAt(sessionKey, sessionID string, from int) (Entry, bool,
 		return Entry{}, false, nil
 	}
 	return found[0], true, nil
+}
+
+// notePrefixRangesLocked adds the sources of the prefix the reading
+// skipped to the cache's ranges, without overriding the newer ones read
+// after it.
+func (s *Store) notePrefixRangesLocked() error {
+	c := &s.cache
+	f, err := os.Open(s.path)
+	if err != nil {
+		return fmt.Errorf("open history: %w", err)
+	}
+	defer f.Close()
+	var prefix cache
+	_, err = readLines(io.NewSectionReader(f, 0, c.from), func(line []byte, _ int64) bool {
+		if e, ok := s.parseLocked(line); ok {
+			prefix.noteRange(e)
+		}
+		return true
+	})
+	if err != nil {
+		return fmt.Errorf("read history: %w", err)
+	}
+	if c.ranges == nil {
+		c.ranges = map[string]rangeMark{}
+	}
+	for k, m := range prefix.ranges {
+		if _, newer := c.ranges[k]; !newer {
+			c.ranges[k] = m
+		}
+	}
+	c.prefixRanges = true
+	return nil
 }
 
 // rangeMark is the newest archived range of one session generation.

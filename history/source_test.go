@@ -2,16 +2,17 @@ package history
 
 import (
 	"errors"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/dreamgate/dreamgate/internal/testkit"
 )
 
 // An archive entry keeps nanobot's four fields first, byte for byte, and
 // adds session_id and range after them as Python's json.dumps would write
 // them.
 func TestArchiveEntryEncodingMatchesPython(t *testing.T) {
-	golden := readFile(t, filepath.Join("testdata", "archive-entry.golden"))
+	golden := testkit.ReadFile(t, "testdata", "archive-entry.golden")
 	e := Entry{Cursor: 44, Timestamp: "2026-04-03 00:02", Content: `- Ana prefers "sencha" ☕`, SessionKey: fixtureKey}
 	e.setSource(Source{SessionID: "20260403T000230-0a1b2c3d4e5f", From: 12, To: 40})
 	got := string(appendEntryJSON(nil, e)) + "\n"
@@ -158,7 +159,7 @@ func TestArchivedAt(t *testing.T) {
 // archived, and their entries read as before.
 func TestArchivedAtOnAnOldFile(t *testing.T) {
 	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, historyFile),
+	testkit.WriteFile(t, dir, historyFile,
 		`{"cursor": 1, "timestamp": "2026-04-03 00:02", "content": "- old", "session_key": "k"}`+"\n"+
 			`{"cursor": 2, "timestamp": "2026-04-03 00:03", "content": "- older style"}`+"\n")
 	s := openTestStore(t, dir, nil)
@@ -174,12 +175,12 @@ func TestArchivedAtOnAnOldFile(t *testing.T) {
 	}
 	// A new archive entry after them is found, and the old lines stay
 	// byte-identical.
-	before := readFile(t, filepath.Join(dir, historyFile))
+	before := testkit.ReadFile(t, dir, historyFile)
 	e, err := s.AppendFrom("- new", "k", Source{SessionID: "A", From: 0, To: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	after := readFile(t, filepath.Join(dir, historyFile))
+	after := testkit.ReadFile(t, dir, historyFile)
 	if !strings.HasPrefix(after, before) {
 		t.Error("appending rewrote the old lines")
 	}

@@ -26,6 +26,7 @@ var (
 	cursorFile      = path.Base(workspace.Cursor)
 	dreamCursorFile = path.Base(workspace.DreamCursor)
 	lockFile        = path.Base(workspace.HistoryLock)
+	indexFile       = path.Base(workspace.HistoryIndex)
 )
 
 // legacyFile is nanobot's old archive, migrated once.
@@ -38,8 +39,11 @@ const legacyFile = "HISTORY.md"
 // and replacements made by others.
 //
 // Reads are served from an in-memory cache of the entries Dream has not read
-// yet; a read costs one stat when nothing changed and reads only the bytes
-// appended since the last read otherwise.
+// yet, indexed by session; a read costs one stat when nothing changed and
+// reads only the bytes appended since the last read otherwise. A new Store
+// does not parse the entries Dream has read: a private index
+// (memory/.history_index, see index.go) says where the unread ones begin,
+// and is checked against the file before it is believed.
 type Store struct {
 	dir        string
 	path       string
@@ -56,6 +60,13 @@ type Store struct {
 	flock  *flock.Flock
 	warned map[string]bool
 	cache  cache
+
+	indexPath string
+	// indexMin is the least progress (bytes of read entries) worth noting
+	// in the index, and the least file size for which it is looked at.
+	indexMin int64
+	// readBytes counts the history bytes read, for tests.
+	readBytes int64
 }
 
 // cache holds what has been read of history.jsonl.
@@ -65,6 +76,9 @@ type cache struct {
 	size    int64       // its size when last looked at
 	modTime time.Time
 	offset  int64 // bytes consumed: every complete line before it has been parsed
+	// from is where the reading began: 0, or the offset a valid index
+	// (see index.go) vouched for, whose prefix was never read.
+	from int64
 	// head is the file's first bytes (up to headLen) when it was read from
 	// the start. Compaction always drops the first entry, so a file that
 	// kept its inode (a reused one, or a rewrite in place) but not its head
@@ -76,12 +90,29 @@ type cache struct {
 	// not read.
 	floor   int
 	entries []Entry // valid entries with Cursor > floor, in file order
-	sorted  bool    // entries' cursors strictly increase (binary search is safe)
+	offs    []int64 // offs[i] is where entries[i]'s line starts in the file
+	// sessions indexes entries by session key (positions in entries, in
+	// file order), so a turn touches only its own session's entries.
+	sessions map[string][]int
+	// sorted: every valid entry consumed, in file order, has a higher
+	// cursor than all before it (the format's rule; binary search is safe,
+	// and the entries before offs[0] are exactly those at or below floor).
+	sorted bool
 
 	count     int // valid entries in the consumed part, kept or not
 	maxCursor int // highest valid cursor in the consumed part, 0 if none
+	belowMax  int // highest valid cursor at or below floor, 0 if none
 
 	ranges map[string]rangeMark // newest archived range per session generation, of the consumed part (source.go)
+	// prefixRanges: ranges also covers the prefix before from, which a
+	// valid index let the reading skip (read on the first ArchivedAt).
+	prefixRanges bool
+}
+
+// newCache is an empty cache of a file not read yet, keeping entries
+// above floor.
+func newCache(floor int) cache {
+	return cache{loaded: true, floor: floor, sorted: true, sessions: map[string][]int{}}
 }
 
 // Options configure a Store; the zero value is ready to use.
@@ -120,6 +151,8 @@ func Open(memoryDir string, opts Options) (*Store, error) {
 		path:       filepath.Join(memoryDir, historyFile),
 		cursorPath: filepath.Join(memoryDir, cursorFile),
 		dreamPath:  filepath.Join(memoryDir, dreamCursorFile),
+		indexPath:  filepath.Join(memoryDir, indexFile),
+		indexMin:   defaultIndexMin,
 		logger:     logger,
 		now:        now,
 		afterWrite: opts.AfterWrite,
@@ -249,8 +282,8 @@ func (s *Store) appendLocked(content, sessionKey string, src Source) (Entry, err
 	if c := &s.cache; c.loaded && c.offset == size {
 		if after, err := f.Stat(); err == nil {
 			c.file, c.size, c.modTime = after, after.Size(), after.ModTime()
+			c.add(e, c.offset)
 			c.offset += int64(len(line))
-			c.add(e)
 			if len(c.head) < headLen {
 				c.head = readHead(f) // the file was empty or short when read
 			}
@@ -269,29 +302,33 @@ func (s *Store) appendLocked(content, sessionKey string, src Source) (Entry, err
 	return e, nil
 }
 
-func (c *cache) add(e Entry) {
+// add records the valid entry e, whose line starts at off.
+func (c *cache) add(e Entry, off int64) {
 	c.noteRange(e)
+	if c.count > 0 && e.Cursor <= c.maxCursor {
+		c.sorted = false
+	}
 	c.count++
 	c.maxCursor = max(c.maxCursor, e.Cursor)
 	if e.Cursor <= c.floor {
+		c.belowMax = max(c.belowMax, e.Cursor)
 		return
 	}
-	if n := len(c.entries); n > 0 && e.Cursor <= c.entries[n-1].Cursor {
-		c.sorted = false
-	}
+	c.sessions[e.SessionKey] = append(c.sessions[e.SessionKey], len(c.entries))
 	c.entries = append(c.entries, e)
+	c.offs = append(c.offs, off)
 }
 
 // refreshLocked brings the cache up to date with the file: nothing to do if
 // its size and mtime are unchanged, the appended bytes if it grew, a full
-// read if it was replaced, shrank or rewritten in place.
+// read if it was replaced, shrank or rewritten in place. A full read starts
+// where a valid index says the unread entries begin.
 func (s *Store) refreshLocked() error {
 	c := &s.cache
 	fi, err := os.Stat(s.path)
 	if errors.Is(err, fs.ErrNotExist) {
 		if !c.loaded || c.file != nil {
-			floor := s.dreamCursorLocked()
-			*c = cache{loaded: true, floor: floor, sorted: true}
+			*c = newCache(s.dreamCursorLocked())
 		}
 		return nil
 	}
@@ -312,24 +349,32 @@ func (s *Store) refreshLocked() error {
 	sameFile := c.loaded && c.file != nil && os.SameFile(c.file, fi)
 	inPlace := fi.Size() == c.size && !fi.ModTime().Equal(c.modTime)
 	if !sameFile || fi.Size() < c.offset || inPlace || !sameHead(f, c.head) {
-		floor := s.dreamCursorLocked()
-		*c = cache{loaded: true, floor: floor, sorted: true}
+		*c = newCache(s.dreamCursorLocked())
+		if fi.Size() >= s.indexMin {
+			if ix, ok := s.loadIndexLocked(f, fi, c.floor); ok {
+				c.offset, c.from, c.head = ix.Offset, ix.Offset, ix.Head
+				c.count, c.maxCursor, c.belowMax = ix.Count, ix.Max, ix.Max
+			}
+		}
 	}
 	if c.offset == 0 {
 		c.head = readHead(f)
 	}
-	n, err := readLines(io.NewSectionReader(f, c.offset, fi.Size()-c.offset), func(line []byte) bool {
+	start := c.offset
+	n, err := readLines(io.NewSectionReader(f, start, fi.Size()-start), func(line []byte, at int64) bool {
 		if e, ok := s.parseLocked(line); ok {
-			c.add(e)
+			c.add(e, start+at)
 		}
 		return true
 	})
+	s.readBytes += n
 	if err != nil {
 		*c = cache{}
 		return fmt.Errorf("read history: %w", err)
 	}
 	c.offset += n
 	c.file, c.size, c.modTime = fi, fi.Size(), fi.ModTime()
+	s.saveIndexLocked(f)
 	return nil
 }
 
@@ -364,6 +409,9 @@ func sameHead(f *os.File, head []byte) bool {
 
 // parseLocked parses a line and warns (once per kind) about a bad one.
 func (s *Store) parseLocked(line []byte) (Entry, bool) {
+	if e, ok := parseCanonical(line); ok {
+		return e, true
+	}
 	e, kind := parseLine(line)
 	switch kind {
 	case lineOK:
@@ -387,12 +435,13 @@ func (s *Store) scanLocked(fn func(Entry) bool) error {
 		return fmt.Errorf("open history: %w", err)
 	}
 	defer f.Close()
-	_, err = readLines(f, func(line []byte) bool {
+	n, err := readLines(f, func(line []byte, _ int64) bool {
 		if e, ok := s.parseLocked(line); ok {
 			return fn(e)
 		}
 		return true
 	})
+	s.readBytes += n
 	if err != nil {
 		return fmt.Errorf("read history: %w", err)
 	}
@@ -414,6 +463,13 @@ func (s *Store) Since(cursor, limit int) ([]Entry, error) {
 // (Cursor > the dream cursor), in file order: what a prompt's "Recent
 // history" shows.
 func (s *Store) Unread(sessionKey string) ([]Entry, error) {
+	return s.UnreadLast(sessionKey, 0)
+}
+
+// UnreadLast is Unread limited to the session's last n such entries (0
+// means all). Its cost depends on the session's unread entries, not on
+// other sessions'.
+func (s *Store) UnreadLast(sessionKey string, n int) ([]Entry, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	dc := s.dreamCursorLocked()
@@ -421,7 +477,26 @@ func (s *Store) Unread(sessionKey string) ([]Entry, error) {
 		return nil, err
 	}
 	s.pruneLocked(dc)
-	return s.selectLocked(dc, 0, func(e Entry) bool { return e.SessionKey == sessionKey })
+	c := &s.cache
+	if dc < c.floor {
+		// Moved back by hand: what is unread is partly only in the file.
+		out, err := s.selectLocked(dc, 0, func(e Entry) bool { return e.SessionKey == sessionKey })
+		if n > 0 && len(out) > n {
+			out = out[len(out)-n:]
+		}
+		return out, err
+	}
+	idx := c.sessions[sessionKey]
+	if n > 0 && len(idx) > n {
+		idx = idx[len(idx)-n:]
+	}
+	out := make([]Entry, 0, len(idx))
+	for _, i := range idx {
+		if c.entries[i].Cursor > dc {
+			out = append(out, c.entries[i])
+		}
+	}
+	return out, nil
 }
 
 func (s *Store) selectLocked(cursor, limit int, keep func(Entry) bool) ([]Entry, error) {
@@ -459,13 +534,19 @@ func (s *Store) pruneLocked(dreamCursor int) {
 		return
 	}
 	c.floor = dreamCursor
-	kept := c.entries[:0:0]
-	for _, e := range c.entries {
-		if e.Cursor > dreamCursor {
-			kept = append(kept, e)
+	kept, offs := c.entries[:0:0], c.offs[:0:0]
+	c.sessions = map[string][]int{}
+	for i, e := range c.entries {
+		if e.Cursor <= dreamCursor {
+			c.belowMax = max(c.belowMax, e.Cursor)
+			continue
 		}
+		c.sessions[e.SessionKey] = append(c.sessions[e.SessionKey], len(kept))
+		kept = append(kept, e)
+		offs = append(offs, c.offs[i])
 	}
-	c.entries = slices.Clip(kept)
+	c.entries, c.offs = slices.Clip(kept), slices.Clip(offs)
+	s.saveIndexLocked(nil)
 }
 
 // DreamCursor is the highest cursor Dream has consumed (memory/.dream_cursor);
@@ -629,6 +710,7 @@ func (s *Store) compactLocked(maxEntries int) (int, error) {
 	}
 	s.hook("history-compact")
 	s.cache = cache{}
+	s.dropIndexLocked()
 	if left := valid - dropped; left > maxEntries {
 		s.logger.Warn("history still over its entry limit: the rest is unread by Dream and is kept",
 			"entries", left, "limit", maxEntries)

@@ -11,12 +11,14 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/dreamgate/dreamgate/internal/testkit"
 )
 
 const fixtureKey = "slack:C1:1712.55"
 
 func TestEncodingMatchesPython(t *testing.T) {
-	golden := readFile(t, filepath.Join("testdata", "python-json.golden"))
+	golden := testkit.ReadFile(t, "testdata", "python-json.golden")
 	entries := []Entry{
 		{Cursor: 42, Timestamp: "2026-04-03 00:02", Content: "- User prefers dark mode", SessionKey: fixtureKey},
 		{Cursor: 43, Timestamp: "2026-04-03 00:02", Content: "tab\there \"q\" back\\slash\nnl é ☕ \u2028 \x01 \x7f </script> \b\f\r"},
@@ -75,7 +77,7 @@ func TestParseLine(t *testing.T) {
 
 func TestNanobotWorkspaceLoads(t *testing.T) {
 	ws := copyTree(t, filepath.Join("testdata", "nanobot-workspace"))
-	rec := &logRecorder{}
+	rec := &testkit.LogRecorder{}
 	s := openTestStore(t, filepath.Join(ws, "memory"), slog.New(rec))
 
 	n, err := s.Len()
@@ -139,7 +141,7 @@ func TestNanobotWorkspaceLoads(t *testing.T) {
 		t.Errorf("LastCursor = %d, %v", lc, err)
 	}
 	// Many reads, one warning per kind of damage.
-	if got := rec.count(slog.LevelWarn, "skipping a malformed history.jsonl line (further ones of this kind not logged)"); got != 2 {
+	if got := rec.Count(slog.LevelWarn, "skipping a malformed history.jsonl line (further ones of this kind not logged)"); got != 2 {
 		t.Errorf("malformed-line warnings = %d, want 2 (torn JSON, bool cursor)", got)
 	}
 }
@@ -166,7 +168,7 @@ func TestCursorNumberingContinues(t *testing.T) {
 					t.Fatal(err)
 				}
 			} else {
-				writeFile(t, filepath.Join(dir, cursorFile), *tt.cursor)
+				testkit.WriteFile(t, dir, cursorFile, *tt.cursor)
 			}
 			s := openTestStore(t, dir, nil)
 			e, err := s.Append("- new fact", "terminal:me")
@@ -176,7 +178,7 @@ func TestCursorNumberingContinues(t *testing.T) {
 			if e.Cursor != tt.want {
 				t.Errorf("next cursor = %d, want %d", e.Cursor, tt.want)
 			}
-			if got := strings.TrimSpace(readFile(t, filepath.Join(dir, cursorFile))); got != fmt.Sprint(tt.want) {
+			if got := strings.TrimSpace(testkit.ReadFile(t, dir, cursorFile)); got != fmt.Sprint(tt.want) {
 				t.Errorf(".cursor = %q after the append", got)
 			}
 			e2, err := s.Append("- another", "terminal:me")
@@ -202,7 +204,7 @@ func TestAppendFormat(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := `{"cursor": 1, "timestamp": "2026-04-03 00:02", "content": "- User prefers dark mode", "session_key": "slack:C1:1712.55"}` + "\n"
-	if got := readFile(t, filepath.Join(dir, historyFile)); got != want {
+	if got := testkit.ReadFile(t, dir, historyFile); got != want {
 		t.Errorf("file = %q\nwant %q", got, want)
 	}
 	if e.Content != "- User prefers dark mode" || e.Timestamp != "2026-04-03 00:02" {
@@ -211,13 +213,13 @@ func TestAppendFormat(t *testing.T) {
 	if _, err := s.Append("no key", ""); err != nil {
 		t.Fatal(err)
 	}
-	if got := readFile(t, filepath.Join(dir, historyFile)); !strings.HasSuffix(got, `"content": "no key"}`+"\n") {
+	if got := testkit.ReadFile(t, dir, historyFile); !strings.HasSuffix(got, `"content": "no key"}`+"\n") {
 		t.Errorf("entry without a session key written as %q", got)
 	}
 }
 
 func TestAppendCapsContent(t *testing.T) {
-	rec := &logRecorder{}
+	rec := &testkit.LogRecorder{}
 	s := openTestStore(t, t.TempDir(), slog.New(rec))
 	long := strings.Repeat("é", MaxEntryChars+10)
 	for range 2 {
@@ -233,15 +235,14 @@ func TestAppendCapsContent(t *testing.T) {
 	if len(all) != 2 || all[1].Content != all[0].Content {
 		t.Errorf("stored entries differ from returned ones")
 	}
-	if n := rec.count(slog.LevelWarn, "history entry over the size cap; truncating (further ones not logged)"); n != 1 {
+	if n := rec.Count(slog.LevelWarn, "history entry over the size cap; truncating (further ones not logged)"); n != 1 {
 		t.Errorf("oversize warnings = %d, want 1", n)
 	}
 }
 
 func TestTornLastLine(t *testing.T) {
 	dir := t.TempDir()
-	path := filepath.Join(dir, historyFile)
-	writeFile(t, path, `{"cursor": 1, "timestamp": "t", "content": "a"}`+"\n"+`{"cursor": 2, "timestamp": "t", "con`)
+	testkit.WriteFile(t, dir, historyFile, `{"cursor": 1, "timestamp": "t", "content": "a"}`+"\n"+`{"cursor": 2, "timestamp": "t", "con`)
 	s := openTestStore(t, dir, nil)
 	got, err := s.Since(0, 0)
 	if err != nil || !slices.Equal(cursors(got), []int{1}) {
@@ -258,13 +259,13 @@ func TestTornLastLine(t *testing.T) {
 	if !slices.Equal(cursors(got), []int{1, 2}) || got[1].Content != "b" {
 		t.Errorf("after append: %+v", got)
 	}
-	lines := strings.Split(strings.TrimSuffix(readFile(t, path), "\n"), "\n")
+	lines := strings.Split(strings.TrimSuffix(testkit.ReadFile(t, dir, historyFile), "\n"), "\n")
 	if len(lines) != 3 || lines[1] != `{"cursor": 2, "timestamp": "t", "con` {
 		t.Errorf("the torn line must be ended, not glued to the new entry: %q", lines)
 	}
 	// A hand-edited file whose valid last line lacks a newline keeps that
 	// entry once something is appended after it.
-	writeFile(t, path, `{"cursor": 5, "timestamp": "t", "content": "a"}`)
+	testkit.WriteFile(t, dir, historyFile, `{"cursor": 5, "timestamp": "t", "content": "a"}`)
 	e, err = openTestStore(t, dir, nil).Append("c", "k")
 	if err != nil || e.Cursor != 6 {
 		t.Errorf("append after an unterminated valid line: %d, %v", e.Cursor, err)
@@ -288,9 +289,8 @@ func TestReadsOnlyWhatWasAppended(t *testing.T) {
 	// bytes keeps its cached copy. (Not the first line: a changed start
 	// means another file, read again in full; see
 	// TestRewriteOfTheSameInodeIsReadAgain.)
-	path := filepath.Join(dir, historyFile)
-	data := readFile(t, path)
-	writeFile(t, path, strings.Replace(data, "entry 1", "ENTRY 1", 1))
+	data := testkit.ReadFile(t, dir, historyFile)
+	testkit.WriteFile(t, dir, historyFile, strings.Replace(data, "entry 1", "ENTRY 1", 1))
 	if _, err := b.Append("entry 3", "k"); err != nil {
 		t.Fatal(err)
 	}
@@ -335,7 +335,7 @@ func TestRewriteOfTheSameInodeIsReadAgain(t *testing.T) {
 		fill func(t *testing.T, s *Store, path string) // entries 1-3
 	}{
 		{"file read from disk", func(t *testing.T, _ *Store, path string) {
-			writeFile(t, path, line(1)+line(2)+line(3))
+			testkit.WriteFile(t, filepath.Dir(path), filepath.Base(path), line(1)+line(2)+line(3))
 		}},
 		{"file created by Append", func(t *testing.T, s *Store, _ string) {
 			for c := 1; c <= 3; c++ {
@@ -400,7 +400,7 @@ func TestUnreadFollowsDreamCursor(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprint("dream cursor ", tt.dream), func(t *testing.T) {
-			writeFile(t, filepath.Join(dir, dreamCursorFile), fmt.Sprint(tt.dream))
+			testkit.WriteFile(t, dir, dreamCursorFile, fmt.Sprint(tt.dream))
 			got, err := s.Unread("k")
 			if err != nil || !slices.Equal(cursors(got), tt.want) {
 				t.Errorf("Unread = %v, %v; want %v", cursors(got), err, tt.want)
@@ -410,7 +410,7 @@ func TestUnreadFollowsDreamCursor(t *testing.T) {
 }
 
 func TestDreamCursor(t *testing.T) {
-	rec := &logRecorder{}
+	rec := &testkit.LogRecorder{}
 	dir := t.TempDir()
 	s := openTestStore(t, dir, slog.New(rec))
 	if n, err := s.DreamCursor(); n != 0 || err != nil {
@@ -419,7 +419,7 @@ func TestDreamCursor(t *testing.T) {
 	if err := s.SetDreamCursor(12); err != nil {
 		t.Fatal(err)
 	}
-	if got := readFile(t, filepath.Join(dir, dreamCursorFile)); got != "12" {
+	if got := testkit.ReadFile(t, dir, dreamCursorFile); got != "12" {
 		t.Errorf(".dream_cursor = %q, want a bare integer", got)
 	}
 	if n, _ := s.DreamCursor(); n != 12 {
@@ -428,13 +428,13 @@ func TestDreamCursor(t *testing.T) {
 	if err := s.SetDreamCursor(-1); !errors.Is(err, ErrNegativeCursor) {
 		t.Errorf("negative cursor: %v", err)
 	}
-	writeFile(t, filepath.Join(dir, dreamCursorFile), "twelve")
+	testkit.WriteFile(t, dir, dreamCursorFile, "twelve")
 	for range 3 {
 		if n, err := s.DreamCursor(); n != 0 || err != nil {
 			t.Errorf("garbled file: %d, %v", n, err)
 		}
 	}
-	if n := rec.count(slog.LevelWarn, "the dream cursor file does not hold a non-negative integer; treating it as 0"); n != 1 {
+	if n := rec.Count(slog.LevelWarn, "the dream cursor file does not hold a non-negative integer; treating it as 0"); n != 1 {
 		t.Errorf("garbled cursor warnings = %d, want 1", n)
 	}
 	if left := tempFiles(t, dir); len(left) != 0 {
@@ -513,8 +513,8 @@ func TestCompactAtScale(t *testing.T) {
 			for c := 1; c <= 1200; c++ {
 				buf = append(appendEntryJSON(buf, Entry{Cursor: c, Timestamp: "2026-04-03 00:02", Content: fmt.Sprint("- fact ", c), SessionKey: "k"}), '\n')
 			}
-			writeFile(t, filepath.Join(dir, historyFile), string(buf))
-			writeFile(t, filepath.Join(dir, dreamCursorFile), fmt.Sprint(tt.dream))
+			testkit.WriteFile(t, dir, historyFile, string(buf))
+			testkit.WriteFile(t, dir, dreamCursorFile, fmt.Sprint(tt.dream))
 			s := openTestStore(t, dir, nil)
 			dropped, err := s.Compact(1000)
 			if err != nil || dropped != tt.wantDropped {
@@ -544,8 +544,8 @@ func TestCompactKeepsCursorFileAhead(t *testing.T) {
 	for _, c := range []int{50, 2, 3, 4} {
 		fmt.Fprintf(&b, `{"cursor": %d, "timestamp": "t", "content": "x"}`+"\n", c)
 	}
-	writeFile(t, filepath.Join(dir, historyFile), b.String())
-	writeFile(t, filepath.Join(dir, dreamCursorFile), "50")
+	testkit.WriteFile(t, dir, historyFile, b.String())
+	testkit.WriteFile(t, dir, dreamCursorFile, "50")
 	s := openTestStore(t, dir, nil)
 	if n, err := s.Compact(2); err != nil || n != 2 {
 		t.Fatalf("Compact = %d, %v", n, err)
@@ -614,14 +614,14 @@ func TestLegacyMigration(t *testing.T) {
 		t.Errorf("migrated entries:\n got %+v\nwant %+v", got, want)
 	}
 	for _, f := range []string{cursorFile, dreamCursorFile} {
-		if c := readFile(t, filepath.Join(dir, f)); c != "5" {
+		if c := testkit.ReadFile(t, dir, f); c != "5" {
 			t.Errorf("%s = %q, want 5", f, c)
 		}
 	}
 	if _, err := os.Stat(filepath.Join(dir, legacyFile)); !os.IsNotExist(err) {
 		t.Errorf("HISTORY.md still there: %v", err)
 	}
-	if readFile(t, filepath.Join(dir, legacyFile+".bak")) == "" {
+	if testkit.ReadFile(t, dir, legacyFile+".bak") == "" {
 		t.Error("HISTORY.md.bak is empty")
 	}
 	if u, _ := s.Unread(""); len(u) != 0 {
@@ -632,13 +632,13 @@ func TestLegacyMigration(t *testing.T) {
 	}
 
 	// A second legacy file next to a non-empty history.jsonl is left alone.
-	writeFile(t, filepath.Join(dir, legacyFile), "[2026-01-01 00:00] old\n")
+	testkit.WriteFile(t, dir, legacyFile, "[2026-01-01 00:00] old\n")
 	openTestStore(t, dir, nil)
 	if _, err := os.Stat(filepath.Join(dir, legacyFile)); err != nil {
 		t.Errorf("HISTORY.md beside a non-empty history.jsonl must stay: %v", err)
 	}
 	// With history.jsonl empty it migrates, and the backup name moves on.
-	writeFile(t, filepath.Join(dir, historyFile), "")
+	testkit.WriteFile(t, dir, historyFile, "")
 	openTestStore(t, dir, nil)
 	if _, err := os.Stat(filepath.Join(dir, legacyFile+".bak.2")); err != nil {
 		t.Errorf("second backup: %v", err)
@@ -647,7 +647,7 @@ func TestLegacyMigration(t *testing.T) {
 
 func TestLegacyMigrationInvalidUTF8(t *testing.T) {
 	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, legacyFile), "[2026-01-01 00:00] caf\xe9 ok\n")
+	testkit.WriteFile(t, dir, legacyFile, "[2026-01-01 00:00] caf\xe9 ok\n")
 	s := openTestStore(t, dir, nil)
 	got, err := s.Since(-1, 0)
 	if err != nil || len(got) != 1 || got[0].Content != "caf\uFFFD ok" {

@@ -3,6 +3,7 @@ package llm
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -84,6 +85,40 @@ type Config struct {
 	HTTPClient *http.Client
 	// Logger receives debug lines per try and breaker changes; nil discards.
 	Logger *slog.Logger
+	// Names says where the key, endpoint and model were set, for the
+	// operator's hints in UserMessage ("check OPENAI_API_KEY"); the caller
+	// knows, this package never reads the environment.
+	Names Names
+}
+
+// Names are the setting names UserMessage tells the operator to check: a
+// config key or an environment variable. An empty field means the config
+// key (llm.apiKey, llm.baseURL, llm.model).
+type Names struct {
+	APIKey, BaseURL, Model string
+}
+
+func (n Names) withDefaults() Names {
+	if n.APIKey == "" {
+		n.APIKey = "llm.apiKey"
+	}
+	if n.BaseURL == "" {
+		n.BaseURL = "llm.baseURL"
+	}
+	if n.Model == "" {
+		n.Model = "llm.model"
+	}
+	return n
+}
+
+// named gives an *Error in err the client's setting names, so that
+// UserMessage's hint names what the operator actually set.
+func (c *Client) named(err error) error {
+	var le *Error
+	if errors.As(err, &le) {
+		le.names = c.cfg.Names
+	}
+	return err
 }
 
 func (cfg Config) withDefaults() Config {
@@ -121,6 +156,7 @@ func (cfg Config) withDefaults() Config {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	cfg.Names = cfg.Names.withDefaults()
 	return cfg
 }
 
@@ -280,7 +316,7 @@ func (c *Client) Chat(ctx context.Context, req Request) (Response, error) {
 
 	trial, berr := c.brk.allow(c.now())
 	if berr != nil {
-		return Response{}, berr
+		return Response{}, c.named(berr)
 	}
 	if trial {
 		c.log.Debug("llm breaker half-open: trial call", "model", model, "purpose", purpose)
@@ -293,6 +329,7 @@ func (c *Client) Chat(ctx context.Context, req Request) (Response, error) {
 		onDelta: req.OnDelta,
 	}
 	resp, err := call.run(ctx, req)
+	err = c.named(err)
 
 	o := outcomeOf(ctx, err)
 	c.observe(o, err, c.now())
@@ -333,7 +370,7 @@ func (c *Client) Ping(ctx context.Context) error {
 	}
 	f := c.classify(err, d, tctx, timeout)
 	c.log.Debug("llm ping failed", "status", f.status, "reason", f.reason)
-	return f.final(1)
+	return c.named(f.final(1))
 }
 
 func (c *Client) openaiConfig(d *doer) openai.ClientConfig {

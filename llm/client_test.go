@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dreamgate/dreamgate/internal/testkit"
 	"github.com/dreamgate/dreamgate/llm"
 	"github.com/dreamgate/dreamgate/llm/llmtest"
 )
@@ -643,33 +644,15 @@ func TestCancel(t *testing.T) {
 	}
 }
 
-// fakeClock is a settable clock for the breaker.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 func TestBreaker(t *testing.T) {
 	srv := llmtest.New(t)
-	clock := &fakeClock{t: time.Date(2026, 4, 3, 12, 0, 0, 0, time.UTC)}
+	clock := testkit.NewClock(time.Date(2026, 4, 3, 12, 0, 0, 0, time.UTC))
 	c := newClient(t, srv.URL(), func(c *llm.Config) {
 		c.MaxTries = 1
 		c.BreakerThreshold = 2
 		c.BreakerCooldown = 30 * time.Second
 	})
-	llm.SetClock(c, clock.now)
+	llm.SetClock(c, clock.Now)
 	ctx := t.Context()
 
 	step := func(name string, wantErr error, wantReason string, wantReqs int) {
@@ -690,15 +673,15 @@ func TestBreaker(t *testing.T) {
 	step("first failure", llm.ErrUnavailable, "HTTP 503", 1)
 	step("second failure opens", llm.ErrUnavailable, "HTTP 503", 2)
 	step("open fails fast", llm.ErrUnavailable, "HTTP 503 after 1 try (too many failures in a row; next try in 30s)", 2)
-	clock.advance(20 * time.Second)
+	clock.Advance(20 * time.Second)
 	step("still open", llm.ErrUnavailable, "next try in 10s", 2)
 
-	clock.advance(11 * time.Second)
+	clock.Advance(11 * time.Second)
 	step("failed trial re-opens", llm.ErrUnavailable, "HTTP 503", 3)
 	step("re-opened", llm.ErrUnavailable, "next try in 30s", 3)
 
 	// A trial in flight: others fail fast; an abandoned trial decides nothing.
-	clock.advance(31 * time.Second)
+	clock.Advance(31 * time.Second)
 	srv.Push(llmtest.Slow(time.Hour, llmtest.Text("late")))
 	trialCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
@@ -1052,17 +1035,14 @@ func TestFillEmptyContent(t *testing.T) {
 // TestLogsCarryNoText checks the debug log: counts and status, never the
 // message text, the answer or the key.
 func TestLogsCarryNoText(t *testing.T) {
-	var buf bytes.Buffer
-	var mu sync.Mutex
-	log := slog.New(slog.NewTextHandler(&lockedWriter{w: &buf, mu: &mu}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	var buf testkit.Buffer
+	log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	srv := llmtest.New(t)
 	srv.Push(llmtest.Text("SECRET-ANSWER"), llmtest.Status(400, ""))
 	c := newClient(t, srv.URL(), func(c *llm.Config) { c.Logger = log })
 	_, _ = c.Chat(t.Context(), userReq("SECRET-QUESTION"))
 	_, _ = c.Chat(t.Context(), userReq("SECRET-QUESTION"))
-	mu.Lock()
 	out := buf.String()
-	mu.Unlock()
 	for _, s := range []string{"SECRET-ANSWER", "SECRET-QUESTION", testKey, llmtest.BodyMarker} {
 		if strings.Contains(out, s) {
 			t.Errorf("log contains %q:\n%s", s, out)
@@ -1073,17 +1053,6 @@ func TestLogsCarryNoText(t *testing.T) {
 			t.Errorf("log lacks %q:\n%s", s, out)
 		}
 	}
-}
-
-type lockedWriter struct {
-	w  *bytes.Buffer
-	mu *sync.Mutex
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 func TestUserMessage(t *testing.T) {
@@ -1169,5 +1138,23 @@ func BenchmarkFillEmptyContent(b *testing.B) {
 		if _, err := llm.FillEmptyContent(body); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// The operator's hint names the setting the caller says holds the value
+// (an environment variable here), for Chat and for Ping.
+func TestUserMessageNamesWhatWasSet(t *testing.T) {
+	srv := llmtest.New(t)
+	names := llm.Names{APIKey: "OPENAI_API_KEY", BaseURL: "OPENAI_BASE_URL", Model: "DREAMGATE_MODEL"}
+	c := newClient(t, srv.URL(), func(c *llm.Config) { c.Names = names })
+	srv.Push(llmtest.Status(401, ""))
+	_, err := c.Chat(t.Context(), userReq("hi"))
+	if got, want := llm.UserMessage(err), "The model provider refused the API key (HTTP 401); check OPENAI_API_KEY."; got != want {
+		t.Errorf("Chat: UserMessage = %q, want %q", got, want)
+	}
+	wrong := newClient(t, srv.URL()+"/nope", func(c *llm.Config) { c.Names = llm.Names{Model: "OPENAI_MODEL"} })
+	err = wrong.Ping(t.Context())
+	if got, want := llm.UserMessage(err), "The model or endpoint was not found (HTTP 404); check OPENAI_MODEL and llm.baseURL."; got != want {
+		t.Errorf("Ping: UserMessage = %q, want %q", got, want)
 	}
 }

@@ -30,6 +30,8 @@ type Error struct {
 	Status int
 	Reason string
 	Err    error
+	// names are the client's setting names for UserMessage's hints.
+	names Names
 }
 
 func (e *Error) Error() string {
@@ -60,11 +62,12 @@ func UserMessage(err error) string {
 	case errors.Is(err, context.Canceled):
 		return "The request was cancelled."
 	case errors.As(err, &le) && errors.Is(le.Kind, ErrRejected):
+		names := le.names.withDefaults()
 		switch le.Status {
 		case http.StatusUnauthorized, http.StatusForbidden:
-			return fmt.Sprintf("The model provider refused the API key (HTTP %d); check llm.apiKey.", le.Status)
+			return fmt.Sprintf("The model provider refused the API key (HTTP %d); check %s.", le.Status, names.APIKey)
 		case http.StatusNotFound:
-			return "The model or endpoint was not found (HTTP 404); check llm.model and llm.baseURL."
+			return fmt.Sprintf("The model or endpoint was not found (HTTP 404); check %s and %s.", names.Model, names.BaseURL)
 		}
 		if le.Status > 0 {
 			return fmt.Sprintf("The model rejected the request (HTTP %d); check the model name and settings.", le.Status)

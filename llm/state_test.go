@@ -5,18 +5,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dreamgate/dreamgate/internal/testkit"
 	"github.com/dreamgate/dreamgate/llm"
 	"github.com/dreamgate/dreamgate/llm/llmtest"
 )
 
 func TestState(t *testing.T) {
 	srv := llmtest.New(t)
-	clock := &fakeClock{t: time.Date(2026, 4, 3, 12, 0, 0, 0, time.UTC)}
+	clock := testkit.NewClock(time.Date(2026, 4, 3, 12, 0, 0, 0, time.UTC))
 	c := newClient(t, srv.URL(), func(c *llm.Config) {
 		c.MaxTries = 1
 		c.BreakerThreshold = 2
 	})
-	llm.SetClock(c, clock.now)
+	llm.SetClock(c, clock.Now)
 	if s := c.State(); s.Known || s.BreakerOpen || s.LastErrorClass != "" {
 		t.Fatalf("before any call: %+v", s)
 	}
@@ -35,9 +36,9 @@ func TestState(t *testing.T) {
 	step("rejected", llmtest.Status(401, ""), llm.State{Known: true, Reachable: true, LastErrorClass: llm.ClassRejected})
 	step("503", llmtest.Status(503, ""), llm.State{Known: true, LastErrorClass: llm.ClassUnavailable})
 	step("503 opens", llmtest.Status(503, ""), llm.State{Known: true, BreakerOpen: true, LastErrorClass: llm.ClassUnavailable})
-	clock.advance(time.Minute)
+	clock.Advance(time.Minute)
 	step("trial closes", llmtest.Text("ok"), llm.State{Known: true, Reachable: true, LastErrorClass: llm.ClassUnavailable})
-	if s := c.State(); !s.LastErrorAt.Equal(clock.now().Add(-time.Minute)) {
+	if s := c.State(); !s.LastErrorAt.Equal(clock.Now().Add(-time.Minute)) {
 		t.Errorf("LastErrorAt = %v, want the time of the last failure", s.LastErrorAt)
 	}
 

@@ -41,6 +41,19 @@ type Message struct {
 	// Time is when the message was recorded in its session. It is kept in
 	// session files and archive transcripts and never sent to the model.
 	Time time.Time `json:"timestamp,omitzero"`
+	// Images go to the model beside Content as image parts, on a user
+	// message to a model that reads images. They are never written to
+	// session files (json "-"): a caller sets them on the one request they
+	// belong to, and Content carries a marker naming them for the record.
+	Images []Image `json:"-"`
+}
+
+// Image is a picture sent with a message: its bytes and their MIME type
+// (image/png, image/jpeg, image/gif or image/webp — what vision models
+// take). It is sent inline as a data: URL.
+type Image struct {
+	MIME string
+	Data []byte
 }
 
 // ToolCall is one function call the model asked for. Arguments is the raw

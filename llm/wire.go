@@ -3,6 +3,7 @@ package llm
 import (
 	"bytes"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -91,12 +92,33 @@ func toWireMessages(msgs []Message) ([]openai.ChatCompletionMessage, bool) {
 				}
 			}
 		}
-		if m.Content == "" {
+		if len(m.Images) > 0 {
+			w.Content, w.MultiContent = "", imageParts(m)
+		} else if m.Content == "" {
 			fill = true
 		}
 		out[i] = w
 	}
 	return out, fill
+}
+
+// imageParts is m's content as parts: its text, then each image as a
+// data: URL (go-openai refuses Content and MultiContent together).
+func imageParts(m Message) []openai.ChatMessagePart {
+	parts := make([]openai.ChatMessagePart, 0, 1+len(m.Images))
+	if m.Content != "" {
+		parts = append(parts, openai.ChatMessagePart{Type: openai.ChatMessagePartTypeText, Text: m.Content})
+	}
+	for _, img := range m.Images {
+		parts = append(parts, openai.ChatMessagePart{
+			Type: openai.ChatMessagePartTypeImageURL,
+			ImageURL: &openai.ChatMessageImageURL{
+				URL:    "data:" + img.MIME + ";base64," + base64.StdEncoding.EncodeToString(img.Data),
+				Detail: openai.ImageURLDetailAuto,
+			},
+		})
+	}
+	return parts
 }
 
 func toWireTools(tools []ToolDef) ([]openai.Tool, error) {

@@ -69,6 +69,26 @@ func (m *Manager) ForTurn(ctx context.Context, admin bool) []agent.Tool {
 	return m.merge(lists)
 }
 
+// RunningTools returns what ForTurn would return now from the servers that
+// are running, without starting any (for /status), and how many servers
+// the sender may use are not running: a turn would try to start those.
+func (m *Manager) RunningTools(admin bool) (tools []agent.Tool, notRunning int) {
+	lists := make([][]*tool, len(m.servers))
+	for i, s := range m.servers {
+		if s.cfg.AdminsOnly && !admin {
+			continue
+		}
+		s.mu.Lock()
+		if s.sess != nil {
+			lists[i] = s.tools
+		} else {
+			notRunning++
+		}
+		s.mu.Unlock()
+	}
+	return m.merge(lists), notRunning
+}
+
 // merge joins the servers' tool lists. Two servers can produce one name
 // ("a_b" with tool "c", "a" with tool "b_c"); the later one is left out,
 // since a duplicate name would make the whole turn's tool set invalid.

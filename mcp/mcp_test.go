@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,6 +18,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/dreamgate/dreamgate/agent"
+	"github.com/dreamgate/dreamgate/internal/testkit"
 	"github.com/dreamgate/dreamgate/llm"
 	"github.com/dreamgate/dreamgate/llm/llmtest"
 	"github.com/dreamgate/dreamgate/mcp/mcptest"
@@ -29,24 +29,6 @@ import (
 func TestMain(m *testing.M) {
 	mcptest.MaybeServe()
 	os.Exit(m.Run())
-}
-
-// clock is a settable Now.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
 }
 
 // stdioServer is a server config that runs the test binary as the MCP
@@ -78,26 +60,9 @@ func countStarts(t *testing.T, path string) int {
 	return strings.Count(string(b), "\n")
 }
 
-type logBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-func newManager(t *testing.T, cfg Config) (*Manager, *logBuf) {
+func newManager(t *testing.T, cfg Config) (*Manager, *testkit.Buffer) {
 	t.Helper()
-	logs := &logBuf{}
+	logs := &testkit.Buffer{}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
@@ -302,7 +267,7 @@ func TestStdioCrashIsRestarted(t *testing.T) {
 
 func TestExitBetweenCallsIsNoticed(t *testing.T) {
 	sc, starts := stdioServer(t, "t")
-	clk := &clock{t: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)}
+	clk := testkit.NewClock(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
 	m, _ := newManager(t, Config{Servers: []ServerConfig{sc}, Now: clk.Now})
 	tools := m.ForTurn(t.Context(), false)
 	gone := make(chan struct{})
@@ -345,7 +310,7 @@ func TestBrokenServerBacksOffAndSparesTheOthers(t *testing.T) {
 	broken, starts := stdioServer(t, "broken")
 	broken.Env = append(broken.Env, mcptest.FailEnv+"=1")
 	good, _ := stdioServer(t, "good")
-	clk := &clock{t: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)}
+	clk := testkit.NewClock(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
 	m, logs := newManager(t, Config{Servers: []ServerConfig{broken, good}, Now: clk.Now})
 
 	turn := func() []string { return names(m.ForTurn(t.Context(), false)) }
@@ -372,7 +337,7 @@ func TestBrokenServerBacksOffAndSparesTheOthers(t *testing.T) {
 		t.Errorf("status text:\n%s", text)
 	}
 	// A call of one of its tools meanwhile says so, in one sentence.
-	clk.Add(time.Second)
+	clk.Advance(time.Second)
 	turn()
 	if n := countStarts(t, starts); n != 3 {
 		t.Fatalf("starts = %d, want 3 after the delay", n)
@@ -586,5 +551,35 @@ func TestCloseStopsTheServers(t *testing.T) {
 	_, err := tools[0].Run(t.Context(), json.RawMessage(`{}`))
 	if err == nil || !strings.Contains(err.Error(), "shutting down") {
 		t.Errorf("call after Close = %v", err)
+	}
+}
+
+// RunningTools counts what a turn would get without starting anything:
+// /status must not start servers to show the prompt's size.
+func TestRunningToolsStartsNothing(t *testing.T) {
+	open, openStarts := stdioServer(t, "open")
+	open.AllowTools = []string{"echo"}
+	admin, adminStarts := stdioServer(t, "ops")
+	admin.AllowTools = []string{"echo"}
+	admin.AdminsOnly = true
+	m, _ := newManager(t, Config{Servers: []ServerConfig{open, admin}})
+
+	if tools, notRunning := m.RunningTools(true); len(tools) != 0 || notRunning != 2 {
+		t.Errorf("before any turn: tools %v, %d not running; want none, 2", names(tools), notRunning)
+	}
+	if n := countStarts(t, openStarts) + countStarts(t, adminStarts); n != 0 {
+		t.Fatalf("RunningTools started %d servers", n)
+	}
+	m.ForTurn(t.Context(), false)
+	tools, notRunning := m.RunningTools(false)
+	if got := names(tools); !slices.Equal(got, []string{"mcp_open_echo"}) || notRunning != 0 {
+		t.Errorf("non-admin after a turn: tools %v, %d not running", got, notRunning)
+	}
+	tools, notRunning = m.RunningTools(true)
+	if got := names(tools); !slices.Equal(got, []string{"mcp_open_echo"}) || notRunning != 1 {
+		t.Errorf("admin after a non-admin turn: tools %v, %d not running; want the open server's, 1", got, notRunning)
+	}
+	if n := countStarts(t, adminStarts); n != 0 {
+		t.Errorf("RunningTools started the admins-only server")
 	}
 }

@@ -17,10 +17,16 @@ const (
 	DreamCursor = "memory/.dream_cursor"
 	// DreamState is Dream's failure count and last run.
 	DreamState = "memory/.dream_state"
+	// DreamIntent records a Dream's phase 2 while its edits are not
+	// committed yet, so a killed run's edits are recovered as Dream's.
+	DreamIntent = "memory/.dream_intent"
 	// HistoryLock and DreamLock are the cross-process locks of the history
 	// store and of Dream's single flight.
 	HistoryLock = "memory/.history.lock"
 	DreamLock   = "memory/.dream.lock"
+	// HistoryIndex is the history store's private, rebuildable note of
+	// where in History the entries Dream has not read begin.
+	HistoryIndex = "memory/.history_index"
 	// DreamGuide optionally replaces the built-in Dream guidance.
 	DreamGuide = "prompts/dream.md"
 	// GitDir and GitIgnore are the memory repository.
@@ -49,6 +55,8 @@ func ProgramFiles() []string {
 		Cursor,
 		DreamCursor,
 		DreamState,
+		HistoryIndex,
+		DreamIntent,
 		MemoryDir + "/**/*.lock",
 		GitDir + "/",
 		GitIgnore,

@@ -313,7 +313,7 @@ func (a *Adapter) interactionFor(replyTo string) *interaction {
 // sendInteraction posts parts through the interaction's webhook: the first
 // message of the answer replaces the deferred response, later ones follow
 // up. It waits for the deferral to have been answered.
-func (a *Adapter) sendInteraction(ctx context.Context, it *interaction, parts []string) error {
+func (a *Adapter) sendInteraction(ctx context.Context, r *channels.Retry, it *interaction, parts []string) error {
 	select {
 	case <-it.acked:
 	case <-ctx.Done():
@@ -327,7 +327,7 @@ func (a *Adapter) sendInteraction(ctx context.Context, it *interaction, parts []
 		it.mu.Lock()
 		original := !it.originalSet
 		it.mu.Unlock()
-		err := a.retry(ctx, func(ctx context.Context) error {
+		err := a.retry(ctx, r, func(ctx context.Context) error {
 			if original {
 				content := part
 				_, err := a.session.InteractionResponseEdit(it.i, &discordgo.WebhookEdit{Content: &content, AllowedMentions: mentions}, discordgo.WithContext(ctx))

@@ -88,7 +88,15 @@ type Config struct {
 	// MaxFileBytes caps a text attachment read into a turn; 0 means
 	// DefaultMaxFileBytes. Larger files are named, not read.
 	MaxFileBytes int
-	Logger       *slog.Logger
+	// Images downloads image attachments (PNG, JPEG, GIF, WebP, up to
+	// channels.MaxImageBytes) into Inbound.Images, for a model that reads
+	// images; false names them with a marker.
+	Images bool
+	// SendRetry is how long a message that meets rate limits or server
+	// errors is retried before it is dropped; 0 means
+	// channels.DefaultSendRetry.
+	SendRetry time.Duration
+	Logger    *slog.Logger
 }
 
 // tuning holds the timings; tests shorten them.
@@ -130,6 +138,7 @@ type Adapter struct {
 	tune          tuning
 	watch         *openWatch
 	maxFileBytes  int
+	images        bool // download image attachments for the model (Config.Images)
 	stream        bool
 
 	commands      []channels.Command
@@ -160,8 +169,9 @@ type Adapter struct {
 	rolesMu  sync.Mutex
 	botRoles map[string]string // guild id -> the bot's managed role there
 
-	health   *channels.HealthTracker
-	onQueued func(messageID string) // test hook, called once a message is queued
+	health    *channels.HealthTracker
+	sendRetry channels.SendRetry     // window from Config.SendRetry; tests inject a clock
+	onQueued  func(messageID string) // test hook, called once a message is queued
 }
 
 var (
@@ -205,6 +215,9 @@ func New(cfg Config) (*Adapter, error) {
 	if cfg.MaxFileBytes == 0 {
 		cfg.MaxFileBytes = DefaultMaxFileBytes
 	}
+	if cfg.SendRetry < 0 {
+		return nil, &configError{"sendRetry", fmt.Sprintf("must not be negative, got %s", cfg.SendRetry)}
+	}
 	switch {
 	case cfg.ShardCount < AutoShards:
 		return nil, &configError{"shardCount", fmt.Sprintf(`must be a positive number or "auto", got %d`, cfg.ShardCount)}
@@ -244,6 +257,7 @@ func New(cfg Config) (*Adapter, error) {
 		seen:          channels.NewRecentSet(recentMessages),
 		threadsRead:   channels.NewRecentSet(recentThreadsKnown),
 		maxFileBytes:  cfg.MaxFileBytes,
+		images:        cfg.Images,
 		stream:        cfg.Stream,
 		streams:       map[string]*stream{},
 		commands:      cfg.Commands,
@@ -255,6 +269,7 @@ func New(cfg Config) (*Adapter, error) {
 		refused:       channels.NewRecentSet(recentRefusals),
 		botRoles:      map[string]string{},
 		health:        channels.NewHealthTracker(),
+		sendRetry:     channels.SendRetry{Window: cfg.SendRetry},
 	}
 	a.botID.Store("")
 	a.appID.Store("")

@@ -11,6 +11,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/bwmarrin/discordgo"
+
+	"github.com/dreamgate/dreamgate/channels"
+	"github.com/dreamgate/dreamgate/internal/mdfence"
 )
 
 // DefaultMaxFileBytes is the default cap on a text attachment read into a
@@ -56,13 +59,27 @@ func attachmentKind(at *discordgo.MessageAttachment) string {
 }
 
 // attachmentsText renders a message's attachments for the turn: text files
-// as fenced blocks with their name (up to maxFileBytes each), images and
-// other files as one clear line each, so the model knows they were there
-// and that it cannot see them.
-func (a *Adapter) attachmentsText(ctx context.Context, atts []*discordgo.MessageAttachment) string {
+// as fenced blocks with their name (up to maxFileBytes each), other files
+// as one clear line each, so the model knows they were there and that it
+// cannot see them. Images are such a line too, unless the adapter reads
+// them for the model (Config.Images): then they come back apart.
+func (a *Adapter) attachmentsText(ctx context.Context, atts []*discordgo.MessageAttachment) (string, []channels.Image) {
 	var b strings.Builder
+	var images []channels.Image
 	for i, at := range atts {
 		if at == nil {
+			continue
+		}
+		if i < maxFilesPerMessage && a.images && attachmentKind(at) == "image" {
+			line, img := a.readImage(ctx, at)
+			if img != nil {
+				images = append(images, *img)
+				continue
+			}
+			if b.Len() > 0 {
+				b.WriteString("\n")
+			}
+			b.WriteString(line)
 			continue
 		}
 		if b.Len() > 0 {
@@ -85,7 +102,7 @@ func (a *Adapter) attachmentsText(ctx context.Context, atts []*discordgo.Message
 			fmt.Fprintf(&b, "[file: %s (%s; not read: larger than the %s limit)]", name, sizeText(at.Size), sizeText(a.maxFileBytes))
 			continue
 		}
-		data, err := a.download(ctx, at.URL)
+		data, err := a.download(ctx, at.URL, a.maxFileBytes)
 		switch {
 		case err != nil:
 			a.log.Warn("discord: attachment download failed", "file_len", at.Size, "err", err)
@@ -96,26 +113,34 @@ func (a *Adapter) attachmentsText(ctx context.Context, atts []*discordgo.Message
 			fmt.Fprintf(&b, "[file: %s (%s, binary; not read)]", name, sizeText(len(data)))
 		default:
 			text := strings.TrimRight(string(data), "\n")
-			fence := fenceFor(text)
+			fence := mdfence.For(text)
 			fmt.Fprintf(&b, "File %s:\n%s%s\n%s\n%s", name, fence, fenceLang(name), text, fence)
 		}
 	}
-	return b.String()
+	return b.String(), images
 }
 
-// fenceFor returns a backtick fence longer than any run of backticks in
-// text, so a file with code blocks of its own stays one block.
-func fenceFor(text string) string {
-	longest, run := 0, 0
-	for _, r := range text {
-		if r == '`' {
-			run++
-			longest = max(longest, run)
-		} else {
-			run = 0
-		}
+// readImage downloads an image attachment for the model, or returns the
+// line naming it with the reason it is not shown. The type is judged from
+// the bytes, not from what Discord guessed.
+func (a *Adapter) readImage(ctx context.Context, at *discordgo.MessageAttachment) (string, *channels.Image) {
+	name := at.Filename
+	if at.Size > channels.MaxImageBytes {
+		return fmt.Sprintf("[image: %s (%s; not shown: larger than the %s limit for images)]", name, sizeText(at.Size), sizeText(channels.MaxImageBytes)), nil
 	}
-	return strings.Repeat("`", max(3, longest+1))
+	data, err := a.download(ctx, at.URL, channels.MaxImageBytes)
+	switch {
+	case err != nil:
+		a.log.Warn("discord: image download failed", "file_len", at.Size, "err", err)
+		return fmt.Sprintf("[image: %s (could not be downloaded)]", name), nil
+	case len(data) > channels.MaxImageBytes:
+		return fmt.Sprintf("[image: %s (not shown: larger than the %s limit for images)]", name, sizeText(channels.MaxImageBytes)), nil
+	}
+	mt, ok := channels.ImageType(data)
+	if !ok {
+		return fmt.Sprintf("[image: %s (not shown: only PNG, JPEG, GIF and WebP images are)]", name), nil
+	}
+	return "", &channels.Image{Name: name, MIME: mt, Data: data}
 }
 
 func fenceLang(name string) string {
@@ -136,9 +161,9 @@ func sizeText(n int) string {
 	return fmt.Sprintf("%d bytes", n)
 }
 
-// download fetches an attachment from Discord's CDN, at most
-// maxFileBytes+1 bytes. The CDN needs no token, so none is sent.
-func (a *Adapter) download(ctx context.Context, url string) ([]byte, error) {
+// download fetches an attachment from Discord's CDN, at most limit+1
+// bytes. The CDN needs no token, so none is sent.
+func (a *Adapter) download(ctx context.Context, url string, limit int) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, a.tune.downloadTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
@@ -154,7 +179,7 @@ func (a *Adapter) download(ctx context.Context, url string) ([]byte, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("download attachment: HTTP %d", resp.StatusCode)
 	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, int64(a.maxFileBytes)+1))
+	data, err := io.ReadAll(io.LimitReader(resp.Body, int64(limit)+1))
 	if err != nil {
 		return nil, fmt.Errorf("read attachment: %w", err)
 	}

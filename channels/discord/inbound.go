@@ -75,10 +75,11 @@ func (a *Adapter) accept(ctx context.Context, m *discordgo.Message, notify func(
 	}
 
 	text := stripMention(m.Content, bot, a.botRole(m.GuildID))
-	if files := a.attachmentsText(ctx, m.Attachments); files != "" {
+	files, images := a.attachmentsText(ctx, m.Attachments)
+	if files != "" {
 		text = strings.TrimSpace(text + "\n\n" + files)
 	}
-	if text == "" {
+	if text == "" && len(images) == 0 {
 		a.log.Debug("discord: ignored empty message", "message", m.ID)
 		return channels.Inbound{}, false
 	}
@@ -99,6 +100,7 @@ func (a *Adapter) accept(ctx context.Context, m *discordgo.Message, notify func(
 		SenderName: senderName(m),
 		MessageID:  m.ID,
 		Text:       text,
+		Images:     images,
 		Time:       when,
 		Context:    a.conversationContext(ctx, m, parentOf(chatID, threadID)),
 	}, true

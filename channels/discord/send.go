@@ -14,13 +14,6 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 	"github.com/dreamgate/dreamgate/channels"
-	"github.com/dreamgate/dreamgate/internal/backoff"
-)
-
-// Retry bounds for one REST call.
-const (
-	sendTries      = 3 // attempts on transient failures (network, 5xx)
-	rateLimitWaits = 5 // 429 answers waited out before giving up
 )
 
 // messageBody is POST /channels/{id}/messages. discordgo's MessageSend has
@@ -53,9 +46,13 @@ type messageReference struct {
 // with code fences balanced, the parts are posted in order to the thread
 // (out.ThreadID) or channel (out.ChatID), the first one as a reply to
 // out.ReplyTo without pinging its author. A 429 is waited out (retry_after)
-// and retried once per answer; network errors and 5xx are retried with
-// backoff, 3 tries in all; other 4xx fail at once (ErrRejected). The error
-// names the part and channel that failed.
+// and retried, network errors and 5xx are retried with backoff, until the
+// send retry window (Config.SendRetry) has passed since the first attempt;
+// then the message is dropped with one ERROR line and the error wraps
+// channels.ErrDropped. Other 4xx fail at once (ErrRejected). Send blocks
+// meanwhile, which holds the conversation's later messages behind this
+// one; Discord limits each channel's messages on its own, so other
+// channels' sends go on. The error names the part and channel that failed.
 func (a *Adapter) Send(ctx context.Context, out channels.Outbound) error {
 	target := out.ThreadID
 	if target == "" {
@@ -67,14 +64,15 @@ func (a *Adapter) Send(ctx context.Context, out channels.Outbound) error {
 	if strings.TrimSpace(out.Text) == "" {
 		return fmt.Errorf("send discord message to %s: %w", target, ErrEmptyMessage)
 	}
+	r := a.retryPolicy().Start(out)
 	if it := a.interactionFor(out.ReplyTo); it != nil {
-		return a.sendInteraction(ctx, it, channels.SplitMessage(out.Text, MaxMessageLen))
+		return a.sendInteraction(ctx, r, it, channels.SplitMessage(out.Text, MaxMessageLen))
 	}
 	if strings.HasPrefix(out.ReplyTo, interactionPrefix) {
 		out.ReplyTo = "" // an expired slash command: answer in the channel
 	}
 	if st := a.takeStream(out); st != nil {
-		if handled, err := st.finish(ctx, out); handled {
+		if handled, err := st.finish(ctx, r, out); handled {
 			return err
 		}
 	}
@@ -93,7 +91,7 @@ func (a *Adapter) Send(ctx context.Context, out channels.Outbound) error {
 		if i == 0 && out.ReplyTo != "" {
 			body.MessageReference = &messageReference{MessageID: out.ReplyTo, ChannelID: target}
 		}
-		err := a.retry(ctx, func(ctx context.Context) error {
+		err := a.retry(ctx, r, func(ctx context.Context) error {
 			_, err := a.session.RequestWithBucketID(http.MethodPost, endpoint, body, endpoint, discordgo.WithContext(ctx))
 			return err
 		})
@@ -112,10 +110,20 @@ func newNonce() string {
 	return hex.EncodeToString(b[:])
 }
 
+// retryPolicy is the send retry policy with this adapter's window, backoff
+// and log.
+func (a *Adapter) retryPolicy() channels.SendRetry {
+	p := a.sendRetry
+	p.Log = a.log
+	if p.Base == 0 {
+		p.Base = a.tune.sendBackoff
+	}
+	return p
+}
+
 // retry runs call until it succeeds, waiting out 429s and retrying
-// transient failures with backoff.
-func (a *Adapter) retry(ctx context.Context, call func(context.Context) error) error {
-	tries, waits := 0, 0
+// transient failures with backoff, for as long as r allows.
+func (a *Adapter) retry(ctx context.Context, r *channels.Retry, call func(context.Context) error) error {
 	for {
 		err := call(ctx)
 		if err == nil {
@@ -125,31 +133,18 @@ func (a *Adapter) retry(ctx context.Context, call func(context.Context) error) e
 			return ctx.Err()
 		}
 		var rl *discordgo.RateLimitError
-		if errors.As(err, &rl) {
-			waits++
-			if waits > rateLimitWaits {
-				return fmt.Errorf("still rate limited after %d waits", rateLimitWaits)
-			}
-			wait := rl.RetryAfter
-			if wait <= 0 {
-				wait = time.Second
-			}
-			a.log.Info("discord: rate limited; waiting", "retry_after", wait)
-			if backoff.Sleep(ctx, wait) != nil {
-				return ctx.Err()
-			}
-			continue
-		}
-		if !transient(err) {
+		switch {
+		case errors.As(err, &rl):
+			a.health.RateLimitWait()
+			// retry_after <= 0 is waited as the backoff's base.
+			err = r.RateLimited(ctx, rl.RetryAfter, err)
+		case transient(err):
+			err = r.Failed(ctx, err)
+		default:
 			return rejected(err)
 		}
-		tries++
-		if tries >= sendTries {
-			return fmt.Errorf("%d tries: %w", tries, err)
-		}
-		a.log.Debug("discord: request failed; retrying", "try", tries, "err", err)
-		if backoff.Sleep(ctx, backoff.Jitter(a.tune.sendBackoff<<(tries-1))) != nil {
-			return ctx.Err()
+		if err != nil {
+			return err
 		}
 	}
 }

@@ -135,7 +135,7 @@ func (s *stream) flush() {
 	// would spoil discordgo's rate-limit bucket), only bounded.
 	ctx, cancel := context.WithTimeout(context.Background(), s.a.tune.streamCallTimeout)
 	defer cancel()
-	err := s.show(ctx, channels.SplitMessage(text, MaxMessageLen), false)
+	err := s.show(ctx, nil, channels.SplitMessage(text, MaxMessageLen))
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err != nil {
@@ -152,10 +152,13 @@ func (s *stream) flush() {
 // show makes the stream's messages show parts: changed parts are edited,
 // missing ones posted, and (final only) surplus ones deleted. A flush gives
 // up on a rate limit; the final show waits it out.
-func (s *stream) show(ctx context.Context, parts []string, final bool) error {
+//
+// r is the final Send's retries; nil for a flush.
+func (s *stream) show(ctx context.Context, r *channels.Retry, parts []string) error {
+	final := r != nil
 	call := func(ctx context.Context, f func(context.Context) error) error {
 		if final {
-			return s.a.retry(ctx, f)
+			return s.a.retry(ctx, r, f)
 		}
 		return f(ctx)
 	}
@@ -194,7 +197,7 @@ func (s *stream) show(ctx context.Context, parts []string, final bool) error {
 	if final {
 		for i := len(parts); i < len(s.ids); i++ {
 			id := s.ids[i]
-			if err := s.a.retry(ctx, func(ctx context.Context) error { return s.a.deleteMessage(ctx, s.target, id) }); err != nil {
+			if err := s.a.retry(ctx, r, func(ctx context.Context) error { return s.a.deleteMessage(ctx, s.target, id) }); err != nil {
 				return fmt.Errorf("delete surplus part %d: %w", i+1, err)
 			}
 		}
@@ -222,14 +225,14 @@ func (s *stream) stop() {
 // nothing was shown yet (or streaming failed before anything was), and
 // Send should post the text as usual. A failed turn's error is posted as
 // usual below what was shown.
-func (s *stream) finish(ctx context.Context, out channels.Outbound) (handled bool, err error) {
+func (s *stream) finish(ctx context.Context, r *channels.Retry, out channels.Outbound) (handled bool, err error) {
 	s.stop()
 	s.flushing.Lock()
 	defer s.flushing.Unlock()
 	if len(s.ids) == 0 || out.Kind != channels.KindReply {
 		return false, nil
 	}
-	if err := s.show(ctx, channels.SplitMessage(out.Text, MaxMessageLen), true); err != nil {
+	if err := s.show(ctx, r, channels.SplitMessage(out.Text, MaxMessageLen)); err != nil {
 		return true, fmt.Errorf("finish streamed reply in discord channel %s: %w", s.target, err)
 	}
 	return true, nil

@@ -29,8 +29,6 @@ const MaxMessageLen = 39000
 const (
 	reactionName = "eyes"
 
-	// maxRateLimitWaits bounds how many 429 answers one post waits out.
-	maxRateLimitWaits = 5
 	// postEventType marks each post's message metadata, with an id of its
 	// own, so a retry can first ask Slack whether the post went through:
 	// chat.postMessage has no idempotency key, and a 5xx or a lost answer
@@ -82,8 +80,8 @@ type Adapter struct {
 
 	// Tuning; tests shorten these.
 	reconnectMin, reconnectMax  time.Duration
-	sendRetryMin                time.Duration
-	sendTries                   int
+	sendRetry                   channels.SendRetry // window from Config.SendRetry; tests inject a clock
+	sendTries                   int                // tries of a slash command's response_url
 	apiTimeout                  time.Duration
 	ackTimeout                  time.Duration
 	reactionTimeout             time.Duration
@@ -109,7 +107,7 @@ func New(cfg Config) (*Adapter, error) {
 		health:        channels.NewHealthTracker(),
 		reconnectMin:  time.Second,
 		reconnectMax:  30 * time.Second,
-		sendRetryMin:  time.Second,
+		sendRetry:     channels.SendRetry{Window: cfg.SendRetry},
 		sendTries:     3,
 		apiTimeout:    30 * time.Second,
 		ackTimeout:    5 * time.Second,
@@ -146,11 +144,15 @@ func (a *Adapter) debugEnabled() bool {
 
 // Send posts out.Text (converted to mrkdwn and split at MaxMessageLen) to
 // out.ChatID, in out.ThreadID's thread when set, part by part in order. A 429
-// is waited out for its Retry-After and retried once per answer; network
-// errors and 5xx are retried with backoff (3 tries), each retry only after
-// Slack's recent messages show the post did not go through after all. The
-// error names the part, channel and thread that failed; parts before it
-// were delivered.
+// is waited out for its Retry-After; network errors and 5xx are retried with
+// backoff, each retry only after Slack's recent messages show the post did
+// not go through after all. Both go on until the send retry window
+// (Config.SendRetry) has passed since the first attempt; then the message
+// is dropped with one ERROR line and the error wraps channels.ErrDropped.
+// Send blocks meanwhile, which holds the conversation's later messages
+// behind this one; other conversations' sends do not wait for it. The error
+// names the part, channel and thread that failed; parts before it were
+// delivered.
 func (a *Adapter) Send(ctx context.Context, out channels.Outbound) error {
 	if out.ChatID == "" {
 		return errors.New("slack: send: no channel id")
@@ -158,8 +160,9 @@ func (a *Adapter) Send(ctx context.Context, out channels.Outbound) error {
 	if t := a.slash.get(out.ReplyTo); t != nil {
 		return a.respond(ctx, t, out)
 	}
+	r := a.retryPolicy().Start(out)
 	if st := a.streams.take(out); st != nil {
-		if done, err := st.finish(ctx, out); done {
+		if done, err := st.finish(ctx, r, out); done {
 			return err
 		}
 	}
@@ -171,7 +174,7 @@ func (a *Adapter) Send(ctx context.Context, out channels.Outbound) error {
 	}
 	parts := channels.SplitMessage(text, MaxMessageLen)
 	for i, part := range parts {
-		if err := a.post(ctx, out.ChatID, out.ThreadID, out.ReplyTo, part); err != nil {
+		if err := a.post(ctx, r, out.ChatID, out.ThreadID, out.ReplyTo, part); err != nil {
 			return fmt.Errorf("slack: post part %d of %d to channel %s thread %q: %w", i+1, len(parts), out.ChatID, out.ThreadID, err)
 		}
 	}
@@ -179,10 +182,18 @@ func (a *Adapter) Send(ctx context.Context, out channels.Outbound) error {
 	return nil
 }
 
-// post sends one part. after, when set, is the ts of the message being
-// answered: the post can only be newer, which bounds the check for a post
-// that went through despite an error.
-func (a *Adapter) post(ctx context.Context, channel, thread, after, text string) error {
+// retryPolicy is the send retry policy with this adapter's window, backoff
+// and log.
+func (a *Adapter) retryPolicy() channels.SendRetry {
+	p := a.sendRetry
+	p.Log = a.log
+	return p
+}
+
+// post sends one part, retrying with r. after, when set, is the ts of the
+// message being answered: the post can only be newer, which bounds the
+// check for a post that went through despite an error.
+func (a *Adapter) post(ctx context.Context, r *channels.Retry, channel, thread, after, text string) error {
 	id := rand.Text()
 	opts := []slack.MsgOption{slack.MsgOptionText(text, false)}
 	if thread != "" {
@@ -195,7 +206,6 @@ func (a *Adapter) post(ctx context.Context, channel, thread, after, text string)
 		meta := slack.SlackMetadata{EventType: postEventType, EventPayload: map[string]any{"id": id}}
 		return append(opts[:len(opts):len(opts)], slack.MsgOptionMetadata(meta))
 	}
-	failures, waits := 0, 0
 	unsure := false // the last failure may have posted all the same
 	for {
 		if unsure && a.posted(ctx, channel, thread, after, id) {
@@ -217,33 +227,24 @@ func (a *Adapter) post(ctx context.Context, channel, thread, after, text string)
 			unsure = false
 			continue
 		}
-		var delay time.Duration
 		if rl, ok := errors.AsType[*slack.RateLimitedError](err); ok {
-			waits++
-			if waits > maxRateLimitWaits {
-				return fmt.Errorf("chat.postMessage still rate limited after %d waits: %w", maxRateLimitWaits, err)
-			}
-			delay = max(rl.RetryAfter, time.Second)
 			unsure = false // a 429 is a refusal: nothing was posted
-			a.log.Info("slack rate limit; waiting", "chat", channel, "retry_after", delay)
+			a.health.RateLimitWait()
+			// Slack's Retry-After is in whole seconds; 0 would retry at once.
+			err = r.RateLimited(ctx, max(rl.RetryAfter, time.Second), fmt.Errorf("chat.postMessage: %w", err))
 		} else {
 			if !transient(err) {
 				return fmt.Errorf("chat.postMessage: %w", err)
 			}
-			failures++
 			unsure = true
-			if failures >= a.sendTries {
-				if a.posted(ctx, channel, thread, after, id) {
-					a.log.Info("slack post went through despite the error", "chat", channel, "thread", thread)
-					return nil
-				}
-				return fmt.Errorf("chat.postMessage failed %d times: %w", failures, err)
+			if r.Expired() && a.posted(ctx, channel, thread, after, id) {
+				a.log.Info("slack post went through despite the error", "chat", channel, "thread", thread)
+				return nil
 			}
-			delay = backoff.Jitter(backoff.Delay(failures-1, a.sendRetryMin, 30*time.Second))
-			a.log.Debug("chat.postMessage failed; retrying", "chat", channel, "try", failures, "in", delay, "err", err)
+			err = r.Failed(ctx, fmt.Errorf("chat.postMessage: %w", err))
 		}
-		if serr := backoff.Sleep(ctx, delay); serr != nil {
-			return fmt.Errorf("%w (while waiting to retry after: %w)", serr, err)
+		if err != nil {
+			return err
 		}
 	}
 }

@@ -445,7 +445,7 @@ func TestSendRetries(t *testing.T) {
 		wantCheck string // the read that found (or not) the post
 	}{
 		{"two 500s then ok", "9.9", []failure{{500, fail}, {502, fail}}, false, false, 1, 3, "conversations.replies"},
-		{"three 500s give up", "9.9", []failure{{500, fail}, {500, fail}, {503, fail}}, false, true, 0, 3, "conversations.replies"},
+		{"three 500s: the fourth try goes through", "9.9", []failure{{500, fail}, {500, fail}, {503, fail}}, false, false, 1, 4, "conversations.replies"},
 		{"400 is not retried", "9.9", []failure{{400, fail}}, false, true, 0, 1, ""},
 		{"500 after posting in a thread: not posted again", "9.9", []failure{{500, failAfterPosting}}, false, false, 1, 1, "conversations.replies"},
 		{"500 after posting at top level: not posted again", "", []failure{{502, failAfterPosting}}, false, false, 1, 1, "conversations.history"},

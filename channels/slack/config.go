@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/dreamgate/dreamgate/channels"
 )
@@ -42,7 +43,15 @@ type Config struct {
 	// MaxFileBytes caps a file shared with a post that is read into the
 	// turn; 0 means DefaultMaxFileBytes, a negative value reads none.
 	MaxFileBytes int64
-	Logger       *slog.Logger // nil = discard
+	// Images downloads the images of a post (PNG, JPEG, GIF, WebP, up to
+	// channels.MaxImageBytes) into Inbound.Images, for a model that reads
+	// images; false names them with a marker.
+	Images bool
+	// SendRetry is how long a message that meets rate limits or server
+	// errors is retried before it is dropped; 0 means
+	// channels.DefaultSendRetry.
+	SendRetry time.Duration
+	Logger    *slog.Logger // nil = discard
 }
 
 // DefaultMaxFileBytes is Config.MaxFileBytes when it is 0.
@@ -89,6 +98,9 @@ func (c Config) normalize() (Config, error) {
 	}
 	if c.MaxFileBytes == 0 {
 		c.MaxFileBytes = DefaultMaxFileBytes
+	}
+	if c.SendRetry < 0 {
+		return c, &configError{"sendRetry", fmt.Sprintf("must not be negative (got %s)", c.SendRetry)}
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

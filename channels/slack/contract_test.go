@@ -26,7 +26,7 @@ func TestContract(t *testing.T) {
 			t.Fatal(err)
 		}
 		a.reconnectMin, a.reconnectMax = 20*time.Millisecond, 200*time.Millisecond
-		a.sendRetryMin = 20 * time.Millisecond
+		a.sendRetry.Base = 20 * time.Millisecond
 		return channeltest.Rig{
 			Channel: a,
 			Ready:   func(ctx context.Context) error { return fake.WaitConnections(ctx, 1) },

@@ -11,12 +11,16 @@ import (
 	"unicode/utf8"
 
 	"github.com/slack-go/slack"
+
+	"github.com/dreamgate/dreamgate/channels"
+	"github.com/dreamgate/dreamgate/internal/mdfence"
 )
 
 // Files shared with a post reach the turn as text: a text-like file is
 // downloaded (url_private, bot token, files:read) and fenced under its
-// name; anything else is named with a marker that says why it is not
-// there, so the model neither guesses at it nor ignores it.
+// name; an image, when Config.Images is on, is downloaded into
+// Inbound.Images; anything else is named with a marker that says why it is
+// not there, so the model neither guesses at it nor ignores it.
 
 const (
 	// maxFilesPerPost bounds the files read from one post.
@@ -79,52 +83,95 @@ func (f fileRef) isImage() bool {
 }
 
 // readFiles renders the files of one post for the turn, in order, within
-// one deadline: every delivery of the adapter waits behind them.
-func (a *Adapter) readFiles(ctx context.Context, files []fileRef) string {
+// one deadline: every delivery of the adapter waits behind them. Images
+// read for the model come back apart from the text.
+func (a *Adapter) readFiles(ctx context.Context, files []fileRef) (string, []channels.Image) {
 	ctx, cancel := context.WithTimeout(ctx, min(fileTimeout, a.apiTimeout))
 	defer cancel()
 	var parts []string
+	var images []channels.Image
 	for i, f := range files {
 		if i == maxFilesPerPost {
 			parts = append(parts, fmt.Sprintf("[%d more files: not read — at most %d per message]", len(files)-i, maxFilesPerPost))
 			break
 		}
-		parts = append(parts, a.readFile(ctx, f))
+		text, img := a.readFile(ctx, f)
+		if img != nil {
+			images = append(images, *img)
+			continue
+		}
+		parts = append(parts, text)
 	}
-	return strings.Join(parts, "\n\n")
+	return strings.Join(parts, "\n\n"), images
 }
 
-func (a *Adapter) readFile(ctx context.Context, f fileRef) string {
+// readFile renders one file as text, or returns it as an image for the
+// model.
+func (a *Adapter) readFile(ctx context.Context, f fileRef) (string, *channels.Image) {
 	if f.url == "" || f.name == "" {
 		info, err := a.fileInfo(ctx, f.id)
 		if err != nil {
 			a.log.Warn("slack files.info failed", "file", f.id, "err", err)
-			return fmt.Sprintf("[file %s: could not be read — Slack did not give the bot access to it]", orID(f))
+			return fmt.Sprintf("[file %s: could not be read — Slack did not give the bot access to it]", orID(f)), nil
 		}
 		f = info
 	}
 	name := orID(f)
 	switch {
+	case f.isImage() && a.cfg.Images:
+		return a.readImage(ctx, f)
 	case f.isImage():
-		return fmt.Sprintf("[image %s: not shown — this model does not read images]", name)
+		return fmt.Sprintf("[image %s: not shown — this model does not read images]", name), nil
 	case !f.isText():
-		return fmt.Sprintf("[file %s (%s): not read — only text files are]", name, kindOf(f))
+		return fmt.Sprintf("[file %s (%s): not read — only text files are]", name, kindOf(f)), nil
 	case a.cfg.MaxFileBytes < 0:
-		return fmt.Sprintf("[file %s: not read — reading files is off in this gateway]", name)
+		return fmt.Sprintf("[file %s: not read — reading files is off in this gateway]", name), nil
 	case f.size > a.cfg.MaxFileBytes:
-		return fmt.Sprintf("[file %s: not read — %s is over the %s limit]", name, byteSize(f.size), byteSize(a.cfg.MaxFileBytes))
+		return fmt.Sprintf("[file %s: not read — %s is over the %s limit]", name, byteSize(f.size), byteSize(a.cfg.MaxFileBytes)), nil
 	}
-	body, err := a.download(ctx, f.url)
+	body, err := a.download(ctx, f.url, a.cfg.MaxFileBytes)
 	switch {
 	case errors.Is(err, errTooLarge):
-		return fmt.Sprintf("[file %s: not read — it is over the %s limit]", name, byteSize(a.cfg.MaxFileBytes))
+		return fmt.Sprintf("[file %s: not read — it is over the %s limit]", name, byteSize(a.cfg.MaxFileBytes)), nil
 	case err != nil:
 		a.log.Warn("slack file download failed", "file", f.id, "err", err)
-		return fmt.Sprintf("[file %s: could not be downloaded]", name)
+		return fmt.Sprintf("[file %s: could not be downloaded]", name), nil
 	case !utf8.Valid(body):
-		return fmt.Sprintf("[file %s: not read — it is not UTF-8 text]", name)
+		return fmt.Sprintf("[file %s: not read — it is not UTF-8 text]", name), nil
 	}
-	return fmt.Sprintf("File %s:\n%s", name, fence(string(body), fenceInfo(f)))
+	return fmt.Sprintf("File %s:\n%s", name, fence(string(body), fenceInfo(f))), nil
+}
+
+// readImage downloads an image for the model, or names it with the
+// reason it is not shown. Its type is judged from the bytes: without
+// files:read Slack answers a download with an HTML sign-in page.
+func (a *Adapter) readImage(ctx context.Context, f fileRef) (string, *channels.Image) {
+	name := orID(f)
+	switch {
+	case a.cfg.MaxFileBytes < 0:
+		return fmt.Sprintf("[image %s: not shown — reading files is off in this gateway]", name), nil
+	case f.size > channels.MaxImageBytes:
+		return fmt.Sprintf("[image %s: not shown — %s is over the %s limit for images]", name, byteSize(f.size), byteSize(channels.MaxImageBytes)), nil
+	}
+	body, err := a.download(ctx, f.url, channels.MaxImageBytes)
+	switch {
+	case errors.Is(err, errTooLarge):
+		return fmt.Sprintf("[image %s: not shown — it is over the %s limit for images]", name, byteSize(channels.MaxImageBytes)), nil
+	case err != nil:
+		a.log.Warn("slack image download failed", "file", f.id, "err", err)
+		return fmt.Sprintf("[image %s: could not be downloaded]", name), nil
+	}
+	mt, ok := channels.ImageType(body)
+	switch {
+	case !ok && channels.IsImageType(declaredType(f)):
+		// Slack said it is such an image, so what came back is something
+		// else (a sign-in page).
+		a.log.Warn("slack image download returned no image", "file", f.id, "bytes", len(body))
+		return fmt.Sprintf("[image %s: could not be downloaded]", name), nil
+	case !ok:
+		return fmt.Sprintf("[image %s (%s): not shown — only PNG, JPEG, GIF and WebP images are]", name, kindOf(f)), nil
+	}
+	return "", &channels.Image{Name: name, MIME: mt, Data: body}
 }
 
 func (a *Adapter) fileInfo(ctx context.Context, id string) (fileRef, error) {
@@ -140,9 +187,9 @@ var errTooLarge = errors.New("file over the size limit")
 
 // download fetches a url_private with the bot token (slack-go sends it
 // only to Slack's hosts or the configured API host), refusing to read
-// past the cap.
-func (a *Adapter) download(ctx context.Context, url string) ([]byte, error) {
-	w := &capWriter{max: a.cfg.MaxFileBytes}
+// past limit bytes.
+func (a *Adapter) download(ctx context.Context, url string, limit int64) ([]byte, error) {
+	w := &capWriter{max: limit}
 	if err := a.api.GetFileContext(ctx, url, w); err != nil {
 		if w.over {
 			return nil, errTooLarge
@@ -171,16 +218,7 @@ func (w *capWriter) Write(p []byte) (int, error) {
 // fence wraps text in a code fence longer than any backtick run in it, so
 // the file cannot close it early.
 func fence(text, info string) string {
-	longest, run := 0, 0
-	for _, c := range text {
-		if c == '`' {
-			run++
-			longest = max(longest, run)
-		} else {
-			run = 0
-		}
-	}
-	f := strings.Repeat("`", max(3, longest+1))
+	f := mdfence.For(text)
 	return f + info + "\n" + strings.TrimRight(text, "\n") + "\n" + f
 }
 
@@ -189,6 +227,12 @@ func fenceInfo(f fileRef) string {
 		return t
 	}
 	return ""
+}
+
+// declaredType is the MIME type Slack gives f.
+func declaredType(f fileRef) string {
+	mt, _, _ := mime.ParseMediaType(f.mimetype)
+	return mt
 }
 
 func orID(f fileRef) string {

@@ -135,7 +135,7 @@ func startHarness(t *testing.T, o harnessOpts) *harness {
 	// Fast reconnects and send retries keep the suite quick; the production
 	// values are covered by TestConnGateSequence.
 	a.reconnectMin, a.reconnectMax = 20*time.Millisecond, 200*time.Millisecond
-	a.sendRetryMin = 20 * time.Millisecond
+	a.sendRetry.Base = 20 * time.Millisecond
 	h := &harness{t: t, fake: fake, a: a, sink: newRecSink(), health: make(chan channels.Health, 256), runErr: make(chan error, 1)}
 	a.health.Watch(func(hl channels.Health) {
 		select {

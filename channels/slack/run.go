@@ -289,10 +289,13 @@ func (r *runner) accept(ctx context.Context, p pending) (channels.Inbound, bool)
 		in.Context = r.threadContext(ctx, in.ChatID, p.existingThread, in.MessageID)
 	}
 	if len(p.files) > 0 {
-		files := a.readFiles(ctx, p.files)
-		if in.Text == "" {
+		files, images := a.readFiles(ctx, p.files)
+		in.Images = images
+		switch {
+		case files == "":
+		case in.Text == "":
 			in.Text = files
-		} else {
+		default:
 			in.Text += "\n\n" + files
 		}
 	}

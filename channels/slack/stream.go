@@ -233,7 +233,7 @@ func (s *stream) flush() bool {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), streamCallTimeout)
-		err := s.show(ctx, st, text, false)
+		err := s.show(ctx, nil, st, text)
 		cancel()
 		if err != nil {
 			s.mu.Lock()
@@ -271,9 +271,10 @@ func (s *stream) flush() bool {
 }
 
 // show makes st's messages show text: edits the changed parts, posts new
-// ones; final also deletes parts left over from a longer draft and posts
-// with the retrying post.
-func (s *stream) show(ctx context.Context, st *step, text string, final bool) error {
+// ones; final (r set: the final Send's retries) also deletes parts left
+// over from a longer draft and posts and edits with r's retries.
+func (s *stream) show(ctx context.Context, r *channels.Retry, st *step, text string) error {
+	final := r != nil
 	md := toMrkdwn(text)
 	if strings.TrimSpace(md) == "" {
 		return nil
@@ -292,7 +293,7 @@ func (s *stream) show(ctx context.Context, st *step, text string, final bool) er
 			if !final && !s.a.edits.take(time.Now()) {
 				return errNoEditBudget
 			}
-			if err := s.update(ctx, ts, part, final); err != nil {
+			if err := s.update(ctx, r, ts, part); err != nil {
 				return err
 			}
 			s.mu.Lock()
@@ -300,7 +301,7 @@ func (s *stream) show(ctx context.Context, st *step, text string, final bool) er
 			s.mu.Unlock()
 		case final:
 			// The retrying post: the answer must arrive, once.
-			if err := s.a.post(ctx, s.chat, s.thread, s.replyTo, part); err != nil {
+			if err := s.a.post(ctx, r, s.chat, s.thread, s.replyTo, part); err != nil {
 				return err
 			}
 		default:
@@ -338,38 +339,27 @@ func (s *stream) postOpts(text string) []slack.MsgOption {
 	return opts
 }
 
-// update edits one message; final retries transient errors and waits out
-// 429s, as the final text must arrive.
-func (s *stream) update(ctx context.Context, ts, text string, final bool) error {
-	failures, waits := 0, 0
+// update edits one message; final (r set) retries transient errors and
+// waits out 429s with r, as the final text must arrive.
+func (s *stream) update(ctx context.Context, r *channels.Retry, ts, text string) error {
 	for {
 		callCtx, cancel := context.WithTimeout(ctx, s.a.apiTimeout)
 		_, _, _, err := s.a.api.UpdateMessageContext(callCtx, s.chat, ts, slack.MsgOptionText(text, false))
 		cancel()
-		if err == nil || !final || ctx.Err() != nil {
-			if err != nil {
-				return fmt.Errorf("chat.update: %w", err)
-			}
+		if err == nil {
 			return nil
 		}
-		var delay time.Duration
-		if rl, ok := errors.AsType[*slack.RateLimitedError](err); ok {
-			if waits++; waits > maxRateLimitWaits {
-				return fmt.Errorf("chat.update still rate limited after %d waits: %w", maxRateLimitWaits, err)
-			}
-			delay = max(rl.RetryAfter, time.Second)
-		} else {
-			if failures++; !transient(err) || failures >= s.a.sendTries {
-				return fmt.Errorf("chat.update: %w", err)
-			}
-			delay = s.a.sendRetryMin << (failures - 1)
+		err = fmt.Errorf("chat.update: %w", err)
+		if r == nil || ctx.Err() != nil {
+			return err
 		}
-		t := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return fmt.Errorf("%w (last error: %w)", ctx.Err(), err)
-		case <-t.C:
+		if rl, ok := errors.AsType[*slack.RateLimitedError](err); ok {
+			err = r.RateLimited(ctx, max(rl.RetryAfter, time.Second), err)
+		} else if transient(err) {
+			err = r.Failed(ctx, err)
+		}
+		if err != nil {
+			return err
 		}
 	}
 }
@@ -378,7 +368,7 @@ func (s *stream) update(ctx context.Context, ts, text string, final bool) error 
 // whether it delivered out: a reply is written into the messages that
 // showed the last step; an error, or a reply with nothing shown yet, is
 // left to Send's plain post (the shown steps keep their text).
-func (s *stream) finish(ctx context.Context, out channels.Outbound) (bool, error) {
+func (s *stream) finish(ctx context.Context, r *channels.Retry, out channels.Outbound) (bool, error) {
 	s.stop()
 	s.mu.Lock()
 	started := s.started
@@ -399,7 +389,7 @@ func (s *stream) finish(ctx context.Context, out channels.Outbound) (bool, error
 		s.mu.Unlock()
 		if shown && dirty {
 			// A step shown in part keeps its whole text.
-			if err := s.show(ctx, st, text, true); err != nil {
+			if err := s.show(ctx, r, st, text); err != nil {
 				s.a.log.Warn("slack could not finish a streamed message", "chat", s.chat, "err", err)
 			}
 		}
@@ -410,7 +400,7 @@ func (s *stream) finish(ctx context.Context, out channels.Outbound) (bool, error
 	if !shown || out.Kind != channels.KindReply {
 		return false, nil
 	}
-	if err := s.show(ctx, last, out.Text, true); err != nil {
+	if err := s.show(ctx, r, last, out.Text); err != nil {
 		return true, fmt.Errorf("slack: finish streamed reply in channel %s thread %q: %w", s.chat, s.thread, err)
 	}
 	s.a.log.Debug("sent streamed", "chat", s.chat, "thread", s.thread, "messages", len(last.msgs), "streamed", out.Streamed)

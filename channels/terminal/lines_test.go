@@ -2,7 +2,6 @@ package terminal
 
 import (
 	"bytes"
-	"context"
 	"strings"
 	"testing"
 )
@@ -27,12 +26,7 @@ func TestOverLongLineIsReportedAndReadingGoesOn(t *testing.T) {
 			var out, errOut bytes.Buffer
 			a := New(Config{In: strings.NewReader(input), Out: &out, Err: &errOut, MaxLineBytes: tc.limit})
 			s := &sink{}
-			ctx, cancel := context.WithCancel(t.Context())
-			done := make(chan error)
-			go func() { done <- a.Run(ctx, s) }()
-			<-a.EOF()
-			cancel()
-			if err := <-done; err != nil {
+			if err := runToEOF(t, a, s); err != nil {
 				t.Fatal(err)
 			}
 			var got []string

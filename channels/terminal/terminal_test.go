@@ -23,16 +23,22 @@ func (s *sink) Deliver(_ context.Context, in channels.Inbound) error {
 	return s.err
 }
 
-func TestRunDeliversLinesUntilEOF(t *testing.T) {
-	var out, errOut bytes.Buffer
-	a := New(Config{In: strings.NewReader("hello\n\n  /help  \nbye"), Out: &out, Err: &errOut, Session: "work", User: "ada"})
-	s := &sink{}
+// runToEOF runs a until it has read its input to the end, then stops it,
+// and returns what Run returned.
+func runToEOF(t *testing.T, a *Adapter, s channels.Sink) error {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error)
 	go func() { done <- a.Run(ctx, s) }()
 	<-a.EOF()
 	cancel()
-	if err := <-done; err != nil {
+	return <-done
+}
+
+func TestRunDeliversLinesUntilEOF(t *testing.T) {
+	var out, errOut bytes.Buffer
+	a := New(Config{In: strings.NewReader("hello\n\n  /help  \nbye"), Out: &out, Err: &errOut, Session: "work", User: "ada"})
+	s := &sink{}
+	if err := runToEOF(t, a, s); err != nil {
 		t.Fatal(err)
 	}
 	var texts []string
@@ -69,12 +75,7 @@ func TestRefusedDeliveryIsSaidOnStderr(t *testing.T) {
 	var out, errOut bytes.Buffer
 	a := New(Config{In: strings.NewReader("one\n"), Out: &out, Err: &errOut})
 	s := &sink{err: channels.ErrBusy}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error)
-	go func() { done <- a.Run(ctx, s) }()
-	<-a.EOF()
-	cancel()
-	<-done
+	_ = runToEOF(t, a, s)
 	if !strings.Contains(errOut.String(), "Not sent") {
 		t.Errorf("stderr = %q", errOut.String())
 	}
@@ -135,12 +136,7 @@ func TestQuitLeavesWithoutReachingTheGateway(t *testing.T) {
 	// The lines after /quit are never read: the person has left.
 	a := New(Config{In: strings.NewReader("hello\n /QUIT \nafter\n"), Out: &out, Err: &errOut, Prompt: "> "})
 	s := &sink{}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error)
-	go func() { done <- a.Run(ctx, s) }()
-	<-a.EOF()
-	cancel()
-	if err := <-done; err != nil {
+	if err := runToEOF(t, a, s); err != nil {
 		t.Fatal(err)
 	}
 	if len(s.got) != 1 || s.got[0].Text != "hello" {

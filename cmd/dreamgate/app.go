@@ -19,6 +19,7 @@ import (
 	"github.com/dreamgate/dreamgate/history"
 	"github.com/dreamgate/dreamgate/llm"
 	"github.com/dreamgate/dreamgate/mcp"
+	"github.com/dreamgate/dreamgate/metrics"
 	"github.com/dreamgate/dreamgate/workspace"
 	workspacetemplate "github.com/dreamgate/dreamgate/workspace-template"
 )
@@ -38,6 +39,9 @@ type app struct {
 	// afterWrite is the test-only kill switch's hook (testkill.go), nil
 	// unless the switch is on.
 	afterWrite func(point string)
+	// metrics, when set before the gateway is built (dreamgate gateway),
+	// counts model calls, archives, turns and Dream runs.
+	metrics *metrics.Metrics
 }
 
 // openWorkspace creates a missing workspace as onboard would (template files
@@ -74,6 +78,13 @@ func openWorkspace(cfg Config, logger *slog.Logger, complete bool) (created []st
 	return created, nil
 }
 
+// llmNames tells the model client where its key, endpoint and model were
+// set, so that its hints name the variable the operator exported rather
+// than a config key the file may not even hold.
+func (c Config) llmNames() llm.Names {
+	return llm.Names{APIKey: c.fromEnv["llm.apiKey"], BaseURL: c.fromEnv["llm.baseURL"], Model: c.fromEnv["llm.model"]}
+}
+
 func newApp(cfg Config, logger *slog.Logger) (*app, error) {
 	a := &app{cfg: cfg, logger: logger, afterWrite: killHook(cfg.getenv, logger)}
 	if _, err := openWorkspace(cfg, logger, false); err != nil {
@@ -89,6 +100,7 @@ func newApp(cfg Config, logger *slog.Logger) (*app, error) {
 		// Turns and archive calls (limited below), and Dream.
 		Concurrency: cfg.Gateway.MaxConcurrentTurns + 1,
 		Logger:      logger.With("component", "llm"),
+		Names:       cfg.llmNames(),
 	})
 	var err error
 	if a.history, err = history.Open(filepath.Join(cfg.Workspace, filepath.FromSlash(workspace.MemoryDir)), history.Options{Logger: logger.With("component", "history"), AfterWrite: a.afterWrite}); err != nil {
@@ -140,7 +152,7 @@ func (a *app) close() {
 // limited is the model as chat turns and archive calls see it: at most
 // maxConcurrentTurns calls at once.
 func (a *app) limited() gateway.Model {
-	return gateway.LimitConcurrency(a.model, a.cfg.Gateway.MaxConcurrentTurns)
+	return gateway.LimitConcurrency(a.observedModel(), a.cfg.Gateway.MaxConcurrentTurns)
 }
 
 func (a *app) consolidator(model gateway.Model) *consolidator.Consolidator {
@@ -159,16 +171,23 @@ func (a *app) gateway(withDream bool) (*gateway.Gateway, *dream.Dreamer) {
 	deps := gateway.Deps{
 		Model:        model,
 		Sessions:     a.sessions,
-		Consolidator: cons,
+		Consolidator: a.observedArchives(cons),
 		Prompts:      gateway.NewPromptBuilder(a.cfg.Workspace, a.logger),
 		// People who are not admins may write only the memory files.
 		Tools:      agent.FileTools(a.ws, agent.ChatGuestPolicy()),
 		AdminTools: agent.FileTools(a.ws, agent.ChatPolicy()),
 		Usage:      a.model.Usage,
+		Observer:   a.gatewayObserver(),
 		Logger:     a.logger.With("component", "gateway"),
 	}
 	if m := a.mcpManager(); m != nil {
-		deps.TurnTools = m // chat turns only: Dream keeps its memory-file tools
+		// Chat turns only: Dream keeps its memory-file tools. /status counts
+		// the running servers' tools through gateway.RunningTools.
+		var tt interface {
+			gateway.TurnTools
+			gateway.RunningTools
+		} = m
+		deps.TurnTools = tt
 	}
 	var d *dream.Dreamer
 	if withDream {
@@ -206,14 +225,17 @@ func (a *app) dreamer() (*dream.Dreamer, error) {
 		Model:         a.cfg.Dream.Model,
 		MaxBatchSize:  a.cfg.Dream.MaxBatchSize,
 		MaxIterations: a.cfg.Dream.MaxIterations,
+		// Each batch has Dream's own deadline; the run reads at most this
+		// many of them.
+		MaxBatchesPerRun: a.cfg.Dream.MaxBatchesPerRun,
 	}, dream.Deps{
-		Model:   a.model,
-		History: a.history,
-		Repo:    repo,
-		Files:   a.ws,
-		Logger:  a.logger.With("component", "dream"),
-
-		AfterWrite: a.afterWrite,
+		Model:    a.observedModel(),
+		History:  a.history,
+		Repo:     repo,
+		Files:    a.ws,
+		Observer: a.dreamObserver(),
+		Logger:   a.logger.With("component", "dream"),
+		Hook:     a.afterWrite, // the test-only kill switch (testkill.go)
 	})
 }
 

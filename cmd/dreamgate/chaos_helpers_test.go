@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dreamgate/dreamgate/internal/testkit"
 )
 
 // This file holds the chaos suite's machinery: running the binary with a
@@ -32,7 +34,7 @@ func (h *harness) startProc(t testing.TB, env ...string) *gatewayProc {
 	h.set("gateway.healthAddr", addr)
 	cmd := exec.Command(binPath, "--config", h.cfgPath, "gateway")
 	cmd.Env = append([]string{"HOME=" + h.home, "PATH=" + os.Getenv("PATH"), "TZ=UTC"}, env...)
-	p := &gatewayProc{cmd: cmd, stderr: &syncBuffer{}, health: "http://" + addr + "/healthz", exited: make(chan struct{})}
+	p := &gatewayProc{cmd: cmd, stderr: &testkit.Buffer{}, health: "http://" + addr + "/healthz", exited: make(chan struct{})}
 	cmd.Stderr, cmd.Stdout = p.stderr, p.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

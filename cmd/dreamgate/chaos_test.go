@@ -643,6 +643,11 @@ func (c *chaosRig) answeredOnce(final bool) []string {
 			bad = append(bad, fmt.Sprintf("Slack message %s answered %d times", tok, n))
 		}
 	}
+	if len(bad) > 0 && os.Getenv("CHAOS_DEBUG") != "" {
+		for _, p := range c.sl.Posts() {
+			fmt.Printf("POST %s %s %q\n", p.Channel, p.TS, p.Text)
+		}
+	}
 	if n := len(c.dc.Sent()); n > c.discordOut || final && n != c.discordOut {
 		bad = append(bad, fmt.Sprintf("%d Discord messages sent, %d answers", c.discordOut, n))
 	}

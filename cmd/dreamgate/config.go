@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dreamgate/dreamgate/channels"
 	"github.com/dreamgate/dreamgate/channels/discord"
 	"github.com/robfig/cron/v3"
 
@@ -49,6 +50,9 @@ type LLMConfig struct {
 	MaxTokens      int     `json:"maxTokens"`
 	Temperature    float32 `json:"temperature"`
 	TimeoutSeconds int     `json:"timeoutSeconds"`
+	// Images shows the images people send to the model (it must read
+	// image input); false names them with a marker instead.
+	Images bool `json:"images"`
 }
 
 type AgentConfig struct {
@@ -65,6 +69,9 @@ type DreamConfig struct {
 	Model         string `json:"model"`
 	MaxBatchSize  int    `json:"maxBatchSize"`
 	MaxIterations int    `json:"maxIterations"`
+	// MaxBatchesPerRun bounds how many batches one run reads when a
+	// backlog waits.
+	MaxBatchesPerRun int `json:"maxBatchesPerRun"`
 }
 
 type GatewayConfig struct {
@@ -98,6 +105,9 @@ type SlackConfig struct {
 	ReplyInThread bool     `json:"replyInThread"`
 	CommandPrefix string   `json:"commandPrefix"`
 	MaxFileBytes  int64    `json:"maxFileBytes"`
+	// SendRetryMinutes bounds the retries of one message through rate
+	// limits and server errors.
+	SendRetryMinutes int `json:"sendRetryMinutes"`
 }
 
 type DiscordConfig struct {
@@ -113,6 +123,9 @@ type DiscordConfig struct {
 	Stream        bool       `json:"stream"`
 	ShardID       int        `json:"shardID"`
 	ShardCount    ShardCount `json:"shardCount"`
+	// SendRetryMinutes bounds the retries of one message through rate
+	// limits and server errors.
+	SendRetryMinutes int `json:"sendRetryMinutes"`
 }
 
 // ShardCount is channels.discord.shardCount: a number of shards, or "auto"
@@ -154,14 +167,16 @@ func defaultConfig() Config {
 			ContextWindow: 128000, MaxTokens: 4096, Temperature: 0.2, TimeoutSeconds: 120,
 		},
 		Agent: AgentConfig{MaxToolIterations: 20, ConsolidateRatio: 0.5, TargetRatio: 0.3, IdleCompactAfterMinutes: 15},
-		Dream: DreamConfig{Enabled: true, Cron: "0 */2 * * *", Timezone: "UTC", MaxBatchSize: 20, MaxIterations: 10},
+		Dream: DreamConfig{Enabled: true, Cron: "0 */2 * * *", Timezone: "UTC", MaxBatchSize: 20, MaxIterations: 10, MaxBatchesPerRun: 5},
 		Gateway: GatewayConfig{
 			HealthAddr: "127.0.0.1:18790", MaxConcurrentTurns: 8, MaxMessageBytes: 64 << 10, AnswerPendingMinutes: 10,
 		},
 		Channels: ChannelsCfg{
 			Terminal: TerminalConfig{Enabled: true},
-			Slack:    SlackConfig{GroupPolicy: "mention", ReplyInThread: true, MaxFileBytes: slack.DefaultMaxFileBytes},
-			Discord:  DiscordConfig{GroupPolicy: "mention", SlashCommands: true, MaxFileBytes: discord.DefaultMaxFileBytes, Stream: true},
+			Slack: SlackConfig{GroupPolicy: "mention", ReplyInThread: true, MaxFileBytes: slack.DefaultMaxFileBytes,
+				SendRetryMinutes: defaultSendRetryMinutes},
+			Discord: DiscordConfig{GroupPolicy: "mention", SlashCommands: true, MaxFileBytes: discord.DefaultMaxFileBytes, Stream: true,
+				SendRetryMinutes: defaultSendRetryMinutes},
 		},
 	}
 }
@@ -347,6 +362,9 @@ func (c *Config) Validate() error {
 	if c.Dream.MaxIterations < 1 {
 		return bad("dream.maxIterations", "must be at least 1, got %d", c.Dream.MaxIterations)
 	}
+	if c.Dream.MaxBatchesPerRun < 1 {
+		return bad("dream.maxBatchesPerRun", "must be at least 1, got %d", c.Dream.MaxBatchesPerRun)
+	}
 	for i, a := range c.Admins {
 		ch, id, ok := strings.Cut(a, ":")
 		if !ok || id == "" || (ch != "slack" && ch != "discord" && ch != "terminal") {
@@ -381,6 +399,9 @@ func (c *Config) Validate() error {
 		if err := checkURL("channels.slack.apiURL", s.APIURL); err != nil {
 			return err
 		}
+		if err := checkSendRetry("channels.slack", s.SendRetryMinutes); err != nil {
+			return err
+		}
 	}
 	if d := c.Channels.Discord; d.Enabled {
 		if strings.TrimSpace(d.Token) == "" {
@@ -395,6 +416,9 @@ func (c *Config) Validate() error {
 		if d.MaxFileBytes < 0 {
 			return bad("channels.discord.maxFileBytes", "must not be negative, got %d", d.MaxFileBytes)
 		}
+		if err := checkSendRetry("channels.discord", d.SendRetryMinutes); err != nil {
+			return err
+		}
 		switch n := int(d.ShardCount); {
 		case n < discord.AutoShards:
 			return bad("channels.discord.shardCount", `must be a positive number or "auto", got %d`, n)
@@ -405,6 +429,20 @@ func (c *Config) Validate() error {
 		case n == 0 && d.ShardID != 0:
 			return bad("channels.discord.shardID", "needs channels.discord.shardCount")
 		}
+	}
+	return nil
+}
+
+// defaultSendRetryMinutes is channels.DefaultSendRetry in the config's unit.
+const defaultSendRetryMinutes = int(channels.DefaultSendRetry / time.Minute)
+
+// maxSendRetryMinutes caps a channel's sendRetryMinutes: a conversation's
+// later replies wait behind a message being retried.
+const maxSendRetryMinutes = 24 * 60
+
+func checkSendRetry(prefix string, minutes int) error {
+	if minutes < 1 || minutes > maxSendRetryMinutes {
+		return &configError{field: prefix + ".sendRetryMinutes", msg: fmt.Sprintf("must be between 1 and %d, got %d", maxSendRetryMinutes, minutes)}
 	}
 	return nil
 }

@@ -24,6 +24,7 @@ func TestDiscordShardConfig(t *testing.T) {
 		{"id without count", `{"enabled":true,"token":"x","shardID":1}`, 0, "channels.discord.shardID"},
 		{"bad word", `{"enabled":true,"token":"x","shardCount":"many"}`, 0, `"auto"`},
 		{"negative file cap", `{"enabled":true,"token":"x","maxFileBytes":-1}`, 0, "channels.discord.maxFileBytes"},
+		{"no send retry", `{"enabled":true,"token":"x","sendRetryMinutes":0}`, 0, "channels.discord.sendRetryMinutes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -45,7 +46,7 @@ func TestDiscordShardConfig(t *testing.T) {
 			if got := int(cfg.Channels.Discord.ShardCount); got != tt.wantCount {
 				t.Fatalf("shardCount = %d, want %d", got, tt.wantCount)
 			}
-			if !cfg.Channels.Discord.SlashCommands || !cfg.Channels.Discord.Stream || cfg.Channels.Discord.MaxFileBytes != discord.DefaultMaxFileBytes {
+			if !cfg.Channels.Discord.SlashCommands || !cfg.Channels.Discord.Stream || cfg.Channels.Discord.MaxFileBytes != discord.DefaultMaxFileBytes || cfg.Channels.Discord.SendRetryMinutes != 5 {
 				t.Fatalf("defaults lost: %+v", cfg.Channels.Discord)
 			}
 		})

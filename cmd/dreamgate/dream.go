@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/dreamgate/dreamgate/dream"
@@ -64,6 +65,11 @@ func cmdDream(ctx context.Context, e *env, args []string) error {
 		} else {
 			c, d, err = repo.Show(rev)
 		}
+		if rev == "" && errors.Is(err, gitstore.ErrNoMatchingCommit) {
+			if d, derr := a.dreamer(); derr == nil {
+				return &exitError{code: 1, err: errors.New(noDreamCommits(d.Status(), time.Now()))}
+			}
+		}
 		if err != nil {
 			return revisionError(rev, err)
 		}
@@ -101,4 +107,11 @@ func cmdDream(ctx context.Context, e *env, args []string) error {
 // user sees (exit 1).
 func revisionError(rev string, err error) error {
 	return &exitError{code: 1, err: errors.New(dream.FormatError(err, rev, time.Now()))}
+}
+
+// noDreamCommits is /dream-log's answer before any Dream commit (whether
+// none has run yet, or Dreams ran and changed nothing), with the CLI's way
+// to start one.
+func noDreamCommits(s dream.Status, now time.Time) string {
+	return strings.Replace(dream.FormatNoDreamCommits(s, now), "Start one with /dream", "Start one with `dreamgate dream run`", 1)
 }

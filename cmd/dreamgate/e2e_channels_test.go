@@ -9,6 +9,7 @@ import (
 
 	"github.com/dreamgate/dreamgate/channels/discord/fakediscord"
 	"github.com/dreamgate/dreamgate/channels/slack/fakeslack"
+	"github.com/dreamgate/dreamgate/internal/testkit"
 	"github.com/dreamgate/dreamgate/llm/llmtest"
 )
 
@@ -143,7 +144,7 @@ func TestSlackAndDiscordThroughTheBinary(t *testing.T) {
 			if n := utf8.RuneCountInString(p.Content); n > 2000 {
 				t.Errorf("part %d has %d chars", i, n)
 			}
-			if !fencesBalanced(p.Content) {
+			if !testkit.FencesBalanced(p.Content) {
 				t.Errorf("part %d has unbalanced fences", i)
 			}
 			joined.WriteString(p.Content)

@@ -134,6 +134,7 @@ func TestInvalidConfigNamesTheFieldAndExits2(t *testing.T) {
 		{"bad cron", `{"dream": {"cron": "every day"}}`, "dream.cron"},
 		{"broken JSON", "{\n  \"llm\": {,\n}", "line 2"},
 		{"slack without tokens", `{"channels": {"slack": {"enabled": true}}}`, "channels.slack.botToken"},
+		{"slack send retry of 0", `{"channels": {"slack": {"enabled": true, "botToken": "xoxb-1", "appToken": "xapp-1", "sendRetryMinutes": 0}}}`, "channels.slack.sendRetryMinutes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

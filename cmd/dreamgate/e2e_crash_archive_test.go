@@ -1,28 +1,17 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 )
-
-// archiveLine is a history.jsonl line with dreamgate's source fields.
-type archiveLine struct {
-	Cursor     int    `json:"cursor"`
-	SessionKey string `json:"session_key"`
-	SessionID  string `json:"session_id"`
-	Range      []int  `json:"range"`
-}
 
 // runKilling runs dreamgate as h.run does, with the test fault switch that
 // SIGKILLs the process right after its first archive entry is appended.
@@ -79,7 +68,7 @@ func TestKilledArchiveIsNotRepeated(t *testing.T) {
 		t.Fatalf("the process was killed after %d archive appends, want several: the test did not aim", kills)
 	}
 
-	lines := readArchiveLines(t, h.ws)
+	lines := readHistory(t, h.ws)
 	if len(lines) < kills {
 		t.Fatalf("%d history entries after %d kills after an append", len(lines), kills)
 	}
@@ -123,26 +112,4 @@ func TestKilledArchiveIsNotRepeated(t *testing.T) {
 			t.Errorf("turn %d was sent to the archive model %d times, want once", i, n)
 		}
 	}
-}
-
-func readArchiveLines(t *testing.T, ws string) []archiveLine {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join(ws, "memory", "history.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []archiveLine
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		if strings.TrimSpace(sc.Text()) == "" {
-			continue
-		}
-		var l archiveLine
-		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
-			t.Fatalf("history line %q: %v", sc.Text(), err)
-		}
-		out = append(out, l)
-	}
-	return out
 }

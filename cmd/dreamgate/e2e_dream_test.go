@@ -180,3 +180,22 @@ func TestDreamFromChatAndStatus(t *testing.T) {
 	}
 	t.Logf("status:\n%s", r.stdout)
 }
+
+// `dream log` before any Dream commit says the same as chat's /dream-log:
+// whether no Dream has run yet (and how to start one here), or Dreams ran
+// and changed nothing.
+func TestDreamLogBeforeTheFirstDreamCommit(t *testing.T) {
+	h := newHarness(t)
+	r := h.run("dream", "log")
+	if r.code != 1 || !strings.Contains(r.stderr, "No Dream has run yet. Start one with `dreamgate dream run`.") {
+		t.Errorf("dream log before any Dream: exit %d\nstdout %s\nstderr %s", r.code, r.stdout, r.stderr)
+	}
+	if r := h.run("dream", "run"); r.code != 0 || !strings.Contains(r.stdout, "nothing new") {
+		t.Fatalf("dream run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = h.run("dream", "log")
+	if r.code != 1 || !strings.Contains(r.stderr, "Dreams have run (the last ") ||
+		!strings.Contains(r.stderr, "nothing new to read) but none has changed the memory files.") {
+		t.Errorf("dream log after a Dream that changed nothing: exit %d\nstdout %s\nstderr %s", r.code, r.stdout, r.stderr)
+	}
+}

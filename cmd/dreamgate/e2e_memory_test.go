@@ -14,11 +14,14 @@ import (
 	"github.com/dreamgate/dreamgate/llm/llmtest"
 )
 
+// historyLine is a history.jsonl line, with dreamgate's source fields.
 type historyLine struct {
 	Cursor     int    `json:"cursor"`
 	Timestamp  string `json:"timestamp"`
 	Content    string `json:"content"`
 	SessionKey string `json:"session_key"`
+	SessionID  string `json:"session_id"`
+	Range      []int  `json:"range"`
 }
 
 func readHistory(t *testing.T, ws string) []historyLine {

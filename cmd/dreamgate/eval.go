@@ -67,7 +67,7 @@ func cmdEval(ctx context.Context, e *env, args []string) error {
 	// One quick look first: with no model at the endpoint every scenario
 	// would spend minutes in retries to say the same thing.
 	probe := llm.New(llm.Config{BaseURL: cfg.LLM.BaseURL, APIKey: cfg.LLM.APIKey, Model: cfg.LLM.Model,
-		Timeout: time.Duration(cfg.LLM.TimeoutSeconds) * time.Second, Logger: logger})
+		Timeout: time.Duration(cfg.LLM.TimeoutSeconds) * time.Second, Logger: logger, Names: cfg.llmNames()})
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	err = probe.Ping(pctx)
 	cancel()

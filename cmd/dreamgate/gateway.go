@@ -25,10 +25,11 @@ import (
 	"github.com/dreamgate/dreamgate/gitstore"
 	"github.com/dreamgate/dreamgate/llm"
 	"github.com/dreamgate/dreamgate/mcp"
+	"github.com/dreamgate/dreamgate/metrics"
 )
 
-// cmdGateway runs every enabled channel, the Dream scheduler and /healthz
-// until SIGINT or SIGTERM, or until the person at the terminal chat leaves
+// cmdGateway runs every enabled channel, the Dream scheduler, /healthz and
+// /metrics until SIGINT or SIGTERM, or until the person at the terminal chat leaves
 // (Ctrl-D or /quit).
 func cmdGateway(ctx context.Context, e *env, args []string) error {
 	fs := e.flags("gateway")
@@ -92,6 +93,9 @@ func cmdGateway(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer a.close()
+	if cfg.Gateway.HealthAddr != "" {
+		a.metrics = metrics.New()
+	}
 	g, dreamer := a.gateway(cfg.Dream.Enabled)
 	// Accepted messages not yet in their session, for the next start to
 	// answer after a crash; only the process that owns the channels keeps it.
@@ -127,6 +131,9 @@ func cmdGateway(ctx context.Context, e *env, args []string) error {
 		logger.Info("dream scheduled", "cron", cfg.Dream.Cron, "timezone", cfg.Dream.Timezone, "next", sched.Next())
 	}
 	health.set(g, a.model)
+	if a.metrics != nil {
+		health.metrics.set(a.metrics.Handler(metricsSources(g, a.model, a.history)))
+	}
 	health.mcp.Store(a.mcp)
 	if interactive {
 		printBanner(e.stderr, cfg, healthURL, logPath)
@@ -139,6 +146,14 @@ func cmdGateway(ctx context.Context, e *env, args []string) error {
 	defer stop()
 	ran := make(chan struct{})
 	go func() { _ = g.Run(runCtx); close(ran) }()
+	retained := make(chan struct{})
+	if dreamer == nil {
+		// Nothing reads the history while Dream is off: keep it bounded.
+		ret := dream.Retention{History: a.history, Logger: logger.With("component", "dream")}
+		go func() { ret.Run(runCtx, 0); close(retained) }()
+	} else {
+		close(retained)
+	}
 	logger.Info("gateway running", "model", cfg.LLM.Model, "workspace", cfg.Workspace, "terminal", withTerminal)
 	var left <-chan struct{} // nil: never, without a terminal chat
 	if termCh != nil {
@@ -158,6 +173,7 @@ func cmdGateway(ctx context.Context, e *env, args []string) error {
 	serr := g.Shutdown(sctx)
 	stop()
 	<-ran
+	<-retained
 	if sched != nil {
 		if err := sched.Stop(sctx); err != nil {
 			logger.Warn("dream scheduler stop", "err", err)
@@ -236,6 +252,8 @@ func addChannels(g *gateway.Gateway, cfg Config, logger *slog.Logger, dreamLog f
 			AllowFrom: s.AllowFrom, GroupPolicy: s.GroupPolicy, AllowChannels: s.AllowChannels,
 			ReplyInThread: s.ReplyInThread, Logger: logger,
 			Commands: gateway.Commands(), CommandPrefix: s.CommandPrefix, MaxFileBytes: s.MaxFileBytes,
+			Images:    cfg.LLM.Images,
+			SendRetry: time.Duration(s.SendRetryMinutes) * time.Minute,
 		})
 		if err != nil {
 			return &configError{path: cfg.path, msg: err.Error()}
@@ -246,9 +264,10 @@ func addChannels(g *gateway.Gateway, cfg Config, logger *slog.Logger, dreamLog f
 		dc := discord.Config{
 			Token: d.Token, APIURL: d.APIURL,
 			AllowFrom: d.AllowFrom, GroupPolicy: d.GroupPolicy, AllowChannels: d.AllowChannels,
-			MaxFileBytes: d.MaxFileBytes, Stream: d.Stream,
+			MaxFileBytes: d.MaxFileBytes, Images: cfg.LLM.Images, Stream: d.Stream,
 			ShardID: d.ShardID, ShardCount: int(d.ShardCount),
-			Logger: logger,
+			SendRetry: time.Duration(d.SendRetryMinutes) * time.Minute,
+			Logger:    logger,
 		}
 		if d.SlashCommands {
 			dc.Commands, dc.CommandGuilds, dc.DreamLog = gateway.Commands(), d.CommandGuilds, dreamLog
@@ -262,12 +281,14 @@ func addChannels(g *gateway.Gateway, cfg Config, logger *slog.Logger, dreamLog f
 	return nil
 }
 
-// healthState serves GET /healthz and GET /readyz.
+// healthState serves GET /healthz and GET /readyz, and GET /metrics
+// beside them.
 type healthState struct {
 	g        atomic.Pointer[gateway.Gateway]
 	model    atomic.Pointer[llm.Client]
 	stopping atomic.Bool
 	mcp      atomic.Pointer[mcp.Manager] // nil: no MCP servers
+	metrics  metricsEndpoint
 }
 
 func (h *healthState) set(g *gateway.Gateway, model *llm.Client) {
@@ -350,5 +371,6 @@ func (h *healthState) handler() http.Handler {
 	}
 	mux.HandleFunc("GET /healthz", serve(func(b healthReport) bool { return b.Status == "ok" }))
 	mux.HandleFunc("GET /readyz", serve(func(b healthReport) bool { return b.Ready }))
+	mux.Handle("GET /metrics", &h.metrics)
 	return mux
 }

@@ -1,43 +1,23 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
-	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dreamgate/dreamgate/internal/testkit"
 )
-
-// syncBuffer collects what other goroutines write: a process's stderr, a
-// terminal channel's output.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // gatewayProc is a running `dreamgate gateway`.
 type gatewayProc struct {
 	cmd    *exec.Cmd
-	stderr *syncBuffer
+	stderr *testkit.Buffer
 	health string
 	exited chan struct{}
 }
@@ -60,7 +40,7 @@ func (h *harness) startGateway(t testing.TB) *gatewayProc {
 	h.set("gateway.healthAddr", addr)
 	cmd := exec.Command(binPath, "--config", h.cfgPath, "gateway")
 	cmd.Env = []string{"HOME=" + h.home, "PATH=" + os.Getenv("PATH"), "TZ=UTC"}
-	p := &gatewayProc{cmd: cmd, stderr: &syncBuffer{}, health: "http://" + addr + "/healthz", exited: make(chan struct{})}
+	p := &gatewayProc{cmd: cmd, stderr: &testkit.Buffer{}, health: "http://" + addr + "/healthz", exited: make(chan struct{})}
 	cmd.Stderr = p.stderr
 	cmd.Stdout = p.stderr
 	if err := cmd.Start(); err != nil {
@@ -124,16 +104,6 @@ func (p *gatewayProc) waitConnected(t testing.TB, names ...string) {
 		case <-tick.C:
 		}
 	}
-}
-
-func fencesBalanced(s string) bool {
-	n := 0
-	for line := range strings.SplitSeq(s, "\n") {
-		if strings.HasPrefix(strings.TrimSpace(line), "```") {
-			n++
-		}
-	}
-	return n%2 == 0
 }
 
 func waitCtx(t testing.TB) context.Context {

@@ -14,7 +14,7 @@ const module = "github.com/dreamgate/dreamgate"
 // DESIGN §1's listing: agent's file tools work on the workspace's confined
 // root, so agent imports workspace.
 var layers = []string{
-	"cmd", "eval", "gateway", "mcp", "consolidator", "dream", "history", "gitstore", "agent", "workspace", "llm", "channels", "workspace-template",
+	"cmd", "metrics", "eval", "gateway", "mcp", "consolidator", "dream", "history", "gitstore", "agent", "workspace", "llm", "channels", "workspace-template",
 }
 
 // forbidden pairs beyond the order: the two memory stages never import each
@@ -32,6 +32,11 @@ var forbidden = map[[2]string]bool{
 	{"eval", "dream"}:         true,
 	{"gitstore", "workspace"}: true,
 }
+
+// selfContained families import no package of ours: metrics ranks just
+// below cmd, so only cmd may import it, and it learns of the others only
+// through what cmd passes in.
+var selfContained = map[string]bool{"metrics": true}
 
 // leafFamily holds small helpers (internal/backoff) that sit outside the
 // layers: any package may import them, and they import nothing of ours.
@@ -109,6 +114,8 @@ func TestImportDirection(t *testing.T) {
 			switch {
 			case toFam == leafFamily:
 				// a leaf: allowed from anywhere
+			case selfContained[fromFam] && toFam != fromFam:
+				t.Errorf("%s imports %s: %s imports no package of ours", from, imp, fromFam)
 			case forbidden[[2]string{fromFam, toFam}]:
 				t.Errorf("%s imports %s: %s and %s must never import each other", from, imp, fromFam, toFam)
 			case toFam == fromFam:
@@ -141,6 +148,9 @@ func TestLayerRulesCatchViolations(t *testing.T) {
 	}
 	if family(module+"/internal/backoff") != leafFamily || rank(leafFamily) >= 0 {
 		t.Error("internal/* must be the leaf family, outside the layers")
+	}
+	if rank(family(module+"/metrics")) != rank("cmd")+1 || !selfContained["metrics"] {
+		t.Error("metrics must rank just below cmd (only cmd imports it) and import nothing of ours")
 	}
 	if !forbidden[[2]string{"dream", "consolidator"}] {
 		t.Error("dream -> consolidator must be forbidden")

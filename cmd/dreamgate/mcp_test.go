@@ -205,3 +205,32 @@ func TestAdminsOnlyMCPServerThroughTheGateway(t *testing.T) {
 		t.Errorf("an admin was offered %v", tools)
 	}
 }
+
+// `dreamgate status` lists the configured MCP servers: name, transport,
+// on or off, for whom; never their command, URL, headers or env.
+func TestStatusListsMCPServersWithoutSecrets(t *testing.T) {
+	h := newHarness(t)
+	r := h.run("status")
+	if r.code != 0 || !strings.Contains(r.stdout, "MCP servers: none\n") {
+		t.Errorf("status without servers: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	h.set("tools.mcpServers", map[string]any{
+		"files": map[string]any{"command": "/opt/SECRET-bin/files", "env": map[string]string{"API_TOKEN": "env-SECRET"}},
+		"web": map[string]any{"url": "https://user:pw-SECRET@mcp.example/mcp", "adminsOnly": true,
+			"headers": map[string]string{"Authorization": "Bearer header-SECRET"}},
+		"old": map[string]any{"command": "old-server", "enabled": false},
+	})
+	r = h.run("status")
+	if r.code != 0 {
+		t.Fatalf("status: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	want := "MCP server files: stdio, enabled, everyone\n" +
+		"MCP server old: stdio, off (tools.mcpServers.old.enabled is false)\n" +
+		"MCP server web: http, enabled, admins only\n"
+	if !strings.Contains(r.stdout, want) {
+		t.Errorf("status lacks\n%s\nin:\n%s", want, r.stdout)
+	}
+	if strings.Contains(r.stdout+r.stderr, "SECRET") {
+		t.Errorf("status shows a secret:\n%s", r.stdout)
+	}
+}

@@ -11,69 +11,27 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/dreamgate/dreamgate/channels"
+	"github.com/dreamgate/dreamgate/internal/testkit"
 	"github.com/dreamgate/dreamgate/llm"
 	"github.com/dreamgate/dreamgate/llm/llmtest"
 )
-
-// watchBuffer is a buffer that can be waited on for a piece of text.
-type watchBuffer struct {
-	mu      sync.Mutex
-	buf     bytes.Buffer
-	changed chan struct{} // closed and replaced on every write
-}
-
-func newWatchBuffer() *watchBuffer { return &watchBuffer{changed: make(chan struct{})} }
-
-func (b *watchBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	close(b.changed)
-	b.changed = make(chan struct{})
-	return b.buf.Write(p)
-}
-
-func (b *watchBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func (b *watchBuffer) waitFor(t *testing.T, what string) {
-	t.Helper()
-	deadline := time.NewTimer(20 * time.Second)
-	defer deadline.Stop()
-	for {
-		b.mu.Lock()
-		has, changed := strings.Contains(b.buf.String(), what), b.changed
-		b.mu.Unlock()
-		if has {
-			return
-		}
-		select {
-		case <-changed:
-		case <-deadline.C:
-			t.Fatalf("waited 20s for %q; got:\n%s", what, b.String())
-		}
-	}
-}
 
 // interactive runs `dreamgate gateway` in this process as if a person sat
 // at a terminal: every stream reports itself as a TTY.
 type interactive struct {
 	in             *io.PipeWriter
-	stdout, stderr *watchBuffer
+	stdout, stderr *testkit.Buffer
 	code           chan int
 }
 
 func startInteractive(t *testing.T, h *harness, getenv func(string) string, args ...string) *interactive {
 	t.Helper()
 	pr, pw := io.Pipe()
-	it := &interactive{in: pw, stdout: newWatchBuffer(), stderr: newWatchBuffer(), code: make(chan int, 1)}
+	it := &interactive{in: pw, stdout: &testkit.Buffer{}, stderr: &testkit.Buffer{}, code: make(chan int, 1)}
 	if getenv == nil {
 		getenv = func(string) string { return "" }
 	}
@@ -119,7 +77,7 @@ func TestInteractiveGatewayFirstScreenAndLeaving(t *testing.T) {
 			h.llm.Push(llmtest.Text("hello back"))
 			it := startInteractive(t, h, nil)
 
-			it.stderr.waitFor(t, "/help for commands, Ctrl-D or /quit to leave.")
+			it.stderr.WaitFor(t, "/help for commands, Ctrl-D or /quit to leave.")
 			banner := it.stderr.String()
 			for _, want := range []string{"model test-model at " + h.llm.URL(), "workspace " + h.ws, "health http://127.0.0.1:", "logs " + filepath.Join(h.state, "gateway.log")} {
 				if !strings.Contains(banner, want) {
@@ -127,9 +85,9 @@ func TestInteractiveGatewayFirstScreenAndLeaving(t *testing.T) {
 				}
 			}
 			it.say(t, "hi")
-			it.stdout.waitFor(t, "hello back")
+			it.stdout.WaitFor(t, "hello back")
 			it.say(t, "/help")
-			it.stdout.waitFor(t, "Ctrl-D or /quit leaves.")
+			it.stdout.WaitFor(t, "Ctrl-D or /quit leaves.")
 
 			if how == "/quit" {
 				it.say(t, "/quit")
@@ -436,6 +394,25 @@ func (p *gatewayProc) waitServing(t *testing.T) {
 		case <-p.exited:
 			t.Fatalf("gateway exited; log:\n%s", p.stderr.String())
 		case <-tick.C:
+		}
+	}
+}
+
+// The terminal's hint names what the operator set: the environment
+// variable when the key came from one, the config key otherwise.
+func TestModelHintNamesTheSettingUsed(t *testing.T) {
+	h := newHarness(t)
+	for _, tt := range []struct {
+		env  []string
+		want string
+	}{
+		{[]string{"OPENAI_API_KEY=sk-env-SECRET"}, "check OPENAI_API_KEY."},
+		{nil, "check llm.apiKey."},
+	} {
+		h.llm.Push(llmtest.Status(401, ""))
+		r := h.runEnv(tt.env, "chat", "-m", "hi")
+		if r.code != 1 || !strings.Contains(r.stderr, tt.want) || strings.Contains(r.stderr, "SECRET") {
+			t.Errorf("%v: exit %d, stderr %q; want 1 and %q", tt.env, r.code, r.stderr, tt.want)
 		}
 	}
 }

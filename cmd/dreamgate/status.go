@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -40,6 +41,9 @@ func cmdStatus(ctx context.Context, e *env, args []string) (err error) {
 	fmt.Fprintf(w, "Workspace: %s\n", cfg.Workspace)
 	fmt.Fprintf(w, "Sessions: %s\n", cfg.StateDir)
 	for _, line := range channelLines(cfg) {
+		fmt.Fprintln(w, line)
+	}
+	for _, line := range mcpLines(cfg.Tools) {
 		fmt.Fprintln(w, line)
 	}
 
@@ -139,6 +143,38 @@ func channelLines(cfg Config) []string {
 		out = append(out, fmt.Sprintf("Channel discord: enabled, %s", token("channels.discord.token", "token", d.Token)))
 	} else {
 		out = append(out, off("discord", "channels.discord.token"))
+	}
+	return out
+}
+
+// mcpLines lists tools.mcpServers: name, transport, whether it is on and
+// for whom. Never the command, URL, headers or env: any may carry a secret.
+func mcpLines(t ToolsConfig) []string {
+	if len(t.MCPServers) == 0 {
+		return []string{"MCP servers: none"}
+	}
+	names := make([]string, 0, len(t.MCPServers))
+	for name := range t.MCPServers {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	out := make([]string, 0, len(names))
+	for _, name := range names {
+		s := t.MCPServers[name]
+		transport := "stdio"
+		if strings.TrimSpace(s.URL) != "" {
+			transport = "http"
+		}
+		line := fmt.Sprintf("MCP server %s: %s, ", name, transport)
+		switch {
+		case !s.enabled():
+			line += fmt.Sprintf("off (tools.mcpServers.%s.enabled is false)", name)
+		case s.AdminsOnly:
+			line += "enabled, admins only"
+		default:
+			line += "enabled, everyone"
+		}
+		out = append(out, line)
 	}
 	return out
 }

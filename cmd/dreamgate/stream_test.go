@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/dreamgate/dreamgate/channels/terminal"
+	"github.com/dreamgate/dreamgate/internal/testkit"
 	"github.com/dreamgate/dreamgate/llm"
 	"github.com/dreamgate/dreamgate/llm/llmtest"
 )
@@ -20,7 +21,7 @@ func TestTerminalStreamsThroughTheRealClient(t *testing.T) {
 
 	a := h.app()
 	g, _ := a.gateway(false)
-	var out, errOut syncBuffer
+	var out, errOut testkit.Buffer
 	term := terminal.New(terminal.Config{Out: &out, Err: &errOut, Stream: true})
 	g.AddChannel(term)
 	done, err := g.Submit(t.Context(), term.Inbound("who am I?"))

@@ -74,11 +74,13 @@ func (s *Session) AppendUser(m llm.Message, o Origin) (bool, error) {
 	if m.Time.IsZero() {
 		m.Time = s.now().UTC()
 	}
-	if err := s.writeLines(storedLine{Message: m, Origin: &o}); err != nil {
+	spans, err := s.writeLines(storedLine{Message: m, Origin: &o})
+	if err != nil {
 		return false, err
 	}
-	s.addOrigin(len(s.msgs), o)
+	s.addOrigin(s.base+len(s.msgs), o)
 	s.msgs = append(s.msgs, m)
+	s.lines = append(s.lines, spans...)
 	return true, nil
 }
 
@@ -88,13 +90,14 @@ func (s *Session) AppendUser(m llm.Message, o Origin) (bool, error) {
 func (s *Session) MarkAnswered() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.answered >= len(s.msgs) {
+	n := s.base + len(s.msgs)
+	if s.answered >= n {
 		return nil
 	}
-	if err := s.writeLines(answeredMark{Answered: true, Time: s.now().UTC()}); err != nil {
+	if _, err := s.writeLines(answeredMark{Answered: true, Time: s.now().UTC()}); err != nil {
 		return fmt.Errorf("mark session %s answered: %w", s.meta.Key, err)
 	}
-	s.answered = len(s.msgs)
+	s.answered = n
 	return nil
 }
 
@@ -103,12 +106,30 @@ func (s *Session) MarkAnswered() error {
 func (s *Session) Holds(o Origin) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, p := range s.origins {
-		if p.Channel == o.Channel && p.MessageID == o.MessageID {
-			return true
+	_, ok := s.findLocked(o)
+	return ok
+}
+
+// findLocked returns the index of the user message from o, reading the
+// archived head of the file (not held in memory, tail.go) when it is not
+// in the tail. The caller holds s.mu.
+func (s *Session) findLocked(o Origin) (int, bool) {
+	find := func() (int, bool) {
+		for i, p := range s.origins {
+			if p.Channel == o.Channel && p.MessageID == o.MessageID {
+				return i, true
+			}
 		}
+		return 0, false
 	}
-	return false
+	if i, ok := find(); ok || s.base == 0 {
+		return i, ok
+	}
+	if _, err := s.readHeadLocked(); err != nil { // the scan records the head's origins
+		s.logger.Warn("could not read a session's archived messages", "session", s.meta.Key, "err", err)
+		return 0, false
+	}
+	return find()
 }
 
 // Answered reports whether the session holds a user message from o's
@@ -117,12 +138,8 @@ func (s *Session) Holds(o Origin) bool {
 func (s *Session) Answered(o Origin) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for i, p := range s.origins {
-		if i < s.answered && p.Channel == o.Channel && p.MessageID == o.MessageID {
-			return true
-		}
-	}
-	return false
+	i, ok := s.findLocked(o)
+	return ok && i < s.answered
 }
 
 // Pending is a user message that was accepted and never answered: the
@@ -145,8 +162,8 @@ func (s *Session) Pending() (Pending, bool) {
 	if !ok {
 		return Pending{}, false
 	}
-	p := Pending{Message: s.msgs[i], Origin: s.origins[i]}
-	for _, m := range s.msgs[i+1:] {
+	p := Pending{Message: s.msgs[i-s.base], Origin: s.origins[i]}
+	for _, m := range s.msgs[i-s.base+1:] {
 		if m.Role == llm.RoleAssistant && len(m.ToolCalls) == 0 {
 			p.Reply = m.Content
 		}
@@ -157,8 +174,10 @@ func (s *Session) Pending() (Pending, bool) {
 // pendingLocked finds the index of the newest user message with an origin
 // after the answered mark. The caller holds s.mu.
 func (s *Session) pendingLocked() (int, bool) {
-	for i := len(s.msgs) - 1; i >= s.answered; i-- {
-		if s.msgs[i].Role != llm.RoleUser {
+	// Indexes are positions in the whole file; msgs holds those from base
+	// on, which always include the newest user turn.
+	for i := s.base + len(s.msgs) - 1; i >= max(s.answered, s.base); i-- {
+		if s.msgs[i-s.base].Role != llm.RoleUser {
 			continue
 		}
 		if _, ok := s.origins[i]; ok {

@@ -7,11 +7,16 @@
 // renames the current files aside (nothing is deleted) and starts afresh
 // under the same key.
 //
-// It imports only llm (for the message type).
+// A session holds in memory only its unarchived messages and a short margin
+// before them, and a load reads the file from where that part starts, found
+// through a checked "tail" mark in the metadata (tail.go): a long
+// conversation costs a turn no more than a short one.
+//
+// It imports llm (for the message type), workspace (the atomic write) and
+// the internal/leftovers sweep.
 package session
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/rand"
 	"encoding/base64"
@@ -224,17 +229,12 @@ func (st *Store) load(key string) (*Session, error) {
 		s.meta = meta{Key: key, ID: newID(), Created: st.now().UTC()}
 	}
 	s.meta.Key = key
-	if err := s.readMessages(); err != nil {
+	whole, err := s.loadMessages()
+	if err != nil {
 		return nil, err
 	}
-	if lc := s.meta.LastConsolidated; lc < 0 || lc > len(s.msgs) {
-		// The record does not match these messages (lost lines, a file
-		// from elsewhere), so it says nothing about which were archived.
-		// Clamping would hide the tail from the prompt and the archive
-		// alike; from 0 they are archived again, and nothing is lost.
-		st.logger.Warn("session last_consolidated beyond its messages; reset to 0, so they are archived again",
-			"session", key, "value", lc, "messages", len(s.msgs))
-		s.meta.LastConsolidated = 0
+	if whole && raw != nil && s.meta.Tail != nil {
+		s.recordMark(raw)
 	}
 	return s, nil
 }
@@ -267,6 +267,10 @@ type meta struct {
 	LastConsolidated int       `json:"last_consolidated"`
 	LastSummary      string    `json:"last_summary,omitempty"`
 	LastSummaryAt    time.Time `json:"last_summary_at,omitzero"`
+	// Tail says where in the message file the part a load must read
+	// starts (see tail.go); absent, the whole file is read. Readers that
+	// do not know it (nanobot) ignore it.
+	Tail *tailMark `json:"tail,omitempty"`
 }
 
 // Session is one conversation. Its methods are safe for concurrent use; the
@@ -281,8 +285,13 @@ type Session struct {
 	mu     sync.Mutex
 	prefix string // path without ".jsonl" / ".meta.json"
 	meta   meta
-	msgs   []llm.Message
-	file   *os.File // append handle, opened on first append
+	// msgs holds the messages from index base on: the unarchived ones
+	// and a margin of archived ones before them (see tail.go). An index is
+	// always a position in the whole file. lines[i] locates msgs[i]'s line.
+	base  int
+	msgs  []llm.Message
+	lines []lineRef
+	file  *os.File // append handle, opened on first append
 	// needsNewline is set when the file ends in a torn line (a crash
 	// mid-write), so the next append starts on a line of its own.
 	needsNewline bool
@@ -307,19 +316,41 @@ func (s *Session) ID() string {
 	return s.meta.ID
 }
 
-// Messages returns every message, oldest first. The slice is shared: do not
-// modify it. Later appends never change the part it covers.
+// Tail returns the messages held in memory, oldest first: msgs[i] is
+// message base+i. They are every unarchived message and at least the
+// keepBefore messages before LastConsolidated, from the user message that
+// opens their turn (when it is within maxTurnBack more), which covers the
+// consolidator's continuity window. The slice is shared: do not modify it.
+// Later appends and archives never change the part it covers.
+func (s *Session) Tail() (base int, msgs []llm.Message) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.base, s.msgs[:len(s.msgs):len(s.msgs)]
+}
+
+// Messages returns every message, oldest first, reading the archived ones
+// that are not held in memory from the file: for tests and tools, never a
+// turn (turns use Tail). It returns nil, and logs why, when that read
+// fails. The slice is shared when nothing had to be read: do not modify it.
 func (s *Session) Messages() []llm.Message {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.msgs[:len(s.msgs):len(s.msgs)]
+	if s.base == 0 {
+		return s.msgs[:len(s.msgs):len(s.msgs)]
+	}
+	head, err := s.readHeadLocked()
+	if err != nil {
+		s.logger.Error("cannot read a session's archived messages", "session", s.meta.Key, "err", err)
+		return nil
+	}
+	return append(head, s.msgs...)
 }
 
 // Len is the number of messages.
 func (s *Session) Len() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.msgs)
+	return s.base + len(s.msgs)
 }
 
 // LastConsolidated is how many leading messages have been archived.
@@ -351,8 +382,8 @@ func (s *Session) LastActive() time.Time {
 func (s *Session) SetLastConsolidated(n int, summary string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if n < s.meta.LastConsolidated || n > len(s.msgs) {
-		return fmt.Errorf("session %s: last_consolidated %d outside [%d, %d]", s.meta.Key, n, s.meta.LastConsolidated, len(s.msgs))
+	if total := s.base + len(s.msgs); n < s.meta.LastConsolidated || n > total {
+		return fmt.Errorf("session %s: last_consolidated %d outside [%d, %d]", s.meta.Key, n, s.meta.LastConsolidated, total)
 	}
 	prev := s.meta
 	s.meta.LastConsolidated = n
@@ -360,10 +391,13 @@ func (s *Session) SetLastConsolidated(n int, summary string) error {
 		s.meta.LastSummary = summary
 		s.meta.LastSummaryAt = s.now().UTC()
 	}
+	base := s.baseFor(n)
+	s.meta.Tail = s.markLocked(base)
 	if err := s.writeMetaLocked(); err != nil {
 		s.meta = prev
 		return err
 	}
+	s.dropBeforeLocked(base)
 	return nil
 }
 
@@ -380,45 +414,50 @@ func (s *Session) Append(msgs ...llm.Message) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	lines := make([]any, len(msgs))
 	now := s.now().UTC()
+	lines := make([]any, len(msgs))
 	for i := range msgs {
 		if msgs[i].Time.IsZero() {
 			msgs[i].Time = now
 		}
 		lines[i] = msgs[i]
 	}
-	if err := s.writeLines(lines...); err != nil {
+	spans, err := s.writeLines(lines...)
+	if err != nil {
 		return err
 	}
 	s.msgs = append(s.msgs, msgs...)
+	s.lines = append(s.lines, spans...)
 	return nil
 }
 
-// writeLines appends one JSON line per value to the message file. The
-// caller holds s.mu.
-func (s *Session) writeLines(lines ...any) error {
+// writeLines appends one JSON line per value to the message file and
+// returns where each landed. The caller holds s.mu.
+func (s *Session) writeLines(lines ...any) ([]lineRef, error) {
 	var buf bytes.Buffer
 	if s.needsNewline {
 		buf.WriteByte('\n')
 	}
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
-	for _, l := range lines {
+	spans := make([]lineRef, len(lines)) // offsets within buf until written
+	for i, l := range lines {
+		start := buf.Len()
 		if err := enc.Encode(l); err != nil {
-			return fmt.Errorf("encode message for session %s: %w", s.meta.Key, err)
+			return nil, fmt.Errorf("encode message for session %s: %w", s.meta.Key, err)
 		}
+		spans[i] = lineRef{off: int64(start), sum: lineSum(buf.Bytes()[start : buf.Len()-1])}
 	}
 	if s.file == nil {
 		f, err := os.OpenFile(s.prefix+".jsonl", os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 		if err != nil {
-			return fmt.Errorf("open session %s: %w", s.meta.Key, err)
+			return nil, fmt.Errorf("open session %s: %w", s.meta.Key, err)
 		}
 		s.file = f
 	}
 	fi, err := s.file.Stat()
 	if err != nil {
-		return fmt.Errorf("append to session %s: %w", s.meta.Key, err)
+		return nil, fmt.Errorf("append to session %s: %w", s.meta.Key, err)
 	}
 	var w io.Writer = s.file
 	if s.wrap != nil {
@@ -426,11 +465,14 @@ func (s *Session) writeLines(lines ...any) error {
 	}
 	if _, err := w.Write(buf.Bytes()); err != nil {
 		s.cutTornWrite(fi.Size(), err)
-		return fmt.Errorf("append to session %s: %w", s.meta.Key, err)
+		return nil, fmt.Errorf("append to session %s: %w", s.meta.Key, err)
 	}
 	s.needsNewline = false
+	for i := range spans {
+		spans[i].off += fi.Size()
+	}
 	s.hook("session-append")
-	return nil
+	return spans, nil
 }
 
 // cutTornWrite undoes what a failed write left after good, the file's
@@ -443,59 +485,6 @@ func (s *Session) cutTornWrite(good int64, cause error) {
 	s.needsNewline = true
 	s.logger.Error("a failed session append may have left a fragment; the next append starts a new line",
 		"session", s.meta.Key, "err", cause, "truncate_err", terr)
-}
-
-func (s *Session) readMessages() error {
-	f, err := os.Open(s.prefix + ".jsonl")
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("open session %s: %w", s.meta.Key, err)
-	}
-	defer f.Close()
-	r := bufio.NewReaderSize(f, 64<<10)
-	bad, lineNo := 0, 0
-	for {
-		line, err := r.ReadBytes('\n')
-		if len(line) > 0 {
-			lineNo++
-			complete := line[len(line)-1] == '\n'
-			if !complete {
-				s.needsNewline = true
-			}
-			trimmed := bytes.TrimSpace(line)
-			if len(trimmed) > 0 {
-				var l storedLine
-				jerr := json.Unmarshal(trimmed, &l)
-				m := l.Message
-				switch {
-				case jerr == nil && l.Answered:
-					s.answered = len(s.msgs)
-				case jerr == nil && m.Role != "" && l.Origin != nil:
-					s.addOrigin(len(s.msgs), *l.Origin)
-					s.msgs = append(s.msgs, m)
-				case jerr != nil || m.Role == "":
-					bad++
-					if bad == 1 {
-						s.logger.Warn("skipping unreadable session line", "session", s.meta.Key, "line", lineNo, "torn", !complete)
-					}
-				default:
-					s.msgs = append(s.msgs, m)
-				}
-			}
-		}
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return fmt.Errorf("read session %s: %w", s.meta.Key, err)
-		}
-	}
-	if bad > 1 {
-		s.logger.Warn("skipped unreadable session lines", "session", s.meta.Key, "count", bad)
-	}
-	return nil
 }
 
 func (s *Session) writeMetaLocked() error {

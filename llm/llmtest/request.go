@@ -2,6 +2,7 @@ package llmtest
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -144,13 +145,16 @@ func decodeMessage(m wireMessage) (llm.Message, error) {
 		problems = append(problems, fmt.Errorf("unknown role %q", m.Role))
 	}
 
-	content, present, err := decodeContent(m.Content)
-	msg.Content = content
+	content, images, present, err := decodeContent(m.Content)
+	msg.Content, msg.Images = content, images
 	switch {
 	case err != nil:
 		problems = append(problems, err)
 	case !present && !(m.Role == llm.RoleAssistant && len(m.ToolCalls) > 0):
 		problems = append(problems, fmt.Errorf("missing content on a %s message", m.Role))
+	case len(images) > 0 && m.Role != llm.RoleUser:
+		// OpenAI: "Image URLs are only allowed for messages with role 'user'".
+		problems = append(problems, fmt.Errorf("image parts on a message of role %s", m.Role))
 	}
 
 	if m.Role == llm.RoleTool && m.ToolCallID == "" {
@@ -169,36 +173,74 @@ func decodeMessage(m wireMessage) (llm.Message, error) {
 	return msg, errors.Join(problems...)
 }
 
-// decodeContent reads a string, an array of text parts, null or nothing.
-// present is false for null and for a missing key.
-func decodeContent(raw json.RawMessage) (text string, present bool, err error) {
+// decodeContent reads a string, an array of text and image_url parts,
+// null or nothing. present is false for null and for a missing key. An
+// image given as a data: URL is recorded with its type and bytes; one given
+// as an http(s) URL (which OpenAI fetches itself) is recorded without them.
+func decodeContent(raw json.RawMessage) (text string, images []llm.Image, present bool, err error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
-		return "", false, nil
+		return "", nil, false, nil
 	}
 	if raw[0] == '"' {
 		if err := json.Unmarshal(raw, &text); err != nil {
-			return "", false, fmt.Errorf("content: %w", err)
+			return "", nil, false, fmt.Errorf("content: %w", err)
 		}
-		return text, true, nil
+		return text, nil, true, nil
 	}
 	var parts []struct {
-		Type string  `json:"type"`
-		Text *string `json:"text"`
+		Type     string  `json:"type"`
+		Text     *string `json:"text"`
+		ImageURL *struct {
+			URL string `json:"url"`
+		} `json:"image_url"`
 	}
 	if err := json.Unmarshal(raw, &parts); err != nil {
-		return "", false, errors.New("content must be a string, an array of parts or null")
+		return "", nil, false, errors.New("content must be a string, an array of parts or null")
 	}
 	var b strings.Builder
 	for i, p := range parts {
-		if p.Type == "text" {
+		switch p.Type {
+		case "text":
 			if p.Text == nil {
-				return "", false, fmt.Errorf("content[%d]: text part without text", i)
+				return "", nil, false, fmt.Errorf("content[%d]: text part without text", i)
 			}
 			b.WriteString(*p.Text)
+		case "image_url":
+			if p.ImageURL == nil {
+				return "", nil, false, fmt.Errorf("content[%d]: image_url part without image_url", i)
+			}
+			img, err := decodeImageURL(p.ImageURL.URL)
+			if err != nil {
+				return "", nil, false, fmt.Errorf("content[%d]: %w", i, err)
+			}
+			images = append(images, img)
 		}
 	}
-	return b.String(), true, nil
+	return b.String(), images, true, nil
+}
+
+// decodeImageURL reads an image_url's url: a base64 data: URL of an image
+// type, or an http(s) URL.
+func decodeImageURL(u string) (llm.Image, error) {
+	if strings.HasPrefix(u, "https://") || strings.HasPrefix(u, "http://") {
+		return llm.Image{}, nil
+	}
+	meta, data, ok := strings.Cut(strings.TrimPrefix(u, "data:"), ",")
+	mime, isB64 := strings.CutSuffix(meta, ";base64")
+	if !ok || !strings.HasPrefix(u, "data:") || !isB64 {
+		return llm.Image{}, errors.New("image_url.url must be an http(s) URL or a base64 data: URL")
+	}
+	switch mime {
+	case "image/png", "image/jpeg", "image/gif", "image/webp":
+	default:
+		return llm.Image{}, fmt.Errorf("image type %q is not supported (png, jpeg, gif, webp)", mime)
+	}
+	b, err := base64.StdEncoding.DecodeString(data)
+	if err != nil || len(b) == 0 {
+		return llm.Image{}, errors.New("image_url.url: the data: URL is not valid base64 image data")
+	}
+	return llm.Image{MIME: mime, Data: b}, nil
 }
 
 func decodeToolCall(tc wireToolCall) (llm.ToolCall, error) {

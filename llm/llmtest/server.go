@@ -16,6 +16,9 @@
 // A test that runs the built binary starts a Server the same way and
 // writes URL() into the binary's config as llm.baseURL.
 //
+// Model is the in-process counterpart, for tests of a package that takes
+// a model as a Chat dependency and needs no wire: a FIFO script of Steps.
+//
 // It imports llm for the message types and nothing else of ours.
 package llmtest
 

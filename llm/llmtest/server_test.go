@@ -485,3 +485,33 @@ func TestConnections(t *testing.T) {
 		c.CloseIdleConnections()
 	}
 }
+
+// Image parts are recorded (type and bytes of a data: URL) and refused
+// where OpenAI refuses them.
+func TestImageParts(t *testing.T) {
+	const ok = `{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"see"},{"type":"image_url","image_url":{"url":"data:image/png;base64,aGk=","detail":"auto"}}]}]}`
+	srv := llmtest.New(t)
+	srv.Push(llmtest.Text("seen"))
+	if resp, body := post(t, t.Context(), srv, ok); resp.StatusCode != 200 {
+		t.Fatalf("status %d: %s", resp.StatusCode, body)
+	}
+	m := srv.Requests()[0].Messages[0]
+	if m.Content != "see" || len(m.Images) != 1 || m.Images[0].MIME != "image/png" || string(m.Images[0].Data) != "hi" {
+		t.Errorf("recorded %q with %+v", m.Content, m.Images)
+	}
+
+	for _, tc := range []struct{ name, body, problem string }{
+		{"on an assistant message", `{"model":"m","messages":[{"role":"user","content":"x"},{"role":"assistant","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,aGk="}}]}]}`, "image parts on a message of role assistant"},
+		{"not base64", `{"model":"m","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,%%%"}}]}]}`, "not valid base64"},
+		{"not an image type", `{"model":"m","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:text/html;base64,aGk="}}]}]}`, "not supported"},
+		{"no url", `{"model":"m","messages":[{"role":"user","content":[{"type":"image_url"}]}]}`, "without image_url"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := llmtest.New(t)
+			resp, body := post(t, t.Context(), srv, tc.body)
+			if resp.StatusCode != 400 || !strings.Contains(srv.Requests()[0].Problem, tc.problem) {
+				t.Errorf("status %d, problem %q, want 400 mentioning %q: %s", resp.StatusCode, srv.Requests()[0].Problem, tc.problem, body)
+			}
+		})
+	}
+}

@@ -222,6 +222,13 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 		f := s.failures[0]
 		s.failures = s.failures[1:]
 		fail = &f
+	} else if st := s.storms[chID]; st != nil {
+		fail = &failure{status: http.StatusTooManyRequests, retryAfter: st.retryAfter}
+		if st.left > 0 {
+			if st.left--; st.left == 0 {
+				delete(s.storms, chID)
+			}
+		}
 	}
 	if fail != nil && fail.status == http.StatusTooManyRequests {
 		status = http.StatusTooManyRequests

@@ -184,6 +184,12 @@ type failure struct {
 	afterCreate bool
 }
 
+// storm rate-limits one channel's messages.
+type storm struct {
+	left       int // sends still refused; < 0: every one
+	retryAfter time.Duration
+}
+
 // Server is a running fake. All methods are safe for concurrent use.
 type Server struct {
 	cfg  Config
@@ -210,6 +216,7 @@ type Server struct {
 	deleted  []string
 	requests []Request
 	failures []failure
+	storms   map[string]*storm // channel id -> its message route's rate limit
 	stats    Stats
 
 	commands     map[string][]map[string]any // guild ("" = global) -> registered commands
@@ -444,6 +451,24 @@ func (s *Server) Inject429(retryAfter time.Duration, global bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.failures = append(s.failures, failure{status: http.StatusTooManyRequests, retryAfter: retryAfter, global: global})
+}
+
+// RateLimitChannel answers the next n POST /channels/{id}/messages to
+// channelID (n < 0: every one, until RateLimitChannel is called again) with
+// a 429 of this retry_after, as Discord limits each channel's message route
+// on its own; sends to other channels go through. n == 0 ends the storm.
+// Failures queued by Inject429 and InjectSendError come first.
+func (s *Server) RateLimitChannel(channelID string, n int, retryAfter time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n == 0 {
+		delete(s.storms, channelID)
+		return
+	}
+	if s.storms == nil {
+		s.storms = map[string]*storm{}
+	}
+	s.storms[channelID] = &storm{left: n, retryAfter: retryAfter}
 }
 
 // InjectSendError makes the next POST /channels/{id}/messages answer status.

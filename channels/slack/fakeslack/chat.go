@@ -18,6 +18,13 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, token strin
 		first := s.postScript[0]
 		sc = &first
 		s.postScript = s.postScript[1:]
+	} else if st := s.storms[r.PostForm.Get("channel")]; st != nil {
+		sc = &scripted{status: http.StatusTooManyRequests, retryAfter: st.retryAfter}
+		if st.left > 0 {
+			if st.left--; st.left == 0 {
+				delete(s.storms, r.PostForm.Get("channel"))
+			}
+		}
 	}
 	s.mu.Unlock()
 	if sc != nil && !sc.afterPost {

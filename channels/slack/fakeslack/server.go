@@ -166,8 +166,9 @@ type Server struct {
 	tsBase      int64
 	tsSeq       int
 	postScript  []scripted
-	reactHold   chan struct{} // while non-nil, reactions.* wait for it to close
-	done        chan struct{} // closed by Close: held requests give up
+	storms      map[string]*storm // channel -> chat.postMessage rate limit
+	reactHold   chan struct{}     // while non-nil, reactions.* wait for it to close
+	done        chan struct{}     // closed by Close: held requests give up
 
 	responses    []Response
 	ephemerals   []Ephemeral
@@ -180,6 +181,12 @@ type Server struct {
 }
 
 // scripted is a canned failure for the next chat.postMessage.
+// storm rate-limits one channel's posts.
+type storm struct {
+	left       int // posts still refused; < 0: every one
+	retryAfter time.Duration
+}
+
 type scripted struct {
 	status     int
 	retryAfter time.Duration
@@ -422,6 +429,24 @@ func (s *Server) RateLimitNextPost(retryAfter time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.postScript = append(s.postScript, scripted{status: http.StatusTooManyRequests, retryAfter: retryAfter})
+}
+
+// RateLimitChannel answers the next n chat.postMessage calls to channel
+// (n < 0: every one, until RateLimitChannel is called again) with HTTP 429
+// and Retry-After, as Slack limits posting per channel; posts to other
+// channels go through. n == 0 ends the storm. Scripted answers of the
+// RateLimitNextPost family come first.
+func (s *Server) RateLimitChannel(channel string, n int, retryAfter time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n == 0 {
+		delete(s.storms, channel)
+		return
+	}
+	if s.storms == nil {
+		s.storms = map[string]*storm{}
+	}
+	s.storms[channel] = &storm{left: n, retryAfter: retryAfter}
 }
 
 // FailNextPost answers the next chat.postMessage with the HTTP status (e.g.

@@ -1,0 +1,177 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync/atomic"
+
+	"github.com/dreamgate/dreamgate/consolidator"
+	"github.com/dreamgate/dreamgate/dream"
+	"github.com/dreamgate/dreamgate/gateway"
+	"github.com/dreamgate/dreamgate/history"
+	"github.com/dreamgate/dreamgate/llm"
+	"github.com/dreamgate/dreamgate/metrics"
+)
+
+// chatModel is the one call every part makes of the model (gateway.Model,
+// consolidator.Model and dream.Model have this method set).
+type chatModel interface {
+	Chat(ctx context.Context, req llm.Request) (llm.Response, error)
+}
+
+// observedModel is the LLM client as chat turns, archives and Dream call it:
+// counted per purpose and outcome when the gateway serves /metrics.
+func (a *app) observedModel() chatModel {
+	if a.metrics == nil {
+		return a.model
+	}
+	return countedModel{m: a.model, obs: a.metrics}
+}
+
+// countedModel counts each model call by purpose and outcome; the tokens
+// are read from the client's usage at scrape time.
+type countedModel struct {
+	m   chatModel
+	obs *metrics.Metrics
+}
+
+func (c countedModel) Chat(ctx context.Context, req llm.Request) (llm.Response, error) {
+	resp, err := c.m.Chat(ctx, req)
+	purpose := req.Purpose
+	if purpose == "" {
+		purpose = llm.PurposeChat
+	}
+	c.obs.ModelCall(purpose, callOutcome(err))
+	return resp, err
+}
+
+// callOutcome names how a model call ended (llm.Client's error contract).
+func callOutcome(err error) string {
+	switch {
+	case err == nil:
+		return "ok"
+	case errors.Is(err, llm.ErrUnavailable):
+		return "unavailable"
+	case errors.Is(err, llm.ErrRejected):
+		return "rejected"
+	case errors.Is(err, llm.ErrMalformed):
+		return "malformed"
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return "cancelled"
+	default:
+		return "error"
+	}
+}
+
+// observedArchives counts the archive rounds and raw fallbacks in the
+// reports of every consolidator call the gateway makes.
+func (a *app) observedArchives(c gateway.Consolidator) gateway.Consolidator {
+	if a.metrics == nil {
+		return c
+	}
+	return countedArchives{Consolidator: c, obs: a.metrics}
+}
+
+type countedArchives struct {
+	gateway.Consolidator
+	obs *metrics.Metrics
+}
+
+func (c countedArchives) Before(ctx context.Context, s consolidator.Session, p consolidator.Prompt) (consolidator.Prompt, consolidator.Report, error) {
+	p, rep, err := c.Consolidator.Before(ctx, s, p)
+	c.count(rep)
+	return p, rep, err
+}
+
+func (c countedArchives) After(ctx context.Context, s consolidator.Session, p consolidator.Prompt, sent consolidator.Sent) (consolidator.Report, error) {
+	rep, err := c.Consolidator.After(ctx, s, p, sent)
+	c.count(rep)
+	return rep, err
+}
+
+func (c countedArchives) ArchiveTail(ctx context.Context, s consolidator.Session) (consolidator.Report, error) {
+	rep, err := c.Consolidator.ArchiveTail(ctx, s)
+	c.count(rep)
+	return rep, err
+}
+
+func (c countedArchives) count(rep consolidator.Report) {
+	if rep.Rounds > 0 || rep.Raw {
+		c.obs.Archived(rep.Rounds, rep.Raw)
+	}
+}
+
+// gatewayObserver and dreamObserver are the metrics as each package's
+// observer, or nil (never a nil pointer in an interface).
+func (a *app) gatewayObserver() gateway.Observer {
+	if a.metrics == nil {
+		return nil
+	}
+	return a.metrics
+}
+
+func (a *app) dreamObserver() dream.Observer {
+	if a.metrics == nil {
+		return nil
+	}
+	return a.metrics
+}
+
+// metricsSources are the readers /metrics calls at scrape time: state the
+// gateway, the LLM client and the history already keep.
+func metricsSources(g *gateway.Gateway, model *llm.Client, hist *history.Store) metrics.Sources {
+	return metrics.Sources{
+		QueueDepth: g.QueueDepth,
+		Tokens: func() map[string]metrics.Tokens {
+			out := map[string]metrics.Tokens{}
+			for purpose, u := range model.Usage() {
+				out[purpose] = metrics.Tokens{Prompt: u.PromptTokens, Completion: u.CompletionTokens}
+			}
+			return out
+		},
+		BreakerOpen: func() bool { return model.State().BreakerOpen },
+		DreamBacklog: func() (int, error) {
+			return dreamBacklog(hist)
+		},
+		Channels: func() map[string]metrics.Channel {
+			out := map[string]metrics.Channel{}
+			for name, h := range g.Health() {
+				out[name] = metrics.Channel{State: h.State, Reconnects: h.Reconnects, RateLimitWaits: h.RateLimitWaits}
+			}
+			return out
+		},
+	}
+}
+
+// dreamBacklog is the number of history entries after the Dream cursor:
+// cursors are handed out one by one, and compaction only drops entries
+// Dream has read.
+func dreamBacklog(hist *history.Store) (int, error) {
+	last, err := hist.LastCursor()
+	if err != nil {
+		return 0, err
+	}
+	read, err := hist.DreamCursor()
+	if err != nil {
+		return 0, err
+	}
+	return max(last-read, 0), nil
+}
+
+// metricsEndpoint serves GET /metrics beside /healthz: 503 until the
+// gateway is wired.
+type metricsEndpoint struct {
+	h atomic.Pointer[http.Handler]
+}
+
+func (e *metricsEndpoint) set(h http.Handler) { e.h.Store(&h) }
+
+func (e *metricsEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := e.h.Load()
+	if h == nil {
+		http.Error(w, "starting", http.StatusServiceUnavailable)
+		return
+	}
+	(*h).ServeHTTP(w, r)
+}
