@@ -189,23 +189,31 @@ func (a *Adapter) StartStream(channels.Inbound) channels.Stream {
 	if !a.cfg.Stream {
 		return nil
 	}
-	return stream{a}
+	return &stream{a: a}
 }
 
-type stream struct{ a *Adapter }
+// stream shows one turn. What a model leaks of its reasoning is never
+// shown (channels.ReasoningFilter): the gateway strips it from the final
+// reply, which then matches what was shown and is not printed again.
+type stream struct {
+	a      *Adapter
+	filter channels.ReasoningFilter
+}
 
-func (s stream) Write(fragment string) {
-	if fragment == "" {
+func (s *stream) Write(fragment string) {
+	text := s.filter.Write(fragment)
+	if text == "" {
 		return
 	}
 	s.a.mu.Lock()
 	defer s.a.mu.Unlock()
-	fmt.Fprint(s.a.cfg.Out, s.a.safe(s.a.cfg.Out, fragment))
-	s.a.midLine = !strings.HasSuffix(fragment, "\n")
+	fmt.Fprint(s.a.cfg.Out, s.a.safe(s.a.cfg.Out, text))
+	s.a.midLine = !strings.HasSuffix(text, "\n")
 }
 
 // Break ends the line of a step's text, so the next step starts on its own.
-func (s stream) Break() {
+func (s *stream) Break() {
+	s.filter.Reset()
 	s.a.mu.Lock()
 	defer s.a.mu.Unlock()
 	s.a.endLineLocked()
