@@ -53,7 +53,7 @@ func (f *failure) final(tries int) *Error {
 // classify maps an error from go-openai (with what the doer saw) to a
 // failure. tctx is the try's context; its cause tells a per-try timeout.
 func (c *Client) classify(err error, d *doer, tctx context.Context, timeout time.Duration) *failure {
-	f := &failure{err: err, status: d.status}
+	f := &failure{err: c.redactErr(err), status: d.status}
 	if errors.Is(context.Cause(tctx), errTryTimeout) {
 		f.kind, f.retryable, f.timeout = ErrUnavailable, true, true
 		f.reason = "timed out after " + formatDuration(timeout)
