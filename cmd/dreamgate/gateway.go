@@ -12,7 +12,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -214,8 +213,8 @@ func openLogFile(path string) (*os.File, error) {
 // DREAMGATE_LOG_LEVEL says otherwise.
 func fileLogger(w io.Writer, getenv func(string) string) *slog.Logger {
 	level := slog.LevelInfo
-	if v := getenv("DREAMGATE_LOG_LEVEL"); v != "" {
-		_ = level.UnmarshalText([]byte(strings.ToUpper(v)))
+	if l, err := parseLogLevel(getenv(logLevelVar)); err == nil {
+		level = l // a bad value is refused with the config
 	}
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
 }

@@ -13,7 +13,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 
 	"golang.org/x/term"
@@ -186,8 +185,8 @@ func (e *env) config() (Config, error) {
 // DREAMGATE_LOG_LEVEL (debug, info, warn, error) overrides the level.
 func (e *env) logger(defaultLevel slog.Level) *slog.Logger {
 	level := defaultLevel
-	if v := e.getenv("DREAMGATE_LOG_LEVEL"); v != "" {
-		_ = level.UnmarshalText([]byte(strings.ToUpper(v)))
+	if l, err := parseLogLevel(e.getenv(logLevelVar)); err == nil {
+		level = l // a bad value is refused with the config
 	}
 	opts := &slog.HandlerOptions{Level: level}
 	if e.isTTY(e.stderr) {
