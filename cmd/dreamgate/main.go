@@ -31,9 +31,9 @@ Commands:
   dream run                    run Dream now
   dream log [sha]              show the latest Dream change, or that commit
   dream restore [sha]          list Dream commits, or undo one as a new commit
-  status                       config, workspace, channels, model; exit 1 when the model is unreachable
+  status                       config, workspace, channels, model, last and next Dream;
+                               exit 1 when the model cannot be used
   version                      version, commit, build date and Go version (also --version)
-  status                       config, workspace, provider, last and next Dream
   eval [--scenario F] [--runs N] [--json]  how well memory works with the configured model
 
 Every command takes --config PATH (default ~/.dreamgate/config.json).
