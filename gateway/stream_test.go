@@ -100,3 +100,18 @@ func TestStreamOnlyWhereShown(t *testing.T) {
 		}
 	}
 }
+
+// Channels show a stream without its leaked reasoning, and the reply has
+// it stripped: a reply that was shown that way is marked streamed, so it
+// is not shown twice.
+func TestStreamedReplyWithReasoning(t *testing.T) {
+	env := newTestEnv(t, streamingModel(textReply("<think>secret</think>The visible answer.")), nil)
+	sr := &streamRecorder{recorder: newRecorder("stream")}
+	env.g.AddChannel(sr)
+	in := inbound("r", "hi")
+	in.Channel = "stream"
+	wait(t, must(env.g.Submit(t.Context(), in)))
+	if out := sr.next(t); out.Text != "The visible answer." || !out.Streamed {
+		t.Errorf("reply = %q streamed %v, want the stripped reply, streamed", out.Text, out.Streamed)
+	}
+}

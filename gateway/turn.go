@@ -270,10 +270,11 @@ func (t *turnStream) toolCall(string) {
 	}
 }
 
-// shown reports whether reply is what the last step streamed (the loop's
-// reply is the model's text, trimmed).
+// shown reports whether reply is what the last step streamed. Channels
+// show a stream without its leaked reasoning (channels.Visible), and the
+// reply has it stripped, so the two are compared that way.
 func (t *turnStream) shown(reply string) bool {
-	return t != nil && strings.TrimSpace(t.step.String()) == reply
+	return t != nil && channels.Visible(t.step.String()) == reply
 }
 
 // promptMeter remembers the provider-reported prompt tokens of the last

@@ -53,7 +53,7 @@ func (f *failure) final(tries int) *Error {
 // classify maps an error from go-openai (with what the doer saw) to a
 // failure. tctx is the try's context; its cause tells a per-try timeout.
 func (c *Client) classify(err error, d *doer, tctx context.Context, timeout time.Duration) *failure {
-	f := &failure{err: err, status: d.status}
+	f := &failure{err: c.redactErr(err), status: d.status}
 	if errors.Is(context.Cause(tctx), errTryTimeout) {
 		f.kind, f.retryable, f.timeout = ErrUnavailable, true, true
 		f.reason = "timed out after " + formatDuration(timeout)
@@ -63,15 +63,18 @@ func (c *Client) classify(err error, d *doer, tctx context.Context, timeout time
 	var apiErr *openai.APIError
 	var reqErr *openai.RequestError
 	switch {
-	case errors.As(err, &apiErr) && apiErr.HTTPStatusCode == 0:
+	case errors.As(err, &apiErr) && apiErr.HTTPStatusCode != 0:
+		return c.statusFailure(f, apiErr.HTTPStatusCode, safeCode(apiErr.Code), d)
+	case errors.As(err, &reqErr) && reqErr.HTTPStatusCode != 0:
+		// Before the mid-stream case: an error body go-openai cannot read
+		// ({"error":"…"}) comes as a RequestError wrapping an APIError
+		// without a status.
+		return c.statusFailure(f, reqErr.HTTPStatusCode, "", d)
+	case errors.As(err, &apiErr):
 		// An error event inside a 200 stream.
 		f.kind, f.retryable = ErrUnavailable, true
 		f.reason = "the provider reported an error mid-stream"
 		return f
-	case errors.As(err, &apiErr):
-		return c.statusFailure(f, apiErr.HTTPStatusCode, safeCode(apiErr.Code), d)
-	case errors.As(err, &reqErr) && reqErr.HTTPStatusCode != 0:
-		return c.statusFailure(f, reqErr.HTTPStatusCode, "", d)
 	}
 
 	if !d.sent {

@@ -81,3 +81,16 @@ func TestPublicMessageHidesOperatorDetail(t *testing.T) {
 		t.Errorf("PublicMessage(nil) = %q", got)
 	}
 }
+
+// An error body go-openai cannot read ({"error":"…"}) is still the HTTP
+// status it came with, not an error event mid-stream.
+func TestUnreadableErrorBodyKeepsItsStatus(t *testing.T) {
+	srv := llmtest.New(t)
+	srv.Push(llmtest.Reply{Status: 401, Body: `{"error":"string"}`})
+	c := newClient(t, srv.URL(), nil)
+	_, err := c.Chat(t.Context(), userReq("hi"))
+	checkError(t, err, llm.ErrRejected, 401, "HTTP 401")
+	if got := llm.UserMessage(err); !strings.Contains(got, "refused the API key") {
+		t.Errorf("UserMessage = %q", got)
+	}
+}

@@ -126,9 +126,10 @@ func (s *stream) flush() {
 		return
 	}
 	s.last = time.Now()
-	text := s.text.String()
+	raw := s.text.String()
 	s.mu.Unlock()
-	if strings.TrimSpace(text) == "" {
+	text := channels.Visible(raw)
+	if text == "" {
 		return
 	}
 	// Not the turn's context: a flush is never cancelled half-way (that
@@ -144,7 +145,7 @@ func (s *stream) flush() {
 		s.failed = true
 		return
 	}
-	if s.text.String() != text {
+	if s.text.String() != raw {
 		s.scheduleLocked()
 	}
 }

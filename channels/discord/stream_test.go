@@ -104,3 +104,28 @@ func TestStreamBreakAndShrink(t *testing.T) {
 		t.Fatal("streaming without Config.Stream")
 	}
 }
+
+// Leaked reasoning is never shown while an answer streams.
+func TestStreamHidesReasoning(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, harnessOpts{cfg: Config{Stream: true}})
+	id := h.inject(fakediscord.Message{ChannelID: "C1", Content: "<@BOT1> think first"})
+	in := h.expectNext(id)
+	st := h.a.StartStream(in)
+	st.Write("<think>private musing")
+	st.Write("</think>")
+	st.Write("Public.")
+	sent, err := h.fake.WaitSent(h.ctx(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.send(channels.Outbound{Channel: Name, ChatID: "C1", ReplyTo: id, Text: "Public.", Streamed: true})
+	for _, m := range sent {
+		if strings.Contains(m.Content, "musing") || strings.Contains(m.Content, "think") {
+			t.Errorf("reasoning was posted: %q", m.Content)
+		}
+	}
+	if got := h.fake.Shown("C1", id); !reflect.DeepEqual(got, []string{"Public."}) {
+		t.Errorf("channel shows %q", got)
+	}
+}

@@ -226,7 +226,7 @@ func (s *stream) flush() bool {
 	s.mu.Unlock()
 	for i, st := range steps {
 		s.mu.Lock()
-		dirty, text, shownAny := st.dirty, visible(st.text.String()), len(st.msgs) > 0
+		dirty, text, shownAny := st.dirty, channels.Visible(st.text.String()), len(st.msgs) > 0
 		st.dirty = false
 		s.mu.Unlock()
 		if !dirty || (i < len(steps)-1 && !shownAny) {
@@ -385,7 +385,7 @@ func (s *stream) finish(ctx context.Context, r *channels.Retry, out channels.Out
 			break // shown below with the final text
 		}
 		s.mu.Lock()
-		shown, dirty, text := len(st.msgs) > 0, st.dirty, visible(st.text.String())
+		shown, dirty, text := len(st.msgs) > 0, st.dirty, channels.Visible(st.text.String())
 		s.mu.Unlock()
 		if shown && dirty {
 			// A step shown in part keeps its whole text.
@@ -405,44 +405,6 @@ func (s *stream) finish(ctx context.Context, r *channels.Retry, out channels.Out
 	}
 	s.a.log.Debug("sent streamed", "chat", s.chat, "thread", s.thread, "messages", len(last.msgs), "streamed", out.Streamed)
 	return true, nil
-}
-
-// Reasoning some models leak into their text must not reach the channel
-// while it streams (the gateway strips it from the final reply): closed
-// <think> blocks are left out, an open one hides the rest, a lone closing
-// tag hides what came before it, and text with gpt-oss's harmony tokens is
-// not shown until the final reply. A tag still being written at the end is
-// held back.
-const (
-	thinkOpen  = "<think>"
-	thinkClose = "</think>"
-)
-
-func visible(s string) string {
-	if strings.Contains(s, "<|") {
-		return ""
-	}
-	for {
-		i := strings.Index(s, thinkOpen)
-		if i < 0 {
-			break
-		}
-		j := strings.Index(s[i:], thinkClose)
-		if j < 0 {
-			s = s[:i]
-			break
-		}
-		s = s[:i] + s[i+j+len(thinkClose):]
-	}
-	if j := strings.LastIndex(s, thinkClose); j >= 0 {
-		s = s[j+len(thinkClose):]
-	}
-	if i := strings.LastIndexByte(s, '<'); i >= 0 {
-		if tail := s[i:]; strings.HasPrefix(thinkOpen, tail) || strings.HasPrefix(thinkClose, tail) || strings.HasPrefix("<|", tail) {
-			s = s[:i]
-		}
-	}
-	return strings.TrimSpace(s)
 }
 
 var errNoEditBudget = errors.New("no chat.update left this minute")

@@ -178,20 +178,6 @@ func TestStreamRateLimitedEdit(t *testing.T) {
 
 // Leaked reasoning is not shown while the answer streams.
 func TestStreamHidesReasoning(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{"<think>hmm, the user", ""},
-		{"<think>hmm</think>The answer", "The answer"},
-		{"plan quietly</think>Answer", "Answer"},
-		{"Answer <thi", "Answer"},
-		{"Answer </th", "Answer"},
-		{"<|channel|>analysis<|message|>x", ""},
-		{"a < b", "a < b"},
-	}
-	for _, tt := range tests {
-		if got := visible(tt.in); got != tt.want {
-			t.Errorf("visible(%q) = %q, want %q", tt.in, got, tt.want)
-		}
-	}
 	h := streamHarness(t, 0)
 	in := mentionIn(h)
 	st := h.a.StartStream(in)

@@ -38,6 +38,11 @@ type Config struct {
 	// a person watching a terminal: the text of a step that ends in a tool
 	// call is shown too, so a script reading Out should leave it off.
 	Stream bool
+	// OutTerminal and ErrTerminal say that Out and Err are terminals: the
+	// control characters of what is written there (a reply, an error) are
+	// shown, not obeyed, so a model cannot drive the person's terminal.
+	// Output that is not a terminal keeps the exact text.
+	OutTerminal, ErrTerminal bool
 }
 
 // Adapter is the terminal channel.
@@ -184,23 +189,31 @@ func (a *Adapter) StartStream(channels.Inbound) channels.Stream {
 	if !a.cfg.Stream {
 		return nil
 	}
-	return stream{a}
+	return &stream{a: a}
 }
 
-type stream struct{ a *Adapter }
+// stream shows one turn. What a model leaks of its reasoning is never
+// shown (channels.ReasoningFilter): the gateway strips it from the final
+// reply, which then matches what was shown and is not printed again.
+type stream struct {
+	a      *Adapter
+	filter channels.ReasoningFilter
+}
 
-func (s stream) Write(fragment string) {
-	if fragment == "" {
+func (s *stream) Write(fragment string) {
+	text := s.filter.Write(fragment)
+	if text == "" {
 		return
 	}
 	s.a.mu.Lock()
 	defer s.a.mu.Unlock()
-	fmt.Fprint(s.a.cfg.Out, fragment)
-	s.a.midLine = !strings.HasSuffix(fragment, "\n")
+	fmt.Fprint(s.a.cfg.Out, s.a.safe(s.a.cfg.Out, text))
+	s.a.midLine = !strings.HasSuffix(text, "\n")
 }
 
 // Break ends the line of a step's text, so the next step starts on its own.
-func (s stream) Break() {
+func (s *stream) Break() {
+	s.filter.Reset()
 	s.a.mu.Lock()
 	defer s.a.mu.Unlock()
 	s.a.endLineLocked()
@@ -227,7 +240,15 @@ func (a *Adapter) write(w io.Writer, text string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.endLineLocked() // a stream cut short leaves its line open
-	fmt.Fprintln(w, strings.TrimRight(text, "\n"))
+	fmt.Fprintln(w, a.safe(w, strings.TrimRight(text, "\n")))
+}
+
+// safe returns text as it may be written to w.
+func (a *Adapter) safe(w io.Writer, text string) string {
+	if w == a.cfg.Out && a.cfg.OutTerminal || w == a.cfg.Err && a.cfg.ErrTerminal {
+		return visibleControls(text)
+	}
+	return text
 }
 
 func (a *Adapter) prompt() {

@@ -160,3 +160,19 @@ func TestCtrlDEndsThePromptLine(t *testing.T) {
 		t.Errorf("stdout = %q, want the prompt and a newline", got)
 	}
 }
+
+// Reasoning is not streamed, and a reply streamed without it ends its line
+// only.
+func TestStreamHidesReasoning(t *testing.T) {
+	var out bytes.Buffer
+	a := New(Config{Out: &out, Err: &bytes.Buffer{}, Stream: true})
+	in := a.Inbound("hi")
+	st := a.StartStream(in)
+	for _, f := range []string{"<think>", "secret", "</think>", "The visible", " answer."} {
+		st.Write(f)
+	}
+	_ = a.Send(t.Context(), channels.Outbound{Kind: channels.KindReply, Text: "The visible answer.", Streamed: true})
+	if out.String() != "The visible answer.\n" {
+		t.Errorf("stdout = %q", out.String())
+	}
+}

@@ -34,7 +34,7 @@ func cmdChat(ctx context.Context, e *env, args []string) error {
 	g, _ := a.gateway(cfg.Dream.Enabled && (*message == "" || needsDream(*message)))
 
 	if *message != "" {
-		term := terminal.New(terminal.Config{Out: e.stdout, Err: e.stderr, Session: *sessionName})
+		term := terminal.New(terminal.Config{Out: e.stdout, Err: e.stderr, Session: *sessionName, OutTerminal: e.isTTY(e.stdout), ErrTerminal: e.isTTY(e.stderr)})
 		g.AddChannel(term)
 		done, err := g.Submit(ctx, term.Inbound(*message))
 		if err != nil {
@@ -63,7 +63,7 @@ func cmdChat(ctx context.Context, e *env, args []string) error {
 	if e.stdinIsTTY() {
 		prompt = "> "
 	}
-	t := terminal.New(terminal.Config{In: e.stdin, Out: e.stdout, Err: e.stderr, Session: *sessionName, Prompt: prompt, Stream: e.streamReplies()})
+	t := terminal.New(terminal.Config{In: e.stdin, Out: e.stdout, Err: e.stderr, Session: *sessionName, Prompt: prompt, Stream: e.streamReplies(), OutTerminal: e.isTTY(e.stdout), ErrTerminal: e.isTTY(e.stderr)})
 	g.AddChannel(t)
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()

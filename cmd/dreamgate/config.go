@@ -6,10 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net"
 	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
+	"strconv"
 	"strings"
 	"time"
 
@@ -225,6 +228,11 @@ func loadConfig(path string, getenv func(string) string) (Config, error) {
 		}
 	}
 	applyEnv(&cfg, getenv)
+	if v := getenv(logLevelVar); v != "" {
+		if _, err := parseLogLevel(v); err != nil {
+			return cfg, &configError{path: path, env: logLevelVar, msg: err.Error()}
+		}
+	}
 	cfg.getenv = getenv
 	cfg.Workspace = expandHome(cfg.Workspace)
 	cfg.StateDir = expandHome(cfg.StateDir)
@@ -254,13 +262,59 @@ func decodeConfig(data []byte, cfg *Config) error {
 	case errors.As(err, &syn):
 		line, col := lineCol(data, syn.Offset)
 		return fmt.Errorf("invalid JSON at line %d, column %d: %s", line, col, syn.Error())
+	case errors.As(err, &typ) && typ.Field == "":
+		return errors.New("the file must hold one JSON object")
 	case errors.As(err, &typ):
-		return fmt.Errorf("%s: must be a %s, not %s", typ.Field, typ.Type, typ.Value)
+		return fmt.Errorf("%s: must be %s, not %s", typ.Field, jsonKind(typ.Type), jsonValue(typ.Value))
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		return fmt.Errorf("unknown key %s", strings.TrimPrefix(err.Error(), "json: unknown field "))
 	default:
 		return fmt.Errorf("invalid JSON: %w", err)
 	}
+}
+
+// jsonKind names what a Go type holds as a person writing JSON says it.
+func jsonKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Slice, reflect.Array:
+		return "a list"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	case reflect.Pointer:
+		return jsonKind(t.Elem())
+	default:
+		return "a different value"
+	}
+}
+
+// jsonValue names the JSON value encoding/json found ("array", "number
+// 1.5") in the same words.
+func jsonValue(v string) string {
+	switch v {
+	case "array":
+		return "a list"
+	case "object":
+		return "an object"
+	case "string":
+		return "a string"
+	case "number":
+		return "a number"
+	case "bool":
+		return "true or false"
+	}
+	if n, ok := strings.CutPrefix(v, "number "); ok {
+		return n
+	}
+	return v
 }
 
 func lineCol(data []byte, off int64) (int, int) {
@@ -371,8 +425,8 @@ func (c *Config) Validate() error {
 			return bad(fmt.Sprintf("admins[%d]", i), `must look like "slack:U012AB3CD" or "discord:80351110224678912", got %q`, a)
 		}
 	}
-	if _, _, err := net.SplitHostPort(c.Gateway.HealthAddr); c.Gateway.HealthAddr != "" && err != nil {
-		return bad("gateway.healthAddr", "must be host:port, got %q", c.Gateway.HealthAddr)
+	if c.Gateway.HealthAddr != "" && !validHostPort(c.Gateway.HealthAddr) {
+		return bad("gateway.healthAddr", "must be host:port with a port from 0 to 65535, got %q", c.Gateway.HealthAddr)
 	}
 	if err := c.Tools.validate(); err != nil {
 		return err
@@ -478,4 +532,27 @@ func expandHome(p string) string {
 		}
 	}
 	return p
+}
+
+// validHostPort: host:port with a numeric port from 0 to 65535 (net.Listen
+// would only refuse a larger one when the gateway starts).
+func validHostPort(addr string) bool {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	_, err = strconv.ParseUint(port, 10, 16)
+	return err == nil
+}
+
+// logLevelVar sets the log level of every command.
+const logLevelVar = "DREAMGATE_LOG_LEVEL"
+
+// parseLogLevel reads DREAMGATE_LOG_LEVEL's value.
+func parseLogLevel(v string) (slog.Level, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(strings.ToUpper(strings.TrimSpace(v)))); err != nil {
+		return 0, fmt.Errorf("must be debug, info, warn or error, got %q", v)
+	}
+	return level, nil
 }

@@ -12,7 +12,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -110,7 +109,7 @@ func cmdGateway(ctx context.Context, e *env, args []string) error {
 		if interactive {
 			prompt = "> "
 		}
-		termCh = terminal.New(terminal.Config{In: e.stdin, Out: e.stdout, Err: e.stderr, Prompt: prompt, Stream: e.streamReplies()})
+		termCh = terminal.New(terminal.Config{In: e.stdin, Out: e.stdout, Err: e.stderr, Prompt: prompt, Stream: e.streamReplies(), OutTerminal: e.isTTY(e.stdout), ErrTerminal: e.isTTY(e.stderr)})
 		g.AddChannel(termCh)
 	}
 	var dreamLog func(context.Context, int) ([]discord.DreamCommit, error)
@@ -222,8 +221,8 @@ func openLogFile(path string) (*os.File, error) {
 // DREAMGATE_LOG_LEVEL says otherwise.
 func fileLogger(w io.Writer, getenv func(string) string) *slog.Logger {
 	level := slog.LevelInfo
-	if v := getenv("DREAMGATE_LOG_LEVEL"); v != "" {
-		_ = level.UnmarshalText([]byte(strings.ToUpper(v)))
+	if l, err := parseLogLevel(getenv(logLevelVar)); err == nil {
+		level = l // a bad value is refused with the config
 	}
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
 }

@@ -13,7 +13,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 
 	"golang.org/x/term"
@@ -32,9 +31,9 @@ Commands:
   dream run                    run Dream now
   dream log [sha]              show the latest Dream change, or that commit
   dream restore [sha]          list Dream commits, or undo one as a new commit
-  status                       config, workspace, channels, model; exit 1 when the model is unreachable
+  status                       config, workspace, channels, model, last and next Dream;
+                               exit 1 when the model cannot be used
   version                      version, commit, build date and Go version (also --version)
-  status                       config, workspace, provider, last and next Dream
   eval [--scenario F] [--runs N] [--json]  how well memory works with the configured model
 
 Every command takes --config PATH (default ~/.dreamgate/config.json).
@@ -186,8 +185,8 @@ func (e *env) config() (Config, error) {
 // DREAMGATE_LOG_LEVEL (debug, info, warn, error) overrides the level.
 func (e *env) logger(defaultLevel slog.Level) *slog.Logger {
 	level := defaultLevel
-	if v := e.getenv("DREAMGATE_LOG_LEVEL"); v != "" {
-		_ = level.UnmarshalText([]byte(strings.ToUpper(v)))
+	if l, err := parseLogLevel(e.getenv(logLevelVar)); err == nil {
+		level = l // a bad value is refused with the config
 	}
 	opts := &slog.HandlerOptions{Level: level}
 	if e.isTTY(e.stderr) {

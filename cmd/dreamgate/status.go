@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -17,7 +16,8 @@ import (
 
 // cmdStatus prints config, workspace, channels, provider reachability and
 // Dream times, without calling a model. It exits 1 when the model cannot
-// be used (unreachable, or its key refused), so scripts can wait on it.
+// be used (unreachable, its key refused, or GET /models answering other
+// than 2xx, as a wrong baseURL does), so scripts can wait on it.
 func cmdStatus(ctx context.Context, e *env, args []string) (err error) {
 	fs := e.flags("status")
 	if err := e.parse(fs, args); err != nil {
@@ -89,17 +89,16 @@ func cmdStatus(ctx context.Context, e *env, args []string) (err error) {
 	return nil
 }
 
-// modelUnusable: nothing answered, or the provider refused the key. Other
-// answers (a server without GET /models, say) prove it reachable.
+// modelUnusable: nothing answered, or GET /models answered other than 2xx
+// (a refused key, a wrong baseURL answering 404). A 2xx that is not a
+// model list we can read still proves the endpoint there.
 func modelUnusable(err error) bool {
 	var le *llm.Error
 	switch {
 	case err == nil:
 		return false
-	case errors.As(err, &le) && errors.Is(le.Kind, llm.ErrRejected):
-		return le.Status == http.StatusUnauthorized || le.Status == http.StatusForbidden
 	case errors.As(err, &le) && errors.Is(le.Kind, llm.ErrMalformed):
-		return false
+		return le.Status != 0 && (le.Status < 200 || le.Status > 299)
 	default:
 		return true
 	}

@@ -50,3 +50,26 @@ func TestTerminalStreamsThroughTheRealClient(t *testing.T) {
 		t.Errorf("chat usage with streaming = %+v, want 2 calls with their prompt tokens", u)
 	}
 }
+
+// A model that leaks its reasoning: the terminal never shows it, and the
+// answer is printed once.
+func TestTerminalStreamHidesReasoning(t *testing.T) {
+	h := newHarness(t)
+	h.llm.Push(llmtest.Reply{Text: "<think>secret</think>The visible answer.",
+		Fragments: []string{"<think>", "secret", "</think>", "The visible", " answer."}})
+	a := h.app()
+	g, _ := a.gateway(false)
+	var out, errOut testkit.Buffer
+	term := terminal.New(terminal.Config{Out: &out, Err: &errOut, Stream: true, OutTerminal: true})
+	g.AddChannel(term)
+	done, err := g.Submit(t.Context(), term.Inbound("think"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := <-done; r.Err != nil {
+		t.Fatalf("turn failed: %v (stderr %q)", r.Err, errOut.String())
+	}
+	if got, want := out.String(), "The visible answer.\n"; got != want {
+		t.Errorf("stdout = %q, want %q", got, want)
+	}
+}

@@ -1,0 +1,46 @@
+package main
+
+import (
+	"os"
+	"strings"
+	"testing"
+)
+
+// Config mistakes exit 2 and name the key (or variable) and the file, in
+// plain words.
+func TestConfigMistakesAreNamed(t *testing.T) {
+	h := newHarness(t)
+	check := func(r runResult, want ...string) {
+		t.Helper()
+		if r.code != 2 {
+			t.Errorf("exit %d, want 2\n%s", r.code, r.stderr)
+		}
+		for _, w := range want {
+			if !strings.Contains(r.stderr, w) {
+				t.Errorf("stderr lacks %q:\n%s", w, r.stderr)
+			}
+		}
+	}
+
+	check(h.runEnv([]string{"DREAMGATE_LOG_LEVEL=loud"}, "status"),
+		"DREAMGATE_LOG_LEVEL", `must be debug, info, warn or error, got "loud"`)
+	if r := h.runEnv([]string{"DREAMGATE_LOG_LEVEL=debug"}, "status"); r.code != 0 {
+		t.Errorf("DREAMGATE_LOG_LEVEL=debug: exit %d\n%s", r.code, r.stderr)
+	}
+
+	h.set("gateway.healthAddr", "127.0.0.1:99999")
+	check(h.run("status"), h.cfgPath, "gateway.healthAddr", "port from 0 to 65535")
+	h.set("gateway.healthAddr", "")
+
+	h.set("gateway.maxConcurrentTurns", "eight")
+	check(h.run("status"), h.cfgPath, "gateway.maxConcurrentTurns: must be an integer, not a string")
+	h.set("gateway.maxConcurrentTurns", 8)
+	h.set("channels.slack.enabled", "yes")
+	check(h.run("status"), "channels.slack.enabled: must be true or false, not a string")
+	h.set("channels.slack.enabled", false)
+
+	if err := os.WriteFile(h.cfgPath, []byte("[]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	check(h.run("status"), h.cfgPath+": the file must hold one JSON object")
+}
