@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/dreamgate/dreamgate/channels"
@@ -26,6 +27,8 @@ func (g *Gateway) idleLoop(ctx context.Context) {
 	if g.cfg.IdleCompactAfter > 0 {
 		g.compactOnDisk(checked)
 	}
+	asideChecked := &seenSet{m: map[string]bool{}}
+	g.archiveSetAside(asideChecked)
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -37,6 +40,7 @@ func (g *Gateway) idleLoop(ctx context.Context) {
 				g.compactIdle()
 				g.compactOnDisk(checked)
 			}
+			g.archiveSetAside(asideChecked)
 			g.evictIdle()
 			g.closeIdleFiles()
 		}
@@ -139,4 +143,93 @@ func (g *Gateway) evictIdle() {
 		}
 		g.deps.Sessions.Evict(s)
 	}
+}
+
+// archiveSetAside archives the unarchived tails of conversations /new set
+// aside that no archive finished: a process killed while /new's background
+// archive ran (or before it started) leaves one on disk, and nothing else
+// ever reads it again. It goes through the consolidator as /new's archive
+// does, and its own (set-aside) metadata records the progress, so it is
+// archived once; it never becomes its key's live session. A set-aside
+// conversation this process is archiving itself is the same Session (the
+// store hands it out), so the consolidator runs the two one after the other
+// and the second finds nothing left. checked remembers each set-aside
+// conversation once looked at; a failed archive is forgotten there, so a
+// later tick tries again.
+func (g *Gateway) archiveSetAside(checked *seenSet) {
+	if g.deps.Consolidator == nil {
+		return
+	}
+	files, err := g.deps.Sessions.ListSetAside()
+	if err != nil {
+		g.logger.Warn("archive of set-aside conversations: cannot list them", "err", err)
+		return
+	}
+	loads := 0
+	for _, f := range files {
+		if loads == diskLoadsPerPass {
+			return
+		}
+		id := f.Key + "\x00" + f.ID
+		if !checked.add(id) {
+			continue
+		}
+		loads++
+		sess, err := g.deps.Sessions.OpenSetAside(f)
+		if err != nil {
+			g.logger.Warn("cannot load a set-aside conversation", "session", f.Key, "id", f.ID, "err", err)
+			continue
+		}
+		if sess.LastConsolidated() >= sess.Len() {
+			g.deps.Sessions.ForgetSetAside(sess)
+			continue
+		}
+		// Queued as a job of its key only to start the archive from a job
+		// (goBackground's rule); the archive itself runs in the background
+		// so the key's live conversation is not held up by it.
+		err = g.enqueue(job{
+			in: channels.Inbound{SessionKey: f.Key},
+			task: func(context.Context) {
+				g.goBackground(func() {
+					ctx, cancel := context.WithTimeout(context.Background(), archiveTimeout)
+					defer cancel()
+					g.logger.Info("archiving a set-aside conversation left unarchived", "session", f.Key, "id", f.ID,
+						"messages", sess.Len()-sess.LastConsolidated())
+					if _, err := g.deps.Consolidator.ArchiveTail(ctx, sess); err != nil {
+						g.logger.Error("archiving a set-aside conversation failed", "session", f.Key, "id", f.ID, "err", err)
+						checked.remove(id)
+						return
+					}
+					g.deps.Sessions.ForgetSetAside(sess)
+				})
+			},
+		})
+		if err != nil {
+			checked.remove(id)
+			g.logger.Debug("set-aside archive not queued", "session", f.Key, "err", err)
+		}
+	}
+}
+
+// seenSet is a set of names safe for concurrent use.
+type seenSet struct {
+	mu sync.Mutex
+	m  map[string]bool
+}
+
+// add adds name and reports whether it was not there yet.
+func (s *seenSet) add(name string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m[name] {
+		return false
+	}
+	s.m[name] = true
+	return true
+}
+
+func (s *seenSet) remove(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.m, name)
 }

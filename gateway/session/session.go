@@ -5,7 +5,10 @@
 //
 // A turn only ever appends to the message file; it is never rewritten. /new
 // renames the current files aside (nothing is deleted) and starts afresh
-// under the same key.
+// under the same key. A set-aside conversation ("<base>.<id>.jsonl") is
+// never live again; it is only read to archive its tail (aside.go), and its
+// own "<base>.<id>.meta.json" records how far that got, so a process killed
+// before the archive finished leaves it for the next one's disk scan.
 //
 // A session holds in memory only its unarchived messages and a short margin
 // before them, and a load reads the file from where that part starts, found
@@ -45,7 +48,12 @@ type Store struct {
 
 	mu   sync.Mutex
 	open map[string]*Session
-	wrap func(io.Writer) io.Writer // WrapWrites
+	// aside holds the set-aside sessions this store has in memory (Rotate's
+	// old ones, OpenSetAside's), by path prefix, so a disk scan archives
+	// the very Session a /new is archiving (the consolidator serialises
+	// them) instead of a second copy.
+	aside map[string]*Session
+	wrap  func(io.Writer) io.Writer // WrapWrites
 }
 
 // NewStore opens (creating) the sessions directory.
@@ -56,7 +64,7 @@ func NewStore(dir string, logger *slog.Logger) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create sessions dir: %w", err)
 	}
-	st := &Store{dir: dir, logger: logger, now: time.Now, open: map[string]*Session{}}
+	st := &Store{dir: dir, logger: logger, now: time.Now, open: map[string]*Session{}, aside: map[string]*Session{}}
 	if n, err := st.RemoveLeftovers(); err != nil {
 		logger.Warn("leftover temp files in the sessions dir", "removed", n, "err", err)
 	} else if n > 0 {
@@ -184,6 +192,7 @@ func (st *Store) Rotate(key string) (old, fresh *Session, err error) {
 	if err := old.moveTo(filepath.Join(st.dir, base+"."+old.ID())); err != nil {
 		return nil, nil, fmt.Errorf("set session %s aside: %w", key, err)
 	}
+	st.aside[old.path()] = old
 	fresh = st.create(key, base)
 	st.open[key] = fresh
 	return old, fresh, nil
@@ -197,6 +206,9 @@ func (st *Store) Close() error {
 	for _, s := range st.open {
 		errs = append(errs, s.close())
 	}
+	for _, s := range st.aside {
+		errs = append(errs, s.close())
+	}
 	return errors.Join(errs...)
 }
 
@@ -207,11 +219,21 @@ func (st *Store) base(key string) string {
 func (st *Store) load(key string) (*Session, error) {
 	base := st.base(key)
 	prefix := filepath.Join(st.dir, base)
-	raw, err := os.ReadFile(prefix + ".meta.json")
-	if errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(prefix + ".meta.json"); errors.Is(err, fs.ErrNotExist) {
 		if _, serr := os.Stat(prefix + ".jsonl"); errors.Is(serr, fs.ErrNotExist) {
 			return st.create(key, base), nil
 		}
+	}
+	return st.loadAt(key, prefix, "")
+}
+
+// loadAt loads the session whose files are prefix+".jsonl" and
+// prefix+".meta.json". id is the ID to give it when its metadata holds
+// none ("" for a new one): a set-aside file's name carries the ID its
+// archive entries were (or will be) written under.
+func (st *Store) loadAt(key, prefix, id string) (*Session, error) {
+	raw, err := os.ReadFile(prefix + ".meta.json")
+	if errors.Is(err, fs.ErrNotExist) {
 		raw = nil // messages without metadata: rebuild it below
 	} else if err != nil {
 		return nil, fmt.Errorf("read session %s metadata: %w", key, err)
@@ -224,7 +246,10 @@ func (st *Store) load(key string) (*Session, error) {
 		}
 	}
 	if s.meta.ID == "" {
-		s.meta = meta{Key: key, ID: newID(), Created: st.now().UTC()}
+		if id == "" {
+			id = newID()
+		}
+		s.meta = meta{Key: key, ID: id, Created: st.now().UTC()}
 	}
 	s.meta.Key = key
 	whole, err := s.loadMessages()
@@ -487,6 +512,13 @@ func (s *Session) moveTo(prefix string) error {
 	}
 	s.prefix = prefix
 	return nil
+}
+
+// path is the session's files' path without extension.
+func (s *Session) path() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.prefix
 }
 
 func (s *Session) close() error {
