@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/dreamgate/dreamgate/channels"
+	"github.com/dreamgate/dreamgate/gateway/session"
 )
 
 // evictAfter is how long a fully archived conversation stays in memory
@@ -58,8 +59,9 @@ const diskLoadsPerPass = 4
 // remembers each file's modification time once looked at: a file is looked
 // at again only after it was written to. The archive runs as a job in the
 // session's worker, as compactIdle's does, so it never overlaps a turn or
-// another archive of that session; the session stays loaded afterwards and
-// evictIdle lets it go.
+// another archive of that session; the session is let go of afterwards
+// (releaseDiskLoad), or kept for compactIdle to retry when the archive
+// failed. A session another process holds is that process's to archive.
 func (g *Gateway) compactOnDisk(checked map[string]time.Time) {
 	files, err := g.deps.Sessions.ListOnDisk()
 	if err != nil {
@@ -83,24 +85,41 @@ func (g *Gateway) compactOnDisk(checked map[string]time.Time) {
 			in: channels.Inbound{SessionKey: key},
 			task: func(ctx context.Context) {
 				sess, err := g.deps.Sessions.Get(key)
-				if err != nil {
+				if _, locked := sessionLocked(err); locked {
+					// The process that holds it archives it.
+					g.logger.Debug("idle archive: session held by another process", "session", key, "err", err)
+					return
+				} else if err != nil {
 					g.logger.Warn("idle archive: cannot load a session from disk", "session", key, "err", err)
 					return
 				}
 				if sess.LastConsolidated() >= sess.Len() || sess.LastActive().After(g.now().Add(-g.cfg.IdleCompactAfter)) {
+					g.releaseDiskLoad(sess)
 					return
 				}
 				g.logger.Info("idle archive of a session left unarchived on disk", "session", key, "messages", sess.Len()-sess.LastConsolidated())
 				if _, err := g.deps.Consolidator.ArchiveTail(ctx, sess); err != nil {
 					// Loaded now: compactIdle tries again on a later tick.
 					g.logger.Error("idle archive failed", "session", key, "err", err)
+					return
 				}
+				g.releaseDiskLoad(sess)
 			},
 		})
 		if err != nil {
 			g.logger.Debug("idle archive not queued", "session", key, "err", err)
 		}
 	}
+}
+
+// releaseDiskLoad lets go of a session compactOnDisk loaded only to look
+// at it, at once rather than after evictAfter: loading took the session's
+// lock, and a `chat --session` of that conversation must not be refused
+// for an hour because the gateway looked at it. It runs in the session's
+// worker, so no turn of it is under way; a turn queued behind loads it
+// again.
+func (g *Gateway) releaseDiskLoad(sess *session.Session) {
+	g.deps.Sessions.Evict(sess)
 }
 
 // compactIdle queues an archive job for every loaded session idle for

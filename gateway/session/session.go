@@ -10,6 +10,17 @@
 // own "<base>.<id>.meta.json" records how far that got, so a process killed
 // before the archive finished leaves it for the next one's disk scan.
 //
+// A conversation has at most one writing process: loading a key takes an
+// exclusive, non-blocking lock on "<base>.lock" (lock.go), held for as long
+// as the key stays loaded in its Store, and released by Evict and Close. A
+// second process that asks for the key meanwhile gets a *LockedError, whose
+// Sentence its user reads. Closing an idle session's append handle
+// (CloseIdleFiles) keeps the lock: the lock is on its own file, not on the
+// message file, so a session still in memory never sees another process's
+// appends behind its back; only eviction lets another process in, and the
+// next load takes the lock again before it reads the file. The lock
+// follows the key, not the file, so /new's rotation keeps it.
+//
 // A session holds in memory only its unarchived messages and a short margin
 // before them, and a load reads the file from where that part starts, found
 // through a checked "tail" mark in the metadata (tail.go): a long
@@ -38,6 +49,7 @@ import (
 
 	"github.com/dreamgate/dreamgate/llm"
 	"github.com/dreamgate/dreamgate/workspace"
+	"github.com/gofrs/flock"
 )
 
 // Store hands out sessions by key, loading each from disk once.
@@ -53,6 +65,8 @@ type Store struct {
 	// the very Session a /new is archiving (the consolidator serialises
 	// them) instead of a second copy.
 	aside map[string]*Session
+	// locks holds the lock of every key in open (lock.go).
+	locks map[string]*flock.Flock
 	wrap  func(io.Writer) io.Writer // WrapWrites
 }
 
@@ -64,7 +78,7 @@ func NewStore(dir string, logger *slog.Logger) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create sessions dir: %w", err)
 	}
-	st := &Store{dir: dir, logger: logger, now: time.Now, open: map[string]*Session{}, aside: map[string]*Session{}}
+	st := &Store{dir: dir, logger: logger, now: time.Now, open: map[string]*Session{}, aside: map[string]*Session{}, locks: map[string]*flock.Flock{}}
 	if n, err := st.RemoveLeftovers(); err != nil {
 		logger.Warn("leftover temp files in the sessions dir", "removed", n, "err", err)
 	} else if n > 0 {
@@ -173,6 +187,9 @@ func (st *Store) Evict(s *Session) bool {
 	}
 	delete(st.open, key)
 	_ = s.close()
+	if err := st.unlockKey(key); err != nil {
+		st.logger.Warn("releasing a session's lock failed", "session", key, "err", err)
+	}
 	return true
 }
 
@@ -190,6 +207,9 @@ func (st *Store) Rotate(key string) (old, fresh *Session, err error) {
 	}
 	base := st.base(key)
 	if err := old.moveTo(filepath.Join(st.dir, base+"."+old.ID())); err != nil {
+		if !ok {
+			_ = st.unlockKey(key) // loaded for this call only
+		}
 		return nil, nil, fmt.Errorf("set session %s aside: %w", key, err)
 	}
 	st.aside[old.path()] = old
@@ -209,6 +229,9 @@ func (st *Store) Close() error {
 	for _, s := range st.aside {
 		errs = append(errs, s.close())
 	}
+	for key := range st.locks {
+		errs = append(errs, st.unlockKey(key))
+	}
 	return errors.Join(errs...)
 }
 
@@ -216,7 +239,26 @@ func (st *Store) base(key string) string {
 	return base64.RawURLEncoding.EncodeToString([]byte(key))
 }
 
+func (st *Store) prefix(key string) string {
+	return filepath.Join(st.dir, st.base(key))
+}
+
+// load loads key's live conversation, taking its lock first (it is read
+// only once no other process writes to it); the caller registers it in
+// st.open, or the lock is released again.
 func (st *Store) load(key string) (*Session, error) {
+	if err := st.lockKey(key); err != nil {
+		return nil, err
+	}
+	s, err := st.loadLocked(key)
+	if err != nil {
+		_ = st.unlockKey(key)
+		return nil, err
+	}
+	return s, nil
+}
+
+func (st *Store) loadLocked(key string) (*Session, error) {
 	base := st.base(key)
 	prefix := filepath.Join(st.dir, base)
 	if _, err := os.Stat(prefix + ".meta.json"); errors.Is(err, fs.ErrNotExist) {
