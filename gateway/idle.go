@@ -195,6 +195,13 @@ func (g *Gateway) archiveSetAside(checked *seenSet) {
 		}
 		loads++
 		sess, err := g.deps.Sessions.OpenSetAside(f)
+		if _, locked := sessionLocked(err); locked {
+			// Another process is archiving it; look again later, in case
+			// it dies first.
+			checked.remove(id)
+			g.logger.Debug("set-aside conversation held by another process", "session", f.Key, "id", f.ID, "err", err)
+			continue
+		}
 		if err != nil {
 			g.logger.Warn("cannot load a set-aside conversation", "session", f.Key, "id", f.ID, "err", err)
 			continue

@@ -55,29 +55,46 @@ func (st *Store) ListSetAside() ([]SetAside, error) {
 
 // OpenSetAside loads a set-aside conversation for archiving, or returns
 // the one this store already holds (Rotate's old session, whose archive may
-// be under way). It is never registered as its key's live session.
-// ForgetSetAside lets it go.
+// be under way). It is never registered as its key's live session. It takes
+// the set-aside conversation's own lock ("<base>.<id>.lock"), so two
+// processes never archive it at once: a *LockedError means another one is
+// at it. ForgetSetAside lets it go.
 func (st *Store) OpenSetAside(a SetAside) (*Session, error) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if s, ok := st.aside[a.prefix]; ok {
 		return s, nil
 	}
+	// Another process may be archiving it (its own /new, or its scan).
+	name := asideLockName(a.prefix)
+	if err := st.lockPath(name, a.Key, a.prefix+".lock"); err != nil {
+		return nil, err
+	}
 	s, err := st.loadAt(a.Key, a.prefix, a.ID)
 	if err != nil {
+		_ = st.unlockKey(name)
 		return nil, err
 	}
 	st.aside[a.prefix] = s
 	return s, nil
 }
 
-// ForgetSetAside drops a set-aside session from memory, closing its file.
+// ForgetSetAside drops a set-aside session from memory, closing its file
+// and releasing its lock.
 func (st *Store) ForgetSetAside(s *Session) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	p := s.path()
-	if st.aside[p] == s {
-		delete(st.aside, p)
+	if st.aside[p] != s {
+		return
 	}
+	delete(st.aside, p)
 	_ = s.close()
+	if s.LastConsolidated() >= s.Len() {
+		// Done for good: its lock file would only pile up, one per /new.
+		// A process that opened it meanwhile locks an unlinked file and
+		// then finds nothing left to archive.
+		_ = os.Remove(p + ".lock")
+	}
+	_ = st.unlockKey(asideLockName(p))
 }

@@ -35,7 +35,12 @@ func (e *LockedError) Sentence() string {
 // is left in place when released: removing it would race another process
 // that has it open and is about to lock it.
 func (st *Store) lockKey(key string) error {
-	path := st.prefix(key) + ".lock"
+	return st.lockPath(key, key, st.prefix(key)+".lock")
+}
+
+// lockPath takes the lock file at path for key and records it under name
+// in st.locks. The caller holds st.mu.
+func (st *Store) lockPath(name, key, path string) error {
 	fl := flock.New(path, flock.SetPermissions(0o600))
 	ok, err := fl.TryLock()
 	if err != nil {
@@ -46,20 +51,24 @@ func (st *Store) lockKey(key string) error {
 	}
 	// Who holds it, for the refusal the other process gives; best effort.
 	_ = os.WriteFile(path, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o600)
-	st.locks[key] = fl
+	st.locks[name] = fl
 	return nil
 }
 
-// unlockKey releases key's lock if this store holds it. The caller holds
-// st.mu.
-func (st *Store) unlockKey(key string) error {
-	fl, ok := st.locks[key]
+// asideLockName names a set-aside conversation's lock in st.locks; a key
+// never starts with a NUL byte.
+func asideLockName(prefix string) string { return "\x00" + prefix }
+
+// unlockKey releases the lock recorded under name (a key, or
+// asideLockName) if this store holds it. The caller holds st.mu.
+func (st *Store) unlockKey(name string) error {
+	fl, ok := st.locks[name]
 	if !ok {
 		return nil
 	}
-	delete(st.locks, key)
+	delete(st.locks, name)
 	if err := fl.Close(); err != nil {
-		return fmt.Errorf("unlock session %s: %w", key, err)
+		return fmt.Errorf("unlock session: %w", err)
 	}
 	return nil
 }

@@ -81,3 +81,56 @@ func TestSecondStoreIsRefusedALoadedSession(t *testing.T) {
 		t.Errorf("after the second closed: %v", err)
 	}
 }
+
+// A set-aside conversation has its own lock: a second process's scan is
+// refused it while the process that set it aside holds it, and gets it (all
+// archived, nothing to do) once that one is done with it.
+func TestSetAsideConversationIsArchivedByOneProcess(t *testing.T) {
+	dir := t.TempDir()
+	a, err := NewStore(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := NewStore(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	s, err := a.Get("terminal:default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Append(llm.Message{Role: llm.RoleUser, Content: "remember X=1"}); err != nil {
+		t.Fatal(err)
+	}
+	old, _, err := a.Rotate("terminal:default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := b.ListSetAside()
+	if err != nil || len(list) != 1 || list[0].Key != "terminal:default" || list[0].ID != old.ID() {
+		t.Fatalf("set-aside list %+v, %v", list, err)
+	}
+	var le *LockedError
+	if _, err := b.OpenSetAside(list[0]); !errors.As(err, &le) {
+		t.Fatalf("second store opened a set-aside conversation the first holds (err %v)", err)
+	}
+	if got, err := a.OpenSetAside(list[0]); err != nil || got != old {
+		t.Errorf("the first store's own set-aside session: %p %v, want %p", got, err, old)
+	}
+	if err := old.SetLastConsolidated(1, "- X is 1"); err != nil {
+		t.Fatal(err)
+	}
+	a.ForgetSetAside(old)
+	if _, err := os.Stat(old.path() + ".lock"); !os.IsNotExist(err) {
+		t.Errorf("the lock file of an archived set-aside conversation is left: %v", err)
+	}
+	again, err := b.OpenSetAside(list[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.ID() != old.ID() || again.LastConsolidated() != 1 || again.Len() != 1 {
+		t.Errorf("reloaded set-aside: id %s lc %d len %d", again.ID(), again.LastConsolidated(), again.Len())
+	}
+}

@@ -212,7 +212,15 @@ func (st *Store) Rotate(key string) (old, fresh *Session, err error) {
 		}
 		return nil, nil, fmt.Errorf("set session %s aside: %w", key, err)
 	}
-	st.aside[old.path()] = old
+	aside := old.path()
+	// Its name is new, so only another process's scan that listed it in
+	// this very moment could hold its lock; both may then archive it, and
+	// the consolidator's check of the archived ranges keeps the second
+	// from writing it again once the first is done.
+	if err := st.lockPath(asideLockName(aside), key, aside+".lock"); err != nil {
+		st.logger.Debug("set-aside conversation locked by another process", "session", key, "err", err)
+	}
+	st.aside[aside] = old
 	fresh = st.create(key, base)
 	st.open[key] = fresh
 	return old, fresh, nil
