@@ -15,6 +15,10 @@ func cmdNew() *command {
 		help: "start a new conversation (the old one is archived for Dream)",
 		run: func(_ context.Context, g *Gateway, req cmdRequest) string {
 			old, _, err := g.deps.Sessions.Rotate(req.in.SessionKey)
+			if msg, ok := sessionLocked(err); ok {
+				g.logger.Warn("/new refused: conversation held by another process", "session", req.in.SessionKey, "err", err)
+				return msg
+			}
 			if err != nil {
 				g.logger.Error("/new failed", "session", req.in.SessionKey, "err", err)
 				return "I could not start a new conversation; the error is in the gateway log."

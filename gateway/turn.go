@@ -23,6 +23,10 @@ func (g *Gateway) turn(ctx context.Context, in channels.Inbound) Result {
 	log := g.logger.With("session", in.SessionKey)
 	sess, err := g.deps.Sessions.Get(in.SessionKey)
 	if err != nil {
+		if msg, ok := sessionLocked(err); ok {
+			log.Warn("conversation held by another process; turn refused", "err", err)
+			return g.fail(in, err, msg)
+		}
 		log.Error("cannot open session", "err", err)
 		return g.fail(in, err, "I could not open this conversation's record, so I did not answer; the error is in the gateway log.")
 	}
@@ -146,6 +150,16 @@ const chatRepeatLimit = 3
 var errPromptTooLarge = errors.New("prompt exceeds the context window")
 
 // fail sends one sentence to the user and returns the failed Result.
+// sessionLocked returns the sentence for a conversation another process
+// holds (session.LockedError), and whether err is one.
+func sessionLocked(err error) (string, bool) {
+	var le *session.LockedError
+	if errors.As(err, &le) {
+		return le.Sentence(), true
+	}
+	return "", false
+}
+
 func (g *Gateway) fail(in channels.Inbound, err error, userText string) Result {
 	g.send(channels.ReplyTo(in, channels.KindError, userText))
 	g.markAnswered(in)

@@ -48,11 +48,13 @@ func TestSaveIDKeepsTheIDAcrossARestart(t *testing.T) {
 	// Metadata that does not hold this ID (unreadable, so the session
 	// started over under a new one) is replaced.
 	os.WriteFile(s2.prefix+".meta.json", []byte("{not json"), 0o600)
+	st2.Close()
 	st3, _ := NewStore(dir, nil)
 	s3, _ := st3.Get("k")
 	if err := s3.SaveID(); err != nil {
 		t.Fatal(err)
 	}
+	st3.Close()
 	st4, _ := NewStore(dir, nil)
 	if s4, _ := st4.Get("k"); s4.ID() != s3.ID() {
 		t.Errorf("id after replacing unreadable metadata = %q, want %q", s4.ID(), s3.ID())

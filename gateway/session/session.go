@@ -5,7 +5,21 @@
 //
 // A turn only ever appends to the message file; it is never rewritten. /new
 // renames the current files aside (nothing is deleted) and starts afresh
-// under the same key.
+// under the same key. A set-aside conversation ("<base>.<id>.jsonl") is
+// never live again; it is only read to archive its tail (aside.go), and its
+// own "<base>.<id>.meta.json" records how far that got, so a process killed
+// before the archive finished leaves it for the next one's disk scan.
+//
+// A conversation has at most one writing process: loading a key takes an
+// exclusive, non-blocking lock on "<base>.lock" (lock.go), held for as long
+// as the key stays loaded in its Store, and released by Evict and Close. A
+// second process that asks for the key meanwhile gets a *LockedError, whose
+// Sentence its user reads. Closing an idle session's append handle
+// (CloseIdleFiles) keeps the lock: the lock is on its own file, not on the
+// message file, so a session still in memory never sees another process's
+// appends behind its back; only eviction lets another process in, and the
+// next load takes the lock again before it reads the file. The lock
+// follows the key, not the file, so /new's rotation keeps it.
 //
 // A session holds in memory only its unarchived messages and a short margin
 // before them, and a load reads the file from where that part starts, found
@@ -35,6 +49,7 @@ import (
 
 	"github.com/dreamgate/dreamgate/llm"
 	"github.com/dreamgate/dreamgate/workspace"
+	"github.com/gofrs/flock"
 )
 
 // Store hands out sessions by key, loading each from disk once.
@@ -45,7 +60,14 @@ type Store struct {
 
 	mu   sync.Mutex
 	open map[string]*Session
-	wrap func(io.Writer) io.Writer // WrapWrites
+	// aside holds the set-aside sessions this store has in memory (Rotate's
+	// old ones, OpenSetAside's), by path prefix, so a disk scan archives
+	// the very Session a /new is archiving (the consolidator serialises
+	// them) instead of a second copy.
+	aside map[string]*Session
+	// locks holds the lock of every key in open (lock.go).
+	locks map[string]*flock.Flock
+	wrap  func(io.Writer) io.Writer // WrapWrites
 	// afterWrite is SetAfterWrite's hook, nil in production.
 	afterWrite func(point string)
 }
@@ -58,7 +80,7 @@ func NewStore(dir string, logger *slog.Logger) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create sessions dir: %w", err)
 	}
-	st := &Store{dir: dir, logger: logger, now: time.Now, open: map[string]*Session{}}
+	st := &Store{dir: dir, logger: logger, now: time.Now, open: map[string]*Session{}, aside: map[string]*Session{}, locks: map[string]*flock.Flock{}}
 	if n, err := st.RemoveLeftovers(); err != nil {
 		logger.Warn("leftover temp files in the sessions dir", "removed", n, "err", err)
 	} else if n > 0 {
@@ -167,6 +189,9 @@ func (st *Store) Evict(s *Session) bool {
 	}
 	delete(st.open, key)
 	_ = s.close()
+	if err := st.unlockKey(key); err != nil {
+		st.logger.Warn("releasing a session's lock failed", "session", key, "err", err)
+	}
 	return true
 }
 
@@ -184,8 +209,20 @@ func (st *Store) Rotate(key string) (old, fresh *Session, err error) {
 	}
 	base := st.base(key)
 	if err := old.moveTo(filepath.Join(st.dir, base+"."+old.ID())); err != nil {
+		if !ok {
+			_ = st.unlockKey(key) // loaded for this call only
+		}
 		return nil, nil, fmt.Errorf("set session %s aside: %w", key, err)
 	}
+	aside := old.path()
+	// Its name is new, so only another process's scan that listed it in
+	// this very moment could hold its lock; both may then archive it, and
+	// the consolidator's check of the archived ranges keeps the second
+	// from writing it again once the first is done.
+	if err := st.lockPath(asideLockName(aside), key, aside+".lock"); err != nil {
+		st.logger.Debug("set-aside conversation locked by another process", "session", key, "err", err)
+	}
+	st.aside[aside] = old
 	fresh = st.create(key, base)
 	st.open[key] = fresh
 	return old, fresh, nil
@@ -199,6 +236,12 @@ func (st *Store) Close() error {
 	for _, s := range st.open {
 		errs = append(errs, s.close())
 	}
+	for _, s := range st.aside {
+		errs = append(errs, s.close())
+	}
+	for key := range st.locks {
+		errs = append(errs, st.unlockKey(key))
+	}
 	return errors.Join(errs...)
 }
 
@@ -206,14 +249,43 @@ func (st *Store) base(key string) string {
 	return base64.RawURLEncoding.EncodeToString([]byte(key))
 }
 
+func (st *Store) prefix(key string) string {
+	return filepath.Join(st.dir, st.base(key))
+}
+
+// load loads key's live conversation, taking its lock first (it is read
+// only once no other process writes to it); the caller registers it in
+// st.open, or the lock is released again.
 func (st *Store) load(key string) (*Session, error) {
+	if err := st.lockKey(key); err != nil {
+		return nil, err
+	}
+	s, err := st.loadLocked(key)
+	if err != nil {
+		_ = st.unlockKey(key)
+		return nil, err
+	}
+	return s, nil
+}
+
+func (st *Store) loadLocked(key string) (*Session, error) {
 	base := st.base(key)
 	prefix := filepath.Join(st.dir, base)
-	raw, err := os.ReadFile(prefix + ".meta.json")
-	if errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(prefix + ".meta.json"); errors.Is(err, fs.ErrNotExist) {
 		if _, serr := os.Stat(prefix + ".jsonl"); errors.Is(serr, fs.ErrNotExist) {
 			return st.create(key, base), nil
 		}
+	}
+	return st.loadAt(key, prefix, "")
+}
+
+// loadAt loads the session whose files are prefix+".jsonl" and
+// prefix+".meta.json". id is the ID to give it when its metadata holds
+// none ("" for a new one): a set-aside file's name carries the ID its
+// archive entries were (or will be) written under.
+func (st *Store) loadAt(key, prefix, id string) (*Session, error) {
+	raw, err := os.ReadFile(prefix + ".meta.json")
+	if errors.Is(err, fs.ErrNotExist) {
 		raw = nil // messages without metadata: rebuild it below
 	} else if err != nil {
 		return nil, fmt.Errorf("read session %s metadata: %w", key, err)
@@ -226,7 +298,10 @@ func (st *Store) load(key string) (*Session, error) {
 		}
 	}
 	if s.meta.ID == "" {
-		s.meta = meta{Key: key, ID: newID(), Created: st.now().UTC()}
+		if id == "" {
+			id = newID()
+		}
+		s.meta = meta{Key: key, ID: id, Created: st.now().UTC()}
 	}
 	s.meta.Key = key
 	whole, err := s.loadMessages()
@@ -514,6 +589,13 @@ func (s *Session) moveTo(prefix string) error {
 	}
 	s.prefix = prefix
 	return nil
+}
+
+// path is the session's files' path without extension.
+func (s *Session) path() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.prefix
 }
 
 func (s *Session) close() error {

@@ -1,0 +1,100 @@
+package session
+
+import (
+	"encoding/base64"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// SetAside is a conversation /new set aside: "<base>.<id>.jsonl" and its
+// "<base>.<id>.meta.json". It is never the live session of its key again;
+// it is only read, to archive its unarchived tail, and its own metadata
+// records how far that got.
+type SetAside struct {
+	Key string
+	ID  string
+	// Modified is when its message file was last written.
+	Modified time.Time
+	prefix   string
+}
+
+// ListSetAside lists the conversations set aside by /new that have a
+// message file. It reads the directory and stats the files; it opens none.
+// A process killed between /new and the end of the archive leaves its old
+// tail unarchived in one of these; a later disk scan finds it here.
+func (st *Store) ListSetAside() ([]SetAside, error) {
+	des, err := os.ReadDir(st.dir)
+	if err != nil {
+		return nil, fmt.Errorf("list set-aside sessions: %w", err)
+	}
+	var out []SetAside
+	for _, de := range des {
+		name, ok := strings.CutSuffix(de.Name(), ".jsonl")
+		if !ok || !de.Type().IsRegular() {
+			continue
+		}
+		base, id, ok := strings.Cut(name, ".")
+		if !ok || base == "" || id == "" || strings.Contains(id, ".") {
+			continue
+		}
+		key, err := base64.RawURLEncoding.DecodeString(base)
+		if err != nil {
+			continue
+		}
+		fi, err := de.Info()
+		if err != nil {
+			continue // removed meanwhile
+		}
+		out = append(out, SetAside{Key: string(key), ID: id, Modified: fi.ModTime(), prefix: filepath.Join(st.dir, name)})
+	}
+	return out, nil
+}
+
+// OpenSetAside loads a set-aside conversation for archiving, or returns
+// the one this store already holds (Rotate's old session, whose archive may
+// be under way). It is never registered as its key's live session. It takes
+// the set-aside conversation's own lock ("<base>.<id>.lock"), so two
+// processes never archive it at once: a *LockedError means another one is
+// at it. ForgetSetAside lets it go.
+func (st *Store) OpenSetAside(a SetAside) (*Session, error) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if s, ok := st.aside[a.prefix]; ok {
+		return s, nil
+	}
+	// Another process may be archiving it (its own /new, or its scan).
+	name := asideLockName(a.prefix)
+	if err := st.lockPath(name, a.Key, a.prefix+".lock"); err != nil {
+		return nil, err
+	}
+	s, err := st.loadAt(a.Key, a.prefix, a.ID)
+	if err != nil {
+		_ = st.unlockKey(name)
+		return nil, err
+	}
+	st.aside[a.prefix] = s
+	return s, nil
+}
+
+// ForgetSetAside drops a set-aside session from memory, closing its file
+// and releasing its lock.
+func (st *Store) ForgetSetAside(s *Session) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	p := s.path()
+	if st.aside[p] != s {
+		return
+	}
+	delete(st.aside, p)
+	_ = s.close()
+	if s.LastConsolidated() >= s.Len() {
+		// Done for good: its lock file would only pile up, one per /new.
+		// A process that opened it meanwhile locks an unlinked file and
+		// then finds nothing left to archive.
+		_ = os.Remove(p + ".lock")
+	}
+	_ = st.unlockKey(asideLockName(p))
+}

@@ -1,0 +1,136 @@
+package session
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dreamgate/dreamgate/llm"
+)
+
+// Two stores on one directory stand for two processes (flock locks belong
+// to the open file, so they exclude each other within one process too).
+// The second is refused a key while the first has it loaded, also after the
+// first closed the idle file; it gets it once the first lets it go.
+func TestSecondStoreIsRefusedALoadedSession(t *testing.T) {
+	dir := t.TempDir()
+	a, err := NewStore(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := NewStore(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+
+	s, err := a.Get("terminal:default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Append(llm.Message{Role: llm.RoleUser, Content: "remember X=1"}); err != nil {
+		t.Fatal(err)
+	}
+	refused := func(when string) {
+		t.Helper()
+		_, err := b.Get("terminal:default")
+		var le *LockedError
+		if !errors.As(err, &le) {
+			t.Fatalf("%s: second store got the session (err %v)", when, err)
+		}
+		if le.PID != os.Getpid() || !strings.Contains(le.Sentence(), "--session NAME") {
+			t.Errorf("%s: refusal %+v %q", when, le, le.Sentence())
+		}
+		if _, _, err := b.Rotate("terminal:default"); !errors.As(err, &le) {
+			t.Errorf("%s: second store rotated the session (err %v)", when, err)
+		}
+	}
+	refused("while loaded")
+
+	if n := a.CloseIdleFiles(time.Now().Add(time.Hour)); n != 1 {
+		t.Fatalf("closed %d idle files, want 1", n)
+	}
+	refused("after the idle file was closed")
+
+	// Another key is free.
+	if _, err := b.Get("terminal:other"); err != nil {
+		t.Errorf("another key: %v", err)
+	}
+
+	if !a.Evict(s) {
+		t.Fatal("evict failed")
+	}
+	s2, err := b.Get("terminal:default")
+	if err != nil {
+		t.Fatalf("after the first let it go: %v", err)
+	}
+	if msgs := s2.Messages(); len(msgs) != 1 || msgs[0].Content != "remember X=1" {
+		t.Errorf("second store read %v", msgs)
+	}
+	// And now the first is refused, until the second closes.
+	if _, err := a.Get("terminal:default"); err == nil {
+		t.Error("first store got the session back while the second holds it")
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Get("terminal:default"); err != nil {
+		t.Errorf("after the second closed: %v", err)
+	}
+}
+
+// A set-aside conversation has its own lock: a second process's scan is
+// refused it while the process that set it aside holds it, and gets it (all
+// archived, nothing to do) once that one is done with it.
+func TestSetAsideConversationIsArchivedByOneProcess(t *testing.T) {
+	dir := t.TempDir()
+	a, err := NewStore(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := NewStore(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	s, err := a.Get("terminal:default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Append(llm.Message{Role: llm.RoleUser, Content: "remember X=1"}); err != nil {
+		t.Fatal(err)
+	}
+	old, _, err := a.Rotate("terminal:default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := b.ListSetAside()
+	if err != nil || len(list) != 1 || list[0].Key != "terminal:default" || list[0].ID != old.ID() {
+		t.Fatalf("set-aside list %+v, %v", list, err)
+	}
+	var le *LockedError
+	if _, err := b.OpenSetAside(list[0]); !errors.As(err, &le) {
+		t.Fatalf("second store opened a set-aside conversation the first holds (err %v)", err)
+	}
+	if got, err := a.OpenSetAside(list[0]); err != nil || got != old {
+		t.Errorf("the first store's own set-aside session: %p %v, want %p", got, err, old)
+	}
+	if err := old.SetLastConsolidated(1, "- X is 1"); err != nil {
+		t.Fatal(err)
+	}
+	a.ForgetSetAside(old)
+	if _, err := os.Stat(old.path() + ".lock"); !os.IsNotExist(err) {
+		t.Errorf("the lock file of an archived set-aside conversation is left: %v", err)
+	}
+	again, err := b.OpenSetAside(list[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.ID() != old.ID() || again.LastConsolidated() != 1 || again.Len() != 1 {
+		t.Errorf("reloaded set-aside: id %s lc %d len %d", again.ID(), again.LastConsolidated(), again.Len())
+	}
+}
