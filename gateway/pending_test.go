@@ -212,7 +212,12 @@ func TestOriginAndAnsweredMarkReload(t *testing.T) {
 func TestInboxAnswersQueuedMessagesAfterACrash(t *testing.T) {
 	dir := t.TempDir()
 	release := make(chan struct{})
+	waiting := make(chan struct{}, 1)
 	first := newInboxGateway(t, dir, func(ctx context.Context, _ llm.Request) (llm.Response, error) {
+		select {
+		case waiting <- struct{}{}:
+		default:
+		}
 		select { // the crash comes while the first turn waits on the model
 		case <-release:
 		case <-ctx.Done():
@@ -233,7 +238,17 @@ func TestInboxAnswersQueuedMessagesAfterACrash(t *testing.T) {
 	if _, err := first.g.Submit(t.Context(), b); err != nil {
 		t.Fatal(err)
 	}
-	// The process dies here: nothing of the first gateway runs on.
+	// The process dies here: nothing of the first gateway runs on. A dead
+	// process holds no file and no session lock, so its store lets go of
+	// them once its first turn has taken the session (and the lock).
+	select {
+	case <-waiting:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first turn never reached the model")
+	}
+	if err := first.sessions.Close(); err != nil {
+		t.Fatal(err)
+	}
 
 	second := newInboxGateway(t, dir, func(_ context.Context, req llm.Request) (llm.Response, error) {
 		return textReply("answer: " + req.Messages[len(req.Messages)-1].Content), nil
@@ -259,8 +274,9 @@ func TestInboxAnswersQueuedMessagesAfterACrash(t *testing.T) {
 }
 
 type inboxGateway struct {
-	g  *Gateway
-	ch *recorder
+	g        *Gateway
+	ch       *recorder
+	sessions *session.Store
 }
 
 func newInboxGateway(t *testing.T, dir string, f func(context.Context, llm.Request) (llm.Response, error)) inboxGateway {
@@ -278,7 +294,7 @@ func newInboxGateway(t *testing.T, dir string, f func(context.Context, llm.Reque
 	if err := g.OpenInbox(dir + "/inbox.jsonl"); err != nil {
 		t.Fatal(err)
 	}
-	return inboxGateway{g: g, ch: rec}
+	return inboxGateway{g: g, ch: rec, sessions: sessions}
 }
 
 // A platform delivers again what a killed process read but never acked;
