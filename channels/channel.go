@@ -13,8 +13,9 @@
 // fake.
 //
 // The adapters live in subpackages (terminal, slack, discord); each keeps its
-// platform library's types to itself. Of ours this package imports only the
-// internal/backoff leaf; an adapter imports it and that leaf.
+// platform library's types to itself. Of ours this package imports only
+// internal leaves (backoff, reasoning); an adapter imports it and those
+// leaves.
 package channels
 
 import (

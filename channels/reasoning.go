@@ -1,6 +1,10 @@
 package channels
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/dreamgate/dreamgate/internal/reasoning"
+)
 
 // Reasoning some models leak into their text must not reach a channel
 // while it streams (the gateway strips it from the final reply): closed
@@ -20,21 +24,7 @@ func Visible(s string) string {
 	if strings.Contains(s, "<|") {
 		return ""
 	}
-	for {
-		i := strings.Index(s, thinkOpen)
-		if i < 0 {
-			break
-		}
-		j := strings.Index(s[i:], thinkClose)
-		if j < 0 {
-			s = s[:i]
-			break
-		}
-		s = s[:i] + s[i+j+len(thinkClose):]
-	}
-	if j := strings.LastIndex(s, thinkClose); j >= 0 {
-		s = s[j+len(thinkClose):]
-	}
+	s = reasoning.StripThink(s)
 	if i := strings.LastIndexByte(s, '<'); i >= 0 {
 		if tail := s[i:]; strings.HasPrefix(thinkOpen, tail) || strings.HasPrefix(thinkClose, tail) || strings.HasPrefix("<|", tail) {
 			s = s[:i]
