@@ -13,6 +13,7 @@ import (
 
 	"github.com/dreamgate/dreamgate/channels"
 	"github.com/dreamgate/dreamgate/gateway/session"
+	"github.com/dreamgate/dreamgate/workspace"
 )
 
 // inbox records each accepted chat message until its turn has recorded it
@@ -114,11 +115,9 @@ func (ib *inbox) rewriteLocked() error {
 		}
 		buf.Write(append(b, '\n'))
 	}
-	tmp := ib.path + ".tmp"
-	if err := os.WriteFile(tmp, buf.Bytes(), 0o600); err != nil {
-		return fmt.Errorf("write inbox: %w", err)
-	}
-	if err := os.Rename(tmp, ib.path); err != nil {
+	// The project's one atomic write: a unique temp name, so two
+	// processes cannot write into each other's temp file.
+	if err := workspace.WriteFile(ib.path, buf.Bytes(), 0o600); err != nil {
 		return fmt.Errorf("replace inbox: %w", err)
 	}
 	f, err := os.OpenFile(ib.path, os.O_WRONLY|os.O_APPEND, 0o600)
