@@ -3,7 +3,6 @@ package dream
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -70,29 +69,16 @@ func hashOf(b []byte) string {
 // saveIntent writes the intent atomically (workspace.WriteFile: temp file,
 // fsync, rename), so a kill leaves the old record or the new one.
 func saveIntent(dir string, in intent) error {
-	b, err := json.MarshalIndent(in, "", "  ")
-	if err != nil {
-		return fmt.Errorf("encode dream intent: %w", err)
-	}
-	if err := workspace.WriteFile(intentPath(dir), append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("write dream intent: %w", err)
-	}
-	return nil
+	return writeJSON(intentPath(dir), "dream intent", in)
 }
 
 // loadIntent reads the intent; ok is false when there is none.
 func loadIntent(dir string) (in intent, ok bool, err error) {
-	b, err := os.ReadFile(intentPath(dir))
-	if errors.Is(err, fs.ErrNotExist) {
-		return in, false, nil
-	}
+	ok, err = readJSON(intentPath(dir), "dream intent", &in)
 	if err != nil {
-		return in, false, fmt.Errorf("read dream intent: %w", err)
+		return intent{}, false, err
 	}
-	if err := json.Unmarshal(b, &in); err != nil {
-		return in, false, fmt.Errorf("decode dream intent: %w", err)
-	}
-	return in, true, nil
+	return in, ok, nil
 }
 
 func removeIntent(dir string) error {

@@ -1,11 +1,6 @@
 package dream
 
 import (
-	"encoding/json"
-	"errors"
-	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -102,27 +97,13 @@ type LastRun struct {
 // worst case is a failure count starting again).
 func loadState(dir string) (state, error) {
 	var st state
-	b, err := os.ReadFile(statePath(dir))
-	if errors.Is(err, fs.ErrNotExist) {
-		return st, nil
-	}
-	if err != nil {
-		return st, fmt.Errorf("read dream state: %w", err)
-	}
-	if err := json.Unmarshal(b, &st); err != nil {
-		return state{}, fmt.Errorf("decode dream state: %w", err)
+	if _, err := readJSON(statePath(dir), "dream state", &st); err != nil {
+		return state{}, err
 	}
 	return st, nil
 }
 
 // saveState writes the state file atomically.
 func saveState(dir string, st state) error {
-	b, err := json.MarshalIndent(st, "", "  ")
-	if err != nil {
-		return fmt.Errorf("encode dream state: %w", err)
-	}
-	if err := workspace.WriteFile(statePath(dir), append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("write dream state: %w", err)
-	}
-	return nil
+	return writeJSON(statePath(dir), "dream state", st)
 }
