@@ -189,9 +189,9 @@ func idleText(d time.Duration) string {
 // Dream commit: before the first Dream that is "none has run yet" and how to
 // start one, which is not the same news as Dreams that ran and changed
 // nothing.
-func FormatNoDreamCommits(s Status, now time.Time) string {
+func FormatNoDreamCommits(s Status, now time.Time, start string) string {
 	if s.Last == nil && !s.Running {
-		msg := "No Dream has run yet. Start one with /dream"
+		msg := "No Dream has run yet. Start one with " + start
 		if !s.Next.IsZero() {
 			msg += fmt.Sprintf(", or wait for the scheduled one at %s (in %s)", showTime(s.Next), ago(s.Next.Sub(now)))
 		}

@@ -36,7 +36,7 @@ func TestFormatNoDreamCommits(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := FormatNoDreamCommits(tt.s, now); got != tt.want {
+			if got := FormatNoDreamCommits(tt.s, now, "/dream"); got != tt.want {
 				t.Errorf("got  %q\nwant %q", got, tt.want)
 			}
 		})

@@ -37,7 +37,7 @@ func cmdDreamLog() *command {
 			if req.args == "" && errors.Is(err, gitstore.ErrNoMatchingCommit) && g.deps.Dream != nil {
 				// Before the first Dream and after Dreams that changed
 				// nothing are different news, and the first needs a hint.
-				return dream.FormatNoDreamCommits(g.deps.Dream.Status(), g.now()) + skips
+				return dream.FormatNoDreamCommits(g.deps.Dream.Status(), g.now(), g.commandUsage(req.in, "/dream")) + skips
 			}
 			if err != nil {
 				return g.memoryError("/dream-log", req.args, err)

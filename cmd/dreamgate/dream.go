@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/dreamgate/dreamgate/dream"
@@ -113,5 +112,5 @@ func revisionError(rev string, err error) error {
 // none has run yet, or Dreams ran and changed nothing), with the CLI's way
 // to start one.
 func noDreamCommits(s dream.Status, now time.Time) string {
-	return strings.Replace(dream.FormatNoDreamCommits(s, now), "Start one with /dream", "Start one with `dreamgate dream run`", 1)
+	return dream.FormatNoDreamCommits(s, now, "`dreamgate dream run`")
 }
