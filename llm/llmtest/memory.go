@@ -40,15 +40,20 @@ import (
 //     "?") is answered with the "- " line of the system prompt's memory
 //     files sharing the most words with it, or "I don't know."; anything
 //     else gets "Got it.".
-func MemoryModel(r Request) Reply {
+func MemoryModel(r Request) Reply { return pipelineReply(r, memAnalyse, memEdit) }
+
+// pipelineReply tells the pipeline's calls apart by their messages and
+// answers each by its rule: archive and chat as MemoryModel does, the two
+// Dream phases by analyse and edit.
+func pipelineReply(r Request, analyse func(user string) string, edit func(r Request, user string) Reply) Reply {
 	user := lastOfRole(r.Messages, llm.RoleUser)
 	switch {
 	case len(r.Tools) == 0 && strings.HasPrefix(user, "Archive this part of the conversation"):
 		return Text(memArchive(user))
 	case len(r.Tools) == 0 && strings.HasPrefix(user, "## Archive entries"):
-		return Text(memAnalyse(user))
+		return Text(analyse(user))
 	case len(r.Tools) > 0 && strings.HasPrefix(user, "## Findings to apply"):
-		return memEdit(r, user)
+		return edit(r, user)
 	case len(r.Tools) > 0:
 		return memChat(r)
 	}

@@ -34,20 +34,7 @@ import (
 //     replaces the line of its file that holds Y, or is appended when none
 //     does.
 //   - Chat turn: as MemoryModel.
-func OneEditModel(r Request) Reply {
-	user := lastOfRole(r.Messages, llm.RoleUser)
-	switch {
-	case len(r.Tools) == 0 && strings.HasPrefix(user, "Archive this part of the conversation"):
-		return Text(memArchive(user))
-	case len(r.Tools) == 0 && strings.HasPrefix(user, "## Archive entries"):
-		return Text(oneAnalyse(user))
-	case len(r.Tools) > 0 && strings.HasPrefix(user, "## Findings to apply"):
-		return oneEdit(r, user)
-	case len(r.Tools) > 0:
-		return memChat(r)
-	}
-	return Text("ok")
-}
+func OneEditModel(r Request) Reply { return pipelineReply(r, oneAnalyse, oneEdit) }
 
 // InsteadOf marks the finding of a correction: "<fact> (instead of <old>)".
 const InsteadOf = " (instead of "
