@@ -3,7 +3,6 @@ module github.com/dreamgate/dreamgate
 go 1.26.0
 
 require (
-	github.com/VictoriaMetrics/metrics v1.44.0
 	github.com/bwmarrin/discordgo v0.29.0
 	github.com/go-git/go-git/v5 v5.19.3
 	github.com/gofrs/flock v0.13.1
@@ -35,8 +34,6 @@ require (
 	github.com/segmentio/asm v1.1.3 // indirect
 	github.com/segmentio/encoding v0.5.4 // indirect
 	github.com/skeema/knownhosts v1.3.1 // indirect
-	github.com/valyala/fastrand v1.1.0 // indirect
-	github.com/valyala/histogram v1.2.0 // indirect
 	github.com/xanzy/ssh-agent v0.3.3 // indirect
 	github.com/yosida95/uritemplate/v3 v3.0.2 // indirect
 	golang.org/x/crypto v0.56.0 // indirect

@@ -1,31 +1,35 @@
 // Package metrics keeps dreamgate's operational counters and renders them
 // in the Prometheus text format for GET /metrics.
 //
-// It wraps github.com/VictoriaMetrics/metrics, whose types never leave this
-// package. It imports no package of ours: the packages that see events
-// declare small observer interfaces of their own (gateway.Observer,
+// It imports no package of ours: the packages that see events declare
+// small observer interfaces of their own (gateway.Observer,
 // dream.Observer), which *Metrics satisfies, and cmd/dreamgate wires it in.
 // State that is already kept elsewhere (token usage, channel health, the
 // queues, the Dream backlog) is read at scrape time through Sources, which
 // cmd passes to Handler. Only cmd imports this package.
 //
-// The library was chosen over prometheus/client_golang for start-up cost,
-// which every command pays because package initialisation runs whether or
-// not metrics are served: measured in this binary with GODEBUG=inittrace=1,
-// about 0.5 ms against 0.8 ms for client_golang, which registers Go and
-// process collectors at init and links protobuf (2.9 MB of binary). This
-// package itself does nothing at init.
+// It writes the text format itself rather than use a library, for start-up
+// cost: every command pays package initialisation whether or not metrics
+// are served, and the one-shot `dreamgate chat` is mostly start-up.
+// prometheus/client_golang registers Go and process collectors at init and
+// links protobuf (2.9 MB of binary); VictoriaMetrics/metrics, used before,
+// took about 0.3 ms at init plus 0.15 ms in goroutines it started to read
+// cgroup pressure files, and printed an INFO line on stderr at every start
+// on cgroup-v2 hosts without them. This package does nothing at init (its
+// package-level state is constant tables and zero values), starts no
+// goroutine, and reads the go_* and process_* figures only when scraped.
+// The series it serves are few and of fixed shape, which is what makes
+// writing the format by hand small: every family, its type and its label
+// names are in one table (families).
 package metrics
 
 import (
 	"io"
 	"net/http"
+	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"time"
-
-	vm "github.com/VictoriaMetrics/metrics"
 )
 
 // Sources read state that is kept elsewhere, at scrape time. Any may be
@@ -61,7 +65,7 @@ type Channel struct {
 
 // channelStates are the states a channel may report (channels.State*);
 // each gets a series of dreamgate_channel_state, 1 for the current one.
-var channelStates = []string{"connecting", "connected", "reconnecting", "stopped", "failed"}
+var channelStates = [...]string{"connecting", "connected", "reconnecting", "stopped", "failed"}
 
 // Bucket upper bounds, in seconds.
 var (
@@ -72,30 +76,95 @@ var (
 	dreamBuckets = []float64{.1, 1, 5, 10, 30, 60, 120, 300, 600, 1200}
 )
 
+// family indexes families.
+type family int
+
+// The families, in the order of their names, which is the order they are
+// written in (a test checks it).
+const (
+	archiveRawFallbacks family = iota
+	archiveRounds
+	busyRefusals
+	channelRateLimitWaits
+	channelReconnects
+	channelState
+	commands
+	dreamBacklog
+	dreamDuration
+	dreamRuns
+	modelBreakerOpen
+	modelCalls
+	modelTokens
+	queueDepth
+	turnGateway
+	turnModel
+	turns
+	familyCount
+)
+
+// familySpec is one family's fixed shape. A family has at most two
+// labels, whose names are fixed here, so a series is keyed by its values.
+type familySpec struct {
+	name, typ, help string
+	labels          []string
+	buckets         []float64 // histograms only
+}
+
+// families is the table of every dreamgate_* family. It is static data:
+// the linker lays it out, no code runs for it at init.
+var families = [familyCount]familySpec{
+	archiveRawFallbacks:   {"dreamgate_archive_raw_fallbacks_total", "counter", "Archives in which a summary failed so the turns were stored as they were.", nil, nil},
+	archiveRounds:         {"dreamgate_archive_rounds_total", "counter", "Archive rounds run.", nil, nil},
+	busyRefusals:          {"dreamgate_busy_refusals_total", "counter", "Messages refused because their conversation's queue was full.", []string{"channel"}, nil},
+	channelRateLimitWaits: {"dreamgate_channel_rate_limit_waits_total", "counter", "Rate limits waited out, by channel.", []string{"channel"}, nil},
+	channelReconnects:     {"dreamgate_channel_reconnects_total", "counter", "Reconnections, by channel.", []string{"channel"}, nil},
+	channelState:          {"dreamgate_channel_state", "gauge", "1 for each channel's current connection state.", []string{"channel", "state"}, nil},
+	commands:              {"dreamgate_commands_total", "counter", "Chat commands, by channel and command.", []string{"channel", "command"}, nil},
+	dreamBacklog:          {"dreamgate_dream_backlog_entries", "gauge", "History entries Dream has not read yet.", nil, nil},
+	dreamDuration:         {"dreamgate_dream_duration_seconds", "histogram", "Time each Dream run took.", nil, dreamBuckets},
+	dreamRuns:             {"dreamgate_dream_runs_total", "counter", "Dream runs, by outcome.", []string{"outcome"}, nil},
+	modelBreakerOpen:      {"dreamgate_model_breaker_open", "gauge", "1 while model calls fail fast.", nil, nil},
+	modelCalls:            {"dreamgate_model_calls_total", "counter", "Model calls, by purpose and outcome.", []string{"purpose", "outcome"}, nil},
+	modelTokens:           {"dreamgate_model_tokens_total", "counter", "Tokens used by successful model calls, by purpose and kind.", []string{"purpose", "kind"}, nil},
+	queueDepth:            {"dreamgate_queue_depth", "gauge", "Messages waiting behind a running turn.", nil, nil},
+	turnGateway:           {"dreamgate_turn_gateway_seconds", "histogram", "Time of each chat turn outside its model calls.", nil, turnBuckets},
+	turnModel:             {"dreamgate_turn_model_seconds", "histogram", "Time of each chat turn in its model calls.", nil, turnBuckets},
+	turns:                 {"dreamgate_turns_total", "counter", "Chat turns, by channel and outcome.", []string{"channel", "outcome"}, nil},
+}
+
+// labelValues are one series' label values, in its family's label order;
+// unused ones are empty.
+type labelValues [2]string
+
+// cell is one series' value: v for a counter or gauge; for a histogram the
+// observations per bucket (not cumulative, the last one +Inf) and their sum.
+type cell struct {
+	v      float64
+	counts []uint64
+	sum    float64
+}
+
 // Metrics holds the counters. Its methods are safe for concurrent use, never
 // block on I/O, and do nothing on a nil *Metrics.
 type Metrics struct {
-	set *vm.Set
+	// mu guards series. It is held only to update or copy values, never
+	// while reading Sources or writing to the scraper.
+	mu     sync.Mutex
+	series [familyCount]map[labelValues]*cell
 
-	// scrape serialises the copying of Sources into the set, so two
-	// scrapes never interleave their writes of one snapshot.
+	// scrape serialises reading Sources and storing what they said, so
+	// two scrapes never interleave their writes of one snapshot.
 	scrape sync.Mutex
 }
 
 // New returns Metrics with every counter at zero.
 func New() *Metrics {
-	// The library leaves out # TYPE lines unless told; without them every
-	// series is "untyped" to Prometheus. The switch is the library's own
-	// (process-wide), and this process has only one exposition.
-	vm.ExposeMetadata(true)
-	m := &Metrics{set: vm.NewSet()}
+	m := &Metrics{}
 	// Series that exist from the start, so rate() sees their first
 	// increase and a dashboard shows 0 rather than nothing.
-	m.set.GetOrCreatePrometheusHistogramExt(`dreamgate_turn_model_seconds`, turnBuckets)
-	m.set.GetOrCreatePrometheusHistogramExt(`dreamgate_turn_gateway_seconds`, turnBuckets)
-	m.set.GetOrCreatePrometheusHistogramExt(`dreamgate_dream_duration_seconds`, dreamBuckets)
-	m.set.GetOrCreateCounter(`dreamgate_archive_rounds_total`)
-	m.set.GetOrCreateCounter(`dreamgate_archive_raw_fallbacks_total`)
+	for _, f := range [...]family{turnModel, turnGateway, dreamDuration, archiveRounds, archiveRawFallbacks} {
+		m.cell(f, labelValues{})
+	}
 	return m
 }
 
@@ -105,37 +174,30 @@ func (m *Metrics) TurnDone(channel, outcome string, modelTime, gatewayTime time.
 	if m == nil {
 		return
 	}
-	m.counter("dreamgate_turns_total", "channel", channel, "outcome", outcome).Inc()
-	m.set.GetOrCreatePrometheusHistogramExt(`dreamgate_turn_model_seconds`, turnBuckets).Update(modelTime.Seconds())
-	m.set.GetOrCreatePrometheusHistogramExt(`dreamgate_turn_gateway_seconds`, turnBuckets).Update(gatewayTime.Seconds())
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.cell(turns, labelValues{channel, outcome}).v++
+	m.observe(turnModel, modelTime.Seconds())
+	m.observe(turnGateway, gatewayTime.Seconds())
 }
 
 // CommandDone counts one chat command. command must come from a fixed
 // table (the gateway reports unknown ones as "unknown"): every value makes
 // a series.
 func (m *Metrics) CommandDone(channel, command string) {
-	if m == nil {
-		return
-	}
-	m.counter("dreamgate_commands_total", "channel", channel, "command", command).Inc()
+	m.add(commands, labelValues{channel, command}, 1)
 }
 
 // Busy counts one message refused because its conversation's queue was
 // full.
 func (m *Metrics) Busy(channel string) {
-	if m == nil {
-		return
-	}
-	m.counter("dreamgate_busy_refusals_total", "channel", channel).Inc()
+	m.add(busyRefusals, labelValues{channel}, 1)
 }
 
 // ModelCall counts one model call of purpose ("chat", "archive",
 // "dream-analysis", "dream-edit") ended with outcome.
 func (m *Metrics) ModelCall(purpose, outcome string) {
-	if m == nil {
-		return
-	}
-	m.counter("dreamgate_model_calls_total", "purpose", purpose, "outcome", outcome).Inc()
+	m.add(modelCalls, labelValues{purpose, outcome}, 1)
 }
 
 // Archived counts the archive rounds of one consolidator call, and whether
@@ -144,9 +206,12 @@ func (m *Metrics) Archived(rounds int, raw bool) {
 	if m == nil {
 		return
 	}
-	m.set.GetOrCreateCounter(`dreamgate_archive_rounds_total`).Add(rounds)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	// A counter never goes down.
+	m.cell(archiveRounds, labelValues{}).v += float64(max(rounds, 0))
 	if raw {
-		m.set.GetOrCreateCounter(`dreamgate_archive_raw_fallbacks_total`).Inc()
+		m.cell(archiveRawFallbacks, labelValues{}).v++
 	}
 }
 
@@ -155,19 +220,31 @@ func (m *Metrics) DreamDone(outcome string, took time.Duration) {
 	if m == nil {
 		return
 	}
-	m.counter("dreamgate_dream_runs_total", "outcome", outcome).Inc()
-	m.set.GetOrCreatePrometheusHistogramExt(`dreamgate_dream_duration_seconds`, dreamBuckets).Update(took.Seconds())
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.cell(dreamRuns, labelValues{outcome}).v++
+	m.observe(dreamDuration, took.Seconds())
 }
 
 // WritePrometheus writes every metric to w in the Prometheus text format,
 // reading src first, then the usual go_* and process_* series (memory,
-// CPU, goroutines, open files), which the library reads only now.
+// CPU, goroutines, open files), which are read only now.
 func (m *Metrics) WritePrometheus(w io.Writer, src Sources) {
-	m.scrape.Lock()
-	m.refresh(src)
-	m.scrape.Unlock()
-	m.set.WritePrometheus(w)
-	vm.WriteProcessMetrics(w)
+	// One buffer for the whole exposition (about 12 KiB).
+	buf := make([]byte, 0, 16<<10)
+	if m != nil {
+		m.scrape.Lock()
+		m.refresh(src)
+		m.scrape.Unlock()
+		m.mu.Lock()
+		buf = m.appendSeries(buf)
+		m.mu.Unlock()
+	}
+	buf = appendRuntime(buf)
+	buf = appendProcess(buf)
+	// The scraper's connection is written to with no lock held, so a slow
+	// scraper never holds up the events.
+	_, _ = w.Write(buf)
 }
 
 // Handler serves GET /metrics, reading src on every scrape.
@@ -178,85 +255,136 @@ func (m *Metrics) Handler(src Sources) http.Handler {
 	})
 }
 
-// refresh copies the sources' current values into the set, so one
-// exposition (with one # TYPE line per family) holds both kinds.
+// refresh stores the sources' current values among the events' series, so
+// one exposition (with one # TYPE line per family) holds both kinds. The
+// sources are called with mu not held: they may take their own locks.
 func (m *Metrics) refresh(src Sources) {
+	type setting struct {
+		f  family
+		lv labelValues
+		v  float64
+	}
+	var set []setting
 	if f := src.QueueDepth; f != nil {
-		m.gauge("dreamgate_queue_depth").Set(float64(f()))
+		set = append(set, setting{queueDepth, labelValues{}, float64(f())})
 	}
 	if f := src.BreakerOpen; f != nil {
-		m.gauge("dreamgate_model_breaker_open").Set(boolFloat(f()))
+		set = append(set, setting{modelBreakerOpen, labelValues{}, boolFloat(f())})
 	}
 	if f := src.DreamBacklog; f != nil {
 		// An unreadable history leaves the last value: a scrape is no
 		// place to report it, and Dream logs it when it reads.
 		if n, err := f(); err == nil {
-			m.gauge("dreamgate_dream_backlog_entries").Set(float64(n))
+			set = append(set, setting{dreamBacklog, labelValues{}, float64(n)})
 		}
 	}
 	if f := src.Tokens; f != nil {
 		for purpose, t := range f() {
-			m.counter("dreamgate_model_tokens_total", "purpose", purpose, "kind", "prompt").Set(uint64(max(t.Prompt, 0)))
-			m.counter("dreamgate_model_tokens_total", "purpose", purpose, "kind", "completion").Set(uint64(max(t.Completion, 0)))
+			set = append(set,
+				setting{modelTokens, labelValues{purpose, "prompt"}, float64(max(t.Prompt, 0))},
+				setting{modelTokens, labelValues{purpose, "completion"}, float64(max(t.Completion, 0))})
 		}
 	}
 	if f := src.Channels; f != nil {
-		chs := f()
-		names := make([]string, 0, len(chs))
-		for name := range chs {
-			names = append(names, name)
-		}
-		sort.Strings(names)
-		for _, name := range names {
-			c := chs[name]
+		for name, c := range f() {
 			for _, st := range channelStates {
-				m.gauge("dreamgate_channel_state", "channel", name, "state", st).Set(boolFloat(c.State == st))
+				set = append(set, setting{channelState, labelValues{name, st}, boolFloat(c.State == st)})
 			}
-			m.counter("dreamgate_channel_reconnects_total", "channel", name).Set(uint64(max(c.Reconnects, 0)))
-			m.counter("dreamgate_channel_rate_limit_waits_total", "channel", name).Set(uint64(max(c.RateLimitWaits, 0)))
+			set = append(set,
+				setting{channelReconnects, labelValues{name}, float64(max(c.Reconnects, 0))},
+				setting{channelRateLimitWaits, labelValues{name}, float64(max(c.RateLimitWaits, 0))})
 		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, s := range set {
+		m.cell(s.f, s.lv).v = s.v
 	}
 }
 
-func (m *Metrics) counter(name string, labels ...string) *vm.Counter {
-	return m.set.GetOrCreateCounter(series(name, labels...))
-}
-
-func (m *Metrics) gauge(name string, labels ...string) *vm.Gauge {
-	return m.set.GetOrCreateGauge(series(name, labels...), nil)
-}
-
-// series renders name{k="v",…} from key, value pairs, escaping the values
-// as the text format wants (backslash, double quote, newline).
-func series(name string, labels ...string) string {
-	if len(labels) == 0 {
-		return name
+// add adds d to a counter.
+func (m *Metrics) add(f family, lv labelValues, d float64) {
+	if m == nil {
+		return
 	}
-	var b strings.Builder
-	b.WriteString(name)
-	b.WriteByte('{')
-	for i := 0; i+1 < len(labels); i += 2 {
-		if i > 0 {
-			b.WriteByte(',')
+	m.mu.Lock()
+	m.cell(f, lv).v += d
+	m.mu.Unlock()
+}
+
+// observe records v in histogram f, whose bucket bounds are ascending; a
+// value equal to a bound belongs to that bound's bucket (le). mu is held.
+func (m *Metrics) observe(f family, v float64) {
+	c := m.cell(f, labelValues{})
+	c.counts[sort.SearchFloat64s(families[f].buckets, v)]++
+	c.sum += v
+}
+
+// cell returns the series of f with label values lv, creating it at zero.
+// mu is held (or m not yet shared).
+func (m *Metrics) cell(f family, lv labelValues) *cell {
+	if c, ok := m.series[f][lv]; ok {
+		return c
+	}
+	if m.series[f] == nil {
+		m.series[f] = map[labelValues]*cell{}
+	}
+	c := &cell{}
+	if bs := families[f].buckets; bs != nil {
+		c.counts = make([]uint64, len(bs)+1)
+	}
+	m.series[f][lv] = c
+	return c
+}
+
+// appendSeries appends every dreamgate_* family that has a series, in
+// the table's (name) order, each series sorted by its label values. mu is
+// held.
+func (m *Metrics) appendSeries(b []byte) []byte {
+	var keys []labelValues
+	for f := range familyCount {
+		spec := &families[f]
+		if len(m.series[f]) == 0 {
+			continue
 		}
-		b.WriteString(labels[i])
-		b.WriteString(`="`)
-		for _, r := range labels[i+1] {
-			switch r {
-			case '\\':
-				b.WriteString(`\\`)
-			case '"':
-				b.WriteString(`\"`)
-			case '\n':
-				b.WriteString(`\n`)
-			default:
-				b.WriteRune(r)
+		b = appendHeader(b, spec.name, spec.typ, spec.help)
+		keys = keys[:0]
+		for lv := range m.series[f] {
+			keys = append(keys, lv)
+		}
+		slices.SortFunc(keys, compareLabels)
+		for _, lv := range keys {
+			c := m.series[f][lv]
+			pairs := labelPairs(spec.labels, lv)
+			if spec.buckets == nil {
+				b = appendSample(b, spec.name, "", pairs, c.v)
+				continue
 			}
+			b = appendHistogram(b, spec.name, pairs, spec.buckets, c.counts, c.sum)
 		}
-		b.WriteByte('"')
 	}
-	b.WriteByte('}')
-	return b.String()
+	return b
+}
+
+func compareLabels(a, b labelValues) int {
+	for i := range a {
+		if a[i] != b[i] {
+			if a[i] < b[i] {
+				return -1
+			}
+			return 1
+		}
+	}
+	return 0
+}
+
+// labelPairs pairs a family's label names with one series' values.
+func labelPairs(names []string, lv labelValues) [2][2]string {
+	var p [2][2]string
+	for i, n := range names {
+		p[i] = [2]string{n, lv[i]}
+	}
+	return p
 }
 
 func boolFloat(b bool) float64 {
