@@ -49,24 +49,24 @@ func readProc(s *procStats) {
 			})
 		}
 	}
-	keyed("/proc/self/status", func(key string, v float64) {
+	keyed("/proc/self/status", func(key []byte, v float64) {
 		// In kB.
 		for _, k := range [...]struct {
 			key string
 			i   int
 		}{{"VmPeak", procVirtualPeak}, {"VmHWM", procRSSPeak}, {"RssAnon", procRSSAnon}, {"RssFile", procRSSFile}, {"RssShmem", procRSSShared}} {
-			if key == k.key {
+			if string(key) == k.key {
 				s.set(k.i, v*1024)
 			}
 		}
 	})
 	// Not readable under some sandboxes; then left out.
-	keyed("/proc/self/io", func(key string, v float64) {
+	keyed("/proc/self/io", func(key []byte, v float64) {
 		for _, k := range [...]struct {
 			key string
 			i   int
 		}{{"rchar", procIOReadBytes}, {"wchar", procIOWrittenBytes}, {"syscr", procIOReadSyscalls}, {"syscw", procIOWriteSyscalls}, {"read_bytes", procIOStorageReadBytes}, {"write_bytes", procIOStorageWrittenBytes}} {
-			if key == k.key {
+			if string(key) == k.key {
 				s.set(k.i, v)
 			}
 		}
@@ -78,7 +78,7 @@ func readProc(s *procStats) {
 
 // keyed calls f with each "key: number …" line of a /proc file whose
 // value parses.
-func keyed(path string, f func(key string, v float64)) {
+func keyed(path string, f func(key []byte, v float64)) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return
@@ -93,7 +93,7 @@ func keyed(path string, f func(key string, v float64)) {
 			continue
 		}
 		if v, err := strconv.ParseUint(string(fields[0]), 10, 64); err == nil {
-			f(string(key), float64(v))
+			f(key, float64(v))
 		}
 	}
 }
