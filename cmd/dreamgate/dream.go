@@ -19,7 +19,7 @@ func cmdDream(ctx context.Context, e *env, args []string) error {
 	}
 	sub := args[0]
 	fs := e.flags("dream " + sub)
-	if err := e.parse(fs, args[1:]); err != nil {
+	if err := e.parse(fs, args[1:], 1); err != nil {
 		return err
 	}
 	rev := fs.Arg(0)

@@ -33,7 +33,7 @@ import (
 func cmdGateway(ctx context.Context, e *env, args []string) error {
 	fs := e.flags("gateway")
 	forceTerminal := fs.Bool("terminal", false, "run the terminal chat even when stdin is not a terminal")
-	if err := e.parse(fs, args); err != nil {
+	if err := e.parse(fs, args, 0); err != nil {
 		return err
 	}
 	cfg, err := e.config()
