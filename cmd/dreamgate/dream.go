@@ -72,6 +72,12 @@ func cmdDream(ctx context.Context, e *env, args []string) error {
 		if err != nil {
 			return revisionError(rev, err)
 		}
+		if rev == "" {
+			if r, ok, err := dream.UndoneBy(repo, c); err == nil && ok {
+				fmt.Fprintln(e.stdout, dream.FormatUndoneCommit(c, d, r))
+				return nil
+			}
+		}
 		fmt.Fprintln(e.stdout, dream.FormatCommit(c, d))
 		return nil
 	case "restore":
