@@ -258,6 +258,14 @@ func FormatCommit(c gitstore.Commit, d gitstore.Diff) string {
 	return strings.TrimRight(b.String(), "\n")
 }
 
+// FormatUndoneCommit is FormatCommit for the latest Dream commit when a
+// restore (r) has undone it since: it says so instead of offering the
+// undo again.
+func FormatUndoneCommit(c gitstore.Commit, d gitstore.Diff, r gitstore.Commit) string {
+	s := strings.TrimSuffix(FormatCommit(c, d), fmt.Sprintf("\n\nUndo it with /dream-restore %s", c.Short))
+	return s + fmt.Sprintf("\n\nAlready undone by `%s` %s (%s).", r.Short, showTime(r.When), subjectOr(r.Subject))
+}
+
 func subjectOr(s string) string {
 	if s == "" {
 		return "(no message)"

@@ -42,6 +42,15 @@ func cmdDreamLog() *command {
 			if err != nil {
 				return g.memoryError("/dream-log", req.args, err)
 			}
+			if req.args == "" {
+				if r, ok, err := dream.UndoneBy(g.deps.MemoryLog, c); err != nil {
+					g.logger.Info("/dream-log: cannot read the latest commits", "err", err)
+				} else if ok {
+					// Offering to undo it again would undo whatever
+					// changed since the restore as well.
+					return dream.FormatUndoneCommit(c, d, r) + skips
+				}
+			}
 			return dream.FormatCommit(c, d) + skips
 		},
 	}

@@ -101,6 +101,10 @@ type Result struct {
 	// Err is set when the turn failed; the user was sent a one-sentence
 	// explanation (Result.Reply).
 	Err error
+	// Unanswered is set when a turn ended without the model's answer
+	// (too many tool steps, a repeated or failing tool, an empty answer):
+	// Reply is the notice sent instead. A one-shot chat exits 1 on it.
+	Unanswered bool
 
 	// modelTime is what a turn's chat model calls took, for the Observer.
 	modelTime time.Duration

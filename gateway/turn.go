@@ -91,6 +91,7 @@ func (g *Gateway) turn(ctx context.Context, in channels.Inbound) Result {
 		out = g.fail(in, runErr, g.turnFailure(log, in, runErr, res.Stop))
 	default:
 		reply := consolidator.StripReasoning(res.Reply)
+		unanswered := reply == ""
 		switch {
 		case reply != "":
 		case res.Stop == agent.StopMaxIterations:
@@ -108,7 +109,7 @@ func (g *Gateway) turn(ctx context.Context, in channels.Inbound) Result {
 		o.Streamed = st.shown(reply)
 		g.send(o)
 		g.markAnswered(in)
-		out = Result{Reply: reply}
+		out = Result{Reply: reply, Unanswered: unanswered}
 	}
 
 	// A stopped turn is not followed by archiving; After still records

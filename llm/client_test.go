@@ -553,7 +553,7 @@ func TestEndpointDown(t *testing.T) {
 		c := newClient(t, base, func(c *llm.Config) { c.MaxTries = 2 })
 		_, err := c.Chat(t.Context(), userReq("hi"))
 		checkError(t, err, llm.ErrUnavailable, 0, "cannot connect to "+base)
-		if got, want := llm.UserMessage(err), "The model is unavailable: cannot connect to "+base+"."; got != want {
+		if got, want := llm.UserMessage(err), "The model is unavailable: cannot connect to "+base+"; check that its server is running and that llm.baseURL is right."; got != want {
 			t.Errorf("UserMessage = %q, want %q", got, want)
 		}
 		if err := c.Ping(t.Context()); !errors.Is(err, llm.ErrUnavailable) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 )
 
 // Sentinel kinds of failure. Every error the Client returns wraps exactly one
@@ -76,6 +77,11 @@ func UserMessage(err error) string {
 	case errors.As(err, &le) && errors.Is(le.Kind, ErrMalformed):
 		return "The model returned a response that could not be read."
 	case errors.As(err, &le) && errors.Is(le.Kind, ErrUnavailable):
+		if strings.HasPrefix(le.Reason, reasonConnect) {
+			// Most often a model server that is not running, or the
+			// wrong address: say which setting holds it.
+			return fmt.Sprintf("The model is unavailable: %s; check that its server is running and that %s is right.", le.Reason, le.names.withDefaults().BaseURL)
+		}
 		if le.Reason != "" {
 			return "The model is unavailable: " + le.Reason + "."
 		}

@@ -137,6 +137,10 @@ func (c *Client) statusFailure(f *failure, status int, code string, d *doer) *fa
 	return f
 }
 
+// reasonConnect opens the reason of a failure to reach the endpoint at
+// all, for which UserMessage names the setting that chose it.
+const reasonConnect = "cannot connect to "
+
 func (c *Client) networkFailure(f *failure, err error) *failure {
 	f.kind, f.retryable = ErrUnavailable, true
 	var opErr *net.OpError
@@ -147,9 +151,9 @@ func (c *Client) networkFailure(f *failure, err error) *failure {
 		// Nothing listens there: retrying for a minute only makes the
 		// user wait for the same sentence (DESIGN §9: say it at once).
 		f.retryable = false
-		f.reason = "cannot connect to " + c.endpoint
+		f.reason = reasonConnect + c.endpoint
 	case errors.As(err, &dnsErr), errors.As(err, &opErr) && opErr.Op == "dial":
-		f.reason = "cannot connect to " + c.endpoint
+		f.reason = reasonConnect + c.endpoint
 	case errors.As(err, &netErr) && netErr.Timeout():
 		// The base http.Client's own Timeout.
 		f.timeout = true

@@ -13,6 +13,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dreamgate/dreamgate/channels"
@@ -51,6 +52,10 @@ type Adapter struct {
 	mu   sync.Mutex // serialises writes to Out and Err, and guards midLine
 	eof  chan struct{}
 	once sync.Once
+	// started and left are when the adapter was made and the person
+	// left: Health's Since (a zero time in /healthz told nothing).
+	started time.Time
+	left    atomic.Pointer[time.Time]
 	// midLine is set while streamed text on Out has not ended its line.
 	midLine bool
 }
@@ -75,7 +80,7 @@ func New(cfg Config) *Adapter {
 	if cfg.User == "" {
 		cfg.User = os.Getenv("USER")
 	}
-	return &Adapter{cfg: cfg, eof: make(chan struct{})}
+	return &Adapter{cfg: cfg, eof: make(chan struct{}), started: time.Now()}
 }
 
 func (a *Adapter) maxLine() int {
@@ -117,7 +122,11 @@ func (a *Adapter) EOF() <-chan struct{} { return a.eof }
 // leave marks the input as ended and waits for ctx, as Run must not return
 // before it ends.
 func (a *Adapter) leave(ctx context.Context) error {
-	a.once.Do(func() { close(a.eof) })
+	a.once.Do(func() {
+		now := time.Now()
+		a.left.Store(&now)
+		close(a.eof)
+	})
 	<-ctx.Done()
 	return nil
 }
@@ -230,9 +239,9 @@ func (a *Adapter) endLineLocked() {
 func (a *Adapter) Health() channels.Health {
 	select {
 	case <-a.eof:
-		return channels.Health{State: channels.StateStopped, Detail: "input closed"}
+		return channels.Health{State: channels.StateStopped, Detail: "input closed", Since: *a.left.Load()}
 	default:
-		return channels.Health{State: channels.StateConnected}
+		return channels.Health{State: channels.StateConnected, Since: a.started}
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/dreamgate/dreamgate/channels"
 )
@@ -36,7 +37,11 @@ func runToEOF(t *testing.T, a *Adapter, s channels.Sink) error {
 
 func TestRunDeliversLinesUntilEOF(t *testing.T) {
 	var out, errOut bytes.Buffer
+	made := time.Now()
 	a := New(Config{In: strings.NewReader("hello\n\n  /help  \nbye"), Out: &out, Err: &errOut, Session: "work", User: "ada"})
+	if h := a.Health(); h.State != channels.StateConnected || h.Since.Before(made) || h.Since.After(time.Now()) {
+		t.Errorf("health before EOF = %+v; want connected since it was made", h)
+	}
 	s := &sink{}
 	if err := runToEOF(t, a, s); err != nil {
 		t.Fatal(err)
@@ -51,8 +56,8 @@ func TestRunDeliversLinesUntilEOF(t *testing.T) {
 	if got := strings.Join(texts, "|"); got != "hello|/help|bye" {
 		t.Errorf("delivered %q", got)
 	}
-	if h := a.Health(); h.State != channels.StateStopped {
-		t.Errorf("health after EOF = %+v", h)
+	if h := a.Health(); h.State != channels.StateStopped || h.Since.Before(made) || h.Since.After(time.Now()) {
+		t.Errorf("health after EOF = %+v; want stopped since the input ended", h)
 	}
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 
@@ -14,7 +15,11 @@ func cmdChat(ctx context.Context, e *env, args []string) error {
 	fs := e.flags("chat")
 	message := fs.String("m", "", "send one message, print the reply and exit")
 	sessionName := fs.String("session", "default", "conversation name (the session key is terminal:<name>)")
-	if err := e.parse(fs, args); err != nil {
+	if err := e.parse(fs, args, 0); err != nil {
+		if *message != "" && fs.NArg() > 0 {
+			// The usual slip: a message of several words without quotes.
+			return &exitError{code: 2, err: fmt.Errorf("dreamgate chat: unexpected argument %q; put a message of several words in quotes: -m %q", fs.Arg(0), strings.Join(append([]string{*message}, fs.Args()...), " "))}
+		}
 		return err
 	}
 	cfg, err := e.config()
@@ -40,10 +45,13 @@ func cmdChat(ctx context.Context, e *env, args []string) error {
 		if err != nil {
 			return err
 		}
-		var res struct{ err error }
+		var res struct {
+			err        error
+			unanswered bool
+		}
 		select {
 		case r := <-done:
-			res.err = r.Err
+			res.err, res.unanswered = r.Err, r.Unanswered
 		case <-ctx.Done():
 			res.err = ctx.Err()
 		}
@@ -52,8 +60,10 @@ func cmdChat(ctx context.Context, e *env, args []string) error {
 		sctx, cancel := shutdownContext()
 		defer cancel()
 		_ = g.Shutdown(sctx)
-		if res.err != nil {
-			// The one-sentence explanation is already on stderr.
+		if res.err != nil || res.unanswered {
+			// The one-sentence explanation is already on stderr (a
+			// failure) or is the reply (no answer): a script must not
+			// take the notice for the model's answer.
 			return &exitError{code: 1, err: errors.New("")}
 		}
 		return nil

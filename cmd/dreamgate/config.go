@@ -440,49 +440,55 @@ func (c *Config) Validate() error {
 	if c.Gateway.MaxMessageBytes < 1024 || c.Gateway.MaxMessageBytes > 16<<20 {
 		return bad("gateway.maxMessageBytes", "must be between 1024 and 16777216 (16 MiB), got %d", c.Gateway.MaxMessageBytes)
 	}
-	if s := c.Channels.Slack; s.Enabled {
+	// Tokens are needed only by a channel that runs; every other setting is
+	// checked whether it runs or not, so that a typo is named now rather
+	// than on the day the channel is turned on.
+	s := c.Channels.Slack
+	if s.Enabled {
 		if !strings.HasPrefix(s.BotToken, "xoxb-") {
 			return bad("channels.slack.botToken", `must be a bot token starting with "xoxb-" (or set SLACK_BOT_TOKEN)`)
 		}
 		if !strings.HasPrefix(s.AppToken, "xapp-") {
 			return bad("channels.slack.appToken", `must be an app-level token starting with "xapp-" (or set SLACK_APP_TOKEN)`)
 		}
-		if err := checkPolicy("channels.slack", s.GroupPolicy, s.AllowChannels); err != nil {
-			return err
-		}
-		if err := checkURL("channels.slack.apiURL", s.APIURL); err != nil {
-			return err
-		}
-		if err := checkSendRetry("channels.slack", s.SendRetryMinutes); err != nil {
-			return err
-		}
 	}
-	if d := c.Channels.Discord; d.Enabled {
-		if strings.TrimSpace(d.Token) == "" {
-			return bad("channels.discord.token", "must be set (or set DISCORD_BOT_TOKEN)")
-		}
-		if err := checkPolicy("channels.discord", d.GroupPolicy, d.AllowChannels); err != nil {
-			return err
-		}
-		if err := checkURL("channels.discord.apiURL", d.APIURL); err != nil {
-			return err
-		}
-		if d.MaxFileBytes < 0 {
-			return bad("channels.discord.maxFileBytes", "must not be negative, got %d", d.MaxFileBytes)
-		}
-		if err := checkSendRetry("channels.discord", d.SendRetryMinutes); err != nil {
-			return err
-		}
-		switch n := int(d.ShardCount); {
-		case n < discord.AutoShards:
-			return bad("channels.discord.shardCount", `must be a positive number or "auto", got %d`, n)
-		case d.ShardID < 0:
-			return bad("channels.discord.shardID", "must not be negative, got %d", d.ShardID)
-		case n > 0 && d.ShardID >= n:
-			return bad("channels.discord.shardID", "must be below shardCount (%d), got %d", n, d.ShardID)
-		case n == 0 && d.ShardID != 0:
-			return bad("channels.discord.shardID", "needs channels.discord.shardCount")
-		}
+	if err := checkPolicy("channels.slack", s.GroupPolicy, s.AllowChannels); err != nil {
+		return err
+	}
+	if err := checkURL("channels.slack.apiURL", s.APIURL); err != nil {
+		return err
+	}
+	if s.MaxFileBytes < 0 {
+		return bad("channels.slack.maxFileBytes", "must not be negative, got %d", s.MaxFileBytes)
+	}
+	if err := checkSendRetry("channels.slack", s.SendRetryMinutes); err != nil {
+		return err
+	}
+	d := c.Channels.Discord
+	if d.Enabled && strings.TrimSpace(d.Token) == "" {
+		return bad("channels.discord.token", "must be set (or set DISCORD_BOT_TOKEN)")
+	}
+	if err := checkPolicy("channels.discord", d.GroupPolicy, d.AllowChannels); err != nil {
+		return err
+	}
+	if err := checkURL("channels.discord.apiURL", d.APIURL); err != nil {
+		return err
+	}
+	if d.MaxFileBytes < 0 {
+		return bad("channels.discord.maxFileBytes", "must not be negative, got %d", d.MaxFileBytes)
+	}
+	if err := checkSendRetry("channels.discord", d.SendRetryMinutes); err != nil {
+		return err
+	}
+	switch n := int(d.ShardCount); {
+	case n < discord.AutoShards:
+		return bad("channels.discord.shardCount", `must be a positive number or "auto", got %d`, n)
+	case d.ShardID < 0:
+		return bad("channels.discord.shardID", "must not be negative, got %d", d.ShardID)
+	case n > 0 && d.ShardID >= n:
+		return bad("channels.discord.shardID", "must be below shardCount (%d), got %d", n, d.ShardID)
+	case n == 0 && d.ShardID != 0:
+		return bad("channels.discord.shardID", "needs channels.discord.shardCount")
 	}
 	return nil
 }

@@ -38,6 +38,17 @@ func TestConfigMistakesAreNamed(t *testing.T) {
 	h.set("channels.slack.enabled", "yes")
 	check(h.run("status"), "channels.slack.enabled: must be true or false, not a string")
 	h.set("channels.slack.enabled", false)
+	// A channel that is off is still checked (its tokens aside): the typo
+	// is named now, not on the day it is turned on.
+	h.set("channels.slack.groupPolicy", "mentions")
+	check(h.run("status"), "channels.slack.groupPolicy", `must be "mention", "open" or "allowlist", got "mentions"`)
+	h.set("channels.slack.groupPolicy", "mention")
+	h.set("channels.discord.shardID", 3)
+	check(h.run("status"), "channels.discord.shardID: needs channels.discord.shardCount")
+	h.set("channels.discord.shardID", 0)
+	if r := h.run("status"); r.code == 2 {
+		t.Errorf("channels off without tokens refused: %s", r.stderr)
+	}
 
 	if err := os.WriteFile(h.cfgPath, []byte("[]\n"), 0o600); err != nil {
 		t.Fatal(err)

@@ -19,7 +19,7 @@ func cmdDream(ctx context.Context, e *env, args []string) error {
 	}
 	sub := args[0]
 	fs := e.flags("dream " + sub)
-	if err := e.parse(fs, args[1:]); err != nil {
+	if err := e.parse(fs, args[1:], 1); err != nil {
 		return err
 	}
 	rev := fs.Arg(0)
@@ -71,6 +71,12 @@ func cmdDream(ctx context.Context, e *env, args []string) error {
 		}
 		if err != nil {
 			return revisionError(rev, err)
+		}
+		if rev == "" {
+			if r, ok, err := dream.UndoneBy(repo, c); err == nil && ok {
+				fmt.Fprintln(e.stdout, dream.FormatUndoneCommit(c, d, r))
+				return nil
+			}
 		}
 		fmt.Fprintln(e.stdout, dream.FormatCommit(c, d))
 		return nil

@@ -132,6 +132,14 @@ func TestDreamRunLogRestoreThroughTheBinary(t *testing.T) {
 	if log != "" && !strings.HasPrefix(log, "revert: undo "+sha[1]) {
 		t.Errorf("newest commit should be the revert, git log:\n%s", log)
 	}
+	// The latest Dream commit is undone now: dream log and /dream-log say
+	// so rather than offer to undo it again.
+	for _, args := range [][]string{{"dream", "log"}, {"chat", "-m", "/dream-log"}} {
+		r = h.run(args...)
+		if r.code != 0 || !strings.Contains(r.stdout, "Already undone by `") || strings.Contains(r.stdout, "Undo it with") {
+			t.Errorf("%v after the restore: exit %d\n%s\n%s", args, r.code, r.stdout, r.stderr)
+		}
+	}
 	if notes, _ := os.ReadFile(filepath.Join(h.ws, "notes.txt")); string(notes) != "mine, untracked" {
 		t.Error("an untracked file was touched")
 	}

@@ -32,7 +32,7 @@ func cmdEval(ctx context.Context, e *env, args []string) error {
 	runs := fs.Int("runs", 1, "play every scenario this many times and report the spread")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	keep := fs.Bool("keep", false, "keep the throw-away workspaces and name their directory on stderr")
-	if err := e.parse(fs, args); err != nil {
+	if err := e.parse(fs, args, 0); err != nil {
 		return err
 	}
 	if *runs < 1 {

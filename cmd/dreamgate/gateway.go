@@ -33,7 +33,7 @@ import (
 func cmdGateway(ctx context.Context, e *env, args []string) error {
 	fs := e.flags("gateway")
 	forceTerminal := fs.Bool("terminal", false, "run the terminal chat even when stdin is not a terminal")
-	if err := e.parse(fs, args); err != nil {
+	if err := e.parse(fs, args, 0); err != nil {
 		return err
 	}
 	cfg, err := e.config()
@@ -178,7 +178,14 @@ func cmdGateway(ctx context.Context, e *env, args []string) error {
 			logger.Warn("dream scheduler stop", "err", err)
 		}
 	}
-	return serr
+	if serr != nil {
+		// Turns still running after the grace period were cancelled: their
+		// senders were told and their messages kept for the next start.
+		// That is a stop done as designed, not a failure for a service
+		// manager to report (or restart on).
+		logger.Warn("stopped after cancelling the turns still running", "err", serr)
+	}
+	return nil
 }
 
 // printBanner is the first screen of an interactive gateway: what it talks

@@ -157,13 +157,18 @@ func (e *env) flags(name string) *flag.FlagSet {
 	return fs
 }
 
-// parse parses subcommand flags; a usage error exits 2.
-func (e *env) parse(fs *flag.FlagSet, args []string) error {
+// parse parses subcommand flags followed by at most maxArgs arguments; a
+// usage error exits 2. An argument too many is refused rather than
+// dropped: `chat -m hi there` would otherwise send only "hi".
+func (e *env) parse(fs *flag.FlagSet, args []string, maxArgs int) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return &exitError{code: 0, err: errors.New("")}
 		}
 		return &exitError{code: 2, err: errors.New("")}
+	}
+	if fs.NArg() > maxArgs {
+		return &exitError{code: 2, err: fmt.Errorf("%s: unexpected argument %q (see %s -h)", fs.Name(), fs.Arg(maxArgs), fs.Name())}
 	}
 	return nil
 }

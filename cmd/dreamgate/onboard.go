@@ -15,7 +15,7 @@ import (
 // cmdOnboard creates the config file and the workspace, never overwriting.
 func cmdOnboard(_ context.Context, e *env, args []string) error {
 	fs := e.flags("onboard")
-	if err := e.parse(fs, args); err != nil {
+	if err := e.parse(fs, args, 0); err != nil {
 		return err
 	}
 	path := e.configPath

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -20,7 +21,7 @@ import (
 // than 2xx, as a wrong baseURL does), so scripts can wait on it.
 func cmdStatus(ctx context.Context, e *env, args []string) (err error) {
 	fs := e.flags("status")
-	if err := e.parse(fs, args); err != nil {
+	if err := e.parse(fs, args, 0); err != nil {
 		return err
 	}
 	cfg, err := e.config()
@@ -39,7 +40,7 @@ func cmdStatus(ctx context.Context, e *env, args []string) (err error) {
 		fmt.Fprintf(w, "Config: %s\n", cfg.path)
 	}
 	fmt.Fprintf(w, "Workspace: %s\n", cfg.Workspace)
-	fmt.Fprintf(w, "Sessions: %s\n", cfg.StateDir)
+	fmt.Fprintf(w, "State: %s (sessions in %s)\n", cfg.StateDir, filepath.Join(cfg.StateDir, "sessions"))
 	for _, line := range channelLines(cfg) {
 		fmt.Fprintln(w, line)
 	}

@@ -3,7 +3,10 @@ package main
 import (
 	"bytes"
 	"regexp"
+	"strings"
 	"testing"
+
+	"github.com/dreamgate/dreamgate/llm/llmtest"
 )
 
 // --help lists each command once.
@@ -24,5 +27,45 @@ func TestHelpListsEachCommandOnce(t *testing.T) {
 		if !seen[cmd] {
 			t.Errorf("--help lacks %q", cmd)
 		}
+	}
+}
+
+// An argument a command does not take is refused with exit 2 and one line
+// naming it, never dropped: `chat -m hi there` sent only "hi" before.
+func TestExtraArgumentsAreRefused(t *testing.T) {
+	h := newHarness(t)
+	h.llm.SetResponder(func(llmtest.Request) llmtest.Reply { return llmtest.Text("hello") })
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"chat", "-m", "hi", "there"}, `dreamgate chat: unexpected argument "there"; put a message of several words in quotes: -m "hi there"`},
+		{[]string{"chat", "hello"}, `dreamgate chat: unexpected argument "hello" (see dreamgate chat -h)`},
+		{[]string{"status", "now"}, `dreamgate status: unexpected argument "now" (see dreamgate status -h)`},
+		{[]string{"dream", "log", "abc", "def"}, `dreamgate dream log: unexpected argument "def" (see dreamgate dream log -h)`},
+	} {
+		res := h.run(tc.args...)
+		if res.code != 2 || strings.TrimSpace(res.stderr) != tc.want || res.stdout != "" {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 2 and %q", tc.args, res.code, res.stdout, res.stderr, tc.want)
+		}
+	}
+	if n := len(h.llm.Requests()); n != 0 {
+		t.Errorf("a refused command reached the model %d times", n)
+	}
+}
+
+// A one-shot turn that ends without the model's answer (here an empty
+// one) prints the notice and exits 1: a script must not take the notice
+// for an answer.
+func TestOneShotWithoutAnAnswerExitsOne(t *testing.T) {
+	h := newHarness(t)
+	h.llm.SetResponder(func(llmtest.Request) llmtest.Reply { return llmtest.Text("") })
+	res := h.run("chat", "-m", "hi")
+	if res.code != 1 || !strings.Contains(res.stdout+res.stderr, "empty answer") {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want exit 1 and the empty-answer notice", res.code, res.stdout, res.stderr)
+	}
+	h.llm.SetResponder(func(llmtest.Request) llmtest.Reply { return llmtest.Text("hello") })
+	if res := h.run("chat", "-m", "hi"); res.code != 0 || strings.TrimSpace(res.stdout) != "hello" {
+		t.Fatalf("answered: exit %d, stdout %q, stderr %q", res.code, res.stdout, res.stderr)
 	}
 }

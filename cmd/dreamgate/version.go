@@ -75,7 +75,7 @@ func (v versionInfo) String() string {
 
 func cmdVersion(_ context.Context, e *env, args []string) error {
 	fs := e.flags("version")
-	if err := e.parse(fs, args); err != nil {
+	if err := e.parse(fs, args, 0); err != nil {
 		return err
 	}
 	fmt.Fprint(e.stdout, readVersion().String())
