@@ -1,8 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -218,4 +222,116 @@ func channelsBench(b *testing.B, chans int) (*fakeslack.Server, *fakediscord.Ser
 	}
 
 	return sl, dc, ts, td
+}
+
+// BenchmarkChannelsBurstCPU is BenchmarkChannelsBurst's burst (500
+// messages over 50 channels, half Slack, half Discord, every one answered
+// exactly once) sent to the built binary's `dreamgate gateway`, whose CPU
+// time (user + system, from /proc) over the burst is all the adapters' and
+// the gateway's own: the fakes and the model run in this process. Every
+// burst goes to 50 conversations of its own (new Slack threads, new
+// Discord channels), so each costs the same however many ran before: 500
+// turns, 50 of them opening a session file.
+func BenchmarkChannelsBurstCPU(b *testing.B) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		b.Skip("needs /proc")
+	}
+	const perPlatform, chans = 250, 25
+	h := newHarness(b)
+	h.llm.SetResponder(func(r llmtest.Request) llmtest.Reply {
+		return llmtest.Text("ok " + r.Messages[len(r.Messages)-1].Content)
+	})
+	sl := fakeslack.New(fakeslack.Config{})
+	b.Cleanup(sl.Close)
+	dc, err := fakediscord.Start(fakediscord.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(dc.Close)
+	h.set("channels.terminal.enabled", false)
+	h.set("channels.slack", map[string]any{
+		"enabled": true, "botToken": sl.BotToken(), "appToken": sl.AppToken(), "apiURL": sl.APIURL(),
+		"groupPolicy": "mention", "replyInThread": true,
+	})
+	h.set("channels.discord", map[string]any{"enabled": true, "token": dc.Token(), "apiURL": dc.URL(), "groupPolicy": "mention"})
+	h.set("dream.cron", "0 0 1 1 *")
+	p := h.startGateway(b)
+	if !waitUp(b, p, "slack", "discord") {
+		b.Fatalf("gateway exited; log:\n%s", p.stderr.String())
+	}
+	pid := p.cmd.Process.Pid
+	wctx := waitCtx(b)
+	var total time.Duration
+	b.ResetTimer()
+	for round := range b.N {
+		b.StopTimer()
+		guild := fmt.Sprint("G", round)
+		var dchans []fakediscord.Channel
+		for i := range chans {
+			dchans = append(dchans, fakediscord.Channel{ID: fmt.Sprintf("D%d-%d", round, i), Type: 0})
+		}
+		dc.AddGuild(guild, dchans...)
+		time.Sleep(50 * time.Millisecond) // the bot takes in the new server
+		slackBase, discordBase := len(sl.Posts()), len(dc.Sent())
+		before := procCPU(b, pid)
+		b.StartTimer()
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			for i := range perPlatform {
+				// A top-level post: a thread, and a conversation, of its own.
+				if _, err := sl.InjectPost(fakeslack.Event{Channel: fmt.Sprint("C", i%chans), User: "U1", Text: fmt.Sprintf("<@UBOT> r%d s%d", round, i)}); err != nil {
+					b.Error(err)
+				}
+			}
+		})
+		wg.Go(func() {
+			for i := range perPlatform {
+				if _, err := dc.InjectMessage(fakediscord.Message{ChannelID: fmt.Sprintf("D%d-%d", round, i%chans), Author: fakediscord.User{ID: "U1"}, Content: fmt.Sprintf("<@%s> r%d d%d", dc.BotID(), round, i)}); err != nil {
+					b.Error(err)
+				}
+			}
+		})
+		wg.Wait()
+		if _, err := sl.WaitPosts(wctx, slackBase+perPlatform); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := dc.WaitSent(wctx, discordBase+perPlatform); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		// Whatever the last answers set off (a 👀 removed, a typing
+		// indicator stopped) belongs to the burst too.
+		time.Sleep(200 * time.Millisecond)
+		total += procCPU(b, pid) - before
+		if n, m := len(sl.Posts())-slackBase, len(dc.Sent())-discordBase; n != perPlatform || m != perPlatform {
+			b.Fatalf("answers: slack %d, discord %d; want exactly %d each", n, m, perPlatform)
+		}
+		b.StartTimer()
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(total.Microseconds())/1000/float64(2*perPlatform*b.N), "cpu-ms/msg")
+}
+
+// procCPU is the user and system CPU time process pid has used so far,
+// its exited threads included, from /proc/<pid>/stat (in clock ticks of
+// 10 ms, which Linux fixes at 100 per second for this file).
+func procCPU(b *testing.B, pid int) time.Duration {
+	b.Helper()
+	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The command name (field 2) is in parentheses and may hold spaces:
+	// fields are counted from after its closing one.
+	rest := strings.Fields(string(raw[bytes.LastIndexByte(raw, ')')+1:]))
+	// utime and stime are fields 14 and 15, so 11 and 12 after ")".
+	var ticks int64
+	for _, f := range rest[11:13] {
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			b.Fatalf("parse %s: %v", raw, err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond
 }

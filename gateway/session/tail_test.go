@@ -309,3 +309,46 @@ func checkReadFromMark(t *testing.T, dir string, want int) {
 		t.Errorf("the next load starts at %d, want %d:\n%s", base, want, logs.String())
 	}
 }
+
+// A mark written by an earlier version (summed with CRC-32C, under
+// "crc32c") is read as no mark: the file is read whole, without a warning
+// (nothing is wrong with it), and a mark of the current kind is recorded,
+// which the next load then uses.
+func TestEarlierVersionsTailMarkIsReplaced(t *testing.T) {
+	dir, prefix := longSession(t, 1000, 10)
+	mraw, err := os.ReadFile(prefix + ".meta.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(mraw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	tail := doc["tail"].(map[string]any)
+	if _, ok := tail["crc32"]; !ok {
+		t.Fatalf("mark without crc32: %s", mraw)
+	}
+	delete(tail, "crc32")
+	tail["crc32c"] = 12345 // the old kind: whatever its value, it is not read
+	tail["offset"] = 3     // and a stale offset, which a read of it would reject with a warning
+	mraw, _ = json.Marshal(doc)
+	if err := os.WriteFile(prefix+".meta.json", mraw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	st, _ := NewStore(dir, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	s, err := st.Get("k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkWhole(t, s, 1000, 990)
+	if logs.Len() > 0 {
+		t.Errorf("an earlier version's mark was warned about:\n%s", logs.String())
+	}
+	st.Close()
+	var m meta
+	mraw, _ = os.ReadFile(prefix + ".meta.json")
+	if err := json.Unmarshal(mraw, &m); err != nil || m.Tail == nil || m.Tail.OldSum != nil || m.Tail.Index != 974 {
+		t.Fatalf("no new mark recorded: %s", mraw)
+	}
+}
