@@ -37,6 +37,13 @@ type DeliveryConfig[M any] struct {
 	// Stop is called when the sink answers ErrClosed: the gateway is going
 	// away, and the adapter should stop receiving.
 	Stop func()
+	// Done, when set, is called once the Delivery is finished with a queued
+	// message, whatever became of it (delivered, refused as busy, dropped
+	// by Accept, failed): a platform may be told then that the message
+	// was taken (Slack's ack), so that a process killed before the gateway
+	// had it leaves the message to be sent again. A message still held
+	// when Run stops is finished by HandOver.
+	Done func(m M)
 	Log  *slog.Logger
 }
 
@@ -57,7 +64,8 @@ type Delivery[M any] struct {
 	notices sync.WaitGroup
 
 	mu   sync.Mutex
-	held *Inbound // being delivered when Run's ctx ended
+	held  *Inbound // being delivered when Run's ctx ended
+	heldM M        // the queued message held came from
 	late []M      // taken while stopping with a full queue
 	over bool     // handed over: nothing more is delivered
 }
@@ -121,9 +129,14 @@ func (d *Delivery[M]) Run(ctx context.Context) {
 		}
 		in, ok := d.cfg.Accept(ctx, m)
 		if !ok {
+			d.done(m)
 			continue
 		}
 		err := d.cfg.Sink.Deliver(ctx, in)
+		held := err != nil && !errors.Is(err, ErrBusy) && !errors.Is(err, ErrClosed) && ctx.Err() != nil
+		if !held {
+			d.done(m)
+		}
 		switch {
 		case err == nil:
 			d.cfg.Log.Debug("delivered", "session", in.SessionKey, "message", in.MessageID, "len", len(in.Text))
@@ -136,14 +149,20 @@ func (d *Delivery[M]) Run(ctx context.Context) {
 				d.cfg.Stop()
 			}
 			return
-		case ctx.Err() != nil:
+		case held:
 			d.mu.Lock()
-			d.held = &in
+			d.held, d.heldM = &in, m
 			d.mu.Unlock()
 			return
 		default:
 			d.cfg.Log.Error("message not delivered to the gateway", "session", in.SessionKey, "message", in.MessageID, "err", err)
 		}
+	}
+}
+
+func (d *Delivery[M]) done(m M) {
+	if d.cfg.Done != nil {
+		d.cfg.Done(m)
 	}
 }
 
@@ -166,8 +185,9 @@ func (d *Delivery[M]) HandOver(ctx context.Context) {
 	defer d.notices.Wait()
 	d.mu.Lock()
 	d.over = true
-	held, late := d.held, d.late
-	d.held, d.late = nil, nil
+	held, heldM, late := d.held, d.heldM, d.late
+	var zero M
+	d.held, d.heldM, d.late = nil, zero, nil
 	d.mu.Unlock()
 	if held == nil && len(d.queue) == 0 && len(late) == 0 {
 		return
@@ -192,9 +212,11 @@ func (d *Delivery[M]) HandOver(ctx context.Context) {
 		if in, ok := d.cfg.Accept(hctx, m); ok {
 			deliver(in)
 		}
+		d.done(m)
 	}
 	if held != nil {
 		deliver(*held)
+		d.done(heldM)
 	}
 	for len(d.queue) > 0 {
 		accept(<-d.queue)

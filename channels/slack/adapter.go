@@ -84,6 +84,7 @@ type Adapter struct {
 	sendTries                   int                // tries of a slash command's response_url
 	apiTimeout                  time.Duration
 	ackTimeout                  time.Duration
+	ackDeadline                 time.Duration // an accepted message's ack waits for the gateway at most this long
 	reactionTimeout             time.Duration
 	streamDelay, streamInterval time.Duration
 }
@@ -111,6 +112,8 @@ func New(cfg Config) (*Adapter, error) {
 		sendTries:     3,
 		apiTimeout:    30 * time.Second,
 		ackTimeout:    5 * time.Second,
+		// Slack sends an envelope again when its ack is later than 3 s.
+		ackDeadline: 2 * time.Second,
 		// Short: stop waits for these calls at the end of a turn.
 		reactionTimeout: 10 * time.Second,
 		streamDelay:     streamDelay,

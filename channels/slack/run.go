@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"regexp"
 	"sync"
+	"time"
 
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/slackevents"
@@ -34,15 +35,23 @@ func (a *Adapter) Run(ctx context.Context, sink channels.Sink) error {
 	a.health.Set(channels.StateConnecting, "")
 	a.gate.reset()
 	r := &runner{a: a, stop: stop}
-	// Envelopes are acked before their messages enter the queue: Slack
-	// will not send them again, so what is left when Run stops is handed
-	// over.
+	// A message's envelope is acked once the gateway has it (Done), or
+	// after ackDeadline; Slack will not send an acked envelope again, so
+	// what is left when Run stops is handed over.
 	r.out = channels.NewDelivery(channels.DeliveryConfig[pending]{
 		Sink:   sink,
 		Accept: r.accept,
 		Send:   a.Send,
-		Stop:   stop,
-		Log:    a.log,
+		// The gateway is going away: the ack of the message it has just
+		// refused (and saved) is on its way out, and stopping the socket
+		// at once would drop it, so Slack would send the message again.
+		Stop: func() { time.AfterFunc(ackFlush, stop) },
+		Done: func(p pending) {
+			if p.ack != nil {
+				p.ack()
+			}
+		},
+		Log: a.log,
 	})
 	err := r.run(ctx)
 	if err != nil {
@@ -53,6 +62,10 @@ func (a *Adapter) Run(ctx context.Context, sink channels.Sink) error {
 	a.health.Set(channels.StateStopped, "")
 	return nil
 }
+
+// ackFlush is how long the socket stays up, once the gateway has closed,
+// for the acks already sent to reach Slack.
+const ackFlush = 250 * time.Millisecond
 
 // runner is the state of one Run.
 type runner struct {
@@ -150,8 +163,9 @@ func (r *runner) abortAttempt() {
 }
 
 // readEvents consumes slack-go's event stream: lifecycle events update the
-// health, every envelope is acked at once, then messages are filtered and
-// queued for delivery in arrival order.
+// health, messages are filtered and queued for delivery in arrival order,
+// and every envelope is acked: at once, but for a message that is taken,
+// whose ack waits until the gateway has it (see deferredAck).
 func (r *runner) readEvents(ctx context.Context, sm *socketmode.Client) {
 	log := r.a.log
 	for {
@@ -182,9 +196,11 @@ func (r *runner) readEvents(ctx context.Context, sm *socketmode.Client) {
 			r.a.gate.healthy()
 			log.Debug("slack hello")
 		case socketmode.EventTypeEventsAPI:
-			r.ack(ctx, sm, evt.Request)
+			ack := r.deferredAck(ctx, sm, evt.Request)
 			if api, ok := evt.Data.(slackevents.EventsAPIEvent); ok {
-				r.handleEventsAPI(ctx, evt.Request, api)
+				r.handleEventsAPI(ctx, evt.Request, api, ack)
+			} else {
+				ack()
 			}
 		case socketmode.EventTypeErrorBadMessage:
 			// slack-go could not parse it, but Slack still wants its ack or
@@ -226,7 +242,34 @@ func (r *runner) ack(ctx context.Context, sm *socketmode.Client, req *socketmode
 	}
 }
 
-func (r *runner) handleEventsAPI(ctx context.Context, req *socketmode.Request, api slackevents.EventsAPIEvent) {
+// deferredAck returns req's ack, to be sent once the gateway has the
+// message: Slack does not send an acked envelope again, so a process killed
+// between an early ack and the gateway's record of the message (the
+// sender's name, a thread's history and files are fetched in between)
+// lost it for good; unacked, it comes again to the next process, which
+// answers it once. The ack goes out by itself after ackDeadline, before
+// Slack's 3 s, and not at all once ctx has ended (the process is
+// stopping; Slack sends it again to the next one, which knows it).
+func (r *runner) deferredAck(ctx context.Context, sm *socketmode.Client, req *socketmode.Request) func() {
+	once := sync.OnceFunc(func() {
+		if ctx.Err() == nil {
+			r.ack(ctx, sm, req)
+		}
+	})
+	t := time.AfterFunc(r.a.ackDeadline, once)
+	return func() {
+		t.Stop()
+		once()
+	}
+}
+
+func (r *runner) handleEventsAPI(ctx context.Context, req *socketmode.Request, api slackevents.EventsAPIEvent, ack func()) {
+	accepted := false
+	defer func() {
+		if !accepted {
+			ack()
+		}
+	}()
 	var m rawMessage
 	switch ev := api.InnerEvent.Data.(type) {
 	case *slackevents.AppMentionEvent:
@@ -256,7 +299,8 @@ func (r *runner) handleEventsAPI(ctx context.Context, req *socketmode.Request, a
 	r.a.log.Debug("slack message", "verdict", v.String(), "chat", m.channel, "ts", m.ts, "user", m.user, "retry", retry)
 	switch v {
 	case verdictAccept:
-		p := pending{in: in, files: m.files}
+		accepted = true
+		p := pending{in: in, files: m.files, ack: ack}
 		if m.threadTS != "" && m.threadTS != m.ts {
 			p.existingThread = m.threadTS
 		}
@@ -278,6 +322,9 @@ type pending struct {
 	// existingThread is the ts of the thread the message was posted in,
 	// when the bot did not open it.
 	existingThread string
+	// ack tells Slack the message was taken; the Delivery calls it once
+	// the gateway has it.
+	ack func()
 }
 
 // accept completes a queued message: the sender's name, the earlier

@@ -557,10 +557,11 @@ func TestChaos(t *testing.T) {
 }
 
 // forgetUnaccepted finds messages whose envelope a killed process acked
-// but which never reached the gateway: the Slack adapter acks an envelope
-// as soon as it reads it (Slack wants the ack within 3 s) and hands the
-// message on a moment later, so a kill in between loses it, and Slack does
-// not deliver an acked envelope again. Such a message is in no session and
+// but which never reached the gateway: the Slack adapter acks a message's
+// envelope once the gateway has recorded it, but at the latest after 2 s
+// (Slack wants the ack within 3 s), so a kill after that deadline and
+// before the gateway took the message loses it, and Slack does not
+// deliver an acked envelope again. Such a message is in no session and
 // not in the inbox (a new start has taken over the inbox by now). It was
 // never accepted, so it is counted apart and no answer is awaited.
 func (c *chaosRig) forgetUnaccepted() {
