@@ -2,12 +2,10 @@ package history
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"hash/crc32"
 	"io/fs"
-	"math"
 	"os"
 	"slices"
 
@@ -63,6 +61,8 @@ type indexRecord struct {
 	Table    int    `json:"table,omitempty"`     // the table's length in bytes
 	TableSum uint32 `json:"table_sum,omitempty"` // its CRC-32C
 	LastSum  uint32 `json:"last_sum,omitempty"`  // CRC-32C of the last table entry's line
+	// Last is the last table entry: its cursor, line start and length.
+	Last [3]int64 `json:"last,omitzero"`
 	// MTime is the file's modification time (Unix ns) when it ended at
 	// End: a file of that size with another one was rewritten in place.
 	MTime int64 `json:"mtime,omitempty"`
@@ -72,14 +72,6 @@ type indexRecord struct {
 }
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-// indexTable is the index's binary part: the unread entries from Offset to
-// End, and the sources noted.
-type indexTable struct {
-	keys   *keyTable
-	metas  []meta
-	ranges map[string]rangeMark
-}
 
 // loadIndexLocked fills the new cache from the index when it holds for f
 // (whose FileInfo is fi) and the cache's floor (the dream cursor).
@@ -117,77 +109,45 @@ func (s *Store) loadIndexLocked(f *os.File, fi os.FileInfo) {
 	if ix.Offset > 0 && !markHolds(f, ix.Offset, ix.Mark) {
 		return
 	}
-	var tab indexTable
+	var (
+		keys   *keyTable
+		ranges map[string]rangeMark
+		lazy   *lazyTable
+	)
 	if ix.End > ix.Offset {
 		if !markHolds(f, ix.End, ix.EndMark) {
 			return
 		}
-		var ok bool
-		if len(table) != ix.Table || crc32.Checksum(table, castagnoli) != ix.TableSum {
-			ok = false
-		} else {
-			tab, ok = decodeTable(table, ix)
+		last := meta{cursor: int(ix.Last[0]), off: ix.Last[1], n: ix.Last[2]}
+		ok := len(table) == ix.Table && crc32.Checksum(table, castagnoli) == ix.TableSum &&
+			last.cursor > 0 && last.off >= ix.Offset && last.n > 0 && last.off+last.n <= ix.End &&
+			(ix.Count == 0 || last.cursor > ix.Max)
+		if ok {
+			keys, ranges, lazy, ok = parseTable(table, ix.Offset, ix.End, last)
 		}
 		if !ok {
 			s.warnOnce("index-bad", "the history index is unreadable; reading history.jsonl whole")
 			return
 		}
-		if len(tab.metas) > 0 {
-			last := tab.metas[len(tab.metas)-1]
-			line := make([]byte, last.n)
-			if _, err := f.ReadAt(line, last.off); err != nil || crc32.Checksum(line, castagnoli) != ix.LastSum {
-				return
-			}
+		line := make([]byte, last.n)
+		if _, err := f.ReadAt(line, last.off); err != nil || crc32.Checksum(line, castagnoli) != ix.LastSum {
+			return
 		}
 	} else if len(table) != 0 || ix.Table != 0 {
 		return
 	}
 	c.offset, c.from, c.head, c.saved = ix.End, ix.Offset, ix.Head, ix.End
 	c.count, c.maxCursor, c.belowMax = ix.Count, ix.Max, ix.Max
-	if tab.keys != nil {
-		c.keys, c.ranges = tab.keys, tab.ranges
-		c.addMetas(tab.metas)
+	if lazy != nil {
+		c.keys, c.ranges, c.lazy = keys, ranges, lazy
+		c.count += lazy.n
+		c.maxCursor = lazy.last.cursor
 	}
 	for _, b := range ix.Bad {
 		if b.Kind > lineBlank && b.Kind <= lineBadFields && b.Off >= ix.Offset && b.Off < ix.End && b.Bytes >= 0 {
 			s.warnLineLocked(b.Kind, b.Bytes)
 			c.noteBad(b.Kind, b.Off, b.Bytes)
 		}
-	}
-}
-
-// addMetas is addMeta for many entries of keys the cache's keyTable
-// numbers already, with the sessions' positions in one allocation.
-func (c *cache) addMetas(ms []meta) {
-	counts := make([]int, len(c.keys.names))
-	kept := ms[:0]
-	for _, m := range ms {
-		if c.count > 0 && m.cursor <= c.maxCursor {
-			c.sorted = false
-		}
-		c.count++
-		c.maxCursor = max(c.maxCursor, m.cursor)
-		if m.cursor <= c.floor {
-			c.belowMax = max(c.belowMax, m.cursor)
-			continue
-		}
-		counts[m.key]++
-		kept = append(kept, m)
-	}
-	base := len(c.metas)
-	if base == 0 {
-		c.metas = slices.Clip(kept)
-	} else {
-		c.metas = append(c.metas, kept...)
-	}
-	all := make([]int, 0, len(kept))
-	c.sessions = make([][]int, len(counts))
-	for k, n := range counts {
-		c.sessions[k] = all[len(all) : len(all) : len(all)+n]
-		all = all[:len(all)+n]
-	}
-	for i, m := range kept {
-		c.sessions[m.key] = append(c.sessions[m.key], base+i)
 	}
 }
 
@@ -209,6 +169,13 @@ func (s *Store) saveIndexLocked(f *os.File) {
 		// not simply those at or below the floor, so there is no prefix to
 		// vouch for.
 		return
+	}
+	if c.lazy != nil {
+		// Where the unread entries begin is not known without decoding the
+		// table: only reading far enough is worth it.
+		if c.offset-c.saved < s.indexMin || c.materialize() != nil {
+			return
+		}
 	}
 	at := c.offset
 	if len(c.metas) > 0 {
@@ -251,6 +218,7 @@ func (s *Store) saveIndexLocked(f *os.File) {
 			return
 		}
 		ix.LastSum = crc32.Checksum(line, castagnoli)
+		ix.Last = [3]int64{int64(last.cursor), last.off, last.n}
 		table = encodeTable(c.keys.names, c.metas, c.ranges, at)
 		ix.Table, ix.TableSum = len(table), crc32.Checksum(table, castagnoli)
 	}
@@ -286,116 +254,6 @@ func markAt(f *os.File, at int64) ([]byte, bool) {
 		return nil, false
 	}
 	return mark, true
-}
-
-// encodeTable writes the unread entries (all after offset, in file order,
-// cursors rising) and the sources noted, as unsigned varints: the session
-// keys once, then per source its key and marks, then per entry its cursor
-// (as a step from the previous one), its gap from the previous line's end,
-// its length and its key's number.
-func encodeTable(keys []string, metas []meta, ranges map[string]rangeMark, offset int64) []byte {
-	b := make([]byte, 0, 16+len(metas)*8)
-	str := func(v string) {
-		b = binary.AppendUvarint(b, uint64(len(v)))
-		b = append(b, v...)
-	}
-	b = binary.AppendUvarint(b, uint64(len(keys)))
-	for _, k := range keys {
-		str(k)
-	}
-	b = binary.AppendUvarint(b, uint64(len(ranges)))
-	for k, r := range ranges {
-		str(k)
-		b = binary.AppendUvarint(b, uint64(r.cursor))
-		b = binary.AppendUvarint(b, uint64(r.from))
-		b = binary.AppendUvarint(b, uint64(r.to))
-	}
-	b = binary.AppendUvarint(b, uint64(len(metas)))
-	prevCursor, end := 0, offset
-	for i, m := range metas {
-		step := m.cursor - prevCursor
-		if i == 0 {
-			step = m.cursor
-		}
-		b = binary.AppendUvarint(b, uint64(step))
-		b = binary.AppendUvarint(b, uint64(m.off-end))
-		b = binary.AppendUvarint(b, uint64(m.n))
-		b = binary.AppendUvarint(b, uint64(m.key))
-		prevCursor, end = m.cursor, m.off+m.n
-	}
-	return b
-}
-
-// decodeTable reads encodeTable's output back and checks that it fits the
-// header: entries from Offset on, inside End, lines apart, cursors rising
-// above the prefix's.
-func decodeTable(b []byte, ix indexRecord) (indexTable, bool) {
-	bad := false
-	num := func() int {
-		v, n := binary.Uvarint(b)
-		if n <= 0 || v > math.MaxInt32 {
-			bad = true
-			return 0
-		}
-		b = b[n:]
-		return int(v)
-	}
-	str := func() string {
-		n := num()
-		if bad || n > len(b) {
-			bad = true
-			return ""
-		}
-		v := string(b[:n])
-		b = b[n:]
-		return v
-	}
-	var t indexTable
-	nkeys := num()
-	if bad || nkeys > len(b) {
-		return t, false
-	}
-	keys := newKeyTable()
-	for i := range nkeys {
-		if keys.id(str()); bad || len(keys.names) != i+1 {
-			return t, false // a key twice
-		}
-	}
-	nranges := num()
-	if bad || nranges > len(b) {
-		return t, false
-	}
-	t.ranges = make(map[string]rangeMark, nranges)
-	for range nranges {
-		k := str()
-		t.ranges[k] = rangeMark{cursor: num(), from: num(), to: num()}
-	}
-	nmetas := num()
-	if bad || nmetas > len(b) {
-		return t, false
-	}
-	t.metas = make([]meta, 0, nmetas)
-	cursor, end := 0, ix.Offset
-	for i := range nmetas {
-		step, gap, n, k := num(), int64(num()), int64(num()), num()
-		if bad || k >= len(keys.names) || n <= 0 || (i > 0 && step == 0) || (i == 0 && gap != 0) {
-			return t, false
-		}
-		cursor += step
-		if i == 0 && ix.Count > 0 && cursor <= ix.Max {
-			return t, false
-		}
-		m := meta{cursor: cursor, off: end + gap, n: n, key: int32(k)}
-		if end = m.off + m.n; end > ix.End {
-			return t, false
-		}
-		t.metas = append(t.metas, m)
-	}
-	if bad || len(b) != 0 || len(t.metas) == 0 {
-		return t, false
-	}
-	t.keys = keys
-	return t, true
 }
 
 // dropIndexLocked removes the index of a file about to be replaced by this

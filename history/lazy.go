@@ -16,11 +16,10 @@ var errStale = errors.New("history.jsonl changed while it was read")
 // one pass over the span they lie in.
 const lazyBatch = 16
 
-// readLocked reads back the entries at positions pos of the cache's metas
-// (in increasing order), checking that each line still holds the entry the
-// cache noted there.
-func (s *Store) readLocked(pos []int) ([]Entry, error) {
-	if len(pos) == 0 {
+// readLocked reads back the entries ms (in file order), checking that
+// each line still holds the entry the cache noted there.
+func (s *Store) readLocked(ms []meta) ([]Entry, error) {
+	if len(ms) == 0 {
 		return nil, nil
 	}
 	c := &s.cache
@@ -39,7 +38,7 @@ func (s *Store) readLocked(pos []int) ([]Entry, error) {
 	if c.file == nil || !os.SameFile(fi, c.file) || fi.Size() < c.offset {
 		return nil, errStale
 	}
-	out := make([]Entry, 0, len(pos))
+	out := make([]Entry, 0, len(ms))
 	take := func(m meta, line []byte) bool {
 		e, ok := s.parseLocked(line)
 		if !ok || e.Cursor != m.cursor || e.SessionKey != c.keys.names[m.key] {
@@ -48,9 +47,8 @@ func (s *Store) readLocked(pos []int) ([]Entry, error) {
 		out = append(out, e)
 		return true
 	}
-	if len(pos) <= lazyBatch {
-		for _, i := range pos {
-			m := c.metas[i]
+	if len(ms) <= lazyBatch {
+		for _, m := range ms {
 			buf := make([]byte, m.n)
 			if _, err := f.ReadAt(buf, m.off); err != nil {
 				if errors.Is(err, io.EOF) {
@@ -64,10 +62,10 @@ func (s *Store) readLocked(pos []int) ([]Entry, error) {
 		}
 		return out, nil
 	}
-	first, last := c.metas[pos[0]], c.metas[pos[len(pos)-1]]
+	first, last := ms[0], ms[len(ms)-1]
 	next, bad := 0, false
 	_, err = readLines(io.NewSectionReader(f, first.off, last.off+last.n-first.off), func(line []byte, at int64) bool {
-		m := c.metas[pos[next]]
+		m := ms[next]
 		if first.off+at != m.off {
 			return true // an entry not asked for, or a broken line
 		}
@@ -76,12 +74,12 @@ func (s *Store) readLocked(pos []int) ([]Entry, error) {
 			return false
 		}
 		next++
-		return next < len(pos)
+		return next < len(ms)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("read history: %w", err)
 	}
-	if bad || next != len(pos) {
+	if bad || next != len(ms) {
 		return nil, errStale
 	}
 	return out, nil

@@ -36,6 +36,25 @@ func contents(es []Entry) []string {
 	return out
 }
 
+// sameUnread checks that s's UnreadLast(key, n) for several n is what a
+// store reading the file whole returns, contents included, and that s
+// answered without decoding the index's whole table.
+func sameUnread(t *testing.T, s *Store, dir, key string) {
+	t.Helper()
+	whole := openTestStore(t, dir, nil)
+	whole.indexMin = 1 << 62
+	for _, n := range []int{0, 1, 3, 7, 50} {
+		got, err1 := s.UnreadLast(key, n)
+		want, err2 := whole.UnreadLast(key, n)
+		if err1 != nil || err2 != nil || !slices.Equal(got, want) {
+			t.Errorf("UnreadLast(%q, %d) = %v, %v; reading the file: %v, %v", key, n, cursors(got), err1, cursors(want), err2)
+		}
+	}
+	if s.cache.lazy == nil {
+		t.Error("UnreadLast decoded the whole table")
+	}
+}
+
 // TestIndexTableSkipsTheUnreadScan: a new store takes the unread entries'
 // table from the index instead of scanning them, reads back only the
 // contents asked for, and shows what a store reading the file whole shows.
@@ -43,6 +62,9 @@ func TestIndexTableSkipsTheUnreadScan(t *testing.T) {
 	dir := t.TempDir()
 	fillHistory(t, dir, 40, 10)
 	s := indexedStore(t, dir, nil)
+	sameUnread(t, s, dir, "a")
+	sameUnread(t, s, dir, "b")
+	sameUnread(t, s, dir, "none")
 	got := look(t, s, 10)
 	if want := wholeView(t, dir, 10); got.String() != want.String() {
 		t.Errorf("with the table:    %v\nreading the file: %v", got, want)
@@ -59,6 +81,7 @@ func TestIndexTableSkipsTheUnreadScan(t *testing.T) {
 		t.Fatal(err)
 	}
 	s = indexedStore(t, dir, nil)
+	sameUnread(t, s, dir, "a")
 	if got, want := look(t, s, 35), wholeView(t, dir, 35); got.String() != want.String() {
 		t.Errorf("after Dream moved on, with the table: %v\nreading the file: %v", got, want)
 	}
@@ -81,6 +104,9 @@ func TestIndexTableAppendedSinceSave(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := indexedStore(t, dir, nil)
+	s.indexMin = 1000 // uses the index, and writes none for what was appended
+	sameUnread(t, s, dir, "a")
+	sameUnread(t, s, dir, "b")
 	got := look(t, s, 10)
 	if want := wholeView(t, dir, 10); got.String() != want.String() {
 		t.Errorf("with the table:    %v\nreading the file: %v", got, want)

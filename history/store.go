@@ -96,7 +96,10 @@ type cache struct {
 	// with Cursor > floor are kept, so memory stays bounded by what Dream has
 	// not read.
 	floor int
-	metas []meta // valid entries with Cursor > floor, in file order
+	// lazy is the index's table of the unread entries before those in
+	// metas, not decoded yet (table.go); nil once decoded.
+	lazy  *lazyTable
+	metas []meta // valid entries with Cursor > floor, in file order (after lazy's)
 	// sessions indexes metas by session key number (positions in metas,
 	// in file order), so a turn touches only its own session's entries.
 	sessions [][]int
@@ -591,20 +594,34 @@ func (s *Store) UnreadLast(sessionKey string, n int) ([]Entry, error) {
 			}
 			return err
 		}
+		key, known := c.keys.ids[sessionKey]
 		var idx []int
-		if key, ok := c.keys.ids[sessionKey]; ok && int(key) < len(c.sessions) {
+		if known && int(key) < len(c.sessions) {
 			idx = c.sessions[key]
 		}
 		if n > 0 && len(idx) > n {
 			idx = idx[len(idx)-n:]
 		}
-		pos := make([]int, 0, len(idx))
+		ms := make([]meta, 0, len(idx))
 		for _, i := range idx {
 			if c.metas[i].cursor > dc {
-				pos = append(pos, i)
+				ms = append(ms, c.metas[i])
 			}
 		}
-		if out, err = s.readLocked(pos); out == nil && err == nil {
+		if c.lazy != nil && known && (n <= 0 || len(ms) < n) {
+			// The rest is in the table not decoded yet: only this
+			// session's part of it is.
+			g, err := c.lazy.group(key)
+			if err != nil {
+				return errStale
+			}
+			g = slices.DeleteFunc(g, func(m meta) bool { return m.cursor <= dc })
+			if n > 0 && len(g) > n-len(ms) {
+				g = g[len(g)-(n-len(ms)):]
+			}
+			ms = append(g, ms...)
+		}
+		if out, err = s.readLocked(ms); out == nil && err == nil {
 			out = []Entry{}
 		}
 		return err
@@ -649,17 +666,20 @@ func (s *Store) selectLocked(cursor, limit int, keep func(key string, cursor int
 		}
 		return out, nil
 	}
+	if c.materialize() != nil {
+		return nil, errStale
+	}
 	from := 0
 	if c.sorted {
 		from = sort.Search(len(c.metas), func(i int) bool { return c.metas[i].cursor > cursor })
 	}
-	var pos []int
-	for i := from; i < len(c.metas) && (limit <= 0 || len(pos) < limit); i++ {
+	var ms []meta
+	for i := from; i < len(c.metas) && (limit <= 0 || len(ms) < limit); i++ {
 		if m := c.metas[i]; m.cursor > cursor && keep(c.keys.names[m.key], m.cursor) {
-			pos = append(pos, i)
+			ms = append(ms, m)
 		}
 	}
-	return s.readLocked(pos)
+	return s.readLocked(ms)
 }
 
 // pruneLocked drops cached entries Dream has consumed; they are still in the
