@@ -120,6 +120,10 @@ type cache struct {
 	// saved is how far the last index this cache wrote or used reached
 	// (its End), to write the next one only after enough progress.
 	saved int64
+	// memo keeps some entries read back or appended, by line start, up to
+	// memoBudget bytes of content (lazy.go).
+	memo      map[int64]Entry
+	memoBytes int
 	// bad is the last malformed line of each kind read, so that an index
 	// whose table covers it makes the next process warn about it too.
 	bad map[lineKind]badLine
@@ -358,6 +362,7 @@ func (s *Store) appendLocked(content, sessionKey string, src Source) (Entry, err
 		if after, err := f.Stat(); err == nil {
 			c.file, c.size, c.modTime = after, after.Size(), after.ModTime()
 			c.add(e, c.offset, int64(len(line)))
+			c.remember(c.offset, e)
 			c.offset += int64(len(line))
 			if len(c.head) < headLen {
 				c.head = readHead(f) // the file was empty or short when read
