@@ -273,8 +273,8 @@ func TestIndexTableBrokenUnreadLine(t *testing.T) {
 }
 
 // TestIndexTableAnotherProcessAppends: another process appends (and writes
-// the index) while this one reads: both this store and a new one see every
-// entry, as a whole read does.
+// the index) while this one reads and appends: both this store and a new
+// one see every entry, as a whole read does.
 func TestIndexTableAnotherProcessAppends(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns a process")
@@ -285,17 +285,22 @@ func TestIndexTableAnotherProcessAppends(t *testing.T) {
 	before := look(t, s, 10)
 	cmd, out := appendChild(t, dir, 30, 3)
 	sc := bufio.NewScanner(out)
-	for sc.Scan() {
-		// Read while the child appends: every read must stay consistent.
+	for i := 0; sc.Scan(); i++ {
+		// Read and append while the child appends.
 		if _, err := s.Unread("test:crash"); err != nil {
 			t.Fatal(err)
+		}
+		if i < 10 {
+			if _, err := s.Append(fmt.Sprint("- parent ", i), "a"); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	if err := cmd.Wait(); err != nil {
 		t.Fatal(err)
 	}
 	want := wholeView(t, dir, 10)
-	if got := look(t, s, 10); got.String() != want.String() || want.len != before.len+30 {
+	if got := look(t, s, 10); got.String() != want.String() || want.len != before.len+40 {
 		t.Errorf("this store:        %v\nreading the file: %v", got, want)
 	}
 	crash, err := s.Unread("test:crash")
