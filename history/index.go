@@ -71,7 +71,9 @@ type indexRecord struct {
 	Bad []badLine `json:"bad,omitempty"`
 }
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+// castagnoli is CRC-32C's table, made on first use (crc32 keeps it), not
+// at start-up.
+func castagnoli() *crc32.Table { return crc32.MakeTable(crc32.Castagnoli) }
 
 // loadIndexLocked fills the new cache from the index when it holds for f
 // (whose FileInfo is fi) and the cache's floor (the dream cursor).
@@ -119,7 +121,7 @@ func (s *Store) loadIndexLocked(f *os.File, fi os.FileInfo) {
 			return
 		}
 		last := meta{cursor: int(ix.Last[0]), off: ix.Last[1], n: ix.Last[2]}
-		ok := len(table) == ix.Table && crc32.Checksum(table, castagnoli) == ix.TableSum &&
+		ok := len(table) == ix.Table && crc32.Checksum(table, castagnoli()) == ix.TableSum &&
 			last.cursor > 0 && last.off >= ix.Offset && last.n > 0 && last.off+last.n <= ix.End &&
 			(ix.Count == 0 || last.cursor > ix.Max)
 		if ok {
@@ -130,7 +132,7 @@ func (s *Store) loadIndexLocked(f *os.File, fi os.FileInfo) {
 			return
 		}
 		line := make([]byte, last.n)
-		if _, err := f.ReadAt(line, last.off); err != nil || crc32.Checksum(line, castagnoli) != ix.LastSum {
+		if _, err := f.ReadAt(line, last.off); err != nil || crc32.Checksum(line, castagnoli()) != ix.LastSum {
 			return
 		}
 	} else if len(table) != 0 || ix.Table != 0 {
@@ -217,10 +219,10 @@ func (s *Store) saveIndexLocked(f *os.File) {
 		if _, err := f.ReadAt(line, last.off); err != nil {
 			return
 		}
-		ix.LastSum = crc32.Checksum(line, castagnoli)
+		ix.LastSum = crc32.Checksum(line, castagnoli())
 		ix.Last = [3]int64{int64(last.cursor), last.off, last.n}
 		table = encodeTable(c.keys.names, c.metas, c.ranges, at)
-		ix.Table, ix.TableSum = len(table), crc32.Checksum(table, castagnoli)
+		ix.Table, ix.TableSum = len(table), crc32.Checksum(table, castagnoli())
 	}
 	for _, b := range c.bad {
 		if b.Off >= at {
