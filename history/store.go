@@ -106,7 +106,8 @@ type cache struct {
 	keys     *keyTable
 	// sorted: every valid entry consumed, in file order, has a higher
 	// cursor than all before it (the format's rule; binary search is safe,
-	// and the entries before offs[0] are exactly those at or below floor).
+	// and the entries before the first kept one are exactly those at or
+	// below floor).
 	sorted bool
 
 	count     int // valid entries in the consumed part, kept or not
@@ -637,9 +638,10 @@ func (s *Store) UnreadLast(sessionKey string, n int) ([]Entry, error) {
 	return out, nil
 }
 
-// freshLocked runs read after bringing the cache up to date, and once more
-// after a full read when read found the file changed under the cache (by
-// another process, between the refresh and the read).
+// freshLocked runs read after bringing the cache up to date, and again (at
+// most twice more) after a full read that ignores the index, when read
+// found the file changed under the cache (by another process, between the
+// refresh and the read, or in place behind a stat's back).
 func (s *Store) freshLocked(read func() error) error {
 	for try := 0; ; try++ {
 		if err := s.refreshLocked(); err != nil {
