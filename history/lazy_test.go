@@ -3,6 +3,7 @@ package history
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -394,5 +395,44 @@ func TestReadBackIsBounded(t *testing.T) {
 	}
 	if r.cache.memoBytes > memoBudget || len(r.cache.memo) >= 40 {
 		t.Errorf("%d contents (%d bytes) kept after reading 40 of %d bytes", len(r.cache.memo), r.cache.memoBytes, len(big))
+	}
+}
+
+// TestIndexOfTheFirstFormat: an index written before it held a table (a
+// header alone, no End) still takes a new store past the read entries,
+// which then scans the unread ones.
+func TestIndexOfTheFirstFormat(t *testing.T) {
+	dir := t.TempDir()
+	size := fillHistory(t, dir, 40, 30)
+	path := filepath.Join(dir, indexFile)
+	header, _, _ := strings.Cut(testkit.ReadFile(t, "", path), "\n")
+	var ix indexRecord
+	if err := json.Unmarshal([]byte(header), &ix); err != nil {
+		t.Fatal(err)
+	}
+	ix.Head = ix.Head[:min(headLen, ix.Offset)]
+	old, err := json.Marshal(struct {
+		Version int    `json:"version"`
+		Dev     uint64 `json:"dev,omitempty"`
+		Ino     uint64 `json:"ino,omitempty"`
+		Head    []byte `json:"head"`
+		Mark    []byte `json:"mark"`
+		Offset  int64  `json:"offset"`
+		Floor   int    `json:"floor"`
+		Count   int    `json:"count"`
+		Max     int    `json:"max"`
+	}{ix.Version, ix.Dev, ix.Ino, ix.Head, ix.Mark, ix.Offset, ix.Floor, ix.Count, ix.Max})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testkit.WriteFile(t, "", path, string(old))
+	s := openTestStore(t, dir, nil)
+	s.indexMin = 1 << 10 // looks for the index; writes none for these few bytes
+	got := look(t, s, 30)
+	if want := wholeView(t, dir, 30); got.String() != want.String() {
+		t.Errorf("with the old index: %v\nreading the file:  %v", got, want)
+	}
+	if s.readBytes != size-ix.Offset {
+		t.Errorf("scanned %d bytes; %d lie past the old index's offset", s.readBytes, size-ix.Offset)
 	}
 }
