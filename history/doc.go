@@ -11,8 +11,11 @@
 // generation and the messages archived), which nanobot ignores and which
 // make an archive idempotent across crashes (Source, Store.ArchivedAt).
 // memory/.history_index is this
-// package's own shortcut past the entries Dream has read (nanobot neither
-// reads nor writes it); deleting it costs one full read of the archive.
+// package's own shortcut past the entries Dream has read, with a table of
+// the unread ones (nanobot neither reads nor writes it), so that a new
+// process scans only what was appended since; deleting it costs one full
+// scan of the archive. Only where the unread entries are is held in memory,
+// and a content is read back when a caller asks for that entry.
 //
 // It is a leaf shared by consolidator and dream, which never import each
 // other: it imports only workspace (the layout and the atomic write) of

@@ -14,6 +14,20 @@ import (
 // which parseLine then reads; for a line it accepts, it returns what
 // parseLine returns.
 func parseCanonical(line []byte) (e Entry, ok bool) {
+	return canonical(line, true, nil)
+}
+
+// scanCanonical is parseCanonical without the content: it accepts exactly
+// the lines parseCanonical accepts and returns the same entry but for an
+// empty Content, checked and never copied. Opening a big unread history
+// scans it this way, and reads back only the contents a caller asks for.
+// keys interns the session keys, so the scan allocates one string per
+// session rather than one per line.
+func scanCanonical(line []byte, keys *keyTable) (Entry, bool) {
+	return canonical(line, false, keys)
+}
+
+func canonical(line []byte, withContent bool, keys *keyTable) (e Entry, ok bool) {
 	p := canonParser{b: bytes.TrimSpace(line)}
 	if !p.byte('{') || !p.key(`"cursor"`) {
 		return Entry{}, false
@@ -30,7 +44,12 @@ func parseCanonical(line []byte) (e Entry, ok bool) {
 	if !p.byte(',') || !p.key(`"content"`) {
 		return Entry{}, false
 	}
-	if e.Content, ok = p.str(); !ok {
+	if withContent {
+		e.Content, ok = p.str()
+	} else {
+		_, _, ok = p.skipStr()
+	}
+	if !ok {
 		return Entry{}, false
 	}
 	more := p.byte(',')
@@ -38,7 +57,7 @@ func parseCanonical(line []byte) (e Entry, ok bool) {
 		p.space()
 		if bytes.HasPrefix(p.b, []byte("null")) {
 			p.b = p.b[len("null"):]
-		} else if e.SessionKey, ok = p.str(); !ok {
+		} else if e.SessionKey, ok = p.internedStr(keys); !ok {
 			return Entry{}, false
 		}
 		more = p.byte(',')
@@ -74,6 +93,24 @@ func (p *canonParser) source(e *Entry) bool {
 	}
 	e.SessionID, e.Range = id, [2]int{from, to}
 	return true
+}
+
+// internedStr consumes a session key's string; with keys, a key without escapes
+// is interned there instead of copied.
+func (p *canonParser) internedStr(keys *keyTable) (string, bool) {
+	if keys == nil {
+		return p.str()
+	}
+	rest := p.b
+	raw, escaped, ok := p.skipStr()
+	if !ok {
+		return "", false
+	}
+	if escaped {
+		p.b = rest
+		return p.str()
+	}
+	return keys.names[keys.idBytes(raw)], true
 }
 
 // canonParser consumes b from the front.
@@ -191,6 +228,47 @@ func (p *canonParser) str() (string, bool) {
 		default:
 			return "", false
 		}
+		seg = bs + 2
+	}
+}
+
+// skipStr consumes what str consumes and accepts exactly what it
+// accepts, without building the string: it returns the bytes between the
+// quotes and whether they hold an escape. Checking the raw bytes for
+// UTF-8 is checking the decoded ones: a short escape stands for one ASCII
+// byte, and ASCII bytes are never part of a multi-byte sequence.
+func (p *canonParser) skipStr() (raw []byte, escaped, ok bool) {
+	p.space()
+	if len(p.b) == 0 || p.b[0] != '"' {
+		return nil, false, false
+	}
+	b := p.b[1:]
+	q := -1 // where the next '"' is
+	for seg := 0; ; {
+		if q < seg {
+			if q = bytes.IndexByte(b[seg:], '"'); q < 0 {
+				return nil, false, false
+			}
+			q += seg
+		}
+		bs := bytes.IndexByte(b[seg:q], '\\')
+		if bs < 0 {
+			if hasControl(b[seg:q]) || !utf8.Valid(b[:q]) {
+				return nil, false, false
+			}
+			p.b = b[q+1:]
+			return b[:q], escaped, true
+		}
+		bs += seg
+		if hasControl(b[seg:bs]) || bs+1 == len(b) {
+			return nil, false, false
+		}
+		switch b[bs+1] {
+		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+		default:
+			return nil, false, false
+		}
+		escaped = true
 		seg = bs + 2
 	}
 }

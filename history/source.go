@@ -74,30 +74,34 @@ func (s *Store) ArchivedAt(sessionKey, sessionID string, from int) (Entry, bool,
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.refreshLocked(); err != nil {
-		return Entry{}, false, err
-	}
-	mark, ok := s.cache.ranges[rangeKey(sessionKey, sessionID)]
-	if !ok && s.cache.from > 0 && !s.cache.prefixRanges {
-		// The reading started past a prefix Dream has read (index.go); an
-		// entry a crash left unrecorded may be in it once Dream has read
-		// it, so the prefix is scanned for sources once, here, where an
-		// archive is about to cost a model call anyway.
-		if err := s.notePrefixRangesLocked(); err != nil {
-			return Entry{}, false, err
+	var found []Entry
+	err := s.freshLocked(func() error {
+		found = nil
+		mark, ok := s.cache.ranges[rangeKey(sessionKey, sessionID)]
+		if !ok && s.cache.from > 0 && !s.cache.prefixRanges {
+			// The reading started past a prefix Dream has read (index.go); an
+			// entry a crash left unrecorded may be in it once Dream has read
+			// it, so the prefix is scanned for sources once, here, where an
+			// archive is about to cost a model call anyway.
+			if err := s.notePrefixRangesLocked(); err != nil {
+				return err
+			}
+			mark, ok = s.cache.ranges[rangeKey(sessionKey, sessionID)]
 		}
-		mark, ok = s.cache.ranges[rangeKey(sessionKey, sessionID)]
-	}
-	if !ok || mark.from != from {
-		return Entry{}, false, nil
-	}
-	found, err := s.selectLocked(mark.cursor-1, 1, func(e Entry) bool { return e.Cursor == mark.cursor })
+		if !ok || mark.from != from {
+			return nil
+		}
+		var err error
+		found, err = s.selectLocked(mark.cursor-1, 1, func(_ string, cursor int) bool { return cursor == mark.cursor })
+		return err
+	})
 	if err != nil {
 		return Entry{}, false, err
 	}
 	if len(found) == 0 {
-		// Out of sight for the cache (a rewrite by another process between
-		// the refresh and the scan); the caller archives, as before.
+		// Not archived, or out of sight for the cache (a rewrite by another
+		// process between the refresh and the scan); the caller archives,
+		// as before.
 		return Entry{}, false, nil
 	}
 	return found[0], true, nil
@@ -115,7 +119,7 @@ func (s *Store) notePrefixRangesLocked() error {
 	defer f.Close()
 	var prefix cache
 	_, err = readLines(io.NewSectionReader(f, 0, c.from), func(line []byte, _ int64) bool {
-		if e, ok := s.parseLocked(line); ok {
+		if e, kind := s.peekLocked(line); kind == lineOK {
 			prefix.noteRange(e)
 		}
 		return true

@@ -38,12 +38,15 @@ const legacyFile = "HISTORY.md"
 // write takes an exclusive file lock, and readers notice appends, rewrites
 // and replacements made by others.
 //
-// Reads are served from an in-memory cache of the entries Dream has not read
-// yet, indexed by session; a read costs one stat when nothing changed and
-// reads only the bytes appended since the last read otherwise. A new Store
-// does not parse the entries Dream has read: a private index
-// (memory/.history_index, see index.go) says where the unread ones begin,
-// and is checked against the file before it is believed.
+// Reads are served from an in-memory cache of where the entries Dream has
+// not read yet are (cursor, session, place in the file; not their
+// content), indexed by session; a read costs one stat when nothing changed
+// and scans only the bytes appended since the last read otherwise, and the
+// contents a caller asks for are read back at their offsets. A new Store
+// neither parses the entries Dream has read nor scans the unread ones a
+// previous process scanned: a private index (memory/.history_index, see
+// index.go) says where the unread ones begin and holds their table, and is
+// checked against the file before it is believed.
 type Store struct {
 	dir        string
 	path       string
@@ -65,8 +68,12 @@ type Store struct {
 	// indexMin is the least progress (bytes of read entries) worth noting
 	// in the index, and the least file size for which it is looked at.
 	indexMin int64
-	// readBytes counts the history bytes read, for tests.
+	// readBytes counts the history bytes scanned (contents read back for a
+	// caller are not counted), for tests.
 	readBytes int64
+	// distrust: the file was found changed under a cache the index had
+	// filled, so the next full read ignores the index.
+	distrust bool
 }
 
 // cache holds what has been read of history.jsonl.
@@ -88,15 +95,19 @@ type cache struct {
 	// floor is the dream cursor when entries were last dropped: only entries
 	// with Cursor > floor are kept, so memory stays bounded by what Dream has
 	// not read.
-	floor   int
-	entries []Entry // valid entries with Cursor > floor, in file order
-	offs    []int64 // offs[i] is where entries[i]'s line starts in the file
-	// sessions indexes entries by session key (positions in entries, in
-	// file order), so a turn touches only its own session's entries.
-	sessions map[string][]int
+	floor int
+	// lazy is the index's table of the unread entries before those in
+	// metas, not decoded yet (table.go); nil once decoded.
+	lazy  *lazyTable
+	metas []meta // valid entries with Cursor > floor, in file order (after lazy's)
+	// sessions indexes metas by session key number (positions in metas,
+	// in file order), so a turn touches only its own session's entries.
+	sessions [][]int
+	keys     *keyTable
 	// sorted: every valid entry consumed, in file order, has a higher
 	// cursor than all before it (the format's rule; binary search is safe,
-	// and the entries before offs[0] are exactly those at or below floor).
+	// and the entries before the first kept one are exactly those at or
+	// below floor).
 	sorted bool
 
 	count     int // valid entries in the consumed part, kept or not
@@ -107,12 +118,81 @@ type cache struct {
 	// prefixRanges: ranges also covers the prefix before from, which a
 	// valid index let the reading skip (read on the first ArchivedAt).
 	prefixRanges bool
+	// saved is how far the last index this cache wrote or used reached
+	// (its End), to write the next one only after enough progress.
+	saved int64
+	// memo keeps some entries read back or appended, by line start, up to
+	// memoBudget bytes of content (lazy.go).
+	memo      map[int64]Entry
+	memoBytes int
+	// bad is the last malformed line of each kind read, so that an index
+	// whose table covers it makes the next process warn about it too.
+	bad map[lineKind]badLine
+}
+
+// badLine is a malformed line: its kind, where it starts, its length.
+type badLine struct {
+	Kind  lineKind `json:"kind"`
+	Off   int64    `json:"off"`
+	Bytes int      `json:"bytes"`
+}
+
+func (c *cache) noteBad(kind lineKind, off int64, n int) {
+	if c.bad == nil {
+		c.bad = map[lineKind]badLine{}
+	}
+	c.bad[kind] = badLine{Kind: kind, Off: off, Bytes: n}
+}
+
+// meta is what the cache keeps of an unread entry: enough to select it and
+// to read it back, not its content, so memory does not grow with the
+// unread entries' text.
+type meta struct {
+	cursor int
+	off    int64 // where its line starts in the file
+	n      int64 // its line's length, newline included
+	key    int32 // its session key's number in the cache's keyTable
+}
+
+// keyTable numbers session keys, so that metas hold no pointers (a big
+// table costs the garbage collector nothing) and a scan allocates one
+// string per session, not one per line.
+type keyTable struct {
+	ids   map[string]int32
+	names []string
+	last  int32 // the number idBytes or id returned last
+}
+
+func newKeyTable() *keyTable { return &keyTable{ids: map[string]int32{}} }
+
+// idBytes is id for a key still in bytes; it allocates only for a new key.
+func (t *keyTable) idBytes(k []byte) int32 {
+	if n, ok := t.ids[string(k)]; ok {
+		t.last = n
+		return n
+	}
+	return t.id(string(k))
+}
+
+// id returns k's number, giving it the next one if it has none.
+func (t *keyTable) id(k string) int32 {
+	if int(t.last) < len(t.names) && t.names[t.last] == k {
+		return t.last
+	}
+	n, ok := t.ids[k]
+	if !ok {
+		n = int32(len(t.names))
+		t.ids[k] = n
+		t.names = append(t.names, k)
+	}
+	t.last = n
+	return n
 }
 
 // newCache is an empty cache of a file not read yet, keeping entries
 // above floor.
 func newCache(floor int) cache {
-	return cache{loaded: true, floor: floor, sorted: true, sessions: map[string][]int{}}
+	return cache{loaded: true, floor: floor, sorted: true, keys: newKeyTable()}
 }
 
 // Options configure a Store; the zero value is ready to use.
@@ -282,11 +362,13 @@ func (s *Store) appendLocked(content, sessionKey string, src Source) (Entry, err
 	if c := &s.cache; c.loaded && c.offset == size {
 		if after, err := f.Stat(); err == nil {
 			c.file, c.size, c.modTime = after, after.Size(), after.ModTime()
-			c.add(e, c.offset)
+			c.add(e, c.offset, int64(len(line)))
+			c.remember(c.offset, e)
 			c.offset += int64(len(line))
 			if len(c.head) < headLen {
 				c.head = readHead(f) // the file was empty or short when read
 			}
+			s.saveIndexLocked(f)
 		} else {
 			*c = cache{}
 		}
@@ -302,27 +384,41 @@ func (s *Store) appendLocked(content, sessionKey string, src Source) (Entry, err
 	return e, nil
 }
 
-// add records the valid entry e, whose line starts at off.
-func (c *cache) add(e Entry, off int64) {
+// add records the valid entry e (its content is not needed), whose line
+// of n bytes starts at off.
+func (c *cache) add(e Entry, off, n int64) {
 	c.noteRange(e)
-	if c.count > 0 && e.Cursor <= c.maxCursor {
+	c.addMeta(meta{cursor: e.Cursor, off: off, n: n, key: c.keys.id(e.SessionKey)})
+}
+
+// addMeta records a valid entry (whose source, if any, is noted already).
+func (c *cache) addMeta(m meta) {
+	if c.count > 0 && m.cursor <= c.maxCursor {
 		c.sorted = false
 	}
 	c.count++
-	c.maxCursor = max(c.maxCursor, e.Cursor)
-	if e.Cursor <= c.floor {
-		c.belowMax = max(c.belowMax, e.Cursor)
+	c.maxCursor = max(c.maxCursor, m.cursor)
+	if m.cursor <= c.floor {
+		c.belowMax = max(c.belowMax, m.cursor)
 		return
 	}
-	c.sessions[e.SessionKey] = append(c.sessions[e.SessionKey], len(c.entries))
-	c.entries = append(c.entries, e)
-	c.offs = append(c.offs, off)
+	c.index(m.key, len(c.metas))
+	c.metas = append(c.metas, m)
+}
+
+// index notes that metas[i] is of the session numbered key.
+func (c *cache) index(key int32, i int) {
+	if int(key) >= len(c.sessions) {
+		c.sessions = append(c.sessions, make([][]int, int(key)+1-len(c.sessions))...)
+	}
+	c.sessions[key] = append(c.sessions[key], i)
 }
 
 // refreshLocked brings the cache up to date with the file: nothing to do if
 // its size and mtime are unchanged, the appended bytes if it grew, a full
 // read if it was replaced, shrank or rewritten in place. A full read starts
-// where a valid index says the unread entries begin.
+// where a valid index's table of unread entries ends, or where it says the
+// unread entries begin. Lines are scanned, not decoded (scanCanonical).
 func (s *Store) refreshLocked() error {
 	c := &s.cache
 	fi, err := os.Stat(s.path)
@@ -350,20 +446,22 @@ func (s *Store) refreshLocked() error {
 	inPlace := fi.Size() == c.size && !fi.ModTime().Equal(c.modTime)
 	if !sameFile || fi.Size() < c.offset || inPlace || !sameHead(f, c.head) {
 		*c = newCache(s.dreamCursorLocked())
-		if fi.Size() >= s.indexMin {
-			if ix, ok := s.loadIndexLocked(f, fi, c.floor); ok {
-				c.offset, c.from, c.head = ix.Offset, ix.Offset, ix.Head
-				c.count, c.maxCursor, c.belowMax = ix.Count, ix.Max, ix.Max
-			}
+		if fi.Size() >= s.indexMin && !s.distrust {
+			s.loadIndexLocked(f, fi)
 		}
+		s.distrust = false
 	}
 	if c.offset == 0 {
 		c.head = readHead(f)
 	}
 	start := c.offset
 	n, err := readLines(io.NewSectionReader(f, start, fi.Size()-start), func(line []byte, at int64) bool {
-		if e, ok := s.parseLocked(line); ok {
-			c.add(e, start+at)
+		switch e, kind := s.peekLocked(line); kind {
+		case lineOK:
+			c.add(e, start+at, int64(len(line))+1)
+		case lineBlank:
+		default:
+			c.noteBad(kind, start+at, len(line))
 		}
 		return true
 	})
@@ -412,16 +510,31 @@ func (s *Store) parseLocked(line []byte) (Entry, bool) {
 	if e, ok := parseCanonical(line); ok {
 		return e, true
 	}
+	e, kind := s.parseSlowLocked(line)
+	return e, kind == lineOK
+}
+
+func (s *Store) parseSlowLocked(line []byte) (Entry, lineKind) {
 	e, kind := parseLine(line)
-	switch kind {
-	case lineOK:
-		return e, true
-	case lineBlank:
-	default:
-		s.warnOnce("line:"+kind.String(), "skipping a malformed history.jsonl line (further ones of this kind not logged)",
-			"problem", kind.String(), "bytes", len(line))
+	if kind != lineOK && kind != lineBlank {
+		s.warnLineLocked(kind, len(line))
 	}
-	return Entry{}, false
+	return e, kind
+}
+
+func (s *Store) warnLineLocked(kind lineKind, n int) {
+	s.warnOnce("line:"+kind.String(), "skipping a malformed history.jsonl line (further ones of this kind not logged)",
+		"problem", kind.String(), "bytes", n)
+}
+
+// peekLocked is parseLocked for the cache, which needs every field of a
+// valid entry but its content: a line of the usual shape is only checked,
+// any other is parsed. It accepts the same lines and warns the same way.
+func (s *Store) peekLocked(line []byte) (Entry, lineKind) {
+	if e, ok := scanCanonical(line, s.cache.keys); ok {
+		return e, lineOK
+	}
+	return s.parseSlowLocked(line)
 }
 
 // scanLocked reads the whole file, bypassing the cache, for the rare read
@@ -453,10 +566,12 @@ func (s *Store) scanLocked(fn func(Entry) bool) error {
 func (s *Store) Since(cursor, limit int) ([]Entry, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.refreshLocked(); err != nil {
-		return nil, err
-	}
-	return s.selectLocked(cursor, limit, func(Entry) bool { return true })
+	var out []Entry
+	err := s.freshLocked(func() (err error) {
+		out, err = s.selectLocked(cursor, limit, func(string, int) bool { return true })
+		return err
+	})
+	return out, err
 }
 
 // Unread returns the entries of one session that Dream has not consumed yet
@@ -473,57 +588,105 @@ func (s *Store) UnreadLast(sessionKey string, n int) ([]Entry, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	dc := s.dreamCursorLocked()
-	if err := s.refreshLocked(); err != nil {
+	var out []Entry
+	err := s.freshLocked(func() (err error) {
+		s.pruneLocked(dc)
+		c := &s.cache
+		if dc < c.floor {
+			// Moved back by hand: what is unread is partly only in the file.
+			out, err = s.selectLocked(dc, 0, func(key string, _ int) bool { return key == sessionKey })
+			if n > 0 && len(out) > n {
+				out = out[len(out)-n:]
+			}
+			return err
+		}
+		key, known := c.keys.ids[sessionKey]
+		var idx []int
+		if known && int(key) < len(c.sessions) {
+			idx = c.sessions[key]
+		}
+		if n > 0 && len(idx) > n {
+			idx = idx[len(idx)-n:]
+		}
+		ms := make([]meta, 0, len(idx))
+		for _, i := range idx {
+			if c.metas[i].cursor > dc {
+				ms = append(ms, c.metas[i])
+			}
+		}
+		if c.lazy != nil && known && (n <= 0 || len(ms) < n) {
+			// The rest is in the table not decoded yet: only this
+			// session's part of it is.
+			g, err := c.lazy.group(key)
+			if err != nil {
+				return errStale
+			}
+			g = slices.DeleteFunc(g, func(m meta) bool { return m.cursor <= dc })
+			if n > 0 && len(g) > n-len(ms) {
+				g = g[len(g)-(n-len(ms)):]
+			}
+			ms = append(g, ms...)
+		}
+		if out, err = s.readLocked(ms); out == nil && err == nil {
+			out = []Entry{}
+		}
+		return err
+	})
+	if err != nil {
 		return nil, err
-	}
-	s.pruneLocked(dc)
-	c := &s.cache
-	if dc < c.floor {
-		// Moved back by hand: what is unread is partly only in the file.
-		out, err := s.selectLocked(dc, 0, func(e Entry) bool { return e.SessionKey == sessionKey })
-		if n > 0 && len(out) > n {
-			out = out[len(out)-n:]
-		}
-		return out, err
-	}
-	idx := c.sessions[sessionKey]
-	if n > 0 && len(idx) > n {
-		idx = idx[len(idx)-n:]
-	}
-	out := make([]Entry, 0, len(idx))
-	for _, i := range idx {
-		if c.entries[i].Cursor > dc {
-			out = append(out, c.entries[i])
-		}
 	}
 	return out, nil
 }
 
-func (s *Store) selectLocked(cursor, limit int, keep func(Entry) bool) ([]Entry, error) {
-	var out []Entry
-	add := func(e Entry) bool {
-		if e.Cursor > cursor && keep(e) {
-			out = append(out, e)
+// freshLocked runs read after bringing the cache up to date, and again (at
+// most twice more) after a full read that ignores the index, when read
+// found the file changed under the cache (by another process, between the
+// refresh and the read, or in place behind a stat's back).
+func (s *Store) freshLocked(read func() error) error {
+	for try := 0; ; try++ {
+		if err := s.refreshLocked(); err != nil {
+			return err
 		}
-		return limit <= 0 || len(out) < limit
+		err := read()
+		if !errors.Is(err, errStale) || try == 2 {
+			return err
+		}
+		s.cache, s.distrust = cache{}, true
 	}
+}
+
+// selectLocked returns the entries with Cursor > cursor that keep (given
+// their session key and cursor) accepts, in file order, at most limit of
+// them (0 means all).
+func (s *Store) selectLocked(cursor, limit int, keep func(key string, cursor int) bool) ([]Entry, error) {
 	c := &s.cache
 	if cursor < c.floor {
-		if err := s.scanLocked(add); err != nil {
+		var out []Entry
+		err := s.scanLocked(func(e Entry) bool {
+			if e.Cursor > cursor && keep(e.SessionKey, e.Cursor) {
+				out = append(out, e)
+			}
+			return limit <= 0 || len(out) < limit
+		})
+		if err != nil {
 			return nil, err
 		}
 		return out, nil
 	}
+	if c.materialize() != nil {
+		return nil, errStale
+	}
 	from := 0
 	if c.sorted {
-		from = sort.Search(len(c.entries), func(i int) bool { return c.entries[i].Cursor > cursor })
+		from = sort.Search(len(c.metas), func(i int) bool { return c.metas[i].cursor > cursor })
 	}
-	for _, e := range c.entries[from:] {
-		if !add(e) {
-			break
+	var ms []meta
+	for i := from; i < len(c.metas) && (limit <= 0 || len(ms) < limit); i++ {
+		if m := c.metas[i]; m.cursor > cursor && keep(c.keys.names[m.key], m.cursor) {
+			ms = append(ms, m)
 		}
 	}
-	return out, nil
+	return s.readLocked(ms)
 }
 
 // pruneLocked drops cached entries Dream has consumed; they are still in the
@@ -534,18 +697,17 @@ func (s *Store) pruneLocked(dreamCursor int) {
 		return
 	}
 	c.floor = dreamCursor
-	kept, offs := c.entries[:0:0], c.offs[:0:0]
-	c.sessions = map[string][]int{}
-	for i, e := range c.entries {
-		if e.Cursor <= dreamCursor {
-			c.belowMax = max(c.belowMax, e.Cursor)
+	kept := c.metas[:0:0]
+	c.sessions = nil
+	for _, m := range c.metas {
+		if m.cursor <= dreamCursor {
+			c.belowMax = max(c.belowMax, m.cursor)
 			continue
 		}
-		c.sessions[e.SessionKey] = append(c.sessions[e.SessionKey], len(kept))
-		kept = append(kept, e)
-		offs = append(offs, c.offs[i])
+		c.index(m.key, len(kept))
+		kept = append(kept, m)
 	}
-	c.entries, c.offs = slices.Clip(kept), slices.Clip(offs)
+	c.metas = slices.Clip(kept)
 	s.saveIndexLocked(nil)
 }
 
