@@ -63,11 +63,11 @@ type Delivery[M any] struct {
 	queue   chan M
 	notices sync.WaitGroup
 
-	mu   sync.Mutex
+	mu    sync.Mutex
 	held  *Inbound // being delivered when Run's ctx ended
 	heldM M        // the queued message held came from
-	late []M      // taken while stopping with a full queue
-	over bool     // handed over: nothing more is delivered
+	late  []M      // taken while stopping with a full queue
+	over  bool     // handed over: nothing more is delivered
 }
 
 // NewDelivery returns a Delivery with an empty queue of QueueSize.
