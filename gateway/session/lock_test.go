@@ -134,3 +134,25 @@ func TestSetAsideConversationIsArchivedByOneProcess(t *testing.T) {
 		t.Errorf("reloaded set-aside: id %s lc %d len %d", again.ID(), again.LastConsolidated(), again.Len())
 	}
 }
+
+// The holder's id is written over whatever the lock file held (an id of
+// an earlier version, longer or shorter) and read back whole.
+func TestLockFileNamesTheHolder(t *testing.T) {
+	dir := t.TempDir()
+	st, err := NewStore(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	path := st.prefix("k") + ".lock"
+	if err := os.WriteFile(path, []byte("1234567890123\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Get("k"); err != nil {
+		t.Fatal(err)
+	}
+	if got := readPID(path); got != os.Getpid() {
+		raw, _ := os.ReadFile(path)
+		t.Fatalf("lock file names pid %d (%q), want %d", got, raw, os.Getpid())
+	}
+}
