@@ -60,7 +60,7 @@ func (g *Gateway) accepted(in channels.Inbound, pc *parsedCommand, err error) {
 // adapter's memory of what it saw died with the process. It is not
 // answered twice.
 func (g *Gateway) redelivered(sess *session.Session, in channels.Inbound) bool {
-	if !recoverable(in) || !sess.Answered(originOf(in)) {
+	if !recoverable(in) || !sess.Answered(originOf(in), in.Time) {
 		return false
 	}
 	g.logger.Info("message delivered again after a restart and already answered; ignored", "session", in.SessionKey)
@@ -166,7 +166,7 @@ func (g *Gateway) answerPending() {
 			g.logger.Warn("cannot open a session to look for an unanswered message", "session", l.Key, "err", err)
 			continue
 		}
-		if sess.Holds(l.Origin) {
+		if sess.Holds(l.Origin, l.Time) {
 			g.inboxDone(in) // its turn started: the session says whether it was answered
 			continue
 		}

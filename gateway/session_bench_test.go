@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -119,10 +120,34 @@ func heldBySession(b *testing.B, dir, key string) int64 {
 		runtime.ReadMemStats(&ms)
 		return int64(ms.HeapAlloc)
 	}
+	// One process holds a conversation once (its lock): each copy is
+	// loaded from a directory of its own, whose message files are links to
+	// the same file (a load only reads it).
+	dirs := make([]string, copies)
+	for i := range dirs {
+		dirs[i] = b.TempDir()
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, e := range entries {
+			from, to := filepath.Join(dir, e.Name()), filepath.Join(dirs[i], e.Name())
+			if strings.HasSuffix(e.Name(), ".jsonl") {
+				err = os.Link(from, to)
+			} else if raw, rerr := os.ReadFile(from); rerr != nil {
+				err = rerr
+			} else {
+				err = os.WriteFile(to, raw, 0o600)
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
 	before := live()
 	held := make([]*session.Session, copies)
 	for i := range held {
-		st, err := session.NewStore(dir, nil)
+		st, err := session.NewStore(dirs[i], nil)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -102,18 +102,26 @@ func (s *Session) MarkAnswered() error {
 }
 
 // Holds reports whether the session recorded a user message from o's
-// channel with o's message id.
-func (s *Session) Holds(o Origin) bool {
+// channel with o's message id; sent is when the platform says it was sent
+// (zero when unknown), see findLocked.
+func (s *Session) Holds(o Origin, sent time.Time) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_, ok := s.findLocked(o)
+	_, ok := s.findLocked(o, sent)
 	return ok
 }
 
+// clockSkew is how far a platform's clock may be ahead of this machine's.
+const clockSkew = time.Minute
+
 // findLocked returns the index of the user message from o, reading the
 // archived head of the file (not held in memory, tail.go) when it is not
-// in the tail. The caller holds s.mu.
-func (s *Session) findLocked(o Origin) (int, bool) {
+// in the tail and may be in the head. A message sent (by the platform's
+// clock) after the first held message was recorded, by more than
+// clockSkew, was recorded after it if at all, so it is not in the head:
+// reading the head for every new message made each turn of a long
+// session read its whole file. The caller holds s.mu.
+func (s *Session) findLocked(o Origin, sent time.Time) (int, bool) {
 	find := func() (int, bool) {
 		for i, p := range s.origins {
 			if p.Channel == o.Channel && p.MessageID == o.MessageID {
@@ -122,8 +130,11 @@ func (s *Session) findLocked(o Origin) (int, bool) {
 		}
 		return 0, false
 	}
-	if i, ok := find(); ok || s.base == 0 {
+	if i, ok := find(); ok || s.base == 0 || s.headRead {
 		return i, ok
+	}
+	if len(s.msgs) > 0 && !sent.IsZero() && !s.msgs[0].Time.IsZero() && sent.After(s.msgs[0].Time.Add(clockSkew)) {
+		return 0, false
 	}
 	if _, err := s.readHeadLocked(); err != nil { // the scan records the head's origins
 		s.logger.Warn("could not read a session's archived messages", "session", s.meta.Key, "err", err)
@@ -134,11 +145,12 @@ func (s *Session) findLocked(o Origin) (int, bool) {
 
 // Answered reports whether the session holds a user message from o's
 // channel with o's message id that an answered mark covers: the platform
-// delivered it again (its ack was lost with a killed process).
-func (s *Session) Answered(o Origin) bool {
+// delivered it again (its ack was lost with a killed process). sent is as
+// for Holds.
+func (s *Session) Answered(o Origin, sent time.Time) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	i, ok := s.findLocked(o)
+	i, ok := s.findLocked(o, sent)
 	return ok && i < s.answered
 }
 

@@ -373,7 +373,12 @@ type Session struct {
 	// origins are the senders' addresses of user messages, by index
 	// (origin.go); answered is how many messages the newest answered mark
 	// covers.
-	origins  map[int]Origin
+	origins map[int]Origin
+	// headRead is set once the archived head (before base) has been read:
+	// its origins are then in origins, and the head, which only grows by
+	// messages held before (whose origins are there too), need not be read
+	// again to look one up.
+	headRead bool
 	answered int
 }
 

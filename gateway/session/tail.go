@@ -229,6 +229,7 @@ func (s *Session) readHeadLocked() ([]llm.Message, error) {
 	if n != s.base {
 		return nil, fmt.Errorf("read session %s: %d messages before offset %d, want %d (the file changed)", s.meta.Key, n, limit, s.base)
 	}
+	s.headRead = true
 	return head, nil
 }
 

@@ -1,0 +1,110 @@
+package session
+
+import (
+	"bytes"
+	"fmt"
+	"log/slog"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/dreamgate/dreamgate/llm"
+)
+
+// A message delivered again is looked for in the archived head of a long
+// session only when it may be there: one the platform sent after the
+// first held message was recorded was recorded after it, if at all. Each
+// new message of a long session used to read the whole file.
+func TestRedeliveryLooksInTheHeadOnlyWhenItMayBeThere(t *testing.T) {
+	dir := t.TempDir()
+	st, _ := NewStore(dir, nil)
+	s, err := st.Get("k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := Origin{Channel: "slack", ChatID: "C1", MessageID: "1.0001"}
+	sentOld := time.Now().Add(-time.Hour)
+	if _, err := s.AppendUser(llm.Message{Role: llm.RoleUser, Content: "m0"}, old); err != nil {
+		t.Fatal(err)
+	}
+	msgs := make([]llm.Message, 999)
+	for i := range msgs {
+		role := llm.RoleAssistant
+		if i%2 == 1 {
+			role = llm.RoleUser
+		}
+		msgs[i] = llm.Message{Role: role, Content: fmt.Sprint("m", i+1)}
+	}
+	if err := s.Append(msgs...); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.MarkAnswered(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetLastConsolidated(990, "- summary"); err != nil {
+		t.Fatal(err)
+	}
+	prefix := s.prefix
+	st.Close()
+
+	load := func() (*Store, *Session, *bytes.Buffer) {
+		var logs bytes.Buffer
+		st, _ := NewStore(dir, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn})))
+		t.Cleanup(func() { st.Close() })
+		s, err := st.Get("k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st, s, &logs
+	}
+	// The old message is in the head: found, and answered.
+	st1, s1, _ := load()
+	if !s1.Answered(old, sentOld) || !s1.Holds(old, sentOld) {
+		t.Fatal("the archived message delivered again was not found")
+	}
+	st1.Close()
+
+	// Once read, the head is not read again (its origins are known): a
+	// read of the head spoiled meanwhile would warn about every line.
+	clean, err := os.ReadFile(prefix + ".jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spoil := func() {
+		raw := bytes.Clone(clean)
+		end := bytes.Index(raw, []byte(`"content":"m974"`))
+		end = bytes.LastIndexByte(raw[:end], '\n') + 1
+		for i := range raw[:end] {
+			if raw[i] != '\n' {
+				raw[i] = 'x'
+			}
+		}
+		if err := os.WriteFile(prefix+".jsonl", raw, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st3, s3, logs3 := load()
+	if s3.Holds(Origin{Channel: "slack", MessageID: "9.9997"}, sentOld) {
+		t.Fatal("found a message never recorded")
+	}
+	spoil()
+	if !s3.Holds(old, sentOld) || s3.Holds(Origin{Channel: "slack", MessageID: "9.9998"}, sentOld) || logs3.Len() > 0 {
+		t.Fatalf("the head was read a second time:\n%s", logs3.String())
+	}
+	st3.Close()
+
+	// A new message of a session whose head cannot be read (spoiled) is
+	// found new without reading it.
+	_, s2, logs := load()
+	fresh := Origin{Channel: "slack", ChatID: "C1", MessageID: "9.9999"}
+	if s2.Answered(fresh, time.Now().Add(2*clockSkew)) || s2.Holds(fresh, time.Now().Add(2*clockSkew)) {
+		t.Fatal("a new message was taken for one the session holds")
+	}
+	if logs.Len() > 0 {
+		t.Fatalf("a new message made the head be read:\n%s", logs.String())
+	}
+	// Sent before the held messages (or at an unknown time): the head is read.
+	if s2.Holds(fresh, sentOld) || logs.Len() == 0 {
+		t.Fatalf("an old message did not make the head be read (logs %q)", logs.String())
+	}
+}
