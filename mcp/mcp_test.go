@@ -583,3 +583,33 @@ func TestRunningToolsStartsNothing(t *testing.T) {
 		t.Errorf("RunningTools started the admins-only server")
 	}
 }
+
+// A server that changes its tools while connected (notifications/tools/
+// list_changed) has them listed again: the next turn offers the new tool
+// and can call it, without a restart.
+func TestToolListChangeIsFollowed(t *testing.T) {
+	sc, starts := stdioServer(t, "t")
+	m, logs := newManager(t, Config{Servers: []ServerConfig{sc}})
+	tools := m.ForTurn(t.Context(), false)
+	if slices.Contains(names(tools), "mcp_t_late") {
+		t.Fatal("the late tool is there before grow ran")
+	}
+	res, _ := loopRun(t, tools, llmtest.ToolCall("mcp_t_grow", `{}`), llmtest.Text("done"))
+	if got := toolResults(res); len(got) != 1 || got[0] != "grown" {
+		t.Fatalf("grow = %q", got)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !slices.Contains(names(m.ForTurn(t.Context(), false)), "mcp_t_late") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the new tool never showed; log:\n%s", logs.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	res, _ = loopRun(t, m.ForTurn(t.Context(), false), llmtest.ToolCall("mcp_t_late", `{}`), llmtest.Text("done"))
+	if got := toolResults(res); len(got) != 1 || got[0] != "late" {
+		t.Fatalf("late = %q", got)
+	}
+	if n := countStarts(t, starts); n != 1 {
+		t.Errorf("the server was started %d times, want once", n)
+	}
+}

@@ -233,16 +233,56 @@ func (s *server) connect(ctx context.Context, stderr *tail) (*sdk.ClientSession,
 		Logger: s.log,
 		// No roots, sampling or elicitation: the gateway only calls tools.
 		Capabilities: &sdk.ClientCapabilities{},
+		ToolListChangedHandler: func(_ context.Context, req *sdk.ToolListChangedRequest) {
+			s.toolsChanged(req.Session)
+		},
 	})
 	sess, err := client.Connect(ctx, t, nil)
 	if err != nil {
 		return nil, nil, fmt.Errorf("connect: %w", err)
 	}
+	tools, err := s.listTools(ctx, sess)
+	return sess, tools, err
+}
+
+// toolsChanged lists the tools of sess again after the server said its
+// list changed (notifications/tools/list_changed, which only a stdio
+// server can send here: the HTTP transport keeps no stream open for it),
+// so that the next turn offers what the server offers now. The listing
+// runs apart: the notification arrives on the connection's reader, which
+// the listing's answer needs.
+func (s *server) toolsChanged(sess *sdk.ClientSession) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed { // Close is waiting for the group: no new member
+		return
+	}
+	s.m.wg.Go(func() {
+		ctx, cancel := context.WithTimeout(s.m.ctx, s.cfg.Timeout)
+		defer cancel()
+		tools, err := s.listTools(ctx, sess)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		switch {
+		case s.sess != sess:
+			// Replaced, lost or closed meanwhile; a new connection lists
+			// its own.
+		case err != nil:
+			s.log.Warn("MCP server changed its tools but listing them again failed; the old list stays", "err", err)
+		default:
+			s.tools = tools
+			s.log.Info("MCP server changed its tools", "tools", len(tools))
+		}
+	})
+}
+
+// listTools lists the tools sess offers that the config lets through.
+func (s *server) listTools(ctx context.Context, sess *sdk.ClientSession) ([]*tool, error) {
 	var tools []*tool
 	names := map[string]bool{}
 	for st, err := range sess.Tools(ctx, nil) {
 		if err != nil {
-			return sess, nil, fmt.Errorf("list tools: %w", err)
+			return nil, fmt.Errorf("list tools: %w", err)
 		}
 		if !s.cfg.offered(st.Name) {
 			continue
@@ -255,7 +295,7 @@ func (s *server) connect(ctx context.Context, stderr *tail) (*sdk.ClientSession,
 		names[t.def.Name] = true
 		tools = append(tools, t)
 	}
-	return sess, tools, nil
+	return tools, nil
 }
 
 func (s *server) transport(stderr *tail) (sdk.Transport, error) {

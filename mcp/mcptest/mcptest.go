@@ -6,7 +6,8 @@
 // Its tools: echo (text), add (structured result), big (a long text), fail
 // (a tool error), slow (answers only when cancelled), crash (exits the
 // stdio process; calls the crash hook over HTTP), env (reads a variable of
-// the server's environment) and secret (for deny lists).
+// the server's environment), secret (for deny lists) and grow (adds the
+// tool late, so the server tells its clients that its list changed).
 //
 // It imports no package of ours.
 package mcptest
@@ -37,7 +38,7 @@ const (
 )
 
 // Tools are the names of the server's tools, in the order it lists them.
-var Tools = []string{"add", "big", "crash", "echo", "env", "fail", "secret", "slow"}
+var Tools = []string{"add", "big", "crash", "echo", "env", "fail", "grow", "secret", "slow"}
 
 type echoIn struct {
 	Text string `json:"text" jsonschema:"the text to echo"`
@@ -111,6 +112,14 @@ func NewServer(crash func()) *mcp.Server {
 	mcp.AddTool(s, &mcp.Tool{Name: "secret", Description: "A tool a deny list hides."},
 		func(_ context.Context, _ *mcp.CallToolRequest, _ none) (*mcp.CallToolResult, any, error) {
 			return text("the secret"), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "grow", Description: "Adds the tool late."},
+		func(_ context.Context, _ *mcp.CallToolRequest, _ none) (*mcp.CallToolResult, any, error) {
+			mcp.AddTool(s, &mcp.Tool{Name: "late", Description: "Added by grow."},
+				func(_ context.Context, _ *mcp.CallToolRequest, _ none) (*mcp.CallToolResult, any, error) {
+					return text("late"), nil, nil
+				})
+			return text("grown"), nil, nil
 		})
 	return s
 }
