@@ -288,6 +288,10 @@ func FormatList(cs []gitstore.Commit) string {
 	return b.String()
 }
 
+// maxLaterListed bounds the later commits FormatRestore names: a restore
+// far back undoes thousands, which no chat message should list.
+const maxLaterListed = 10
+
 // FormatRestore is the reply to /dream-restore <sha>.
 func FormatRestore(r RestoreResult) string {
 	var b strings.Builder
@@ -300,11 +304,18 @@ func FormatRestore(r RestoreResult) string {
 		fmt.Fprintf(&b, "\nRestored: %s.", strings.Join(names, ", "))
 	}
 	var later []string
+	skipped := 0
 	for _, c := range r.Undone {
-		if c.SHA == r.Target.SHA {
-			continue
+		switch {
+		case c.SHA == r.Target.SHA:
+		case len(later) == maxLaterListed:
+			skipped++
+		default:
+			later = append(later, fmt.Sprintf("`%s` %s", c.Short, subjectOr(c.Subject)))
 		}
-		later = append(later, fmt.Sprintf("`%s` %s", c.Short, subjectOr(c.Subject)))
+	}
+	if skipped > 0 {
+		later = append(later, fmt.Sprintf("… and %d more", skipped))
 	}
 	if len(later) > 0 {
 		fmt.Fprintf(&b, "\nThis also undid later changes to those files:\n- %s", strings.Join(later, "\n- "))

@@ -2,6 +2,7 @@ package dream
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -163,5 +164,19 @@ func TestRestoreWaitsForWorkspaceWrites(t *testing.T) {
 	}
 	if _, diff, err := e.repo.Show(commits[1].SHA); err != nil || !strings.Contains(diff.Unified, "the demo is on Friday") {
 		t.Errorf("the manual commit does not hold the chat's write: %+v, %v", diff, err)
+	}
+}
+
+// The reply to a restore far back names at most ten of the later commits
+// it undid, and how many more.
+func TestFormatRestoreBoundsTheLaterCommits(t *testing.T) {
+	target := gitstore.Commit{SHA: "t", Short: "tttttttt", Subject: "dream: target"}
+	r := RestoreResult{Target: target, Revert: gitstore.Commit{Short: "rrrrrrrr"}, Undone: []gitstore.Commit{target}}
+	for i := range 25 {
+		r.Undone = append(r.Undone, gitstore.Commit{SHA: fmt.Sprint(i), Short: fmt.Sprintf("%08d", i), Subject: fmt.Sprint("dream: ", i)})
+	}
+	msg := FormatRestore(r)
+	if n := strings.Count(msg, "` dream: "); n != 10 || !strings.Contains(msg, "\n- … and 15 more") {
+		t.Fatalf("names %d later commits:\n%s", n, msg)
 	}
 }

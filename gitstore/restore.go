@@ -183,7 +183,11 @@ func (s *Store) commitRestore(p restorePlan) (Commit, []Commit, error) {
 		p.short, toCommit(p.target).Subject, strings.Join(lines, "\n"))
 	if len(undone) > 0 {
 		body.WriteString("\nThis also undoes later commits:\n")
-		for _, c := range undone {
+		for i, c := range undone {
+			if i == maxUndoneListed {
+				fmt.Fprintf(&body, "- … and %d more\n", len(undone)-i)
+				break
+			}
 			body.WriteString("- " + c.Short + " " + c.Subject + "\n")
 		}
 	}
@@ -196,6 +200,12 @@ func (s *Store) commitRestore(p restorePlan) (Commit, []Commit, error) {
 	}
 	return c, undone, nil
 }
+
+// maxUndoneListed bounds the later commits a restore commit's message
+// names: a restore thousands of commits back would otherwise write a
+// message of megabytes, which every later read of HEAD decodes (a
+// /dream-log took 0.7 ms and 1.6 MB instead of 0.1 ms and 10 KB).
+const maxUndoneListed = 50
 
 // saveManualEdits commits uncommitted changes of the tracked files (byte for
 // byte: even a change of line endings only is kept) as ManualSubject, when

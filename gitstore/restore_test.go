@@ -2,6 +2,7 @@ package gitstore_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -263,4 +264,31 @@ func TestRestoreFailureLeavesFilesAsCommitted(t *testing.T) {
 		t.Errorf("a failed restore committed: %q", subjects(log))
 	}
 	checkGit(t, s, dir)
+}
+
+// A restore far back names at most 50 of the later commits it undoes in
+// its message, and how many more: the message of HEAD is read by every
+// later /dream-log.
+func TestRestoreCommitNamesBoundedLaterCommits(t *testing.T) {
+	s, dir := openStore(t)
+	testkit.WriteFile(t, dir, "memory/MEMORY.md", "mem 0\n")
+	first := mustCommit(t, s, "dream: 0")
+	for i := 1; i <= 60; i++ {
+		testkit.WriteFile(t, dir, "memory/MEMORY.md", fmt.Sprintf("mem %d\n", i))
+		mustCommit(t, s, fmt.Sprintf("dream: %d", i))
+	}
+	restore, undone, err := s.Restore(first.Short)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(undone) != 60 {
+		t.Fatalf("undone %d later commits, want 60", len(undone))
+	}
+	c, _, err := s.Show(restore.SHA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(c.Body, " dream: "); n != 50 || !strings.Contains(c.Body, "- … and 10 more\n") {
+		t.Fatalf("restore message lists %d lines:\n%s", n, c.Body)
+	}
 }
