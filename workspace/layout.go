@@ -24,8 +24,9 @@ const (
 	// store and of Dream's single flight.
 	HistoryLock = "memory/.history.lock"
 	DreamLock   = "memory/.dream.lock"
-	// HistoryIndex is the history store's private, rebuildable note of
-	// where in History the entries Dream has not read begin.
+	// HistoryIndex is the history store's private, rebuildable index of
+	// History: where the entries Dream has not read begin, and a table of
+	// them (place, cursor, session) so that a start need not read them.
 	HistoryIndex = "memory/.history_index"
 	// DreamGuide optionally replaces the built-in Dream guidance.
 	DreamGuide = "prompts/dream.md"
