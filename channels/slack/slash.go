@@ -2,6 +2,7 @@ package slack
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -150,6 +151,7 @@ func (r *runner) handleSlash(ctx context.Context, sc slashCommand) {
 // share are dropped.
 func (a *Adapter) respond(ctx context.Context, t *slashTarget, out channels.Outbound) error {
 	progress := out.Kind == channels.KindProgress
+	r := a.retryPolicy().Start(out)
 	text := toMrkdwn(out.Text)
 	if strings.TrimSpace(text) == "" {
 		return nil
@@ -168,7 +170,7 @@ func (a *Adapter) respond(ctx context.Context, t *slashTarget, out channels.Outb
 			a.log.Debug("slack progress line dropped: response_url uses kept for the answer", "chat", t.channel)
 			return nil
 		}
-		if err := a.postEphemeral(ctx, t, part); err != nil {
+		if err := a.postEphemeral(ctx, r, t, part); err != nil {
 			return fmt.Errorf("slack: answer part %d of slash command in %s: %w", i+1, t.channel, err)
 		}
 	}
@@ -191,16 +193,35 @@ func (a *Adapter) respondOnce(ctx context.Context, url, text string) error {
 	return nil
 }
 
-func (a *Adapter) postEphemeral(ctx context.Context, t *slashTarget, text string) error {
-	callCtx, cancel := context.WithTimeout(ctx, a.apiTimeout)
-	defer cancel()
-	if _, err := a.api.PostEphemeralContext(callCtx, t.channel, t.user, slack.MsgOptionText(text, false)); err != nil {
-		if code := slackErrorCode(err); code == "channel_not_found" || code == "not_in_channel" {
-			return fmt.Errorf("chat.postEphemeral (the bot is not in the channel): %w", err)
+// postEphemeral posts one part of a slash command's answer for its user
+// only, waiting out rate limits and retrying server errors with r, as a
+// reply is (a lost answer is worse than a late one; an ephemeral message
+// that went through despite an error may show twice).
+func (a *Adapter) postEphemeral(ctx context.Context, r *channels.Retry, t *slashTarget, text string) error {
+	for {
+		callCtx, cancel := context.WithTimeout(ctx, a.apiTimeout)
+		_, err := a.api.PostEphemeralContext(callCtx, t.channel, t.user, slack.MsgOptionText(text, false))
+		cancel()
+		switch rl, limited := errors.AsType[*slack.RateLimitedError](err); {
+		case err == nil:
+			return nil
+		case ctx.Err() != nil:
+			return fmt.Errorf("%w (last error: %w)", ctx.Err(), err)
+		case limited:
+			a.health.RateLimitWait()
+			err = r.RateLimited(ctx, max(rl.RetryAfter, time.Second), fmt.Errorf("chat.postEphemeral: %w", err))
+		case transient(err):
+			err = r.Failed(ctx, fmt.Errorf("chat.postEphemeral: %w", err))
+		default:
+			if code := slackErrorCode(err); code == "channel_not_found" || code == "not_in_channel" {
+				return fmt.Errorf("chat.postEphemeral (the bot is not in the channel): %w", err)
+			}
+			return fmt.Errorf("chat.postEphemeral: %w", err)
 		}
-		return fmt.Errorf("chat.postEphemeral: %w", err)
+		if err != nil {
+			return err
+		}
 	}
-	return nil
 }
 
 // CommandForm returns how a person types the gateway command name

@@ -3,6 +3,7 @@ package slack
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dreamgate/dreamgate/channels"
 	"github.com/dreamgate/dreamgate/channels/slack/fakeslack"
@@ -150,5 +151,34 @@ func TestCommandForm(t *testing.T) {
 	}
 	if !strings.Contains((&Adapter{}).CommandNote(), "/new") {
 		t.Error("the note does not show the mention form")
+	}
+}
+
+// A slash command's answer that falls back to chat.postEphemeral (its
+// response_url spent) waits out a rate limit there, as a reply does,
+// instead of being lost.
+func TestSlashAnswerEphemeralWaitsOutARateLimit(t *testing.T) {
+	h := startHarness(t, harnessOpts{})
+	_, _, err := h.fake.InjectSlashCommand(fakeslack.SlashCommand{Command: "/dream", User: "U1", Channel: "D1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := h.sink.next(t)
+	ctx := h.ctx()
+	for i := range fakeslack.ResponseURLUses {
+		if err := h.a.Send(ctx, channels.ReplyTo(in, channels.KindReply, strings.Repeat("x", i+1))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.fake.RateLimitNextEphemeral(time.Second)
+	if err := h.a.Send(ctx, channels.ReplyTo(in, channels.KindReply, "the last part")); err != nil {
+		t.Fatalf("send after the rate limit: %v", err)
+	}
+	eph := h.fake.Ephemerals()
+	if len(eph) != 1 || eph[0].Text != "the last part" || eph[0].User != "U1" {
+		t.Fatalf("ephemerals = %+v", eph)
+	}
+	if n := h.fake.CallCount("chat.postEphemeral"); n != 2 {
+		t.Errorf("chat.postEphemeral called %d times, want 2 (the 429, then the post)", n)
 	}
 }

@@ -281,6 +281,16 @@ func (s *Server) postEphemeral(w http.ResponseWriter, r *http.Request, method st
 		return
 	}
 	s.mu.Lock()
+	if len(s.ephemScript) > 0 {
+		sc := s.ephemScript[0]
+		s.ephemScript = s.ephemScript[1:]
+		s.mu.Unlock()
+		if sc.status == http.StatusTooManyRequests {
+			w.Header().Set("Retry-After", strconv.Itoa(max(1, int((sc.retryAfter+time.Second-1)/time.Second))))
+		}
+		s.answer(w, method, sc.status, map[string]any{"ok": false, "error": http.StatusText(sc.status)})
+		return
+	}
 	s.ephemerals = append(s.ephemerals, Ephemeral{Channel: f.Get("channel"), User: f.Get("user"), Text: f.Get("text"), At: time.Now()})
 	s.notifyLocked()
 	ts := s.nextTSLocked()
@@ -342,6 +352,14 @@ func (s *Server) updateMessage(w http.ResponseWriter, r *http.Request, method st
 	s.notifyLocked()
 	s.mu.Unlock()
 	s.answer(w, method, http.StatusOK, map[string]any{"ok": true, "channel": channel, "ts": ts, "text": text})
+}
+
+// RateLimitNextEphemeral answers the next chat.postEphemeral with HTTP 429
+// and Retry-After. Calls queue up.
+func (s *Server) RateLimitNextEphemeral(retryAfter time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ephemScript = append(s.ephemScript, scripted{status: http.StatusTooManyRequests, retryAfter: retryAfter})
 }
 
 // RateLimitNextUpdate answers the next chat.update with HTTP 429 and

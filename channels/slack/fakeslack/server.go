@@ -175,6 +175,7 @@ type Server struct {
 	updates      []Update
 	deleted      []Update
 	updateScript []scripted
+	ephemScript  []scripted // answers of the next chat.postEphemeral calls
 	seeded       []Message
 	files        map[string]File
 	downloads    int
