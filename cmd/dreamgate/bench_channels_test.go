@@ -179,13 +179,7 @@ func channelsBench(b *testing.B, chans int) (*fakeslack.Server, *fakediscord.Ser
 	a := h.app()
 	g, _ := a.gateway(false)
 
-	sl := fakeslack.New(fakeslack.Config{})
-	b.Cleanup(sl.Close)
-	dc, err := fakediscord.Start(fakediscord.Config{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(dc.Close)
+	sl, dc := benchFakes(b)
 	var dchans []fakediscord.Channel
 	for i := range chans {
 		dchans = append(dchans, fakediscord.Channel{ID: fmt.Sprint("D", i), GuildID: "G1", Type: 0})
@@ -241,13 +235,7 @@ func BenchmarkChannelsBurstCPU(b *testing.B) {
 	h.llm.SetResponder(func(r llmtest.Request) llmtest.Reply {
 		return llmtest.Text("ok " + r.Messages[len(r.Messages)-1].Content)
 	})
-	sl := fakeslack.New(fakeslack.Config{})
-	b.Cleanup(sl.Close)
-	dc, err := fakediscord.Start(fakediscord.Config{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(dc.Close)
+	sl, dc := benchFakes(b)
 	h.set("channels.terminal.enabled", false)
 	h.set("channels.slack", map[string]any{
 		"enabled": true, "botToken": sl.BotToken(), "appToken": sl.AppToken(), "apiURL": sl.APIURL(),
@@ -310,6 +298,18 @@ func BenchmarkChannelsBurstCPU(b *testing.B) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(total.Microseconds())/1000/float64(2*perPlatform*b.N), "cpu-ms/msg")
+}
+
+// benchFakes starts the Slack and Discord fakes, stopped when b ends.
+func benchFakes(b *testing.B) (*fakeslack.Server, *fakediscord.Server) {
+	sl := fakeslack.New(fakeslack.Config{})
+	b.Cleanup(sl.Close)
+	dc, err := fakediscord.Start(fakediscord.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(dc.Close)
+	return sl, dc
 }
 
 // procCPU is the user and system CPU time process pid has used so far,
