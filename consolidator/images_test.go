@@ -21,3 +21,22 @@ func TestTranscriptNamesImages(t *testing.T) {
 		t.Errorf("image-only line = %q", got)
 	}
 }
+
+// A user message from a chat platform shows its sender, made safe for the
+// line's syntax; other roles and unknown senders show none.
+func TestTranscriptNamesTheSender(t *testing.T) {
+	for _, tc := range []struct {
+		m    llm.Message
+		want string
+	}{
+		{llm.Message{Role: llm.RoleUser, Sender: "Ana", Content: "hi"}, "USER (Ana): hi"},
+		{llm.Message{Role: llm.RoleUser, Sender: " Ana (ops):\n[lead] ", Content: "hi"}, "USER (Ana ops lead): hi"},
+		{llm.Message{Role: llm.RoleUser, Sender: strings.Repeat("é", 70), Content: "hi"}, "USER (" + strings.Repeat("é", 64) + "): hi"},
+		{llm.Message{Role: llm.RoleUser, Content: "hi"}, "USER: hi"},
+		{llm.Message{Role: llm.RoleAssistant, Sender: "Ana", Content: "hello"}, "ASSISTANT: hello"},
+	} {
+		if got := renderMessage(tc.m, time.UTC); got != tc.want {
+			t.Errorf("renderMessage(%+v) = %q, want %q", tc.m, got, tc.want)
+		}
+	}
+}

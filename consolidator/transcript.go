@@ -34,6 +34,7 @@ Output rules:
 - One fact per line, each line starting with "- ". No headings, no preamble, nothing else.
 - Corrections come first: when the user corrected a fact, a preference or a mistake, write the corrected version and say what it replaces.
 - Then, in this order: preferences and stable facts about the people, decisions, solutions that worked, notable events (with dates), project context.
+- A USER line may name who wrote it, as "USER (Ana):". In a conversation with several people, say whose preference or fact it is by that name; never give one person's words to another.
 - Use evidence: what the user wrote and what tool results (TOOL lines) showed. What the assistant says it did or found is not evidence; keep such a claim only when a tool result confirms it. Never record that something was saved, sent or changed unless a tool result shows it.
 - Leave out small talk, passing task chatter, and anything that can simply be re-read from files or repositories.
 - Be specific and brief: names, numbers, paths, dates.
@@ -77,6 +78,9 @@ func renderMessage(m llm.Message, loc *time.Location) string {
 		b.WriteString("UNKNOWN")
 	default:
 		b.WriteString(strings.ToUpper(m.Role))
+		if name := senderName(m); name != "" {
+			b.WriteString(" (" + name + ")")
+		}
 	}
 	if len(m.ToolCalls) > 0 {
 		b.WriteString(" [calls ")
@@ -102,6 +106,29 @@ func renderMessage(m llm.Message, loc *time.Location) string {
 		b.WriteString(content)
 	}
 	return b.String()
+}
+
+// maxSenderChars caps a sender's name in a transcript line.
+const maxSenderChars = 64
+
+// senderName is who wrote a user message, as a transcript line shows it:
+// one line, no parentheses or colon (they delimit it), at most
+// maxSenderChars; "" when unknown.
+func senderName(m llm.Message) string {
+	if m.Role != llm.RoleUser {
+		return ""
+	}
+	name := strings.Map(func(r rune) rune {
+		switch {
+		case r == '(' || r == ')' || r == ':' || r == '[' || r == ']':
+			return -1
+		case r < ' ' || r == 0x7f:
+			return ' '
+		}
+		return r
+	}, m.Sender)
+	name, _ = capChars(strings.Join(strings.Fields(name), " "), maxSenderChars)
+	return strings.TrimSuffix(name, truncatedSuffix)
 }
 
 // spoken is a message's content as the archive may see it: an assistant's

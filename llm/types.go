@@ -41,6 +41,11 @@ type Message struct {
 	// Time is when the message was recorded in its session. It is kept in
 	// session files and archive transcripts and never sent to the model.
 	Time time.Time `json:"timestamp,omitzero"`
+	// Sender names who wrote a user message that came from a chat platform
+	// (its display name there), so that an archive of a conversation with
+	// several people says who said what. The session keeps it in the
+	// message's origin (json "-" here); it is never sent to the model.
+	Sender string `json:"-"`
 	// Images go to the model beside Content as image parts, on a user
 	// message to a model that reads images. They are never written to
 	// session files (json "-"): a caller sets them on the one request they

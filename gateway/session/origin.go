@@ -52,6 +52,19 @@ func (s *Session) hook(point string) {
 	}
 }
 
+// sender is the name a message from o is shown under in archive
+// transcripts (llm.Message.Sender): the platform's display name, or its id
+// without one; none for the local terminal, whose user is the operator.
+func (o Origin) sender() string {
+	if o.Local {
+		return ""
+	}
+	if o.SenderName != "" {
+		return o.SenderName
+	}
+	return o.SenderID
+}
+
 func (s *Session) addOrigin(i int, o Origin) {
 	if s.origins == nil {
 		s.origins = map[int]Origin{}
@@ -74,6 +87,7 @@ func (s *Session) AppendUser(m llm.Message, o Origin) (bool, error) {
 	if m.Time.IsZero() {
 		m.Time = s.now().UTC()
 	}
+	m.Sender = o.sender()
 	spans, err := s.writeLines(storedLine{Message: m, Origin: &o})
 	if err != nil {
 		return false, err

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -107,4 +108,44 @@ func TestRedeliveryLooksInTheHeadOnlyWhenItMayBeThere(t *testing.T) {
 	if s2.Holds(fresh, sentOld) || logs.Len() == 0 {
 		t.Fatalf("an old message did not make the head be read (logs %q)", logs.String())
 	}
+}
+
+// A user message's sender comes back with it after a reload (from its
+// origin line); the local terminal's user is not named.
+func TestSenderSurvivesReload(t *testing.T) {
+	dir := t.TempDir()
+	st, _ := NewStore(dir, nil)
+	s, err := st.Get("k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AppendUser(llm.Message{Role: llm.RoleUser, Content: "tea"}, Origin{Channel: "discord", MessageID: "1", SenderID: "U1", SenderName: "ana"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AppendUser(llm.Message{Role: llm.RoleUser, Content: "coffee"}, Origin{Channel: "discord", MessageID: "2", SenderID: "U2"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AppendUser(llm.Message{Role: llm.RoleUser, Content: "me"}, Origin{Channel: "terminal", SenderName: "root", Local: true}); err != nil {
+		t.Fatal(err)
+	}
+	check := func(s *Session, when string) {
+		t.Helper()
+		_, msgs := s.Tail()
+		var got []string
+		for _, m := range msgs {
+			got = append(got, m.Sender)
+		}
+		if strings.Join(got, ",") != "ana,U2," {
+			t.Errorf("%s: senders %q, want ana, U2 and none", when, got)
+		}
+	}
+	check(s, "appended")
+	st.Close()
+	st2, _ := NewStore(dir, nil)
+	defer st2.Close()
+	s2, err := st2.Get("k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(s2, "reloaded")
 }

@@ -275,6 +275,7 @@ func (s *Session) scan(r *bufio.Reader, off int64, idx int, limit int64, first *
 				} else {
 					if l.Origin != nil {
 						s.addOrigin(idx, *l.Origin)
+						m.Sender = l.Origin.sender()
 					}
 					keep(idx, m, ref)
 					idx++
