@@ -223,7 +223,56 @@ func replay(sess *session.Session, from int) []llm.Message {
 		}
 		out = append(out, m)
 	}
+	nameSenders(out)
 	return out
+}
+
+// nameSenders opens each user message with its sender's name, "[Ana] …",
+// when the messages come from more than one person (a channel several
+// people share): the model otherwise reads them as one user's and cannot
+// tell who asked or said what. A conversation with one person is left as
+// it is. msgs are the turn's copies, never the session's.
+func nameSenders(msgs []llm.Message) {
+	first := ""
+	several := false
+	for _, m := range msgs {
+		if m.Role != llm.RoleUser || m.Sender == "" {
+			continue
+		}
+		if first == "" {
+			first = m.Sender
+		} else if m.Sender != first {
+			several = true
+			break
+		}
+	}
+	if !several {
+		return
+	}
+	for i, m := range msgs {
+		if m.Role == llm.RoleUser && m.Sender != "" {
+			msgs[i].Content = "[" + cleanName(m.Sender) + "] " + m.Content
+		}
+	}
+}
+
+// cleanName is a sender's name fit to stand in brackets before a message:
+// one line, no brackets, at most 64 characters.
+func cleanName(name string) string {
+	name = strings.Map(func(r rune) rune {
+		switch {
+		case r == '[' || r == ']':
+			return -1
+		case r < ' ' || r == 0x7f:
+			return ' '
+		}
+		return r
+	}, name)
+	name = strings.Join(strings.Fields(name), " ")
+	if r := []rune(name); len(r) > 64 {
+		name = string(r[:64])
+	}
+	return name
 }
 
 func allAnswered(calls []llm.ToolCall, answered map[string]int) bool {

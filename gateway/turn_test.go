@@ -304,3 +304,26 @@ func TestStopDropsQueuedMessages(t *testing.T) {
 		t.Errorf("%d stopped notices, want 2", notices)
 	}
 }
+
+// Senders are named only among several of them, and their names cannot
+// break out of the brackets.
+func TestNameSenders(t *testing.T) {
+	one := []llm.Message{{Role: llm.RoleUser, Sender: "ana", Content: "a"}, {Role: llm.RoleAssistant, Content: "b"}, {Role: llm.RoleUser, Sender: "ana", Content: "c"}}
+	nameSenders(one)
+	if one[0].Content != "a" || one[2].Content != "c" {
+		t.Errorf("one sender: %q, %q", one[0].Content, one[2].Content)
+	}
+	two := []llm.Message{
+		{Role: llm.RoleUser, Sender: "ana", Content: "a"},
+		{Role: llm.RoleUser, Content: "context, no sender"},
+		{Role: llm.RoleAssistant, Sender: "x", Content: "b"},
+		{Role: llm.RoleUser, Sender: "bo]b\n[x", Content: "c"},
+	}
+	nameSenders(two)
+	want := []string{"[ana] a", "context, no sender", "b", "[bob x] c"}
+	for i, m := range two {
+		if m.Content != want[i] {
+			t.Errorf("message %d = %q, want %q", i, m.Content, want[i])
+		}
+	}
+}

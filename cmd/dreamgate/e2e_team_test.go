@@ -11,9 +11,10 @@ import (
 )
 
 // In a channel where several people talk to the bot (one conversation),
-// the archive transcript names who said what, so that the archive (and
-// Dream after it) never gives one person's words to another. Through the
-// binary, Discord's wire protocol and the archive call of /new.
+// the model reads who said what once there is more than one of them, and
+// the archive transcript names them, so that the archive (and Dream after
+// it) never gives one person's words to another. Through the binary,
+// Discord's wire protocol and the archive call of /new.
 func TestTeamChannelArchiveNamesWhoSaidWhat(t *testing.T) {
 	h := newHarness(t)
 	dc, err := fakediscord.Start(fakediscord.Config{})
@@ -26,13 +27,21 @@ func TestTeamChannelArchiveNamesWhoSaidWhat(t *testing.T) {
 	h.set("channels.discord", map[string]any{"enabled": true, "token": dc.Token(), "apiURL": dc.URL(), "groupPolicy": "open", "slashCommands": false})
 	var mu sync.Mutex
 	var transcripts []string
+	var turns [][]string // the user messages of each chat call
 	h.llm.SetResponder(func(r llmtest.Request) llmtest.Reply {
+		mu.Lock()
+		defer mu.Unlock()
 		if isArchiveCall(r) {
-			mu.Lock()
 			transcripts = append(transcripts, r.Messages[len(r.Messages)-1].Content)
-			mu.Unlock()
 			return llmtest.Text("(nothing)")
 		}
+		var users []string
+		for _, m := range r.Messages {
+			if m.Role == "user" {
+				users = append(users, m.Content)
+			}
+		}
+		turns = append(turns, users)
 		return llmtest.Text("noted")
 	})
 	gw := h.startGateway(t)
@@ -49,6 +58,12 @@ func TestTeamChannelArchiveNamesWhoSaidWhat(t *testing.T) {
 	}
 	say("U1", "ana", "I prefer tea in the afternoon.", 1)
 	say("U2", "bob", "I prefer coffee in the morning.", 2)
+	mu.Lock()
+	if len(turns) != 2 || strings.Join(turns[0], "|") != "I prefer tea in the afternoon." ||
+		strings.Join(turns[1], "|") != "[ana] I prefer tea in the afternoon.|[bob] I prefer coffee in the morning." {
+		t.Errorf("the model read %q; want Ana's message as it is, then both named", turns)
+	}
+	mu.Unlock()
 	say("U1", "ana", "/new", 3)
 
 	deadline := time.Now().Add(30 * time.Second)
