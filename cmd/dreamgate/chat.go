@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/dreamgate/dreamgate/channels/terminal"
 )
@@ -21,6 +23,9 @@ func cmdChat(ctx context.Context, e *env, args []string) error {
 			return &exitError{code: 2, err: fmt.Errorf("dreamgate chat: unexpected argument %q; put a message of several words in quotes: -m %q", fs.Arg(0), strings.Join(append([]string{*message}, fs.Args()...), " "))}
 		}
 		return err
+	}
+	if err := checkSessionName(*sessionName); err != nil {
+		return &exitError{code: 2, err: err}
 	}
 	cfg, err := e.config()
 	if err != nil {
@@ -89,6 +94,24 @@ func cmdChat(ctx context.Context, e *env, args []string) error {
 	stop()
 	<-ran
 	return err
+}
+
+// maxSessionName and maxSessionBytes bound --session: the conversation's
+// files are named after its key (in base64, with a suffix as long as 40
+// bytes when /new sets it aside), and a file name may not exceed 255 bytes.
+const (
+	maxSessionName  = 64
+	maxSessionBytes = 128
+)
+
+// checkSessionName refuses a --session name that cannot name a
+// conversation: empty, too long for its file names, or with control
+// characters.
+func checkSessionName(name string) error {
+	if name == "" || utf8.RuneCountInString(name) > maxSessionName || len(name) > maxSessionBytes || strings.IndexFunc(name, unicode.IsControl) >= 0 {
+		return fmt.Errorf("dreamgate chat: --session must be 1 to %d characters (at most %d bytes), without control characters", maxSessionName, maxSessionBytes)
+	}
+	return nil
 }
 
 // needsDream reports whether a one-shot message needs Dream wired in

@@ -43,6 +43,9 @@ func TestExtraArgumentsAreRefused(t *testing.T) {
 		{[]string{"chat", "hello"}, `dreamgate chat: unexpected argument "hello" (see dreamgate chat -h)`},
 		{[]string{"status", "now"}, `dreamgate status: unexpected argument "now" (see dreamgate status -h)`},
 		{[]string{"dream", "log", "abc", "def"}, `dreamgate dream log: unexpected argument "def" (see dreamgate dream log -h)`},
+		{[]string{"chat", "--session", strings.Repeat("a", 65), "-m", "hi"}, "dreamgate chat: --session must be 1 to 64 characters (at most 128 bytes), without control characters"},
+		{[]string{"chat", "--session", strings.Repeat("😀", 40), "-m", "hi"}, "dreamgate chat: --session must be 1 to 64 characters (at most 128 bytes), without control characters"},
+		{[]string{"chat", "--session", "", "-m", "hi"}, "dreamgate chat: --session must be 1 to 64 characters (at most 128 bytes), without control characters"},
 	} {
 		res := h.run(tc.args...)
 		if res.code != 2 || strings.TrimSpace(res.stderr) != tc.want || res.stdout != "" {
@@ -51,6 +54,10 @@ func TestExtraArgumentsAreRefused(t *testing.T) {
 	}
 	if n := len(h.llm.Requests()); n != 0 {
 		t.Errorf("a refused command reached the model %d times", n)
+	}
+	// The longest name allowed works (its files' names fit).
+	if res := h.run("chat", "--session", strings.Repeat("é", 64), "-m", "hi"); res.code != 0 || strings.TrimSpace(res.stdout) != "hello" {
+		t.Errorf("a 64-character session: exit %d, stdout %q, stderr %q", res.code, res.stdout, res.stderr)
 	}
 }
 
