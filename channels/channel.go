@@ -40,6 +40,11 @@ type Inbound struct {
 	// Local marks the machine's own user (the terminal), who is always an
 	// admin.
 	Local bool
+	// InOrder says the sender reads the answers in the order of its
+	// messages (lines piped into the terminal chat by a script): commands
+	// that otherwise overtake the messages waiting before them (/status,
+	// /stop) wait their turn.
+	InOrder bool
 	// Context holds earlier messages of the conversation the bot had not
 	// seen (a Slack thread it is mentioned in, the Discord message being
 	// replied to), oldest first. The gateway adds them to a new session

@@ -257,7 +257,7 @@ func (g *Gateway) Submit(ctx context.Context, in channels.Inbound) (<-chan Resul
 		pc = nil // not run, whatever it starts with
 	}
 	var err error
-	if c := g.commandFor(pc); c != nil && c.priority {
+	if c := g.commandFor(pc); c != nil && c.priority && !in.InOrder {
 		err = g.runPriority(ctx, in, pc, done)
 	} else {
 		err = g.enqueue(job{in: in, cmd: pc, done: done, tooLong: tooLong})

@@ -32,6 +32,11 @@ type Config struct {
 	User string
 	// Prompt is printed before each line is read, when non-empty.
 	Prompt string
+	// Interactive says a person types the input. Lines that are not typed
+	// (piped in by a script) are answered strictly in order
+	// (channels.Inbound.InOrder), so /status there reports on the lines
+	// before it.
+	Interactive bool
 	// MaxLineBytes bounds one line of input; a longer line is reported
 	// and skipped. 0 means DefaultMaxLineBytes.
 	MaxLineBytes int
@@ -107,6 +112,7 @@ func (a *Adapter) Inbound(text string) channels.Inbound {
 		Text:       text,
 		Time:       time.Now(),
 		Local:      true,
+		InOrder:    !a.cfg.Interactive,
 	}
 }
 

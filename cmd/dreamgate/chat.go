@@ -78,7 +78,7 @@ func cmdChat(ctx context.Context, e *env, args []string) error {
 	if e.stdinIsTTY() {
 		prompt = "> "
 	}
-	t := terminal.New(terminal.Config{In: e.stdin, Out: e.stdout, Err: e.stderr, Session: *sessionName, Prompt: prompt, Stream: e.streamReplies(), OutTerminal: e.isTTY(e.stdout), ErrTerminal: e.isTTY(e.stderr)})
+	t := terminal.New(terminal.Config{In: e.stdin, Out: e.stdout, Err: e.stderr, Session: *sessionName, Prompt: prompt, Interactive: e.stdinIsTTY(), Stream: e.streamReplies(), OutTerminal: e.isTTY(e.stdout), ErrTerminal: e.isTTY(e.stderr)})
 	g.AddChannel(t)
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()

@@ -109,7 +109,7 @@ func cmdGateway(ctx context.Context, e *env, args []string) error {
 		if interactive {
 			prompt = "> "
 		}
-		termCh = terminal.New(terminal.Config{In: e.stdin, Out: e.stdout, Err: e.stderr, Prompt: prompt, Stream: e.streamReplies(), OutTerminal: e.isTTY(e.stdout), ErrTerminal: e.isTTY(e.stderr)})
+		termCh = terminal.New(terminal.Config{In: e.stdin, Out: e.stdout, Err: e.stderr, Prompt: prompt, Interactive: e.stdinIsTTY(), Stream: e.streamReplies(), OutTerminal: e.isTTY(e.stdout), ErrTerminal: e.isTTY(e.stderr)})
 		g.AddChannel(termCh)
 	}
 	var dreamLog func(context.Context, int) ([]discord.DreamCommit, error)

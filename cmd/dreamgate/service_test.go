@@ -416,3 +416,31 @@ func TestModelHintNamesTheSettingUsed(t *testing.T) {
 		}
 	}
 }
+
+// Lines piped into the chat are answered in their order, commands too:
+// /status (which overtakes waiting messages for a person at a terminal or
+// in Slack) reports on the lines before it, and /stop finds nothing left
+// running. Both the chat and the gateway's terminal.
+func TestPipedLinesAreAnsweredInOrder(t *testing.T) {
+	for _, args := range [][]string{{"chat"}, {"gateway", "--terminal"}} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			h := newHarness(t)
+			h.llm.SetResponder(func(r llmtest.Request) llmtest.Reply {
+				return llmtest.Text("re: " + r.Messages[len(r.Messages)-1].Content)
+			})
+			cmd := exec.Command(binPath, append([]string{"--config", h.cfgPath}, args...)...)
+			cmd.Env = []string{"HOME=" + h.home, "PATH=" + os.Getenv("PATH")}
+			cmd.Stdin = strings.NewReader("first\n/status\nsecond\n/stop\n")
+			var out, errb bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &errb
+			if err := cmd.Run(); err != nil {
+				t.Fatalf("%v; stderr:\n%s", err, errb.String())
+			}
+			got := out.String()
+			first, status, second := strings.Index(got, "re: first"), strings.Index(got, "Tokens used:"), strings.Index(got, "re: second")
+			if first < 0 || status < first || second < status || !strings.Contains(got, "in 1 calls") {
+				t.Fatalf("answers out of order:\n%s", got)
+			}
+		})
+	}
+}
