@@ -119,6 +119,11 @@ func cmdGateway(ctx context.Context, e *env, args []string) error {
 	if err := addChannels(g, cfg, logger, dreamLog); err != nil {
 		return err
 	}
+	if !withTerminal && !cfg.Channels.Slack.Enabled && !cfg.Channels.Discord.Enabled {
+		// Under a service manager this is a gateway nobody can reach; it
+		// still runs (Dream, the idle archive, /healthz), but say so.
+		logger.Warn("no channel to talk through: Slack and Discord are off, and the terminal chat runs only at a terminal or with --terminal; set channels.slack.enabled or channels.discord.enabled")
+	}
 
 	var sched *dream.Scheduler
 	if dreamer != nil {

@@ -444,3 +444,20 @@ func TestPipedLinesAreAnsweredInOrder(t *testing.T) {
 		})
 	}
 }
+
+// A headless gateway with no channel says so in its log: under a service
+// manager it would otherwise run with nobody able to reach it.
+func TestHeadlessGatewayWithoutChannelsWarns(t *testing.T) {
+	h := newHarness(t)
+	p := h.startGateway(t)
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(p.stderr.String(), "no channel to talk through") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no warning; log:\n%s", p.stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if hb, err := p.healthz(); err != nil || hb.Status != "ok" {
+		t.Errorf("healthz = %+v, %v; the gateway still runs", hb, err)
+	}
+}
