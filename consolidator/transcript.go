@@ -78,7 +78,7 @@ func renderMessage(m llm.Message, loc *time.Location) string {
 		b.WriteString("UNKNOWN")
 	default:
 		b.WriteString(strings.ToUpper(m.Role))
-		if name := senderName(m); name != "" {
+		if name := m.SenderLabel(); name != "" && m.Role == llm.RoleUser {
 			b.WriteString(" (" + name + ")")
 		}
 	}
@@ -106,29 +106,6 @@ func renderMessage(m llm.Message, loc *time.Location) string {
 		b.WriteString(content)
 	}
 	return b.String()
-}
-
-// maxSenderChars caps a sender's name in a transcript line.
-const maxSenderChars = 64
-
-// senderName is who wrote a user message, as a transcript line shows it:
-// one line, no parentheses or colon (they delimit it), at most
-// maxSenderChars; "" when unknown.
-func senderName(m llm.Message) string {
-	if m.Role != llm.RoleUser {
-		return ""
-	}
-	name := strings.Map(func(r rune) rune {
-		switch {
-		case r == '(' || r == ')' || r == ':' || r == '[' || r == ']':
-			return -1
-		case r < ' ' || r == 0x7f:
-			return ' '
-		}
-		return r
-	}, m.Sender)
-	name, _ = capChars(strings.Join(strings.Fields(name), " "), maxSenderChars)
-	return strings.TrimSuffix(name, truncatedSuffix)
 }
 
 // spoken is a message's content as the archive may see it: an assistant's

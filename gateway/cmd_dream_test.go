@@ -59,6 +59,9 @@ func (noCommits) Show(string) (gitstore.Commit, gitstore.Diff, error) {
 	return gitstore.Commit{}, gitstore.Diff{}, gitstore.ErrUnknownRevision
 }
 func (noCommits) Log(int, string) ([]gitstore.Commit, error) { return nil, nil }
+func (noCommits) LatestAfter(string, string) (gitstore.Commit, bool, error) {
+	return gitstore.Commit{}, false, nil
+}
 
 // reply waits for the next reply (skipping progress lines).
 func (r *recorder) reply(t testing.TB) string {

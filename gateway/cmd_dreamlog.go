@@ -43,7 +43,7 @@ func cmdDreamLog() *command {
 				return g.memoryError("/dream-log", req.args, err)
 			}
 			if req.args == "" {
-				if r, ok, err := dream.UndoneBy(g.deps.MemoryLog, c); err != nil {
+				if r, ok, err := g.deps.MemoryLog.LatestAfter(c.SHA, gitstore.RevertPrefix); err != nil {
 					g.logger.Info("/dream-log: cannot read the latest commits", "err", err)
 				} else if ok {
 					// Offering to undo it again would undo whatever

@@ -20,4 +20,7 @@ type MemoryLog interface {
 	Latest(subjectPrefix string) (gitstore.Commit, gitstore.Diff, error)
 	Show(rev string) (gitstore.Commit, gitstore.Diff, error)
 	Log(n int, subjectPrefix string) ([]gitstore.Commit, error)
+	// LatestAfter finds the newest commit after sha whose subject starts
+	// with subjectPrefix (a restore that undid the latest Dream commit).
+	LatestAfter(sha, subjectPrefix string) (gitstore.Commit, bool, error)
 }

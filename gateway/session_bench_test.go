@@ -12,8 +12,8 @@ import (
 
 	"github.com/dreamgate/dreamgate/consolidator"
 	"github.com/dreamgate/dreamgate/gateway/session"
+	"github.com/dreamgate/dreamgate/gateway/session/sessiontest"
 	"github.com/dreamgate/dreamgate/history"
-	"github.com/dreamgate/dreamgate/llm"
 )
 
 // BenchmarkLongSessionColdTurn is what a process's first turn in a long
@@ -28,7 +28,7 @@ func BenchmarkLongSessionColdTurn(b *testing.B) {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			dir := b.TempDir()
 			sessions := filepath.Join(dir, "sessions")
-			writeLongSession(b, sessions, "test:long", n, 10)
+			sessiontest.WriteLong(b, sessions, "test:long", n, 10)
 			hist, err := history.Open(filepath.Join(dir, "memory"), history.Options{})
 			if err != nil {
 				b.Fatal(err)
@@ -51,38 +51,6 @@ func BenchmarkLongSessionColdTurn(b *testing.B) {
 			b.ReportMetric(float64(long)/float64(empty), "x-empty")
 			b.ReportMetric(float64(heldBySession(b, sessions, "test:long")), "held-B")
 		})
-	}
-}
-
-// writeLongSession writes a session of n messages of chat-sized text, all
-// but tail of them archived.
-func writeLongSession(b *testing.B, dir, key string, n, tail int) {
-	st, err := session.NewStore(dir, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
-	s, err := st.Get(key)
-	if err != nil {
-		b.Fatal(err)
-	}
-	pad := strings.Repeat("some words of a chat message ", 3)
-	msgs := make([]llm.Message, 0, 1000)
-	for i := range n {
-		role := llm.RoleUser
-		if i%2 == 1 {
-			role = llm.RoleAssistant
-		}
-		msgs = append(msgs, llm.Message{Role: role, Content: fmt.Sprint(pad, i)})
-		if len(msgs) == cap(msgs) || i == n-1 {
-			if err := s.Append(msgs...); err != nil {
-				b.Fatal(err)
-			}
-			msgs = msgs[:0]
-		}
-	}
-	if err := s.SetLastConsolidated(n-tail, "- earlier"); err != nil {
-		b.Fatal(err)
 	}
 }
 

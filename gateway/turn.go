@@ -251,28 +251,9 @@ func nameSenders(msgs []llm.Message) {
 	}
 	for i, m := range msgs {
 		if m.Role == llm.RoleUser && m.Sender != "" {
-			msgs[i].Content = "[" + cleanName(m.Sender) + "] " + m.Content
+			msgs[i].Content = "[" + m.SenderLabel() + "] " + m.Content
 		}
 	}
-}
-
-// cleanName is a sender's name fit to stand in brackets before a message:
-// one line, no brackets, at most 64 characters.
-func cleanName(name string) string {
-	name = strings.Map(func(r rune) rune {
-		switch {
-		case r == '[' || r == ']':
-			return -1
-		case r < ' ' || r == 0x7f:
-			return ' '
-		}
-		return r
-	}, name)
-	name = strings.Join(strings.Fields(name), " ")
-	if r := []rune(name); len(r) > 64 {
-		name = string(r[:64])
-	}
-	return name
 }
 
 func allAnswered(calls []llm.ToolCall, answered map[string]int) bool {

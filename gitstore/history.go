@@ -37,21 +37,27 @@ func (s *Store) Log(n int, subjectPrefix string) ([]Commit, error) {
 // commit index and reads the commits it names from the repository; one that
 // is not what the index says makes it rebuild the index and search again.
 func (s *Store) matching(n int, prefix string) ([]*object.Commit, error) {
-	out, err := s.search(n, prefix)
+	return s.matchingAfter(n, prefix, plumbing.ZeroHash)
+}
+
+// matchingAfter is matching among the commits newer than stop (all of
+// them when stop is zero or not on the history).
+func (s *Store) matchingAfter(n int, prefix string, stop plumbing.Hash) ([]*object.Commit, error) {
+	out, err := s.search(n, prefix, stop)
 	if errors.Is(err, errIndexStale) {
 		s.forgetIndex(err.Error())
-		out, err = s.search(n, prefix)
+		out, err = s.search(n, prefix, stop)
 	}
 	return out, err
 }
 
-func (s *Store) search(n int, prefix string) ([]*object.Commit, error) {
+func (s *Store) search(n int, prefix string, stop plumbing.Hash) ([]*object.Commit, error) {
 	x, err := s.commits()
 	if err != nil {
 		return nil, err
 	}
 	var out []*object.Commit
-	for i := len(x.entries) - 1; i >= 0 && (n <= 0 || len(out) < n); i-- {
+	for i := len(x.entries) - 1; i >= 0 && (n <= 0 || len(out) < n) && x.entries[i].id != stop; i-- {
 		if e := &x.entries[i]; strings.HasPrefix(e.subject, prefix) {
 			c, err := s.indexedCommit(*e)
 			if err != nil {
@@ -117,6 +123,22 @@ func (s *Store) Latest(subjectPrefix string) (Commit, Diff, error) {
 		return Commit{}, Diff{}, fmt.Errorf("latest %q: %w", subjectPrefix, err)
 	}
 	return toCommit(found[0]), d, nil
+}
+
+// LatestAfter returns the newest commit made after the commit sha (a full
+// id) on the first-parent history whose subject starts with subjectPrefix,
+// and whether there is one; with an sha not on the history, every commit
+// counts. It reads the commit index, and only the commit it returns.
+func (s *Store) LatestAfter(sha, subjectPrefix string) (Commit, bool, error) {
+	defer s.lock()()
+	found, err := s.matchingAfter(1, subjectPrefix, plumbing.NewHash(sha))
+	if err != nil {
+		return Commit{}, false, fmt.Errorf("latest %q after %s: %w", subjectPrefix, shortID(sha), err)
+	}
+	if len(found) == 0 {
+		return Commit{}, false, nil
+	}
+	return toCommit(found[0]), true, nil
 }
 
 const minPrefix = 4

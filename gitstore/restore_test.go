@@ -292,3 +292,40 @@ func TestRestoreCommitNamesBoundedLaterCommits(t *testing.T) {
 		t.Fatalf("restore message lists %d lines:\n%s", n, c.Body)
 	}
 }
+
+// LatestAfter finds a restore made after a commit (the latest Dream commit
+// it undid), however many commits back that one is, and none made before.
+func TestLatestAfterFindsTheRestoreThatUndidACommit(t *testing.T) {
+	s, dir := openStore(t)
+	write := func(i int) { testkit.WriteFile(t, dir, "memory/MEMORY.md", fmt.Sprintf("mem %d\n", i)) }
+	write(0)
+	d0 := mustCommit(t, s, "dream: 0")
+	if _, ok, err := s.LatestAfter(d0.SHA, gitstore.RevertPrefix); err != nil || ok {
+		t.Fatalf("no restore yet: found %v, %v", ok, err)
+	}
+	write(1)
+	d1 := mustCommit(t, s, "dream: 1")
+	revert, _, err := s.Restore(d1.Short)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, ok, err := s.LatestAfter(d1.SHA, gitstore.RevertPrefix); err != nil || !ok || r.SHA != revert.SHA {
+		t.Fatalf("restore after d1: %+v %v %v, want %s", r, ok, err, revert.Short)
+	}
+	write(2)
+	d2 := mustCommit(t, s, "dream: 2")
+	if r, ok, err := s.LatestAfter(d2.SHA, gitstore.RevertPrefix); err != nil || ok {
+		t.Fatalf("restore only before d2: found %+v %v %v", r, ok, err)
+	}
+	for i := range 105 {
+		write(100 + i)
+		mustCommit(t, s, gitstore.ManualSubject)
+	}
+	revert2, _, err := s.Restore(d2.Short)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, ok, err := s.LatestAfter(d2.SHA, gitstore.RevertPrefix); err != nil || !ok || r.SHA != revert2.SHA {
+		t.Fatalf("d2 far back: %+v %v %v, want %s", r, ok, err, revert2.Short)
+	}
+}

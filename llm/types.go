@@ -3,6 +3,7 @@ package llm
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -51,6 +52,32 @@ type Message struct {
 	// session files (json "-"): a caller sets them on the one request they
 	// belong to, and Content carries a marker naming them for the record.
 	Images []Image `json:"-"`
+}
+
+// maxSenderLabel caps SenderLabel, in characters.
+const maxSenderLabel = 64
+
+// SenderLabel is Sender as transcripts and replays show it, "USER (Ana)"
+// or "[Ana] …": one line of at most 64 characters, without the brackets,
+// parentheses and colons those forms are delimited by; "" when Sender is.
+func (m Message) SenderLabel() string {
+	if m.Sender == "" {
+		return ""
+	}
+	name := strings.Map(func(r rune) rune {
+		switch {
+		case strings.ContainsRune("()[]:", r):
+			return -1
+		case r < ' ' || r == 0x7f:
+			return ' '
+		}
+		return r
+	}, m.Sender)
+	name = strings.Join(strings.Fields(name), " ")
+	if r := []rune(name); len(r) > maxSenderLabel {
+		name = string(r[:maxSenderLabel])
+	}
+	return name
 }
 
 // Image is a picture sent with a message: its bytes and their MIME type

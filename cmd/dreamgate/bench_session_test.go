@@ -2,12 +2,10 @@ package main
 
 import (
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/dreamgate/dreamgate/gateway/session"
-	"github.com/dreamgate/dreamgate/llm"
+	"github.com/dreamgate/dreamgate/gateway/session/sessiontest"
 	"github.com/dreamgate/dreamgate/llm/llmtest"
 )
 
@@ -21,7 +19,7 @@ func BenchmarkChatOneShotLongSession(b *testing.B) {
 			h := newHarness(b)
 			h.llm.SetResponder(func(llmtest.Request) llmtest.Reply { return llmtest.Text("hello") })
 			h.run("chat", "-m", "hi") // first run creates the workspace
-			writeLongChat(b, sessionsDir(h.state), "terminal:long", n, 10)
+			sessiontest.WriteLong(b, sessionsDir(h.state), "terminal:long", n, 10)
 			var long, empty []time.Duration
 			var longRSS, emptyRSS int64
 			b.ResetTimer()
@@ -51,37 +49,5 @@ func BenchmarkChatOneShotLongSession(b *testing.B) {
 			b.ReportMetric(float64(longRSS)/1024, "maxRSS-MB")
 			b.ReportMetric(float64(emptyRSS)/1024, "empty-maxRSS-MB")
 		})
-	}
-}
-
-// writeLongChat writes a conversation of n chat-sized messages under key,
-// all but tail of them archived.
-func writeLongChat(b *testing.B, dir, key string, n, tail int) {
-	st, err := session.NewStore(dir, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
-	s, err := st.Get(key)
-	if err != nil {
-		b.Fatal(err)
-	}
-	pad := strings.Repeat("some words of a chat message ", 3)
-	msgs := make([]llm.Message, 0, 1000)
-	for i := range n {
-		role := llm.RoleUser
-		if i%2 == 1 {
-			role = llm.RoleAssistant
-		}
-		msgs = append(msgs, llm.Message{Role: role, Content: fmt.Sprint(pad, i)})
-		if len(msgs) == cap(msgs) || i == n-1 {
-			if err := s.Append(msgs...); err != nil {
-				b.Fatal(err)
-			}
-			msgs = msgs[:0]
-		}
-	}
-	if err := s.SetLastConsolidated(n-tail, "- earlier"); err != nil {
-		b.Fatal(err)
 	}
 }

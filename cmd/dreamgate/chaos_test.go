@@ -82,26 +82,7 @@ func chaosHarness(t *testing.T) (*harness, *fakeslack.Server, *fakediscord.Serve
 // last one left).
 func waitUp(t testing.TB, p *gatewayProc, names ...string) bool {
 	t.Helper()
-	deadline := time.After(60 * time.Second)
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		hb, err := p.healthz()
-		ok := err == nil
-		for _, n := range names {
-			ok = ok && hb.Channels[n].State == "connected"
-		}
-		if ok {
-			return true
-		}
-		select {
-		case <-p.exited:
-			return false
-		case <-deadline:
-			t.Fatalf("channels %v not connected within 60s; log:\n%s", names, p.stderr.String())
-		case <-tick.C:
-		}
-	}
+	return p.connected(t, 60*time.Second, names...)
 }
 
 // The crash: messages in flight in seven Slack threads (recorded,

@@ -73,7 +73,7 @@ func cmdDream(ctx context.Context, e *env, args []string) error {
 			return revisionError(rev, err)
 		}
 		if rev == "" {
-			if r, ok, err := dream.UndoneBy(repo, c); err == nil && ok {
+			if r, ok, err := repo.LatestAfter(c.SHA, gitstore.RevertPrefix); err == nil && ok {
 				fmt.Fprintln(e.stdout, dream.FormatUndoneCommit(c, d, r))
 				return nil
 			}

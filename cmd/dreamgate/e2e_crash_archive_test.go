@@ -1,16 +1,9 @@
 package main
 
 import (
-	"bytes"
-	"context"
-	"errors"
 	"fmt"
-	"os"
-	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 )
 
 // runKilling runs dreamgate as h.run does, with the test fault switch that
@@ -18,24 +11,11 @@ import (
 // It reports whether the process died of that signal.
 func (h *harness) runKilling(args ...string) (killed bool, stderr string) {
 	h.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, binPath, append([]string{"--config", h.cfgPath}, args...)...)
-	cmd.Env = []string{"HOME=" + h.home, "PATH=" + os.Getenv("PATH"), "TZ=UTC", testKillEnv + "=history-append"}
-	cmd.Stdin = strings.NewReader("")
-	var errb bytes.Buffer
-	cmd.Stderr = &errb
-	err := cmd.Run()
-	var exit *exec.ExitError
-	if errors.As(err, &exit) {
-		if ws, ok := exit.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
-			return true, errb.String()
-		}
+	killed, code, stderr := h.runChaos([]string{testKillEnv + "=history-append"}, args...)
+	if !killed && code != 0 {
+		h.t.Fatalf("dreamgate %v: exit %d: %s", args, code, stderr)
 	}
-	if err != nil {
-		h.t.Fatalf("dreamgate %v: %v: %s", args, err, errb.String())
-	}
-	return false, errb.String()
+	return killed, stderr
 }
 
 // A process killed between the history append and the session's record of

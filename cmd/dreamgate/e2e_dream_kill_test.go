@@ -2,16 +2,12 @@ package main
 
 import (
 	"bytes"
-	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/dreamgate/dreamgate/dream"
 	"github.com/dreamgate/dreamgate/gitstore"
@@ -22,21 +18,8 @@ import (
 // reports whether the process died of its SIGKILL.
 func (h *harness) runKilledAt(point string, args ...string) (killed bool, stderr string) {
 	h.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, binPath, append([]string{"--config", h.cfgPath}, args...)...)
-	cmd.Env = []string{"HOME=" + h.home, "PATH=" + os.Getenv("PATH"), "TZ=UTC", testKillEnv + "=" + point}
-	cmd.Stdin = strings.NewReader("")
-	var errb bytes.Buffer
-	cmd.Stderr = &errb
-	err := cmd.Run()
-	var exit *exec.ExitError
-	if errors.As(err, &exit) {
-		if ws, ok := exit.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
-			return true, errb.String()
-		}
-	}
-	return false, errb.String()
+	killed, _, stderr = h.runChaos([]string{testKillEnv + "=" + point}, args...)
+	return killed, stderr
 }
 
 // A Dream killed right after its first edit reached a memory file: the next

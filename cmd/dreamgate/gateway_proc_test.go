@@ -83,8 +83,16 @@ func (p *gatewayProc) healthz() (healthBody, error) {
 // answers.
 func (p *gatewayProc) waitConnected(t testing.TB, names ...string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	if !p.connected(t, 30*time.Second, names...) {
+		t.Fatalf("gateway exited; log:\n%s", p.stderr.String())
+	}
+}
+
+// connected polls /healthz until every named channel is connected, and
+// reports false when the process exits first; past within, the test fails.
+func (p *gatewayProc) connected(t testing.TB, within time.Duration, names ...string) bool {
+	t.Helper()
+	deadline := time.After(within)
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -94,13 +102,13 @@ func (p *gatewayProc) waitConnected(t testing.TB, names ...string) {
 			ok = ok && hb.Channels[n].State == "connected"
 		}
 		if ok {
-			return
+			return true
 		}
 		select {
-		case <-ctx.Done():
-			t.Fatalf("channels %v not connected (last %+v, %v); log:\n%s", names, hb, err, p.stderr.String())
+		case <-deadline:
+			t.Fatalf("channels %v not connected within %s (last %+v, %v); log:\n%s", names, within, hb, err, p.stderr.String())
 		case <-p.exited:
-			t.Fatalf("gateway exited; log:\n%s", p.stderr.String())
+			return false
 		case <-tick.C:
 		}
 	}

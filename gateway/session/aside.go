@@ -26,18 +26,44 @@ type SetAside struct {
 // A process killed between /new and the end of the archive leaves its old
 // tail unarchived in one of these; a later disk scan finds it here.
 func (st *Store) ListSetAside() ([]SetAside, error) {
-	des, err := os.ReadDir(st.dir)
+	files, err := st.messageFiles()
 	if err != nil {
 		return nil, fmt.Errorf("list set-aside sessions: %w", err)
 	}
 	var out []SetAside
+	for _, f := range files {
+		if f.id != "" {
+			out = append(out, SetAside{Key: f.key, ID: f.id, Modified: f.modified, prefix: filepath.Join(st.dir, f.name)})
+		}
+	}
+	return out, nil
+}
+
+// messageFile is a message file of the sessions directory: a live
+// conversation's "<base>.jsonl" (id "") or a set-aside "<base>.<id>.jsonl".
+type messageFile struct {
+	key, id  string
+	name     string // without ".jsonl"
+	modified time.Time
+}
+
+// messageFiles reads the directory and stats the message files; it opens
+// none. Names that are not a message file of a key are skipped.
+func (st *Store) messageFiles() ([]messageFile, error) {
+	des, err := os.ReadDir(st.dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []messageFile
 	for _, de := range des {
 		name, ok := strings.CutSuffix(de.Name(), ".jsonl")
 		if !ok || !de.Type().IsRegular() {
 			continue
 		}
-		base, id, ok := strings.Cut(name, ".")
-		if !ok || base == "" || id == "" || strings.Contains(id, ".") {
+		// The base (unpadded base64url) has no dot; a set-aside file adds
+		// one, before its id.
+		base, id, _ := strings.Cut(name, ".")
+		if base == "" || strings.Contains(id, ".") || (id == "" && strings.Contains(name, ".")) {
 			continue
 		}
 		key, err := base64.RawURLEncoding.DecodeString(base)
@@ -48,7 +74,7 @@ func (st *Store) ListSetAside() ([]SetAside, error) {
 		if err != nil {
 			continue // removed meanwhile
 		}
-		out = append(out, SetAside{Key: string(key), ID: id, Modified: fi.ModTime(), prefix: filepath.Join(st.dir, name)})
+		out = append(out, messageFile{key: string(key), id: id, name: name, modified: fi.ModTime()})
 	}
 	return out, nil
 }

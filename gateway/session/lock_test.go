@@ -10,22 +10,27 @@ import (
 	"github.com/dreamgate/dreamgate/llm"
 )
 
+// twoStores opens two stores on one new directory, closed when t ends.
+func twoStores(t *testing.T) (a, b *Store) {
+	t.Helper()
+	dir := t.TempDir()
+	for _, st := range []**Store{&a, &b} {
+		s, err := NewStore(dir, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		*st = s
+	}
+	return a, b
+}
+
 // Two stores on one directory stand for two processes (flock locks belong
 // to the open file, so they exclude each other within one process too).
 // The second is refused a key while the first has it loaded, also after the
 // first closed the idle file; it gets it once the first lets it go.
 func TestSecondStoreIsRefusedALoadedSession(t *testing.T) {
-	dir := t.TempDir()
-	a, err := NewStore(dir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	b, err := NewStore(dir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	a, b := twoStores(t)
 
 	s, err := a.Get("terminal:default")
 	if err != nil {
@@ -86,17 +91,7 @@ func TestSecondStoreIsRefusedALoadedSession(t *testing.T) {
 // refused it while the process that set it aside holds it, and gets it (all
 // archived, nothing to do) once that one is done with it.
 func TestSetAsideConversationIsArchivedByOneProcess(t *testing.T) {
-	dir := t.TempDir()
-	a, err := NewStore(dir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	b, err := NewStore(dir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	a, b := twoStores(t)
 	s, err := a.Get("terminal:default")
 	if err != nil {
 		t.Fatal(err)

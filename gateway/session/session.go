@@ -43,7 +43,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -143,27 +142,15 @@ type OnDisk struct {
 // file, loaded or not (conversations set aside by /new are not listed). It
 // reads the directory and stats the files; it opens none.
 func (st *Store) ListOnDisk() ([]OnDisk, error) {
-	des, err := os.ReadDir(st.dir)
+	files, err := st.messageFiles()
 	if err != nil {
 		return nil, fmt.Errorf("list sessions: %w", err)
 	}
 	var out []OnDisk
-	for _, de := range des {
-		base, ok := strings.CutSuffix(de.Name(), ".jsonl")
-		// A set-aside file is "<base>.<id>.jsonl"; the base itself
-		// (unpadded base64url) has no dot.
-		if !ok || base == "" || strings.Contains(base, ".") || !de.Type().IsRegular() {
-			continue
+	for _, f := range files {
+		if f.id == "" {
+			out = append(out, OnDisk{Key: f.key, Modified: f.modified})
 		}
-		key, err := base64.RawURLEncoding.DecodeString(base)
-		if err != nil {
-			continue
-		}
-		fi, err := de.Info()
-		if err != nil {
-			continue // removed meanwhile
-		}
-		out = append(out, OnDisk{Key: string(key), Modified: fi.ModTime()})
 	}
 	return out, nil
 }

@@ -121,9 +121,12 @@ var (
 	userRe   = regexp.MustCompile(`(?i)\b(I'm|I am|I live|I moved|I work|my)\b`)
 )
 
-func memAnalyse(prompt string) string {
+// historyFacts returns the facts of the history entries a Dream analysis
+// prompt lists ("[2026-04-03 10:00] - fact" or "- fact"), before its
+// "## Today" section.
+func historyFacts(prompt string) []string {
 	body, _, _ := strings.Cut(prompt, "\n## Today")
-	var out []string
+	var facts []string
 	for _, line := range strings.Split(body, "\n") {
 		_, fact, ok := strings.Cut(line, "] - ")
 		if !ok {
@@ -132,7 +135,14 @@ func memAnalyse(prompt string) string {
 			}
 			fact = strings.TrimPrefix(line, "- ")
 		}
-		fact = strings.TrimSpace(fact)
+		facts = append(facts, strings.TrimSpace(fact))
+	}
+	return facts
+}
+
+func memAnalyse(prompt string) string {
+	var out []string
+	for _, fact := range historyFacts(prompt) {
 		if m := forgetRe.FindStringSubmatch(fact); m != nil {
 			out = append(out, "[FILE-REMOVE] "+m[1])
 			continue

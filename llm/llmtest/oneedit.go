@@ -41,22 +41,12 @@ const InsteadOf = " (instead of "
 
 var (
 	correctionRe = regexp.MustCompile(`^Actually, (.+), not (.+?)[.!]?$`)
-	oneSoulRe    = regexp.MustCompile(`(?i)\b(you|please)\b`)
 	oneUserRe    = regexp.MustCompile(`\bI\b|\bI'm\b|(?i:\bmy\b)`)
 )
 
 func oneAnalyse(prompt string) string {
-	body, _, _ := strings.Cut(prompt, "\n## Today")
 	var out []string
-	for _, line := range strings.Split(body, "\n") {
-		_, fact, ok := strings.Cut(line, "] - ")
-		if !ok {
-			if !strings.HasPrefix(line, "- ") {
-				continue
-			}
-			fact = strings.TrimPrefix(line, "- ")
-		}
-		fact = strings.TrimSpace(fact)
+	for _, fact := range historyFacts(prompt) {
 		suffix := ""
 		if m := correctionRe.FindStringSubmatch(fact); m != nil {
 			fact = upperFirst(m[1]) + "."
@@ -64,7 +54,7 @@ func oneAnalyse(prompt string) string {
 		}
 		tag := "[MEMORY] "
 		switch {
-		case oneSoulRe.MatchString(fact):
+		case soulRe.MatchString(fact):
 			tag = "[SOUL] "
 		case oneUserRe.MatchString(fact):
 			tag = "[USER] "
