@@ -13,8 +13,8 @@ ARG VERSION=devel
 ARG COMMIT=unknown
 ARG BUILD_DATE=unknown
 # The same target and flags as `make build` (a test in cmd/dreamgate
-# compares the two).
-RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=${VERSION} -X main.commit=${COMMIT} -X main.buildDate=${BUILD_DATE}" -o /out/dreamgate ./cmd/dreamgate
+# compares the two); the build arguments are the version's one source.
+RUN CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags "-s -w -X main.version=${VERSION} -X main.commit=${COMMIT} -X main.buildDate=${BUILD_DATE}" -o /out/dreamgate ./cmd/dreamgate
 
 FROM alpine:3.22
 # CA certificates for HTTPS providers, time zones for dream.timezone, and

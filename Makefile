@@ -12,8 +12,13 @@ DATE    ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 
 # Every binary is static and cgo-free: building and running need Go alone.
 # The Dockerfile builds with the same flags (a test compares them).
+# -buildvcs=false: the stamp above is the binary's one account of where it
+# came from, so the toolchain's own VCS stamping is off. Under Go's default
+# (-buildvcs=auto) it depends on the machine: it fails the build where git
+# refuses the checkout (another owner: "error obtaining VCS status"), and
+# records nothing in a git worktree or without git.
 LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.buildDate=$(DATE)
-BUILD   := CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)"
+BUILD   := CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=false -ldflags "$(LDFLAGS)"
 
 RELEASE_TARGETS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64
 

@@ -38,7 +38,7 @@ func buildShipped(b *testing.B, pkg string) string {
 	if _, err := os.Stat(path); err == nil {
 		return path
 	}
-	build := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", path, pkg)
+	build := exec.Command("go", "build", "-trimpath", "-buildvcs=false", "-ldflags", "-s -w", "-o", path, pkg)
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		b.Fatalf("build %s: %v\n%s", pkg, err, out)

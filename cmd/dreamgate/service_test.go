@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -332,10 +333,14 @@ func TestVersion(t *testing.T) {
 		t.Errorf("--version printed %q, version %q", r2.stdout, r.stdout)
 	}
 
-	// What make stamps in is what it prints.
+	// What make stamps in is what it prints, also where the toolchain
+	// records the checkout's VCS data (Go's default, whatever this
+	// machine's go env says).
 	bin := filepath.Join(t.TempDir(), "dreamgate")
 	ld := "-X main.version=v9.8.7 -X main.commit=0123abc -X main.buildDate=2026-01-02T03:04:05Z"
-	if out, err := exec.Command("go", "build", "-ldflags", ld, "-o", bin, ".").CombinedOutput(); err != nil {
+	build := exec.Command("go", "build", "-ldflags", ld, "-o", bin, ".")
+	build.Env = append(os.Environ(), "GOFLAGS=-buildvcs=auto")
+	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	out, err := exec.Command(bin, "version").Output()
@@ -346,6 +351,42 @@ func TestVersion(t *testing.T) {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("stamped version lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// The stamp wins over the VCS data the toolchain records, field by field;
+// where nothing is stamped, the build info answers.
+func TestResolveVersion(t *testing.T) {
+	bi := &debug.BuildInfo{GoVersion: "go1.99", Main: debug.Module{Version: "v0.0.0-20260102030405-aaaaaaaaaaaa"},
+		Settings: []debug.BuildSetting{
+			{Key: "vcs.revision", Value: "aaaaaaaaaaaaaaaa"},
+			{Key: "vcs.time", Value: "2026-01-02T03:04:05Z"},
+			{Key: "vcs.modified", Value: "true"},
+		}}
+	tests := []struct {
+		name string
+		bi   *debug.BuildInfo
+		st   stamp
+		want versionInfo
+	}{
+		{"stamped over vcs", bi, stamp{"v1.2.3", "0123abc", "2026-05-06T07:08:09Z"},
+			versionInfo{Version: "v1.2.3", Commit: "0123abc", Date: "2026-05-06T07:08:09Z", DateKind: "build", Go: "go1.99"}},
+		{"vcs only", bi, stamp{},
+			versionInfo{Version: "v0.0.0-20260102030405-aaaaaaaaaaaa", Commit: "aaaaaaaaaaaaaaaa", Date: "2026-01-02T03:04:05Z",
+				DateKind: "commit", Go: "go1.99", Modified: true}},
+		{"commit stamped alone", bi, stamp{commit: "0123abc"},
+			versionInfo{Version: "v0.0.0-20260102030405-aaaaaaaaaaaa", Commit: "0123abc", Date: "2026-01-02T03:04:05Z",
+				DateKind: "commit", Go: "go1.99"}},
+		{"nothing known", nil, stamp{},
+			versionInfo{Version: "devel", Commit: "unknown", Date: "unknown", Go: runtime.Version()}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.want.Platform = runtime.GOOS + "/" + runtime.GOARCH
+			if got := resolveVersion(tc.bi, tc.st); got != tc.want {
+				t.Errorf("got  %+v\nwant %+v", got, tc.want)
+			}
+		})
 	}
 }
 

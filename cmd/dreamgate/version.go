@@ -8,8 +8,9 @@ import (
 	"strings"
 )
 
-// Stamped by `make build` and `make release` with -ldflags -X; a plain
-// `go build` or `go install` leaves them empty and the build info answers.
+// Stamped by `make build`, `make release` and the Dockerfile with -ldflags
+// -X; a plain `go build` or `go install` leaves them empty and the build
+// info answers.
 var (
 	version   string
 	commit    string
@@ -22,13 +23,29 @@ type versionInfo struct {
 	Modified                                      bool
 }
 
-// readVersion reads the version from the build info the Go toolchain embeds
-// (module version for `go install …@vX`, VCS revision and time for a build
-// from a checkout), overridden by what make stamped in.
+// stamp is what the build said about itself with -ldflags -X.
+type stamp struct{ version, commit, date string }
+
+// readVersion answers from what make (or the Dockerfile) stamped in, and
+// from the build info the toolchain embeds where nothing was stamped.
 func readVersion() versionInfo {
+	bi, _ := debug.ReadBuildInfo()
+	return resolveVersion(bi, stamp{version, commit, buildDate})
+}
+
+// resolveVersion prefers the stamp to the toolchain's VCS data, field by
+// field. The stamp is what the person building chose to say (make takes it
+// from git, a Docker build from its build arguments, where .git is not in
+// the build context), while the VCS data depends on the environment: Go
+// records it only under -buildvcs=auto or true, only in a checkout whose
+// .git is a directory, and only where git answers. So the same source built
+// with the same stamp says the same thing everywhere. bi may be nil.
+func resolveVersion(bi *debug.BuildInfo, st stamp) versionInfo {
 	v := versionInfo{Version: "devel", Commit: "unknown", Date: "unknown", Go: runtime.Version(),
 		Platform: runtime.GOOS + "/" + runtime.GOARCH}
-	if bi, ok := debug.ReadBuildInfo(); ok {
+	if bi != nil {
+		// `go install …@vX` and, since Go 1.24, a build in a checkout name
+		// the module version.
 		if mv := bi.Main.Version; mv != "" && mv != "(devel)" {
 			v.Version = mv
 		}
@@ -44,14 +61,16 @@ func readVersion() versionInfo {
 			}
 		}
 	}
-	if version != "" {
-		v.Version = version
+	if st.version != "" {
+		v.Version = st.version
 	}
-	if commit != "" && v.Commit == "unknown" {
-		v.Commit = commit
+	if st.commit != "" {
+		// "modified" belongs to the VCS revision, not to the stamped one
+		// (make's version says "-dirty" itself).
+		v.Commit, v.Modified = st.commit, false
 	}
-	if buildDate != "" {
-		v.Date, v.DateKind = buildDate, "build"
+	if st.date != "" {
+		v.Date, v.DateKind = st.date, "build"
 	}
 	return v
 }
