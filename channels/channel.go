@@ -14,14 +14,16 @@
 //
 // The adapters live in subpackages (terminal, slack, discord); each keeps its
 // platform library's types to itself. Of ours this package imports only
-// internal leaves (backoff, reasoning); an adapter imports it and those
-// leaves.
+// leaves (audience, internal/backoff, internal/reasoning); an adapter
+// imports it and those leaves.
 package channels
 
 import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/dreamgate/dreamgate/audience"
 )
 
 // Inbound is one message a person sent to the bot, already filtered by the
@@ -34,9 +36,14 @@ type Inbound struct {
 	SessionKey string // DESIGN §2 key, e.g. "slack:C1:1712.55"
 	SenderID   string // platform user id
 	SenderName string
-	MessageID  string // platform message id, used for reactions and replies
-	Text       string
-	Time       time.Time
+	// Audience is who can read the conversation, as the platform says
+	// (a DM, a private or public channel, a workspace, a shared channel),
+	// never as a message says: it decides which memory the turn may see
+	// and where what is said is kept. Every adapter sets a valid one.
+	Audience  audience.Audience
+	MessageID string // platform message id, used for reactions and replies
+	Text      string
+	Time      time.Time
 	// Local marks the machine's own user (the terminal), who is always an
 	// admin.
 	Local bool

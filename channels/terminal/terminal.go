@@ -3,7 +3,8 @@
 // errors and progress lines go to stderr, so a one-shot `chat -m` can be
 // scripted.
 //
-// It imports only channels.
+// It imports only channels and the audience leaf (its conversations are
+// the operator's).
 package terminal
 
 import (
@@ -16,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/channels"
 )
 
@@ -111,6 +113,7 @@ func (a *Adapter) Inbound(text string) channels.Inbound {
 		SenderName: a.cfg.User,
 		Text:       text,
 		Time:       time.Now(),
+		Audience:   audience.Audience{Kind: audience.Operator, Platform: Name},
 		Local:      true,
 		InOrder:    !a.cfg.Interactive,
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/channels"
 )
 
@@ -51,6 +52,9 @@ func TestRunDeliversLinesUntilEOF(t *testing.T) {
 		texts = append(texts, in.Text)
 		if in.SessionKey != "terminal:work" || !in.Local || in.Channel != Name || in.SenderID != "ada" {
 			t.Errorf("inbound = %+v", in)
+		}
+		if in.Audience.Kind != audience.Operator || in.Audience.Home() != audience.Default {
+			t.Errorf("audience = %q, want the operator's", in.Audience)
 		}
 	}
 	if got := strings.Join(texts, "|"); got != "hello|/help|bye" {

@@ -14,7 +14,7 @@ const module = "github.com/dreamgate/dreamgate"
 // DESIGN §1's listing: agent's file tools work on the workspace's confined
 // root, so agent imports workspace.
 var layers = []string{
-	"cmd", "metrics", "eval", "gateway", "mcp", "consolidator", "dream", "history", "gitstore", "agent", "workspace", "llm", "channels", "workspace-template",
+	"cmd", "metrics", "eval", "gateway", "mcp", "consolidator", "dream", "history", "gitstore", "agent", "workspace", "llm", "channels", "workspace-template", "audience",
 }
 
 // forbidden pairs beyond the order: the two memory stages never import each
@@ -35,8 +35,9 @@ var forbidden = map[[2]string]bool{
 
 // selfContained families import no package of ours: metrics ranks just
 // below cmd, so only cmd may import it, and it learns of the others only
-// through what cmd passes in.
-var selfContained = map[string]bool{"metrics": true}
+// through what cmd passes in; audience ranks last, so every layer may use
+// it (the channels derive audiences, the memory above keeps scopes).
+var selfContained = map[string]bool{"metrics": true, "audience": true}
 
 // leafFamily holds small helpers (internal/backoff) that sit outside the
 // layers: any package may import them, and they import nothing of ours.
@@ -151,6 +152,9 @@ func TestLayerRulesCatchViolations(t *testing.T) {
 	}
 	if rank(family(module+"/metrics")) != rank("cmd")+1 || !selfContained["metrics"] {
 		t.Error("metrics must rank just below cmd (only cmd imports it) and import nothing of ours")
+	}
+	if rank(family(module+"/audience")) != len(layers)-1 || !selfContained["audience"] {
+		t.Error("audience must rank last (channels and workspace use it) and import nothing of ours")
 	}
 	if !forbidden[[2]string{"dream", "consolidator"}] {
 		t.Error("dream -> consolidator must be forbidden")
