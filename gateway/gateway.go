@@ -31,6 +31,31 @@ type Model interface {
 	Chat(ctx context.Context, req llm.Request) (llm.Response, error)
 }
 
+// LimitConcurrency wraps m so that at most n calls run at once; the others
+// wait (or give up when their context ends). It caps the load on the
+// provider across all sessions.
+func LimitConcurrency(m Model, n int) Model {
+	if n <= 0 {
+		return m
+	}
+	return &limited{m: m, sem: make(chan struct{}, n)}
+}
+
+type limited struct {
+	m   Model
+	sem chan struct{}
+}
+
+func (l *limited) Chat(ctx context.Context, req llm.Request) (llm.Response, error) {
+	select {
+	case l.sem <- struct{}{}:
+	case <-ctx.Done():
+		return llm.Response{}, ctx.Err()
+	}
+	defer func() { <-l.sem }()
+	return l.m.Chat(ctx, req)
+}
+
 // Consolidator owns the token budget and the archive. A turn calls it
 // twice: Before (which may archive, and renders the session's part of the
 // prompt) and After; /new and idle sessions call ArchiveTail; /status calls
@@ -143,21 +168,6 @@ type Gateway struct {
 	backgroundWG sync.WaitGroup // /new archives, /dream runs, command replies
 }
 
-type worker struct {
-	key     string
-	queue   []job
-	running bool
-	cancel  context.CancelFunc // of the job running now
-}
-
-type job struct {
-	in      channels.Inbound
-	cmd     *parsedCommand // nil for a chat turn
-	task    func(ctx context.Context)
-	done    chan Result
-	tooLong int // the original size of a message capInbound cut
-}
-
 // New builds a gateway. Add channels with AddChannel before Run.
 func New(cfg Config, deps Deps) *Gateway {
 	if cfg.QueueSize <= 0 {
@@ -236,155 +246,6 @@ func (g *Gateway) Run(ctx context.Context) error {
 	return nil
 }
 
-// Deliver accepts one inbound message (channels.Sink).
-func (g *Gateway) Deliver(ctx context.Context, in channels.Inbound) error {
-	_, err := g.Submit(ctx, in)
-	return err
-}
-
-// Submit accepts one inbound message and returns a channel that receives
-// its Result once it has been handled. Once shutdown has begun, a message is
-// still not dropped: it is saved in its session and its sender told to send
-// it again.
-func (g *Gateway) Submit(ctx context.Context, in channels.Inbound) (<-chan Result, error) {
-	if in.Time.IsZero() {
-		in.Time = g.now()
-	}
-	done := make(chan Result, 1)
-	in, tooLong := g.capInbound(in)
-	pc := parseCommand(in.Text)
-	if tooLong > 0 {
-		pc = nil // not run, whatever it starts with
-	}
-	var err error
-	if c := g.commandFor(pc); c != nil && c.priority && !in.InOrder {
-		err = g.runPriority(ctx, in, pc, done)
-	} else {
-		err = g.enqueue(job{in: in, cmd: pc, done: done, tooLong: tooLong})
-	}
-	g.accepted(in, pc, err)
-	if errors.Is(err, channels.ErrBusy) {
-		g.observer().Busy(in.Channel)
-	}
-	if errors.Is(err, channels.ErrClosed) {
-		done <- g.refuseAtShutdown(in)
-		return done, nil
-	}
-	return done, err
-}
-
-func (g *Gateway) commandFor(pc *parsedCommand) *command {
-	if pc == nil {
-		return nil
-	}
-	return g.commands[pc.name]
-}
-
-// runPriority runs a priority command (/stop, /status) beside the session's
-// queue, so it works while a turn of that session is running.
-func (g *Gateway) runPriority(ctx context.Context, in channels.Inbound, pc *parsedCommand, done chan<- Result) error {
-	g.mu.Lock()
-	closed := g.closed
-	if !closed {
-		g.backgroundWG.Add(1)
-	}
-	g.mu.Unlock()
-	if closed {
-		return channels.ErrClosed
-	}
-	go func() {
-		defer g.backgroundWG.Done()
-		done <- g.runCommand(context.WithoutCancel(ctx), in, pc)
-	}()
-	return nil
-}
-
-func (g *Gateway) enqueue(j job) error {
-	key := j.in.SessionKey
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.closed {
-		return channels.ErrClosed
-	}
-	w := g.workers[key]
-	if w == nil {
-		w = &worker{key: key}
-		g.workers[key] = w
-	}
-	if len(w.queue) >= g.cfg.QueueSize {
-		return channels.ErrBusy
-	}
-	w.queue = append(w.queue, j)
-	if !w.running {
-		w.running = true
-		g.workerWG.Add(1)
-		go g.runWorker(w)
-	}
-	return nil
-}
-
-func (g *Gateway) runWorker(w *worker) {
-	defer g.workerWG.Done()
-	for {
-		g.mu.Lock()
-		if len(w.queue) == 0 {
-			w.running = false
-			delete(g.workers, w.key)
-			g.mu.Unlock()
-			return
-		}
-		j := w.queue[0]
-		w.queue = w.queue[1:]
-		ctx, cancel := context.WithCancel(g.turnCtx)
-		w.cancel = cancel
-		g.mu.Unlock()
-
-		res := g.runJob(ctx, j)
-
-		// The job is over before anyone hears of it: a /stop that
-		// arrives after the result must find nothing running.
-		g.mu.Lock()
-		w.cancel = nil
-		g.mu.Unlock()
-		cancel()
-		if j.done != nil {
-			j.done <- res
-		}
-	}
-}
-
-func (g *Gateway) runJob(ctx context.Context, j job) Result {
-	switch {
-	case j.task != nil:
-		j.task(ctx)
-		return Result{}
-	case g.turnCtx.Err() != nil:
-		return g.refuseAtShutdown(j.in)
-	case j.tooLong > 0:
-		return g.answerTooLong(j.in, j.tooLong)
-	case j.cmd != nil:
-		return g.runCommand(ctx, j.in, j.cmd)
-	default:
-		return g.observedTurn(ctx, j.in)
-	}
-}
-
-// refuseAtShutdown handles a message still queued when shutdown ran out of
-// time: it is saved in its session, so nothing said is lost, and the sender
-// is told it was not answered.
-func (g *Gateway) refuseAtShutdown(in channels.Inbound) Result {
-	if parseCommand(in.Text) == nil {
-		if s, err := g.deps.Sessions.Get(in.SessionKey); err == nil {
-			if err := s.Append(userMessage(in, false)); err != nil {
-				g.logger.Error("could not save a message at shutdown", "session", in.SessionKey, "err", err)
-			}
-		}
-	}
-	g.send(channels.ReplyTo(in, channels.KindError, shutdownNotice))
-	g.inboxDone(in)
-	return Result{Reply: shutdownNotice, Err: channels.ErrClosed}
-}
-
 // Shutdown stops accepting messages and lets queued and running turns
 // finish. When ctx ends first, running turns are cancelled and what is still
 // queued is saved and answered with a notice. It then waits for background
@@ -413,6 +274,13 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 	g.closeInbox()
 	return err
 }
+
+// CancelBackground cancels the background work that may be abandoned:
+// Dream runs started from chat, which can take half an hour; cancelled, a
+// Dream rolls back and keeps its batch for the next run. A gateway stopping
+// on a signal calls it before Shutdown, so the stop is bounded; a one-shot
+// chat does not, so its /dream finishes.
+func (g *Gateway) CancelBackground() { g.cancelBg() }
 
 // goBackground runs f as owned background work that Shutdown waits for.
 // It is called from jobs, which Shutdown waits for before it waits for
@@ -459,60 +327,6 @@ func (g *Gateway) channel(name string) channels.Channel {
 	return g.channels[name]
 }
 
-// cancelRunning cancels the job running for a session; it reports whether
-// there was one.
-func (g *Gateway) cancelRunning(key string) bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	w := g.workers[key]
-	if w == nil || w.cancel == nil {
-		return false
-	}
-	w.cancel()
-	return true
-}
-
 func (g *Gateway) isAdmin(in channels.Inbound) bool {
 	return in.Local || g.admins[in.Channel+":"+in.SenderID]
 }
-
-// dropQueued takes a session's waiting messages and commands out of its
-// queue (/stop) and returns them; internal tasks (idle archives) stay.
-func (g *Gateway) dropQueued(key string) []job {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	w := g.workers[key]
-	if w == nil {
-		return nil
-	}
-	var dropped, kept []job
-	for _, j := range w.queue {
-		if j.task != nil {
-			kept = append(kept, j)
-		} else {
-			dropped = append(dropped, j)
-		}
-	}
-	w.queue = kept
-	return dropped
-}
-
-// queued reports how many jobs wait for a session, including a running one.
-func (g *Gateway) queued(key string) int {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	w := g.workers[key]
-	if w == nil {
-		return 0
-	}
-	n := len(w.queue)
-	if w.cancel != nil {
-		n++
-	}
-	return n
-}
-
-var errStopped = errors.New("stopped by /stop")
-
-// shutdownNotice answers a message that shutdown left unanswered.
-const shutdownNotice = "dreamgate was shutting down before it could answer this; your message is saved, please send it again."

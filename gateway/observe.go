@@ -85,15 +85,3 @@ type noObserver struct{}
 func (noObserver) TurnDone(string, string, time.Duration, time.Duration) {}
 func (noObserver) CommandDone(string, string)                            {}
 func (noObserver) Busy(string)                                           {}
-
-// QueueDepth is the number of messages waiting behind a running job, over
-// all sessions (metrics read it at scrape time).
-func (g *Gateway) QueueDepth() int {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	n := 0
-	for _, w := range g.workers {
-		n += len(w.queue)
-	}
-	return n
-}

@@ -25,13 +25,6 @@ func originOf(in channels.Inbound) session.Origin {
 	}
 }
 
-// CancelBackground cancels the background work that may be abandoned:
-// Dream runs started from chat, which can take half an hour; cancelled, a
-// Dream rolls back and keeps its batch for the next run. A gateway stopping
-// on a signal calls it before Shutdown, so the stop is bounded; a one-shot
-// chat does not, so its /dream finishes.
-func (g *Gateway) CancelBackground() { g.cancelBg() }
-
 // OpenInbox keeps the record of accepted messages not yet in their session
 // at path (inbox.go), and takes over what a previous process left there:
 // Run answers those messages. Only the gateway process that owns the

@@ -2,17 +2,29 @@ package gateway
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/dreamgate/dreamgate/agent"
+	"github.com/dreamgate/dreamgate/channels"
+	"github.com/dreamgate/dreamgate/gateway/session"
+	"github.com/dreamgate/dreamgate/llm"
 	"github.com/dreamgate/dreamgate/workspace"
 	workspacetemplate "github.com/dreamgate/dreamgate/workspace-template"
 )
+
+// A turn's prompt is three parts: the system prompt (the fixed prefix built
+// here from the workspace files, the consolidator's part, the runtime
+// tail), the tools offered to the sender, and the conversation's messages
+// replayed from the session (with this message's images and, among several
+// people, their names).
 
 // identity opens every system prompt. It never changes between turns, so it
 // and the files after it form a stable prefix for providers' prompt caches.
@@ -131,4 +143,221 @@ func (p *PromptBuilder) file(f promptFile) string {
 func sameAsTemplate(path string, data []byte) bool {
 	tpl, err := workspacetemplate.Read(path)
 	return err == nil && bytes.Equal(bytes.TrimSpace(tpl), bytes.TrimSpace(data))
+}
+
+// toolText renders the tool definitions for counting; they cost prompt
+// tokens on every call.
+func toolText(tools []agent.Tool) string {
+	var b strings.Builder
+	for _, t := range tools {
+		d := t.Def()
+		b.WriteString("\n")
+		b.WriteString(d.Name)
+		b.WriteString(" ")
+		b.WriteString(d.Description)
+		b.Write(d.Parameters)
+	}
+	return b.String()
+}
+
+// TurnTools supplies tools chosen for each turn (the MCP servers' tools),
+// beside the fixed Deps.Tools.
+type TurnTools interface {
+	// ForTurn returns the extra tools of a turn whose sender is, or is not,
+	// an admin. It never fails: whatever is unavailable is left out (and
+	// reported by StatusText). Names must not clash with Deps.Tools.
+	ForTurn(ctx context.Context, admin bool) []agent.Tool
+	// StatusText is a block for /status, each line ending in "\n"; "" when
+	// there is nothing to show.
+	StatusText() string
+}
+
+// RunningTools is optional for a TurnTools: what ForTurn would return now
+// without starting anything, and how many of the sender's sources are not
+// running (a turn would try to start them). /status counts with it, since
+// showing a status must not start servers.
+type RunningTools interface {
+	RunningTools(admin bool) (tools []agent.Tool, notRunning int)
+}
+
+// baseTools returns the file tools for the sender and their text.
+func (g *Gateway) baseTools(admin bool) ([]agent.Tool, string) {
+	if g.deps.AdminTools != nil && admin {
+		return g.deps.AdminTools, g.adminToolText
+	}
+	return g.deps.Tools, g.toolText
+}
+
+// statusToolText is the tools' text /status counts for the sender of in:
+// what a turn would be offered, of the per-turn tools only those running.
+// notCounted is how many per-turn sources are left out because they are
+// not running; -1 when the TurnTools cannot tell without starting them.
+func (g *Gateway) statusToolText(in channels.Inbound) (text string, notCounted int) {
+	admin := g.isAdmin(in)
+	_, text = g.baseTools(admin)
+	if g.deps.TurnTools == nil {
+		return text, 0
+	}
+	rt, ok := g.deps.TurnTools.(RunningTools)
+	if !ok {
+		return text, -1
+	}
+	extra, notRunning := rt.RunningTools(admin)
+	return text + toolText(extra), notRunning
+}
+
+// toolsFor returns a turn's tools and their text as the consolidator
+// counts it: the file tools for the sender (turnTools), then the tools
+// chosen per turn (MCP servers) for an admin or not.
+func (g *Gateway) toolsFor(ctx context.Context, in channels.Inbound) ([]agent.Tool, string) {
+	admin := g.isAdmin(in)
+	base, text := g.baseTools(admin)
+	if g.deps.TurnTools == nil {
+		return base, text
+	}
+	extra := g.deps.TurnTools.ForTurn(ctx, admin)
+	if len(extra) == 0 {
+		return base, text
+	}
+	return append(slices.Clip(base), extra...), text + toolText(extra)
+}
+
+// replay returns the session's messages from index from on (its
+// unarchived messages and the consolidator's continuity window) in a form
+// every provider accepts: starting at a user message, every tool call
+// answered by exactly one result and no result without its call (a crash
+// mid-turn could leave either behind).
+func replay(sess *session.Session, from int) []llm.Message {
+	base, held := sess.Tail()
+	tail := held[min(max(from-base, 0), len(held)):]
+	i := slices.IndexFunc(tail, func(m llm.Message) bool { return m.Role == llm.RoleUser })
+	if i < 0 {
+		return nil
+	}
+	tail = tail[i:]
+	answered := map[string]int{}
+	for _, m := range tail {
+		if m.Role == llm.RoleTool {
+			answered[m.ToolCallID]++
+		}
+	}
+	out := make([]llm.Message, 0, len(tail))
+	called := map[string]bool{}
+	for _, m := range tail {
+		switch m.Role {
+		case llm.RoleAssistant:
+			if len(m.ToolCalls) > 0 && !allAnswered(m.ToolCalls, answered) {
+				m.ToolCalls = nil
+				if m.Content == "" {
+					continue
+				}
+			}
+			for _, tc := range m.ToolCalls {
+				called[tc.ID] = true
+			}
+		case llm.RoleTool:
+			if !called[m.ToolCallID] {
+				continue
+			}
+			delete(called, m.ToolCallID)
+		}
+		out = append(out, m)
+	}
+	nameSenders(out)
+	return out
+}
+
+// nameSenders opens each user message with its sender's name, "[Ana] …",
+// when the messages come from more than one person (a channel several
+// people share): the model otherwise reads them as one user's and cannot
+// tell who asked or said what. A conversation with one person is left as
+// it is. msgs are the turn's copies, never the session's.
+func nameSenders(msgs []llm.Message) {
+	first := ""
+	several := false
+	for _, m := range msgs {
+		if m.Role != llm.RoleUser || m.Sender == "" {
+			continue
+		}
+		if first == "" {
+			first = m.Sender
+		} else if m.Sender != first {
+			several = true
+			break
+		}
+	}
+	if !several {
+		return
+	}
+	for i, m := range msgs {
+		if m.Role == llm.RoleUser && m.Sender != "" {
+			msgs[i].Content = "[" + m.SenderLabel() + "] " + m.Content
+		}
+	}
+}
+
+func allAnswered(calls []llm.ToolCall, answered map[string]int) bool {
+	for _, tc := range calls {
+		if answered[tc.ID] == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func senderLabel(in channels.Inbound) string {
+	switch {
+	case in.SenderName != "" && in.SenderID != "":
+		return in.SenderName + " (" + in.SenderID + ")"
+	case in.SenderName != "":
+		return in.SenderName
+	case in.SenderID != "":
+		return in.SenderID
+	default:
+		return "unknown"
+	}
+}
+
+// Images sent with a message (Inbound.Images, from an adapter configured
+// for a model that reads images) are shown to the model during that
+// message's turn only: every model call of the turn carries them as image
+// parts on the user message. The session records a marker naming each
+// image, never its bytes, so later turns, replays after a restart and the
+// archive see only the marker — and the marker says so, so that nothing
+// the model reads claims it can still see an image it cannot (seed 003).
+
+// userMessage is the session record of in: its text, then one marker line
+// per image. seen says whether the model is shown the images with it.
+func userMessage(in channels.Inbound, seen bool) llm.Message {
+	m := llm.Message{Role: llm.RoleUser, Content: in.Text, Time: in.Time}
+	if len(in.Images) == 0 {
+		return m
+	}
+	lines := make([]string, 0, len(in.Images)+1)
+	if in.Text != "" {
+		lines = append(lines, in.Text, "")
+	}
+	for _, img := range in.Images {
+		if seen {
+			lines = append(lines, fmt.Sprintf("[image %s (%s, %s): attached to this message; visible only while answering it, not kept]",
+				img.Name, strings.ToUpper(strings.TrimPrefix(img.MIME, "image/")), formatBytes(len(img.Data))))
+		} else {
+			lines = append(lines, fmt.Sprintf("[image %s: sent with this message, never shown to the assistant]", img.Name))
+		}
+	}
+	m.Content = strings.Join(lines, "\n")
+	return m
+}
+
+// showImages puts in's images on the turn's user message, the last of msgs
+// (a copy: the session's own record stays without them).
+func showImages(msgs []llm.Message, in channels.Inbound) {
+	if len(in.Images) == 0 || len(msgs) == 0 || msgs[len(msgs)-1].Role != llm.RoleUser {
+		return
+	}
+	imgs := make([]llm.Image, len(in.Images))
+	for i, img := range in.Images {
+		imgs[i] = llm.Image{MIME: img.MIME, Data: img.Data}
+	}
+	msgs[len(msgs)-1].Images = imgs
 }

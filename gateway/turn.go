@@ -3,7 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
-	"slices"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -21,49 +21,94 @@ import (
 // tail, so that its prefix stays stable for prompt caches.
 func (g *Gateway) turn(ctx context.Context, in channels.Inbound) Result {
 	log := g.logger.With("session", in.SessionKey)
+	sess, refused := g.openTurn(log, in)
+	if sess == nil {
+		return refused
+	}
+	tools, toolsText := g.toolsFor(ctx, in)
+	prompt, refused, ok := g.archiveBefore(ctx, log, sess, in, consolidator.Prompt{Fixed: g.deps.Prompts.Fixed(), Tools: toolsText})
+	if !ok {
+		return refused
+	}
+	model := &promptMeter{m: g.deps.Model, now: g.now}
+	res, shown, runErr := g.runAgent(ctx, log, in, model, tools, g.turnMessages(sess, prompt, in))
+	sent := consolidator.Sent{PromptTokens: model.last, Messages: g.record(sess, res)}
+	out := g.reply(log, in, res, shown, runErr)
+	// A stopped turn is not followed by archiving; After still records
+	// the provider's count.
+	if g.deps.Consolidator != nil {
+		if _, err := g.deps.Consolidator.After(ctx, sess, prompt, sent); err != nil {
+			log.Error("archiving after the turn failed", "err", err)
+		}
+	}
+	out.modelTime = model.took
+	return out
+}
+
+// openTurn opens the message's session and records the message in it. A
+// nil session means the turn ends here with the returned Result: the
+// conversation could not be opened or saved to (its sender was told), or
+// the message was answered before and is ignored.
+func (g *Gateway) openTurn(log *slog.Logger, in channels.Inbound) (*session.Session, Result) {
 	sess, err := g.deps.Sessions.Get(in.SessionKey)
 	if err != nil {
 		if msg, ok := sessionLocked(err); ok {
 			log.Warn("conversation held by another process; turn refused", "err", err)
-			return g.fail(in, err, msg)
+			return nil, g.fail(in, err, msg)
 		}
 		log.Error("cannot open session", "err", err)
-		return g.fail(in, err, "I could not open this conversation's record, so I did not answer; the error is in the gateway log.")
+		return nil, g.fail(in, err, "I could not open this conversation's record, so I did not answer; the error is in the gateway log.")
 	}
 	if g.redelivered(sess, in) {
-		return Result{}
+		return nil, Result{}
 	}
 	g.addContext(sess, in) // a new session's earlier messages, once
 	if err := g.recordUser(sess, in); err != nil {
 		log.Error("cannot save message", "err", err)
-		return g.fail(in, err, "I could not save your message, so I did not answer; the error is in the gateway log.")
+		return nil, g.fail(in, err, "I could not save your message, so I did not answer; the error is in the gateway log.")
 	}
+	return sess, Result{}
+}
 
-	tools, toolsText := g.toolsFor(ctx, in)
-	prompt := consolidator.Prompt{Fixed: g.deps.Prompts.Fixed(), Tools: toolsText}
-	if g.deps.Consolidator != nil {
-		var rep consolidator.Report
-		prompt, rep, err = g.deps.Consolidator.Before(ctx, sess, prompt)
-		if err != nil {
-			log.Error("archiving before the turn failed", "err", err)
-		}
-		// OverLimit comes from the same check, so the common turn needs no
-		// exact count (and no tokenizer) at all.
-		if rep.OverLimit {
-			log.Warn("prompt over the hard limit after archiving", "estimate", rep.After)
-			return g.fail(in, errPromptTooLarge, "This conversation no longer fits the model's context window, even after archiving; start a new one with /new.")
-		}
+// archiveBefore lets the consolidator archive before the turn and render
+// its part of the prompt. ok is false when the prompt cannot fit even
+// after archiving: the sender was told, and the Result says so.
+func (g *Gateway) archiveBefore(ctx context.Context, log *slog.Logger, sess *session.Session, in channels.Inbound, prompt consolidator.Prompt) (consolidator.Prompt, Result, bool) {
+	if g.deps.Consolidator == nil {
+		return prompt, Result{}, true
 	}
+	prompt, rep, err := g.deps.Consolidator.Before(ctx, sess, prompt)
+	if err != nil {
+		log.Error("archiving before the turn failed", "err", err)
+	}
+	// OverLimit comes from the same check, so the common turn needs no
+	// exact count (and no tokenizer) at all.
+	if rep.OverLimit {
+		log.Warn("prompt over the hard limit after archiving", "estimate", rep.After)
+		return prompt, g.fail(in, errPromptTooLarge, "This conversation no longer fits the model's context window, even after archiving; start a new one with /new."), false
+	}
+	return prompt, Result{}, true
+}
 
+// turnMessages is what the model is sent: the system prompt, then the
+// session's messages from where the prompt starts, with this message's
+// images on its last user message.
+func (g *Gateway) turnMessages(sess *session.Session, prompt consolidator.Prompt, in channels.Inbound) []llm.Message {
 	system := prompt.System() + Runtime(g.now(), in.Channel, in.SessionKey, senderLabel(in))
 	// The consolidator may keep the last archived messages in view
 	// (prompt.Kept) so that an archive does not cut the conversation off.
 	from := sess.LastConsolidated() - prompt.Kept
 	msgs := append([]llm.Message{{Role: llm.RoleSystem, Content: system}}, replay(sess, from)...)
 	showImages(msgs, in) // this turn only; the session keeps a marker
+	return msgs
+}
 
+// runAgent runs the tool-calling loop, showing the answer as it comes on
+// channels that stream; shown reports whether the last step's stream
+// showed the reply (so it is not shown twice).
+func (g *Gateway) runAgent(ctx context.Context, log *slog.Logger, in channels.Inbound, model *promptMeter, tools []agent.Tool, msgs []llm.Message) (res agent.Result, shown func(string) bool, err error) {
 	stopTyping := g.startTyping(ctx, in)
-	model := &promptMeter{m: g.deps.Model, now: g.now}
+	defer stopTyping()
 	loop := agent.Loop{
 		Model:         model,
 		Tools:         tools,
@@ -76,51 +121,48 @@ func (g *Gateway) turn(ctx context.Context, in channels.Inbound) Result {
 	if st != nil {
 		loop.OnDelta, loop.OnToolCall = st.write, st.toolCall
 	}
-	res, runErr := loop.Run(ctx, msgs)
-	stopTyping()
+	res, err = loop.Run(ctx, msgs)
+	return res, st.shown, err
+}
 
-	sent := consolidator.Sent{PromptTokens: model.last, Messages: g.record(sess, res)}
-
-	var out Result
+// reply sends what the turn ends with: the model's answer, a notice when
+// it ended without one, or one sentence when it failed or was stopped.
+func (g *Gateway) reply(log *slog.Logger, in channels.Inbound, res agent.Result, shown func(string) bool, runErr error) Result {
 	switch {
 	case runErr != nil && errors.Is(runErr, context.Canceled) && g.turnCtx.Err() == nil:
-		out = g.fail(in, errStopped, "Stopped.")
+		return g.fail(in, errStopped, "Stopped.")
 	case runErr != nil && g.turnCtx.Err() != nil:
-		out = g.fail(in, runErr, shutdownNotice)
+		return g.fail(in, runErr, shutdownNotice)
 	case runErr != nil:
-		out = g.fail(in, runErr, g.turnFailure(log, in, runErr, res.Stop))
-	default:
-		reply := consolidator.StripReasoning(res.Reply)
-		unanswered := reply == ""
-		switch {
-		case reply != "":
-		case res.Stop == agent.StopMaxIterations:
-			reply = "I stopped after too many tool steps without finishing; try a narrower request."
-		case res.Stop == agent.StopRepeated:
-			reply = "I stopped because I kept making the same tool call with the same result; try rephrasing the request."
-		case res.Stop == agent.StopToolFailed:
-			// The tool's error (agent logged it) may name files; the
-			// sender reads where to look instead.
-			reply = "I stopped because a tool kept failing the same way; the error is in the gateway log."
-		default:
-			reply = "(The model returned an empty answer.)"
-		}
-		o := channels.ReplyTo(in, channels.KindReply, reply)
-		o.Streamed = st.shown(reply)
-		g.send(o)
-		g.markAnswered(in)
-		out = Result{Reply: reply, Unanswered: unanswered}
+		return g.fail(in, runErr, g.turnFailure(log, in, runErr, res.Stop))
 	}
+	text := consolidator.StripReasoning(res.Reply)
+	unanswered := text == ""
+	if unanswered {
+		text = unansweredNotice(res.Stop)
+	}
+	o := channels.ReplyTo(in, channels.KindReply, text)
+	o.Streamed = shown(text)
+	g.send(o)
+	g.markAnswered(in)
+	return Result{Reply: text, Unanswered: unanswered}
+}
 
-	// A stopped turn is not followed by archiving; After still records
-	// the provider's count.
-	if g.deps.Consolidator != nil {
-		if _, err := g.deps.Consolidator.After(ctx, sess, prompt, sent); err != nil {
-			log.Error("archiving after the turn failed", "err", err)
-		}
+// unansweredNotice is what the sender reads when the turn ended without
+// the model's answer.
+func unansweredNotice(stop agent.Stop) string {
+	switch stop {
+	case agent.StopMaxIterations:
+		return "I stopped after too many tool steps without finishing; try a narrower request."
+	case agent.StopRepeated:
+		return "I stopped because I kept making the same tool call with the same result; try rephrasing the request."
+	case agent.StopToolFailed:
+		// The tool's error (agent logged it) may name files; the
+		// sender reads where to look instead.
+		return "I stopped because a tool kept failing the same way; the error is in the gateway log."
+	default:
+		return "(The model returned an empty answer.)"
 	}
-	out.modelTime = model.took
-	return out
 }
 
 // record saves what the run produced and returns how many messages the
@@ -142,6 +184,27 @@ func (g *Gateway) record(sess *session.Session, res agent.Result) int {
 	return sent
 }
 
+// withoutReasoning returns the turn's final assistant message(s) without
+// the reasoning a model leaked into its text (<think> blocks, gpt-oss
+// analysis channels). Users must not read the model talking to itself, and
+// replaying it in later prompts only feeds it back. A message that would be
+// left empty keeps its text: the archive strips it anyway, and an empty
+// assistant message is refused by some providers.
+func withoutReasoning(final []llm.Message) []llm.Message {
+	out := make([]llm.Message, len(final))
+	for i, m := range final {
+		if m.Role == llm.RoleAssistant {
+			// Only text that held reasoning changes: the rest is kept as
+			// the model wrote it, space and all.
+			if s := consolidator.StripReasoning(m.Content); s != "" && s != strings.TrimSpace(m.Content) {
+				m.Content = s
+			}
+		}
+		out[i] = m
+	}
+	return out
+}
+
 // chatRepeatLimit ends a chat turn whose tool call (file or MCP) had the
 // same outcome three times in one run: the model is going round in
 // circles and would otherwise spend every iteration doing so. Dream uses
@@ -151,6 +214,12 @@ const chatRepeatLimit = 3
 var errPromptTooLarge = errors.New("prompt exceeds the context window")
 
 // fail sends one sentence to the user and returns the failed Result.
+func (g *Gateway) fail(in channels.Inbound, err error, userText string) Result {
+	g.send(channels.ReplyTo(in, channels.KindError, userText))
+	g.markAnswered(in)
+	return Result{Reply: userText, Err: err}
+}
+
 // sessionLocked returns the sentence for a conversation another process
 // holds (session.LockedError), and whether err is one.
 func sessionLocked(err error) (string, bool) {
@@ -161,121 +230,19 @@ func sessionLocked(err error) (string, bool) {
 	return "", false
 }
 
-func (g *Gateway) fail(in channels.Inbound, err error, userText string) Result {
-	g.send(channels.ReplyTo(in, channels.KindError, userText))
-	g.markAnswered(in)
-	return Result{Reply: userText, Err: err}
-}
-
-// toolText renders the tool definitions for counting; they cost prompt
-// tokens on every call.
-func toolText(tools []agent.Tool) string {
-	var b strings.Builder
-	for _, t := range tools {
-		d := t.Def()
-		b.WriteString("\n")
-		b.WriteString(d.Name)
-		b.WriteString(" ")
-		b.WriteString(d.Description)
-		b.Write(d.Parameters)
+// turnFailure logs a turn whose model call failed and returns the sentence
+// its sender reads. The terminal's user is the operator and reads the cause
+// and what to check (llm.UserMessage); a person in Slack or Discord reads
+// one plain sentence (llm.PublicMessage), while the cause, the endpoint and
+// the config hints go to the log for the operator.
+func (g *Gateway) turnFailure(log *slog.Logger, in channels.Inbound, err error, stop agent.Stop) string {
+	cause := llm.UserMessage(err)
+	if in.Local {
+		log.Warn("turn failed", "cause", cause, "err", err, "stop", stop)
+		return cause
 	}
-	return b.String()
-}
-
-// replay returns the session's messages from index from on (its
-// unarchived messages and the consolidator's continuity window) in a form
-// every provider accepts: starting at a user message, every tool call
-// answered by exactly one result and no result without its call (a crash
-// mid-turn could leave either behind).
-func replay(sess *session.Session, from int) []llm.Message {
-	base, held := sess.Tail()
-	tail := held[min(max(from-base, 0), len(held)):]
-	i := slices.IndexFunc(tail, func(m llm.Message) bool { return m.Role == llm.RoleUser })
-	if i < 0 {
-		return nil
-	}
-	tail = tail[i:]
-	answered := map[string]int{}
-	for _, m := range tail {
-		if m.Role == llm.RoleTool {
-			answered[m.ToolCallID]++
-		}
-	}
-	out := make([]llm.Message, 0, len(tail))
-	called := map[string]bool{}
-	for _, m := range tail {
-		switch m.Role {
-		case llm.RoleAssistant:
-			if len(m.ToolCalls) > 0 && !allAnswered(m.ToolCalls, answered) {
-				m.ToolCalls = nil
-				if m.Content == "" {
-					continue
-				}
-			}
-			for _, tc := range m.ToolCalls {
-				called[tc.ID] = true
-			}
-		case llm.RoleTool:
-			if !called[m.ToolCallID] {
-				continue
-			}
-			delete(called, m.ToolCallID)
-		}
-		out = append(out, m)
-	}
-	nameSenders(out)
-	return out
-}
-
-// nameSenders opens each user message with its sender's name, "[Ana] …",
-// when the messages come from more than one person (a channel several
-// people share): the model otherwise reads them as one user's and cannot
-// tell who asked or said what. A conversation with one person is left as
-// it is. msgs are the turn's copies, never the session's.
-func nameSenders(msgs []llm.Message) {
-	first := ""
-	several := false
-	for _, m := range msgs {
-		if m.Role != llm.RoleUser || m.Sender == "" {
-			continue
-		}
-		if first == "" {
-			first = m.Sender
-		} else if m.Sender != first {
-			several = true
-			break
-		}
-	}
-	if !several {
-		return
-	}
-	for i, m := range msgs {
-		if m.Role == llm.RoleUser && m.Sender != "" {
-			msgs[i].Content = "[" + m.SenderLabel() + "] " + m.Content
-		}
-	}
-}
-
-func allAnswered(calls []llm.ToolCall, answered map[string]int) bool {
-	for _, tc := range calls {
-		if answered[tc.ID] == 0 {
-			return false
-		}
-	}
-	return true
-}
-
-func senderLabel(in channels.Inbound) string {
-	switch {
-	case in.SenderName != "" && in.SenderID != "":
-		return in.SenderName + " (" + in.SenderID + ")"
-	case in.SenderName != "":
-		return in.SenderName
-	case in.SenderID != "":
-		return in.SenderID
-	default:
-		return "unknown"
-	}
+	log.Error("turn failed; the sender was told the operator knows", "channel", in.Channel, "cause", cause, "err", err, "stop", stop)
+	return llm.PublicMessage(err)
 }
 
 func (g *Gateway) startTyping(ctx context.Context, in channels.Inbound) func() {

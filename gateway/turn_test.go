@@ -2,13 +2,19 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/dreamgate/dreamgate/agent"
 	"github.com/dreamgate/dreamgate/channels"
+	"github.com/dreamgate/dreamgate/gateway/session"
 	"github.com/dreamgate/dreamgate/llm"
 )
 
@@ -325,5 +331,133 @@ func TestNameSenders(t *testing.T) {
 		if m.Content != want[i] {
 			t.Errorf("message %d = %q, want %q", i, m.Content, want[i])
 		}
+	}
+}
+
+// Reasoning a model leaks into its reply is neither shown nor kept.
+func TestLeakedReasoningIsNotShownNorKept(t *testing.T) {
+	for _, tc := range []struct{ name, answer string }{
+		{"think", "<think>SECRET the user is Ana</think>\nHello Ana."},
+		{"gpt-oss", "<|channel|>analysis<|message|>SECRET greet her<|end|><|start|>assistant<|channel|>final<|message|>Hello Ana.<|return|>"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := newTestEnv(t, func(context.Context, llm.Request) (llm.Response, error) {
+				return textReply(tc.answer), nil
+			}, nil)
+			done, err := env.g.Submit(t.Context(), inbound("r-"+tc.name, "hi"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r := wait(t, done); r.Err != nil || r.Reply != "Hello Ana." {
+				t.Fatalf("result = %+v", r)
+			}
+			if out := env.ch.next(t); out.Text != "Hello Ana." {
+				t.Errorf("sent %q", out.Text)
+			}
+			sess, _ := env.sessions.Get("test:r-" + tc.name)
+			for _, m := range sess.Messages() {
+				if strings.Contains(m.Content, "SECRET") {
+					t.Errorf("the session keeps the reasoning: %q", m.Content)
+				}
+			}
+		})
+	}
+}
+
+// failingTool always fails with a system error that names a path.
+type failingTool struct{}
+
+func (failingTool) Def() llm.ToolDef {
+	return llm.ToolDef{Name: "flaky", Description: "fails", Parameters: json.RawMessage(`{"type":"object"}`)}
+}
+
+func (failingTool) Run(context.Context, json.RawMessage) (string, error) {
+	return "", fmt.Errorf("write /srv/secret/MEMORY.md: %w", agent.ErrIO)
+}
+
+// A chat turn whose model repeats one tool call with the same outcome ends
+// after three such calls, well before the iteration limit, and its sender
+// reads one sentence saying why.
+func TestChatTurnStopsARepeatedToolCall(t *testing.T) {
+	for _, tc := range []struct {
+		name, tool, args string
+		want             string
+	}{
+		{"same call, same result", "list_dir", `{"path":"."}`, "same tool call with the same result"},
+		{"a tool that keeps failing", "flaky", `{}`, "a tool kept failing the same way"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var n atomic.Int32
+			env := newTestEnv(t, func(context.Context, llm.Request) (llm.Response, error) {
+				return llm.Response{FinishReason: llm.FinishToolCalls, ToolCalls: []llm.ToolCall{
+					{ID: fmt.Sprint("c", n.Add(1)), Name: tc.tool, Arguments: tc.args}}}, nil
+			}, func(c *Config, d *Deps) {
+				c.MaxToolIterations = 10
+				d.Tools = append(d.Tools, failingTool{})
+			})
+			r := wait(t, must(env.g.Submit(t.Context(), inbound("loop", "list it"))))
+			if !strings.Contains(r.Reply, tc.want) || strings.Contains(r.Reply, "/srv") {
+				t.Errorf("reply = %q, want one sentence containing %q", r.Reply, tc.want)
+			}
+			if out := env.ch.next(t); out.Text != r.Reply {
+				t.Errorf("sent %q, result %q", out.Text, r.Reply)
+			}
+			if got := len(env.model.Requests()); got != 3 {
+				t.Errorf("model calls = %d, want 3", got)
+			}
+		})
+	}
+}
+
+// A conversation another process holds is not answered: the sender reads
+// the one sentence that says so, nothing reaches the model or the file, and
+// /new is refused the same way. Once the other process lets go, it works.
+func TestTurnOnAConversationHeldElsewhereIsRefused(t *testing.T) {
+	env := newTestEnv(t, func(context.Context, llm.Request) (llm.Response, error) {
+		return textReply("noted"), nil
+	}, nil)
+	other, err := session.NewStore(filepath.Join(filepath.Dir(env.ws), "sessions"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	key := inbound("busy", "x").SessionKey
+	held, err := other.Get(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := held.Append(llm.Message{Role: llm.RoleUser, Content: "theirs"}); err != nil {
+		t.Fatal(err)
+	}
+
+	say := func(text string) (Result, channels.Outbound) {
+		t.Helper()
+		done, err := env.g.Submit(t.Context(), inbound("busy", text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := wait(t, done)
+		return r, env.ch.next(t)
+	}
+	want := fmt.Sprintf("This conversation is open in another dreamgate process (pid %d); use --session NAME for another one.", os.Getpid())
+	r, out := say("remember X=1")
+	if r.Err == nil || out.Kind != channels.KindError || out.Text != want {
+		t.Fatalf("turn on a held conversation: result %+v, sent %+v", r, out)
+	}
+	if _, out := say("/new"); out.Text != want {
+		t.Errorf("/new on a held conversation: %+v", out)
+	}
+	if n := len(env.model.Requests()); n != 0 {
+		t.Errorf("%d model calls for a refused turn", n)
+	}
+	if msgs := held.Messages(); len(msgs) != 1 {
+		t.Errorf("the holder's file has %v", msgs)
+	}
+
+	if !other.Evict(held) {
+		t.Fatal("evict")
+	}
+	if r, out := say("remember X=1"); r.Err != nil || out.Text != "noted" {
+		t.Errorf("after the other process let go: %+v, %+v", r, out)
 	}
 }
