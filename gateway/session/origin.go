@@ -36,22 +36,6 @@ type answeredMark struct {
 	Time     time.Time `json:"timestamp"`
 }
 
-// SetAfterWrite sets a hook called right after each write of a session
-// file reaches the disk, with its kill point ("session-append",
-// "session-meta"), for sessions loaded or created from now on: the chaos
-// tests stop the process there. Nil in production.
-func (st *Store) SetAfterWrite(hook func(point string)) {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	st.afterWrite = hook
-}
-
-func (s *Session) hook(point string) {
-	if s.afterWrite != nil {
-		s.afterWrite(point)
-	}
-}
-
 // sender is the name a message from o is shown under in archive
 // transcripts (llm.Message.Sender): the platform's display name, or its id
 // without one; none for the local terminal, whose user is the operator.
