@@ -163,6 +163,9 @@ type Gateway struct {
 	closed   bool
 	channels map[string]channels.Channel
 	workers  map[string]*worker
+	// room is closed, and replaced, each time a job leaves a session's
+	// queue: a script's message waits on it for room (enqueueWait).
+	room chan struct{}
 
 	workerWG     sync.WaitGroup // session workers
 	backgroundWG sync.WaitGroup // /new archives, /dream runs, command replies
@@ -187,6 +190,7 @@ func New(cfg Config, deps Deps) *Gateway {
 		admins:   map[string]bool{},
 		channels: map[string]channels.Channel{},
 		workers:  map[string]*worker{},
+		room:     make(chan struct{}),
 		started:  deps.Now(),
 	}
 	for _, a := range cfg.Admins {

@@ -57,9 +57,12 @@ func (g *Gateway) Submit(ctx context.Context, in channels.Inbound) (<-chan Resul
 		pc = nil // not run, whatever it starts with
 	}
 	var err error
-	if c := g.commandFor(pc); c != nil && c.priority && !in.InOrder {
+	switch c := g.commandFor(pc); {
+	case c != nil && c.priority && !in.InOrder:
 		err = g.runPriority(ctx, in, pc, done)
-	} else {
+	case in.InOrder:
+		err = g.enqueueWait(ctx, job{in: in, cmd: pc, done: done, tooLong: tooLong})
+	default:
 		err = g.enqueue(job{in: in, cmd: pc, done: done, tooLong: tooLong})
 	}
 	g.accepted(in, pc, err)
@@ -123,6 +126,27 @@ func (g *Gateway) enqueue(j job) error {
 	return nil
 }
 
+// enqueueWait queues j as enqueue does, but waits for room in a full
+// queue instead of refusing it: a script piping lines in cannot try again
+// later, as a person told the conversation is busy can. It returns ctx's
+// error when ctx ends first.
+func (g *Gateway) enqueueWait(ctx context.Context, j job) error {
+	for {
+		g.mu.Lock()
+		room := g.room // taken before the try, so no leaving job is missed
+		g.mu.Unlock()
+		err := g.enqueue(j)
+		if !errors.Is(err, channels.ErrBusy) {
+			return err
+		}
+		select {
+		case <-room:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
 func (g *Gateway) runWorker(w *worker) {
 	defer g.workerWG.Done()
 	for {
@@ -135,6 +159,8 @@ func (g *Gateway) runWorker(w *worker) {
 		}
 		j := w.queue[0]
 		w.queue = w.queue[1:]
+		close(g.room)
+		g.room = make(chan struct{})
 		ctx, cancel := context.WithCancel(g.turnCtx)
 		w.cancel = cancel
 		g.mu.Unlock()

@@ -3,9 +3,11 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -244,6 +246,88 @@ func TestQueueIsBounded(t *testing.T) {
 	}
 	if !busy {
 		t.Error("a full session queue must refuse with ErrBusy")
+	}
+}
+
+// A script's lines (InOrder) wait for room in a full queue instead of
+// being refused: every one is answered, in order.
+func TestInOrderMessagesWaitForRoom(t *testing.T) {
+	release := make(chan struct{})
+	env := newTestEnv(t, func(ctx context.Context, req llm.Request) (llm.Response, error) {
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return textReply("re: " + req.Messages[len(req.Messages)-1].Content), nil
+	}, func(c *Config, _ *Deps) { c.QueueSize = 2 })
+	const n = 10
+	dones := make(chan (<-chan Result), n)
+	submitted := make(chan error, 1)
+	go func() {
+		for i := range n {
+			in := inbound("script", fmt.Sprint("line ", i))
+			in.InOrder = true
+			d, err := env.g.Submit(t.Context(), in)
+			if err != nil {
+				submitted <- fmt.Errorf("line %d: %w", i, err)
+				return
+			}
+			dones <- d
+		}
+		submitted <- nil
+	}()
+	// The queue is full with the first turn held: a person's message is
+	// still refused at once.
+	for len(dones) < 3 {
+		runtime.Gosched()
+	}
+	if _, err := env.g.Submit(t.Context(), inbound("script", "typed")); !errors.Is(err, channels.ErrBusy) {
+		t.Errorf("a person's message to a full queue: %v, want ErrBusy", err)
+	}
+	close(release)
+	if err := <-submitted; err != nil {
+		t.Fatal(err)
+	}
+	close(dones)
+	i := 0
+	for d := range dones {
+		if r := wait(t, d); r.Err != nil || r.Reply != fmt.Sprint("re: line ", i) {
+			t.Errorf("line %d: %+v", i, r)
+		}
+		i++
+	}
+}
+
+// A script waiting for room gives up when its context ends.
+func TestInOrderWaitEndsWithContext(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	env := newTestEnv(t, func(ctx context.Context, req llm.Request) (llm.Response, error) {
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return textReply("ok"), nil
+	}, func(c *Config, _ *Deps) { c.QueueSize = 1 })
+	ctx, cancel := context.WithCancel(t.Context())
+	errs := make(chan error, 3)
+	go func() {
+		for i := range 3 {
+			in := inbound("script", fmt.Sprint(i))
+			in.InOrder = true
+			_, err := env.g.Submit(ctx, in)
+			errs <- err
+		}
+	}()
+	if err := <-errs; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-errs; err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if err := <-errs; !errors.Is(err, context.Canceled) {
+		t.Errorf("third line after cancel: %v, want context.Canceled", err)
 	}
 }
 

@@ -40,6 +40,7 @@ func (a *Adapter) readLines(ctx context.Context, r io.Reader, max int, lines cha
 			continue // the line goes on
 		}
 		if dropped > 0 {
+			a.notSent.Add(1)
 			a.write(a.cfg.Err, fmt.Sprintf("That line was too long (%d bytes; the limit is %d), so it was not sent.", dropped, max))
 			a.prompt()
 			dropped = 0

@@ -43,6 +43,9 @@ func TestOverLongLineIsReportedAndReadingGoesOn(t *testing.T) {
 			if !strings.Contains(errOut.String(), "too long") || !strings.Contains(errOut.String(), "not sent") {
 				t.Errorf("stderr = %q; the over-long line should be reported", errOut.String())
 			}
+			if n, want := a.NotSent(), 5-len(want); n != want {
+				t.Errorf("NotSent = %d, want %d", n, want)
+			}
 		})
 	}
 }

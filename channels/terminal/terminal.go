@@ -65,6 +65,8 @@ type Adapter struct {
 	left    atomic.Pointer[time.Time]
 	// midLine is set while streamed text on Out has not ended its line.
 	midLine bool
+	// notSent counts the lines read but not sent (refused, too long).
+	notSent atomic.Int64
 }
 
 var (
@@ -174,12 +176,23 @@ func (a *Adapter) Run(ctx context.Context, sink channels.Sink) error {
 			if strings.EqualFold(text, QuitCommand) {
 				return a.leave(ctx)
 			}
+			// Piped lines (InOrder) wait for room in a full queue, so a
+			// script is refused only when the gateway goes away.
 			if err := sink.Deliver(ctx, a.Inbound(text)); err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				a.notSent.Add(1)
 				a.write(a.cfg.Err, "Not sent: "+err.Error()+".")
 			}
 		}
 	}
 }
+
+// NotSent is how many lines of input were read but not sent: refused by
+// the gateway, or too long. A program that ends after the input does
+// should say so in its exit status.
+func (a *Adapter) NotSent() int { return int(a.notSent.Load()) }
 
 // Send prints a reply to stdout, an error or progress line to stderr. A
 // reply already streamed only has its line ended.

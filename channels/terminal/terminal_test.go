@@ -60,6 +60,9 @@ func TestRunDeliversLinesUntilEOF(t *testing.T) {
 	if got := strings.Join(texts, "|"); got != "hello|/help|bye" {
 		t.Errorf("delivered %q", got)
 	}
+	if n := a.NotSent(); n != 0 {
+		t.Errorf("NotSent = %d after every line was sent", n)
+	}
 	if h := a.Health(); h.State != channels.StateStopped || h.Since.Before(made) || h.Since.After(time.Now()) {
 		t.Errorf("health after EOF = %+v; want stopped since the input ended", h)
 	}
@@ -87,6 +90,10 @@ func TestRefusedDeliveryIsSaidOnStderr(t *testing.T) {
 	_ = runToEOF(t, a, s)
 	if !strings.Contains(errOut.String(), "Not sent") {
 		t.Errorf("stderr = %q", errOut.String())
+	}
+	// The program's exit status says so too.
+	if n := a.NotSent(); n != 1 {
+		t.Errorf("NotSent = %d, want 1", n)
 	}
 }
 

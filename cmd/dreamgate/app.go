@@ -239,8 +239,41 @@ func (a *app) dreamer() (*dream.Dreamer, error) {
 	})
 }
 
-// shutdownContext bounds how long running turns may take to finish after a
+// shutdownGrace bounds how long running turns may take to finish after a
 // signal before they are cancelled.
+const shutdownGrace = 30 * time.Second
+
+// shutdownContext is the shutdown's deadline: shutdownGrace from now.
 func shutdownContext() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), 30*time.Second)
+	return context.WithTimeout(context.Background(), shutdownGrace)
+}
+
+// chatShutdownContext is the shutdown's deadline once the terminal chat's
+// input ended (or sig did). Lines piped in are a script's: those still
+// queued when its input ends are answered however long they take, and the
+// grace starts only when sig ends. Otherwise it starts now.
+func (e *env) chatShutdownContext(sig context.Context, pipedEnded bool) (context.Context, context.CancelFunc) {
+	grace := shutdownGrace
+	if e.shutdownGrace > 0 {
+		grace = e.shutdownGrace
+	}
+	if !pipedEnded || sig.Err() != nil {
+		return context.WithTimeout(context.Background(), grace)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		select {
+		case <-sig.Done():
+		case <-ctx.Done():
+			return
+		}
+		t := time.NewTimer(grace)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
 }

@@ -88,12 +88,25 @@ func cmdChat(ctx context.Context, e *env, args []string) error {
 	case <-t.EOF():
 	case <-ctx.Done():
 	}
-	sctx, cancel := shutdownContext()
+	sctx, cancel := e.chatShutdownContext(ctx, !e.stdinIsTTY())
 	defer cancel()
 	err = g.Shutdown(sctx)
 	stop()
 	<-ran
-	return err
+	if err != nil {
+		return err
+	}
+	return notSentError(t)
+}
+
+// notSentError makes lines of input that were not sent (each already
+// named on stderr) fail the command: a script must not take a partial run
+// for a whole one.
+func notSentError(t *terminal.Adapter) error {
+	if n := t.NotSent(); n > 0 {
+		return &exitError{code: 1, err: fmt.Errorf("dreamgate: %d line(s) of input were not sent", n)}
+	}
+	return nil
 }
 
 // maxSessionName and maxSessionBytes bound --session: the conversation's

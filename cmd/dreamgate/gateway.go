@@ -172,7 +172,7 @@ func cmdGateway(ctx context.Context, e *env, args []string) error {
 	health.stopping.Store(true)
 	g.CancelBackground() // a /dream from chat rolls back and keeps its batch
 
-	sctx, cancel := shutdownContext()
+	sctx, cancel := e.chatShutdownContext(ctx, termCh != nil && !interactive)
 	defer cancel()
 	serr := g.Shutdown(sctx)
 	stop()
@@ -189,6 +189,9 @@ func cmdGateway(ctx context.Context, e *env, args []string) error {
 		// That is a stop done as designed, not a failure for a service
 		// manager to report (or restart on).
 		logger.Warn("stopped after cancelling the turns still running", "err", serr)
+	}
+	if termCh != nil {
+		return notSentError(termCh)
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"golang.org/x/term"
 )
@@ -64,6 +65,9 @@ type env struct {
 	// isTTY says whether a stream is a terminal; tests replace it to play
 	// a person at a terminal.
 	isTTY func(any) bool
+	// shutdownGrace replaces shutdownGrace in the chat's shutdown when
+	// set (tests).
+	shutdownGrace time.Duration
 }
 
 func isTerminal(v any) bool {
