@@ -24,9 +24,11 @@
 //     commit;
 //   - compaction of the history after every attempt, never dropping an
 //     entry Dream has not read;
-//   - the cron scheduler glue (robfig/cron; its types stay in this package);
-//   - the text of the Dream commands shared by chat (/dream, /dream-log,
-//     /dream-restore) and the CLI (dreamgate dream ...).
+//   - the cron scheduler glue (robfig/cron; its types stay in this package).
+//
+// It returns structured results (Report, Status, RestoreResult, errors
+// matching its sentinels) and no wording: gateway/dreamtext words them for
+// the chat commands and the CLI.
 //
 // Decisions where the design left room:
 //
@@ -65,9 +67,9 @@
 //     run)" — restorable, never "manual: edits outside Dream" — and the
 //     findings not yet applied become the pending ones. Deps.Hook lets a
 //     test kill the process right after an edit (PointEdit).
-//   - Report.Reason tells the operator what to check; PublicReason (and
-//     FormatPublicReport) is the same without the operator's detail, for
-//     chat users other than the operator.
+//   - Report.Reason tells the operator what to check; PublicReason is the
+//     same without the operator's detail, for chat users other than the
+//     operator.
 //   - Failures count against a batch (identified by its first cursor, which
 //     does not move while it fails) only when the batch or the model's
 //     handling of it may be at fault: a rejected or unreadable model

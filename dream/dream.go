@@ -1076,7 +1076,28 @@ func (d *Dreamer) Restore(rev string) (RestoreResult, error) {
 		d.log.Warn("dream restore: could not list restored files", "commit", revert.Short, "err", err)
 	}
 	d.log.Info("dream restored", "target", target.Short, "commit", revert.Short, "undone", len(undone))
+	d.noteUndone(res)
 	return res, nil
+}
+
+// noteUndone marks the last run's commit as undone when the restore undid
+// it, so Status no longer shows it as the memory's latest change.
+func (d *Dreamer) noteUndone(res RestoreResult) {
+	st, err := loadState(d.cfg.Workspace)
+	if err != nil || st.LastRun == nil || st.LastRun.Commit == "" {
+		return
+	}
+	undid := st.LastRun.Commit == res.Target.Short
+	for _, c := range res.Undone {
+		undid = undid || c.Short == st.LastRun.Commit
+	}
+	if !undid {
+		return
+	}
+	st.LastRun.UndoneBy = res.Revert.Short
+	if err := saveState(d.cfg.Workspace, st); err != nil {
+		d.log.Error("dream state not saved", "err", err)
+	}
 }
 
 // sentence turns a user message ("The model is unavailable: x.") into a

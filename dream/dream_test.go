@@ -77,9 +77,6 @@ func TestRunHappyPath(t *testing.T) {
 	if len(progress) != 2 || !strings.Contains(progress[0], "reading 3 history entries") || !strings.Contains(progress[1], "editing") {
 		t.Errorf("progress = %q", progress)
 	}
-	if got := FormatReport(rep); got != fmt.Sprintf("Dream: 1 change to USER.md (commit %s), 3 history entries read.", top.Short) {
-		t.Errorf("FormatReport = %q", got)
-	}
 
 	reqs := e.srv.Requests()
 	if len(reqs) != 3 {
@@ -124,9 +121,6 @@ func TestNothingNewMakesNoModelCall(t *testing.T) {
 	}
 	if n := len(e.srv.Requests()); n != 0 {
 		t.Errorf("model requests = %d, want 0", n)
-	}
-	if got := FormatReport(rep); got != "Dream: nothing new to read." {
-		t.Errorf("FormatReport = %q", got)
 	}
 	if n := len(e.log(10)); n != 1 {
 		t.Errorf("commits = %d, want only the initial one", n)
@@ -221,8 +215,8 @@ func TestCursorRules(t *testing.T) {
 				if editedFirst := tc.wantRequests >= 3; editedFirst != (len(undone) == 1) {
 					t.Errorf("edited before failing: %v, undo log lines: %+v", editedFirst, undone)
 				}
-				if msg := FormatReport(rep); !strings.HasPrefix(msg, "Dream failed: ") || !strings.Contains(msg, "will be read again") {
-					t.Errorf("FormatReport = %q", msg)
+				if rep.Reason == "" || rep.Entries == 0 {
+					t.Errorf("a failed run's report lacks its reason or its entries: %+v", rep)
 				}
 			}
 			e.checkWire()
@@ -246,8 +240,8 @@ func TestThirdFailureSkipsBatch(t *testing.T) {
 		if c := e.hist.cursor(t); c != 0 {
 			t.Fatalf("run %d: cursor moved to %d", run, c)
 		}
-		if msg := FormatReport(rep); !strings.Contains(msg, fmt.Sprintf("failed %d of 3 times", run)) {
-			t.Errorf("run %d: FormatReport = %q", run, msg)
+		if rep.MaxFailures != 3 {
+			t.Errorf("run %d: MaxFailures = %d", run, rep.MaxFailures)
 		}
 	}
 	rep, err := d.Run(t.Context(), TriggerCron, nil)
@@ -269,9 +263,8 @@ func TestThirdFailureSkipsBatch(t *testing.T) {
 	if w := e.logs.Find(slog.LevelWarn, "skipped a history batch"); len(w) != 1 || w[0].Attrs["first"] != "1" || w[0].Attrs["last"] != "4" {
 		t.Errorf("warning = %+v", w)
 	}
-	msg := FormatReport(rep)
-	if !strings.Contains(msg, "After 3 failed runs, history entries 1-4 were skipped") {
-		t.Errorf("FormatReport = %q", msg)
+	if rep.Failures != 3 || rep.BatchFirst != 1 || rep.BatchLast != 4 {
+		t.Errorf("skip report: failures %d, batch %d-%d", rep.Failures, rep.BatchFirst, rep.BatchLast)
 	}
 	// Fresh start: the next batch's failures count from one.
 	e.hist.seed(t, rec.Cursor, 1, func(int) string { return "- new" })
@@ -386,8 +379,8 @@ func TestHandEditsCommittedFirst(t *testing.T) {
 	if strings.Contains(cs[0].Body, "Fridays") {
 		t.Errorf("dream commit carries the hand edit:\n%s", cs[0].Body)
 	}
-	if !strings.Contains(FormatReport(rep), "Hand edits made since the last Dream were saved first") {
-		t.Errorf("FormatReport = %q", FormatReport(rep))
+	if rep.ManualCommit != cs[1].Short {
+		t.Errorf("report's manual commit = %q, want %q", rep.ManualCommit, cs[1].Short)
 	}
 }
 

@@ -7,7 +7,7 @@ import (
 )
 
 // Sentinel errors. Errors returned by this package wrap them, so callers
-// decide with errors.Is and pick their words with FormatError.
+// decide with errors.Is (gateway/dreamtext picks the words).
 var (
 	// ErrAlreadyRunning: a Dream (or a restore) is running in this process
 	// or another one. The error is a *BusyError saying since when.

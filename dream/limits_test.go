@@ -189,12 +189,11 @@ func TestStoppedEditingKeepsWhatItApplied(t *testing.T) {
 	if c := e.hist.cursor(t); c != 0 {
 		t.Errorf("cursor = %d after a partial run, want 0", c)
 	}
-	if msg := FormatReport(rep); !strings.Contains(msg, "The other 15 findings will be applied next time") ||
-		!strings.Contains(msg, "commit "+cs[0].Short) {
-		t.Errorf("FormatReport = %q", msg)
+	if rep.Left != 15 || rep.Commit != cs[0].Short {
+		t.Errorf("report: left %d, commit %q; want 15 and %q", rep.Left, rep.Commit, cs[0].Short)
 	}
-	if s := FormatStatus(d.Status(), time.Now()); !strings.Contains(s, "15 findings of history 1-4 left for the next run") {
-		t.Errorf("FormatStatus = %q", s)
+	if l := d.Status().Last; l == nil || l.Left != 15 || l.First != 1 || l.Last != 4 {
+		t.Errorf("status' last run = %+v, want 15 findings of history 1-4 left", l)
 	}
 
 	// Run 2 and 3 go on from the findings left, with no new analysis.
@@ -263,14 +262,11 @@ func TestSkipNamesWhatItSkipped(t *testing.T) {
 		t.Errorf("skip record = %q", rec)
 	}
 	st := d.Status()
-	if s := FormatStatus(st, time.Now()); !strings.Contains(s, "skipped history 1-4") {
-		t.Errorf("FormatStatus = %q", s)
+	if len(st.Skips) != 1 || st.Skips[0].First != 1 || st.Skips[0].Last != 4 || st.Skips[0].Findings != 2 {
+		t.Errorf("status' skips = %+v, want history 1-4 with 2 findings not applied", st.Skips)
 	}
-	if s := FormatSkips(st, time.Now()); !strings.Contains(s, "history entries 1-4") || !strings.Contains(s, "2 findings not applied") {
-		t.Errorf("FormatSkips = %q", s)
-	}
-	if msg := FormatReport(rep); !strings.Contains(msg, "history entries 1-4 were skipped") {
-		t.Errorf("FormatReport = %q", msg)
+	if rep.BatchFirst != 1 || rep.BatchLast != 4 {
+		t.Errorf("skip report: batch %d-%d", rep.BatchFirst, rep.BatchLast)
 	}
 }
 
@@ -302,12 +298,8 @@ func TestBacklogDrains(t *testing.T) {
 	if n := len(e.srv.Requests()); n != 4 {
 		t.Errorf("requests = %d, want 2 per batch", n)
 	}
-	msg := FormatReport(rep)
-	if !strings.Contains(msg, "40 entries in 2 batches") || !strings.Contains(msg, "10 unread history entries are still waiting") {
-		t.Errorf("FormatReport = %q", msg)
-	}
-	if s := FormatStatus(d.Status(), time.Now()); !strings.Contains(s, "10 unread history entries waiting") {
-		t.Errorf("FormatStatus = %q", s)
+	if st := d.Status(); st.Backlog != 10 {
+		t.Errorf("status' backlog = %d, want 10", st.Backlog)
 	}
 	if !slices.ContainsFunc(seen, func(s string) bool { return strings.Contains(s, "reading 20 history entries") }) {
 		t.Errorf("progress = %q", seen)
@@ -317,9 +309,6 @@ func TestBacklogDrains(t *testing.T) {
 	rep, err = d.Run(t.Context(), TriggerCron, nil)
 	if err != nil || rep.Outcome != OutcomeCompleted || rep.Batches != 1 || rep.Entries != 10 || rep.Backlog != 0 {
 		t.Errorf("second run: %+v, %v", rep, err)
-	}
-	if msg := FormatReport(rep); strings.Contains(msg, "waiting") {
-		t.Errorf("FormatReport = %q", msg)
 	}
 }
 
@@ -356,12 +345,8 @@ func TestLaterBatchFailureKeepsEarlierOnes(t *testing.T) {
 	if c := e.hist.cursor(t); c != 3 {
 		t.Errorf("cursor = %d, want 3", c)
 	}
-	msg := FormatReport(rep)
-	if !strings.HasPrefix(msg, "Dream: 1 change to USER.md (commit "+rep.Commit+"), 3 history entries read. Then the next batch failed: Dream failed: ") {
-		t.Errorf("FormatReport = %q", msg)
-	}
-	if !strings.Contains(msg, "failed 1 of 3 times") {
-		t.Errorf("FormatReport = %q", msg)
+	if rep.EntriesDone != 3 || rep.Changes != 1 || rep.Failures != 1 || rep.MaxFailures != 3 || rep.Reason == "" {
+		t.Errorf("report = %+v, want the first batch's 3 entries and change, and the second's failure (1 of 3)", rep)
 	}
 }
 
@@ -372,12 +357,12 @@ func TestPublicReasonHidesOperatorDetail(t *testing.T) {
 	e.hist.seed(t, 0, 2, func(int) string { return "- x" })
 	e.srv.Push(llmtest.Status(401, ""))
 	rep, _ := e.dreamer(Config{}).Run(t.Context(), TriggerManual, nil)
-	if !strings.Contains(FormatReport(rep), "llm.apiKey") {
-		t.Errorf("FormatReport = %q, want the operator's hint", FormatReport(rep))
+	if !strings.Contains(rep.Reason, "llm.apiKey") {
+		t.Errorf("reason = %q, want the operator's hint", rep.Reason)
 	}
-	pub := FormatPublicReport(rep)
+	pub := rep.PublicReason
 	if strings.Contains(pub, "llm.apiKey") || strings.Contains(pub, "401") || !strings.Contains(pub, "the operator has been told") {
-		t.Errorf("FormatPublicReport = %q", pub)
+		t.Errorf("public reason = %q", pub)
 	}
 }
 

@@ -2,7 +2,6 @@ package dream
 
 import (
 	"errors"
-	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -39,11 +38,8 @@ func TestRestore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := FormatCommit(c, diff)
-	for _, want := range []string{c.Subject, "`" + second.Commit + "`", "Changed: USER.md (+1 -0)", "```diff\n", "+- Has a cat.", "/dream-restore " + second.Commit} {
-		if !strings.Contains(log, want) {
-			t.Errorf("FormatCommit lacks %q:\n%s", want, log)
-		}
+	if c.Short != second.Commit || len(diff.Files) != 1 || diff.Files[0].Path != "USER.md" || !strings.Contains(diff.Unified, "+- Has a cat.") {
+		t.Errorf("latest Dream commit %s, diff %+v; want %s adding the cat to USER.md", c.Short, diff, second.Commit)
 	}
 
 	// The list /dream-restore shows.
@@ -51,10 +47,8 @@ func TestRestore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	list := FormatList(cs)
-	if !strings.Contains(list, "`"+second.Commit+"`") || !strings.Contains(list, "`"+first.Commit+"`") || strings.Contains(list, "init:") ||
-		strings.Index(list, second.Commit) > strings.Index(list, first.Commit) {
-		t.Errorf("FormatList:\n%s", list)
+	if len(cs) != 2 || cs[0].Short != second.Commit || cs[1].Short != first.Commit {
+		t.Errorf("Dream commits = %+v, want %s then %s", cs, second.Commit, first.Commit)
 	}
 
 	res, err := d.Restore(first.Commit)
@@ -76,23 +70,18 @@ func TestRestore(t *testing.T) {
 	if e.hist.cursor(t) != cursor {
 		t.Errorf("cursor rolled back to %d, want %d", e.hist.cursor(t), cursor)
 	}
-	msg := FormatRestore(res)
-	for _, want := range []string{"before `" + first.Commit + "`", "new commit `" + res.Revert.Short + "`", "Restored: USER.md.", "`" + second.Commit + "` dream:", "will not be dreamed again"} {
-		if !strings.Contains(msg, want) {
-			t.Errorf("FormatRestore lacks %q:\n%s", want, msg)
-		}
+	if res.Target.Short != first.Commit || len(res.Undone) != 1 || res.Undone[0].Short != second.Commit {
+		t.Errorf("restore result: target %s, undone %+v; want %s, and %s undone with it", res.Target.Short, res.Undone, first.Commit, second.Commit)
 	}
 
-	now := time.Now()
 	errorCases := []struct {
 		name, rev string
 		want      error
-		text      string
 	}{
-		{"a revert commit", res.Revert.Short, ErrNotDreamCommit, "is not a Dream commit"},
-		{"the initial commit", e.log(10)[len(e.log(10))-1].Short, ErrNotDreamCommit, "is not a Dream commit"},
-		{"unknown", "deadbeef", gitstore.ErrUnknownRevision, "No Dream commit `deadbeef`. Try /dream-restore to list them."},
-		{"not hex", "xyz!", gitstore.ErrInvalidRevision, "is not a commit id"},
+		{"a revert commit", res.Revert.Short, ErrNotDreamCommit},
+		{"the initial commit", e.log(10)[len(e.log(10))-1].Short, ErrNotDreamCommit},
+		{"unknown", "deadbeef", gitstore.ErrUnknownRevision},
+		{"not hex", "xyz!", gitstore.ErrInvalidRevision},
 	}
 	for _, tc := range errorCases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -100,9 +89,6 @@ func TestRestore(t *testing.T) {
 			_, err := d.Restore(tc.rev)
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("Restore(%q) = %v, want %v", tc.rev, err, tc.want)
-			}
-			if got := FormatError(err, tc.rev, now); !strings.Contains(got, tc.text) {
-				t.Errorf("FormatError = %q, want %q", got, tc.text)
 			}
 			if e.log(1)[0].SHA != head {
 				t.Error("a refused restore made a commit")
@@ -164,19 +150,5 @@ func TestRestoreWaitsForWorkspaceWrites(t *testing.T) {
 	}
 	if _, diff, err := e.repo.Show(commits[1].SHA); err != nil || !strings.Contains(diff.Unified, "the demo is on Friday") {
 		t.Errorf("the manual commit does not hold the chat's write: %+v, %v", diff, err)
-	}
-}
-
-// The reply to a restore far back names at most ten of the later commits
-// it undid, and how many more.
-func TestFormatRestoreBoundsTheLaterCommits(t *testing.T) {
-	target := gitstore.Commit{SHA: "t", Short: "tttttttt", Subject: "dream: target"}
-	r := RestoreResult{Target: target, Revert: gitstore.Commit{Short: "rrrrrrrr"}, Undone: []gitstore.Commit{target}}
-	for i := range 25 {
-		r.Undone = append(r.Undone, gitstore.Commit{SHA: fmt.Sprint(i), Short: fmt.Sprintf("%08d", i), Subject: fmt.Sprint("dream: ", i)})
-	}
-	msg := FormatRestore(r)
-	if n := strings.Count(msg, "` dream: "); n != 10 || !strings.Contains(msg, "\n- … and 15 more") {
-		t.Fatalf("names %d later commits:\n%s", n, msg)
 	}
 }

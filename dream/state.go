@@ -90,6 +90,9 @@ type LastRun struct {
 	Batches      int    `json:"batches,omitempty"`
 	Backlog      int    `json:"backlog,omitempty"`
 	Left         int    `json:"left,omitempty"`
+	// UndoneBy is the short id of the restore that has undone Commit since
+	// ("" while it stands).
+	UndoneBy string `json:"undone_by,omitempty"`
 }
 
 // loadState reads the state file. A missing file is the zero state; a

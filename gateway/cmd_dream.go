@@ -6,6 +6,7 @@ import (
 
 	"github.com/dreamgate/dreamgate/channels"
 	"github.com/dreamgate/dreamgate/dream"
+	"github.com/dreamgate/dreamgate/gateway/dreamtext"
 )
 
 // dreamTimeout bounds a /dream started from chat; Dream has its own
@@ -45,14 +46,14 @@ func cmdDream() *command {
 				}
 				switch {
 				case rep.Outcome == dream.OutcomeNothingNew:
-					text = dream.FormatNothingNew(arch.why(), g.cfg.IdleCompactAfter)
+					text = dreamtext.NothingNew(arch.why(), g.cfg.IdleCompactAfter)
 				case rep.Outcome != "" && in.Local:
-					text = dream.FormatReport(rep)
+					text = dreamtext.Report(rep)
 				case rep.Outcome != "":
 					// Slack, Discord: the operator's detail is in the log.
-					text = dream.FormatPublicReport(rep)
+					text = dreamtext.PublicReport(rep)
 				default:
-					text = dream.FormatError(err, "", g.now())
+					text = dreamtext.Chat().Error(err, "", g.now())
 				}
 				if arch.err != nil && rep.Outcome != dream.OutcomeNothingNew {
 					text = archiveFailedNote + " " + text

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/dreamgate/dreamgate/dream"
+	"github.com/dreamgate/dreamgate/gateway/dreamtext"
 	"github.com/dreamgate/dreamgate/gitstore"
 )
 
@@ -30,14 +31,16 @@ func cmdDreamLog() *command {
 			// A skipped batch makes no commit; the latest change says it.
 			skips := ""
 			if req.args == "" && g.deps.Dream != nil {
-				if skips = dream.FormatSkips(g.deps.Dream.Status(), g.now()); skips != "" {
+				if skips = dreamtext.Skips(g.deps.Dream.Status(), g.now()); skips != "" {
 					skips = "\n\n" + skips
 				}
 			}
 			if req.args == "" && errors.Is(err, gitstore.ErrNoMatchingCommit) && g.deps.Dream != nil {
 				// Before the first Dream and after Dreams that changed
 				// nothing are different news, and the first needs a hint.
-				return dream.FormatNoDreamCommits(g.deps.Dream.Status(), g.now(), g.commandUsage(req.in, "/dream")) + skips
+				cmds := dreamtext.Chat()
+				cmds.Run = g.commandUsage(req.in, "/dream")
+				return cmds.NoDreamCommits(g.deps.Dream.Status(), g.now()) + skips
 			}
 			if err != nil {
 				return g.memoryError("/dream-log", req.args, err)
@@ -48,10 +51,10 @@ func cmdDreamLog() *command {
 				} else if ok {
 					// Offering to undo it again would undo whatever
 					// changed since the restore as well.
-					return dream.FormatUndoneCommit(c, d, r) + skips
+					return dreamtext.UndoneCommit(c, d, r) + skips
 				}
 			}
-			return dream.FormatCommit(c, d) + skips
+			return dreamtext.Chat().Commit(c, d) + skips
 		},
 	}
 }
@@ -60,5 +63,5 @@ func cmdDreamLog() *command {
 // sentence the user sees.
 func (g *Gateway) memoryError(cmd, rev string, err error) string {
 	g.logger.Info(cmd+" failed", "rev", rev, "err", err)
-	return dream.FormatError(err, rev, g.now())
+	return dreamtext.Chat().Error(err, rev, g.now())
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/dreamgate/dreamgate/dream"
+	"github.com/dreamgate/dreamgate/gateway/dreamtext"
 )
 
 // restoreListSize is how many Dream commits /dream-restore lists.
@@ -24,13 +25,13 @@ func cmdDreamRestore() *command {
 				if err != nil {
 					return g.memoryError("/dream-restore", "", err)
 				}
-				return dream.FormatList(cs)
+				return dreamtext.Chat().List(cs)
 			}
 			res, err := g.deps.Dream.Restore(req.args)
 			if err != nil {
 				return g.memoryError("/dream-restore", req.args, err)
 			}
-			return dream.FormatRestore(res)
+			return dreamtext.Restore(res)
 		},
 	}
 }

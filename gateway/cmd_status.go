@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/dreamgate/dreamgate/consolidator"
-	"github.com/dreamgate/dreamgate/dream"
+	"github.com/dreamgate/dreamgate/gateway/dreamtext"
 	"github.com/dreamgate/dreamgate/llm"
 )
 
@@ -50,7 +50,7 @@ func cmdStatus() *command {
 				if !req.in.Local {
 					st = st.Public() // the operator's detail stays in the log
 				}
-				b.WriteString(dream.FormatStatus(st, g.now()) + "\n")
+				b.WriteString(dreamtext.Status(st, g.now()) + "\n")
 			} else {
 				b.WriteString("Dream: off\n")
 			}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dreamgate/dreamgate/dream"
+	"github.com/dreamgate/dreamgate/gateway/dreamtext"
 	"github.com/dreamgate/dreamgate/gitstore"
 )
 
@@ -45,7 +46,7 @@ func cmdDream(ctx context.Context, e *env, args []string) error {
 			}
 			return nil
 		}
-		fmt.Fprintln(e.stdout, dream.FormatReport(rep))
+		fmt.Fprintln(e.stdout, a.runText(rep))
 		if err != nil {
 			return &exitError{code: 1, err: errors.New("")}
 		}
@@ -74,11 +75,11 @@ func cmdDream(ctx context.Context, e *env, args []string) error {
 		}
 		if rev == "" {
 			if r, ok, err := repo.LatestAfter(c.SHA, gitstore.RevertPrefix); err == nil && ok {
-				fmt.Fprintln(e.stdout, dream.FormatUndoneCommit(c, d, r))
+				fmt.Fprintln(e.stdout, dreamtext.UndoneCommit(c, d, r))
 				return nil
 			}
 		}
-		fmt.Fprintln(e.stdout, dream.FormatCommit(c, d))
+		fmt.Fprintln(e.stdout, dreamtext.CLI().Commit(c, d))
 		return nil
 	case "restore":
 		repo, err := a.openRepo()
@@ -90,7 +91,7 @@ func cmdDream(ctx context.Context, e *env, args []string) error {
 			if err != nil {
 				return revisionError("", err)
 			}
-			fmt.Fprintln(e.stdout, dream.FormatList(cs))
+			fmt.Fprintln(e.stdout, dreamtext.CLI().List(cs))
 			return nil
 		}
 		d, err := a.dreamer()
@@ -101,7 +102,7 @@ func cmdDream(ctx context.Context, e *env, args []string) error {
 		if err != nil {
 			return revisionError(rev, err)
 		}
-		fmt.Fprintln(e.stdout, dream.FormatRestore(res))
+		fmt.Fprintln(e.stdout, dreamtext.Restore(res))
 		return nil
 	default:
 		return &exitError{code: 2, err: fmt.Errorf("unknown dream command %q; use run, log or restore", sub)}
@@ -111,12 +112,30 @@ func cmdDream(ctx context.Context, e *env, args []string) error {
 // revisionError is a failed Dream or repository call as the one sentence the
 // user sees (exit 1).
 func revisionError(rev string, err error) error {
-	return &exitError{code: 1, err: errors.New(dream.FormatError(err, rev, time.Now()))}
+	return &exitError{code: 1, err: errors.New(dreamtext.CLI().Error(err, rev, time.Now()))}
 }
 
 // noDreamCommits is /dream-log's answer before any Dream commit (whether
 // none has run yet, or Dreams ran and changed nothing), with the CLI's way
 // to start one.
 func noDreamCommits(s dream.Status, now time.Time) string {
-	return dream.FormatNoDreamCommits(s, now, "`dreamgate dream run`")
+	return dreamtext.CLI().NoDreamCommits(s, now)
+}
+
+// runText is the reply to `dream run`. When nothing was new while
+// conversations wait unarchived, it says why, as /dream does: Dream reads
+// only the archive, and the CLI does not archive conversations.
+func (a *app) runText(rep dream.Report) string {
+	if rep.Outcome != dream.OutcomeNothingNew || rep.Recovered != "" {
+		return dreamtext.Report(rep)
+	}
+	waiting, err := a.sessions.Unarchived()
+	if err != nil {
+		a.logger.Warn("could not look for unarchived conversations", "err", err)
+	}
+	if len(waiting) == 0 {
+		return dreamtext.Report(rep)
+	}
+	idle := time.Duration(a.cfg.Agent.IdleCompactAfterMinutes) * time.Minute
+	return dreamtext.NothingNew(dreamtext.NotArchived(len(waiting)), idle)
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/dreamgate/dreamgate/dream"
+	"github.com/dreamgate/dreamgate/gitstore"
 	"github.com/dreamgate/dreamgate/llm"
 	"github.com/robfig/cron/v3"
 )
@@ -78,7 +79,12 @@ func cmdStatus(ctx context.Context, e *env, args []string) (err error) {
 	if repo, err := a.openRepo(); err != nil {
 		fmt.Fprintf(w, "Dream: memory repository unavailable (%v)\n", err)
 	} else if cs, err := repo.Log(1, dream.SubjectPrefix); err == nil && len(cs) > 0 {
-		fmt.Fprintf(w, "Last Dream commit: %s %s %s\n", cs[0].Short, cs[0].When.Format("2006-01-02 15:04"), cs[0].Subject)
+		undone := ""
+		if r, ok, err := repo.LatestAfter(cs[0].SHA, gitstore.RevertPrefix); err == nil && ok {
+			// A restore since: the memory no longer holds this change.
+			undone = fmt.Sprintf(" (undone by %s %s)", r.Short, r.When.Format("2006-01-02 15:04"))
+		}
+		fmt.Fprintf(w, "Last Dream commit: %s %s %s%s\n", cs[0].Short, cs[0].When.Format("2006-01-02 15:04"), cs[0].Subject, undone)
 	} else {
 		fmt.Fprintln(w, "Last Dream commit: none yet")
 	}

@@ -1,0 +1,178 @@
+package dreamtext
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/dreamgate/dreamgate/dream"
+	"github.com/dreamgate/dreamgate/gitstore"
+	"github.com/dreamgate/dreamgate/internal/mdfence"
+)
+
+// logDiffCap caps the diff a commit is shown with; the channel splits long
+// replies, but a whole rewritten file is not worth reading in a chat.
+const logDiffCap = 6_000
+
+// NoDreamCommits is /dream-log's reply when the repository holds no Dream
+// commit: before the first Dream that is "none has run yet" and how to
+// start one, which is not the same news as Dreams that ran and changed
+// nothing.
+func (k Commands) NoDreamCommits(s dream.Status, now time.Time) string {
+	if s.Last == nil && !s.Running {
+		msg := "No Dream has run yet. Start one with " + k.cmd(k.Run, "")
+		if !s.Next.IsZero() {
+			msg += fmt.Sprintf(", or wait for the scheduled one at %s (in %s)", showTime(s.Next), ago(s.Next.Sub(now)))
+		}
+		return msg + "."
+	}
+	if s.Last == nil {
+		return fmt.Sprintf("The first Dream is running now (started %s ago); it has not changed the memory files yet.", ago(now.Sub(s.Since)))
+	}
+	return fmt.Sprintf("No Dream commits yet: Dreams have run (the last %s ago: %s) but none has changed the memory files.",
+		ago(now.Sub(s.Last.When)), outcomeText(s.Last.Outcome))
+}
+
+// Commit is the reply to /dream-log [sha]: the commit and its diff against
+// its parent, and how to undo it when it is Dream's.
+func (k Commands) Commit(c gitstore.Commit, d gitstore.Diff) string {
+	s := commitText(c, d)
+	if strings.HasPrefix(c.Subject, dream.SubjectPrefix) {
+		s += "\n\nUndo it with " + k.cmd(k.Restore, c.Short)
+	}
+	return s
+}
+
+// UndoneCommit is Commit for the latest Dream commit when a restore (r) has
+// undone it since: it says so instead of offering the undo again, which
+// would undo whatever changed since the restore as well.
+func UndoneCommit(c gitstore.Commit, d gitstore.Diff, r gitstore.Commit) string {
+	return commitText(c, d) + fmt.Sprintf("\n\nAlready undone by `%s` %s (%s).", r.Short, showTime(r.When), subjectOr(r.Subject))
+}
+
+func commitText(c gitstore.Commit, d gitstore.Diff) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s\n`%s` %s\n", subjectOr(c.Subject), c.Short, showTime(c.When))
+	if len(d.Files) == 0 {
+		b.WriteString("No memory file changed in this commit.\n")
+		return strings.TrimRight(b.String(), "\n")
+	}
+	parts := make([]string, len(d.Files))
+	for i, f := range d.Files {
+		if f.Binary {
+			parts[i] = base(f.Path) + " (binary)"
+		} else {
+			parts[i] = fmt.Sprintf("%s (+%d -%d)", base(f.Path), f.Added, f.Deleted)
+		}
+	}
+	fmt.Fprintf(&b, "Changed: %s\n", strings.Join(parts, ", "))
+	if diff := strings.TrimRight(d.Unified, "\n"); diff != "" {
+		if short, cutOff := cut(diff, logDiffCap); cutOff {
+			diff = short + "\n...[diff truncated]"
+		}
+		fence := mdfence.For(diff)
+		fmt.Fprintf(&b, "\n%sdiff\n%s\n%s\n", fence, diff, fence)
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+func subjectOr(s string) string {
+	if s == "" {
+		return "(no message)"
+	}
+	return s
+}
+
+// List is the reply to /dream-restore without arguments: the given Dream
+// commits, newest first (the caller asks for the 10 latest).
+func (k Commands) List(cs []gitstore.Commit) string {
+	if len(cs) == 0 {
+		return "No Dream commits yet: Dream has not changed the memory files."
+	}
+	var b strings.Builder
+	b.WriteString("Dream commits, newest first:\n")
+	for _, c := range cs {
+		fmt.Fprintf(&b, "- `%s` %s %s\n", c.Short, showTime(c.When), subjectOr(c.Subject))
+	}
+	fmt.Fprintf(&b, "See one with %s; undo one (and everything after it) with %s.", k.cmd(k.Log, "<sha>"), k.cmd(k.Restore, "<sha>"))
+	return b.String()
+}
+
+// maxLaterListed bounds the later commits Restore names: a restore far back
+// undoes thousands, which no chat message should list.
+const maxLaterListed = 10
+
+// Restore is the reply to /dream-restore <sha>.
+func Restore(r dream.RestoreResult) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Restored the memory files to their state before `%s` (new commit `%s`).", r.Target.Short, r.Revert.Short)
+	if len(r.Files) > 0 {
+		names := make([]string, len(r.Files))
+		for i, f := range r.Files {
+			names[i] = base(f)
+		}
+		fmt.Fprintf(&b, "\nRestored: %s.", strings.Join(names, ", "))
+	}
+	var later []string
+	skipped := 0
+	for _, c := range r.Undone {
+		switch {
+		case c.SHA == r.Target.SHA:
+		case len(later) == maxLaterListed:
+			skipped++
+		default:
+			later = append(later, fmt.Sprintf("`%s` %s", c.Short, subjectOr(c.Subject)))
+		}
+	}
+	if skipped > 0 {
+		later = append(later, fmt.Sprintf("… and %d more", skipped))
+	}
+	if len(later) > 0 {
+		fmt.Fprintf(&b, "\nThis also undid later changes to those files:\n- %s", strings.Join(later, "\n- "))
+	}
+	b.WriteString("\nThe history behind the undone change will not be dreamed again.")
+	return b.String()
+}
+
+// Error turns an error from Run, Restore or the repository calls behind
+// /dream-log and /dream-restore into one sentence for a person; rev is the
+// revision they typed ("" when none). The error itself belongs in the log.
+func (k Commands) Error(err error, rev string, now time.Time) string {
+	rev = strings.TrimSpace(rev)
+	var amb *gitstore.AmbiguousRevisionError
+	var runErr *dream.RunError
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(err, dream.ErrAlreadyRunning):
+		return Busy(err, now)
+	case errors.As(err, &runErr):
+		return fmt.Sprintf("Dream failed: %s.", reasonOr(runErr.Reason))
+	case errors.Is(err, dream.ErrNotDreamCommit):
+		return fmt.Sprintf("`%s` is not a Dream commit; only Dream's changes can be restored. Try %s to list them.", rev, k.cmd(k.Restore, ""))
+	case errors.As(err, &amb):
+		shorts := make([]string, 0, len(amb.Candidates))
+		for _, c := range amb.Candidates {
+			shorts = append(shorts, "`"+c[:min(8, len(c))]+"`")
+		}
+		return fmt.Sprintf("`%s` matches several commits (%s); give more characters.", rev, strings.Join(shorts, ", "))
+	case errors.Is(err, gitstore.ErrAmbiguousRevision):
+		return fmt.Sprintf("`%s` matches several commits; give more characters.", rev)
+	case errors.Is(err, gitstore.ErrInvalidRevision):
+		return fmt.Sprintf("`%s` is not a commit id: give 4 to 40 hex characters, e.g. %s.", rev, k.cmd(k.Log, "1a2b3c4d"))
+	case errors.Is(err, gitstore.ErrUnknownRevision), errors.Is(err, gitstore.ErrNotInHistory):
+		return fmt.Sprintf("No Dream commit `%s`. Try %s to list them.", rev, k.cmd(k.Restore, ""))
+	case errors.Is(err, gitstore.ErrNoMatchingCommit):
+		return "No Dream commits yet: Dream has not changed the memory files."
+	case errors.Is(err, gitstore.ErrRootCommit):
+		return fmt.Sprintf("`%s` is the first commit of the memory repository; there is no earlier state to restore.", rev)
+	case errors.Is(err, gitstore.ErrNothingToCommit):
+		return fmt.Sprintf("The memory files already are as they were before `%s`; nothing to restore.", rev)
+	case errors.Is(err, gitstore.ErrLocked), errors.Is(err, gitstore.ErrConcurrentUpdate):
+		return "The memory repository is busy (another git command is using it); try again in a moment."
+	case errors.Is(err, gitstore.ErrNotARepository), errors.Is(err, gitstore.ErrNestedRepository):
+		return "The memory repository is not available; see the log for details."
+	}
+	return "Something went wrong with the memory repository; see the log for details."
+}
