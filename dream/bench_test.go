@@ -67,8 +67,8 @@ func BenchmarkBookkeeping(b *testing.B) {
 }
 
 // BenchmarkRunTokens reports the model calls and tokens of one Dream on a
-// 20-entry batch, through the real client and the llmtest fake (whose token
-// counts are bytes/4 of what is actually sent).
+// 20-entry batch, through the real client and the llmtest fake (which
+// counts what is actually sent with cl100k).
 func BenchmarkRunTokens(b *testing.B) {
 	e := newEnv(b)
 	// Typical memory files of a few months' use.

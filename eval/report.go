@@ -43,9 +43,12 @@ type Summary struct {
 	// Forbidden is the count of memory-file lines holding forbidden text.
 	Forbidden Stat `json:"forbiddenLines"`
 	// Tokens is prompt+completion tokens per purpose.
-	Tokens  map[string]Stat `json:"tokens"`
-	Calls   Stat            `json:"calls"`
-	Seconds Stat            `json:"seconds"`
+	Tokens map[string]Stat `json:"tokens"`
+	// Cached is the prompt tokens of every purpose that the provider
+	// served from its prompt cache.
+	Cached  Stat `json:"cachedTokens"`
+	Calls   Stat `json:"calls"`
+	Seconds Stat `json:"seconds"`
 }
 
 // Report is the whole evaluation.
@@ -108,7 +111,7 @@ func Summarize(scs []Scenario, runs int, results []Result) Report {
 
 func summarize(rs []Result) Summary {
 	s := Summary{Runs: len(rs), Tokens: map[string]Stat{}}
-	var facts, corr, qs, forb, calls, secs []float64
+	var facts, corr, qs, forb, calls, secs, cached []float64
 	tokens := map[string][]float64{}
 	for _, r := range rs {
 		if r.Passed {
@@ -126,12 +129,15 @@ func summarize(rs []Result) Summary {
 		forb = append(forb, float64(r.Forbidden))
 		calls = append(calls, float64(r.Calls))
 		secs = append(secs, r.Seconds)
+		c := 0
 		for _, p := range Purposes {
 			tokens[p] = append(tokens[p], float64(r.Usage[p].Total()))
+			c += r.Usage[p].Cached
 		}
+		cached = append(cached, float64(c))
 	}
 	s.Facts, s.Corrections, s.Questions = optStat(facts), optStat(corr), optStat(qs)
-	s.Forbidden, s.Calls, s.Seconds = statOf(forb), statOf(calls), statOf(secs)
+	s.Forbidden, s.Calls, s.Seconds, s.Cached = statOf(forb), statOf(calls), statOf(secs), statOf(cached)
 	for _, p := range Purposes {
 		s.Tokens[p] = statOf(tokens[p])
 	}
@@ -157,12 +163,12 @@ func (r Report) WriteJSON(w io.Writer) error {
 // overall row, then what failed.
 func (r Report) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "scenario\tpassed\tfacts\tcorrections\tforbidden\tquestions\tchat tok\tarchive tok\tdream tok\tcalls\ttime")
+	fmt.Fprintln(tw, "scenario\tpassed\tfacts\tcorrections\tforbidden\tquestions\tchat tok\tarchive tok\tdream tok\tcached\tcalls\ttime")
 	row := func(name string, s Summary) {
-		fmt.Fprintf(tw, "%s\t%d/%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", name, s.PassedRuns, s.Runs,
+		fmt.Fprintf(tw, "%s\t%d/%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", name, s.PassedRuns, s.Runs,
 			pct(s.Facts, r.Runs), pct(s.Corrections, r.Runs), count(s.Forbidden, r.Runs, "%.0f"), pct(s.Questions, r.Runs),
 			tok(s.Tokens[PurposeChat], r.Runs), tok(s.Tokens[PurposeArchive], r.Runs), tok(s.Tokens[PurposeDream], r.Runs),
-			count(s.Calls, r.Runs, "%.0f"), count(s.Seconds, r.Runs, "%.1fs"))
+			tok(s.Cached, r.Runs), count(s.Calls, r.Runs, "%.0f"), count(s.Seconds, r.Runs, "%.1fs"))
 	}
 	for _, s := range r.Scenarios {
 		row(s.Scenario, s)

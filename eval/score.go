@@ -34,7 +34,10 @@ var Purposes = []string{PurposeChat, PurposeArchive, PurposeDream}
 type Tokens struct {
 	Prompt     int `json:"prompt"`
 	Completion int `json:"completion"`
-	Calls      int `json:"calls"`
+	// Cached is the part of Prompt the provider served from its prompt
+	// cache, as it reported it.
+	Cached int `json:"cached"`
+	Calls  int `json:"calls"`
 }
 
 // Total is prompt plus completion tokens.
@@ -42,7 +45,7 @@ func (t Tokens) Total() int { return t.Prompt + t.Completion }
 
 // Add returns the sum.
 func (t Tokens) Add(o Tokens) Tokens {
-	return Tokens{Prompt: t.Prompt + o.Prompt, Completion: t.Completion + o.Completion, Calls: t.Calls + o.Calls}
+	return Tokens{Prompt: t.Prompt + o.Prompt, Completion: t.Completion + o.Completion, Cached: t.Cached + o.Cached, Calls: t.Calls + o.Calls}
 }
 
 // Outcome is what playing a scenario left behind, as the Player saw it.

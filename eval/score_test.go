@@ -97,7 +97,7 @@ func TestRunReportsSpreadAndFailures(t *testing.T) {
 	b := mustParse(t, `{"name": "b", "sessions": [{"key": "k", "turns": ["x"]}], "expect": [{"absent": "secret"}]}`)
 	all := func(u string) Outcome {
 		return Outcome{Files: map[string]string{FileUser: u}, Answers: []string{"yes"},
-			Usage: map[string]Tokens{PurposeArchive: {Prompt: 1000, Completion: 500, Calls: 2}}}
+			Usage: map[string]Tokens{PurposeArchive: {Prompt: 1000, Completion: 500, Cached: 640, Calls: 2}, PurposeChat: {Prompt: 100, Cached: 0}}}
 	}
 	p := &scriptedPlayer{
 		outs: []Outcome{all("one two"), all("clean"), all("one"), all("secret\nsecret again")},
@@ -119,6 +119,7 @@ func TestRunReportsSpreadAndFailures(t *testing.T) {
 		t.Errorf("scenario b: %+v", sb)
 	}
 	if o := rep.Overall; *o.Facts != (Stat{Mean: 75, Min: 50, Max: 100}) || o.Tokens[PurposeArchive] != (Stat{3000, 3000, 3000}) ||
+		o.Cached != (Stat{1280, 1280, 1280}) ||
 		o.Calls != (Stat{4, 4, 4}) || o.Seconds != (Stat{2, 2, 2}) {
 		t.Errorf("overall: %+v", o)
 	}
@@ -136,6 +137,8 @@ func TestRunReportsSpreadAndFailures(t *testing.T) {
 		"a         1/2     75% (50–100)  –            0",
 		"overall   1/2     75% (50–100)  –            1 (0–2)    100%",
 		"3.0K",
+		"cached",
+		"1.3K", // the cached prompt tokens
 		"b (run 2): forbidden memory never says \"secret\" — found: USER.md: secret | USER.md: secret again",
 		"2 runs: each figure is the mean",
 		"0 of 2 scenarios passed every check.",

@@ -98,6 +98,12 @@ func usageLine(u map[string]llm.Usage) string {
 	for _, p := range purposes {
 		parts = append(parts, fmt.Sprintf("%s %s", p, kTokens(u[p].PromptTokens+u[p].CompletionTokens)))
 	}
-	return fmt.Sprintf("Tokens used: %s in, %s out in %d calls (%s)\n",
-		kTokens(total.PromptTokens), kTokens(total.CompletionTokens), total.Calls, strings.Join(parts, ", "))
+	// Cached input is shown only when the provider reported some: most
+	// local servers report none, which is not the same as none cached.
+	cached := ""
+	if total.CachedTokens > 0 {
+		cached = fmt.Sprintf(" (%s from the provider's cache)", kTokens(total.CachedTokens))
+	}
+	return fmt.Sprintf("Tokens used: %s in%s, %s out in %d calls (%s)\n",
+		kTokens(total.PromptTokens), cached, kTokens(total.CompletionTokens), total.Calls, strings.Join(parts, ", "))
 }

@@ -128,3 +128,22 @@ func TestStatusCountsTheSendersTurnTools(t *testing.T) {
 		})
 	}
 }
+
+func TestStatusShowsCachedInput(t *testing.T) {
+	for _, tc := range []struct {
+		usage map[string]llm.Usage
+		want  string
+	}{
+		{map[string]llm.Usage{
+			"chat":    {PromptTokens: 40000, CachedTokens: 36096, CompletionTokens: 300, Calls: 3},
+			"archive": {PromptTokens: 9000, CachedTokens: 1024, CompletionTokens: 200, Calls: 1},
+		}, "Tokens used: 49.0k in (37.1k from the provider's cache), 500 out in 4 calls (archive 9.2k, chat 40.3k)\n"},
+		// A provider that reports no cache: nothing claimed either way.
+		{map[string]llm.Usage{"chat": {PromptTokens: 1500, CompletionTokens: 20, Calls: 2}},
+			"Tokens used: 1.5k in, 20 out in 2 calls (chat 1.5k)\n"},
+	} {
+		if got := usageLine(tc.usage); got != tc.want {
+			t.Errorf("usageLine = %q, want %q", got, tc.want)
+		}
+	}
+}

@@ -84,6 +84,7 @@ func (k *call) logTry(attempt int, start time.Time, resp Response, f *failure) {
 	if f == nil {
 		log.Debug("llm try", append(args, "status", 200,
 			"prompt_tokens", resp.Usage.PromptTokens,
+			"cached_tokens", resp.Usage.CachedTokens,
 			"completion_tokens", resp.Usage.CompletionTokens)...)
 		return
 	}

@@ -159,7 +159,12 @@ type Response struct {
 type Usage struct {
 	PromptTokens     int `json:"promptTokens"`
 	CompletionTokens int `json:"completionTokens"`
-	Calls            int `json:"calls"`
+	// CachedTokens are the prompt tokens the provider served from its
+	// prompt cache, as it reports them (prompt_tokens_details.cached_tokens);
+	// they are part of PromptTokens, billed at a discount. 0 from providers
+	// that report none.
+	CachedTokens int `json:"cachedTokens,omitempty"`
+	Calls        int `json:"calls"`
 }
 
 // Add returns the sum of two usages.
@@ -167,6 +172,7 @@ func (u Usage) Add(o Usage) Usage {
 	return Usage{
 		PromptTokens:     u.PromptTokens + o.PromptTokens,
 		CompletionTokens: u.CompletionTokens + o.CompletionTokens,
+		CachedTokens:     u.CachedTokens + o.CachedTokens,
 		Calls:            u.Calls + o.Calls,
 	}
 }

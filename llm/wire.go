@@ -168,7 +168,11 @@ func fillToolCallIDs(tcs []ToolCall) []ToolCall {
 }
 
 func fromWireUsage(u openai.Usage) Usage {
-	return Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens}
+	out := Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens}
+	if d := u.PromptTokensDetails; d != nil {
+		out.CachedTokens = d.CachedTokens
+	}
+	return out
 }
 
 // fillRequestBody gives every message a "content" key. go-openai encodes

@@ -52,9 +52,10 @@ type Sources struct {
 	Channels func() map[string]Channel
 }
 
-// Tokens counts the tokens of one purpose.
+// Tokens counts the tokens of one purpose. Cached is the part of Prompt
+// the provider reported as served from its cache.
 type Tokens struct {
-	Prompt, Completion int
+	Prompt, Completion, Cached int
 }
 
 // Channel is one channel's connection as its health reports it.
@@ -96,6 +97,7 @@ const (
 	dreamDuration
 	dreamRuns
 	modelBreakerOpen
+	modelCachedTokens
 	modelCalls
 	modelTokens
 	queueDepth
@@ -127,12 +129,16 @@ var families = [familyCount]familySpec{
 	dreamDuration:         {"dreamgate_dream_duration_seconds", "histogram", "Time each Dream run took.", nil, dreamBuckets},
 	dreamRuns:             {"dreamgate_dream_runs_total", "counter", "Dream runs, by outcome.", []string{"outcome"}, nil},
 	modelBreakerOpen:      {"dreamgate_model_breaker_open", "gauge", "1 while model calls fail fast.", nil, nil},
-	modelCalls:            {"dreamgate_model_calls_total", "counter", "Model calls, by purpose and outcome.", []string{"purpose", "outcome"}, nil},
-	modelTokens:           {"dreamgate_model_tokens_total", "counter", "Tokens used by successful model calls, by purpose and kind.", []string{"purpose", "kind"}, nil},
-	queueDepth:            {"dreamgate_queue_depth", "gauge", "Messages waiting behind a running turn.", nil, nil},
-	turnGateway:           {"dreamgate_turn_gateway_seconds", "histogram", "Time of each chat turn outside its model calls.", nil, turnBuckets},
-	turnModel:             {"dreamgate_turn_model_seconds", "histogram", "Time of each chat turn in its model calls.", nil, turnBuckets},
-	turns:                 {"dreamgate_turns_total", "counter", "Chat turns, by channel and outcome.", []string{"channel", "outcome"}, nil},
+	// Cached tokens are a part of the prompt tokens, so a family of their
+	// own: as a kind of dreamgate_model_tokens_total a sum over kinds would
+	// count them twice.
+	modelCachedTokens: {"dreamgate_model_cached_tokens_total", "counter", "Prompt tokens of successful model calls that the provider served from its prompt cache (a part of kind=prompt), by purpose.", []string{"purpose"}, nil},
+	modelCalls:        {"dreamgate_model_calls_total", "counter", "Model calls, by purpose and outcome.", []string{"purpose", "outcome"}, nil},
+	modelTokens:       {"dreamgate_model_tokens_total", "counter", "Tokens used by successful model calls, by purpose and kind.", []string{"purpose", "kind"}, nil},
+	queueDepth:        {"dreamgate_queue_depth", "gauge", "Messages waiting behind a running turn.", nil, nil},
+	turnGateway:       {"dreamgate_turn_gateway_seconds", "histogram", "Time of each chat turn outside its model calls.", nil, turnBuckets},
+	turnModel:         {"dreamgate_turn_model_seconds", "histogram", "Time of each chat turn in its model calls.", nil, turnBuckets},
+	turns:             {"dreamgate_turns_total", "counter", "Chat turns, by channel and outcome.", []string{"channel", "outcome"}, nil},
 }
 
 // labelValues are one series' label values, in its family's label order;
@@ -285,7 +291,8 @@ func (m *Metrics) refresh(src Sources) {
 		for purpose, t := range f() {
 			set = append(set,
 				setting{modelTokens, labelValues{purpose, "prompt"}, float64(max(t.Prompt, 0))},
-				setting{modelTokens, labelValues{purpose, "completion"}, float64(max(t.Completion, 0))})
+				setting{modelTokens, labelValues{purpose, "completion"}, float64(max(t.Completion, 0))},
+				setting{modelCachedTokens, labelValues{purpose}, float64(max(t.Cached, 0))})
 		}
 	}
 	if f := src.Channels; f != nil {

@@ -51,7 +51,7 @@ func TestExposition(t *testing.T) {
 		QueueDepth:  func() int { return 3 },
 		BreakerOpen: func() bool { return true },
 		Tokens: func() map[string]Tokens {
-			return map[string]Tokens{"chat": {Prompt: 120, Completion: 30}, "dream-edit": {Prompt: 5, Completion: 1}}
+			return map[string]Tokens{"chat": {Prompt: 120, Completion: 30, Cached: 96}, "dream-edit": {Prompt: 5, Completion: 1}}
 		},
 		DreamBacklog: func() (int, error) { return backlog, backlogErr },
 		Channels: func() map[string]Channel {
@@ -96,6 +96,8 @@ func TestExposition(t *testing.T) {
 		`dreamgate_model_tokens_total{purpose="chat",kind="prompt"}`:           120,
 		`dreamgate_model_tokens_total{purpose="chat",kind="completion"}`:       30,
 		`dreamgate_model_tokens_total{purpose="dream-edit",kind="prompt"}`:     5,
+		`dreamgate_model_cached_tokens_total{purpose="chat"}`:                  96,
+		`dreamgate_model_cached_tokens_total{purpose="dream-edit"}`:            0,
 		`dreamgate_model_breaker_open`:                                         1,
 		`dreamgate_archive_rounds_total`:                                       3,
 		`dreamgate_archive_raw_fallbacks_total`:                                1,
@@ -118,6 +120,7 @@ func TestExposition(t *testing.T) {
 		"dreamgate_turns_total":                    "counter",
 		"dreamgate_turn_model_seconds":             "histogram",
 		"dreamgate_model_tokens_total":             "counter",
+		"dreamgate_model_cached_tokens_total":      "counter",
 		"dreamgate_channel_reconnects_total":       "counter",
 		"dreamgate_channel_rate_limit_waits_total": "counter",
 		"dreamgate_channel_state":                  "gauge",
@@ -252,7 +255,7 @@ func TestExpositionIsWellFormed(t *testing.T) {
 	m.DreamDone("completed", time.Minute)
 	src := Sources{
 		QueueDepth:   func() int { return 1 },
-		Tokens:       func() map[string]Tokens { return map[string]Tokens{"chat": {1, 2}} },
+		Tokens:       func() map[string]Tokens { return map[string]Tokens{"chat": {1, 2, 0}} },
 		BreakerOpen:  func() bool { return false },
 		DreamBacklog: func() (int, error) { return 2, nil },
 		Channels:     func() map[string]Channel { return map[string]Channel{"slack": {State: "connected"}} },
@@ -408,7 +411,7 @@ func BenchmarkWritePrometheus(b *testing.B) {
 	}
 	src := Sources{
 		QueueDepth: func() int { return 1 },
-		Tokens:     func() map[string]Tokens { return map[string]Tokens{"chat": {1, 2}, "archive": {3, 4}} },
+		Tokens:     func() map[string]Tokens { return map[string]Tokens{"chat": {1, 2, 0}, "archive": {3, 4, 1}} },
 		Channels: func() map[string]Channel {
 			return map[string]Channel{"slack": {State: "connected"}, "discord": {State: "connecting"}}
 		},

@@ -280,7 +280,7 @@ func usageByPurpose(u map[string]llm.Usage) map[string]eval.Tokens {
 		case llm.PurposeDreamAnalysis, llm.PurposeDreamEdit:
 			key = eval.PurposeDream
 		}
-		out[key] = out[key].Add(eval.Tokens{Prompt: v.PromptTokens, Completion: v.CompletionTokens, Calls: v.Calls})
+		out[key] = out[key].Add(eval.Tokens{Prompt: v.PromptTokens, Completion: v.CompletionTokens, Cached: v.CachedTokens, Calls: v.Calls})
 	}
 	return out
 }

@@ -126,7 +126,7 @@ func metricsSources(g *gateway.Gateway, model *llm.Client, hist *history.Store) 
 		Tokens: func() map[string]metrics.Tokens {
 			out := map[string]metrics.Tokens{}
 			for purpose, u := range model.Usage() {
-				out[purpose] = metrics.Tokens{Prompt: u.PromptTokens, Completion: u.CompletionTokens}
+				out[purpose] = metrics.Tokens{Prompt: u.PromptTokens, Completion: u.CompletionTokens, Cached: u.CachedTokens}
 			}
 			return out
 		},

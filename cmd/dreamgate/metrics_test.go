@@ -74,7 +74,8 @@ func TestMetricsAfterAScriptedConversation(t *testing.T) {
 	h := newHarness(t)
 	h.set("gateway.healthAddr", "127.0.0.1:0")
 	// A turn, a command, a turn the model refuses.
-	h.llm.Push(llmtest.Reply{Text: "hello back", Usage: tokens(10, 2)})
+	// The provider served 8 of the 10 prompt tokens from its cache.
+	h.llm.Push(llmtest.Reply{Text: "hello back", Usage: &llm.Usage{PromptTokens: 10, CompletionTokens: 2, CachedTokens: 8}})
 	h.llm.Push(llmtest.Reply{Status: 400})
 	it := startInteractive(t, h, nil)
 	it.stderr.WaitFor(t, "/help for commands")
@@ -174,6 +175,8 @@ func TestMetricsAfterAScriptedConversation(t *testing.T) {
 		`dreamgate_model_tokens_total{purpose="dream-analysis",kind="prompt"}`:     30,
 		`dreamgate_model_tokens_total{purpose="dream-edit",kind="prompt"}`:         40 + 50,
 		`dreamgate_model_tokens_total{purpose="dream-edit",kind="completion"}`:     6 + 1,
+		`dreamgate_model_cached_tokens_total{purpose="chat"}`:                      8,
+		`dreamgate_model_cached_tokens_total{purpose="archive"}`:                   0,
 		`dreamgate_model_breaker_open`:                                             0,
 
 		`dreamgate_archive_rounds_total`:                               1,

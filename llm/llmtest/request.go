@@ -28,6 +28,13 @@ type Request struct {
 	Header      http.Header
 	Body        []byte
 	Received    time.Time
+	// PromptTokens and CachedTokens are the prompt tokens the fake counted
+	// for the request and how many of them its prompt cache held (see the
+	// package doc), whatever usage the reply reported; 0 for a refused
+	// request.
+	PromptTokens, CachedTokens int
+	// CacheKey is the prompt_cache_key sent, "" when none was.
+	CacheKey string
 	// Problem is why the fake refused the request with a 400, as OpenAI
 	// would (a malformed message, an unanswered tool call …); empty when
 	// the request was valid.
@@ -47,6 +54,7 @@ type wireRequest struct {
 	MaxTokens           int      `json:"max_tokens"`
 	MaxCompletionTokens int      `json:"max_completion_tokens"`
 	Temperature         *float64 `json:"temperature"`
+	PromptCacheKey      *string  `json:"prompt_cache_key"`
 }
 
 type wireTool struct {
@@ -92,6 +100,9 @@ func decodeRequest(body []byte) (Request, error) {
 		r.MaxTokens = w.MaxCompletionTokens
 	}
 	r.Temperature = w.Temperature
+	if w.PromptCacheKey != nil {
+		r.CacheKey = *w.PromptCacheKey
+	}
 	for _, t := range w.Tools {
 		if t.Function != nil {
 			r.Tools = append(r.Tools, t.Function.Name)

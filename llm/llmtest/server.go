@@ -8,10 +8,22 @@
 // stream. Such a request is recorded with its Problem and consumes no
 // Reply.
 //
-// Usage it reports when a Reply does not script it: prompt tokens are the
-// bytes of the request's "messages" JSON divided by 4, completion tokens
-// the bytes of the reply's text plus tool names and arguments divided by 4,
-// both rounded up.
+// Usage it reports when a Reply does not script it is counted with
+// cl100k_base, the way a provider bills a request: prompt tokens are the
+// tokens of the request as the provider sees it — the "tools" JSON, then
+// each message's JSON, each tokenized on its own — and completion tokens
+// those of the reply's text plus its tool names and arguments.
+//
+// It answers like OpenAI's prompt cache: prompt_tokens_details.cached_tokens
+// is the longest prefix of that token sequence (under the same model) that
+// an earlier request to this server also began with, counted only when the
+// prompt has at least 1,024 tokens and the prefix at least 1,024, and
+// rounded down to a multiple of 128 tokens. Nothing is evicted (a provider
+// keeps a prefix for minutes after its last use; a test takes less), and
+// prompt_cache_key, which only routes requests at OpenAI, changes nothing
+// here. Every valid request is remembered, a scripted Usage or an error
+// reply included; a request refused with a 400 is not. Request.PromptTokens
+// and Request.CachedTokens record what the fake counted for each request.
 //
 // A test that runs the built binary starts a Server the same way and
 // writes URL() into the binary's config as llm.baseURL.
@@ -55,6 +67,7 @@ type Server struct {
 	changed   chan struct{} // closed and replaced when a request is recorded
 	nextID    int
 	closeOnce sync.Once
+	cache     *promptCache
 
 	conns atomic.Int64 // TCP connections accepted
 }
@@ -62,7 +75,7 @@ type Server struct {
 // New starts a server on 127.0.0.1:0, closed by t.Cleanup.
 func New(t testing.TB) *Server {
 	t.Helper()
-	s := &Server{changed: make(chan struct{})}
+	s := &Server{changed: make(chan struct{}), cache: newPromptCache()}
 	s.closed, s.endClosed = context.WithCancel(context.Background())
 	s.srv = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
 	s.srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
@@ -168,6 +181,8 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	req.Received = time.Now()
 	if problem != nil {
 		req.Problem = problem.Error()
+	} else {
+		req.PromptTokens, req.CachedTokens = s.cache.observe(body)
 	}
 
 	// Recording and taking the queue's head under one lock keeps request i
@@ -275,7 +290,7 @@ func (s *Server) completion(req Request, reply Reply) map[string]any {
 			"message":       msg,
 			"finish_reason": finishReason(reply),
 		}},
-		"usage": usage(req, reply),
+		"usage": s.usage(req, reply),
 	}
 }
 
@@ -345,7 +360,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, req Request, rep
 		u := map[string]any{
 			"id": "chatcmpl-llmtest", "object": "chat.completion.chunk",
 			"created": time.Now().Unix(), "model": reply.Model,
-			"choices": []any{}, "usage": usage(req, reply),
+			"choices": []any{}, "usage": s.usage(req, reply),
 		}
 		if !send(u) {
 			return
@@ -400,30 +415,23 @@ func finishReason(reply Reply) any {
 	}
 }
 
-func usage(req Request, reply Reply) map[string]int {
-	var u llm.Usage
+func (s *Server) usage(req Request, reply Reply) map[string]any {
+	u := llm.Usage{PromptTokens: req.PromptTokens, CachedTokens: req.CachedTokens}
 	if reply.Usage != nil {
 		u = *reply.Usage
 	} else {
-		u = estimate(req, reply)
+		n := s.cache.count(reply.Text)
+		for _, tc := range reply.ToolCalls {
+			n += s.cache.count(tc.Name) + s.cache.count(tc.Arguments)
+		}
+		u.CompletionTokens = n
 	}
-	return map[string]int{
-		"prompt_tokens":     u.PromptTokens,
-		"completion_tokens": u.CompletionTokens,
-		"total_tokens":      u.PromptTokens + u.CompletionTokens,
+	return map[string]any{
+		"prompt_tokens":         u.PromptTokens,
+		"completion_tokens":     u.CompletionTokens,
+		"total_tokens":          u.PromptTokens + u.CompletionTokens,
+		"prompt_tokens_details": map[string]int{"cached_tokens": u.CachedTokens},
 	}
-}
-
-func estimate(req Request, reply Reply) llm.Usage {
-	var top struct {
-		Messages json.RawMessage `json:"messages"`
-	}
-	_ = json.Unmarshal(req.Body, &top) // the body was decoded once already
-	n := len(reply.Text)
-	for _, tc := range reply.ToolCalls {
-		n += len(tc.Name) + len(tc.Arguments)
-	}
-	return llm.Usage{PromptTokens: (len(top.Messages) + 3) / 4, CompletionTokens: (n + 3) / 4}
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

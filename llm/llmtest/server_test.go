@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tiktoken-go/tokenizer/codec"
+
 	"github.com/dreamgate/dreamgate/llm"
 	"github.com/dreamgate/dreamgate/llm/llmtest"
 )
@@ -362,12 +364,20 @@ func TestQueueResponderAndIDs(t *testing.T) {
 
 func TestUsageEstimate(t *testing.T) {
 	srv := llmtest.New(t)
-	srv.Push(llmtest.Text("12345678"), llmtest.ToolCall("fn", "{}"))
-	messages := `[{"role":"user","content":"abcdefghijklmnop"}]`
-	body := `{"model":"m","messages":` + messages + `}`
+	srv.Push(llmtest.Text("12345678 and more"), llmtest.ToolCall("read_file", `{"path":"a.md"}`))
+	message := `{"role":"user","content":"abcdefghijklmnop"}`
+	body := `{"model":"m","messages":[` + message + `]}`
+	cl := codec.NewCl100kBase()
+	count := func(s string) int {
+		n, err := cl.Count(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
 	for _, want := range [][2]int{
-		{(len(messages) + 3) / 4, 2},
-		{(len(messages) + 3) / 4, 1}, // "fn" + "{}" = 4 bytes
+		{count(message), count("12345678 and more")},
+		{count(message), count("read_file") + count(`{"path":"a.md"}`)},
 	} {
 		_, b := post(t, t.Context(), srv, body)
 		var c struct {
@@ -375,6 +385,9 @@ func TestUsageEstimate(t *testing.T) {
 				Prompt     int `json:"prompt_tokens"`
 				Completion int `json:"completion_tokens"`
 				Total      int `json:"total_tokens"`
+				Details    struct {
+					Cached *int `json:"cached_tokens"`
+				} `json:"prompt_tokens_details"`
 			} `json:"usage"`
 		}
 		if err := json.Unmarshal(b, &c); err != nil {
@@ -383,6 +396,13 @@ func TestUsageEstimate(t *testing.T) {
 		if c.Usage.Prompt != want[0] || c.Usage.Completion != want[1] || c.Usage.Total != want[0]+want[1] {
 			t.Errorf("usage = %+v, want prompt %d completion %d", c.Usage, want[0], want[1])
 		}
+		// Always sent, as OpenAI does; a short prompt is never cached.
+		if c.Usage.Details.Cached == nil || *c.Usage.Details.Cached != 0 {
+			t.Errorf("prompt_tokens_details.cached_tokens = %v, want 0", c.Usage.Details.Cached)
+		}
+	}
+	if reqs := srv.Requests(); reqs[0].PromptTokens != count(message) || reqs[0].CachedTokens != 0 {
+		t.Errorf("recorded request counts: prompt %d cached %d", reqs[0].PromptTokens, reqs[0].CachedTokens)
 	}
 }
 
