@@ -7,7 +7,8 @@
 // the gateway, in-order delivery, the busy notice, the hand-over at stop of
 // what was acked or read but not delivered), SendRetry (how long a send is
 // retried through rate limits and server errors before it is dropped),
-// HealthTracker, RecentSet (the bounded dedupe set), SplitMessage and
+// HealthTracker, RecentSet (the bounded dedupe set), TTLCache (what the
+// platform said about a conversation, for a while), SplitMessage and
 // ImageType (which downloads are images a model takes).
 // channels/channeltest is the contract test every adapter runs against its
 // fake.

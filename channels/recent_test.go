@@ -1,6 +1,10 @@
 package channels
 
-import "testing"
+import (
+	"strconv"
+	"testing"
+	"time"
+)
 
 func TestRecentSetIsBounded(t *testing.T) {
 	s := NewRecentSet(3)
@@ -43,5 +47,44 @@ func TestRecentSetForgetsOldest(t *testing.T) {
 	}
 	if len(r.keys) != 3 {
 		t.Fatalf("set holds %d ids, want 3", len(r.keys))
+	}
+}
+
+func TestTTLCache(t *testing.T) {
+	now := time.Unix(1000, 0)
+	c := NewTTLCache[string](8, func() time.Time { return now })
+	c.Put("C1", "private", time.Minute)
+	if v, ok := c.Get("C1"); !ok || v != "private" {
+		t.Fatalf("Get = %q, %v", v, ok)
+	}
+	now = now.Add(time.Minute - time.Nanosecond)
+	if _, ok := c.Get("C1"); !ok {
+		t.Fatal("expired before its time")
+	}
+	now = now.Add(time.Nanosecond)
+	if v, ok := c.Get("C1"); ok {
+		t.Fatalf("still there after its time: %q", v)
+	}
+	c.Put("C1", "team", time.Minute)
+	c.Delete("C1")
+	if _, ok := c.Get("C1"); ok {
+		t.Fatal("deleted, still there")
+	}
+
+	// Full of live entries: room is made, and the newest is kept.
+	for i := range 100 {
+		c.Put(strconv.Itoa(i), "x", time.Hour)
+		if n := c.Len(); n > 8 {
+			t.Fatalf("%d entries, bound 8", n)
+		}
+		if _, ok := c.Get(strconv.Itoa(i)); !ok {
+			t.Fatalf("entry %d lost at once", i)
+		}
+	}
+	// Expired entries go first.
+	now = now.Add(2 * time.Hour)
+	c.Put("late", "y", time.Hour)
+	if n := c.Len(); n != 1 {
+		t.Errorf("%d entries after the others expired, want 1", n)
 	}
 }

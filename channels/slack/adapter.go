@@ -62,6 +62,11 @@ type Adapter struct {
 	seen  *channels.RecentSet // channel+ts of messages already handled
 	told  *channels.RecentSet // users already told they are not on the allow list
 	names *names              // sender names by user id
+	// convs is what conversations.info said each channel is (convKind),
+	// for its audience; convNoScope is set once Slack refused for want of
+	// the scopes, which is said once.
+	convs       *channels.TTLCache[convKind]
+	convNoScope atomic.Bool
 	// threads are the threads (channel/ts) seen in this process: the first
 	// message of one reads its earlier messages.
 	threads *channels.RecentSet
@@ -103,6 +108,7 @@ func New(cfg Config) (*Adapter, error) {
 		seen:          channels.NewRecentSet(recentCap),
 		told:          channels.NewRecentSet(recentCap),
 		names:         newNames(),
+		convs:         channels.NewTTLCache[convKind](convCap, nil),
 		threads:       channels.NewRecentSet(recentCap),
 		edits:         newEditBudget(editsPerMinute, editBurst),
 		health:        channels.NewHealthTracker(),

@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/channels"
 	"github.com/dreamgate/dreamgate/channels/slack/fakeslack"
 )
@@ -25,6 +26,7 @@ func TestChannelMentionRepliesInThread(t *testing.T) {
 	want := channels.Inbound{
 		Channel: "slack", ChatID: "C1", ThreadID: d.Event.TS, SessionKey: "slack:C1:" + d.Event.TS,
 		SenderID: "U1", MessageID: d.Event.TS, Text: "hello there", Time: parseTS(d.Event.TS),
+		Audience: audience.Audience{Kind: audience.Team, Platform: "slack", Team: fakeslack.DefaultTeamID},
 	}
 	if !reflect.DeepEqual(in, want) {
 		t.Errorf("inbound = %+v\nwant %+v", in, want)

@@ -9,9 +9,12 @@
 // commands (slash_commands envelopes, answered through response_url),
 // the earlier messages of a thread it is mentioned in (Inbound.Context),
 // text files shared with a post read into the turn, and answers streamed
-// into a message edited with chat.update.
+// into a message edited with chat.update. Each Inbound carries its
+// audience (a DM, a private or public channel of one workspace, a shared
+// channel), from the envelope and conversations.info.
 //
 // slack-go's types never leave this package. Of ours it imports only the
-// channels contract (with its shared Delivery) and the internal/backoff
-// leaf; channels/slack/fakeslack is its fake server for tests.
+// channels contract (with its shared Delivery) and the audience and
+// internal/backoff leaves; channels/slack/fakeslack is its fake server for
+// tests.
 package slack

@@ -74,7 +74,10 @@ type runner struct {
 	out  *channels.Delivery[pending]
 
 	botUserID, botID string
-	mentionRE        *regexp.Regexp
+	// teamID is the bot's workspace (auth.test), for an event that names
+	// none.
+	teamID    string
+	mentionRE *regexp.Regexp
 
 	attemptMu     sync.Mutex
 	cancelAttempt context.CancelFunc
@@ -107,7 +110,7 @@ func (r *runner) authTest(ctx context.Context) error {
 		resp, err := r.a.api.AuthTestContext(callCtx)
 		cancel()
 		if err == nil {
-			r.botUserID, r.botID = resp.UserID, resp.BotID
+			r.botUserID, r.botID, r.teamID = resp.UserID, resp.BotID, resp.TeamID
 			r.a.botHandle.Store(resp.User)
 			r.mentionRE = regexp.MustCompile(`\s*<@` + regexp.QuoteMeta(resp.UserID) + `(?:\|[^>]*)?>\s*`)
 			r.a.log.Info("slack bot identified", "bot_user", resp.UserID, "team", resp.TeamID)
@@ -218,7 +221,7 @@ func (r *runner) readEvents(ctx context.Context, sm *socketmode.Client) {
 			r.ack(ctx, sm, evt.Request)
 			if c, ok := evt.Data.(slack.SlashCommand); ok {
 				r.handleSlash(ctx, slashCommand{
-					command: c.Command, text: c.Text, channel: c.ChannelID, user: c.UserID,
+					command: c.Command, text: c.Text, team: c.TeamID, channel: c.ChannelID, user: c.UserID,
 					responseURL: c.ResponseURL, triggerID: c.TriggerID,
 				})
 			}
@@ -271,6 +274,12 @@ func (r *runner) handleEventsAPI(ctx context.Context, req *socketmode.Request, a
 		}
 	}()
 	var m rawMessage
+	var payload json.RawMessage
+	if req != nil {
+		payload = req.Payload
+	}
+	w := eventWhere(api.TeamID, api.IsExtSharedChannel, payload)
+	userTeam := ""
 	switch ev := api.InnerEvent.Data.(type) {
 	case *slackevents.AppMentionEvent:
 		m = rawMessage{
@@ -278,11 +287,14 @@ func (r *runner) handleEventsAPI(ctx context.Context, req *socketmode.Request, a
 			text: ev.Text, ts: ev.TimeStamp, threadTS: ev.ThreadTimeStamp, edited: ev.Edited != nil,
 			files: fileRefs(ev.Files),
 		}
+		userTeam = ev.UserTeam
 	case *slackevents.MessageEvent:
 		m = rawMessage{
 			channel: ev.Channel, channelType: ev.ChannelType, user: ev.User, botID: ev.BotID,
 			subtype: ev.SubType, text: ev.Text, ts: ev.TimeStamp, threadTS: ev.ThreadTimeStamp,
 		}
+		userTeam = ev.UserTeam
+		w.channelType = ev.ChannelType
 		if ev.Message != nil {
 			m.edited = ev.Message.Edited != nil
 			m.files = fileRefs(ev.Message.Files)
@@ -290,6 +302,9 @@ func (r *runner) handleEventsAPI(ctx context.Context, req *socketmode.Request, a
 	default:
 		r.a.log.Debug("slack event ignored", "type", api.InnerEvent.Type)
 		return
+	}
+	if userTeam != "" && w.team != "" && userTeam != w.team {
+		w.external = true // a person of another workspace or organisation is in it
 	}
 	retry := 0
 	if req != nil {
@@ -300,7 +315,7 @@ func (r *runner) handleEventsAPI(ctx context.Context, req *socketmode.Request, a
 	switch v {
 	case verdictAccept:
 		accepted = true
-		p := pending{in: in, files: m.files, ack: ack}
+		p := pending{in: in, where: w, files: m.files, ack: ack}
 		if m.threadTS != "" && m.threadTS != m.ts {
 			p.existingThread = m.threadTS
 		}
@@ -317,7 +332,9 @@ func (r *runner) handleEventsAPI(ctx context.Context, req *socketmode.Request, a
 // what Accept still has to fetch (on the delivery goroutine, in order,
 // without holding up the acks).
 type pending struct {
-	in    channels.Inbound
+	in channels.Inbound
+	// where is what Slack said of the conversation, for its audience.
+	where where
 	files []fileRef
 	// existingThread is the ts of the thread the message was posted in,
 	// when the bot did not open it.
@@ -327,10 +344,15 @@ type pending struct {
 	ack func()
 }
 
-// accept completes a queued message: the sender's name, the earlier
-// messages of a thread new to the bot, the files' text.
+// accept completes a queued message: its audience, the sender's name, the
+// earlier messages of a thread new to the bot, the files' text.
 func (r *runner) accept(ctx context.Context, p pending) (channels.Inbound, bool) {
 	a, in := r.a, p.in
+	aud, ok := r.audienceOf(ctx, p.where, in.ChatID, in.SenderID)
+	if !ok {
+		return channels.Inbound{}, false
+	}
+	in.Audience = aud
 	in.SenderName = a.senderName(ctx, in.SenderID)
 	if in.ThreadID != "" && a.threads.Add(in.ChatID+"/"+in.ThreadID) && p.existingThread != "" {
 		in.Context = r.threadContext(ctx, in.ChatID, p.existingThread, in.MessageID)

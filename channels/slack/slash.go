@@ -95,7 +95,7 @@ func isSlashID(id string) bool { return strings.HasPrefix(id, slashIDPrefix) }
 
 // slashCommand is the part of a slash_commands payload the adapter needs.
 type slashCommand struct {
-	command, text, channel, user, responseURL, triggerID string
+	command, text, team, channel, user, responseURL, triggerID string
 }
 
 // commandName maps what Slack sent ("/dg-dream") to the gateway's command
@@ -140,7 +140,7 @@ func (r *runner) handleSlash(ctx context.Context, sc slashCommand) {
 	case !dm && len(a.allowChannels) > 0 && !a.allowChannels[sc.channel]:
 		r.out.Notify(ctx, channels.ReplyTo(in, channels.KindError, "I don't answer in this channel."))
 	default:
-		r.out.Put(ctx, pending{in: in})
+		r.out.Put(ctx, pending{in: in, where: where{team: sc.team}})
 	}
 }
 

@@ -282,6 +282,7 @@ func TestSlackManifest(t *testing.T) {
 	for _, want := range []string{
 		"socket_mode_enabled: true", "messages_tab_enabled: true",
 		"- app_mentions:read", "- chat:write", "- reactions:write", "- im:history", "- users:read",
+		"- channels:read", "- groups:read", "- mpim:read", "- im:read",
 		"- app_mention", "- message.im",
 	} {
 		if !lines[want] {

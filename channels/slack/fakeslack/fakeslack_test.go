@@ -225,3 +225,90 @@ func TestHistoryAndMetadata(t *testing.T) {
 		t.Errorf("history without the scope gave %v", err)
 	}
 }
+
+// conversations.info tells what kind a channel is; the events in it say
+// the same (channel_type, is_ext_shared_channel) and name their workspace.
+func TestConversations(t *testing.T) {
+	s := New(Config{Conversations: []Conversation{
+		{ID: "C1"}, {ID: "G1", Private: true}, {ID: "G2", MPIM: true, Private: true},
+		{ID: "C2", ExtShared: true}, {ID: "C3", OrgShared: true}, {ID: "C4", Error: "channel_not_found"},
+	}})
+	defer s.Close()
+	api := slack.New(s.BotToken(), slack.OptionAPIURL(s.APIURL()))
+	ctx := t.Context()
+	info := func(id string) *slack.Channel {
+		t.Helper()
+		c, err := api.GetConversationInfoContext(ctx, &slack.GetConversationInfoInput{ChannelID: id})
+		if err != nil {
+			t.Fatalf("conversations.info %s: %v", id, err)
+		}
+		return c
+	}
+	if c := info("C1"); c.IsPrivate || c.IsShared || c.IsMpIM || c.IsIM || !c.IsChannel {
+		t.Errorf("public channel = %+v", c.GroupConversation.Conversation)
+	}
+	if c := info("G1"); !c.IsPrivate || c.IsMpIM || c.IsShared {
+		t.Errorf("private channel = %+v", c.GroupConversation.Conversation)
+	}
+	if c := info("G2"); !c.IsMpIM || !c.IsPrivate {
+		t.Errorf("group DM = %+v", c.GroupConversation.Conversation)
+	}
+	if c := info("C2"); !c.IsExtShared || !c.IsShared || c.IsOrgShared {
+		t.Errorf("Connect channel = %+v", c.GroupConversation.Conversation)
+	}
+	if c := info("C3"); !c.IsOrgShared || !c.IsShared || c.IsExtShared {
+		t.Errorf("org-shared channel = %+v", c.GroupConversation.Conversation)
+	}
+	if c := info("D7"); !c.IsIM {
+		t.Errorf("a D channel not described = %+v", c.GroupConversation.Conversation)
+	}
+	if _, err := api.GetConversationInfoContext(ctx, &slack.GetConversationInfoInput{ChannelID: "C4"}); err == nil || err.Error() != "channel_not_found" {
+		t.Errorf("failing channel gave %v", err)
+	}
+	s.SetConversation(Conversation{ID: "C1", Private: true})
+	if c := info("C1"); !c.IsPrivate {
+		t.Errorf("a channel made private = %+v", c.GroupConversation.Conversation)
+	}
+
+	noScope := New(Config{NoConversationsScope: true})
+	defer noScope.Close()
+	api = slack.New(noScope.BotToken(), slack.OptionAPIURL(noScope.APIURL()))
+	if _, err := api.GetConversationInfoContext(ctx, &slack.GetConversationInfoInput{ChannelID: "C1"}); err == nil || err.Error() != "missing_scope" {
+		t.Errorf("without the scope: %v", err)
+	}
+
+	type callback struct {
+		TeamID         string `json:"team_id"`
+		ExtShared      bool   `json:"is_ext_shared_channel"`
+		Authorizations []struct {
+			TeamID string `json:"team_id"`
+		} `json:"authorizations"`
+		Event struct {
+			ChannelType string `json:"channel_type"`
+			UserTeam    string `json:"user_team"`
+		} `json:"event"`
+	}
+	var cb callback
+	for _, c := range []struct {
+		ev                Event
+		team, channelType string
+		extShared         bool
+	}{
+		{Event{Channel: "G2"}, DefaultTeamID, "mpim", false},
+		{Event{Channel: "C2", Team: "T2", UserTeam: "TOTHER"}, "T2", "channel", true},
+		{Event{Channel: "C1"}, DefaultTeamID, "group", false}, // made private above
+	} {
+		payload, err := s.callbackPayload("Ev1", c.ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cb = callback{}
+		if err := json.Unmarshal(payload, &cb); err != nil {
+			t.Fatal(err)
+		}
+		if cb.TeamID != c.team || len(cb.Authorizations) != 1 || cb.Authorizations[0].TeamID != c.team ||
+			cb.ExtShared != c.extShared || cb.Event.ChannelType != c.channelType || cb.Event.UserTeam != c.ev.UserTeam {
+			t.Errorf("event in %s: payload %s", c.ev.Channel, payload)
+		}
+	}
+}

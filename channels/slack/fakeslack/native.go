@@ -28,6 +28,7 @@ type SlashCommand struct {
 	UserName  string
 	Channel   string
 	TriggerID string // "" = a fresh one
+	Team      string // the workspace it was run in; "" = Config.TeamID
 }
 
 // Response is one post to a slash command's response_url.
@@ -86,9 +87,13 @@ func (s *Server) InjectSlashCommand(c SlashCommand) (envelopeID, triggerID strin
 		c.TriggerID = s.nextIDLocked("trig-")
 	}
 	s.mu.Unlock()
+	team := c.Team
+	if team == "" {
+		team = s.cfg.TeamID
+	}
 	payload := map[string]any{
 		"token":                 "fake-verification-token",
-		"team_id":               s.cfg.TeamID,
+		"team_id":               team,
 		"team_domain":           "fake",
 		"channel_id":            c.Channel,
 		"channel_name":          "general",
@@ -98,7 +103,7 @@ func (s *Server) InjectSlashCommand(c SlashCommand) (envelopeID, triggerID strin
 		"text":                  c.Text,
 		"api_app_id":            s.cfg.AppID,
 		"is_enterprise_install": "false",
-		"response_url":          s.srv.URL + "/commands/" + s.cfg.TeamID + "/" + c.TriggerID,
+		"response_url":          s.srv.URL + "/commands/" + team + "/" + c.TriggerID,
 		"trigger_id":            c.TriggerID,
 	}
 	// Slack lets a slash command's ack carry the first answer.

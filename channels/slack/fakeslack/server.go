@@ -4,6 +4,7 @@
 // apps.connections.open, chat.postMessage with message metadata,
 // chat.update, chat.delete, chat.postEphemeral, conversations.history and
 // conversations.replies over the accepted posts and seeded messages,
+// conversations.info (public, private, group DM, DM, shared),
 // users.info, files.info with url_private downloads, reactions.add,
 // reactions.remove) over HTTP, slash commands' response_url, and Socket Mode
 // over a websocket (hello, events_api and slash_commands envelopes, acks,
@@ -77,6 +78,13 @@ type Config struct {
 	// NoFilesScope makes files.info answer missing_scope and downloads
 	// get the sign-in page, as for an app without files:read.
 	NoFilesScope bool
+	// Conversations describe channels for conversations.info and the
+	// events in them (SetConversation changes them later).
+	Conversations []Conversation
+	// NoConversationsScope makes conversations.info answer missing_scope,
+	// as for an app without channels:read, groups:read, mpim:read and
+	// im:read.
+	NoConversationsScope bool
 }
 
 // Call is one Web API request.
@@ -120,14 +128,19 @@ type Ack struct {
 type Event struct {
 	Type        string
 	Channel     string
-	ChannelType string // message events: "channel", "group", "im", "mpim"; "" = from the channel id
-	User        string
-	BotID       string
-	Subtype     string
-	Text        string
-	TS          string
-	ThreadTS    string
-	Edited      bool
+	ChannelType string // message events: "channel", "group", "im", "mpim"; "" = from the conversation
+	// Team is the workspace the event comes from (the envelope's team_id
+	// and authorizations); "" = Config.TeamID. UserTeam, when set, is the
+	// sender's own workspace (user_team), as Slack says for a person of
+	// another organisation in a shared channel.
+	Team, UserTeam string
+	User           string
+	BotID          string
+	Subtype        string
+	Text           string
+	TS             string
+	ThreadTS       string
+	Edited         bool
 	// Files are shared with the post (Slack sends subtype "file_share" on
 	// the message event; set Subtype to match); a file-only post has no
 	// Text.
@@ -178,7 +191,10 @@ type Server struct {
 	ephemScript  []scripted // answers of the next chat.postEphemeral calls
 	seeded       []Message
 	files        map[string]File
-	downloads    int
+	// conversations are the channels described by Config.Conversations
+	// and SetConversation.
+	conversations map[string]Conversation
+	downloads     int
 }
 
 // scripted is a canned failure for the next chat.postMessage.
@@ -205,6 +221,9 @@ func New(cfg Config) *Server {
 		files:       make(map[string]File),
 		done:        make(chan struct{}),
 		tsBase:      time.Now().Unix(),
+	}
+	for _, c := range cfg.Conversations {
+		s.SetConversation(c)
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/api/", s.serveAPI)

@@ -208,10 +208,16 @@ func (s *Server) callbackPayload(eventID string, ev Event) (json.RawMessage, err
 	if ev.BotID != "" {
 		inner["bot_id"] = ev.BotID
 	}
+	if ev.UserTeam != "" {
+		inner["user_team"] = ev.UserTeam
+	}
+	s.mu.Lock()
+	conv := s.conversationLocked(ev.Channel)
+	s.mu.Unlock()
 	if typ == "message" {
 		ct := ev.ChannelType
 		if ct == "" {
-			ct = channelType(ev.Channel)
+			ct = conv.channelType()
 		}
 		inner["channel_type"] = ct
 		if ev.Subtype != "" {
@@ -232,27 +238,27 @@ func (s *Server) callbackPayload(eventID string, ev Event) (json.RawMessage, err
 	if ev.Edited {
 		inner["edited"] = map[string]string{"user": ev.User, "ts": ev.TS}
 	}
+	team := ev.Team
+	if team == "" {
+		team = s.cfg.TeamID
+	}
 	return json.Marshal(map[string]any{
 		"token":      "fake-verification-token",
-		"team_id":    s.cfg.TeamID,
+		"team_id":    team,
 		"api_app_id": s.cfg.AppID,
 		"type":       "event_callback",
 		"event_id":   eventID,
 		"event_time": time.Now().Unix(),
 		"event":      inner,
+		// The installation the event was delivered for: the bot in that
+		// workspace.
+		"authorizations": []map[string]any{{
+			"enterprise_id": nil, "team_id": team, "user_id": s.cfg.BotUserID,
+			"is_bot": true, "is_enterprise_install": false,
+		}},
+		"is_ext_shared_channel": conv.ExtShared,
+		"event_context":         "4-fake-" + eventID,
 	})
-}
-
-// channelType guesses Slack's channel_type from an id prefix.
-func channelType(id string) string {
-	switch {
-	case strings.HasPrefix(id, "D"):
-		return "im"
-	case strings.HasPrefix(id, "G"):
-		return "group"
-	default:
-		return "channel"
-	}
 }
 
 var upgrader = websocket.Upgrader{

@@ -49,6 +49,10 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		if s.botMay(w, method, token, !s.cfg.NoHistoryScope) {
 			s.history(w, r, method)
 		}
+	case "conversations.info":
+		if s.botMay(w, method, token, !s.cfg.NoConversationsScope) {
+			s.conversationInfo(w, r, method)
+		}
 	case "users.info":
 		if s.botMay(w, method, token, !s.cfg.NoUsersScope) {
 			s.userInfo(w, r, method)
