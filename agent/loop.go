@@ -48,6 +48,9 @@ type Loop struct {
 	Tools     []Tool
 	ModelName string // passed as Request.Model ("" = the client's default)
 	Purpose   string // usage bucket: llm.PurposeChat, llm.PurposeDreamEdit
+	// CacheKey names the conversation for the provider's prompt cache
+	// (llm.Request.CacheKey); "" for none.
+	CacheKey string
 	// MaxIterations bounds the model calls of one run; 0 means 20.
 	MaxIterations int
 	// RepeatLimit ends the run when the same tool call (name and arguments,
@@ -148,6 +151,7 @@ func (l *Loop) Run(ctx context.Context, msgs []llm.Message) (Result, error) {
 			Messages: r.conv[:len(r.conv):len(r.conv)],
 			Tools:    defs,
 			Purpose:  l.Purpose,
+			CacheKey: l.CacheKey,
 			OnDelta:  l.OnDelta,
 		})
 		res.Iterations++

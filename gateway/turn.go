@@ -113,6 +113,7 @@ func (g *Gateway) runAgent(ctx context.Context, log *slog.Logger, in channels.In
 		Model:         model,
 		Tools:         tools,
 		Purpose:       llm.PurposeChat,
+		CacheKey:      in.SessionKey,
 		MaxIterations: g.cfg.MaxToolIterations,
 		RepeatLimit:   chatRepeatLimit,
 		Logger:        log,

@@ -43,6 +43,12 @@ func TestTurnRunsToolsAndPersists(t *testing.T) {
 	if len(reqs) != 2 {
 		t.Fatalf("model saw %d requests, want 2", len(reqs))
 	}
+	for i, r := range reqs {
+		// The provider may route a conversation's calls by it (llm hashes it).
+		if r.CacheKey != "test:tools" {
+			t.Errorf("request %d: CacheKey %q, want the session key", i, r.CacheKey)
+		}
+	}
 	last := reqs[1].Messages
 	tool := last[len(last)-1]
 	if tool.Role != llm.RoleTool || tool.ToolCallID != "call_1" || !strings.Contains(tool.Content, "# Users") {

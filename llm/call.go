@@ -25,7 +25,7 @@ type call struct {
 
 func (k *call) run(ctx context.Context, req Request) (Response, error) {
 	c := k.client
-	wire, fill, err := c.wireRequest(req, k.model)
+	wire, mend, err := c.wireRequest(req, k.model)
 	if err != nil {
 		return Response{}, &Error{
 			Kind:   ErrRejected,
@@ -46,9 +46,9 @@ func (k *call) run(ctx context.Context, req Request) (Response, error) {
 			f    *failure
 		)
 		if stream {
-			resp, f = k.tryStream(ctx, wire, fill)
+			resp, f = k.tryStream(ctx, wire, mend)
 		} else {
-			resp, f = k.try(ctx, wire, fill)
+			resp, f = k.try(ctx, wire, mend)
 		}
 		if f == nil {
 			k.logTry(attempt, start, resp, nil)
@@ -94,9 +94,9 @@ func (k *call) logTry(attempt int, start time.Time, resp Response, f *failure) {
 }
 
 // try makes one unstreamed request.
-func (k *call) try(ctx context.Context, wire openai.ChatCompletionRequest, fill bool) (Response, *failure) {
+func (k *call) try(ctx context.Context, wire openai.ChatCompletionRequest, mend bodyMend) (Response, *failure) {
 	c := k.client
-	d := c.newDoer(fill)
+	d := c.newDoer(mend)
 	cl := openai.NewClientWithConfig(c.openaiConfig(d))
 	tctx, cancel := context.WithTimeoutCause(ctx, c.cfg.Timeout, errTryTimeout)
 	defer cancel()
@@ -128,9 +128,9 @@ func (k *call) try(ctx context.Context, wire openai.ChatCompletionRequest, fill 
 
 // tryStream makes one streamed request. A failure after a fragment reached
 // OnDelta is never retried: the caller has shown it already.
-func (k *call) tryStream(ctx context.Context, wire openai.ChatCompletionRequest, fill bool) (Response, *failure) {
+func (k *call) tryStream(ctx context.Context, wire openai.ChatCompletionRequest, mend bodyMend) (Response, *failure) {
 	c := k.client
-	d := c.newDoer(fill)
+	d := c.newDoer(mend)
 	cl := openai.NewClientWithConfig(c.openaiConfig(d))
 	tctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)

@@ -83,6 +83,11 @@ type Config struct {
 	// connections. A given client is used as it is (Concurrency does not
 	// apply); its own Timeout, if any, also applies.
 	HTTPClient *http.Client
+	// PromptCacheKey sends OpenAI's prompt_cache_key (a hash of
+	// Request.CacheKey) to any endpoint. It is sent to api.openai.com
+	// regardless; other OpenAI-compatible servers may refuse a field they
+	// do not know, so there it waits for this switch.
+	PromptCacheKey bool
 	// Logger receives debug lines per try and breaker changes; nil discards.
 	Logger *slog.Logger
 	// Names says where the key, endpoint and model were set, for the
@@ -242,8 +247,11 @@ type Client struct {
 	// endpoint is BaseURL with credentials and query removed, the only form
 	// of the URL that may reach a Reason.
 	endpoint string
-	log      *slog.Logger
-	brk      *breaker
+	// cacheHint: prompt_cache_key is sent (Config.PromptCacheKey, or
+	// OpenAI's own endpoint).
+	cacheHint bool
+	log       *slog.Logger
+	brk       *breaker
 
 	// now and wait are the clock; tests replace them.
 	now  func() time.Time
@@ -259,13 +267,14 @@ type Client struct {
 func New(cfg Config) *Client {
 	cfg = cfg.withDefaults()
 	return &Client{
-		cfg:      cfg,
-		endpoint: safeEndpoint(cfg.BaseURL),
-		log:      cfg.Logger,
-		brk:      newBreaker(cfg.BreakerThreshold, cfg.BreakerCooldown),
-		now:      time.Now,
-		wait:     backoff.Sleep,
-		usage:    make(map[string]Usage),
+		cfg:       cfg,
+		endpoint:  safeEndpoint(cfg.BaseURL),
+		cacheHint: cfg.PromptCacheKey || isOpenAI(cfg.BaseURL),
+		log:       cfg.Logger,
+		brk:       newBreaker(cfg.BreakerThreshold, cfg.BreakerCooldown),
+		now:       time.Now,
+		wait:      backoff.Sleep,
+		usage:     make(map[string]Usage),
 	}
 }
 
@@ -356,7 +365,7 @@ func (c *Client) Chat(ctx context.Context, req Request) (Response, error) {
 // and timeouts, ErrMalformed for a 2xx that is not a model list. Ping
 // neither consults nor feeds the breaker.
 func (c *Client) Ping(ctx context.Context) error {
-	d := c.newDoer(false)
+	d := c.newDoer(bodyMend{})
 	cl := openai.NewClientWithConfig(c.openaiConfig(d))
 	timeout := min(c.cfg.Timeout, pingTimeout)
 	tctx, cancel := context.WithTimeoutCause(ctx, timeout, errTryTimeout)

@@ -12,7 +12,10 @@
 // and a temperature of 0 is really sent. Tool calls a provider returns
 // without an id get a generated "call_…" id, so every result can name its
 // call. For reasoning models (o1/o3/o4, gpt-5) the token limit goes as
-// max_completion_tokens and the temperature is left out.
+// max_completion_tokens and the temperature is left out. A conversation's
+// calls carry OpenAI's prompt_cache_key, a hash of Request.CacheKey, where
+// the endpoint is api.openai.com or Config.PromptCacheKey says so; the
+// cached prompt tokens a provider reports are counted in Usage.
 //
 // go-openai's types never leave this package. It imports no other package of
 // ours; llm/llmtest is its fake server for tests.

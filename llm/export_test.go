@@ -13,5 +13,5 @@ func SetWait(c *Client, wait func(ctx context.Context, d time.Duration) error) {
 
 var (
 	ParseRetryAfter  = parseRetryAfter
-	FillEmptyContent = fillEmptyContent
+	FillEmptyContent = func(body []byte) ([]byte, error) { return bodyMend{fillContent: true}.body(body) }
 )

@@ -217,10 +217,10 @@ func parseRetryAfter(v, ms string, now time.Time) (time.Duration, bool) {
 // doer is the HTTP client one try runs through. go-openai drops response
 // headers, so the doer keeps what the retry logic needs (status and
 // Retry-After), and it mends request bodies go-openai encodes in a way
-// providers refuse (see fillEmptyContent).
+// providers refuse or without a field it does not know (see bodyMend).
 type doer struct {
 	base *http.Client
-	fill bool
+	mend bodyMend
 
 	sent         bool
 	status       int
@@ -231,13 +231,13 @@ type doer struct {
 	body *bodyWatch
 }
 
-func (c *Client) newDoer(fill bool) *doer {
-	return &doer{base: c.cfg.HTTPClient, fill: fill}
+func (c *Client) newDoer(mend bodyMend) *doer {
+	return &doer{base: c.cfg.HTTPClient, mend: mend}
 }
 
 func (d *doer) Do(req *http.Request) (*http.Response, error) {
-	if d.fill && req.Body != nil {
-		if err := fillRequestBody(req); err != nil {
+	if d.mend.needed() && req.Body != nil {
+		if err := d.mend.apply(req); err != nil {
 			return nil, fmt.Errorf("mend request body: %w", err)
 		}
 	}

@@ -141,6 +141,12 @@ type Request struct {
 	MaxTokens int
 	// Purpose is the usage bucket (PurposeChat, …); empty counts as chat.
 	Purpose string
+	// CacheKey names the conversation the call belongs to (a session key),
+	// so that a provider that takes a prompt-cache hint can send the
+	// conversation's calls to where its prompt prefix is cached. Only a
+	// hash of it is sent, as prompt_cache_key, and only where
+	// Config.PromptCacheKey allows; "" sends none.
+	CacheKey string
 	// OnDelta, when set, makes the call streamed and receives each content
 	// fragment as it arrives. The Response is the same as unstreamed.
 	OnDelta func(fragment string)

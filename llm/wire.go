@@ -18,13 +18,14 @@ import (
 // "parameters": null.
 var emptySchema = json.RawMessage(`{"type":"object","properties":{}}`)
 
-// wireRequest converts req to go-openai's form. fill reports that some
-// message has empty content, which the doer must mend on the wire.
-func (c *Client) wireRequest(req Request, model string) (openai.ChatCompletionRequest, bool, error) {
+// wireRequest converts req to go-openai's form, and says what the doer
+// must mend in the body go-openai encodes from it.
+func (c *Client) wireRequest(req Request, model string) (openai.ChatCompletionRequest, bodyMend, error) {
 	msgs, fill := toWireMessages(req.Messages)
+	mend := bodyMend{fillContent: fill, cacheKey: c.cacheKey(req.CacheKey)}
 	tools, err := toWireTools(req.Tools)
 	if err != nil {
-		return openai.ChatCompletionRequest{}, false, err
+		return openai.ChatCompletionRequest{}, mend, err
 	}
 	w := openai.ChatCompletionRequest{
 		Model:     model,
@@ -44,7 +45,7 @@ func (c *Client) wireRequest(req Request, model string) (openai.ChatCompletionRe
 		w.Temperature = t
 	}
 	adaptToModel(&w)
-	return w, fill, nil
+	return w, mend, nil
 }
 
 // adaptToModel moves parameters that go-openai refuses for reasoning models
@@ -175,12 +176,24 @@ func fromWireUsage(u openai.Usage) Usage {
 	return out
 }
 
-// fillRequestBody gives every message a "content" key. go-openai encodes
-// content with omitempty, so an empty tool result or user message would be
-// sent without one — OpenAI and Ollama answer 400 — and an assistant message
-// that only calls tools without one, which vLLM-style servers refuse and
-// Ollama takes only as "". An empty string is accepted by all of them.
-func fillRequestBody(req *http.Request) error {
+// bodyMend is what the doer changes in the body go-openai encoded.
+type bodyMend struct {
+	// fillContent gives every message a "content" key. go-openai encodes
+	// content with omitempty, so an empty tool result or user message
+	// would be sent without one — OpenAI and Ollama answer 400 — and an
+	// assistant message that only calls tools without one, which
+	// vLLM-style servers refuse and Ollama takes only as "". An empty
+	// string is accepted by all of them.
+	fillContent bool
+	// cacheKey, when set, is sent as prompt_cache_key, which go-openai's
+	// request has no field for.
+	cacheKey string
+}
+
+func (m bodyMend) needed() bool { return m.fillContent || m.cacheKey != "" }
+
+// apply rewrites req's body as m says.
+func (m bodyMend) apply(req *http.Request) error {
 	body, err := io.ReadAll(req.Body)
 	if err != nil {
 		return fmt.Errorf("read: %w", err)
@@ -188,7 +201,7 @@ func fillRequestBody(req *http.Request) error {
 	if err := req.Body.Close(); err != nil {
 		return fmt.Errorf("close: %w", err)
 	}
-	body, err = fillEmptyContent(body)
+	body, err = m.body(body)
 	if err != nil {
 		return err
 	}
@@ -200,25 +213,34 @@ func fillRequestBody(req *http.Request) error {
 	return nil
 }
 
-func fillEmptyContent(body []byte) ([]byte, error) {
+func (m bodyMend) body(body []byte) ([]byte, error) {
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(body, &top); err != nil {
 		return nil, fmt.Errorf("decode request: %w", err)
 	}
-	var msgs []map[string]json.RawMessage
-	if err := json.Unmarshal(top["messages"], &msgs); err != nil {
-		return nil, fmt.Errorf("decode messages: %w", err)
-	}
-	for _, m := range msgs {
-		if _, ok := m["content"]; !ok {
-			m["content"] = json.RawMessage(`""`)
+	if m.fillContent {
+		var msgs []map[string]json.RawMessage
+		if err := json.Unmarshal(top["messages"], &msgs); err != nil {
+			return nil, fmt.Errorf("decode messages: %w", err)
 		}
+		for _, msg := range msgs {
+			if _, ok := msg["content"]; !ok {
+				msg["content"] = json.RawMessage(`""`)
+			}
+		}
+		raw, err := json.Marshal(msgs)
+		if err != nil {
+			return nil, fmt.Errorf("encode messages: %w", err)
+		}
+		top["messages"] = raw
 	}
-	raw, err := json.Marshal(msgs)
-	if err != nil {
-		return nil, fmt.Errorf("encode messages: %w", err)
+	if m.cacheKey != "" {
+		raw, err := json.Marshal(m.cacheKey)
+		if err != nil {
+			return nil, fmt.Errorf("encode prompt_cache_key: %w", err)
+		}
+		top["prompt_cache_key"] = raw
 	}
-	top["messages"] = raw
 	out, err := json.Marshal(top)
 	if err != nil {
 		return nil, fmt.Errorf("encode request: %w", err)

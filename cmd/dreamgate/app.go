@@ -97,6 +97,9 @@ func newApp(cfg Config, logger *slog.Logger) (*app, error) {
 		MaxTokens:   cfg.LLM.MaxTokens,
 		Temperature: cfg.LLM.Temperature,
 		Timeout:     time.Duration(cfg.LLM.TimeoutSeconds) * time.Second,
+		// A hash of each conversation's session key routes its calls to
+		// where its prompt prefix is cached.
+		PromptCacheKey: cfg.LLM.PromptCacheKey,
 		// Turns and archive calls (limited below), and Dream.
 		Concurrency: cfg.Gateway.MaxConcurrentTurns + 1,
 		Logger:      logger.With("component", "llm"),

@@ -56,6 +56,9 @@ type LLMConfig struct {
 	// Images shows the images people send to the model (it must read
 	// image input); false names them with a marker instead.
 	Images bool `json:"images"`
+	// PromptCacheKey sends OpenAI's prompt_cache_key to an endpoint other
+	// than api.openai.com (which always gets it).
+	PromptCacheKey bool `json:"promptCacheKey"`
 }
 
 type AgentConfig struct {
