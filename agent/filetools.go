@@ -14,6 +14,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/dreamgate/dreamgate/internal/textcut"
 	"github.com/dreamgate/dreamgate/llm"
 	"github.com/dreamgate/dreamgate/workspace"
 )
@@ -175,7 +176,7 @@ func (ft *fileTools) readFile(ctx context.Context, raw json.RawMessage) (string,
 	case bytes.IndexByte(data[:min(len(data), 8192)], 0) >= 0:
 		return "", fmt.Errorf("%s looks like a binary file (%d bytes); it is not shown", rel, target.Size())
 	}
-	text, cut := cutText(string(data), maxReadChars)
+	text, cut := textcut.Limit{Max: maxReadChars, AtLine: true}.Cut(string(data))
 	if cut || int64(len(data)) < target.Size() {
 		text += fmt.Sprintf("\n[cut: %s is %d bytes; only its first %d characters are shown]",
 			rel, target.Size(), utf8.RuneCountInString(text))
@@ -463,24 +464,6 @@ func (ft *fileTools) mkdirParent(rel string) error {
 		return ioFailure("create directory", dir, err)
 	}
 	return nil
-}
-
-// cutText shortens s to at most limit runes, preferring to end at a line
-// break in the last half, and reports whether it cut.
-func cutText(s string, limit int) (string, bool) {
-	if len(s) <= limit || utf8.RuneCountInString(s) <= limit {
-		return s, false
-	}
-	end := 0
-	for n := 0; n < limit; n++ {
-		_, size := utf8.DecodeRuneInString(s[end:])
-		end += size
-	}
-	s = s[:end]
-	if nl := strings.LastIndexByte(s, '\n'); nl >= len(s)/2 {
-		s = s[:nl+1]
-	}
-	return s, true
 }
 
 // occurrences returns the byte offsets where sub starts in b, overlapping

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/dreamgate/dreamgate/history"
+	"github.com/dreamgate/dreamgate/internal/textcut"
 	"github.com/dreamgate/dreamgate/llm"
 )
 
@@ -537,7 +538,7 @@ func (c *Consolidator) archive(ctx context.Context, s Session, st *sessionCounts
 			case isNothing(answer):
 				log.Debug("archive call found nothing worth keeping", "messages", p.to-p.from)
 			default:
-				content, _ = capChars(answer, MaxSummaryChars)
+				content, _ = textcut.Chars(answer, MaxSummaryChars, truncatedSuffix)
 				summary = content
 			}
 		}

@@ -8,11 +8,24 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/dreamgate/dreamgate/history"
+	"github.com/dreamgate/dreamgate/internal/textcut"
 	"github.com/dreamgate/dreamgate/llm"
 )
+
+// Caps on archive entries, in characters (Unicode code points, as nanobot
+// counts them); history.Store applies its own, larger, hard cap.
+const (
+	// MaxSummaryChars caps an archive summary.
+	MaxSummaryChars = 8000
+	// MaxRawChars caps a "[RAW] N messages" entry.
+	MaxRawChars = 16000
+)
+
+// truncatedSuffix marks an archive entry cut to its cap, as nanobot marks
+// one.
+const truncatedSuffix = history.TruncatedSuffix
 
 // Limits on what one message contributes to an archive transcript.
 const (
@@ -67,11 +80,7 @@ func renderMessage(m llm.Message, loc *time.Location) string {
 			b.WriteString(" " + m.Name)
 		}
 		b.WriteString(": ")
-		content, cut := capChars(m.Content, maxToolResultChars)
-		if cut {
-			content = strings.TrimSuffix(content, truncatedSuffix) +
-				fmt.Sprintf("\n... (result cut: %d more characters)", utf8.RuneCountInString(m.Content)-maxToolResultChars)
-		}
+		content, _ := textcut.Chars(m.Content, maxToolResultChars, "\n... (result cut: "+textcut.Count+" more characters)")
 		b.WriteString(content)
 		return b.String()
 	case "":
@@ -125,9 +134,7 @@ func renderArgs(raw string) string {
 	if !ok {
 		out = strings.TrimSpace(raw)
 	}
-	if c, cut := capChars(out, maxToolArgsChars); cut {
-		out = strings.TrimSuffix(c, truncatedSuffix) + "…"
-	}
+	out, _ = textcut.Chars(out, maxToolArgsChars, "…")
 	return out
 }
 
@@ -205,14 +212,12 @@ func rawEntry(msgs []llm.Message, loc *time.Location) string {
 			b.WriteString(" [calls " + strings.Join(names, ", ") + "]")
 		}
 		first, _, _ := strings.Cut(spoken(m), "\n")
-		if c, cut := capChars(first, maxRawLineChars); cut {
-			first = strings.TrimSuffix(c, truncatedSuffix) + "…"
-		}
+		first, _ = textcut.Chars(first, maxRawLineChars, "…")
 		if first != "" || len(m.ToolCalls) == 0 {
 			b.WriteString(": " + first)
 		}
 	}
-	out, _ := capChars(b.String(), MaxRawChars)
+	out, _ := textcut.Chars(b.String(), MaxRawChars, truncatedSuffix)
 	return out
 }
 
@@ -226,25 +231,20 @@ func isNothing(s string) bool {
 	return strings.EqualFold(s, nothingAnswer)
 }
 
-// Notes cutToBytes leaves where it cut; each says what is true where it
+// Notes left where a line too large for its place was cut (textcut.Count
+// stands for the characters left out); each says what is true where it
 // stands (seed 003: no text the model sees may claim what did not happen).
 const (
 	// archiveCutNote: a transcript line too large for one archive call.
-	archiveCutNote = "\n... (message cut here: %d more characters did not fit in one archive request)"
+	archiveCutNote = "\n... (message cut here: " + textcut.Count + " more characters did not fit in one archive request)"
 	// recentCutNote: a Recent history entry too large for the block.
-	recentCutNote = "\n... (entry cut here: %d more characters not shown)"
+	recentCutNote = "\n... (entry cut here: " + textcut.Count + " more characters not shown)"
 )
 
-// cutToBytes shortens a line to at most maxBytes, ending it with marker (a
-// format with one %d, the characters left out): the reader must know it did
-// not see the whole text.
-func cutToBytes(line string, maxBytes int, marker string) string {
-	keep := maxBytes - len(marker) - 20 // room for the number
-	if len(line) <= maxBytes || keep <= 0 {
-		return line
-	}
-	for keep > 0 && !utf8.RuneStart(line[keep]) {
-		keep--
-	}
-	return line[:keep] + fmt.Sprintf(marker, utf8.RuneCountInString(line[keep:]))
+// cutToBytes shortens a line to at most maxBytes, note included (bytes
+// bound the tokens of any tokenizer), ending it with note: the reader must
+// know it did not see the whole text.
+func cutToBytes(line string, maxBytes int, note string) string {
+	cut, _ := textcut.Limit{Max: maxBytes, Bytes: true, Mark: note, MarkWithin: true}.Cut(line)
+	return cut
 }

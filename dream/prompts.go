@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/dreamgate/dreamgate/history"
+	"github.com/dreamgate/dreamgate/internal/textcut"
 	"github.com/dreamgate/dreamgate/llm"
 	"github.com/dreamgate/dreamgate/workspace"
 )
@@ -203,15 +204,6 @@ func writeFiles(b *strings.Builder, files []memFile, header, cutNote string) {
 	}
 }
 
-// capText cuts s to at most limit runes, marking the cut.
-func capText(s string, limit int) (string, bool) {
-	if len(s) <= limit || utf8.RuneCountInString(s) <= limit {
-		return s, false
-	}
-	end := 0
-	for n := 0; n < limit; n++ {
-		_, size := utf8.DecodeRuneInString(s[end:])
-		end += size
-	}
-	return s[:end] + "…[truncated]", true
-}
+// capText cuts s to at most limit characters and marks the cut the way
+// Dream's prompts, skip records and /dream-log diffs always have.
+func capText(s string, limit int) (string, bool) { return textcut.Chars(s, limit, "…[truncated]") }

@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/dreamgate/dreamgate/internal/textcut"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
@@ -441,8 +442,10 @@ func (s *Store) Summary(d Diff, maxDiffChars int) string {
 		return sb.String()
 	}
 	text := strings.TrimRight(d.Unified, "\n")
-	if utf8.RuneCountInString(text) > maxDiffChars {
-		text = cutRunes(text, maxDiffChars) + "\n...[diff truncated]"
+	// Cut at a line break when one is in the second half, so a diff line
+	// is not shown half; the mark takes a line of its own.
+	if cut, ok := (textcut.Limit{Max: maxDiffChars, AtLine: true}).Cut(text); ok {
+		text = strings.TrimSuffix(cut, "\n") + "\n...[diff truncated]"
 	}
 	fence := fenceFor(text)
 	sb.WriteString("\n" + fence + "diff\n" + text + "\n" + fence + "\n")
@@ -454,23 +457,6 @@ func plural(n int, one, many string) string {
 		return "1 " + one
 	}
 	return strconv.Itoa(n) + " " + many
-}
-
-// cutRunes keeps at most n runes of s, ending at a line break when there is
-// one in the second half of that room, so a diff is not cut mid-line.
-func cutRunes(s string, n int) string {
-	i := 0
-	for k := range s {
-		if i == n {
-			s = s[:k]
-			break
-		}
-		i++
-	}
-	if nl := strings.LastIndexByte(s, '\n'); nl > len(s)/2 {
-		s = s[:nl]
-	}
-	return s
 }
 
 // fenceFor returns a backtick fence longer than any run of three or more

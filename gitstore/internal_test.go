@@ -218,19 +218,25 @@ func TestFenceAndCut(t *testing.T) {
 			t.Errorf("fenceFor(%q) = %q, want %q", in, got, want)
 		}
 	}
+	// The diff is cut by characters, at a line break in the second half
+	// when there is one, and the mark takes a line of its own.
 	cuts := []struct {
 		in   string
 		n    int
 		want string
 	}{
-		{"abcdef", 3, "abc"},
-		{"ééééé", 2, "éé"},
-		{"line one\nline two\nline three", 20, "line one\nline two"},
-		{"a\nbcdefghij", 8, "a\nbcdefg"}, // a newline too early is not worth half the room
+		{"abcdef", 3, "abc\n...[diff truncated]"},
+		{"ééééé", 2, "éé\n...[diff truncated]"},
+		{"line one\nline two\nline three", 20, "line one\nline two\n...[diff truncated]"},
+		{"a\nbcdefghij", 8, "a\nbcdefg\n...[diff truncated]"}, // a newline too early is not worth half the room
+		{"abc\ndefgh", 6, "abc\n...[diff truncated]"},         // a newline at the first byte of the second half is
+		{"short", 5, "short"},
 	}
 	for _, c := range cuts {
-		if got := cutRunes(c.in, c.n); got != c.want {
-			t.Errorf("cutRunes(%q, %d) = %q, want %q", c.in, c.n, got, c.want)
+		got := (&Store{}).Summary(Diff{Files: []FileChange{{Path: "x", Added: 1}}, Unified: c.in}, c.n)
+		_, block, _ := strings.Cut(got, "```diff\n")
+		if block = strings.TrimSuffix(block, "\n```\n"); block != c.want {
+			t.Errorf("Summary of %q cut at %d shows %q, want %q", c.in, c.n, block, c.want)
 		}
 	}
 }

@@ -38,24 +38,9 @@ const TimestampLayout = "2006-01-02 15:04"
 // entries more tightly.
 const MaxEntryChars = 64000
 
-// TruncatedSuffix marks content that CapChars cut.
+// TruncatedSuffix marks content cut to a cap (nanobot's mark): Append's
+// MaxEntryChars and the archive's own, tighter caps.
 const TruncatedSuffix = "\n... (truncated)"
-
-// CapChars cuts s to at most limit characters and marks the cut with
-// TruncatedSuffix. It reports whether it cut.
-func CapChars(s string, limit int) (string, bool) {
-	if len(s) <= limit { // bytes >= characters, so no cut is possible
-		return s, false
-	}
-	n := 0
-	for i := range s {
-		if n == limit {
-			return s[:i] + TruncatedSuffix, true
-		}
-		n++
-	}
-	return s, false
-}
 
 // lineKind classifies a history.jsonl line; every kind but lineOK and
 // lineBlank is a kind of corruption warned about once per Store.

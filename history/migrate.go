@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/dreamgate/dreamgate/internal/textcut"
 	"github.com/dreamgate/dreamgate/workspace"
 )
 
@@ -143,7 +144,7 @@ func parseLegacyHistory(text, fallbackTS string) []Entry {
 				e.Content = rest
 			}
 		}
-		e.Content, _ = CapChars(trimRight(e.Content), MaxEntryChars)
+		e.Content, _ = textcut.Chars(trimRight(e.Content), MaxEntryChars, TruncatedSuffix)
 		entries = append(entries, e)
 	}
 	return entries

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dreamgate/dreamgate/internal/textcut"
 	"github.com/dreamgate/dreamgate/workspace"
 	"github.com/gofrs/flock"
 )
@@ -289,7 +290,7 @@ func (s *Store) append(content, sessionKey string, src Source) (Entry, error) {
 		return Entry{}, err
 	}
 	defer unlock()
-	if capped, cut := CapChars(content, MaxEntryChars); cut {
+	if capped, cut := textcut.Chars(content, MaxEntryChars, TruncatedSuffix); cut {
 		s.warnOnce("oversize", "history entry over the size cap; truncating (further ones not logged)",
 			"chars", len([]rune(content)), "cap", MaxEntryChars)
 		content = capped

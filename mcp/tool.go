@@ -12,12 +12,12 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/dreamgate/dreamgate/agent"
+	"github.com/dreamgate/dreamgate/internal/textcut"
 	"github.com/dreamgate/dreamgate/llm"
 )
 
@@ -57,7 +57,7 @@ func newTool(s *server, st *sdk.Tool) *tool {
 	if desc == "" {
 		desc = st.Title
 	}
-	desc, _ = clip(desc, maxDescription)
+	desc, _ = textcut.Chars(desc, maxDescription, "…")
 	return &tool{
 		srv:    s,
 		remote: st.Name,
@@ -103,7 +103,7 @@ func (t *tool) Def() llm.ToolDef { return t.def }
 // arguments are logged at info, its result is not.
 func (t *tool) Run(ctx context.Context, args json.RawMessage) (string, error) {
 	s := t.srv
-	logged, _ := clip(string(args), maxLoggedArgChars)
+	logged, _ := textcut.Chars(string(args), maxLoggedArgChars, "…")
 	s.log.Info("MCP tool call", "tool", t.remote, "args", logged)
 	callCtx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
@@ -151,7 +151,7 @@ func (t *tool) failure(parent, callCtx context.Context, err error) error {
 	case errors.As(err, &down):
 		return down
 	case errors.As(err, &rpc):
-		msg, _ := clip(rpc.Message, maxErrorChars)
+		msg, _ := textcut.Chars(rpc.Message, maxErrorChars, "…")
 		return fmt.Errorf("MCP server %s refused the call: %s", s.cfg.Name, msg)
 	case errors.Is(err, errClosed):
 		return fmt.Errorf("%s is not available: the gateway is shutting down", t.def.Name)
@@ -219,13 +219,4 @@ func sameJSON(text string, want []byte) bool {
 	x, err1 := json.Marshal(a)
 	y, err2 := json.Marshal(b)
 	return err1 == nil && err2 == nil && bytes.Equal(x, y)
-}
-
-// clip cuts s to max runes.
-func clip(s string, max int) (string, bool) {
-	if utf8.RuneCountInString(s) <= max {
-		return s, false
-	}
-	r := []rune(s)
-	return string(r[:max]) + "…", true
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 	"github.com/dreamgate/dreamgate/channels"
+	"github.com/dreamgate/dreamgate/internal/textcut"
 )
 
 // DreamCommit is one recent Dream commit, offered when a person types the
@@ -53,14 +54,14 @@ func (a *Adapter) commandSpecs() []*discordgo.ApplicationCommand {
 		ac := &discordgo.ApplicationCommand{
 			Type:        discordgo.ChatApplicationCommand,
 			Name:        name,
-			Description: truncate(desc, 100),
+			Description: fitText(desc),
 			Options:     []*discordgo.ApplicationCommandOption{},
 		}
 		if c.Arg != "" {
 			ac.Options = append(ac.Options, &discordgo.ApplicationCommandOption{
 				Type:         discordgo.ApplicationCommandOptionString,
 				Name:         strings.ToLower(c.Arg),
-				Description:  truncate(argDescription(c.Arg), 100),
+				Description:  fitText(argDescription(c.Arg)),
 				Autocomplete: c.Arg == "sha" && a.dreamLog != nil,
 			})
 		}
@@ -76,10 +77,10 @@ func argDescription(arg string) string {
 	return arg
 }
 
-func truncate(s string, n int) string {
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
+// fitText cuts s to Discord's limit on a command's or option's description
+// and a choice's name: 100 characters, the ellipsis included.
+func fitText(s string) string {
+	s, _ = textcut.Limit{Max: 100, Mark: "…", MarkWithin: true}.Cut(s)
 	return s
 }
 
@@ -206,7 +207,7 @@ func (a *Adapter) autocomplete(ctx context.Context, i *discordgo.Interaction) {
 			}
 			short := c.SHA[:min(8, len(c.SHA))]
 			choices = append(choices, &discordgo.ApplicationCommandOptionChoice{
-				Name: truncate(short+" "+c.Subject, 100), Value: c.SHA,
+				Name: fitText(short + " " + c.Subject), Value: c.SHA,
 			})
 			if len(choices) == maxChoices {
 				break
