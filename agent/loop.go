@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/dreamgate/dreamgate/internal/textcut"
 	"github.com/dreamgate/dreamgate/llm"
 )
 
@@ -359,19 +360,11 @@ func (r *run) cap(s string) string {
 	if limit <= 0 {
 		limit = DefaultMaxResultChars
 	}
-	if len(s) <= limit {
+	kept, cut := textcut.Chars(s, limit, "")
+	if !cut {
 		return s
 	}
-	total := utf8.RuneCountInString(s)
-	if total <= limit {
-		return s
-	}
-	end := 0
-	for n := 0; n < limit; n++ {
-		_, size := utf8.DecodeRuneInString(s[end:])
-		end += size
-	}
-	return s[:end] + fmt.Sprintf("\n[cut: the result was %d characters; only the first %d are shown]", total, limit)
+	return kept + fmt.Sprintf("\n[cut: the result was %d characters; only the first %d are shown]", utf8.RuneCountInString(s), limit)
 }
 
 // repeated counts c with its outcome and reports whether RepeatLimit is hit.

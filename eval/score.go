@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/dreamgate/dreamgate/internal/textcut"
 )
 
 // Check kinds, one per score of the report.
@@ -210,9 +212,6 @@ func containsFold(s, sub string) bool {
 
 // oneLine squeezes s to one line of at most n runes, for the report.
 func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
+	s, _ = textcut.Limit{Max: n, Mark: "…", MarkWithin: true}.Cut(strings.Join(strings.Fields(s), " "))
 	return s
 }

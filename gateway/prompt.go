@@ -15,6 +15,7 @@ import (
 	"github.com/dreamgate/dreamgate/agent"
 	"github.com/dreamgate/dreamgate/channels"
 	"github.com/dreamgate/dreamgate/gateway/session"
+	"github.com/dreamgate/dreamgate/internal/textcut"
 	"github.com/dreamgate/dreamgate/llm"
 	"github.com/dreamgate/dreamgate/workspace"
 	workspacetemplate "github.com/dreamgate/dreamgate/workspace-template"
@@ -132,9 +133,7 @@ func (p *PromptBuilder) file(f promptFile) string {
 	text := ""
 	if !f.skipIfTemplate || !sameAsTemplate(f.path, data) {
 		text = strings.TrimSpace(string(data))
-		if r := []rune(text); len(r) > maxPromptFileChars {
-			text = string(r[:maxPromptFileChars]) + "\n... (truncated)"
-		}
+		text, _ = textcut.Chars(text, maxPromptFileChars, "\n... (truncated)")
 	}
 	p.files[f.path] = cachedFile{size: fi.Size(), modTime: fi.ModTime(), text: text}
 	return text

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/dreamgate/dreamgate/internal/textcut"
 )
 
 // Roles of a chat message, as the OpenAI chat-completions format names them.
@@ -74,9 +76,7 @@ func (m Message) SenderLabel() string {
 		return r
 	}, m.Sender)
 	name = strings.Join(strings.Fields(name), " ")
-	if r := []rune(name); len(r) > maxSenderLabel {
-		name = string(r[:maxSenderLabel])
-	}
+	name, _ = textcut.Chars(name, maxSenderLabel, "")
 	return name
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 	"github.com/dreamgate/dreamgate/channels"
+	"github.com/dreamgate/dreamgate/internal/textcut"
 )
 
 // Bounds on the earlier messages handed over as Inbound.Context.
@@ -61,9 +62,7 @@ func (a *Adapter) conversationContext(ctx context.Context, m *discordgo.Message,
 		if text == "" {
 			continue
 		}
-		if r := []rune(text); len(r) > contextMessageMax {
-			text = string(r[:contextMessageMax]) + "…"
-		}
+		text, _ = textcut.Chars(text, contextMessageMax, "…")
 		if total+len(text) > contextChars {
 			break
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/dreamgate/dreamgate/channels"
+	"github.com/dreamgate/dreamgate/internal/textcut"
 )
 
 // Thread context: mentioned inside a thread it has not seen, the bot reads
@@ -60,9 +61,7 @@ func (r *runner) threadContext(ctx context.Context, channel, ts, before string) 
 			}
 			text = "(shared a file)"
 		}
-		if n := len([]rune(text)); n > contextMessageChars {
-			text = string([]rune(text)[:contextMessageChars]) + " …(cut)"
-		}
+		text, _ = textcut.Chars(text, contextMessageChars, " …(cut)")
 		if chars+len(text) > contextChars && len(kept) > 0 {
 			break
 		}
