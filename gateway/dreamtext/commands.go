@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"path"
 	"time"
-	"unicode/utf8"
 )
 
 // Commands names the Dream commands as the reader types them, for the texts
@@ -77,17 +76,4 @@ func ago(d time.Duration) string {
 		return fmt.Sprintf("%dh", h)
 	}
 	return fmt.Sprintf("%dh%dm", h, m)
-}
-
-// cut keeps the first limit characters of s and reports whether it cut.
-func cut(s string, limit int) (string, bool) {
-	if len(s) <= limit || utf8.RuneCountInString(s) <= limit {
-		return s, false
-	}
-	end := 0
-	for range limit {
-		_, size := utf8.DecodeRuneInString(s[end:])
-		end += size
-	}
-	return s[:end], true
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/dreamgate/dreamgate/dream"
 	"github.com/dreamgate/dreamgate/gitstore"
 	"github.com/dreamgate/dreamgate/internal/mdfence"
+	"github.com/dreamgate/dreamgate/internal/textcut"
 )
 
 // logDiffCap caps the diff a commit is shown with; the channel splits long
@@ -68,9 +69,7 @@ func commitText(c gitstore.Commit, d gitstore.Diff) string {
 	}
 	fmt.Fprintf(&b, "Changed: %s\n", strings.Join(parts, ", "))
 	if diff := strings.TrimRight(d.Unified, "\n"); diff != "" {
-		if short, cutOff := cut(diff, logDiffCap); cutOff {
-			diff = short + "\n...[diff truncated]"
-		}
+		diff, _ = textcut.Chars(diff, logDiffCap, "\n...[diff truncated]")
 		fence := mdfence.For(diff)
 		fmt.Fprintf(&b, "\n%sdiff\n%s\n%s\n", fence, diff, fence)
 	}
