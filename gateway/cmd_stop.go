@@ -21,7 +21,7 @@ func cmdStop() *command {
 			dropped := g.dropQueued(req.in.SessionKey)
 			for _, j := range dropped {
 				g.send(channels.ReplyTo(j.in, channels.KindError, stoppedNotice))
-				g.finishedUnrecorded(j.in)
+				g.markAnswered(j.in)
 				if j.done != nil {
 					j.done <- Result{Reply: stoppedNotice, Err: errStopped}
 				}

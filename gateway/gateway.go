@@ -86,7 +86,7 @@ type Config struct {
 	MaxMessageBytes int
 	// AnswerPending: at start, messages a crash left unanswered are
 	// answered when received within this, and asked to be sent again when
-	// older (pending.go); 0 turns the search off.
+	// older (inbox.go); 0 turns the search off.
 	AnswerPending time.Duration
 }
 

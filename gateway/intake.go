@@ -43,7 +43,9 @@ func (g *Gateway) Deliver(ctx context.Context, in channels.Inbound) error {
 }
 
 // Submit accepts one inbound message and returns a channel that receives
-// its Result once it has been handled. Once shutdown has begun, a message is
+// its Result once it has been handled. A chat message is recorded in the
+// inbox before it is queued, and one the inbox knows already (a platform
+// delivering it again) is ignored. Once shutdown has begun, a message is
 // still not dropped: it is saved in its session and its sender told to send
 // it again.
 func (g *Gateway) Submit(ctx context.Context, in channels.Inbound) (<-chan Result, error) {
@@ -56,6 +58,11 @@ func (g *Gateway) Submit(ctx context.Context, in channels.Inbound) (<-chan Resul
 	if tooLong > 0 {
 		pc = nil // not run, whatever it starts with
 	}
+	if pc == nil && g.accept(in) {
+		g.logger.Info("message delivered again and accepted before; ignored", "session", in.SessionKey)
+		done <- Result{}
+		return done, nil
+	}
 	var err error
 	switch c := g.commandFor(pc); {
 	case c != nil && c.priority && !in.InOrder:
@@ -65,9 +72,9 @@ func (g *Gateway) Submit(ctx context.Context, in channels.Inbound) (<-chan Resul
 	default:
 		err = g.enqueue(job{in: in, cmd: pc, done: done, tooLong: tooLong})
 	}
-	g.accepted(in, pc, err)
 	if errors.Is(err, channels.ErrBusy) {
 		g.observer().Busy(in.Channel)
+		g.markAnswered(in) // the channel tells its sender it was not taken
 	}
 	if errors.Is(err, channels.ErrClosed) {
 		done <- g.refuseAtShutdown(in)
@@ -207,7 +214,7 @@ func (g *Gateway) refuseAtShutdown(in channels.Inbound) Result {
 		}
 	}
 	g.send(channels.ReplyTo(in, channels.KindError, shutdownNotice))
-	g.inboxDone(in)
+	g.markAnswered(in)
 	return Result{Reply: shutdownNotice, Err: channels.ErrClosed}
 }
 
@@ -325,7 +332,7 @@ func (g *Gateway) answerTooLong(in channels.Inbound, size int) Result {
 		g.logger.Error("cannot save the cut message", "session", in.SessionKey, "err", err)
 	}
 	g.send(channels.ReplyTo(in, channels.KindReply, notice))
-	g.finishedUnrecorded(in)
+	g.markAnswered(in)
 	return Result{Reply: notice}
 }
 

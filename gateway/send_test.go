@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/dreamgate/dreamgate/channels"
+	"github.com/dreamgate/dreamgate/dream"
 	"github.com/dreamgate/dreamgate/llm"
 )
 
@@ -116,4 +117,68 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// blockingDreamer is a Dream that runs until its context ends.
+type blockingDreamer struct {
+	started  chan struct{}
+	canceled chan struct{}
+}
+
+func (d *blockingDreamer) Run(ctx context.Context, _ string, _ func(string)) (dream.Report, error) {
+	close(d.started)
+	<-ctx.Done()
+	close(d.canceled)
+	return dream.Report{Outcome: dream.OutcomeFailed, Reason: "the Dream was cancelled"}, ctx.Err()
+}
+func (d *blockingDreamer) Restore(string) (dream.RestoreResult, error) {
+	return dream.RestoreResult{}, nil
+}
+func (d *blockingDreamer) Status() dream.Status { return dream.Status{} }
+
+// A /dream started from chat does not hold a stopping service for Dream's
+// half hour: CancelBackground cancels it, and Shutdown waits for it to end
+// and returns.
+func TestShutdownCancelsDream(t *testing.T) {
+	d := &blockingDreamer{started: make(chan struct{}), canceled: make(chan struct{})}
+	env := newTestEnv(t, func(context.Context, llm.Request) (llm.Response, error) {
+		return textReply("ok"), nil
+	}, func(_ *Config, deps *Deps) { deps.Dream = d })
+	done, err := env.g.Submit(t.Context(), inbound("s1", "/dream"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wait(t, done)
+	select {
+	case <-d.started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Dream did not start")
+	}
+	// The shutdown budget is far longer than the test may take: only a
+	// cancelled Dream lets Shutdown return in time.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	stopped := make(chan error, 1)
+	env.g.CancelBackground()
+	go func() { stopped <- env.g.Shutdown(ctx) }()
+	select {
+	case err := <-stopped:
+		if err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Shutdown waited for a running /dream instead of cancelling it")
+	}
+	select {
+	case <-d.canceled:
+	default:
+		t.Error("Shutdown returned while the Dream was still running")
+	}
+	var last channels.Outbound
+	for len(env.ch.got) > 0 {
+		last = <-env.ch.got
+	}
+	if !strings.Contains(last.Text, "cancelled") {
+		t.Errorf("the /dream reply after shutdown is %q, want it to say the Dream was cancelled", last.Text)
+	}
 }

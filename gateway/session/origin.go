@@ -1,16 +1,17 @@
 package session
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/dreamgate/dreamgate/llm"
 )
 
-// Origin is where a user message came from: enough to answer it after a
-// restart (the platform acked it, so nothing will deliver it again). It is
-// stored on the message's line as "origin"; lines written before it existed
-// have none.
+// Origin is where a user message came from: who sent it (the name it is
+// shown under in prompts and archive transcripts) and enough to find it
+// again and answer it after a restart. It is stored on the message's line
+// as "origin"; lines written before it existed have none. Whether a
+// message has been answered is not the session's record: the gateway's
+// inbox keeps that.
 type Origin struct {
 	Channel    string `json:"channel"`
 	ChatID     string `json:"chat,omitempty"`
@@ -21,19 +22,15 @@ type Origin struct {
 	Local      bool   `json:"local,omitempty"`
 }
 
-// storedLine is one line of a message file: a message (with the origin of a
-// user message), or an answered mark, {"answered":true}, which says every
-// message before it has been answered and is not a message itself.
+// storedLine is one line of a message file: a message, with the origin of
+// a user message. Files written by earlier versions also hold answered
+// marks, {"answered":true}, which said every message before them had been
+// answered; they are no message, and are read only to take over what such
+// a version left unanswered (LegacyPending).
 type storedLine struct {
 	llm.Message
 	Origin   *Origin `json:"origin,omitempty"`
 	Answered bool    `json:"answered,omitempty"`
-}
-
-// answeredMark is the line MarkAnswered writes.
-type answeredMark struct {
-	Answered bool      `json:"answered"`
-	Time     time.Time `json:"timestamp"`
 }
 
 // sender is the name a message from o is shown under in archive
@@ -56,15 +53,15 @@ func (s *Session) addOrigin(i int, o Origin) {
 	s.origins[i] = o
 }
 
-// AppendUser records a user message with its origin. A message already
-// recorded and not yet answered (same channel and message id: a restart
-// answering what a crash left, or a platform's redelivery) is not recorded
-// twice; it reports whether it wrote.
+// AppendUser records a user message with its origin. A message that is
+// already the session's newest user message (same channel and message id:
+// a restart answering what a crash left after its turn had recorded it) is
+// not recorded twice; it reports whether it wrote.
 func (s *Session) AppendUser(m llm.Message, o Origin) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if i, ok := s.pendingLocked(); ok && o.MessageID != "" {
-		if p := s.origins[i]; p.Channel == o.Channel && p.MessageID == o.MessageID {
+	if i, ok := s.newestUserLocked(); ok && o.MessageID != "" {
+		if p, ok := s.origins[i]; ok && p.Channel == o.Channel && p.MessageID == o.MessageID {
 			return false, nil
 		}
 	}
@@ -82,31 +79,40 @@ func (s *Session) AppendUser(m llm.Message, o Origin) (bool, error) {
 	return true, nil
 }
 
-// MarkAnswered records that every message so far has been answered (the
-// reply or a failure notice was sent). It writes nothing when there is no
-// message since the last mark.
-func (s *Session) MarkAnswered() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := s.base + len(s.msgs)
-	if s.answered >= n {
-		return nil
-	}
-	if _, err := s.writeLines(answeredMark{Answered: true, Time: s.now().UTC()}); err != nil {
-		return fmt.Errorf("mark session %s answered: %w", s.meta.Key, err)
-	}
-	s.answered = n
-	return nil
+// Recorded is what a session holds of one user message.
+type Recorded struct {
+	// Held: the session recorded the message (a turn started on it).
+	Held bool
+	// Newest: it is the session's newest user message, so no later turn
+	// began; a message held but not newest was answered before.
+	Newest bool
+	// Reply is the final answer recorded after it (before any later user
+	// message), "" when none is: its turn never finished, or its answer
+	// was a notice that is not kept.
+	Reply string
 }
 
-// Holds reports whether the session recorded a user message from o's
+// Recorded reports what the session holds of the user message from o's
 // channel with o's message id; sent is when the platform says it was sent
 // (zero when unknown), see findLocked.
-func (s *Session) Holds(o Origin, sent time.Time) bool {
+func (s *Session) Recorded(o Origin, sent time.Time) Recorded {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_, ok := s.findLocked(o, sent)
-	return ok
+	i, ok := s.findLocked(o, sent)
+	if !ok {
+		return Recorded{}
+	}
+	r := Recorded{Held: true}
+	if n, ok := s.newestUserLocked(); !ok || n != i {
+		return r
+	}
+	r.Newest = true
+	for _, m := range s.msgs[i-s.base+1:] {
+		if m.Role == llm.RoleAssistant && len(m.ToolCalls) == 0 {
+			r.Reply = m.Content
+		}
+	}
+	return r
 }
 
 // clockSkew is how far a platform's clock may be ahead of this machine's.
@@ -141,59 +147,33 @@ func (s *Session) findLocked(o Origin, sent time.Time) (int, bool) {
 	return find()
 }
 
-// Answered reports whether the session holds a user message from o's
-// channel with o's message id that an answered mark covers: the platform
-// delivered it again (its ack was lost with a killed process). sent is as
-// for Holds.
-func (s *Session) Answered(o Origin, sent time.Time) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	i, ok := s.findLocked(o, sent)
-	return ok && i < s.answered
-}
-
-// Pending is a user message that was accepted and never answered: the
-// process stopped between recording it and sending the answer.
-type Pending struct {
-	Message llm.Message
-	Origin  Origin
-	// Reply is the final answer when the session recorded it but no
-	// answered mark followed (it may not have been sent); "" when the turn
-	// never finished.
-	Reply string
-}
-
-// Pending returns the session's unanswered user message, if any: the
-// newest user message with an origin, after the last answered mark.
-func (s *Session) Pending() (Pending, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	i, ok := s.pendingLocked()
-	if !ok {
-		return Pending{}, false
-	}
-	p := Pending{Message: s.msgs[i-s.base], Origin: s.origins[i]}
-	for _, m := range s.msgs[i-s.base+1:] {
-		if m.Role == llm.RoleAssistant && len(m.ToolCalls) == 0 {
-			p.Reply = m.Content
+// newestUserLocked is the index of the session's newest user message
+// among those held in memory: the margin kept before last_consolidated
+// starts at a user message, so the newest one is held unless a single turn
+// ran past maxTurnBack messages. The caller holds s.mu.
+func (s *Session) newestUserLocked() (int, bool) {
+	for i := len(s.msgs) - 1; i >= 0; i-- {
+		if s.msgs[i].Role == llm.RoleUser {
+			return s.base + i, true
 		}
-	}
-	return p, true
-}
-
-// pendingLocked finds the index of the newest user message with an origin
-// after the answered mark. The caller holds s.mu.
-func (s *Session) pendingLocked() (int, bool) {
-	// Indexes are positions in the whole file; msgs holds those from base
-	// on, which always include the newest user turn.
-	for i := s.base + len(s.msgs) - 1; i >= max(s.answered, s.base); i-- {
-		if s.msgs[i-s.base].Role != llm.RoleUser {
-			continue
-		}
-		if _, ok := s.origins[i]; ok {
-			return i, true
-		}
-		return 0, false // a user message without an origin: not ours to answer
 	}
 	return 0, false
+}
+
+// LegacyPending is the message a version that marked answers in the
+// session file left unanswered: its newest user message, when it has an
+// origin and no answered mark follows it. The gateway's inbox takes such
+// messages over once, the first time it starts.
+func (s *Session) LegacyPending() (m llm.Message, o Origin, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i, ok := s.newestUserLocked()
+	if !ok || i < s.answered {
+		return llm.Message{}, Origin{}, false
+	}
+	o, ok = s.origins[i]
+	if !ok {
+		return llm.Message{}, Origin{}, false
+	}
+	return s.msgs[i-s.base], o, true
 }

@@ -83,7 +83,7 @@ type Session struct {
 	needsNewline bool
 	// origins are the senders' addresses of user messages, by index
 	// (origin.go); answered is how many messages the newest answered mark
-	// covers.
+	// of an earlier version covers (LegacyPending).
 	origins map[int]Origin
 	// headRead is set once the archived head (before base) has been read:
 	// its origins are then in origins, and the head, which only grows by
