@@ -1,0 +1,204 @@
+package history
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"slices"
+	"sort"
+)
+
+// parseLocked parses a line and warns (once per kind) about a bad one.
+func (s *Store) parseLocked(line []byte) (Entry, bool) {
+	if e, ok := parseCanonical(line); ok {
+		return e, true
+	}
+	e, kind := s.parseSlowLocked(line)
+	return e, kind == lineOK
+}
+
+func (s *Store) parseSlowLocked(line []byte) (Entry, lineKind) {
+	e, kind := parseLine(line)
+	if kind != lineOK && kind != lineBlank {
+		s.warnLineLocked(kind, len(line))
+	}
+	return e, kind
+}
+
+func (s *Store) warnLineLocked(kind lineKind, n int) {
+	s.warnOnce("line:"+kind.String(), "skipping a malformed history.jsonl line (further ones of this kind not logged)",
+		"problem", kind.String(), "bytes", n)
+}
+
+// peekLocked is parseLocked for the cache, which needs every field of a
+// valid entry but its content: a line of the usual shape is only checked,
+// any other is parsed. It accepts the same lines and warns the same way.
+func (s *Store) peekLocked(line []byte) (Entry, lineKind) {
+	if e, ok := scanCanonical(line, s.cache.keys); ok {
+		return e, lineOK
+	}
+	return s.parseSlowLocked(line)
+}
+
+// scanLocked reads the whole file, bypassing the cache, for the rare read
+// that reaches below the cache's floor. fn returns false to stop.
+func (s *Store) scanLocked(fn func(Entry) bool) error {
+	f, err := os.Open(s.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("open history: %w", err)
+	}
+	defer f.Close()
+	n, err := readLines(f, func(line []byte, _ int64) bool {
+		if e, ok := s.parseLocked(line); ok {
+			return fn(e)
+		}
+		return true
+	})
+	s.readBytes += n
+	if err != nil {
+		return fmt.Errorf("read history: %w", err)
+	}
+	return nil
+}
+
+// Since returns the valid entries with Cursor > cursor, in file order, at
+// most limit of them (0 means all).
+func (s *Store) Since(cursor, limit int) ([]Entry, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Entry
+	err := s.freshLocked(func() (err error) {
+		out, err = s.selectLocked(cursor, limit, func(string, int) bool { return true })
+		return err
+	})
+	return out, err
+}
+
+// Unread returns the entries of one session that Dream has not consumed yet
+// (Cursor > the dream cursor), in file order: what a prompt's "Recent
+// history" shows.
+func (s *Store) Unread(sessionKey string) ([]Entry, error) {
+	return s.UnreadLast(sessionKey, 0)
+}
+
+// UnreadLast is Unread limited to the session's last n such entries (0
+// means all). Its cost depends on the session's unread entries, not on
+// other sessions'.
+func (s *Store) UnreadLast(sessionKey string, n int) ([]Entry, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	dc := s.dreamCursorLocked()
+	var out []Entry
+	err := s.freshLocked(func() (err error) {
+		s.pruneLocked(dc)
+		c := &s.cache
+		if dc < c.floor {
+			// Moved back by hand: what is unread is partly only in the file.
+			out, err = s.selectLocked(dc, 0, func(key string, _ int) bool { return key == sessionKey })
+			if n > 0 && len(out) > n {
+				out = out[len(out)-n:]
+			}
+			return err
+		}
+		key, known := c.keys.ids[sessionKey]
+		var idx []int
+		if known && int(key) < len(c.sessions) {
+			idx = c.sessions[key]
+		}
+		if n > 0 && len(idx) > n {
+			idx = idx[len(idx)-n:]
+		}
+		ms := make([]meta, 0, len(idx))
+		for _, i := range idx {
+			if c.metas[i].cursor > dc {
+				ms = append(ms, c.metas[i])
+			}
+		}
+		if c.lazy != nil && known && (n <= 0 || len(ms) < n) {
+			// The rest is in the table not decoded yet: only this
+			// session's part of it is.
+			g, err := c.lazy.group(key)
+			if err != nil {
+				return errStale
+			}
+			g = slices.DeleteFunc(g, func(m meta) bool { return m.cursor <= dc })
+			if n > 0 && len(g) > n-len(ms) {
+				g = g[len(g)-(n-len(ms)):]
+			}
+			ms = append(g, ms...)
+		}
+		if out, err = s.readLocked(ms); out == nil && err == nil {
+			out = []Entry{}
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// freshLocked runs read after bringing the cache up to date, and again (at
+// most twice more) after a full read that ignores the index, when read
+// found the file changed under the cache (by another process, between the
+// refresh and the read, or in place behind a stat's back).
+func (s *Store) freshLocked(read func() error) error {
+	for try := 0; ; try++ {
+		if err := s.refreshLocked(); err != nil {
+			return err
+		}
+		err := read()
+		if !errors.Is(err, errStale) || try == 2 {
+			return err
+		}
+		s.cache, s.distrust = cache{}, true
+	}
+}
+
+// selectLocked returns the entries with Cursor > cursor that keep (given
+// their session key and cursor) accepts, in file order, at most limit of
+// them (0 means all).
+func (s *Store) selectLocked(cursor, limit int, keep func(key string, cursor int) bool) ([]Entry, error) {
+	c := &s.cache
+	if cursor < c.floor {
+		var out []Entry
+		err := s.scanLocked(func(e Entry) bool {
+			if e.Cursor > cursor && keep(e.SessionKey, e.Cursor) {
+				out = append(out, e)
+			}
+			return limit <= 0 || len(out) < limit
+		})
+		if err != nil {
+			return nil, err
+		}
+		return out, nil
+	}
+	if c.materialize() != nil {
+		return nil, errStale
+	}
+	from := 0
+	if c.sorted {
+		from = sort.Search(len(c.metas), func(i int) bool { return c.metas[i].cursor > cursor })
+	}
+	var ms []meta
+	for i := from; i < len(c.metas) && (limit <= 0 || len(ms) < limit); i++ {
+		if m := c.metas[i]; m.cursor > cursor && keep(c.keys.names[m.key], m.cursor) {
+			ms = append(ms, m)
+		}
+	}
+	return s.readLocked(ms)
+}
+
+// Len is the number of valid entries in the file.
+func (s *Store) Len() (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.refreshLocked(); err != nil {
+		return 0, err
+	}
+	return s.cache.count, nil
+}
