@@ -228,3 +228,129 @@ func scale(n int64, ratio float64) int {
 	}
 	return int(math.Ceil(float64(n) * ratio))
 }
+
+// keepMessages is how many of a session's last messages its prompt keeps
+// in view after they are archived, at least, when the budget allows
+// (nanobot keeps 8 too): the conversation reads on after an archive.
+// Sessions hold only a margin of archived messages (see Session.Tail; the
+// gateway's keep 16 from a user turn): raising this past it needs the
+// margin raised too.
+const keepMessages = 8
+
+// Budget is the token budget and where a session's prompt stands in it,
+// as /status shows it. All figures are tokens; all are 0 when the budget is
+// off (Config.ContextWindow <= 0).
+type Budget struct {
+	// Estimate is the exact prompt estimate (provider floor applied) plus
+	// an allowance for the runtime tail of the system prompt.
+	Estimate int
+	// Limit is the hard limit: ContextWindow - MaxTokens - 1024.
+	Limit int
+	// Trigger: archiving starts when the estimate exceeds it
+	// (ConsolidateRatio x ContextWindow, at most Limit).
+	Trigger int
+	// Target: archiving stops once the estimate is at or below it
+	// (TargetRatio x ContextWindow, at most Trigger).
+	Target int
+	// Messages is how many of the session's messages the prompt replays:
+	// the unarchived ones and the continuity window. Set also when the
+	// budget is off.
+	Messages int
+}
+
+// runtimeAllowance is what Status adds for the small changing tail of the
+// system prompt (time, channel, sender), which is never counted; the
+// per-turn check leaves it to the safety margin.
+const runtimeAllowance = 64
+
+// Status reports s's budget as /status shows it, with p as for Before
+// (its History is rendered here). It counts exactly, loading the tokenizer
+// if needed; counts are cached, so repeated calls cost little.
+func (c *Consolidator) Status(s Session, p Prompt) Budget {
+	if c.cfg.ContextWindow <= 0 {
+		_, msgs, lc := held(s)
+		return Budget{Messages: len(msgs) - min(lc, continuityStart(msgs))}
+	}
+	_, est, n := c.fit(c.state(s.ID()), s, c.render(s, p))
+	return Budget{
+		Estimate: est + runtimeAllowance,
+		Limit:    c.hard,
+		Trigger:  c.trigger,
+		Target:   c.target,
+		Messages: n,
+	}
+}
+
+// fit chooses the continuity window of p (see Before) as s stands now and
+// returns p with Kept set, the estimate of the prompt and how many of the
+// session's messages it replays.
+func (c *Consolidator) fit(st *sessionCounts, s Session, p Prompt) (Prompt, int, int) {
+	base, msgs, lc := held(s)
+	from := min(lc, continuityStart(msgs))
+	note := 0
+	if from < lc {
+		note = c.counter.Count(continuityNote)
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.sync(base, msgs)
+	start, est := st.window(c.counter, msgs, lc, from, p.base(), note, c.trigger)
+	p.Kept = lc - start
+	return p, est, len(msgs) - start
+}
+
+// estimate is the exact prompt estimate for s with fixed as the part
+// outside its messages: cl100k tokens scaled by the provider floor.
+func (c *Consolidator) estimate(s Session, fixed string) int {
+	st := c.state(s.ID())
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	base, msgs, lc := held(s)
+	st.sync(base, msgs)
+	return st.estimate(c.counter, msgs, lc, fixed)
+}
+
+// observe records the provider's prompt_tokens for the last call made with
+// s and p, which carried s's messages from LastConsolidated - p.Kept up to
+// sent.Messages. The ratio to our own count of that prompt (at least 1)
+// scales later estimates, since providers' tokenizers often count more
+// than cl100k.
+func (c *Consolidator) observe(s Session, p Prompt, sent Sent) {
+	if sent.PromptTokens <= 0 {
+		return
+	}
+	st := c.state(s.ID())
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	base, msgs, lc := held(s)
+	st.sync(base, msgs)
+	n := clampLC(sent.Messages-base, len(msgs))
+	st.pending = &observation{
+		provider: sent.PromptTokens,
+		fixed:    p.counted(),
+		lc:       min(max(lc-p.Kept, 0), n),
+		n:        n,
+	}
+	if c.counter.Loaded() {
+		st.resolve(c.counter, msgs)
+	}
+}
+
+// held is what s holds of its messages (see Session.Tail), with
+// LastConsolidated as an index into msgs.
+func held(s Session) (base int, msgs []llm.Message, lc int) {
+	base, msgs = s.Tail()
+	return base, msgs, clampLC(s.LastConsolidated()-base, len(msgs))
+}
+
+// continuityStart is where the continuity window of msgs may start at the
+// earliest: the start of its last keepMessages messages, moved back to the
+// user message that opens their turn (0 when there is none).
+func continuityStart(msgs []llm.Message) int {
+	for i := len(msgs) - keepMessages; i > 0; i-- {
+		if msgs[i].Role == llm.RoleUser {
+			return i
+		}
+	}
+	return 0
+}

@@ -1,7 +1,10 @@
 package consolidator
 
 import (
+	"fmt"
 	"strings"
+
+	"github.com/dreamgate/dreamgate/history"
 )
 
 // Prompt is the part of a turn's prompt that the budget counts besides the
@@ -79,4 +82,76 @@ func (c *Consolidator) render(s Session, p Prompt) Prompt {
 	}
 	p.History = b.String()
 	return p
+}
+
+// Recent history limits (DESIGN §3).
+const (
+	recentMaxEntries = 50
+	recentMaxTokens  = 8000
+)
+
+// recentHistory is the body of a session's "Recent history" block: its
+// entries Dream has not read yet, the newest 50, as many of those as fit in
+// 8K tokens, oldest first, one "- [timestamp] content" item each. "" when
+// there are none.
+func (c *Consolidator) recentHistory(sessionKey string) (string, error) {
+	entries, err := c.store.UnreadLast(sessionKey, recentMaxEntries)
+	if err != nil {
+		return "", fmt.Errorf("recent history: %w", err)
+	}
+	lines := make([]string, len(entries))
+	total := 0
+	for i, e := range entries {
+		lines[i] = "- [" + e.Timestamp + "] " + e.Content
+		total += len(lines[i]) + 1
+	}
+	if total <= recentMaxTokens {
+		return strings.Join(lines, "\n"), nil
+	}
+	first, used := len(lines), 0
+	counts := c.recentLineCounts(entries, lines)
+	for i := len(lines) - 1; i >= 0; i-- {
+		n := counts[i] + 1
+		if used+n > recentMaxTokens {
+			break
+		}
+		used += n
+		first = i
+	}
+	if first == len(lines) {
+		// The newest entry alone is too long: show its beginning, marked.
+		last := lines[len(lines)-1]
+		return cutToBytes(last, recentMaxTokens, recentCutNote), nil
+	}
+	return strings.Join(lines[first:], "\n"), nil
+}
+
+// recentCountsCap bounds the cache of Recent history line counts: when it
+// is reached, only the lines of the current call are kept.
+const recentCountsCap = 4096
+
+// recentLineCounts returns the token count of each line, counting only
+// lines not seen before.
+func (c *Consolidator) recentLineCounts(entries []history.Entry, lines []string) []int {
+	c.recentMu.Lock()
+	defer c.recentMu.Unlock()
+	if c.recentCounts == nil || len(c.recentCounts) >= recentCountsCap {
+		old := c.recentCounts
+		c.recentCounts = make(map[int]int, len(lines))
+		for _, e := range entries {
+			if n, ok := old[e.Cursor]; ok {
+				c.recentCounts[e.Cursor] = n
+			}
+		}
+	}
+	counts := make([]int, len(lines))
+	for i, e := range entries {
+		n, ok := c.recentCounts[e.Cursor]
+		if !ok {
+			n = c.counter.Count(lines[i])
+			c.recentCounts[e.Cursor] = n
+		}
+		counts[i] = n
+	}
+	return counts
 }
