@@ -31,10 +31,13 @@ import (
 // adapter (own messages, duplicates, allowFrom, channel policy) and with the
 // bot mention stripped, so "@bot /dream-log" arrives as "/dream-log".
 type Inbound struct {
-	Channel    string // adapter name: "terminal", "slack", "discord"
-	ChatID     string // platform conversation id (channel, DM)
-	ThreadID   string // platform thread id; "" outside threads
-	SessionKey string // DESIGN §2 key, e.g. "slack:C1:1712.55"
+	Channel  string // adapter name: "terminal", "slack", "discord"
+	ChatID   string // platform conversation id (channel, DM)
+	ThreadID string // platform thread id; "" outside threads
+	// SessionKey names the conversation, one session per key:
+	// "terminal:<name>", "slack:<channel>[:<thread_ts>]" or
+	// "discord:<channel>[:thread:<id>]", e.g. "slack:C1:1712.55".
+	SessionKey string
 	SenderID   string // platform user id
 	SenderName string
 	// Audience is who can read the conversation, as the platform says

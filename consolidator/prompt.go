@@ -84,7 +84,8 @@ func (c *Consolidator) render(s Session, p Prompt) Prompt {
 	return p
 }
 
-// Recent history limits (DESIGN §3).
+// Limits of the Recent history block: the session's newest entries Dream
+// has not read yet, at most 50 of them and 8K tokens.
 const (
 	recentMaxEntries = 50
 	recentMaxTokens  = 8000

@@ -40,7 +40,8 @@ const (
 
 // archivePrompt is the system prompt of an archive call. It asks for facts
 // grounded in evidence (what the user said, what tools returned) rather than
-// in the assistant's account of its own actions (seed 003).
+// in the assistant's account of its own actions: memories formed from an
+// agent's narration of itself repeat its claims, true or not.
 const archivePrompt = `You keep the long-term archive of a chat between a user (or a team) and an AI assistant. You get part of the conversation as a transcript. Write down what will still matter weeks from now.
 
 Output rules:
@@ -233,7 +234,7 @@ func isNothing(s string) bool {
 
 // Notes left where a line too large for its place was cut (textcut.Count
 // stands for the characters left out); each says what is true where it
-// stands (seed 003: no text the model sees may claim what did not happen).
+// stands: no text the model sees may claim what did not happen.
 const (
 	// archiveCutNote: a transcript line too large for one archive call.
 	archiveCutNote = "\n... (message cut here: " + textcut.Count + " more characters did not fit in one archive request)"

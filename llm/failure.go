@@ -148,8 +148,9 @@ func (c *Client) networkFailure(f *failure, err error) *failure {
 	var netErr net.Error
 	switch {
 	case errors.Is(err, syscall.ECONNREFUSED):
-		// Nothing listens there: retrying for a minute only makes the
-		// user wait for the same sentence (DESIGN §9: say it at once).
+		// Nothing listens there (most often the default local endpoint,
+		// which nobody started): retrying for a minute only makes the
+		// user wait for the same sentence, which is said at once.
 		f.retryable = false
 		f.reason = reasonConnect + c.endpoint
 	case errors.As(err, &dnsErr), errors.As(err, &opErr) && opErr.Op == "dial":

@@ -9,7 +9,8 @@ const (
 
 	// MemoryDir holds MEMORY.md and the program's own files below.
 	MemoryDir = "memory"
-	// History is the archive the Consolidator appends to (DESIGN §2).
+	// History is the append-only archive the Consolidator writes and Dream
+	// reads: nanobot's format, one JSON object a line.
 	History = "memory/history.jsonl"
 	// Cursor holds the last cursor handed out in History.
 	Cursor = "memory/.cursor"

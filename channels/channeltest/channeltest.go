@@ -1,9 +1,9 @@
 // Package channeltest is the contract every channel adapter is tested
 // against: each adapter's tests call Run with a constructor for the adapter
 // wired to its fake platform (fakeslack, fakediscord, a pipe for the
-// terminal), and the same subtests check what DESIGN's channel rules ask
-// of all of them: delivery in order, the busy notice, stopping when the
-// gateway closes, and the hand-over at stop of what was taken from the
+// terminal), and the same subtests check what every channel must do,
+// whatever its platform: delivery in order, the busy notice, stopping when
+// the gateway closes, and the hand-over at stop of what was taken from the
 // platform but not yet delivered.
 //
 // It imports only channels of ours; it is imported by tests only.

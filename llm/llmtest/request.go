@@ -288,8 +288,9 @@ func checkTool(t wireTool) error {
 // CheckToolPairs checks the rule OpenAI (and Anthropic) enforce on tool
 // calls: an assistant message with tool calls is followed directly by
 // tool messages answering each of its call ids exactly once, and every
-// tool message answers such a call. A second result for one id is the bug
-// of seed 003.
+// tool message answers such a call. A second result for one id (a note
+// pushed as another result of the last call) is a known way to break an
+// agent: the provider refuses the request with a 400, every time.
 func (r Request) CheckToolPairs() error {
 	var problems []error
 	for i := 0; i < len(r.Messages); i++ {

@@ -177,7 +177,7 @@ func TestCheckToolPairs(t *testing.T) {
 		{"one pair", []llm.Message{user, call("a"), result("a")}, ""},
 		{"two calls answered out of order", []llm.Message{user, call("a", "b"), result("b"), result("a")}, ""},
 		{"two rounds", []llm.Message{user, call("a"), result("a"), call("b"), result("b"), {Role: llm.RoleAssistant, Content: "done"}}, ""},
-		{"duplicate result (seed 003)", []llm.Message{user, call("a"), result("a"), result("a")}, `second tool result for call "a"`},
+		{"duplicate result", []llm.Message{user, call("a"), result("a"), result("a")}, `second tool result for call "a"`},
 		{"unanswered", []llm.Message{user, call("a", "b"), result("a")}, `tool call "b" has no result`},
 		{"trailing call", []llm.Message{user, call("a")}, `tool call "a" has no result`},
 		{"unknown id", []llm.Message{user, call("a"), result("a"), result("z")}, `unknown call "z"`},
