@@ -460,7 +460,7 @@ func (ft *fileTools) mkdirParent(rel string) error {
 	if dir == "." {
 		return nil
 	}
-	if err := ft.w.MkdirAll(dir, 0o755); err != nil {
+	if err := ft.w.MkdirAll(dir, 0o700); err != nil {
 		return ioFailure("create directory", dir, err)
 	}
 	return nil

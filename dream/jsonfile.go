@@ -34,7 +34,7 @@ func writeJSON(path, what string, v any) error {
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", what, err)
 	}
-	if err := workspace.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+	if err := workspace.WriteFile(path, append(b, '\n'), 0o600); err != nil {
 		return fmt.Errorf("write %s: %w", what, err)
 	}
 	return nil

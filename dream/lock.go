@@ -43,7 +43,7 @@ func (f *flight) acquire(now time.Time) (release func(), err error) {
 	if f.running {
 		return nil, &BusyError{Since: f.since}
 	}
-	if err := os.MkdirAll(filepath.Dir(f.path), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(f.path), 0o700); err != nil {
 		return nil, fmt.Errorf("dream lock: %w", err)
 	}
 	fl := flock.New(f.path)

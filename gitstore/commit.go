@@ -433,7 +433,7 @@ func (s *Store) lockIndex() (*indexLock, error) {
 	deadline := time.Now().Add(s.lockWait)
 	delay := 5 * time.Millisecond
 	for {
-		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 		if err == nil {
 			if err := f.Close(); err != nil {
 				_ = os.Remove(p)

@@ -276,7 +276,7 @@ func (s *Store) writeVersion(p string, v blobState) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(full), 0o700); err != nil {
 		return fmt.Errorf("restore %s: %w", p, err)
 	}
 	switch v.mode {
@@ -289,9 +289,11 @@ func (s *Store) writeVersion(p string, v blobState) error {
 		}
 		return nil
 	case filemode.Regular, filemode.Executable, filemode.Deprecated:
-		perm := fs.FileMode(0o644)
+		// Owner-only, as every file of the workspace: it is made of
+		// conversations.
+		perm := fs.FileMode(0o600)
 		if v.mode == filemode.Executable {
-			perm = 0o755
+			perm = 0o700
 		}
 		if err := s.files.WriteFile(p, data, perm); err != nil {
 			return fmt.Errorf("restore %s: %w", p, err)

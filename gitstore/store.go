@@ -225,7 +225,7 @@ func (s *Store) open() error {
 	if err := s.refuseNested(); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(s.dir, 0o755); err != nil {
+	if err := os.MkdirAll(s.dir, 0o700); err != nil {
 		return fmt.Errorf("create workspace: %w", err)
 	}
 	// The workspace may be a symlink into someone's repository: check the
@@ -401,7 +401,7 @@ func (s *Store) mergeIgnore() (changed bool, err error) {
 		buf = append(buf, '\n')
 	}
 	buf = append(buf, strings.Join(add, "\n")+"\n"...)
-	if err := s.files.WriteFile(ignoreFile, buf, 0o644); err != nil {
+	if err := s.files.WriteFile(ignoreFile, buf, 0o600); err != nil {
 		return false, fmt.Errorf("write .gitignore: %w", err)
 	}
 	return true, nil
@@ -412,10 +412,10 @@ func (s *Store) mergeIgnore() (changed bool, err error) {
 func (s *Store) initialCommit() error {
 	for _, p := range s.tracked {
 		full := filepath.Join(s.dir, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Dir(full), 0o700); err != nil {
 			return fmt.Errorf("create directory for %s: %w", p, err)
 		}
-		f, err := os.OpenFile(full, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		f, err := os.OpenFile(full, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 		if errors.Is(err, fs.ErrExist) {
 			continue
 		}
@@ -484,7 +484,7 @@ func (d dirFiles) Remove(rel string) error {
 // leaves the old or the new content and never a torn file.
 func (d dirFiles) WriteFile(rel string, data []byte, perm fs.FileMode) (err error) {
 	p := d.path(rel)
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 		return err
 	}
 	f, err := os.CreateTemp(filepath.Dir(p), "."+filepath.Base(p)+".tmp*")

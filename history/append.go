@@ -41,7 +41,7 @@ func (s *Store) append(content, sessionKey string, src Source) (Entry, error) {
 func (s *Store) appendLocked(content, sessionKey string, src Source) (Entry, error) {
 	_, statErr := os.Stat(s.path)
 	created := errors.Is(statErr, fs.ErrNotExist)
-	f, err := os.OpenFile(s.path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
+	f, err := os.OpenFile(s.path, os.O_RDWR|os.O_CREATE|os.O_APPEND, fileMode)
 	if err != nil {
 		return Entry{}, fmt.Errorf("open: %w", err)
 	}

@@ -12,8 +12,9 @@ import (
 	"strings"
 )
 
-// fileMode is the mode of the history and cursor files.
-const fileMode fs.FileMode = 0o644
+// fileMode is the mode of the history and cursor files: owner-only, for
+// the archive is made of conversations.
+const fileMode fs.FileMode = 0o600
 
 // readIntFile reads a bare non-negative integer (.cursor, .dream_cursor).
 // present is false when the file is missing; valid is false when it holds

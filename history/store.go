@@ -97,7 +97,7 @@ func Open(memoryDir string, opts Options) (*Store, error) {
 	if now == nil {
 		now = time.Now
 	}
-	if err := os.MkdirAll(memoryDir, 0o755); err != nil {
+	if err := os.MkdirAll(memoryDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create memory dir: %w", err)
 	}
 	s := &Store{
@@ -110,7 +110,7 @@ func Open(memoryDir string, opts Options) (*Store, error) {
 		logger:     logger,
 		now:        now,
 		afterWrite: opts.AfterWrite,
-		flock:      flock.New(filepath.Join(memoryDir, lockFile), flock.SetPermissions(0o644)),
+		flock:      flock.New(filepath.Join(memoryDir, lockFile), flock.SetPermissions(fileMode)),
 		warned:     map[string]bool{},
 	}
 	if err := s.migrateLegacy(); err != nil {

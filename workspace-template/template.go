@@ -35,7 +35,7 @@ func Read(name string) ([]byte, error) {
 // Install writes every template file missing from dir and returns the
 // workspace-relative names it created. Existing files are left untouched.
 func Install(dir string) ([]string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create workspace %s: %w", dir, err)
 	}
 	var created []string
@@ -45,13 +45,13 @@ func Install(dir string) ([]string, error) {
 		}
 		target := filepath.Join(dir, filepath.FromSlash(name))
 		if d.IsDir() {
-			return os.MkdirAll(target, 0o755)
+			return os.MkdirAll(target, 0o700)
 		}
 		data, err := fs.ReadFile(FS(), name)
 		if err != nil {
 			return err
 		}
-		f, err := os.OpenFile(target, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		f, err := os.OpenFile(target, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 		if errors.Is(err, fs.ErrExist) {
 			return nil
 		}

@@ -26,7 +26,7 @@ func IsTemp(name string) bool { return strings.HasPrefix(name, tempPrefix) }
 // relative to the working directory) with data, atomically and durably:
 // a reader, or the file system after a crash, sees the old content or the
 // new, never a mix, and once WriteFile returns nil the new content survives
-// a crash. Missing parent directories are created. perm is the file's
+// a crash. Missing parent directories are created, owner-only. perm is the file's
 // permission bits, exactly (not filtered by the umask).
 //
 // The write goes through an os.Root opened on the file's directory, as
@@ -36,7 +36,7 @@ func WriteFile(name string, data []byte, perm fs.FileMode) error {
 	if dir == "" {
 		dir = "."
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("write %s: %w", base, err)
 	}
 	r, err := os.OpenRoot(dir)
@@ -58,7 +58,7 @@ func WriteFile(name string, data []byte, perm fs.FileMode) error {
 func writeIn(r *os.Root, rel string, data []byte, perm fs.FileMode) error {
 	dir := path.Dir(rel)
 	if dir != "." {
-		if err := r.MkdirAll(dir, 0o755); err != nil {
+		if err := r.MkdirAll(dir, 0o700); err != nil {
 			return err
 		}
 	}

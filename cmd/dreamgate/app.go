@@ -49,11 +49,12 @@ type app struct {
 // that has its AGENTS.md is taken as set up, unless complete asks to add
 // whatever template file is missing (onboard); nothing is ever overwritten.
 func openWorkspace(cfg Config, logger *slog.Logger, complete bool) (created []string, err error) {
+	if err := tightenModes(logger, cfg); err != nil {
+		return nil, err
+	}
 	if !complete {
-		if _, err := os.Stat(filepath.Join(cfg.Workspace, "AGENTS.md")); err == nil {
-			return nil, nil
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("workspace %s: %w", cfg.Workspace, err)
+		if ok, err := workspaceSetUp(cfg); ok || err != nil {
+			return nil, err
 		}
 	}
 	created, err = workspacetemplate.Install(cfg.Workspace)
@@ -85,26 +86,25 @@ func (c Config) llmNames() llm.Names {
 	return llm.Names{APIKey: c.fromEnv["llm.apiKey"], BaseURL: c.fromEnv["llm.baseURL"], Model: c.fromEnv["llm.model"]}
 }
 
+// workspaceSetUp reports whether the workspace has been created (onboard,
+// or the first command that writes): its AGENTS.md is there.
+func workspaceSetUp(cfg Config) (bool, error) {
+	_, err := os.Stat(filepath.Join(cfg.Workspace, "AGENTS.md"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("workspace %s: %w", cfg.Workspace, err)
+	}
+	return true, nil
+}
+
 func newApp(cfg Config, logger *slog.Logger) (*app, error) {
 	a := &app{cfg: cfg, logger: logger, afterWrite: killHook(cfg.getenv, logger)}
 	if _, err := openWorkspace(cfg, logger, false); err != nil {
 		return nil, err
 	}
-	a.model = llm.New(llm.Config{
-		BaseURL:     cfg.LLM.BaseURL,
-		APIKey:      cfg.LLM.APIKey,
-		Model:       cfg.LLM.Model,
-		MaxTokens:   cfg.LLM.MaxTokens,
-		Temperature: cfg.LLM.Temperature,
-		Timeout:     time.Duration(cfg.LLM.TimeoutSeconds) * time.Second,
-		// A hash of each conversation's session key routes its calls to
-		// where its prompt prefix is cached.
-		PromptCacheKey: cfg.LLM.PromptCacheKey,
-		// Turns and archive calls (limited below), and Dream.
-		Concurrency: cfg.Gateway.MaxConcurrentTurns + 1,
-		Logger:      logger.With("component", "llm"),
-		Names:       cfg.llmNames(),
-	})
+	a.model = newModel(cfg, logger)
 	var err error
 	if a.history, err = history.Open(filepath.Join(cfg.Workspace, filepath.FromSlash(workspace.MemoryDir)), history.Options{Logger: logger.With("component", "history"), AfterWrite: a.afterWrite}); err != nil {
 		return nil, fmt.Errorf("open history: %w", err)
@@ -119,6 +119,25 @@ func newApp(cfg Config, logger *slog.Logger) (*app, error) {
 	// Whatever the config says, no file tool reaches the conversations.
 	a.ws.Forbid(sessionsDir(cfg.StateDir))
 	return a, nil
+}
+
+// newModel is the model client of cfg.
+func newModel(cfg Config, logger *slog.Logger) *llm.Client {
+	return llm.New(llm.Config{
+		BaseURL:     cfg.LLM.BaseURL,
+		APIKey:      cfg.LLM.APIKey,
+		Model:       cfg.LLM.Model,
+		MaxTokens:   cfg.LLM.MaxTokens,
+		Temperature: cfg.LLM.Temperature,
+		Timeout:     time.Duration(cfg.LLM.TimeoutSeconds) * time.Second,
+		// A hash of each conversation's session key routes its calls to
+		// where its prompt prefix is cached.
+		PromptCacheKey: cfg.LLM.PromptCacheKey,
+		// Turns and archive calls (limited by the gateway), and Dream.
+		Concurrency: cfg.Gateway.MaxConcurrentTurns + 1,
+		Logger:      logger.With("component", "llm"),
+		Names:       cfg.llmNames(),
+	})
 }
 
 // openRepo opens the memory repository (creating it if needed).

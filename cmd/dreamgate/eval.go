@@ -290,10 +290,10 @@ func usageByPurpose(u map[string]llm.Usage) map[string]eval.Tokens {
 func seedFiles(ws string, files map[string]string) error {
 	for rel, text := range files {
 		path := filepath.Join(ws, filepath.FromSlash(rel))
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 			return fmt.Errorf("seed %s: %w", rel, err)
 		}
-		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
 			return fmt.Errorf("seed %s: %w", rel, err)
 		}
 	}

@@ -29,18 +29,30 @@ func cmdStatus(ctx context.Context, e *env, args []string) (err error) {
 	if err != nil {
 		return err
 	}
-	a, err := newApp(cfg, e.logger(slog.LevelWarn))
+	logger := e.logger(slog.LevelWarn)
+	// status reads: a workspace not set up yet is not created here.
+	setUp, err := workspaceSetUp(cfg)
 	if err != nil {
 		return err
 	}
-	defer a.close()
+	var a *app
+	if setUp {
+		if a, err = newApp(cfg, logger); err != nil {
+			return err
+		}
+		defer a.close()
+	}
 	w := e.stdout
 	if cfg.path == "" {
 		fmt.Fprintln(w, "Config: none (defaults); `dreamgate onboard` writes one")
 	} else {
 		fmt.Fprintf(w, "Config: %s\n", cfg.path)
 	}
-	fmt.Fprintf(w, "Workspace: %s\n", cfg.Workspace)
+	if setUp {
+		fmt.Fprintf(w, "Workspace: %s\n", cfg.Workspace)
+	} else {
+		fmt.Fprintf(w, "Workspace: %s (not created yet: `dreamgate onboard` or the first chat creates it)\n", cfg.Workspace)
+	}
 	fmt.Fprintf(w, "State: %s (sessions in %s)\n", cfg.StateDir, filepath.Join(cfg.StateDir, "sessions"))
 	for _, line := range channelLines(cfg) {
 		fmt.Fprintln(w, line)
@@ -51,7 +63,13 @@ func cmdStatus(ctx context.Context, e *env, args []string) (err error) {
 
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	perr := a.model.Ping(pctx)
+	var model *llm.Client
+	if a != nil {
+		model = a.model
+	} else {
+		model = newModel(cfg, logger)
+	}
+	perr := model.Ping(pctx)
 	if perr != nil {
 		fmt.Fprintf(w, "Model: %s at %s — %s\n", cfg.LLM.Model, redactURL(cfg.LLM.BaseURL), llm.UserMessage(perr))
 	} else {
@@ -63,7 +81,9 @@ func cmdStatus(ctx context.Context, e *env, args []string) (err error) {
 		}
 	}()
 
-	if n, err := a.history.Len(); err == nil {
+	if a == nil {
+		fmt.Fprintln(w, "History: none yet")
+	} else if n, err := a.history.Len(); err == nil {
 		dc, _ := a.history.DreamCursor()
 		last, _ := a.history.LastCursor()
 		noun := "entries"
@@ -76,7 +96,9 @@ func cmdStatus(ctx context.Context, e *env, args []string) (err error) {
 		fmt.Fprintln(w, "Dream: off")
 		return nil
 	}
-	if repo, err := a.openRepo(); err != nil {
+	if a == nil {
+		fmt.Fprintln(w, "Last Dream commit: none yet")
+	} else if repo, err := a.openRepo(); err != nil {
 		fmt.Fprintf(w, "Dream: memory repository unavailable (%v)\n", err)
 	} else if cs, err := repo.Log(1, dream.SubjectPrefix); err == nil && len(cs) > 0 {
 		undone := ""
