@@ -14,7 +14,8 @@ import (
 	"github.com/dreamgate/dreamgate/workspace"
 )
 
-// Defaults for zero Config fields (DESIGN §5, §9).
+// Defaults for zero Config fields. Those config.json can set
+// (dream.maxBatchSize, maxIterations, maxBatchesPerRun) default to the same.
 const (
 	DefaultMaxBatchSize  = 20
 	DefaultMaxIterations = 10
@@ -47,8 +48,9 @@ const PointEdit = "dream-edit"
 // (Deps.Hook).
 const PointCommit = "dream-commit"
 
-// repeatLimit ends phase 2 when the same tool call has the same outcome this
-// many times (DESIGN §5.3).
+// repeatLimit ends phase 2 as failed when the same tool call has the same
+// outcome this many times: a model looping on one call would otherwise burn
+// the whole step budget (no-op loops have cost millions of tokens).
 const repeatLimit = 3
 
 // History is what Dream needs of memory/history.jsonl; *history.Store

@@ -148,7 +148,8 @@ func (e *env) log(n int) []gitstore.Commit {
 }
 
 // checkWire asserts that every request the fake received was valid,
-// including exactly one tool result per tool call (seed 003).
+// including exactly one tool result per tool call (providers refuse a
+// second result for one call with a 400).
 func (e *env) checkWire() {
 	e.t.Helper()
 	for i, r := range e.srv.Requests() {

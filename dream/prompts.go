@@ -27,7 +27,9 @@ const (
 // memoryFiles is the fixed set phase 2 may edit (agent.DreamPolicy).
 var memoryFiles = workspace.MemoryFiles()
 
-// overridePath is the workspace's own Dream guidance (DESIGN §5).
+// overridePath is the workspace's own Dream guidance: when it holds more
+// than white space it replaces the built-in guidance of both phases; the
+// fixed rules, the memory files and the history are still added.
 const overridePath = workspace.DreamGuide
 
 // Caps on what goes into a prompt, in characters (runes).

@@ -101,8 +101,8 @@ func TestRestore(t *testing.T) {
 // chat turn editing MEMORY.md): that write is then saved first, in the
 // manual commit, instead of landing between the restore's save of hand
 // edits and its rewrite of the files, where nothing would record it. (The
-// restore then puts every memory file back to its state before the
-// commit, as DESIGN §6 says; the write stays in the history.)
+// restore then puts every memory file back to its state just before that
+// commit, undoing the write too; the manual commit keeps it in history.)
 func TestRestoreWaitsForWorkspaceWrites(t *testing.T) {
 	e := newEnv(t)
 	ws, err := workspace.Open(e.ws)

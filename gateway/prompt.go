@@ -323,7 +323,8 @@ func senderLabel(in channels.Inbound) string {
 // parts on the user message. The session records a marker naming each
 // image, never its bytes, so later turns, replays after a restart and the
 // archive see only the marker — and the marker says so, so that nothing
-// the model reads claims it can still see an image it cannot (seed 003).
+// the model reads claims it can still see an image it cannot: nothing the
+// model is shown may claim what is not true.
 
 // userMessage is the session record of in: its text, then one marker line
 // per image. seen says whether the model is shown the images with it.

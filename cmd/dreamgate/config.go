@@ -24,7 +24,7 @@ import (
 )
 
 // Config is config.json. Every key is optional; defaultConfig holds the
-// defaults of DESIGN §9.
+// defaults, which docs/config.md lists.
 type Config struct {
 	Workspace string        `json:"workspace"`
 	StateDir  string        `json:"stateDir"`

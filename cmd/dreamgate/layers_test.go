@@ -8,20 +8,20 @@ import (
 
 const module = "github.com/dreamgate/dreamgate"
 
-// layers is DESIGN §1's list, top to bottom: a package may import only
-// packages of layers below its own (and its own family, within the limits
-// of sameFamilyOK). workspace sits below agent, not above gitstore as in
-// DESIGN §1's listing: agent's file tools work on the workspace's confined
-// root, so agent imports workspace.
+// layers is ARCHITECTURE.md's table, top to bottom: a package may import
+// only packages of layers below its own (and its own family, within the
+// limits of sameFamilyOK). workspace sits below agent, because agent's file
+// tools work on the workspace's confined root, and so below gitstore too,
+// which still may not import it (see forbidden).
 var layers = []string{
 	"cmd", "metrics", "eval", "gateway", "mcp", "consolidator", "dream", "history", "gitstore", "agent", "workspace", "llm", "channels", "workspace-template", "audience",
 }
 
 // forbidden pairs beyond the order: the two memory stages never import each
 // other (history.jsonl is shared through the history leaf package both
-// import), and gitstore imports no package of ours (DESIGN §1), though
-// workspace ranks below it: its caller passes the tracked files and the
-// workspace's atomic write in.
+// import), and gitstore imports no package of ours (it wraps go-git and
+// nothing else), though workspace ranks below it: its caller passes the
+// tracked files and the workspace's atomic write in.
 var forbidden = map[[2]string]bool{
 	{"consolidator", "dream"}: true,
 	{"dream", "consolidator"}: true,
@@ -99,7 +99,7 @@ func TestImportDirection(t *testing.T) {
 			continue
 		}
 		if rank(fromFam) < 0 {
-			t.Errorf("package %s is outside DESIGN §1's layers; add it to the table if it earns its place", from)
+			t.Errorf("package %s is in no layer; add it to this table and ARCHITECTURE.md's if it earns its place", from)
 			continue
 		}
 		seen++
@@ -124,7 +124,7 @@ func TestImportDirection(t *testing.T) {
 					t.Errorf("%s imports %s: not allowed within %s", from, imp, fromFam)
 				}
 			case rank(toFam) < rank(fromFam):
-				t.Errorf("%s imports %s, which is above it (DESIGN §1)", from, imp)
+				t.Errorf("%s imports %s, which is above it: imports point down the layers", from, imp)
 			}
 		}
 	}
