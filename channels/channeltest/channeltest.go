@@ -150,7 +150,8 @@ func waitCtx(t *testing.T) context.Context {
 }
 
 // Messages of one conversation reach the gateway in the order they were
-// sent, named by the adapter and keyed to one session.
+// sent, named by the adapter, keyed to one session and with a valid
+// audience of the adapter's platform.
 func deliversInOrder(t *testing.T, rig Rig) {
 	r := start(t, rig, nil)
 	texts := []string{"one", "two", "three"}
@@ -172,6 +173,11 @@ func deliversInOrder(t *testing.T, rig Rig) {
 			t.Errorf("SessionKey = %q after %q: one conversation, one session", in.SessionKey, key)
 		}
 		key = in.SessionKey
+		if err := in.Audience.Validate(); err != nil {
+			t.Errorf("Inbound.Audience %q: %v", in.Audience, err)
+		} else if in.Audience.Platform != rig.Channel.Name() {
+			t.Errorf("Inbound.Audience %q is not of platform %q", in.Audience, rig.Channel.Name())
+		}
 	}
 	if !slices.Equal(got, texts) {
 		t.Errorf("delivered %q, want %q", got, texts)

@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/channels"
 	"github.com/dreamgate/dreamgate/channels/discord/fakediscord"
 )
@@ -21,7 +22,8 @@ func TestDirectMessageGetsReply(t *testing.T) {
 	id := h.inject(fakediscord.Message{ChannelID: "D1", Content: "  hello there  "})
 	in := h.expectNext(id)
 	want := channels.Inbound{Channel: "discord", ChatID: "D1", SessionKey: "discord:D1", SenderID: "U1",
-		SenderName: "alice", MessageID: id, Text: "hello there"}
+		SenderName: "alice", MessageID: id, Text: "hello there",
+		Audience: audience.Audience{Kind: audience.Person, Platform: "discord", Person: "U1"}}
 	in.Time = time.Time{}
 	if !reflect.DeepEqual(in, want) {
 		t.Fatalf("inbound = %+v\nwant      %+v", in, want)

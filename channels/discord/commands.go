@@ -238,8 +238,10 @@ func (a *Adapter) acceptInteraction(ctx context.Context, i *discordgo.Interactio
 	}
 	msgID := interactionPrefix + i.ID
 	chatID, threadID := i.ChannelID, ""
+	var info chanInfo
+	known := true
 	if i.GuildID != "" {
-		info := a.channelInfo(ctx, i.ChannelID)
+		info, known = a.channelInfo(ctx, i.ChannelID)
 		if info.thread && info.parentID != "" {
 			chatID, threadID = info.parentID, i.ChannelID
 		}
@@ -261,6 +263,10 @@ func (a *Adapter) acceptInteraction(ctx context.Context, i *discordgo.Interactio
 	if i.GuildID != "" && a.allowChannels != nil && !a.allowChannels[i.ChannelID] && !(threadID != "" && a.allowChannels[chatID]) {
 		return refuse("I don't answer in this channel.")
 	}
+	aud, ok := a.audienceOf(ctx, i.GuildID, i.ChannelID, user.ID, info, known)
+	if !ok {
+		return refuse("I can't tell who can read this conversation, so I won't answer here.")
+	}
 	data := i.ApplicationCommandData()
 	text := "/" + data.Name
 	for _, o := range data.Options {
@@ -276,7 +282,7 @@ func (a *Adapter) acceptInteraction(ctx context.Context, i *discordgo.Interactio
 	}
 	return channels.Inbound{
 		Channel: Name, ChatID: chatID, ThreadID: threadID, SessionKey: key,
-		SenderID: user.ID, SenderName: name, MessageID: msgID, Text: text, Time: time.Now(),
+		SenderID: user.ID, SenderName: name, Audience: aud, MessageID: msgID, Text: text, Time: time.Now(),
 	}, true
 }
 

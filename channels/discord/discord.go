@@ -12,11 +12,13 @@
 // message, a thread's recent messages), the gateway's commands as slash
 // commands (declared when changed, deferred answers through the interaction
 // webhook, sha autocomplete), sharding, and reconnecting with backoff.
+// Each Inbound carries its audience (a DM, a private channel or thread, a
+// server), from the guild and the channel's permission overwrites.
 // discordgo types never leave this package.
 //
 // Of ours it imports only the channels contract (with its shared Delivery)
-// and the internal/backoff leaf; never the gateway or any other package of
-// dreamgate.
+// and the audience and internal/backoff leaves; never the gateway or any
+// other package of dreamgate.
 package discord
 
 import (
@@ -168,6 +170,9 @@ type Adapter struct {
 
 	rolesMu  sync.Mutex
 	botRoles map[string]string // guild id -> the bot's managed role there
+	// closedGuilds are the guilds whose @everyone role may not view
+	// channels: there only a channel that lets @everyone in is public.
+	closedGuilds map[string]bool
 
 	health    *channels.HealthTracker
 	sendRetry channels.SendRetry     // window from Config.SendRetry; tests inject a clock
@@ -253,7 +258,7 @@ func New(cfg Config) (*Adapter, error) {
 		allowChannels: allowChannels,
 		tune:          defaultTuning,
 		watch:         &openWatch{},
-		chans:         newChannelCache(maxCachedChannels),
+		chans:         newChannelCache(maxCachedChannels, nil),
 		seen:          channels.NewRecentSet(recentMessages),
 		threadsRead:   channels.NewRecentSet(recentThreadsKnown),
 		maxFileBytes:  cfg.MaxFileBytes,
@@ -268,6 +273,7 @@ func New(cfg Config) (*Adapter, error) {
 		interactions:  map[string]*interaction{},
 		refused:       channels.NewRecentSet(recentRefusals),
 		botRoles:      map[string]string{},
+		closedGuilds:  map[string]bool{},
 		health:        channels.NewHealthTracker(),
 		sendRetry:     channels.SendRetry{Window: cfg.SendRetry},
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/bwmarrin/discordgo"
@@ -57,6 +56,8 @@ func (a *Adapter) accept(ctx context.Context, m *discordgo.Message, notify func(
 	}
 
 	chatID, threadID := m.ChannelID, ""
+	var info chanInfo
+	known := true
 	if !dm {
 		// The mention check needs no lookup; do it first so that chatter in
 		// busy guilds costs no REST calls.
@@ -64,7 +65,7 @@ func (a *Adapter) accept(ctx context.Context, m *discordgo.Message, notify func(
 			a.log.Debug("discord: ignored message without mention", "chat", m.ChannelID, "message", m.ID)
 			return channels.Inbound{}, false
 		}
-		info := a.channelInfo(ctx, m.ChannelID)
+		info, known = a.channelInfo(ctx, m.ChannelID)
 		if info.thread && info.parentID != "" {
 			chatID, threadID = info.parentID, m.ChannelID
 		}
@@ -72,6 +73,10 @@ func (a *Adapter) accept(ctx context.Context, m *discordgo.Message, notify func(
 			a.log.Debug("discord: ignored channel not in allowChannels", "chat", m.ChannelID, "message", m.ID)
 			return channels.Inbound{}, false
 		}
+	}
+	aud, ok := a.audienceOf(ctx, m.GuildID, m.ChannelID, m.Author.ID, info, known)
+	if !ok {
+		return channels.Inbound{}, false
 	}
 
 	text := stripMention(m.Content, bot, a.botRole(m.GuildID))
@@ -98,6 +103,7 @@ func (a *Adapter) accept(ctx context.Context, m *discordgo.Message, notify func(
 		SessionKey: key,
 		SenderID:   m.Author.ID,
 		SenderName: senderName(m),
+		Audience:   aud,
 		MessageID:  m.ID,
 		Text:       text,
 		Images:     images,
@@ -198,75 +204,106 @@ func stripMention(text, bot, botRole string) string {
 	return b.String()
 }
 
-// channelInfo says whether a guild channel is a thread and its parent: from
-// the gateway's announcements, else from GET /channels/{id} (cached). When
-// Discord cannot be asked, the channel is treated as a plain channel.
-func (a *Adapter) channelInfo(ctx context.Context, id string) chanInfo {
+// channelInfo says what a guild channel is (a thread and its parent,
+// private or not): from the gateway's announcements, else from GET
+// /channels/{id}, kept chanTTL. ok is false when Discord could not say
+// (that is kept chanFailTTL): the caller treats it as a plain channel,
+// private to itself.
+func (a *Adapter) channelInfo(ctx context.Context, id string) (info chanInfo, ok bool) {
 	if info, ok := a.chans.get(id); ok {
-		return info
+		return info, !info.unknown
 	}
 	var err error
 	for try := 1; try <= lookupTries; try++ {
 		var c *discordgo.Channel
 		c, err = a.session.Channel(id, discordgo.WithContext(ctx))
 		if err == nil && c != nil {
-			return a.chans.learn(c)
+			return a.chans.learn(c, ""), true
 		}
 		if !transient(err) || try == lookupTries || backoff.Sleep(ctx, backoff.Jitter(a.tune.sendBackoff*time.Duration(try))) != nil {
 			break
 		}
 	}
-	a.log.Warn("discord: channel lookup failed; treating it as a plain channel", "chat", id, "err", err)
-	return chanInfo{}
+	if ctx.Err() == nil {
+		a.log.Warn("discord: channel lookup failed; treating it as a plain channel and keeping its memory apart as a private one", "chat", id, "err", err)
+		a.chans.c.Put(id, chanInfo{unknown: true}, chanFailTTL)
+	}
+	return chanInfo{}, false
 }
 
 // chanInfo is what the adapter needs to know about a channel.
 type chanInfo struct {
 	thread   bool
 	parentID string
+	// private is a private thread, or a channel whose permission
+	// overwrites hide it from @everyone; shown a channel whose overwrites
+	// let @everyone view it where the server's @everyone role may not. A
+	// public thread's privacy is its parent's.
+	private, shown bool
+	// unknown marks a channel Discord would not describe, for a while.
+	unknown bool
 }
 
-// channelCache maps channel ids to chanInfo; it is cleared when it outgrows
-// its bound and refilled on demand.
+// chanTTL is how long what Discord said of a channel stands: the
+// gateway's CHANNEL_UPDATE refreshes it at once, and the TTL catches what
+// the gateway did not say (an update missed while disconnected).
+const chanTTL = 5 * time.Minute
+
+// chanFailTTL is how long a failed lookup stands before Discord is asked
+// again.
+const chanFailTTL = time.Minute
+
+// channelCache maps channel ids to chanInfo, bounded, each entry kept
+// chanTTL.
 type channelCache struct {
-	mu  sync.Mutex
-	max int
-	m   map[string]chanInfo
+	c *channels.TTLCache[chanInfo]
 }
 
-func newChannelCache(max int) *channelCache {
-	return &channelCache{max: max, m: map[string]chanInfo{}}
+func newChannelCache(max int, now func() time.Time) *channelCache {
+	return &channelCache{c: channels.NewTTLCache[chanInfo](max, now)}
 }
 
-func (c *channelCache) get(id string) (chanInfo, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	info, ok := c.m[id]
-	return info, ok
-}
+func (c *channelCache) get(id string) (chanInfo, bool) { return c.c.Get(id) }
 
-func (c *channelCache) learn(ch *discordgo.Channel) chanInfo {
+// learn keeps what ch says. guild is the guild ch was announced in, for a
+// channel object without its guild_id (GUILD_CREATE lists them so).
+func (c *channelCache) learn(ch *discordgo.Channel, guild string) chanInfo {
 	if ch == nil || ch.ID == "" {
 		return chanInfo{}
 	}
+	if ch.GuildID != "" {
+		guild = ch.GuildID
+	}
 	info := chanInfo{thread: ch.IsThread(), parentID: ch.ParentID}
-	if !info.thread {
+	switch {
+	case !info.thread:
 		info.parentID = "" // a category is not a parent that matters here
+		info.private, info.shown = everyoneOverwrite(ch, guild)
+	case ch.Type == discordgo.ChannelTypeGuildPrivateThread:
+		info.private = true
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.m) >= c.max {
-		clear(c.m)
-	}
-	c.m[ch.ID] = info
+	c.c.Put(ch.ID, info, chanTTL)
 	return info
 }
 
 func (c *channelCache) forget(ch *discordgo.Channel) {
-	if ch == nil {
-		return
+	if ch != nil {
+		c.c.Delete(ch.ID)
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.m, ch.ID)
+}
+
+// everyoneOverwrite reads ch's overwrite for the @everyone role, whose id
+// is the guild's: denied VIEW_CHANNEL (a private channel) or allowed it.
+// Without the guild id nobody can tell, and the channel counts as private.
+func everyoneOverwrite(ch *discordgo.Channel, guild string) (denied, allowed bool) {
+	if guild == "" {
+		return true, false
+	}
+	for _, ow := range ch.PermissionOverwrites {
+		if ow != nil && ow.Type == discordgo.PermissionOverwriteTypeRole && ow.ID == guild {
+			denied = ow.Deny&discordgo.PermissionViewChannel != 0
+			allowed = !denied && ow.Allow&discordgo.PermissionViewChannel != 0
+		}
+	}
+	return denied, allowed
 }

@@ -115,10 +115,13 @@ func (a *Adapter) addHandlers(ctx context.Context, out *channels.Delivery[item],
 				return
 			}
 			for _, c := range g.Channels {
-				a.chans.learn(c)
+				a.chans.learn(c, g.ID)
 			}
 			for _, c := range g.Threads {
-				a.chans.learn(c)
+				a.chans.learn(c, g.ID)
+			}
+			for _, r := range g.Roles {
+				a.learnEveryone(g.ID, r)
 			}
 			a.learnBotRole(g.Guild)
 		}),
@@ -126,18 +129,24 @@ func (a *Adapter) addHandlers(ctx context.Context, out *channels.Delivery[item],
 			if g.Guild != nil && !g.Unavailable {
 				a.rolesMu.Lock()
 				delete(a.botRoles, g.ID)
+				delete(a.closedGuilds, g.ID)
 				a.rolesMu.Unlock()
 			}
 		}),
-		a.session.AddHandler(func(_ *discordgo.Session, c *discordgo.ChannelCreate) { a.chans.learn(c.Channel) }),
-		a.session.AddHandler(func(_ *discordgo.Session, c *discordgo.ChannelUpdate) { a.chans.learn(c.Channel) }),
+		a.session.AddHandler(func(_ *discordgo.Session, r *discordgo.GuildRoleUpdate) {
+			if r.GuildRole != nil {
+				a.learnEveryone(r.GuildID, r.Role)
+			}
+		}),
+		a.session.AddHandler(func(_ *discordgo.Session, c *discordgo.ChannelCreate) { a.chans.learn(c.Channel, "") }),
+		a.session.AddHandler(func(_ *discordgo.Session, c *discordgo.ChannelUpdate) { a.chans.learn(c.Channel, "") }),
 		a.session.AddHandler(func(_ *discordgo.Session, c *discordgo.ChannelDelete) { a.chans.forget(c.Channel) }),
-		a.session.AddHandler(func(_ *discordgo.Session, c *discordgo.ThreadCreate) { a.chans.learn(c.Channel) }),
-		a.session.AddHandler(func(_ *discordgo.Session, c *discordgo.ThreadUpdate) { a.chans.learn(c.Channel) }),
+		a.session.AddHandler(func(_ *discordgo.Session, c *discordgo.ThreadCreate) { a.chans.learn(c.Channel, "") }),
+		a.session.AddHandler(func(_ *discordgo.Session, c *discordgo.ThreadUpdate) { a.chans.learn(c.Channel, "") }),
 		a.session.AddHandler(func(_ *discordgo.Session, c *discordgo.ThreadDelete) { a.chans.forget(c.Channel) }),
 		a.session.AddHandler(func(_ *discordgo.Session, t *discordgo.ThreadListSync) {
 			for _, c := range t.Threads {
-				a.chans.learn(c)
+				a.chans.learn(c, t.GuildID)
 			}
 		}),
 	}

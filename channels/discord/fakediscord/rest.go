@@ -130,7 +130,16 @@ func (s *Server) getUser(w http.ResponseWriter, r *http.Request) {
 func (s *Server) getChannel(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	c, ok := s.channels[r.PathValue("id")]
+	fail := s.lookupFails[r.PathValue("id")]
 	s.mu.Unlock()
+	switch {
+	case fail == http.StatusForbidden:
+		writeError(w, fail, 50001, "Missing Access")
+		return
+	case fail != 0:
+		writeError(w, fail, 0, http.StatusText(fail))
+		return
+	}
 	if !ok {
 		writeError(w, http.StatusNotFound, 10003, "Unknown Channel")
 		return

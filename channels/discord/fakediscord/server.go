@@ -1,8 +1,8 @@
 // Package fakediscord is a local stand-in for Discord, speaking its real wire
 // protocol so that the discord adapter (and the end-to-end tests of the built
 // binary) can run offline: the REST API v9 that a bot uses (gateway lookup
-// with the recommended shard count, current user and application, channels,
-// messages with their history, edits and deletions, typing, application
+// with the recommended shard count, current user and application, channels
+// with their permission overwrites, messages with their history, edits and deletions, typing, application
 // command registration, interaction callbacks and interaction webhooks), the
 // CDN serving attachments, and the Gateway websocket (HELLO, IDENTIFY with
 // shards, READY, dispatches with sequence numbers per shard, heartbeat ACKs,
@@ -33,6 +33,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -89,6 +90,37 @@ type Channel struct {
 	ParentID string // a thread's parent channel
 	Name     string
 	Type     int
+	// Overwrites are the channel's permission_overwrites; a private
+	// channel has one denying PermViewChannel to the @everyone role,
+	// whose id is the guild's (Hidden writes it).
+	Overwrites []Overwrite
+}
+
+// Overwrite is one permission overwrite of a channel: for a role
+// (OverwriteRole; the @everyone role's id is the guild's) or a member
+// (OverwriteMember), the permission bits allowed and denied.
+type Overwrite struct {
+	ID          string
+	Type        int
+	Allow, Deny int64
+}
+
+// Overwrite types and the permission the adapter's audience depends on.
+const (
+	OverwriteRole   = 0
+	OverwriteMember = 1
+	PermViewChannel = 1 << 10
+)
+
+// DefaultEveryone is the @everyone role's permissions in a new server:
+// view channels, send messages, read their history, add reactions, embed
+// links, attach files, use application commands.
+const DefaultEveryone = PermViewChannel | 1<<11 | 1<<16 | 1<<6 | 1<<14 | 1<<15 | 1<<31
+
+// Hidden is the overwrite that makes a channel of guild private: @everyone
+// may not view it.
+func Hidden(guild string) Overwrite {
+	return Overwrite{ID: guild, Type: OverwriteRole, Deny: PermViewChannel}
 }
 
 // User is a message author.
@@ -208,6 +240,12 @@ type Server struct {
 	history  map[string][]string       // channel id -> its message ids, oldest first
 	files    map[string]File           // attachment id -> file
 	nonces   map[string]string         // nonce -> message id
+	// lookupFails answers GET /channels/{id} of these channels with the
+	// status (FailChannelLookup).
+	lookupFails map[string]int
+	// everyone holds the @everyone role's permissions of the guilds
+	// where they are not DefaultEveryone (SetEveryone).
+	everyone map[string]int64
 
 	sent     []Sent
 	attempts []Attempt
@@ -362,13 +400,16 @@ func (s *Server) Close() {
 	s.wg.Wait()
 }
 
-// AddGuild registers a guild and its channels (threads included). A guild
-// added before the bot connects is announced with GUILD_CREATE after READY;
-// one added later is dispatched at once.
+// AddGuild registers a guild and its channels (threads included); for a
+// guild it knows, it adds or replaces channels. A guild added before the
+// bot connects is announced with GUILD_CREATE after READY; one added later
+// is dispatched at once.
 func (s *Server) AddGuild(id string, chans ...Channel) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.guilds = append(s.guilds, id)
+	if !slices.Contains(s.guilds, id) {
+		s.guilds = append(s.guilds, id)
+	}
 	for _, c := range chans {
 		c.GuildID = id
 		s.channels[c.ID] = c
@@ -385,6 +426,60 @@ func (s *Server) AddChannel(c Channel) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.channels[c.ID] = c
+}
+
+// UpdateChannel replaces what the fake knows of a channel (its
+// overwrites: a channel made private) and dispatches CHANNEL_UPDATE, or
+// THREAD_UPDATE for a thread.
+func (s *Server) UpdateChannel(c Channel) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.channels[c.ID] = c
+	event := "CHANNEL_UPDATE"
+	if isThread(c.Type) {
+		event = "THREAD_UPDATE"
+	}
+	s.dispatchLocked(c.GuildID, event, channelObject(c))
+}
+
+// SetEveryone sets the permissions of guild's @everyone role (its id is
+// the guild's): without PermViewChannel, only channels that allow it to
+// @everyone (or to a role) are seen. For a guild already added it
+// dispatches GUILD_ROLE_UPDATE.
+func (s *Server) SetEveryone(guild string, perms int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.everyone == nil {
+		s.everyone = map[string]int64{}
+	}
+	s.everyone[guild] = perms
+	if slices.Contains(s.guilds, guild) {
+		s.dispatchLocked(guild, "GUILD_ROLE_UPDATE", map[string]any{"guild_id": guild, "role": s.everyoneRoleLocked(guild)})
+	}
+}
+
+func (s *Server) everyoneRoleLocked(guild string) map[string]any {
+	perms, ok := s.everyone[guild]
+	if !ok {
+		perms = DefaultEveryone
+	}
+	return map[string]any{"id": guild, "name": "@everyone", "managed": false, "mentionable": false,
+		"permissions": strconv.FormatInt(perms, 10), "position": 0, "color": 0, "hoist": false}
+}
+
+// FailChannelLookup makes GET /channels/{id} answer status for channel id
+// (403 Missing Access, 500, …) until it is called again with status 0.
+func (s *Server) FailChannelLookup(id string, status int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.lookupFails == nil {
+		s.lookupFails = map[string]int{}
+	}
+	if status == 0 {
+		delete(s.lookupFails, id)
+		return
+	}
+	s.lookupFails[id] = status
 }
 
 // CreateThread registers a thread and dispatches THREAD_CREATE.
@@ -917,6 +1012,22 @@ func channelObject(c Channel) map[string]any {
 	if isThread(c.Type) {
 		obj["thread_metadata"] = map[string]any{"archived": false, "auto_archive_duration": 1440, "locked": false}
 	}
+	if c.GuildID != "" && !isThread(c.Type) {
+		ows := []any{}
+		for _, o := range c.Overwrites {
+			ows = append(ows, map[string]any{"id": o.ID, "type": o.Type,
+				"allow": strconv.FormatInt(o.Allow, 10), "deny": strconv.FormatInt(o.Deny, 10)})
+		}
+		obj["permission_overwrites"] = ows
+	}
+	return obj
+}
+
+// guildChannelObject is a channel as GUILD_CREATE lists it: without its
+// guild_id, which the guild around it gives.
+func guildChannelObject(c Channel) map[string]any {
+	obj := channelObject(c)
+	delete(obj, "guild_id")
 	return obj
 }
 
@@ -933,12 +1044,12 @@ func (s *Server) guildObjectLocked(id string) map[string]any {
 		if isThread(c.Type) {
 			threads = append(threads, channelObject(c))
 		} else {
-			chans = append(chans, channelObject(c))
+			chans = append(chans, guildChannelObject(c))
 		}
 	}
 	bot := s.userObjectLocked(s.cfg.BotID)
 	roles := []any{
-		map[string]any{"id": id, "name": "@everyone", "managed": false, "mentionable": false, "permissions": "0", "position": 0},
+		s.everyoneRoleLocked(id),
 		map[string]any{"id": s.BotRoleID(id), "name": bot["username"], "managed": true, "mentionable": true,
 			"permissions": "0", "position": 1, "tags": map[string]any{"bot_id": s.cfg.BotID}},
 	}

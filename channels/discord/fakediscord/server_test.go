@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"slices"
@@ -423,5 +424,67 @@ func TestRESTCommandsAndInteractions(t *testing.T) {
 	// message shows blank to the bot.)
 	if got := s.Shown("C1", ""); !slices.Equal(got, []string{"final", ""}) {
 		t.Fatalf("shown %q", got)
+	}
+}
+
+// A channel's permission_overwrites travel as Discord sends them (ids and
+// permission bits as strings), by REST and in GUILD_CREATE, whose channels
+// carry no guild_id; a failing lookup answers its status; UpdateChannel
+// dispatches CHANNEL_UPDATE.
+func TestChannelPrivacy(t *testing.T) {
+	t.Parallel()
+	s := startFake(t)
+	s.AddGuild("G1", Channel{ID: "CP", Type: ChannelText, Overwrites: []Overwrite{Hidden("G1")}})
+	auth := "Bot " + s.Token()
+	status, body := do(t, s, "GET", "/api/v9/channels/CP", auth, "")
+	ows, _ := body["permission_overwrites"].([]any)
+	if status != 200 || len(ows) != 1 || body["guild_id"] != "G1" {
+		t.Fatalf("GET private channel = %d %v", status, body)
+	}
+	if ow := ows[0].(map[string]any); ow["id"] != "G1" || ow["type"] != float64(OverwriteRole) || ow["deny"] != "1024" || ow["allow"] != "0" {
+		t.Errorf("overwrite = %v", ow)
+	}
+	if _, body := do(t, s, "GET", "/api/v9/channels/T1", auth, ""); body["permission_overwrites"] != nil {
+		t.Errorf("a thread has overwrites of its own: %v", body)
+	}
+	s.FailChannelLookup("CP", http.StatusForbidden)
+	if status, body := do(t, s, "GET", "/api/v9/channels/CP", auth, ""); status != 403 || body["code"] != float64(50001) {
+		t.Errorf("failing lookup = %d %v", status, body)
+	}
+	s.FailChannelLookup("CP", 0)
+	if status, _ := do(t, s, "GET", "/api/v9/channels/CP", auth, ""); status != 200 {
+		t.Errorf("lookup after the failure ended = %d", status)
+	}
+
+	c := dial(t, s)
+	c.send(identify("Bot fake-token"))
+	c.readUntil("READY", 0)
+	g := c.readUntil("GUILD_CREATE", 0)
+	var guild struct {
+		Channels []map[string]any `json:"channels"`
+	}
+	if err := json.Unmarshal(g.D, &guild); err != nil || len(guild.Channels) != 2 {
+		t.Fatalf("GUILD_CREATE channels: %s (%v)", g.D, err)
+	}
+	for _, ch := range guild.Channels {
+		if _, ok := ch["guild_id"]; ok {
+			t.Errorf("GUILD_CREATE lists a channel with its guild_id: %v", ch)
+		}
+		if ch["id"] == "CP" && !bytes.Contains(mustJSON(ch["permission_overwrites"]), []byte(`"deny":"1024"`)) {
+			t.Errorf("GUILD_CREATE lists CP without its overwrites: %v", ch)
+		}
+	}
+	if everyone := fmt.Sprintf(`{"color":0,"hoist":false,"id":"G1","managed":false,"mentionable":false,"name":"@everyone","permissions":"%d"`, DefaultEveryone); !bytes.Contains(g.D, []byte(everyone)) {
+		t.Errorf("GUILD_CREATE lacks @everyone with the default permissions: %s", g.D)
+	}
+	s.UpdateChannel(Channel{ID: "C1", GuildID: "G1", Type: ChannelText, Overwrites: []Overwrite{Hidden("G1")}})
+	u := c.readUntil("CHANNEL_UPDATE", 0)
+	if !bytes.Contains(u.D, []byte(`"guild_id":"G1"`)) || !bytes.Contains(u.D, []byte(`"deny":"1024"`)) {
+		t.Errorf("CHANNEL_UPDATE = %s", u.D)
+	}
+	s.SetEveryone("G1", 0)
+	r := c.readUntil("GUILD_ROLE_UPDATE", 0)
+	if !bytes.Contains(r.D, []byte(`"guild_id":"G1"`)) || !bytes.Contains(r.D, []byte(`"permissions":"0"`)) {
+		t.Errorf("GUILD_ROLE_UPDATE = %s", r.D)
 	}
 }
