@@ -29,7 +29,7 @@ RACE      = $(if $(CC_FOUND),-race,)
 TEST_CGO  = $(if $(CC_FOUND),1,0)
 TEST_NOTE = $(if $(CC_FOUND),race detector on (C compiler $(CC_FOUND)),NO RACE DETECTOR: no C compiler ($(shell $(GO) env CC)) found; install gcc or clang to test with -race)
 
-.PHONY: build run test chaos bench lint release clean
+.PHONY: build run test chaos bench bench-tokens lint release clean
 
 build:
 	$(BUILD) -o $(BIN) $(PKG)
@@ -51,6 +51,14 @@ chaos:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./...
+
+# What a 1,000-turn conversation costs in prompt tokens, through the built
+# binary and the fake model: by purpose, and the share of each chat request
+# a provider's prompt cache could serve, as run and at one turn a minute;
+# terminal (128K and 32K windows) and a Slack thread of two people. About
+# 5 minutes, so not part of make bench (which skips it and says so).
+bench-tokens:
+	DREAMGATE_BENCH_TOKENS=1 $(GO) test -run '^$$' -bench '^BenchmarkTokens$$' -benchtime 1x -count=1 -timeout 60m ./cmd/dreamgate/
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

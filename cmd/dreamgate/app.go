@@ -39,6 +39,9 @@ type app struct {
 	// afterWrite is the test-only kill switch's hook (testkill.go), nil
 	// unless the switch is on.
 	afterWrite func(point string)
+	// now is the test-only clock switch's clock (testclock.go), nil
+	// unless the switch is on.
+	now func() time.Time
 	// metrics, when set before the gateway is built (dreamgate gateway),
 	// counts model calls, archives, turns and Dream runs.
 	metrics *metrics.Metrics
@@ -100,7 +103,7 @@ func workspaceSetUp(cfg Config) (bool, error) {
 }
 
 func newApp(cfg Config, logger *slog.Logger) (*app, error) {
-	a := &app{cfg: cfg, logger: logger, afterWrite: killHook(cfg.getenv, logger)}
+	a := &app{cfg: cfg, logger: logger, afterWrite: killHook(cfg.getenv, logger), now: testClock(cfg.getenv, logger)}
 	if _, err := openWorkspace(cfg, logger, false); err != nil {
 		return nil, err
 	}
@@ -201,6 +204,7 @@ func (a *app) gateway(withDream bool) (*gateway.Gateway, *dream.Dreamer) {
 		Usage:      a.model.Usage,
 		Observer:   a.gatewayObserver(),
 		Logger:     a.logger.With("component", "gateway"),
+		Now:        a.now, // nil: the real clock
 	}
 	if m := a.mcpManager(); m != nil {
 		// Chat turns only: Dream keeps its memory-file tools. /status counts
