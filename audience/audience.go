@@ -97,24 +97,31 @@ func (a Audience) Validate() error {
 	if !validPlatform(a.Platform) {
 		return invalid("platform %q is not 1 to %d lowercase letters and digits starting with a letter", a.Platform, maxPlatformLen)
 	}
-	need := map[string]bool{} // field -> required (true) or optional (false); absent = must be empty
+	// Per field: must be set, may be set, must be empty.
+	const (
+		empty = iota
+		optional
+		required
+	)
+	var team, chat, person int
 	switch a.Kind {
-	case Operator:
 	case Person:
-		need["person"], need["team"] = true, false
+		team, person = optional, required
 	case Private:
-		need["team"], need["chat"] = true, true
+		team, chat = required, required
 	case Team:
-		need["team"] = true
+		team = required
 	case Shared:
-		need["chat"], need["team"] = true, false
+		team, chat = optional, required
 	}
-	for _, f := range []struct{ name, v string }{{"team", a.Team}, {"chat", a.Chat}, {"person", a.Person}} {
-		required, allowed := need[f.name]
+	for _, f := range [...]struct {
+		name, v string
+		need    int
+	}{{"team", a.Team, team}, {"chat", a.Chat, chat}, {"person", a.Person, person}} {
 		switch {
-		case f.v == "" && required:
+		case f.v == "" && f.need == required:
 			return invalid("a %s audience needs a %s id", a.Kind, f.name)
-		case f.v != "" && !allowed:
+		case f.v != "" && f.need == empty:
 			return invalid("a %s audience has no %s id (got %q)", a.Kind, f.name, f.v)
 		case f.v != "" && !validID(f.v):
 			return invalid("%s id %q is not 1 to %d printable characters without '/' or space", f.name, f.v, maxIDLen)

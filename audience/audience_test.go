@@ -211,3 +211,13 @@ func TestJSON(t *testing.T) {
 		}
 	}
 }
+
+// Home and Readable run for every turn; they validate first.
+func BenchmarkReadable(b *testing.B) {
+	a := Audience{Kind: Private, Platform: "slack", Team: "T0123ABCD", Chat: "C0456EFGH"}
+	for b.Loop() {
+		if len(a.Readable()) != 2 {
+			b.Fatal("wrong scopes")
+		}
+	}
+}

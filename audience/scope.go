@@ -82,18 +82,12 @@ func (a Audience) Readable() []Scope {
 	if a.Validate() != nil {
 		return nil
 	}
-	team := Audience{Kind: Team, Platform: a.Platform, Team: a.Team}
-	switch a.Kind {
-	case Private:
-		return []Scope{team.Home(), a.Home()}
-	case Person:
-		if a.Team == "" {
-			return []Scope{a.Home()}
-		}
-		return []Scope{team.Home(), a.Home()}
-	default:
-		return []Scope{a.Home()}
+	home := Scope(a.home())
+	if a.Kind == Private || (a.Kind == Person && a.Team != "") {
+		team := Audience{Kind: Team, Platform: a.Platform, Team: a.Team}
+		return []Scope{Scope(team.home()), home}
 	}
+	return []Scope{home}
 }
 
 // MayRead reports whether s is among a's Readable scopes.
