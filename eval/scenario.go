@@ -2,10 +2,12 @@ package eval
 
 import (
 	"bytes"
+	"context"
 	"embed"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -14,6 +16,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // Memory files, workspace-relative: the files Dream edits and the checks
@@ -26,6 +29,20 @@ const (
 
 // MemoryFiles are the files an expectation may name, in report order.
 var MemoryFiles = []string{FileUser, FileMemory, FileSoul}
+
+// MaxScenarioBytes bounds a scenario file (its seeded files included): the
+// built-in ones are under 5 KB, and a file is read whole into memory.
+const MaxScenarioBytes = 4 << 20
+
+// MaxSeedBytes bounds one seeded file's text.
+const MaxSeedBytes = 1 << 20
+
+// maxSeedName bounds a seeded file's path, and maxSeedComponent each of
+// its parts (file systems refuse a name over 255 bytes).
+const (
+	maxSeedName      = 1024
+	maxSeedComponent = 255
+)
 
 // minContextWindow is the smallest contextWindow a scenario may ask for: the
 // system prompt alone takes about 1.5K tokens.
@@ -132,16 +149,19 @@ func Builtin() ([]Scenario, error) {
 }
 
 // Load reads the scenarios of a file, or of every *.json file of a
-// directory (in name order). A bad file is a *ScenarioError.
-func Load(p string) ([]Scenario, error) {
+// directory (in name order). A bad file is a *ScenarioError; so is one over
+// MaxScenarioBytes (read no further: --scenario /dev/zero fails at once).
+// It returns ctx's error when ctx ends first, also while waiting on a FIFO
+// nobody writes.
+func Load(ctx context.Context, p string) ([]Scenario, error) {
 	fi, err := os.Stat(p)
 	if err != nil {
 		return nil, &ScenarioError{File: p, Msg: "cannot be read: " + pathlessError(err)}
 	}
 	if !fi.IsDir() {
-		data, err := os.ReadFile(p)
+		data, err := readScenario(ctx, p, p)
 		if err != nil {
-			return nil, &ScenarioError{File: p, Msg: "cannot be read: " + pathlessError(err)}
+			return nil, err
 		}
 		scs, err := Parse(p, data)
 		if err != nil {
@@ -149,14 +169,86 @@ func Load(p string) ([]Scenario, error) {
 		}
 		return scs, checkUnique(scs)
 	}
-	scs, err := loadFS(os.DirFS(p), ".", filepath.ToSlash(p)+"/")
+	entries, err := os.ReadDir(p) // in name order
 	if err != nil {
-		return nil, err
+		return nil, &ScenarioError{File: p, Msg: "cannot be read: " + pathlessError(err)}
 	}
-	if len(scs) == 0 {
+	var names []string
+	for _, e := range entries {
+		if !e.IsDir() && strings.HasSuffix(e.Name(), ".json") {
+			names = append(names, e.Name())
+		}
+	}
+	if len(names) == 0 {
 		return nil, &ScenarioError{File: p, Msg: "holds no *.json scenario file"}
 	}
-	return scs, nil
+	var all []Scenario
+	for _, name := range names {
+		file := filepath.ToSlash(p) + "/" + name
+		data, err := readScenario(ctx, filepath.Join(p, name), file)
+		if err != nil {
+			return nil, err
+		}
+		scs, err := Parse(file, data)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, scs...)
+	}
+	return all, checkUnique(all)
+}
+
+// readScenario reads the file at name (shown as file in errors), at most
+// MaxScenarioBytes of it. The open and the reads happen on a goroutine, so
+// that ctx's end is answered at once: a read is cut short by closing the
+// file, and an open blocked on a FIFO without a writer (which nothing can
+// interrupt) is left to end with the process, which is about to exit.
+func readScenario(ctx context.Context, name, file string) ([]byte, error) {
+	type result struct {
+		data []byte
+		err  error
+	}
+	done := make(chan result, 1)
+	var (
+		mu     sync.Mutex
+		f      *os.File
+		gaveUp bool
+	)
+	go func() {
+		file, err := os.Open(name)
+		if err != nil {
+			done <- result{err: err}
+			return
+		}
+		defer file.Close()
+		mu.Lock()
+		f = file
+		stop := gaveUp
+		mu.Unlock()
+		if stop {
+			return
+		}
+		data, err := io.ReadAll(io.LimitReader(file, MaxScenarioBytes+1))
+		done <- result{data, err}
+	}()
+	select {
+	case r := <-done:
+		switch {
+		case r.err != nil:
+			return nil, &ScenarioError{File: file, Msg: "cannot be read: " + pathlessError(r.err)}
+		case len(r.data) > MaxScenarioBytes:
+			return nil, &ScenarioError{File: file, Msg: fmt.Sprintf("is larger than %d MiB; a scenario file is a few KB of JSON", MaxScenarioBytes>>20)}
+		}
+		return r.data, nil
+	case <-ctx.Done():
+		mu.Lock()
+		gaveUp = true
+		if f != nil {
+			f.Close() // the read returns
+		}
+		mu.Unlock()
+		return nil, fmt.Errorf("read %s: %w", file, ctx.Err())
+	}
 }
 
 func loadFS(fsys fs.FS, dir, display string) ([]Scenario, error) {
@@ -561,22 +653,43 @@ func (p *parser) files(raw json.RawMessage) (map[string]string, error) {
 	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
 		return nil, p.errf("files", "should be an object of workspace path -> content")
 	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys) // the first bad name is the same every time
 	out := make(map[string]string, len(m))
-	for k, v := range m {
+	for _, k := range keys {
 		field := fmt.Sprintf("files[%q]", k)
 		clean := path.Clean(k)
 		switch {
+		case strings.ContainsFunc(k, func(r rune) bool { return r < 0x20 || r == 0x7f }):
+			return nil, p.errf(field, "has a control character in its name")
 		case k == "" || path.IsAbs(k) || strings.Contains(k, "\\") || clean != k ||
 			clean == ".." || strings.HasPrefix(clean, "../"):
 			return nil, p.errf(field, "should be a plain relative path inside the workspace")
-		case clean == ".git" || strings.HasPrefix(clean, ".git/") || strings.HasPrefix(clean, "memory/") && clean != FileMemory:
+		case len(k) > maxSeedName || slices.ContainsFunc(strings.Split(k, "/"), func(c string) bool { return len(c) > maxSeedComponent }):
+			return nil, p.errf(field, "is too long a name (at most %d bytes a path, %d a part of it)", maxSeedName, maxSeedComponent)
+		case clean == ".git" || strings.HasPrefix(clean, ".git/") ||
+			clean == "memory" || strings.HasPrefix(clean, "memory/") && clean != FileMemory:
 			return nil, p.errf(field, "is kept by dreamgate itself; a scenario cannot seed it")
 		}
 		var s string
-		if err := json.Unmarshal(v, &s); err != nil {
+		if err := json.Unmarshal(m[k], &s); err != nil {
 			return nil, p.errf(field, "should be the file's text as a string")
 		}
+		if len(s) > MaxSeedBytes {
+			return nil, p.errf(field, "is larger than %d MiB", MaxSeedBytes>>20)
+		}
 		out[k] = s
+	}
+	// A file cannot also be a folder of another ("notes" and "notes/a").
+	for _, k := range keys {
+		for dir := path.Dir(k); dir != "."; dir = path.Dir(dir) {
+			if _, ok := out[dir]; ok {
+				return nil, p.errf(fmt.Sprintf("files[%q]", k), "is inside %q, which is seeded as a file", dir)
+			}
+		}
 	}
 	return out, nil
 }

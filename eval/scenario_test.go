@@ -80,6 +80,11 @@ func TestParseNamesFileScenarioAndField(t *testing.T) {
 		{"file escapes", `{"name": "s", ` + sess + `, ` + exp + `, "files": {"../x": "y"}}`, "s", `files["../x"]`, "relative path"},
 		{"file in .git", `{"name": "s", ` + sess + `, ` + exp + `, "files": {".git/config": "y"}}`, "s", `files[".git/config"]`, "kept by dreamgate"},
 		{"history seeded", `{"name": "s", ` + sess + `, ` + exp + `, "files": {"memory/history.jsonl": "y"}}`, "s", `files["memory/history.jsonl"]`, "kept by dreamgate"},
+		{"NUL in a file name", `{"name": "s", ` + sess + `, ` + exp + `, "files": {"a\u0000b": "y"}}`, "s", `files["a\x00b"]`, "control character"},
+		{"file name too long", `{"name": "s", ` + sess + `, ` + exp + `, "files": {"` + strings.Repeat("n", 300) + `": "y"}}`, "s", `files["` + strings.Repeat("n", 300) + `"]`, "too long"},
+		{"file named memory", `{"name": "s", ` + sess + `, ` + exp + `, "files": {"memory": "y"}}`, "s", `files["memory"]`, "kept by dreamgate"},
+		{"file inside a seeded file", `{"name": "s", ` + sess + `, ` + exp + `, "files": {"notes": "y", "notes/a": "z"}}`, "s", `files["notes/a"]`, "seeded as a file"},
+		{"seeded file too big", `{"name": "s", ` + sess + `, ` + exp + `, "files": {"big.txt": "` + strings.Repeat("x", MaxSeedBytes+1) + `"}}`, "s", `files["big.txt"]`, "larger than 1 MiB"},
 		{"tiny window", `{"name": "s", ` + sess + `, ` + exp + `, "contextWindow": 100}`, "s", "contextWindow", "at least 4096"},
 	}
 	for _, tc := range cases {
@@ -110,7 +115,7 @@ func TestLoadDirectoryAndDuplicates(t *testing.T) {
 	write("b.json", strings.Replace(good, `"moves"`, `"second"`, 1))
 	write("a.json", good)
 	write("notes.txt", "not a scenario")
-	scs, err := Load(dir)
+	scs, err := Load(t.Context(), dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,15 +123,15 @@ func TestLoadDirectoryAndDuplicates(t *testing.T) {
 		t.Fatalf("want a.json's then b.json's scenario, got %d", len(scs))
 	}
 	write("c.json", good)
-	_, err = Load(dir)
+	_, err = Load(t.Context(), dir)
 	var se *ScenarioError
 	if !errors.As(err, &se) || se.Field != "name" || !strings.HasSuffix(se.File, "c.json") || !strings.Contains(se.Msg, "a.json") {
 		t.Errorf("a duplicate name should be refused naming both files: %v", err)
 	}
-	if _, err := Load(filepath.Join(dir, "missing.json")); !errors.As(err, &se) {
+	if _, err := Load(t.Context(), filepath.Join(dir, "missing.json")); !errors.As(err, &se) {
 		t.Errorf("a missing file: %v", err)
 	}
-	if _, err := Load(t.TempDir()); !errors.As(err, &se) || !strings.Contains(se.Msg, "no *.json") {
+	if _, err := Load(t.Context(), t.TempDir()); !errors.As(err, &se) || !strings.Contains(se.Msg, "no *.json") {
 		t.Errorf("an empty directory: %v", err)
 	}
 }
@@ -169,5 +174,25 @@ func TestBuiltinScenarios(t *testing.T) {
 	if !idle || !tools || !channels || !window || !fileless || !questions {
 		t.Errorf("coverage: idle %v, tool files %v, several channels %v, small window %v, absent anywhere %v, questions %v",
 			idle, tools, channels, window, fileless, questions)
+	}
+}
+
+// A scenario file is read up to MaxScenarioBytes and no further: an endless
+// one (/dev/zero) fails at once.
+func TestLoadRefusesAnOversizeFile(t *testing.T) {
+	big := filepath.Join(t.TempDir(), "big.json")
+	if err := os.WriteFile(big, []byte(good[:len(good)-1]+`, "description": "`+strings.Repeat("x", MaxScenarioBytes)+`"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{big, "/dev/zero"} {
+		if _, err := os.Stat(p); err != nil {
+			t.Logf("%s: %v", p, err)
+			continue
+		}
+		_, err := Load(t.Context(), p)
+		var se *ScenarioError
+		if !errors.As(err, &se) || !strings.Contains(se.Msg, "larger than 4 MiB") {
+			t.Errorf("%s: %v; want a scenario error saying it is too large", p, err)
+		}
 	}
 }

@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
+	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -16,6 +19,7 @@ import (
 	"github.com/dreamgate/dreamgate/eval"
 	"github.com/dreamgate/dreamgate/gateway"
 	"github.com/dreamgate/dreamgate/llm"
+	workspacetemplate "github.com/dreamgate/dreamgate/workspace-template"
 )
 
 // maxDreamRuns bounds the Dream runs that empty one scenario's backlog: a
@@ -43,9 +47,15 @@ func cmdEval(ctx context.Context, e *env, args []string) error {
 	if *scenarioPath == "" {
 		scs, err = eval.Builtin()
 	} else {
-		scs, err = eval.Load(*scenarioPath)
+		scs, err = eval.Load(ctx, *scenarioPath)
+	}
+	if err == nil {
+		err = checkSeeds(scs)
 	}
 	if err != nil {
+		if ctx.Err() != nil {
+			return &exitError{code: 1, err: errors.New("dreamgate eval: interrupted while reading the scenario")}
+		}
 		return &exitError{code: 2, err: fmt.Errorf("dreamgate eval: bad scenario: %w", err)}
 	}
 	cfg, err := e.config()
@@ -283,6 +293,30 @@ func usageByPurpose(u map[string]llm.Usage) map[string]eval.Tokens {
 		out[key] = out[key].Add(eval.Tokens{Prompt: v.PromptTokens, Completion: v.CompletionTokens, Cached: v.CachedTokens, Calls: v.Calls})
 	}
 	return out
+}
+
+// checkSeeds refuses, before anything runs, a seeded file the workspace
+// template needs as a folder ("prompts"), or one inside a template file
+// ("SOUL.md/notes"): the workspace could not be set up around it.
+func checkSeeds(scs []eval.Scenario) error {
+	tmpl := workspacetemplate.FS()
+	for _, sc := range scs {
+		for _, rel := range slices.Sorted(maps.Keys(sc.Files)) {
+			bad := ""
+			if fi, err := fs.Stat(tmpl, rel); err == nil && fi.IsDir() {
+				bad = "is a folder of the workspace template"
+			}
+			for dir := path.Dir(rel); dir != "." && bad == ""; dir = path.Dir(dir) {
+				if fi, err := fs.Stat(tmpl, dir); err == nil && !fi.IsDir() {
+					bad = fmt.Sprintf("is inside %q, a file of the workspace template", dir)
+				}
+			}
+			if bad != "" {
+				return &eval.ScenarioError{File: sc.Source, Scenario: sc.Name, Field: fmt.Sprintf("files[%q]", rel), Msg: bad}
+			}
+		}
+	}
+	return nil
 }
 
 // seedFiles writes a scenario's files into the workspace before it is set
