@@ -163,6 +163,9 @@ type Gateway struct {
 	closed   bool
 	channels map[string]channels.Channel
 	workers  map[string]*worker
+	// local are the conversations of a local terminal, kept awake while
+	// loaded (releaseSession).
+	local map[string]bool
 	// room is closed, and replaced, each time a job leaves a session's
 	// queue: a script's message waits on it for room (enqueueWait).
 	room chan struct{}
@@ -190,6 +193,7 @@ func New(cfg Config, deps Deps) *Gateway {
 		admins:   map[string]bool{},
 		channels: map[string]channels.Channel{},
 		workers:  map[string]*worker{},
+		local:    map[string]bool{},
 		room:     make(chan struct{}),
 		started:  deps.Now(),
 	}

@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/dreamgate/dreamgate/agent"
 	"github.com/dreamgate/dreamgate/channels"
@@ -151,26 +150,5 @@ func TestOverLongMessageIsCutAndAnswered(t *testing.T) {
 	// A message within the limit is answered as usual.
 	if r := wait(t, mustSubmit(t, env, inbound("short", "hello"))); r.Reply != "read it" {
 		t.Errorf("short message reply = %q", r.Reply)
-	}
-}
-
-// The idle sweep closes the file of a conversation quiet for a few minutes;
-// the conversation itself stays loaded and goes on.
-func TestIdleSweepClosesQuietSessionFiles(t *testing.T) {
-	env, _, advance := newIdleEnv(t)
-	wait(t, mustSubmit(t, env, inbound("quiet", "hello")))
-	if n := env.g.closeIdleFiles(); n != 0 {
-		t.Fatalf("closed %d files of a conversation that just spoke", n)
-	}
-	advance(fileIdleAfter + time.Second)
-	if n := env.g.closeIdleFiles(); n != 1 {
-		t.Fatalf("closed %d files after %s of quiet, want 1", n, fileIdleAfter)
-	}
-	if r := wait(t, mustSubmit(t, env, inbound("quiet", "still there?"))); r.Err != nil {
-		t.Fatalf("turn after the file was closed: %+v", r)
-	}
-	sess, _ := env.sessions.Get("test:quiet")
-	if n := sess.Len(); n != 4 {
-		t.Errorf("session holds %d messages, want 4", n)
 	}
 }

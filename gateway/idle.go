@@ -43,7 +43,7 @@ func (g *Gateway) idleLoop(ctx context.Context) {
 			}
 			g.archiveSetAside(asideChecked)
 			g.evictIdle()
-			g.closeIdleFiles()
+			g.releaseIdle()
 		}
 	}
 }
@@ -124,28 +124,38 @@ func (g *Gateway) releaseDiskLoad(sess *session.Session) {
 
 // compactIdle queues an archive job for every loaded session idle for
 // IdleCompactAfter with unarchived messages. The job runs in the session's
-// worker, so it never overlaps a turn of that session.
+// worker, so it never overlaps a turn of that session, and gets the
+// session again there: the one listed may have been let go of and changed
+// by another process meanwhile.
 func (g *Gateway) compactIdle() {
 	cutoff := g.now().Add(-g.cfg.IdleCompactAfter)
 	for _, s := range g.deps.Sessions.Loaded() {
-		if s.LastConsolidated() >= s.Len() || s.LastActive().After(cutoff) || g.queued(s.Key()) > 0 {
+		key := s.Key()
+		if s.LastConsolidated() >= s.Len() || s.LastActive().After(cutoff) || g.queued(key) > 0 {
 			continue
 		}
-		sess := s
 		err := g.enqueue(job{
-			in: channels.Inbound{SessionKey: sess.Key()},
+			in: channels.Inbound{SessionKey: key},
 			task: func(ctx context.Context) {
+				sess, err := g.deps.Sessions.Get(key)
+				if _, locked := sessionLocked(err); locked {
+					g.logger.Debug("idle archive: session held by another process", "session", key, "err", err)
+					return
+				} else if err != nil {
+					g.logger.Warn("idle archive: cannot open a session", "session", key, "err", err)
+					return
+				}
 				// Re-check inside the worker: a message may have arrived.
 				if sess.LastConsolidated() >= sess.Len() || sess.LastActive().After(g.now().Add(-g.cfg.IdleCompactAfter)) {
 					return
 				}
 				if _, err := g.deps.Consolidator.ArchiveTail(ctx, sess); err != nil {
-					g.logger.Error("idle archive failed", "session", sess.Key(), "err", err)
+					g.logger.Error("idle archive failed", "session", key, "err", err)
 				}
 			},
 		})
 		if err != nil {
-			g.logger.Debug("idle archive not queued", "session", s.Key(), "err", err)
+			g.logger.Debug("idle archive not queued", "session", key, "err", err)
 		}
 	}
 }
@@ -260,13 +270,14 @@ func (s *seenSet) remove(name string) {
 	delete(s.m, name)
 }
 
-// fileIdleAfter is how long a session's file stays open after its last
-// message. Reopening costs one open(2) on the next message; holding it costs
-// a descriptor per conversation seen in the last hour.
-const fileIdleAfter = 5 * time.Minute
-
-// closeIdleFiles closes the files of sessions quiet for fileIdleAfter and
-// returns how many it closed.
-func (g *Gateway) closeIdleFiles() int {
-	return g.deps.Sessions.CloseIdleFiles(g.now().Add(-fileIdleAfter))
+// releaseIdle lets go of the files and locks of loaded sessions with no
+// work queued or running: each worker does so when its queue empties, and
+// this sweep catches a session loaded without one (a /status, a start's
+// look at what a crash left).
+func (g *Gateway) releaseIdle() {
+	for _, s := range g.deps.Sessions.Loaded() {
+		if key := s.Key(); g.queued(key) == 0 {
+			g.releaseSession(key)
+		}
+	}
 }

@@ -52,6 +52,11 @@ func (g *Gateway) Submit(ctx context.Context, in channels.Inbound) (<-chan Resul
 	if in.Time.IsZero() {
 		in.Time = g.now()
 	}
+	if in.Local {
+		g.mu.Lock()
+		g.local[in.SessionKey] = true
+		g.mu.Unlock()
+	}
 	done := make(chan Result, 1)
 	in, tooLong := g.capInbound(in)
 	pc := parseCommand(in.Text)
@@ -104,9 +109,28 @@ func (g *Gateway) runPriority(ctx context.Context, in channels.Inbound, pc *pars
 	}
 	go func() {
 		defer g.backgroundWG.Done()
-		done <- g.runCommand(context.WithoutCancel(ctx), in, pc)
+		res := g.runCommand(context.WithoutCancel(ctx), in, pc)
+		if g.queued(in.SessionKey) == 0 {
+			g.releaseSession(in.SessionKey) // /status may have loaded it
+		}
+		done <- res
 	}()
 	return nil
+}
+
+// releaseSession lets go of the file and lock of a session with no work
+// left (session.Store.Release): a conversation holds descriptors only while
+// it is being answered, and another process may take it meanwhile. A local
+// terminal's conversation is kept: its person is at the terminal, and a
+// `chat` beside the gateway must be refused it. A session released while
+// a job of it starts after all wakes again on its next write.
+func (g *Gateway) releaseSession(key string) {
+	g.mu.Lock()
+	keep := g.local[key]
+	g.mu.Unlock()
+	if !keep {
+		g.deps.Sessions.Release(key)
+	}
 }
 
 func (g *Gateway) enqueue(j job) error {
@@ -178,8 +202,12 @@ func (g *Gateway) runWorker(w *worker) {
 		// arrives after the result must find nothing running.
 		g.mu.Lock()
 		w.cancel = nil
+		idle := len(w.queue) == 0
 		g.mu.Unlock()
 		cancel()
+		if idle {
+			g.releaseSession(w.key)
+		}
 		if j.done != nil {
 			j.done <- res
 		}

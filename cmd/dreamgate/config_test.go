@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -54,4 +55,23 @@ func TestConfigMistakesAreNamed(t *testing.T) {
 		t.Fatal(err)
 	}
 	check(h.run("status"), h.cfgPath+": the file must hold one JSON object")
+}
+
+// Discord shards may share a state directory: each keeps its own inbox, so
+// that none answers after a crash what another accepted.
+func TestEachShardKeepsItsOwnInbox(t *testing.T) {
+	var cfg Config
+	cfg.StateDir = "/state"
+	if got := inboxPath(cfg); got != filepath.Join("/state", "inbox.jsonl") {
+		t.Errorf("unsharded: %s", got)
+	}
+	cfg.Channels.Discord.Enabled, cfg.Channels.Discord.ShardCount = true, 2
+	seen := map[string]bool{}
+	for id := range 2 {
+		cfg.Channels.Discord.ShardID = id
+		seen[inboxPath(cfg)] = true
+	}
+	if len(seen) != 2 || seen[filepath.Join("/state", "inbox.jsonl")] {
+		t.Errorf("two shards keep %v", seen)
+	}
 }

@@ -99,7 +99,7 @@ func cmdGateway(ctx context.Context, e *env, args []string) error {
 	// Accepted messages not yet in their session, for the next start to
 	// answer after a crash; only the process that owns the channels keeps it.
 	if cfg.Gateway.AnswerPendingMinutes > 0 {
-		if err := g.OpenInbox(filepath.Join(cfg.StateDir, "inbox.jsonl")); err != nil {
+		if err := g.OpenInbox(inboxPath(cfg)); err != nil {
 			return err
 		}
 	}
@@ -194,6 +194,17 @@ func cmdGateway(ctx context.Context, e *env, args []string) error {
 		return notSentError(termCh)
 	}
 	return nil
+}
+
+// inboxPath is where the gateway keeps its inbox (gateway.OpenInbox): one
+// file per process that owns channels, so Discord shards sharing a state
+// directory each keep their own, and none answers another's messages after
+// a crash.
+func inboxPath(cfg Config) string {
+	if d := cfg.Channels.Discord; d.Enabled && d.ShardCount != 0 {
+		return filepath.Join(cfg.StateDir, fmt.Sprintf("inbox.shard-%d.jsonl", d.ShardID))
+	}
+	return filepath.Join(cfg.StateDir, "inbox.jsonl")
 }
 
 // printBanner is the first screen of an interactive gateway: what it talks

@@ -92,15 +92,16 @@ func (st *Store) OpenSetAside(a SetAside) (*Session, error) {
 		return s, nil
 	}
 	// Another process may be archiving it (its own /new, or its scan).
-	name := asideLockName(a.prefix)
-	if err := st.lockPath(name, a.Key, a.prefix+".lock"); err != nil {
+	fl, err := takeLock(a.prefix+".lock", a.Key)
+	if err != nil {
 		return nil, err
 	}
 	s, err := st.loadAt(a.Key, a.prefix, a.ID)
 	if err != nil {
-		_ = st.unlockKey(name)
+		_ = fl.Close()
 		return nil, err
 	}
+	s.lock = fl
 	st.aside[a.prefix] = s
 	return s, nil
 }
@@ -115,12 +116,11 @@ func (st *Store) ForgetSetAside(s *Session) {
 		return
 	}
 	delete(st.aside, p)
-	_ = s.close()
 	if s.LastConsolidated() >= s.Len() {
 		// Done for good: its lock file would only pile up, one per /new.
 		// A process that opened it meanwhile locks an unlinked file and
 		// then finds nothing left to archive.
 		_ = os.Remove(p + ".lock")
 	}
-	_ = st.unlockKey(asideLockName(p))
+	_ = s.close()
 }

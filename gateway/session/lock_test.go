@@ -5,7 +5,6 @@ import (
 	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/dreamgate/dreamgate/llm"
 )
@@ -27,8 +26,8 @@ func twoStores(t *testing.T) (a, b *Store) {
 
 // Two stores on one directory stand for two processes (flock locks belong
 // to the open file, so they exclude each other within one process too).
-// The second is refused a key while the first has it loaded, also after the
-// first closed the idle file; it gets it once the first lets it go.
+// The second is refused a key while the first has it loaded and awake; it
+// gets it once the first lets it go.
 func TestSecondStoreIsRefusedALoadedSession(t *testing.T) {
 	a, b := twoStores(t)
 
@@ -54,11 +53,6 @@ func TestSecondStoreIsRefusedALoadedSession(t *testing.T) {
 		}
 	}
 	refused("while loaded")
-
-	if n := a.CloseIdleFiles(time.Now().Add(time.Hour)); n != 1 {
-		t.Fatalf("closed %d idle files, want 1", n)
-	}
-	refused("after the idle file was closed")
 
 	// Another key is free.
 	if _, err := b.Get("terminal:other"); err != nil {
@@ -149,5 +143,63 @@ func TestLockFileNamesTheHolder(t *testing.T) {
 	if got := readPID(path); got != os.Getpid() {
 		raw, _ := os.ReadFile(path)
 		t.Fatalf("lock file names pid %d (%q), want %d", got, raw, os.Getpid())
+	}
+}
+
+// A released session holds no descriptor and stays in memory. Woken with
+// its files as it left them, it is the same session; when another process
+// wrote meanwhile, Get loads it afresh and a write through the old one
+// fails instead of writing on a conversation it no longer knows; while
+// the other holds it, it is refused.
+func TestReleasedSessionWakesOrReloads(t *testing.T) {
+	a, b := twoStores(t)
+	s, err := a.Get("slack:C1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Append(llm.Message{Role: llm.RoleUser, Content: "one"}); err != nil {
+		t.Fatal(err)
+	}
+	before := openFDs(t)
+	if !a.Release("slack:C1") || a.Release("slack:C1") {
+		t.Fatal("Release: want true once, then false")
+	}
+	if after := openFDs(t); before >= 0 && after != before-2 {
+		t.Errorf("open descriptors %d -> %d after the release, want two fewer (the file and the lock)", before, after)
+	}
+	if !a.IsLoaded("slack:C1") {
+		t.Fatal("a released session left memory")
+	}
+	// Woken by a write, unchanged: the same session goes on.
+	if err := s.Append(llm.Message{Role: llm.RoleAssistant, Content: "two"}); err != nil {
+		t.Fatalf("append to a released session: %v", err)
+	}
+	a.Release("slack:C1")
+	if got, err := a.Get("slack:C1"); err != nil || got != s || got.Len() != 2 {
+		t.Fatalf("Get after an unchanged release: %p (want %p), %v", got, s, err)
+	}
+
+	// Another process writes while this one let go.
+	a.Release("slack:C1")
+	other, err := b.Get("slack:C1")
+	if err != nil {
+		t.Fatalf("the other store was refused a released session: %v", err)
+	}
+	if _, err := a.Get("slack:C1"); !errors.As(err, new(*LockedError)) {
+		t.Errorf("Get while the other holds it: %v, want a LockedError", err)
+	}
+	if err := other.Append(llm.Message{Role: llm.RoleUser, Content: "three"}); err != nil {
+		t.Fatal(err)
+	}
+	b.Evict(other)
+	if err := s.Append(llm.Message{Role: llm.RoleAssistant, Content: "lost?"}); err == nil {
+		t.Error("a write through the stale session succeeded")
+	}
+	fresh, err := a.Get("slack:C1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fresh == s || fresh.Len() != 3 || fresh.Messages()[2].Content != "three" {
+		t.Errorf("after the other's write: same %v, messages %v", fresh == s, fresh.Messages())
 	}
 }

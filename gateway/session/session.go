@@ -11,15 +11,15 @@
 // before the archive finished leaves it for the next one's disk scan.
 //
 // A conversation has at most one writing process: loading a key takes an
-// exclusive, non-blocking lock on "<base>.lock" (lock.go), held for as long
-// as the key stays loaded in its Store, and released by Evict and Close. A
-// second process that asks for the key meanwhile gets a *LockedError, whose
-// Sentence its user reads. Closing an idle session's append handle
-// (CloseIdleFiles) keeps the lock: the lock is on its own file, not on the
-// message file, so a session still in memory never sees another process's
-// appends behind its back; only eviction lets another process in, and the
-// next load takes the lock again before it reads the file. The lock
-// follows the key, not the file, so /new's rotation keeps it.
+// exclusive, non-blocking lock on "<base>.lock" (lock.go) before it reads
+// the files, and a session writes only while it holds it. A second process
+// that asks for the key meanwhile gets a *LockedError, whose Sentence its
+// user reads. A loaded session keeps its lock and append handle while its
+// process works on it and may then be put to sleep (Release): both are let
+// go, the session stays in memory, and waking it takes the lock again and
+// reloads it if another process changed its files meanwhile. So a gateway
+// holds descriptors only for the conversations it is answering. The key's
+// lock follows the key, not the file, so /new's rotation keeps it.
 //
 // A session holds in memory only its unarchived messages and a short margin
 // before them, and a load reads the file from where that part starts, found
@@ -44,6 +44,7 @@ import (
 
 	"github.com/dreamgate/dreamgate/llm"
 	"github.com/dreamgate/dreamgate/workspace"
+	"github.com/gofrs/flock"
 )
 
 type meta struct {
@@ -78,6 +79,14 @@ type Session struct {
 	msgs  []llm.Message
 	lines []lineRef
 	file  *os.File // append handle, opened on first append
+	// lock is the conversation's lock while this process holds it (nil
+	// when it never took it, or let it go). asleep says it was let go
+	// (lock.go), stamp what the files were then; stale, that another
+	// process has the conversation now: the session must be loaded again.
+	lock   *flock.Flock
+	asleep bool
+	stale  bool
+	stamp  fileStamp
 	// needsNewline is set when the file ends in a torn line (a crash
 	// mid-write), so the next append starts on a line of its own.
 	needsNewline bool
@@ -239,6 +248,9 @@ func (s *Session) writeLines(lines ...any) ([]lineRef, error) {
 		}
 		spans[i] = lineRef{off: int64(start), sum: lineSum(buf.Bytes()[start : buf.Len()-1])}
 	}
+	if err := s.wakeLocked(); err != nil {
+		return nil, err
+	}
 	if s.file == nil {
 		f, err := os.OpenFile(s.prefix+".jsonl", os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 		if err != nil {
@@ -279,6 +291,9 @@ func (s *Session) cutTornWrite(good int64, cause error) {
 }
 
 func (s *Session) writeMetaLocked() error {
+	if err := s.wakeLocked(); err != nil {
+		return err
+	}
 	data, err := json.Marshal(s.meta)
 	if err != nil {
 		return fmt.Errorf("encode session metadata: %w", err)
@@ -290,7 +305,10 @@ func (s *Session) writeMetaLocked() error {
 	return nil
 }
 
-func (s *Session) moveTo(prefix string) error {
+// moveAside renames the session's files to prefix and hands back the
+// key's lock, which stays with the key (Rotate gives it to the fresh
+// session). The session must be awake.
+func (s *Session) moveAside(prefix string) (*flock.Flock, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.file != nil {
@@ -300,11 +318,13 @@ func (s *Session) moveTo(prefix string) error {
 	for _, ext := range []string{".jsonl", ".meta.json"} {
 		err := os.Rename(s.prefix+ext, prefix+ext)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return err
+			return nil, err
 		}
 	}
 	s.prefix = prefix
-	return nil
+	keyLock := s.lock
+	s.lock = nil
+	return keyLock, nil
 }
 
 // path is the session's files' path without extension.
@@ -314,15 +334,13 @@ func (s *Session) path() string {
 	return s.prefix
 }
 
+// close closes the append handle and releases the lock; the session is of
+// no further use (evicted, or the store closed).
 func (s *Session) close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.file == nil {
-		return nil
-	}
-	err := s.file.Close()
-	s.file = nil
-	return err
+	s.stale = true
+	return s.closeLocked()
 }
 
 // writeAtomic replaces path with data through the workspace package's one
@@ -357,19 +375,4 @@ func (s *Session) hook(point string) {
 	if s.afterWrite != nil {
 		s.afterWrite(point)
 	}
-}
-
-// closeFile closes the append handle if one is open and reports whether it
-// did. A failed close is logged: the lines were written already.
-func (s *Session) closeFile() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.file == nil {
-		return false
-	}
-	if err := s.file.Close(); err != nil {
-		s.logger.Warn("closing an idle session file failed", "session", s.meta.Key, "err", err)
-	}
-	s.file = nil
-	return true
 }

@@ -18,7 +18,6 @@ import (
 
 	"github.com/dreamgate/dreamgate/internal/leftovers"
 	"github.com/dreamgate/dreamgate/workspace"
-	"github.com/gofrs/flock"
 )
 
 // Store hands out sessions by key, loading each from disk once.
@@ -34,8 +33,6 @@ type Store struct {
 	// the very Session a /new is archiving (the consolidator serialises
 	// them) instead of a second copy.
 	aside map[string]*Session
-	// locks holds the lock of every key in open (lock.go).
-	locks map[string]*flock.Flock
 	wrap  func(io.Writer) io.Writer // WrapWrites
 	// afterWrite is SetAfterWrite's hook, nil in production.
 	afterWrite func(point string)
@@ -49,7 +46,7 @@ func NewStore(dir string, logger *slog.Logger) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create sessions dir: %w", err)
 	}
-	st := &Store{dir: dir, logger: logger, now: time.Now, open: map[string]*Session{}, aside: map[string]*Session{}, locks: map[string]*flock.Flock{}}
+	st := &Store{dir: dir, logger: logger, now: time.Now, open: map[string]*Session{}, aside: map[string]*Session{}}
 	if n, err := st.RemoveLeftovers(); err != nil {
 		logger.Warn("leftover temp files in the sessions dir", "removed", n, "err", err)
 	} else if n > 0 {
@@ -74,12 +71,31 @@ func (st *Store) WrapWrites(wrap func(io.Writer) io.Writer) {
 	st.wrap = wrap
 }
 
-// Get returns the session for key, loading it from disk or creating it.
+// Get returns the session for key, loading it from disk or creating it,
+// and waking it when it sleeps (Release); a session another process
+// changed meanwhile is loaded afresh.
 func (st *Store) Get(key string) (*Session, error) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	return st.liveLocked(key)
+}
+
+// liveLocked returns key's live session, awake. The caller holds st.mu.
+func (st *Store) liveLocked(key string) (*Session, error) {
 	if s, ok := st.open[key]; ok {
-		return s, nil
+		s.mu.Lock()
+		err := s.wakeLocked()
+		s.mu.Unlock()
+		if err == nil {
+			return s, nil
+		}
+		// Another process has it now, or had it: what this one holds in
+		// memory is not to be used again.
+		delete(st.open, key)
+		if !errors.Is(err, errStale) {
+			return nil, err
+		}
+		st.logger.Info("conversation changed by another process while this one let go of it; loading it again", "session", key)
 	}
 	s, err := st.load(key)
 	if err != nil {
@@ -87,6 +103,16 @@ func (st *Store) Get(key string) (*Session, error) {
 	}
 	st.open[key] = s
 	return s, nil
+}
+
+// Release lets go of the append handle and lock of key's live session,
+// which stays in memory and wakes on the next Get or write (lock.go): the
+// caller has no work for it now. It reports whether there was one awake.
+func (st *Store) Release(key string) bool {
+	st.mu.Lock()
+	s, ok := st.open[key]
+	st.mu.Unlock()
+	return ok && s.sleep()
 }
 
 // Loaded returns the sessions currently in memory.
@@ -145,9 +171,8 @@ func (st *Store) Evict(s *Session) bool {
 		return false
 	}
 	delete(st.open, key)
-	_ = s.close()
-	if err := st.unlockKey(key); err != nil {
-		st.logger.Warn("releasing a session's lock failed", "session", key, "err", err)
+	if err := s.close(); err != nil {
+		st.logger.Warn("closing a session failed", "session", key, "err", err)
 	}
 	return true
 }
@@ -158,17 +183,12 @@ func (st *Store) Evict(s *Session) bool {
 func (st *Store) Rotate(key string) (old, fresh *Session, err error) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	old, ok := st.open[key]
-	if !ok {
-		if old, err = st.load(key); err != nil {
-			return nil, nil, err
-		}
+	if old, err = st.liveLocked(key); err != nil {
+		return nil, nil, err
 	}
 	base := st.base(key)
-	if err := old.moveTo(filepath.Join(st.dir, base+"."+old.ID())); err != nil {
-		if !ok {
-			_ = st.unlockKey(key) // loaded for this call only
-		}
+	keyLock, err := old.moveAside(filepath.Join(st.dir, base+"."+old.ID()))
+	if err != nil {
 		return nil, nil, fmt.Errorf("set session %s aside: %w", key, err)
 	}
 	aside := old.path()
@@ -176,11 +196,14 @@ func (st *Store) Rotate(key string) (old, fresh *Session, err error) {
 	// this very moment could hold its lock; both may then archive it, and
 	// the consolidator's check of the archived ranges keeps the second
 	// from writing it again once the first is done.
-	if err := st.lockPath(asideLockName(aside), key, aside+".lock"); err != nil {
+	if fl, err := takeLock(aside+".lock", key); err != nil {
 		st.logger.Debug("set-aside conversation locked by another process", "session", key, "err", err)
+	} else {
+		old.setLock(fl)
 	}
 	st.aside[aside] = old
 	fresh = st.create(key, base)
+	fresh.lock = keyLock
 	st.open[key] = fresh
 	return old, fresh, nil
 }
@@ -196,9 +219,6 @@ func (st *Store) Close() error {
 	for _, s := range st.aside {
 		errs = append(errs, s.close())
 	}
-	for key := range st.locks {
-		errs = append(errs, st.unlockKey(key))
-	}
 	return errors.Join(errs...)
 }
 
@@ -212,16 +232,18 @@ func (st *Store) prefix(key string) string {
 
 // load loads key's live conversation, taking its lock first (it is read
 // only once no other process writes to it); the caller registers it in
-// st.open, or the lock is released again.
+// st.open.
 func (st *Store) load(key string) (*Session, error) {
-	if err := st.lockKey(key); err != nil {
+	fl, err := takeLock(st.prefix(key)+".lock", key)
+	if err != nil {
 		return nil, err
 	}
 	s, err := st.loadLocked(key)
 	if err != nil {
-		_ = st.unlockKey(key)
+		_ = fl.Close()
 		return nil, err
 	}
+	s.lock = fl
 	return s, nil
 }
 
@@ -315,22 +337,4 @@ func (st *Store) RemoveLeftovers() (int, error) {
 		return removed, fmt.Errorf("remove leftover temp files: %w", err)
 	}
 	return removed, nil
-}
-
-// CloseIdleFiles closes the append handles of loaded sessions whose last
-// message is older than cutoff, and returns how many it closed. The session
-// stays loaded; its next Append opens the file again. A gateway that saw a
-// thousand threads in the last hour thus holds open only the files of the
-// conversations going on now.
-func (st *Store) CloseIdleFiles(cutoff time.Time) int {
-	closed := 0
-	for _, s := range st.Loaded() {
-		if s.LastActive().After(cutoff) {
-			continue
-		}
-		if s.closeFile() {
-			closed++
-		}
-	}
-	return closed
 }
