@@ -12,7 +12,7 @@ import (
 func TestPoliciesFollowTheWorkspaceLayout(t *testing.T) {
 	chat, dream := ChatPolicy(), DreamPolicy()
 	for _, rel := range []string{
-		workspace.History, workspace.Cursor, workspace.DreamCursor, workspace.DreamState,
+		workspace.History, workspace.Cursor, workspace.DreamCursor, workspace.DreamLedger, workspace.LegacyDreamState,
 		workspace.HistoryLock, workspace.DreamLock, workspace.GitIgnore, workspace.GitDir + "/config",
 	} {
 		if err := chat.check(rel, true); !errors.Is(err, ErrNotAllowed) {

@@ -60,10 +60,14 @@ type History interface {
 	// most limit of them (0 = all). Malformed lines are skipped, not errors;
 	// an error means the archive could not be read.
 	Since(cursor, limit int) ([]history.Entry, error)
-	// DreamCursor is the highest cursor Dream has consumed (0 when none).
+	// DreamCursor is the highest cursor Dream has consumed (0 when none):
+	// memory/.dream_cursor, the frontier of every scope.
 	DreamCursor() (int, error)
 	// SetDreamCursor records n as consumed, durably, before returning nil.
+	// Only the Ledger calls it.
 	SetDreamCursor(n int) error
+	// LastCursor is the highest cursor handed out so far (0 when none).
+	LastCursor() (int, error)
 	// Append adds an entry (Dream uses it to record a skipped batch) and
 	// returns it with its cursor, durably written before returning nil.
 	Append(content, sessionKey string) (history.Entry, error)
@@ -103,7 +107,7 @@ type Repo interface {
 // Config is the Dream's configuration; zero fields take the defaults.
 type Config struct {
 	// Workspace holds SOUL.md, USER.md, memory/MEMORY.md, the optional
-	// prompts/dream.md, and Dream's own state files under memory/.
+	// prompts/dream.md, and Dream's ledger and lock under memory/.
 	Workspace string
 	// Model is dream.model: "" uses the client's default model.
 	Model string
@@ -171,8 +175,9 @@ type Deps struct {
 	Observer Observer
 	Logger   *slog.Logger
 	Now      func() time.Time
-	// Hook, when set, is called at named points of a run (PointEdit) so a
-	// test can kill the process exactly there. Nil in normal use.
+	// Hook, when set, is called at named points of a run (PointEdit,
+	// PointCommit, PointLedger) so a test can kill the process exactly
+	// there. Nil in normal use.
 	Hook func(point string)
 }
 
@@ -215,7 +220,8 @@ func New(cfg Config, deps Deps) (*Dreamer, error) {
 		now:   deps.Now,
 		hook:  deps.Hook,
 	}
-	d.flight.path = lockPath(cfg.Workspace)
-	d.flight.held = d.clearStaleGitLocks
+	d.ledger = NewLedger(cfg.Workspace, deps.History, deps.Logger)
+	d.ledger.hook = deps.Hook
+	d.ledger.lock.held = d.clearStaleGitLocks
 	return d, nil
 }

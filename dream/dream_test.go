@@ -328,8 +328,8 @@ func TestCancelledRunIsNotCounted(t *testing.T) {
 	if rep.Outcome != OutcomeFailed || rep.Failures != 0 || !errors.Is(err, context.Canceled) {
 		t.Fatalf("report %+v, err %v", rep, err)
 	}
-	if st, _ := loadState(e.ws); st.Failures != nil {
-		t.Errorf("failures recorded for a cancelled run: %+v", st.Failures)
+	if p := e.progress(); p.Failures != nil {
+		t.Errorf("failures recorded for a cancelled run: %+v", p.Failures)
 	}
 }
 

@@ -48,7 +48,7 @@ func TestStaleGitLockIsClearedUnderTheDreamLock(t *testing.T) {
 	}
 
 	// While a Dream holds the lock, a refused request touches nothing.
-	release, err := d.flight.acquire(time.Now())
+	release, err := d.ledger.lock.acquire(time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -129,6 +129,35 @@ func (e *env) dreamer(cfg Config) *Dreamer {
 	return d
 }
 
+// record is the ledger's record as on disk.
+func (e *env) record() record {
+	e.t.Helper()
+	var r record
+	if _, err := readJSON(filepath.Join(e.ws, "memory", ".dream_ledger"), "dream ledger", &r); err != nil {
+		e.t.Fatal(err)
+	}
+	return r
+}
+
+// writeRecord puts r on disk as the ledger's record.
+func (e *env) writeRecord(r record) {
+	e.t.Helper()
+	r.Version = ledgerVersion
+	if err := writeJSON(filepath.Join(e.ws, "memory", ".dream_ledger"), "dream ledger", r); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// progress is the default scope's progress as the ledger reads it.
+func (e *env) progress() progress {
+	e.t.Helper()
+	p, err := NewLedger(e.ws, e.hist, nil).progressOf(DefaultScope)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return p
+}
+
 func (e *env) read(rel string) string {
 	e.t.Helper()
 	b, err := os.ReadFile(filepath.Join(e.ws, filepath.FromSlash(rel)))

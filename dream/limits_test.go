@@ -217,8 +217,8 @@ func TestStoppedEditingKeepsWhatItApplied(t *testing.T) {
 			t.Errorf("a batch was skipped although every run made progress: %q", en.Content)
 		}
 	}
-	if st, _ := loadState(e.ws); st.Pending != nil || st.Failures != nil {
-		t.Errorf("state after the batch completed: pending %+v, failures %+v", st.Pending, st.Failures)
+	if p := e.progress(); p.Pending != nil || p.Failures != nil {
+		t.Errorf("progress after the batch completed: pending %+v, failures %+v", p.Pending, p.Failures)
 	}
 	e.checkWire()
 }

@@ -47,7 +47,7 @@ func TestObserverSeesEveryFinishedRun(t *testing.T) {
 	)
 	run() // completed
 
-	release, err := d.flight.acquire(time.Now())
+	release, err := d.ledger.lock.acquire(time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

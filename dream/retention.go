@@ -2,6 +2,7 @@ package dream
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -25,7 +26,9 @@ const (
 // MaxEntries in MaxAge keeps that last MaxAge whole. Dream, when turned on
 // again, reads what is left.
 type Retention struct {
-	History History
+	// Ledger is the workspace's Dream progress (NewLedger), through which
+	// the cursor moves; its history is the one kept bounded.
+	Ledger *Ledger
 	// MaxEntries is the history size above which entries are retired (1000,
 	// as Dream compacts); MaxAge the age an entry must have (30 days).
 	MaxEntries int
@@ -51,16 +54,41 @@ func (r Retention) withDefaults() Retention {
 }
 
 // Pass retires and compacts once. retired counts the unread entries given
-// up, dropped the entries removed from the file.
+// up, dropped the entries removed from the file. It takes the Dream lock
+// to move the cursor; while a Dream holds it (a `dreamgate dream run`),
+// the pass does nothing: that Dream reads the history and compacts it.
 func (r Retention) Pass() (retired, dropped int, err error) {
 	r = r.withDefaults()
-	cursor, err := r.History.DreamCursor()
+	h, err := r.Ledger.begin(r.Now())
+	var busy *BusyError
+	switch {
+	case errors.As(err, &busy):
+		return 0, 0, nil
+	case err != nil:
+		return 0, 0, fmt.Errorf("retain history: %w", err)
+	}
+	retired, err = r.retire(h)
+	h.end()
 	if err != nil {
 		return 0, 0, fmt.Errorf("retain history: %w", err)
 	}
-	unread, err := r.History.Since(cursor, 0)
+	dropped, err = r.Ledger.hist.Compact(r.MaxEntries)
 	if err != nil {
-		return 0, 0, fmt.Errorf("retain history: %w", err)
+		return retired, 0, fmt.Errorf("retain history: %w", err)
+	}
+	if dropped > 0 {
+		r.Logger.Info("history compacted", "dropped", dropped)
+	}
+	return retired, dropped, nil
+}
+
+// retire moves the cursor past the oldest unread entries beyond MaxEntries
+// that are older than MaxAge.
+func (r Retention) retire(h *held) (retired int, err error) {
+	cursor := h.scope(DefaultScope).Cursor
+	unread, err := r.Ledger.hist.Since(cursor, 0)
+	if err != nil {
+		return 0, err
 	}
 	excess := len(unread) - r.MaxEntries
 	cutoff := r.Now().Add(-r.MaxAge)
@@ -72,21 +100,15 @@ func (r Retention) Pass() (retired, dropped int, err error) {
 		to = e.Cursor
 		retired++
 	}
-	if retired > 0 {
-		if err := r.History.SetDreamCursor(to); err != nil {
-			return 0, 0, fmt.Errorf("retain history: %w", err)
-		}
-		r.Logger.Warn("Dream is off: history entries older than the retention age were retired unread to keep the history bounded",
-			"retired", retired, "first", unread[0].Cursor, "last", to, "max_entries", r.MaxEntries, "max_age", r.MaxAge)
+	if retired == 0 {
+		return 0, nil
 	}
-	dropped, err = r.History.Compact(r.MaxEntries)
-	if err != nil {
-		return retired, 0, fmt.Errorf("retain history: %w", err)
+	if err := h.changeScope(DefaultScope, func(p *progress) { p.Cursor = to }); err != nil {
+		return 0, err
 	}
-	if dropped > 0 {
-		r.Logger.Info("history compacted", "dropped", dropped)
-	}
-	return retired, dropped, nil
+	r.Logger.Warn("Dream is off: history entries older than the retention age were retired unread to keep the history bounded",
+		"retired", retired, "first", unread[0].Cursor, "last", to, "max_entries", r.MaxEntries, "max_age", r.MaxAge)
+	return retired, nil
 }
 
 // olderThan reports whether an entry was written before cutoff. A timestamp

@@ -26,7 +26,7 @@ func TestRetentionBoundsHistoryWhileDreamIsOff(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
 			e.hist.seed(t, 0, 1500, func(i int) string { return fmt.Sprintf("- fact %d", i) })
-			r := Retention{History: e.hist, MaxEntries: 1000, MaxAge: 30 * 24 * time.Hour, Logger: slog.New(e.logs), Now: func() time.Time { return tc.now }}
+			r := Retention{Ledger: NewLedger(e.ws, e.hist, nil), MaxEntries: 1000, MaxAge: 30 * 24 * time.Hour, Logger: slog.New(e.logs), Now: func() time.Time { return tc.now }}
 			retired, dropped, err := r.Pass()
 			if err != nil {
 				t.Fatal(err)

@@ -39,25 +39,49 @@ func NewScheduler(spec, timezone string, d *Dreamer, logger *slog.Logger) (*Sche
 	if d == nil {
 		return nil, errors.New("dream scheduler: no dreamer")
 	}
-	sched, loc, err := parseSchedule(spec, timezone)
+	s, err := ParseSchedule(spec, timezone)
 	if err != nil {
 		return nil, err
 	}
-	return newDreamScheduler(sched, loc, d, logger), nil
+	return newDreamScheduler(s.sched, s.loc, d, logger), nil
 }
 
-// parseSchedule checks a dream.cron spec and time zone.
-func parseSchedule(spec, timezone string) (cron.Schedule, *time.Location, error) {
+// Schedule is a dream.cron spec parsed in its time zone; cron's own types
+// stay inside this package.
+type Schedule struct {
+	sched cron.Schedule
+	loc   *time.Location
+}
+
+// ScheduleError is a dream.cron spec or time zone that cannot be used.
+type ScheduleError struct {
+	// Field is "cron" or "timezone"; Value what was given; Reason why it
+	// cannot be used.
+	Field, Value, Reason string
+}
+
+func (e *ScheduleError) Error() string {
+	return fmt.Sprintf("dream %s %q: %s", e.Field, e.Value, e.Reason)
+}
+
+// ParseSchedule checks a dream.cron spec (standard 5 fields, or a
+// descriptor such as @daily or @every 6h; a CRON_TZ= prefix overrides
+// timezone) in timezone (an IANA name; "" means UTC, "Local" the
+// machine's). Its error is a *ScheduleError.
+func ParseSchedule(spec, timezone string) (Schedule, error) {
 	loc, err := time.LoadLocation(timezone)
 	if err != nil {
-		return nil, nil, fmt.Errorf("dream time zone %q: %w", timezone, err)
+		return Schedule{}, &ScheduleError{Field: "timezone", Value: timezone, Reason: "unknown time zone"}
 	}
 	sched, err := cron.ParseStandard(strings.TrimSpace(spec))
 	if err != nil {
-		return nil, nil, fmt.Errorf("dream schedule %q: %w", spec, err)
+		return Schedule{}, &ScheduleError{Field: "cron", Value: spec, Reason: err.Error()}
 	}
-	return sched, loc, nil
+	return Schedule{sched: sched, loc: loc}, nil
 }
+
+// Next is the first time the schedule fires after t, in its time zone.
+func (s Schedule) Next(t time.Time) time.Time { return s.sched.Next(t.In(s.loc)) }
 
 // newDreamScheduler runs d on any schedule (tests use a fast one).
 func newDreamScheduler(sched cron.Schedule, loc *time.Location, d *Dreamer, logger *slog.Logger) *Scheduler {

@@ -2,6 +2,7 @@ package dream
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"strings"
 	"sync/atomic"
@@ -181,5 +182,28 @@ func TestNewScheduler(t *testing.T) {
 	}
 	if !d.Status().Next.Equal(s.Next()) {
 		t.Errorf("Status.Next = %v, scheduler Next = %v", d.Status().Next, s.Next())
+	}
+}
+
+// ParseSchedule checks a spec in its zone and says which of the two is
+// wrong; Next answers in that zone.
+func TestParseSchedule(t *testing.T) {
+	s, err := ParseSchedule("0 */2 * * *", "Europe/Berlin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 4, 3, 9, 30, 0, 0, time.UTC) // 11:30 in Berlin
+	if next := s.Next(at); next.Format("15:04 MST") != "12:00 CEST" || !next.After(at) {
+		t.Errorf("Next = %v", next)
+	}
+	for _, tc := range []struct{ spec, zone, field string }{
+		{"0 */2 * * *", "Mars/Olympus", "timezone"},
+		{"every day", "UTC", "cron"},
+	} {
+		_, err := ParseSchedule(tc.spec, tc.zone)
+		var se *ScheduleError
+		if !errors.As(err, &se) || se.Field != tc.field || se.Reason == "" {
+			t.Errorf("ParseSchedule(%q, %q) = %v, want a ScheduleError on %s", tc.spec, tc.zone, err, tc.field)
+		}
 	}
 }

@@ -16,11 +16,15 @@ const (
 	Cursor = "memory/.cursor"
 	// DreamCursor holds the highest cursor Dream has consumed.
 	DreamCursor = "memory/.dream_cursor"
-	// DreamState is Dream's failure count and last run.
-	DreamState = "memory/.dream_state"
-	// DreamIntent records a Dream's phase 2 while its edits are not
-	// committed yet, so a killed run's edits are recovered as Dream's.
-	DreamIntent = "memory/.dream_intent"
+	// DreamLedger is Dream's progress per memory scope (failures, findings
+	// left, skips, last run) and the running Dream's intent, in one record
+	// that only dream.Ledger writes.
+	DreamLedger = "memory/.dream_ledger"
+	// LegacyDreamState and LegacyDreamIntent held parts of that progress
+	// before the ledger; the ledger reads them once, into itself, and
+	// removes them.
+	LegacyDreamState  = "memory/.dream_state"
+	LegacyDreamIntent = "memory/.dream_intent"
 	// HistoryLock and DreamLock are the cross-process locks of the history
 	// store and of Dream's single flight.
 	HistoryLock = "memory/.history.lock"
@@ -56,9 +60,10 @@ func ProgramFiles() []string {
 		History,
 		Cursor,
 		DreamCursor,
-		DreamState,
+		DreamLedger,
 		HistoryIndex,
-		DreamIntent,
+		LegacyDreamState,
+		LegacyDreamIntent,
 		MemoryDir + "/**/*.lock",
 		GitDir + "/",
 		GitIgnore,

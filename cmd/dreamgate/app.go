@@ -241,6 +241,15 @@ func (a *app) gateway(withDream bool) (*gateway.Gateway, *dream.Dreamer) {
 	return g, d
 }
 
+// ledger is Dream's progress: the Dreamer's own when Dream runs (nil
+// otherwise), else one for the retention and the readers.
+func (a *app) ledger(d *dream.Dreamer) *dream.Ledger {
+	if d != nil {
+		return d.Ledger()
+	}
+	return dream.NewLedger(a.cfg.Workspace, a.history, a.logger.With("component", "dream"))
+}
+
 func (a *app) dreamer() (*dream.Dreamer, error) {
 	repo, err := a.openRepo()
 	if err != nil {

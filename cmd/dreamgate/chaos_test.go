@@ -405,14 +405,21 @@ func TestChaos(t *testing.T) {
 		perPoint, random = 30, 30
 	}
 	turnPoints := []string{"session-append", "session-meta", "history-append", "history-cursor"}
-	dreamPoints := []string{"dream-edit", "dream-commit", "dream-cursor"}
+	dreamPoints := []string{"dream-edit", "dream-commit", "dream-cursor", "dream-ledger"}
 	// Dream first, while the history holds only the facts fed to it.
 	// A point is tried until it was hit perPoint times: a run does not
 	// always reach it (a Dream that finds its facts already in the files
 	// edits nothing).
 	for _, point := range dreamPoints {
 		for i := 0; c.ft.faults["kill -9 after "+point] < perPoint && i < 4*perPoint; i++ {
-			c.dreamKill(point, 1) // a run reads one batch: one edit, one commit, one cursor
+			count := 1 // a run reads one batch: one edit, one commit, one cursor
+			if point == "dream-ledger" {
+				// Its writes in a run: the intent before the edits, the
+				// chunk applied, the batch done (with the cursor), the
+				// run's outcome.
+				count = 1 + i%4
+			}
+			c.dreamKill(point, count)
 		}
 	}
 	for _, point := range turnPoints {

@@ -18,9 +18,8 @@ import (
 
 	"github.com/dreamgate/dreamgate/channels"
 	"github.com/dreamgate/dreamgate/channels/discord"
-	"github.com/robfig/cron/v3"
-
 	"github.com/dreamgate/dreamgate/channels/slack"
+	"github.com/dreamgate/dreamgate/dream"
 )
 
 // Config is config.json. Every key is optional; defaultConfig holds the
@@ -407,10 +406,14 @@ func (c *Config) Validate() error {
 	if c.Agent.IdleCompactAfterMinutes < 0 {
 		return bad("agent.idleCompactAfterMinutes", "must be 0 (off) or more, got %d", c.Agent.IdleCompactAfterMinutes)
 	}
-	if _, err := time.LoadLocation(c.Dream.Timezone); err != nil {
-		return bad("dream.timezone", "unknown time zone %q", c.Dream.Timezone)
-	}
-	if _, err := cron.ParseStandard(c.Dream.Cron); err != nil {
+	if _, err := dream.ParseSchedule(c.Dream.Cron, c.Dream.Timezone); err != nil {
+		var se *dream.ScheduleError
+		if errors.As(err, &se) && se.Field == "timezone" {
+			return bad("dream.timezone", "unknown time zone %q", c.Dream.Timezone)
+		}
+		if errors.As(err, &se) {
+			return bad("dream.cron", "%s", se.Reason)
+		}
 		return bad("dream.cron", "%v", err)
 	}
 	if c.Dream.MaxBatchSize < 1 {

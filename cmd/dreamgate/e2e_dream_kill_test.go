@@ -43,8 +43,8 @@ func TestKilledDreamIsRecoveredThroughTheBinary(t *testing.T) {
 	if !killed {
 		t.Fatalf("the Dream was not killed at its edit: %s", stderr)
 	}
-	if _, err := os.Stat(filepath.Join(h.ws, "memory", ".dream_intent")); err != nil {
-		t.Fatalf("no intent record after the kill: %v", err)
+	if ledger, err := os.ReadFile(filepath.Join(h.ws, "memory", ".dream_ledger")); err != nil || !strings.Contains(string(ledger), `"intent"`) {
+		t.Fatalf("no intent in the Dream ledger after the kill: %v\n%s", err, ledger)
 	}
 
 	r := h.run("dream", "run")
@@ -79,6 +79,7 @@ func TestKilledDreamIsRecoveredThroughTheBinary(t *testing.T) {
 	if r := h.run("dream", "restore", recovered.Short); r.code != 0 {
 		t.Errorf("restore of the recovered commit: %d %q %s", r.code, r.stdout, r.stderr)
 	}
+	checkStateFiles(t, h.ws)
 }
 
 // With Dream off nothing reads the history; the gateway still keeps it
@@ -111,4 +112,5 @@ func TestGatewayBoundsHistoryWithDreamOff(t *testing.T) {
 	if !strings.Contains(errb.String(), "Dream is off") {
 		t.Errorf("no log line about the retired entries:\n%s", errb.String())
 	}
+	checkStateFiles(t, h.ws)
 }

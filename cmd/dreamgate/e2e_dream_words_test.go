@@ -72,4 +72,5 @@ func TestDreamWordsAtTheCommandLine(t *testing.T) {
 	if !strings.Contains(r.stdout, "commit "+sha[1]+", undone by ") {
 		t.Errorf("/status after the undo:\n%s", r.stdout)
 	}
+	checkStateFiles(t, h.ws)
 }

@@ -125,8 +125,14 @@ func cmdGateway(ctx context.Context, e *env, args []string) error {
 		logger.Warn("no channel to talk through: Slack and Discord are off, and the terminal chat runs only at a terminal or with --terminal; set channels.slack.enabled or channels.discord.enabled")
 	}
 
+	ledger := a.ledger(dreamer)
 	var sched *dream.Scheduler
 	if dreamer != nil {
+		// A Dream killed with the last process left edits uncommitted:
+		// record them now rather than at the next scheduled run.
+		if err := dreamer.Recover(); err != nil {
+			logger.Warn("dream could not finish an interrupted run at start; the next Dream tries again", "err", err)
+		}
 		sched, err = dream.NewScheduler(cfg.Dream.Cron, cfg.Dream.Timezone, dreamer, logger.With("component", "dream"))
 		if err != nil {
 			return &configError{path: cfg.path, field: "dream.cron", msg: err.Error()}
@@ -136,7 +142,7 @@ func cmdGateway(ctx context.Context, e *env, args []string) error {
 	}
 	health.set(g, a.model)
 	if a.metrics != nil {
-		health.metrics.set(a.metrics.Handler(metricsSources(g, a.model, a.history)))
+		health.metrics.set(a.metrics.Handler(metricsSources(g, a.model, ledger)))
 	}
 	health.mcp.Store(a.mcp)
 	if interactive {
@@ -153,7 +159,7 @@ func cmdGateway(ctx context.Context, e *env, args []string) error {
 	retained := make(chan struct{})
 	if dreamer == nil {
 		// Nothing reads the history while Dream is off: keep it bounded.
-		ret := dream.Retention{History: a.history, Logger: logger.With("component", "dream")}
+		ret := dream.Retention{Ledger: ledger, Logger: logger.With("component", "dream")}
 		go func() { ret.Run(runCtx, 0); close(retained) }()
 	} else {
 		close(retained)

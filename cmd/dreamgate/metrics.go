@@ -9,7 +9,6 @@ import (
 	"github.com/dreamgate/dreamgate/consolidator"
 	"github.com/dreamgate/dreamgate/dream"
 	"github.com/dreamgate/dreamgate/gateway"
-	"github.com/dreamgate/dreamgate/history"
 	"github.com/dreamgate/dreamgate/llm"
 	"github.com/dreamgate/dreamgate/metrics"
 )
@@ -120,7 +119,7 @@ func (a *app) dreamObserver() dream.Observer {
 
 // metricsSources are the readers /metrics calls at scrape time: state the
 // gateway, the LLM client and the history already keep.
-func metricsSources(g *gateway.Gateway, model *llm.Client, hist *history.Store) metrics.Sources {
+func metricsSources(g *gateway.Gateway, model *llm.Client, ledger *dream.Ledger) metrics.Sources {
 	return metrics.Sources{
 		QueueDepth: g.QueueDepth,
 		Tokens: func() map[string]metrics.Tokens {
@@ -132,7 +131,7 @@ func metricsSources(g *gateway.Gateway, model *llm.Client, hist *history.Store) 
 		},
 		BreakerOpen: func() bool { return model.State().BreakerOpen },
 		DreamBacklog: func() (int, error) {
-			return dreamBacklog(hist)
+			return ledger.Backlog(dream.DefaultScope)
 		},
 		Channels: func() map[string]metrics.Channel {
 			out := map[string]metrics.Channel{}
@@ -142,21 +141,6 @@ func metricsSources(g *gateway.Gateway, model *llm.Client, hist *history.Store) 
 			return out
 		},
 	}
-}
-
-// dreamBacklog is the number of history entries after the Dream cursor:
-// cursors are handed out one by one, and compaction only drops entries
-// Dream has read.
-func dreamBacklog(hist *history.Store) (int, error) {
-	last, err := hist.LastCursor()
-	if err != nil {
-		return 0, err
-	}
-	read, err := hist.DreamCursor()
-	if err != nil {
-		return 0, err
-	}
-	return max(last-read, 0), nil
 }
 
 // metricsEndpoint serves GET /metrics beside /healthz: 503 until the

@@ -13,7 +13,6 @@ import (
 	"github.com/dreamgate/dreamgate/dream"
 	"github.com/dreamgate/dreamgate/gitstore"
 	"github.com/dreamgate/dreamgate/llm"
-	"github.com/robfig/cron/v3"
 )
 
 // cmdStatus prints config, workspace, channels, provider reachability and
@@ -84,7 +83,7 @@ func cmdStatus(ctx context.Context, e *env, args []string) (err error) {
 	if a == nil {
 		fmt.Fprintln(w, "History: none yet")
 	} else if n, err := a.history.Len(); err == nil {
-		dc, _ := a.history.DreamCursor()
+		dc, _ := a.ledger(nil).Cursor(dream.DefaultScope)
 		last, _ := a.history.LastCursor()
 		noun := "entries"
 		if n == 1 {
@@ -110,10 +109,9 @@ func cmdStatus(ctx context.Context, e *env, args []string) (err error) {
 	} else {
 		fmt.Fprintln(w, "Last Dream commit: none yet")
 	}
-	loc, _ := time.LoadLocation(cfg.Dream.Timezone)
-	if sched, err := cron.ParseStandard(cfg.Dream.Cron); err == nil {
+	if sched, err := dream.ParseSchedule(cfg.Dream.Cron, cfg.Dream.Timezone); err == nil {
 		fmt.Fprintf(w, "Next Dream: %s (cron %q, %s) when the gateway runs\n",
-			sched.Next(time.Now().In(loc)).Format("2006-01-02 15:04 MST"), cfg.Dream.Cron, cfg.Dream.Timezone)
+			sched.Next(time.Now()).Format("2006-01-02 15:04 MST"), cfg.Dream.Cron, cfg.Dream.Timezone)
 	}
 	return nil
 }

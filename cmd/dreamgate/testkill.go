@@ -29,7 +29,8 @@ var killPoints = []string{
 	"history-compact", // the rewrite of history.jsonl by compaction (history)
 	"dream-edit",      // one edit_file of Dream's phase 2 (dream)
 	"dream-commit",    // a commit of the memory repository by Dream (dream)
-	"dream-cursor",    // memory/.dream_cursor (history)
+	"dream-cursor",    // memory/.dream_cursor, moved by the Dream ledger (history)
+	"dream-ledger",    // memory/.dream_ledger, Dream's progress and intent (dream)
 }
 
 // killHook returns the AfterWrite hook the switch asks for, nil when it is

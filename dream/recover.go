@@ -11,20 +11,16 @@ import (
 	"time"
 
 	"github.com/dreamgate/dreamgate/gitstore"
-	"github.com/dreamgate/dreamgate/workspace"
 )
 
-// intentPath is memory/.dream_intent: what a Dream is doing while phase 2
-// may have edits on disk that no commit holds yet. A run that is killed
-// leaves it behind, and the next one (under the Dream lock) finds it, so
-// the half-made edits are recorded as Dream's and never mistaken for a
-// person's hand edits.
-func intentPath(dir string) string {
-	return filepath.Join(dir, filepath.FromSlash(workspace.DreamIntent))
-}
-
-// intent is the content of memory/.dream_intent.
+// intent is what a Dream is doing while phase 2 may have edits on disk
+// that no commit holds yet, kept in the ledger (record.Intent). A run that
+// is killed leaves it behind, and the next one (under the Dream lock) finds
+// it, so the half-made edits are recorded as Dream's and never mistaken for
+// a person's hand edits.
 type intent struct {
+	// Scope is the memory scope whose files phase 2 edits.
+	Scope string `json:"scope,omitempty"`
 	// First and Last are the history entries whose findings are applied.
 	First int `json:"first"`
 	Last  int `json:"last"`
@@ -49,8 +45,8 @@ type intentFile struct {
 	SHA256  string `json:"sha256,omitempty"`
 }
 
-func newIntent(first, last int, snaps []fileSnap, findings []finding, total int, now time.Time) intent {
-	in := intent{First: first, Last: last, Started: now, PID: os.Getpid(), Findings: findings, Total: total}
+func newIntent(scope string, first, last int, snaps []fileSnap, findings []finding, total int, now time.Time) intent {
+	in := intent{Scope: scope, First: first, Last: last, Started: now, PID: os.Getpid(), Findings: findings, Total: total}
 	for _, s := range snaps {
 		f := intentFile{Path: s.rel, Missing: !s.exists && !s.link}
 		if s.exists {
@@ -64,28 +60,6 @@ func newIntent(first, last int, snaps []fileSnap, findings []finding, total int,
 func hashOf(b []byte) string {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
-}
-
-// saveIntent writes the intent atomically (workspace.WriteFile: temp file,
-// fsync, rename), so a kill leaves the old record or the new one.
-func saveIntent(dir string, in intent) error {
-	return writeJSON(intentPath(dir), "dream intent", in)
-}
-
-// loadIntent reads the intent; ok is false when there is none.
-func loadIntent(dir string) (in intent, ok bool, err error) {
-	ok, err = readJSON(intentPath(dir), "dream intent", &in)
-	if err != nil {
-		return intent{}, false, err
-	}
-	return in, ok, nil
-}
-
-func removeIntent(dir string) error {
-	if err := os.Remove(intentPath(dir)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("remove dream intent: %w", err)
-	}
-	return nil
 }
 
 // unchanged reports whether the memory files are as the intent found them
@@ -111,24 +85,56 @@ func (in intent) unchanged(dir string) (bool, error) {
 // interrupted Dream's edits.
 const RecoveredSuffix = "(recovered after an interrupted run)"
 
+// open is the one way into Dream's progress, for a run, a restore and a
+// process start: the ledger takes the Dream lock (never waiting: a
+// *BusyError when one is held), migrates the old files once and follows
+// the cursor file; then recoverIntent finishes what an interrupted Dream
+// left. recovered is the short id of the commit that recorded its edits
+// ("" when none). On a recovery error h is still held (the caller reports
+// and ends it).
+func (d *Dreamer) open() (h *held, recovered string, err error) {
+	h, err = d.ledger.begin(d.now())
+	if err != nil {
+		return nil, "", err
+	}
+	recovered, err = d.recoverIntent(h)
+	return h, recovered, err
+}
+
+// Recover finishes what an interrupted Dream left, and moves Dream's old
+// files into its ledger, at a process start (the gateway's): without it,
+// the next Dream, perhaps hours later, would, and a killed Dream's edits
+// would sit uncommitted meanwhile. When a Dream runs elsewhere, that one
+// does it, and Recover returns nil.
+func (d *Dreamer) Recover() error {
+	h, _, err := d.open()
+	var busy *BusyError
+	switch {
+	case errors.As(err, &busy):
+		return nil
+	case h == nil:
+		return err
+	}
+	h.end()
+	return err
+}
+
 // recoverIntent finishes what an interrupted Dream left: the caller holds
 // the Dream lock, so an intent found now belongs to a run that died. The
 // memory files as found are committed as a Dream commit labelled recovered
 // (the rule: phase 2 was the only writer allowed while the intent stood, so
 // what differs from HEAD is taken for its work; /dream-restore can undo
-// it), the findings its completed chunks had not applied become the
-// pending ones, and the intent is removed. It returns the recovered
-// commit's short id ("" when there was nothing to record). An error leaves
-// the intent in place: the edits must not then be committed as hand edits.
-func (d *Dreamer) recoverIntent(st *state) (string, error) {
-	dir := d.cfg.Workspace
-	in, ok, err := loadIntent(dir)
-	if err != nil {
-		return "", err
-	}
-	if !ok {
+// it), and in the same ledger write the intent goes and the findings its
+// completed chunks had not applied become the pending ones (or, when every
+// one was applied, the batch is done). It returns the recovered commit's
+// short id ("" when there was nothing to record). An error leaves the
+// intent in place: the edits must not then be committed as hand edits.
+func (d *Dreamer) recoverIntent(h *held) (string, error) {
+	in := h.intent()
+	if in == nil {
 		return "", nil
 	}
+	dir := d.cfg.Workspace
 	diff, err := d.repo.Status()
 	if err != nil {
 		return "", fmt.Errorf("status for an interrupted dream: %w", err)
@@ -155,51 +161,31 @@ func (d *Dreamer) recoverIntent(st *state) (string, error) {
 		}
 		short = c.Short
 	}
-	d.resumeAfterRecovery(st, in)
-	if err := removeIntent(dir); err != nil {
-		d.log.Warn("dream intent not removed; the next run will look at it again", "err", err)
+	if err := h.change(func(r *record) { resume(r, *in) }); err != nil {
+		// The commit stands; the next run finds the files as HEAD has them
+		// and only resumes.
+		d.log.Warn("dream intent not cleared; the next run will look at it again", "err", err)
 	}
 	d.log.Warn("dream recovered an interrupted run", "first", in.First, "last", in.Last,
 		"pid", in.PID, "started", in.Started, "commit", short, "applied", in.Applied, "findings", len(in.Findings))
 	return short, nil
 }
 
-// resumeAfterRecovery sets what the next batch does after an interrupted
-// run: when every finding of the batch was applied, the batch is done; else
-// the findings not yet applied are pending (those of the chunk that was
-// cut are applied again: the model leaves a fact that is already there).
-func (d *Dreamer) resumeAfterRecovery(st *state, in intent) {
-	cursor, err := d.hist.DreamCursor()
-	if err != nil || cursor >= in.Last || len(in.Findings) == 0 {
+// resume drops the intent and sets what the next batch does after an
+// interrupted run: when every finding of the batch was applied, the batch
+// is done (the cursor moves past it); else the findings not yet applied are
+// pending (those of the chunk that was cut are applied again: the model
+// leaves a fact that is already there).
+func resume(r *record, in intent) {
+	r.Intent = nil
+	p := r.scope(in.Scope)
+	if p.Cursor >= in.Last || len(in.Findings) == 0 {
 		return
 	}
 	left := in.Findings[min(in.Applied, len(in.Findings)):]
 	if len(left) == 0 {
-		if err := d.hist.SetDreamCursor(in.Last); err != nil {
-			d.log.Warn("dream cursor not advanced after recovering a finished batch; it will be read again", "err", err)
-			return
-		}
-		st.Pending, st.Failures = nil, nil
+		p.Cursor, p.Pending, p.Failures = in.Last, nil, nil
 		return
 	}
-	st.Pending = &pendingFindings{First: in.First, Last: in.Last, Total: max(in.Total, len(in.Findings)), Findings: left}
-}
-
-// recoverBeforeRestore runs recoverIntent for Restore, which otherwise
-// leaves the Dream state alone.
-func (d *Dreamer) recoverBeforeRestore() error {
-	if _, ok, err := loadIntent(d.cfg.Workspace); err != nil || !ok {
-		return err
-	}
-	st, err := loadState(d.cfg.Workspace)
-	if err != nil {
-		d.log.Warn("dream state unreadable; starting afresh", "err", err)
-	}
-	if _, err := d.recoverIntent(&st); err != nil {
-		return err
-	}
-	if err := saveState(d.cfg.Workspace, st); err != nil {
-		d.log.Error("dream state not saved", "err", err)
-	}
-	return nil
+	p.Pending = &pendingFindings{First: in.First, Last: in.Last, Total: max(in.Total, len(in.Findings)), Findings: left}
 }

@@ -3,7 +3,6 @@ package dream
 import (
 	"fmt"
 	"log/slog"
-	"os"
 	"runtime"
 	"strings"
 	"testing"
@@ -57,8 +56,8 @@ func TestInterruptedDreamIsRecoveredAsDream(t *testing.T) {
 	// Killed during the second chunk, after its second edit: the first
 	// chunk's 10 facts and 2 of the second's are on disk, uncommitted.
 	e.killedRun(12)
-	if _, err := os.Stat(intentPath(e.ws)); err != nil {
-		t.Fatalf("no intent record after the kill: %v", err)
+	if e.record().Intent == nil {
+		t.Fatal("no intent in the ledger after the kill")
 	}
 	if st, _ := e.repo.Status(); st.Empty() {
 		t.Fatal("the killed run left no edit on disk")
@@ -95,8 +94,8 @@ func TestInterruptedDreamIsRecoveredAsDream(t *testing.T) {
 	if c := e.hist.cursor(t); c != 4 {
 		t.Errorf("cursor = %d, want 4", c)
 	}
-	if _, err := os.Stat(intentPath(e.ws)); !os.IsNotExist(err) {
-		t.Errorf("intent record still there: %v", err)
+	if in := e.record().Intent; in != nil {
+		t.Errorf("intent still in the ledger: %+v", in)
 	}
 	if w := e.logs.Find(slog.LevelWarn, "recovered an interrupted run"); len(w) != 1 {
 		t.Errorf("warnings = %+v", w)
@@ -124,9 +123,8 @@ func TestKilledBeforeFirstEdit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := saveIntent(e.ws, newIntent(1, 2, snaps, []finding{{Tag: tagUser, Text: "likes tea"}}, 1, time.Now())); err != nil {
-		t.Fatal(err)
-	}
+	in := newIntent(DefaultScope, 1, 2, snaps, []finding{{Tag: tagUser, Text: "likes tea"}}, 1, time.Now())
+	e.writeRecord(record{Scopes: map[string]*progress{DefaultScope: {}}, Intent: &in})
 	m := &oneEditModel{}
 	e.srv.SetResponder(m.respond)
 	rep, err := e.dreamer(Config{}).Run(t.Context(), TriggerCron, nil)
@@ -139,8 +137,8 @@ func TestKilledBeforeFirstEdit(t *testing.T) {
 	if m.analysisCalls() != 0 {
 		t.Errorf("analysis calls = %d, want 0", m.analysisCalls())
 	}
-	if _, err := os.Stat(intentPath(e.ws)); !os.IsNotExist(err) {
-		t.Errorf("intent record still there: %v", err)
+	if in := e.record().Intent; in != nil {
+		t.Errorf("intent still in the ledger: %+v", in)
 	}
 }
 

@@ -1,0 +1,114 @@
+package dream
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/dreamgate/dreamgate/gitstore"
+)
+
+// RestoreResult is what Restore did.
+type RestoreResult struct {
+	// Target is the Dream commit whose change was undone.
+	Target gitstore.Commit
+	// Revert is the new "revert: undo …" commit.
+	Revert gitstore.Commit
+	// Undone lists later commits (newest first) whose changes to the
+	// restored files were discarded too.
+	Undone []gitstore.Commit
+	// Files are the memory files the restore changed.
+	Files []string
+}
+
+// Restore puts the memory files back to their state just before the Dream
+// commit rev (a full id or a unique prefix of 4+ hex digits), as a new commit.
+// Only Dream commits can be restored (ErrNotDreamCommit). The Dream cursor is
+// not rolled back: what was undone is not dreamed again. Restore takes the
+// same single-flight lock as Run, so it never races a Dream: it returns a
+// *BusyError at once when one is running. Other errors wrap the gitstore
+// sentinels (ErrUnknownRevision, ErrAmbiguousRevision, ErrInvalidRevision,
+// ErrRootCommit, ErrNothingToCommit when the files already are in that
+// state).
+func (d *Dreamer) Restore(rev string) (RestoreResult, error) {
+	rev = strings.TrimSpace(rev)
+	// An interrupted Dream's edits are recorded as Dream's first; else the
+	// restore would save them as hand edits.
+	h, _, err := d.open()
+	if h == nil {
+		return RestoreResult{}, err
+	}
+	defer h.end()
+	if err != nil {
+		return RestoreResult{}, fmt.Errorf("dream restore: %w", err)
+	}
+	target, _, err := d.repo.Show(rev)
+	if err != nil {
+		return RestoreResult{}, fmt.Errorf("dream restore %s: %w", rev, err)
+	}
+	if !strings.HasPrefix(target.Subject, SubjectPrefix) {
+		return RestoreResult{Target: target}, fmt.Errorf("dream restore %s (%q): %w", target.Short, target.Subject, ErrNotDreamCommit)
+	}
+	var revert gitstore.Commit
+	var undone []gitstore.Commit
+	restore := func() (err error) {
+		revert, undone, err = d.repo.Restore(target.SHA)
+		return err
+	}
+	if d.files != nil {
+		// A chat write between Restore's save of the hand edits and its
+		// rewrite of the files would be overwritten and never committed.
+		err = d.files.Exclusive(restore)
+	} else {
+		err = restore()
+	}
+	if err != nil {
+		return RestoreResult{Target: target}, fmt.Errorf("dream restore: %w", err)
+	}
+	res := RestoreResult{Target: target, Revert: revert, Undone: undone}
+	if _, diff, err := d.repo.Show(revert.SHA); err == nil {
+		for _, f := range diff.Files {
+			res.Files = append(res.Files, f.Path)
+		}
+	} else {
+		d.log.Warn("dream restore: could not list restored files", "commit", revert.Short, "err", err)
+	}
+	d.log.Info("dream restored", "target", target.Short, "commit", revert.Short, "undone", len(undone))
+	d.noteUndone(h, res)
+	return res, nil
+}
+
+// noteUndone marks a scope's last run as undone when the restore undid its
+// commit, so Status no longer shows it as the memory's latest change.
+func (d *Dreamer) noteUndone(h *held, res RestoreResult) {
+	undid := func(short string) bool {
+		if short == "" {
+			return false
+		}
+		if short == res.Target.Short {
+			return true
+		}
+		for _, c := range res.Undone {
+			if c.Short == short {
+				return true
+			}
+		}
+		return false
+	}
+	hit := false
+	for _, p := range h.rec.Scopes {
+		hit = hit || (p.LastRun != nil && undid(p.LastRun.Commit))
+	}
+	if !hit {
+		return
+	}
+	err := h.change(func(r *record) {
+		for _, p := range r.Scopes {
+			if p.LastRun != nil && undid(p.LastRun.Commit) {
+				p.LastRun.UndoneBy = res.Revert.Short
+			}
+		}
+	})
+	if err != nil {
+		d.log.Error("dream progress not saved", "err", err)
+	}
+}
