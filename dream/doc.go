@@ -12,9 +12,15 @@
 //     the holder started); every writer of the memory repository among our
 //     processes holds it, so a git index.lock found by whoever takes it was
 //     left by a killed process and is removed at once, with a warning;
-//   - the cursor rules: memory/.dream_cursor advances only when phase 2
+//   - the cursor rules: a scope's cursor advances only when phase 2
 //     completes; a failed batch is retried, and skipped (with a record in the
 //     history and a warning in the log) after Config.MaxFailures failed runs;
+//   - its progress, in one record that one type writes (Ledger,
+//     memory/.dream_ledger): per memory scope the cursor, the failures, the
+//     findings left, the skips and the last run, and the running Dream's
+//     intent; memory/.dream_cursor, which nanobot reads, is kept as the
+//     frontier of every scope, and wins when the two differ. Every writer
+//     holds the Dream lock and goes through one recovery path (open);
 //   - draining a backlog: after a completed batch a run goes on with the
 //     next while unread entries remain, up to Config.MaxBatchesPerRun
 //     batches and Config.MaxTokensPerRun tokens, and reports what is left;
@@ -51,22 +57,23 @@
 //   - A stopped chunk leaves no half-edit: its files are put back as they
 //     were before it. When earlier chunks of the batch completed, their
 //     edits are sound and committed ("dream: … (partial: N of M findings
-//     left)"), the findings left are kept in memory/.dream_state, and the
+//     left)"), the findings left are kept in the ledger, and the
 //     next run applies them without a new analysis; the cursor moves only
 //     when every finding is applied or dropped by the model. A run that
 //     made such progress does not count as a failure of its batch, so a
 //     skip never comes from Dream's own limits. A skip records the findings
 //     never applied in its history entry, and Status (and so /status and
 //     /dream-log) names the entries skipped.
-//   - Before phase 2 edits, memory/.dream_intent records the batch, the
-//     files' pre-edit hashes and the findings (atomically, updated after
-//     each chunk). A run (or restore) that finds one under the Dream lock
+//   - Before phase 2 edits, the ledger records an intent: the batch, the
+//     files' pre-edit hashes and the findings (updated after each chunk).
+//     A run, a restore or a start (Recover) that finds one under the lock
 //     knows the run that wrote it died: the files as found, when they
 //     differ from HEAD and from the recorded state, are committed as
 //     "dream: N changes from history a-b (recovered after an interrupted
 //     run)" — restorable, never "manual: edits outside Dream" — and the
 //     findings not yet applied become the pending ones. Deps.Hook lets a
-//     test kill the process right after an edit (PointEdit).
+//     test kill the process right after an edit (PointEdit), a commit
+//     (PointCommit) or a ledger write (PointLedger).
 //   - Report.Reason tells the operator what to check; PublicReason is the
 //     same without the operator's detail, for chat users other than the
 //     operator.
@@ -76,8 +83,8 @@
 //     answer, a cut-off or unusable analysis, the editing step's iteration
 //     or repeat limit, the run's deadline. An unreachable model, a cancelled
 //     run (shutdown) and a repository or file error do not count: an outage
-//     must not skip history. Counts live in memory/.dream_state (JSON, with
-//     the last run's outcome for Status); after MaxFailures the batch is
+//     must not skip history. Counts live in the ledger (with the last run's
+//     outcome for Status); after MaxFailures the batch is
 //     skipped, recorded first as a "[DREAM-SKIPPED] …" history entry under
 //     the session key "dream", then the cursor moves (also past the record
 //     when it is the very next entry), with a warning in the log.

@@ -3,7 +3,6 @@ package dream
 import (
 	"bufio"
 	"errors"
-	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -74,30 +73,6 @@ func TestTwoDreamsInOneProcess(t *testing.T) {
 	}
 }
 
-const helperEnv = "DREAM_TEST_HOLD_LOCK"
-
-// TestHelperHoldLock is not a test: run as a child process by
-// TestDreamInAnotherProcess, it holds the Dream lock of a workspace until
-// its stdin closes.
-func TestHelperHoldLock(t *testing.T) {
-	ws := os.Getenv(helperEnv)
-	if ws == "" {
-		t.Skip("helper process only")
-	}
-	ns, err := strconv.ParseInt(os.Getenv(helperEnv+"_SINCE"), 10, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := flight{path: lockPath(ws)}
-	release, err := f.acquire(time.Unix(0, ns))
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.Stdout.WriteString("locked\n")
-	_, _ = io.Copy(io.Discard, os.Stdin)
-	release()
-}
-
 // TestDreamInAnotherProcess: a Dream held by another process (the gateway
 // beside a CLI run) refuses this one at once, with its start time.
 func TestDreamInAnotherProcess(t *testing.T) {
@@ -105,8 +80,8 @@ func TestDreamInAnotherProcess(t *testing.T) {
 	e.hist.seed(t, 0, 2, func(int) string { return "- x" })
 	since := time.Date(2026, 4, 3, 9, 59, 48, 0, time.UTC)
 
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperHoldLock$", "-test.count=1")
-	cmd.Env = append(os.Environ(), helperEnv+"="+e.ws, helperEnv+"_SINCE="+strconv.FormatInt(since.UnixNano(), 10))
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), holdLockEnv+"="+e.ws, holdLockSinceEnv+"="+strconv.FormatInt(since.UnixNano(), 10))
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -22,21 +22,26 @@ const (
 	childSeedEnv  = "DREAMGATE_TEST_APPEND_SEED"
 )
 
-// TestAppendChild is not a test on its own: the crash tests run the test
-// binary again with only this function and the environment above. It
-// appends entries of varied sizes (up to ~60 KB, so a SIGKILL can land in
-// the middle of a write) and prints each cursor once Append has returned.
-func TestAppendChild(t *testing.T) {
-	dir := os.Getenv(childDirEnv)
-	if dir == "" {
-		t.Skip("helper process for TestAppendSurvivesKill and TestTwoProcessesAppend")
+// TestMain lets the test binary be the helper process of the crash tests:
+// run again with childDirEnv set, it appends instead of testing.
+func TestMain(m *testing.M) {
+	if dir := os.Getenv(childDirEnv); dir != "" {
+		os.Exit(appendAsChild(dir))
 	}
+	os.Exit(m.Run())
+}
+
+// appendAsChild appends entries of varied sizes (up to ~60 KB, so a SIGKILL
+// can land in the middle of a write) and prints each cursor once Append
+// has returned.
+func appendAsChild(dir string) int {
 	count, _ := strconv.Atoi(os.Getenv(childCountEnv))
 	seed, _ := strconv.ParseUint(os.Getenv(childSeedEnv), 10, 64)
 	rng := rand.New(rand.NewPCG(seed, 7))
 	s, err := Open(dir, Options{})
 	if err != nil {
-		t.Fatal(err)
+		fmt.Fprintln(os.Stderr, err)
+		return 1
 	}
 	pid := os.Getpid()
 	for i := 0; count == 0 || i < count; i++ {
@@ -51,16 +56,18 @@ func TestAppendChild(t *testing.T) {
 		}
 		e, err := s.Append(content, "test:crash")
 		if err != nil {
-			t.Fatal(err)
+			fmt.Fprintln(os.Stderr, err)
+			return 1
 		}
 		fmt.Fprintf(os.Stdout, "ack %d\n", e.Cursor)
 	}
+	return 0
 }
 
 // appendChild starts the helper process on dir.
 func appendChild(t *testing.T, dir string, count int, seed uint64) (*exec.Cmd, io.ReadCloser) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestAppendChild$", "-test.count=1")
+	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(),
 		childDirEnv+"="+dir,
 		childCountEnv+"="+strconv.Itoa(count),
