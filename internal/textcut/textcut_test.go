@@ -149,3 +149,28 @@ func FuzzCut(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkCut measures the cuts callers make most: a history entry under
+// its cap (the common case), a 1 MB tool result cut to 128K characters at a
+// line, and an archive line cut to a byte budget with a counted note.
+func BenchmarkCut(b *testing.B) {
+	entry := strings.Repeat("- a fact worth keeping, with ünïcödé\n", 100)
+	big := strings.Repeat("a line of a large file, with ünïcödé\n", 1<<20/38)
+	cases := []struct {
+		name  string
+		limit Limit
+		text  string
+	}{
+		{"entry under its cap", Limit{Max: 64000, Mark: "\n... (truncated)"}, entry},
+		{"1MB to 128K characters at a line", Limit{Max: 128_000, AtLine: true}, big},
+		{"1MB to 8000 bytes with a count", Limit{Max: 8000, Bytes: true, Mark: "\n... (%d more)", MarkWithin: true}, big},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(c.text)))
+			for b.Loop() {
+				c.limit.Cut(c.text)
+			}
+		})
+	}
+}
