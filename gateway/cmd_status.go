@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dreamgate/dreamgate/channels"
 	"github.com/dreamgate/dreamgate/consolidator"
 	"github.com/dreamgate/dreamgate/gateway/dreamtext"
 	"github.com/dreamgate/dreamgate/llm"
@@ -19,7 +20,7 @@ func cmdStatus() *command {
 		priority: true,
 		run: func(_ context.Context, g *Gateway, req cmdRequest) string {
 			var b strings.Builder
-			fmt.Fprintf(&b, "Model: %s\n", g.cfg.ModelName)
+			fmt.Fprintf(&b, "Model: %s%s\n", g.cfg.ModelName, g.modelNote(req.in))
 			sess, err := g.deps.Sessions.Get(req.in.SessionKey)
 			if err != nil {
 				fmt.Fprintf(&b, "Conversation: unavailable (%s)\n", "see the gateway log")
@@ -61,6 +62,28 @@ func cmdStatus() *command {
 			return b.String()
 		},
 	}
+}
+
+// modelNote is what /status adds to the model's name when the model's
+// last call could not reach it (Deps.ModelState): chat turns fail until it
+// answers again. The operator at the terminal reads when; a person in
+// Slack or Discord reads that the operator knows (the cause is in the log).
+func (g *Gateway) modelNote(in channels.Inbound) string {
+	if g.deps.ModelState == nil {
+		return ""
+	}
+	st := g.deps.ModelState()
+	if !st.Known || st.Reachable {
+		return ""
+	}
+	if !in.Local {
+		return " — not answering right now; the operator has been told."
+	}
+	ago := ""
+	if !st.LastErrorAt.IsZero() {
+		ago = fmt.Sprintf(" %s ago", max(g.now().Sub(st.LastErrorAt), 0).Round(time.Second))
+	}
+	return " — unreachable: its last call failed" + ago + "; chat turns fail until it answers again (the cause is in the gateway log)."
 }
 
 // notCountedNote says which per-turn tools the prompt's count leaves out.

@@ -112,6 +112,9 @@ type Deps struct {
 	DreamOff string
 	// Usage reports tokens used per purpose, for /status.
 	Usage func() map[string]llm.Usage
+	// ModelState reports what the model's client last learned of its
+	// endpoint, for /status (nil: nothing is said about it).
+	ModelState func() llm.State
 	// Observer, when set, is told of every turn, command and busy
 	// refusal (metrics).
 	Observer Observer

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dreamgate/dreamgate/agent"
 	"github.com/dreamgate/dreamgate/consolidator"
 	"github.com/dreamgate/dreamgate/llm"
+	"github.com/dreamgate/dreamgate/llm/llmtest"
 )
 
 // /status's budget line comes from the consolidator's report: the gateway
@@ -145,5 +147,41 @@ func TestStatusShowsCachedInput(t *testing.T) {
 		if got := usageLine(tc.usage); got != tc.want {
 			t.Errorf("usageLine = %q, want %q", got, tc.want)
 		}
+	}
+}
+
+// /status says when the model is unreachable (its last call got no
+// answer: a 5xx here, through the real client), in the operator's words at
+// the terminal and in one plain sentence elsewhere, and stops saying it
+// once a call gets through.
+func TestStatusSaysTheModelIsUnreachable(t *testing.T) {
+	srv := llmtest.New(t)
+	srv.Push(llmtest.Status(503, ""), llmtest.Text("back"))
+	client := llm.New(llm.Config{BaseURL: srv.URL(), Model: "m", Timeout: 10 * time.Second, MaxTries: 1})
+	env := newTestEnv(t, nil, func(_ *Config, d *Deps) { d.Model, d.ModelState = client, client.State })
+	status := func(local bool) string {
+		t.Helper()
+		in := inbound("st", "/status")
+		in.Local = local
+		first, _, _ := strings.Cut(wait(t, must(env.g.Submit(t.Context(), in))).Reply, "\n")
+		return first
+	}
+	if got := status(true); got != "Model: test-model" {
+		t.Errorf("before any call: %q", got)
+	}
+	if r := wait(t, must(env.g.Submit(t.Context(), inbound("st", "hello")))); r.Err == nil {
+		t.Fatalf("the turn on a failing model: %+v", r)
+	}
+	if got := status(true); !strings.HasPrefix(got, "Model: test-model — unreachable: its last call failed ") || !strings.HasSuffix(got, "(the cause is in the gateway log).") {
+		t.Errorf("operator's /status after a failed call: %q", got)
+	}
+	if got := status(false); got != "Model: test-model — not answering right now; the operator has been told." {
+		t.Errorf("a person's /status after a failed call: %q", got)
+	}
+	if r := wait(t, must(env.g.Submit(t.Context(), inbound("st", "again")))); r.Reply != "back" {
+		t.Fatalf("the turn after the model came back: %+v", r)
+	}
+	if got := status(false); got != "Model: test-model" {
+		t.Errorf("/status once the model answers again: %q", got)
 	}
 }

@@ -202,6 +202,7 @@ func (a *app) gateway(withDream bool) (*gateway.Gateway, *dream.Dreamer) {
 		Tools:      agent.FileTools(a.ws, agent.ChatGuestPolicy()),
 		AdminTools: agent.FileTools(a.ws, agent.ChatPolicy()),
 		Usage:      a.model.Usage,
+		ModelState: a.model.State,
 		Observer:   a.gatewayObserver(),
 		Logger:     a.logger.With("component", "gateway"),
 		Now:        a.now, // nil: the real clock
