@@ -64,20 +64,53 @@ func (h headState) treeHash() plumbing.Hash {
 	return h.commit.TreeHash
 }
 
+// head reads what HEAD points at. A damaged HEAD or branch (empty, torn,
+// naming a commit the repository lacks, or a branch missing although the
+// repository holds commits) is repaired first (repair.go); one that cannot
+// be is a *DamagedError. So an unborn branch here means the repository
+// holds no commit at all, the one state in which Open makes an initial
+// commit: a repository with a history is never started afresh.
 func (s *Store) head() (headState, error) {
-	ref, err := s.repo.Storer.Reference(plumbing.HEAD)
+	h, err := s.readHead()
+	var d *refDamage
+	if !errors.As(err, &d) {
+		return h, err
+	}
+	if err := s.repairRef(d); err != nil {
+		return headState{}, err
+	}
+	return s.readHead()
+}
+
+func (s *Store) readHead() (headState, error) {
+	ref, err := s.readRef(plumbing.HEAD)
+	if errors.Is(err, plumbing.ErrReferenceNotFound) {
+		return headState{}, &refDamage{name: plumbing.HEAD, problem: "is missing", unreadable: true}
+	}
+	var d *refDamage
+	if errors.As(err, &d) {
+		d.unreadable = true
+		return headState{}, d
+	}
 	if err != nil {
-		return headState{}, fmt.Errorf("read HEAD: %w", err)
+		return headState{}, err
 	}
 	h := headState{name: plumbing.HEAD}
 	if ref.Type() == plumbing.SymbolicReference {
 		h.name = ref.Target()
-		ref, err = s.repo.Storer.Reference(h.name)
+		ref, err = s.readRef(h.name)
 		if errors.Is(err, plumbing.ErrReferenceNotFound) {
+			has, err := s.holdsCommits()
+			if err != nil {
+				return headState{}, err
+			}
+			if has {
+				return headState{}, &refDamage{name: h.name, problem: "is missing although the repository holds commits"}
+			}
 			return h, nil // unborn branch: no commit yet
 		}
 		if err != nil {
-			return headState{}, fmt.Errorf("read %s: %w", h.name, err)
+			return headState{}, err
 		}
 		if ref.Type() != plumbing.HashReference {
 			return headState{}, fmt.Errorf("read %s: symbolic references deeper than HEAD are not supported", h.name)
@@ -85,6 +118,10 @@ func (s *Store) head() (headState, error) {
 	}
 	h.old = ref
 	h.commit, err = object.GetCommit(s.repo.Storer, ref.Hash())
+	if errors.Is(err, plumbing.ErrObjectNotFound) {
+		// go-git says "not found" for an object of another type too.
+		return headState{}, &refDamage{name: h.name, problem: "names " + shortID(ref.Hash().String()) + ", which is no commit of the repository"}
+	}
 	if err != nil {
 		return headState{}, fmt.Errorf("read HEAD commit %s: %w", shortID(ref.Hash().String()), err)
 	}
@@ -430,33 +467,15 @@ type indexLock struct {
 
 func (s *Store) lockIndex() (*indexLock, error) {
 	p := filepath.Join(s.gitDir, "index.lock")
-	deadline := time.Now().Add(s.lockWait)
-	delay := 5 * time.Millisecond
-	for {
-		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if err == nil {
-			if err := f.Close(); err != nil {
-				_ = os.Remove(p)
-				return nil, fmt.Errorf("lock index: %w", err)
-			}
-			return &indexLock{path: p}, nil
-		}
-		if !errors.Is(err, fs.ErrExist) {
-			return nil, fmt.Errorf("lock index: %w", err)
-		}
-		if fi, err := os.Stat(p); err == nil && time.Since(fi.ModTime()) > lockStale {
-			s.log.Warn("memory repository: removing a stale index.lock", "age", time.Since(fi.ModTime()).Round(time.Second))
-			_ = os.Remove(p)
-			continue
-		}
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("%w (%s exists)", ErrLocked, p)
-		}
-		// Polling is how git waits for index.lock too: there is nothing to
-		// subscribe to.
-		time.Sleep(delay)
-		delay = min(2*delay, 100*time.Millisecond)
+	f, err := s.takeLock(p)
+	if err != nil {
+		return nil, fmt.Errorf("lock index: %w", err)
 	}
+	if err := f.Close(); err != nil {
+		_ = os.Remove(p)
+		return nil, fmt.Errorf("lock index: %w", err)
+	}
+	return &indexLock{path: p}, nil
 }
 
 func (l *indexLock) release() { _ = os.Remove(l.path) }

@@ -55,7 +55,39 @@ var (
 	// ErrConcurrentUpdate: HEAD moved while a commit was being made (another
 	// process committed). Nothing was lost; the caller may retry.
 	ErrConcurrentUpdate = errors.New("memory repository changed during the operation")
+
+	// ErrDamaged: HEAD or its branch holds no usable value (empty, torn,
+	// naming a commit the repository lacks) and nothing the repository
+	// knows (the commit index, the reflog, ORIG_HEAD, packed-refs, the
+	// commits matching the memory files) says which commit it should name.
+	// Nothing was changed: the Store never starts a repository that holds
+	// commits afresh. Every method fails with it until someone repairs the
+	// ref; the error is a *DamagedError saying how.
+	ErrDamaged = errors.New("memory repository is damaged and could not be repaired")
 )
+
+// DamagedError is returned when HEAD or its branch is damaged beyond what
+// the Store repairs on its own. It matches ErrDamaged with errors.Is.
+type DamagedError struct {
+	Ref     string // "refs/heads/main", or "HEAD"
+	Path    string // its file
+	Problem string // what is wrong with it: "is empty", …
+	Reason  string // why no value could be chosen
+}
+
+// Error says what to do too: git itself refuses to move a broken ref
+// (`git update-ref` fails with "reference broken"), so the fix is to write
+// the file.
+func (e *DamagedError) Error() string {
+	fix := "write the id of the right commit into " + e.Path + " (`git fsck` lists the dangling commits that could be it)"
+	if e.Ref == "HEAD" {
+		fix = "write `ref: refs/heads/<branch>` into " + e.Path
+	}
+	return fmt.Sprintf("%s: %s %s and %s; nothing was changed or re-created: %s, or restore .git from a backup",
+		ErrDamaged, e.Ref, e.Problem, e.Reason, fix)
+}
+
+func (e *DamagedError) Unwrap() error { return ErrDamaged }
 
 // NestedRepositoryError is returned by Open when the workspace lies inside
 // another repository. It matches ErrNestedRepository with errors.Is.

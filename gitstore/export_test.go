@@ -1,5 +1,7 @@
 package gitstore
 
+import "time"
+
 // SetPackThreshold lets tests pack small repositories.
 func SetPackThreshold(s *Store, n int) { s.packThreshold = n }
 
@@ -9,3 +11,7 @@ var TestTracked = []string{"SOUL.md", "USER.md", "memory/MEMORY.md"}
 
 // CommitIndexFile is the name of the commit index under the git directory.
 const CommitIndexFile = indexFile
+
+// SetLockWait shortens how long the Store waits for another holder of a
+// lock file.
+func SetLockWait(s *Store, d time.Duration) { s.lockWait = d }

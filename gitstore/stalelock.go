@@ -7,35 +7,50 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
 )
 
 // StaleLock is a lock file ClearStaleLocks removed.
 type StaleLock struct {
-	// Name is the lock file's name inside the git directory ("index.lock").
+	// Name is the lock file's name inside the git directory ("index.lock",
+	// "HEAD.lock", "refs/heads/main.lock").
 	Name string
 	// Age is how long ago it was last written.
 	Age time.Duration
 }
 
-// ClearStaleLocks removes the repository's index.lock at once, whatever its
-// age. Only a caller that knows no writer of ours can hold it may call it:
-// Dream does, under its own cross-process lock, which every dreamgate
-// writer of the repository holds. A lock found then was left by a killed
-// process, and waiting for it to age (the Store's own rule, for callers
-// that know nothing) would fail every Dream, restore and git command until
-// it did. It returns what it removed; removing nothing is not an error.
+// ClearStaleLocks removes the repository's index.lock and the lock files of
+// HEAD and its branch at once, whatever their age. Only a caller that knows
+// no writer of ours can hold them may call it: Dream does, under its own
+// cross-process lock, which every dreamgate writer of the repository holds.
+// A lock found then was left by a killed process (a kill between a ref's
+// lock file and its rename leaves <ref>.lock), and waiting for it to age
+// (the Store's own rule, for callers that know nothing) would fail every
+// Dream, restore and git command until it did. It returns what it removed;
+// removing nothing is not an error.
 func (s *Store) ClearStaleLocks() ([]StaleLock, error) {
 	defer s.lock()()
-	p := filepath.Join(s.gitDir, "index.lock")
-	fi, err := os.Lstat(p)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+	locks := []struct{ name, path string }{
+		{"index.lock", filepath.Join(s.gitDir, "index.lock")},
+		{"HEAD.lock", s.refPath(plumbing.HEAD) + ".lock"},
 	}
-	if err != nil {
-		return nil, fmt.Errorf("clear stale index.lock: %w", err)
+	if ref, err := s.readRef(plumbing.HEAD); err == nil && ref.Type() == plumbing.SymbolicReference && checkRefName(ref.Target()) == nil {
+		locks = append(locks, struct{ name, path string }{ref.Target().String() + ".lock", s.refPath(ref.Target()) + ".lock"})
 	}
-	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("clear stale index.lock: %w", err)
+	var removed []StaleLock
+	for _, l := range locks {
+		fi, err := os.Lstat(l.path)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return removed, fmt.Errorf("clear stale %s: %w", l.name, err)
+		}
+		if err := os.Remove(l.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return removed, fmt.Errorf("clear stale %s: %w", l.name, err)
+		}
+		removed = append(removed, StaleLock{Name: l.name, Age: max(0, time.Since(fi.ModTime()))})
 	}
-	return []StaleLock{{Name: "index.lock", Age: max(0, time.Since(fi.ModTime()))}}, nil
+	return removed, nil
 }

@@ -16,6 +16,7 @@ import (
 
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/storage/filesystem"
 )
 
 // Subjects of the commits the Store itself makes.
@@ -64,9 +65,13 @@ type Options struct {
 	Author Signature
 	// Now stamps commits. Default time.Now.
 	Now func() time.Time
-	// Logger receives warnings (stale lock removed, .gitignore extended).
-	// Nil discards.
+	// Logger receives warnings (stale lock removed, .gitignore extended,
+	// a damaged branch repaired). Nil discards.
 	Logger *slog.Logger
+	// AfterWrite, when set, is called right after each ref write reaches
+	// the disk, with its kill point's name (PointRefLock, PointRef): the
+	// chaos tests stop the process there. Nil in production.
+	AfterWrite func(point string)
 }
 
 // Files is how the Store rewrites workspace files. Paths are
@@ -86,14 +91,16 @@ type Signature struct{ Name, Email string }
 // Store is the memory repository of one workspace. Its methods are safe for
 // concurrent use.
 type Store struct {
-	dir     string // absolute workspace directory
-	gitDir  string // holds HEAD, index, index.lock
-	objDir  string // loose objects and packs (the common dir's, for a linked worktree)
-	tracked []string
-	files   Files
-	author  Signature
-	now     func() time.Time
-	log     *slog.Logger
+	dir        string // absolute workspace directory
+	gitDir     string // holds HEAD, index, index.lock
+	commonDir  string // holds the objects, branches and packed-refs (gitDir but for a linked worktree)
+	objDir     string // loose objects and packs: commonDir/objects
+	tracked    []string
+	files      Files
+	author     Signature
+	now        func() time.Time
+	log        *slog.Logger
+	afterWrite func(point string) // Options.AfterWrite
 
 	mu        sync.Mutex // serialises every method: go-git's storage is not goroutine-safe
 	repo      *git.Repository
@@ -154,6 +161,7 @@ func newStore(dir string, opts Options) (*Store, error) {
 		author:        opts.Author,
 		now:           opts.Now,
 		log:           opts.Logger,
+		afterWrite:    opts.AfterWrite,
 		lockWait:      defaultLockWait,
 		packThreshold: PackThreshold,
 	}
@@ -233,19 +241,37 @@ func (s *Store) open() error {
 	if err := s.refuseNested(); err != nil {
 		return err
 	}
+	s.gitDir, s.commonDir = dotGit, dotGit
+	s.objDir = filepath.Join(dotGit, "objects")
+	// go-git writes this first HEAD in place; a kill there leaves an empty
+	// HEAD in a repository without objects, which the next Open repairs.
 	repo, err := git.PlainInitWithOptions(s.dir, &git.PlainInitOptions{
 		InitOptions: git.InitOptions{DefaultBranch: plumbing.ReferenceName(defaultHead)},
 	})
 	if err != nil {
 		return fmt.Errorf("init repository: %w", err)
 	}
-	s.repo = repo
-	s.gitDir = dotGit
-	s.objDir = filepath.Join(dotGit, "objects")
+	if s.repo, err = s.withRefStorer(repo); err != nil {
+		return fmt.Errorf("init repository: %w", err)
+	}
 	if _, err := s.mergeIgnore(); err != nil {
 		return err
 	}
 	return s.initialCommit()
+}
+
+// withRefStorer reopens repo over refStorer, so that every ref go-git
+// writes for the Store goes through the atomic write (refs.go).
+func (s *Store) withRefStorer(repo *git.Repository) (*git.Repository, error) {
+	st, ok := repo.Storer.(*filesystem.Storage)
+	if !ok {
+		return nil, fmt.Errorf("unexpected repository storage %T", repo.Storer)
+	}
+	wt, err := repo.Worktree()
+	if err != nil {
+		return nil, fmt.Errorf("no worktree: %w", err)
+	}
+	return git.Open(&refStorer{Storage: st, s: s}, wt.Filesystem)
 }
 
 // refuseNested walks the ancestors of the workspace (as given and with
@@ -274,16 +300,27 @@ func (s *Store) adopt(dotGit string) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrNotARepository, err)
 	}
+	s.gitDir, s.commonDir = gitDir, commonDir
+	s.objDir = filepath.Join(commonDir, "objects")
+	// go-git cannot open a repository whose HEAD is empty or missing.
+	_, err = s.readRef(plumbing.HEAD)
+	var d *refDamage
+	if errors.Is(err, plumbing.ErrReferenceNotFound) {
+		d = &refDamage{name: plumbing.HEAD, problem: "is missing"}
+	}
+	if d != nil || errors.As(err, &d) {
+		d.unreadable = true
+		if err := s.repairHEAD(d); err != nil {
+			return err
+		}
+	}
 	repo, err := git.PlainOpenWithOptions(s.dir, &git.PlainOpenOptions{EnableDotGitCommonDir: true})
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrNotARepository, err)
 	}
-	if _, err := repo.Worktree(); err != nil {
-		return fmt.Errorf("%w: no worktree: %w", ErrNotARepository, err)
+	if s.repo, err = s.withRefStorer(repo); err != nil {
+		return fmt.Errorf("%w: %w", ErrNotARepository, err)
 	}
-	s.repo = repo
-	s.gitDir = gitDir
-	s.objDir = filepath.Join(commonDir, "objects")
 
 	changed, err := s.mergeIgnore()
 	if err != nil {
@@ -294,6 +331,9 @@ func (s *Store) adopt(dotGit string) error {
 		return err
 	}
 	if head.commit == nil {
+		// head found no commit object at all (a branch that is missing or
+		// damaged in a repository with commits is repaired, or an error):
+		// nothing is left dangling by starting the history here.
 		return s.initialCommit()
 	}
 	if changed {

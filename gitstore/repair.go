@@ -1,0 +1,396 @@
+package gitstore
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+// Repair of a damaged HEAD or branch. Our own writes can no longer tear a
+// ref (refs.go), but an older dreamgate (go-git's in-place write), a power
+// loss or another tool can leave one empty, torn, or naming a commit that
+// never reached the disk. go-git reads an empty branch as unborn, and the
+// Store used to answer an unborn branch with a new initial commit, which
+// left the whole history dangling. Now a damaged ref is put back to the
+// commit the repository's own records name, and only when nothing names
+// one does the Store stop with a *DamagedError; it never starts afresh.
+
+// repairRef gives the damaged ref d a value again, under the ref's lock, and
+// logs what it did. The caller re-reads the ref.
+func (s *Store) repairRef(d *refDamage) error {
+	if d.unreadable {
+		return s.repairHEAD(d)
+	}
+	l, err := s.lockRef(d.name)
+	if err != nil {
+		return fmt.Errorf("repair %s: %w", d, err)
+	}
+	defer l.release()
+	// Another process may have repaired it while we waited for the lock.
+	if _, err := s.readHead(); !errors.As(err, new(*refDamage)) {
+		return err
+	}
+	tip, from, err := s.findTip(d)
+	if err != nil {
+		return err
+	}
+	if tip.IsZero() {
+		// No commit anywhere: the branch is unborn, as in a new repository
+		// (a kill during the very first commit).
+		if err := os.Remove(l.target); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("repair %s: %w", d, err)
+		}
+		s.log.Warn("memory repository: removed a damaged branch from a repository without commits",
+			"ref", string(d.name), "problem", d.problem)
+		return nil
+	}
+	if err := l.commit(tip.String() + "\n"); err != nil {
+		return fmt.Errorf("repair %s: %w", d, err)
+	}
+	s.log.Warn("memory repository: repaired a damaged branch; no commit was lost",
+		"ref", string(d.name), "problem", d.problem, "commit", shortID(tip.String()), "from", from)
+	return nil
+}
+
+// repairHEAD points an unreadable or missing HEAD at the repository's one
+// branch (refs/heads/main when it has none yet: a kill while go-git wrote
+// HEAD for a new repository).
+func (s *Store) repairHEAD(d *refDamage) error {
+	l, err := s.lockRef(plumbing.HEAD)
+	if err != nil {
+		return fmt.Errorf("repair %s: %w", d, err)
+	}
+	defer l.release()
+	if b, err := os.ReadFile(l.target); err == nil {
+		if _, err := parseRef(plumbing.HEAD, b); err == nil {
+			return nil // repaired meanwhile
+		}
+	}
+	branches, err := s.branches()
+	if err != nil {
+		return fmt.Errorf("repair %s: %w", d, err)
+	}
+	target := plumbing.ReferenceName(defaultHead)
+	switch {
+	case len(branches) == 1:
+		target = branches[0]
+	case len(branches) > 1:
+		return &DamagedError{Ref: "HEAD", Path: l.target, Problem: d.problem,
+			Reason: "several branches could be the current one (" + strings.Join(refStrings(branches), ", ") + ")"}
+	}
+	if err := l.commit("ref: " + target.String() + "\n"); err != nil {
+		return fmt.Errorf("repair %s: %w", d, err)
+	}
+	s.log.Warn("memory repository: repaired HEAD", "problem", d.problem, "now", target.String())
+	return nil
+}
+
+func refStrings(names []plumbing.ReferenceName) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = n.String()
+	}
+	return out
+}
+
+// branches lists the branches, loose and packed.
+func (s *Store) branches() ([]plumbing.ReferenceName, error) {
+	var out []plumbing.ReferenceName
+	root := filepath.Join(s.commonDir, "refs", "heads")
+	err := filepath.WalkDir(root, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if e.Type().IsRegular() && !strings.HasSuffix(p, ".lock") {
+			rel, err := filepath.Rel(s.commonDir, p)
+			if err != nil {
+				return err
+			}
+			out = append(out, plumbing.ReferenceName(filepath.ToSlash(rel)))
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	packed, err := os.ReadFile(filepath.Join(s.commonDir, "packed-refs"))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	for line := range strings.SplitSeq(string(packed), "\n") {
+		if _, name, ok := strings.Cut(strings.TrimRight(line, "\r"), " "); ok && strings.HasPrefix(name, "refs/heads/") {
+			out = append(out, plumbing.ReferenceName(name))
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+// holdsCommits reports whether the repository has any commit object. It
+// stops at the first: in a new repository there is none to look at.
+func (s *Store) holdsCommits() (bool, error) {
+	iter, err := s.repo.Storer.IterEncodedObjects(plumbing.CommitObject)
+	if err != nil {
+		return false, fmt.Errorf("list commits: %w", err)
+	}
+	defer iter.Close()
+	_, err = iter.Next()
+	if errors.Is(err, io.EOF) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("list commits: %w", err)
+	}
+	return true, nil
+}
+
+// commitNode is what a repair needs of a commit.
+type commitNode struct {
+	parents []plumbing.Hash
+	tree    plumbing.Hash
+	when    int64 // committer time, Unix seconds
+}
+
+// findTip decides which commit the damaged ref d should name, and says
+// from what. In order:
+//
+//   - what the repository recorded: the newest of the commit index's tip,
+//     the reflog's last entry, ORIG_HEAD and the packed-refs value that
+//     still exist (the one the others are ancestors of), then any commit
+//     made on top of it whose tracked files are the memory files now (a
+//     kill after the commit object was written and before its ref and the
+//     commit index were);
+//   - else the newest commit the memory files match (as they are in the
+//     workspace, or in git's index);
+//   - else the one commit no other commit builds on, when there is one.
+//
+// Otherwise nothing says which line of history is the branch: a
+// *DamagedError. No commit at all: the zero hash (the branch is unborn).
+func (s *Store) findTip(d *refDamage) (plumbing.Hash, string, error) {
+	all, err := s.scanCommits()
+	if err != nil {
+		return plumbing.ZeroHash, "", fmt.Errorf("repair %s: %w", d, err)
+	}
+	if len(all) == 0 {
+		return plumbing.ZeroHash, "", nil
+	}
+	want := s.memoryStates()
+	matches := func(id plumbing.Hash) bool {
+		st, err := s.trackedState(all[id].tree)
+		if err != nil {
+			return false
+		}
+		for _, w := range want {
+			if slices.Equal(st, w) {
+				return true
+			}
+		}
+		return false
+	}
+	newer := func(a, b plumbing.Hash) bool {
+		ca, cb := all[a], all[b]
+		if ca.when != cb.when {
+			return ca.when > cb.when
+		}
+		if isAncestor(b, a, all) || isAncestor(a, b, all) {
+			return isAncestor(b, a, all)
+		}
+		return bytes.Compare(a[:], b[:]) > 0 // any fixed choice
+	}
+	if tip, from := s.knownTip(d.name, all); !tip.IsZero() {
+		for {
+			var next plumbing.Hash
+			for id, c := range all {
+				if len(c.parents) > 0 && c.parents[0] == tip && (next.IsZero() || newer(id, next)) && matches(id) {
+					next = id
+				}
+			}
+			if next.IsZero() {
+				return tip, from, nil
+			}
+			tip, from = next, from+", then the newer commit on top of it that the memory files match"
+		}
+	}
+	var best plumbing.Hash
+	for id := range all {
+		if (best.IsZero() || newer(id, best)) && matches(id) {
+			best = id
+		}
+	}
+	if !best.IsZero() {
+		return best, "the newest commit the memory files match", nil
+	}
+	var heads []plumbing.Hash
+	parent := map[plumbing.Hash]bool{}
+	for _, c := range all {
+		for _, p := range c.parents {
+			parent[p] = true
+		}
+	}
+	for id := range all {
+		if !parent[id] {
+			heads = append(heads, id)
+		}
+	}
+	if len(heads) == 1 {
+		return heads[0], "the only commit no other commit builds on", nil
+	}
+	return plumbing.ZeroHash, "", &DamagedError{Ref: d.name.String(), Path: s.refPath(d.name), Problem: d.problem,
+		Reason: fmt.Sprintf("nothing records which of %d lines of history it was, and the memory files match none of their %d commits",
+			len(heads), len(all))}
+}
+
+// knownTip is the newest of the commits the repository recorded as the
+// ref's value; zero when none of them exists.
+func (s *Store) knownTip(name plumbing.ReferenceName, all map[plumbing.Hash]commitNode) (plumbing.Hash, string) {
+	type candidate struct {
+		id   plumbing.Hash
+		from string
+	}
+	var cands []candidate
+	add := func(id plumbing.Hash, from string) {
+		if _, ok := all[id]; ok {
+			cands = append(cands, candidate{id, from})
+		}
+	}
+	if x := s.loadIndexFile(); x != nil {
+		for i := len(x.entries) - 1; i >= 0; i-- {
+			if _, ok := all[x.entries[i].id]; ok {
+				add(x.entries[i].id, "the commit index")
+				break
+			}
+		}
+	}
+	add(s.reflogTip(name, all), "the reflog")
+	if ref, err := s.readRef("ORIG_HEAD"); err == nil && ref.Type() == plumbing.HashReference {
+		add(ref.Hash(), "ORIG_HEAD")
+	}
+	if ref, err := s.packedRef(name); err == nil {
+		add(ref.Hash(), "packed-refs")
+	}
+	if len(cands) == 0 {
+		return plumbing.ZeroHash, ""
+	}
+	best := cands[0]
+	for _, c := range cands[1:] {
+		if c.id != best.id && isAncestor(best.id, c.id, all) {
+			best = c
+		}
+	}
+	return best.id, best.from
+}
+
+// reflogTip is the newest value the ref's reflog records that is a commit
+// of the repository. go-git writes no reflog; the git command line does.
+func (s *Store) reflogTip(name plumbing.ReferenceName, all map[plumbing.Hash]commitNode) plumbing.Hash {
+	p := s.refPath(name)
+	dir := s.commonDir
+	if !strings.HasPrefix(p, s.commonDir+string(filepath.Separator)) {
+		dir = s.gitDir
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "logs", filepath.FromSlash(name.String())))
+	if err != nil {
+		return plumbing.ZeroHash
+	}
+	lines := strings.Split(string(b), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		f := strings.Fields(lines[i])
+		if len(f) < 2 {
+			continue
+		}
+		if h, ok := parseHash(f[1]); ok {
+			if _, ok := all[h]; ok {
+				return h
+			}
+		}
+	}
+	return plumbing.ZeroHash
+}
+
+// isAncestor reports whether a is b or one of b's ancestors.
+func isAncestor(a, b plumbing.Hash, all map[plumbing.Hash]commitNode) bool {
+	seen := map[plumbing.Hash]bool{}
+	queue := []plumbing.Hash{b}
+	for len(queue) > 0 {
+		h := queue[0]
+		queue = queue[1:]
+		if h == a {
+			return true
+		}
+		if seen[h] {
+			continue
+		}
+		seen[h] = true
+		queue = append(queue, all[h].parents...)
+	}
+	return false
+}
+
+// scanCommits reads every commit object of the repository, loose and
+// packed. Only a repair does: it costs about what rebuilding the commit
+// index does.
+func (s *Store) scanCommits() (map[plumbing.Hash]commitNode, error) {
+	iter, err := s.repo.Storer.IterEncodedObjects(plumbing.CommitObject)
+	if err != nil {
+		return nil, fmt.Errorf("list commits: %w", err)
+	}
+	defer iter.Close()
+	all := map[plumbing.Hash]commitNode{}
+	err = iter.ForEach(func(o plumbing.EncodedObject) error {
+		c, err := object.DecodeCommit(s.repo.Storer, o)
+		if err != nil {
+			// An unreadable commit can be no branch's tip.
+			s.log.Warn("memory repository: unreadable commit object", "commit", shortID(o.Hash().String()), "err", err)
+			return nil
+		}
+		all[c.Hash] = commitNode{parents: c.ParentHashes, tree: c.TreeHash, when: c.Committer.When.Unix()}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list commits: %w", err)
+	}
+	return all, nil
+}
+
+// memoryStates are the tracked files as the workspace has them and as git's
+// index has them (the last commit the Store made, unless a kill came
+// between that commit and the index update).
+func (s *Store) memoryStates() [][]blobState {
+	var out [][]blobState
+	work := make([]blobState, len(s.tracked))
+	ok := true
+	for i, p := range s.tracked {
+		w, err := s.readWorking(p)
+		if err != nil {
+			ok = false
+			break
+		}
+		work[i] = w.blobState
+	}
+	if ok {
+		out = append(out, work)
+	}
+	if idx, err := s.repo.Storer.Index(); err == nil {
+		st := make([]blobState, len(s.tracked))
+		found := false
+		for _, e := range idx.Entries {
+			if i := slices.Index(s.tracked, e.Name); i >= 0 && e.Stage == 0 {
+				st[i] = blobState{exists: true, mode: e.Mode, hash: e.Hash}
+				found = true
+			}
+		}
+		if found {
+			out = append(out, st)
+		}
+	}
+	return out
+}
