@@ -348,3 +348,13 @@ func (h hookedRepo) Commit(subject, body string) (gitstore.Commit, error) {
 	}
 	return c, err
 }
+
+// ClearStaleLocks passes the wrapped repo's capability through:
+// clearStaleGitLocks finds it by type, and the wrapper hid it, so a run
+// with the hook on left a killed commit's index.lock in place.
+func (h hookedRepo) ClearStaleLocks() ([]gitstore.StaleLock, error) {
+	if c, ok := h.Repo.(staleLockClearer); ok {
+		return c.ClearStaleLocks()
+	}
+	return nil, nil
+}

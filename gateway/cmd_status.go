@@ -52,6 +52,8 @@ func cmdStatus() *command {
 					st = st.Public() // the operator's detail stays in the log
 				}
 				b.WriteString(dreamtext.Status(st, g.now()) + "\n")
+			} else if g.deps.DreamOff != "" {
+				b.WriteString(g.deps.DreamOff + "\n")
 			} else {
 				b.WriteString("Dream: off\n")
 			}

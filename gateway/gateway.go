@@ -107,8 +107,8 @@ type Deps struct {
 	// say Dream is off.
 	Dream     Dreamer
 	MemoryLog MemoryLog
-	// DreamOff is what /dream says when Dream is nil ("" means it is off
-	// in the config).
+	// DreamOff is what /dream and /status say when Dream is nil ("" means
+	// it is off in the config).
 	DreamOff string
 	// Usage reports tokens used per purpose, for /status.
 	Usage func() map[string]llm.Usage

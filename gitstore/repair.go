@@ -56,7 +56,7 @@ func (s *Store) repairRef(d *refDamage) error {
 	if err := l.commit(tip.String() + "\n"); err != nil {
 		return fmt.Errorf("repair %s: %w", d, err)
 	}
-	s.log.Warn("memory repository: repaired a damaged branch; no commit was lost",
+	s.log.Warn("memory repository: repaired a damaged branch",
 		"ref", string(d.name), "problem", d.problem, "commit", shortID(tip.String()), "from", from)
 	return nil
 }
@@ -161,17 +161,19 @@ type commitNode struct {
 }
 
 // findTip decides which commit the damaged ref d should name, and says
-// from what. In order:
+// from what:
 //
-//   - what the repository recorded: the newest of the commit index's tip,
-//     the reflog's last entry, ORIG_HEAD and the packed-refs value that
-//     still exist (the one the others are ancestors of), then any commit
-//     made on top of it whose tracked files are the memory files now (a
-//     kill after the commit object was written and before its ref and the
-//     commit index were);
-//   - else the newest commit the memory files match (as they are in the
-//     workspace, or in git's index);
-//   - else the one commit no other commit builds on, when there is one.
+//   - what the repository recorded, when any of it still exists: the
+//     newest of the commit index's tip, the reflog's last entry, ORIG_HEAD
+//     and the packed-refs value (the one the others are ancestors of). The
+//     commit index is written when history is read, so it may be behind;
+//     the search goes on among the commits built on that record.
+//   - among those commits (all commits when nothing was recorded): the one
+//     line of history's end, when the commits form one line (a kill after
+//     the commit object was written and before the branch was leaves its
+//     commit as that end);
+//   - else, of the several ends, the newest whose tracked files are the
+//     memory files (as the workspace or git's index has them).
 //
 // Otherwise nothing says which line of history is the branch: a
 // *DamagedError. No commit at all: the zero hash (the branch is unborn).
@@ -183,70 +185,90 @@ func (s *Store) findTip(d *refDamage) (plumbing.Hash, string, error) {
 	if len(all) == 0 {
 		return plumbing.ZeroHash, "", nil
 	}
+	base, from := s.knownTip(d.name, all)
+	pool := all
+	if !base.IsZero() {
+		pool = descendants(base, all)
+	}
+	ends := lineEnds(pool)
+	if len(ends) == 1 {
+		switch {
+		case base.IsZero():
+			return ends[0], "the only commit no other commit builds on", nil
+		case ends[0] != base:
+			return ends[0], from + ", then the commits built on it", nil
+		}
+		return base, from, nil
+	}
 	want := s.memoryStates()
-	matches := func(id plumbing.Hash) bool {
+	var best plumbing.Hash
+	for _, id := range ends {
+		if !best.IsZero() && all[id].when <= all[best].when {
+			continue
+		}
 		st, err := s.trackedState(all[id].tree)
 		if err != nil {
-			return false
+			continue
 		}
 		for _, w := range want {
 			if slices.Equal(st, w) {
-				return true
+				best = id
 			}
-		}
-		return false
-	}
-	newer := func(a, b plumbing.Hash) bool {
-		ca, cb := all[a], all[b]
-		if ca.when != cb.when {
-			return ca.when > cb.when
-		}
-		if isAncestor(b, a, all) || isAncestor(a, b, all) {
-			return isAncestor(b, a, all)
-		}
-		return bytes.Compare(a[:], b[:]) > 0 // any fixed choice
-	}
-	if tip, from := s.knownTip(d.name, all); !tip.IsZero() {
-		for {
-			var next plumbing.Hash
-			for id, c := range all {
-				if len(c.parents) > 0 && c.parents[0] == tip && (next.IsZero() || newer(id, next)) && matches(id) {
-					next = id
-				}
-			}
-			if next.IsZero() {
-				return tip, from, nil
-			}
-			tip, from = next, from+", then the newer commit on top of it that the memory files match"
-		}
-	}
-	var best plumbing.Hash
-	for id := range all {
-		if (best.IsZero() || newer(id, best)) && matches(id) {
-			best = id
 		}
 	}
 	if !best.IsZero() {
-		return best, "the newest commit the memory files match", nil
+		if base.IsZero() {
+			return best, "the newest line of history whose end the memory files match", nil
+		}
+		return best, from + ", then the newest line built on it whose end the memory files match", nil
 	}
-	var heads []plumbing.Hash
+	short := make([]string, len(ends))
+	for i, id := range ends {
+		short[i] = shortID(id.String())
+	}
+	return plumbing.ZeroHash, "", &DamagedError{Ref: d.name.String(), Path: s.refPath(d.name), Problem: d.problem,
+		Reason: fmt.Sprintf("nothing records which of %d lines of history (ending in %s) it was, and the memory files match none of their ends",
+			len(ends), strings.Join(short, ", "))}
+}
+
+// descendants is base and every commit built on it.
+func descendants(base plumbing.Hash, all map[plumbing.Hash]commitNode) map[plumbing.Hash]commitNode {
+	children := map[plumbing.Hash][]plumbing.Hash{}
+	for id, c := range all {
+		for _, p := range c.parents {
+			children[p] = append(children[p], id)
+		}
+	}
+	out := map[plumbing.Hash]commitNode{}
+	queue := []plumbing.Hash{base}
+	for len(queue) > 0 {
+		h := queue[0]
+		queue = queue[1:]
+		if _, seen := out[h]; seen {
+			continue
+		}
+		out[h] = all[h]
+		queue = append(queue, children[h]...)
+	}
+	return out
+}
+
+// lineEnds are the commits of pool no commit of pool builds on, sorted.
+func lineEnds(pool map[plumbing.Hash]commitNode) []plumbing.Hash {
 	parent := map[plumbing.Hash]bool{}
-	for _, c := range all {
+	for _, c := range pool {
 		for _, p := range c.parents {
 			parent[p] = true
 		}
 	}
-	for id := range all {
+	var ends []plumbing.Hash
+	for id := range pool {
 		if !parent[id] {
-			heads = append(heads, id)
+			ends = append(ends, id)
 		}
 	}
-	if len(heads) == 1 {
-		return heads[0], "the only commit no other commit builds on", nil
-	}
-	return plumbing.ZeroHash, "", &DamagedError{Ref: d.name.String(), Path: s.refPath(d.name), Problem: d.problem,
-		Reason: fmt.Sprintf("nothing records which of %d lines of history it was, and the memory files match none of their %d commits",
-			len(heads), len(all))}
+	slices.SortFunc(ends, func(a, b plumbing.Hash) int { return bytes.Compare(a[:], b[:]) })
+	return ends
 }
 
 // knownTip is the newest of the commits the repository recorded as the

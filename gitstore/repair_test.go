@@ -142,17 +142,17 @@ func runGitOrSkip(t *testing.T, dir string, args ...string) string {
 	return runGit(t, dir, args...)
 }
 
-// The kill that emptied the branch came after the commit object was
-// written and before the branch and the commit index were: that commit is
-// found again (it is the one the memory files match), not dropped.
-func TestRepairFindsTheCommitTheKillInterrupted(t *testing.T) {
+// The commit index is written when history is read, so it may be behind
+// the branch; and the kill that emptied the branch came after the commit
+// object was written and before the branch and the commit index were. The
+// commits built on the index's tip are found again, not dropped.
+func TestRepairFindsTheCommitsAfterTheCommitIndex(t *testing.T) {
 	_, dir, log := dreamHistory(t)
-	// Drop the newest commit's line from the commit index, as if it was
-	// never appended.
+	// Drop the two newest commits' lines from the commit index.
 	idx := filepath.Join(dir, ".git", gitstore.CommitIndexFile)
 	data := testkit.ReadFile(t, dir, ".git/"+gitstore.CommitIndexFile)
 	lines := strings.SplitAfter(data, "\n")
-	if err := os.WriteFile(idx, []byte(strings.Join(lines[:len(lines)-2], "")), 0o644); err != nil {
+	if err := os.WriteFile(idx, []byte(strings.Join(lines[:len(lines)-3], "")), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	testkit.WriteFile(t, dir, branchFile, "")
@@ -161,13 +161,13 @@ func TestRepairFindsTheCommitTheKillInterrupted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	assertRepairLogged(t, &rec, log[0].Short, "then the newer commit on top of it")
+	assertRepairLogged(t, &rec, log[0].Short, "the commit index, then the commits built on it")
 	assertWhole(t, s, dir, log)
 }
 
-// With no commit index (and go-git writes no reflog), the newest commit the
-// memory files match is the branch.
-func TestRepairWithoutCommitIndexUsesTheMatchingCommit(t *testing.T) {
+// With no commit index (and go-git writes no reflog), the end of the one
+// line of history is the branch.
+func TestRepairWithoutRecordsTakesTheEndOfHistory(t *testing.T) {
 	_, dir, log := dreamHistory(t)
 	if err := os.Remove(filepath.Join(dir, ".git", gitstore.CommitIndexFile)); err != nil {
 		t.Fatal(err)
@@ -178,7 +178,7 @@ func TestRepairWithoutCommitIndexUsesTheMatchingCommit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	assertRepairLogged(t, &rec, log[0].Short, "the newest commit the memory files match")
+	assertRepairLogged(t, &rec, log[0].Short, "the only commit no other commit builds on")
 	assertWhole(t, s, dir, log)
 }
 
@@ -295,28 +295,49 @@ func TestEmptyBranchWithoutCommitsIsANewRepository(t *testing.T) {
 	checkGit(t, s, dir)
 }
 
+// sideLine adds a second line of history, a commit on the initial one
+// that the branch never took (as a commit that lost a race for the branch
+// leaves), and removes the records a repair would read first.
+func sideLine(t *testing.T, dir string, log []gitstore.Commit) {
+	t.Helper()
+	root := log[len(log)-1].SHA
+	tree := strings.TrimSpace(runGit(t, dir, "rev-parse", log[1].SHA+"^{tree}"))
+	if other := strings.TrimSpace(runGit(t, dir, "commit-tree", "-p", root, "-m", "elsewhere", tree)); other == "" {
+		t.Fatal("no commit made")
+	}
+	if err := os.Remove(filepath.Join(dir, ".git", gitstore.CommitIndexFile)); err != nil {
+		t.Fatal(err)
+	}
+	testkit.WriteFile(t, dir, branchFile, "")
+}
+
+// With two lines of history and no record of the branch, the line whose
+// end the memory files match is the branch.
+func TestRepairPicksTheLineTheMemoryFilesMatch(t *testing.T) {
+	gitBin(t)
+	_, dir, log := dreamHistory(t)
+	sideLine(t, dir, log)
+	var rec testkit.LogRecorder
+	s, err := reopen(t, dir, &rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertRepairLogged(t, &rec, log[0].Short, "the newest line of history whose end the memory files match")
+	assertWhole(t, s, dir, log)
+}
+
 // When nothing says which commit the branch named (no commit index, no
-// reflog, the files match no commit, and two lines of history end in the
-// repository), Open stops with ErrDamaged, changes nothing, and above all
-// does not start a new history; a second Open says the same.
+// reflog, two lines of history and memory files matching neither end),
+// Open stops with ErrDamaged, changes nothing, and above all does not
+// start a new history; a second Open says the same.
 func TestUnrepairableBranchStopsAndChangesNothing(t *testing.T) {
 	gitBin(t)
 	_, dir, log := dreamHistory(t)
-	// A second line of history: a commit on the initial one that the
-	// branch never took (as a lost concurrent commit leaves).
-	root := log[len(log)-1].SHA
-	tree := strings.TrimSpace(runGit(t, dir, "rev-parse", log[1].SHA+"^{tree}"))
-	other := strings.TrimSpace(runGit(t, dir, "commit-tree", "-p", root, "-m", "elsewhere", tree))
-	if other == "" {
-		t.Fatal("no commit made")
-	}
-	for _, p := range []string{gitstore.CommitIndexFile, "index"} {
-		if err := os.Remove(filepath.Join(dir, ".git", p)); err != nil {
-			t.Fatal(err)
-		}
+	sideLine(t, dir, log)
+	if err := os.Remove(filepath.Join(dir, ".git", "index")); err != nil {
+		t.Fatal(err)
 	}
 	testkit.WriteFile(t, dir, "USER.md", "edited by hand\n")
-	testkit.WriteFile(t, dir, branchFile, "")
 	before := objectFiles(t, dir)
 	for range 2 {
 		var rec testkit.LogRecorder

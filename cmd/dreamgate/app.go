@@ -14,6 +14,7 @@ import (
 	"github.com/dreamgate/dreamgate/consolidator"
 	"github.com/dreamgate/dreamgate/dream"
 	"github.com/dreamgate/dreamgate/gateway"
+	"github.com/dreamgate/dreamgate/gateway/dreamtext"
 	"github.com/dreamgate/dreamgate/gateway/session"
 	"github.com/dreamgate/dreamgate/gitstore"
 	"github.com/dreamgate/dreamgate/history"
@@ -69,7 +70,7 @@ func openWorkspace(cfg Config, logger *slog.Logger, complete bool) (created []st
 		return created, fmt.Errorf("open workspace: %w", err)
 	}
 	defer ws.Close()
-	if _, err := gitstore.Open(cfg.Workspace, repoOptions(ws)); err != nil {
+	if _, err := gitstore.Open(cfg.Workspace, repoOptions(ws, logger, nil)); err != nil {
 		if errors.Is(err, gitstore.ErrNestedRepository) {
 			logger.Warn("memory versioning is off: the workspace is inside another git repository", "workspace", cfg.Workspace, "err", err)
 		} else {
@@ -148,7 +149,7 @@ func (a *app) openRepo() (*gitstore.Store, error) {
 	if a.repo != nil {
 		return a.repo, nil
 	}
-	r, err := gitstore.Open(a.cfg.Workspace, repoOptions(a.ws))
+	r, err := gitstore.Open(a.cfg.Workspace, repoOptions(a.ws, a.logger, a.afterWrite))
 	if err != nil {
 		return nil, fmt.Errorf("open memory repository: %w", err)
 	}
@@ -158,8 +159,11 @@ func (a *app) openRepo() (*gitstore.Store, error) {
 
 // repoOptions: the memory repository tracks the workspace's memory files
 // and the instructions (AGENTS.md, prompts/dream.md), and rewrites them (a restore) through the workspace's atomic write.
-func repoOptions(ws *workspace.Root) gitstore.Options {
-	return gitstore.Options{Tracked: workspace.TrackedFiles(), Files: ws}
+// Its warnings (a damaged branch repaired, a stale lock) go to the log;
+// afterWrite is the test-only kill switch (testkit.go), nil otherwise.
+func repoOptions(ws *workspace.Root, logger *slog.Logger, afterWrite func(string)) gitstore.Options {
+	return gitstore.Options{Tracked: workspace.TrackedFiles(), Files: ws,
+		Logger: logger.With("component", "gitstore"), AfterWrite: afterWrite}
 }
 
 func (a *app) close() {
@@ -222,8 +226,11 @@ func (a *app) gateway(withDream bool) (*gateway.Gateway, *dream.Dreamer) {
 		if d, err = a.dreamer(); err != nil {
 			a.logger.Warn("Dream is unavailable", "err", err)
 			deps.DreamOff = "Dream is unavailable: the memory repository could not be opened; the reason is in the gateway log."
-			if errors.Is(err, gitstore.ErrNestedRepository) {
+			switch {
+			case errors.Is(err, gitstore.ErrNestedRepository):
 				deps.DreamOff = "Dream is unavailable: the workspace is inside another git repository, so its memory cannot be versioned."
+			case errors.Is(err, gitstore.ErrDamaged):
+				deps.DreamOff = dreamtext.Damaged
 			}
 		} else {
 			deps.Dream = d

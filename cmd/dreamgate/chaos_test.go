@@ -185,6 +185,7 @@ type chaosRig struct {
 	discordOut int // messages sent to the Discord DM
 	facts      int // chaosfact entries fed to the history
 	maxRSS     int64
+	memHead    string // the memory repository's branch at the last check
 }
 
 // filler makes a message big enough that archiving runs every few turns;
@@ -290,6 +291,9 @@ func (c *chaosRig) checkFiles() {
 	c.ft.check("session files parse", checkSessions(c.h.state))
 	c.ft.check("history cursors and ranges", checkHistory(c.h.ws))
 	c.ft.check("git fsck --full clean", checkFsck(c.h.ws))
+	var bad []string
+	c.memHead, bad = checkBranch(c.h.ws, c.memHead)
+	c.ft.check("memory history whole", bad)
 }
 
 // gatewayKill runs the gateway with a kill point armed and talks to it
@@ -405,7 +409,7 @@ func TestChaos(t *testing.T) {
 		perPoint, random = 30, 30
 	}
 	turnPoints := []string{"session-append", "session-meta", "history-append", "history-cursor"}
-	dreamPoints := []string{"dream-edit", "dream-commit", "dream-cursor", "dream-ledger"}
+	dreamPoints := []string{"dream-edit", "dream-commit", "dream-cursor", "dream-ledger", "gitstore-ref-lock", "gitstore-ref"}
 	// Dream first, while the history holds only the facts fed to it.
 	// A point is tried until it was hit perPoint times: a run does not
 	// always reach it (a Dream that finds its facts already in the files

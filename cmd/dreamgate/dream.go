@@ -37,7 +37,7 @@ func cmdDream(ctx context.Context, e *env, args []string) error {
 	case "run":
 		d, err := a.dreamer()
 		if err != nil {
-			return err
+			return openError(err)
 		}
 		rep, err := d.Run(ctx, dream.TriggerCLI, func(msg string) { fmt.Fprintln(e.stderr, msg) })
 		if rep.Outcome == "" {
@@ -54,7 +54,7 @@ func cmdDream(ctx context.Context, e *env, args []string) error {
 	case "log":
 		repo, err := a.openRepo()
 		if err != nil {
-			return err
+			return openError(err)
 		}
 		var (
 			c gitstore.Commit
@@ -84,7 +84,7 @@ func cmdDream(ctx context.Context, e *env, args []string) error {
 	case "restore":
 		repo, err := a.openRepo()
 		if err != nil {
-			return err
+			return openError(err)
 		}
 		if rev == "" {
 			cs, err := repo.Log(10, dream.SubjectPrefix)
@@ -96,7 +96,7 @@ func cmdDream(ctx context.Context, e *env, args []string) error {
 		}
 		d, err := a.dreamer()
 		if err != nil {
-			return err
+			return openError(err)
 		}
 		res, err := d.Restore(rev)
 		if err != nil {
@@ -107,6 +107,17 @@ func cmdDream(ctx context.Context, e *env, args []string) error {
 	default:
 		return &exitError{code: 2, err: fmt.Errorf("unknown dream command %q; use run, log or restore", sub)}
 	}
+}
+
+// openError is a memory repository that could not be opened, as the CLI
+// says it. A damaged one stops Dream; the operator at this terminal gets
+// what is wrong and how to repair it.
+func openError(err error) error {
+	var de *gitstore.DamagedError
+	if errors.As(err, &de) {
+		return &exitError{code: 1, err: errors.New("Dream is stopped: " + de.Error() + ".")}
+	}
+	return err
 }
 
 // revisionError is a failed Dream or repository call as the one sentence the

@@ -95,9 +95,12 @@ func cmdStatus(ctx context.Context, e *env, args []string) (err error) {
 		fmt.Fprintln(w, "Dream: off")
 		return nil
 	}
+	var damaged *gitstore.DamagedError
 	if a == nil {
 		fmt.Fprintln(w, "Last Dream commit: none yet")
-	} else if repo, err := a.openRepo(); err != nil {
+	} else if repo, err := a.openRepo(); errors.As(err, &damaged) {
+		fmt.Fprintf(w, "Dream: stopped: %v.\n", damaged)
+	} else if err != nil {
 		fmt.Fprintf(w, "Dream: memory repository unavailable (%v)\n", err)
 	} else if cs, err := repo.Log(1, dream.SubjectPrefix); err == nil && len(cs) > 0 {
 		undone := ""

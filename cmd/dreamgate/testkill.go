@@ -31,6 +31,10 @@ var killPoints = []string{
 	"dream-commit",    // a commit of the memory repository by Dream (dream)
 	"dream-cursor",    // memory/.dream_cursor, moved by the Dream ledger (history)
 	"dream-ledger",    // memory/.dream_ledger, Dream's progress and intent (dream)
+	// The memory repository's ref write (gitstore): the new value synced
+	// in <ref>.lock, then the lock renamed over the ref.
+	"gitstore-ref-lock",
+	"gitstore-ref",
 }
 
 // killHook returns the AfterWrite hook the switch asks for, nil when it is

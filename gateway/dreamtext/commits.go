@@ -12,6 +12,12 @@ import (
 	"github.com/dreamgate/dreamgate/internal/textcut"
 )
 
+// Damaged is what the Dream commands and /status say while the memory
+// repository's branch is damaged beyond the automatic repair: Dream stops
+// rather than start a new history. The operator's log has the detail
+// (which file, what to write into it); a chat does not.
+const Damaged = "Dream is stopped: the memory repository's history is damaged and could not be repaired automatically, so nothing was re-created; the gateway log says how to repair it."
+
 // logDiffCap caps the diff a commit is shown with; the channel splits long
 // replies, but a whole rewritten file is not worth reading in a chat.
 const logDiffCap = 6_000
@@ -170,6 +176,8 @@ func (k Commands) Error(err error, rev string, now time.Time) string {
 		return fmt.Sprintf("The memory files already are as they were before `%s`; nothing to restore.", rev)
 	case errors.Is(err, gitstore.ErrLocked), errors.Is(err, gitstore.ErrConcurrentUpdate):
 		return "The memory repository is busy (another git command is using it); try again in a moment."
+	case errors.Is(err, gitstore.ErrDamaged):
+		return Damaged
 	case errors.Is(err, gitstore.ErrNotARepository), errors.Is(err, gitstore.ErrNestedRepository):
 		return "The memory repository is not available; see the log for details."
 	}

@@ -86,6 +86,8 @@ func TestError(t *testing.T) {
 		{"root", gitstore.ErrRootCommit, "`1a2b` is the first commit of the memory repository; there is no earlier state to restore."},
 		{"nothing to restore", gitstore.ErrNothingToCommit, "The memory files already are as they were before `1a2b`; nothing to restore."},
 		{"locked", gitstore.ErrLocked, "The memory repository is busy (another git command is using it); try again in a moment."},
+		{"damaged", fmt.Errorf("commit: %w", &gitstore.DamagedError{Ref: "refs/heads/main", Path: "/home/ana/.dreamgate/workspace/.git/refs/heads/main", Problem: "is empty", Reason: "secret"}),
+			"Dream is stopped: the memory repository's history is damaged and could not be repaired automatically, so nothing was re-created; the gateway log says how to repair it."},
 		{"busy", &dream.BusyError{Since: now.Add(-2 * time.Second)}, "Already dreaming (started 2s ago)."},
 		{"run error", &dream.RunError{Reason: "the model's analysis was empty", Err: errors.New("secret provider body")}, "Dream failed: the model's analysis was empty."},
 		{"anything else", errors.New("open /home/ana/.dreamgate/workspace/.git: token=abc"), "Something went wrong with the memory repository; see the log for details."},
