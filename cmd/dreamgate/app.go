@@ -53,9 +53,7 @@ type app struct {
 // that has its AGENTS.md is taken as set up, unless complete asks to add
 // whatever template file is missing (onboard); nothing is ever overwritten.
 func openWorkspace(cfg Config, logger *slog.Logger, complete bool) (created []string, err error) {
-	if err := tightenModes(logger, cfg); err != nil {
-		return nil, err
-	}
+	tightenModes(logger, cfg)
 	if !complete {
 		if ok, err := workspaceSetUp(cfg); ok || err != nil {
 			return nil, err

@@ -218,6 +218,13 @@ func defaultConfigPath() string {
 func loadConfig(path string, getenv func(string) string) (Config, error) {
 	cfg := defaultConfig()
 	cfg.path = path
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		// Docker's short bind-mount syntax makes a directory of a file
+		// missing on the host; say so rather than "is a directory".
+		return cfg, &configError{path: path, msg: "is a directory, not a config file. In a container this happens when the " +
+			"config.json bind-mounted there did not exist on the host (Docker created a directory in its place): " +
+			"remove that directory, create the file (`{}` is a valid config) and start again"}
+	}
 	data, err := os.ReadFile(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -338,6 +345,9 @@ var envVars = []struct{ name, field string }{
 	{"SLACK_BOT_TOKEN", "channels.slack.botToken"},
 	{"SLACK_APP_TOKEN", "channels.slack.appToken"},
 	{"DISCORD_BOT_TOKEN", "channels.discord.token"},
+	// The container image sets it: its health and metrics address must
+	// be reachable from outside the container, whatever config is mounted.
+	{"DREAMGATE_HEALTH_ADDR", "gateway.healthAddr"},
 }
 
 // applyEnv lets secrets, the endpoint and the model come from the
@@ -350,6 +360,7 @@ func applyEnv(cfg *Config, getenv func(string) string) {
 		"channels.slack.botToken": &cfg.Channels.Slack.BotToken,
 		"channels.slack.appToken": &cfg.Channels.Slack.AppToken,
 		"channels.discord.token":  &cfg.Channels.Discord.Token,
+		"gateway.healthAddr":      &cfg.Gateway.HealthAddr,
 	}
 	for _, ev := range envVars {
 		if v := getenv(ev.name); v != "" {

@@ -111,7 +111,7 @@ func TestOpenModesAreTightenedAtStart(t *testing.T) {
 	loosen := map[string]fs.FileMode{
 		h.ws: 0o755, h.state: 0o755, filepath.Join(h.ws, "memory"): 0o755,
 		filepath.Join(h.ws, "memory", "MEMORY.md"): 0o644, filepath.Join(h.ws, "SOUL.md"): 0o664,
-		filepath.Join(h.ws, ".git", "HEAD"): 0o644, sessionsDir(h.state): 0o755, h.cfgPath: 0o644,
+		filepath.Join(h.ws, ".git", "HEAD"): 0o644, sessionsDir(h.state): 0o755,
 	}
 	entries, err := os.ReadDir(sessionsDir(h.state))
 	if err != nil || len(entries) == 0 {
@@ -129,7 +129,7 @@ func TestOpenModesAreTightenedAtStart(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stderr, "owner-only") || !strings.Contains(r.stderr, `"changed":`+strconv.Itoa(len(loosen))) {
 		t.Errorf("status: exit %d; want a log line counting %d changes:\n%s", r.code, len(loosen), r.stderr)
 	}
-	if open := openToOthers(t, h.ws, h.state, h.cfgPath); len(open) > 0 {
+	if open := openToOthers(t, h.ws, h.state); len(open) > 0 {
 		t.Errorf("still open to others:\n%s", strings.Join(open, "\n"))
 	}
 	if r := h.runUmask("022", "status"); strings.Contains(r.stderr, "owner-only") {

@@ -24,6 +24,8 @@ var binPath string
 func TestMain(m *testing.M) {
 	// The MCP tests run this test binary as their stdio MCP server.
 	mcptest.MaybeServe()
+	// The unit's sandbox test runs Node through this binary.
+	maybeExecUnderMDWE()
 	dir, err := os.MkdirTemp("", "dreamgate-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"fmt"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -20,12 +19,14 @@ const othersBits fs.FileMode = 0o077
 
 // privatePaths are the directories tightened with everything below them,
 // and the single entries tightened alone, of one config: the workspace and
-// the sessions, and of the state directory itself and the files the
-// gateway keeps there (what else a user keeps in it is theirs).
+// the sessions; the state directory itself, the files the gateway keeps
+// there (what else a user keeps in it is theirs) and the config file when
+// it is kept there too (the default; one in /etc or mounted into a
+// container belongs to whoever set it up).
 func privatePaths(cfg Config) (trees, single []string) {
 	trees = []string{cfg.Workspace, sessionsDir(cfg.StateDir)}
 	single = []string{cfg.StateDir, filepath.Join(cfg.StateDir, "inbox.jsonl"), filepath.Join(cfg.StateDir, "gateway.log")}
-	if cfg.path != "" {
+	if cfg.path != "" && filepath.Dir(cfg.path) == filepath.Clean(cfg.StateDir) {
 		single = append(single, cfg.path) // it may hold tokens
 	}
 	return trees, single
@@ -34,99 +35,119 @@ func privatePaths(cfg Config) (trees, single []string) {
 // tightenModes removes the group's and others' permissions from the
 // entries of privatePaths (symbolic links are resolved for the roots and
 // not followed below them), and logs how many it changed. What does not
-// exist yet is skipped. The git objects go-git writes read-only for all
-// (0444, whatever the umask) are left so: the owner-only directories above
-// them already keep everyone else out, and go-git would write the next
-// ones the same way.
-func tightenModes(logger *slog.Logger, cfg Config) error {
+// exist yet is skipped. What cannot be changed (another owner, a read-only
+// mount) is logged and left: the command goes on. The git objects go-git
+// writes read-only for all (0444, whatever the umask) are left so: the
+// owner-only directories above them already keep everyone else out, and
+// go-git would write the next ones the same way.
+func tightenModes(logger *slog.Logger, cfg Config) {
 	trees, single := privatePaths(cfg)
-	changed := 0
+	var t tightening
 	for _, p := range single {
-		n, err := tightenOne(p)
-		if err != nil {
-			return err
-		}
-		changed += n
+		t.one(p)
 	}
 	for _, dir := range trees {
-		n, err := tightenTree(dir)
-		if err != nil {
-			return fmt.Errorf("make %s owner-only: %w", dir, err)
-		}
-		changed += n
+		t.tree(dir)
 	}
-	if changed > 0 {
+	if t.changed > 0 {
 		logger.Warn("made files and directories owner-only: they were open to other users of this machine",
-			"workspace", cfg.Workspace, "stateDir", cfg.StateDir, "changed", changed)
+			"workspace", cfg.Workspace, "stateDir", cfg.StateDir, "changed", t.changed)
 	}
-	return nil
+	if t.failed > 0 {
+		logger.Warn("could not make every file and directory owner-only", "failed", t.failed, "first", t.first)
+	}
 }
 
-// tightenOne tightens one entry (a link's target); it returns 1 when it
-// changed it.
-func tightenOne(p string) (int, error) {
+// tightening counts what tightenModes changed and failed to change.
+type tightening struct {
+	changed, failed int
+	first           error
+}
+
+func (t *tightening) fail(err error) {
+	t.failed++
+	if t.first == nil {
+		t.first = err
+	}
+}
+
+// one tightens one entry (a link's target).
+func (t *tightening) one(p string) {
 	info, err := os.Stat(p)
-	if errors.Is(err, fs.ErrNotExist) {
-		return 0, nil
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		t.fail(err)
+	case info.Mode().Perm()&othersBits != 0:
+		if err := os.Chmod(p, info.Mode().Perm()&^othersBits); err != nil {
+			t.fail(err)
+		} else {
+			t.changed++
+		}
 	}
-	if err != nil {
-		return 0, fmt.Errorf("make %s owner-only: %w", p, err)
-	}
-	if info.Mode().Perm()&othersBits == 0 {
-		return 0, nil
-	}
-	if err := os.Chmod(p, info.Mode().Perm()&^othersBits); err != nil {
-		return 0, fmt.Errorf("make %s owner-only: %w", p, err)
-	}
-	return 1, nil
 }
 
-// tightenTree is tightenModes for one directory; it returns how many
-// entries it changed. It walks the tree only when the directory itself is
-// open to others: while it is owner-only, nothing below it can be reached
-// by anyone else, and what dreamgate creates there is owner-only anyway.
-// So the walk (about 0.1 s for 5,000 files here) runs once after an
-// upgrade, and a start costs one stat.
-func tightenTree(root string) (int, error) {
+// tree tightens a directory and what is below it. It walks the tree only
+// when the directory itself is open to others: while it is owner-only,
+// nothing below it can be reached by anyone else, and what dreamgate
+// creates there is owner-only anyway. So the walk (about 0.1 s for 5,000
+// files here) runs once after an upgrade, and a start costs one stat.
+func (t *tightening) tree(root string) {
 	root, err := filepath.EvalSymlinks(root)
 	if errors.Is(err, fs.ErrNotExist) {
-		return 0, nil
+		return
 	}
 	if err != nil {
-		return 0, err
+		t.fail(err)
+		return
 	}
 	if info, err := os.Stat(root); err != nil || info.Mode().Perm()&othersBits == 0 {
-		return 0, err
+		if err != nil {
+			t.fail(err)
+		}
+		return
 	}
-	changed := 0
 	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil // gone meanwhile (a temp file renamed)
 		}
 		if err != nil {
-			return err
+			t.fail(err)
+			return nil // an unreadable directory is skipped
 		}
 		if d.Type()&fs.ModeSymlink != 0 {
 			return nil
 		}
 		info, err := d.Info()
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil // gone meanwhile (a temp file renamed)
+			return nil
 		}
 		if err != nil {
-			return err
+			t.fail(err)
+			return nil
 		}
 		perm := info.Mode().Perm()
 		if perm&othersBits == 0 || gitObject(root, p, info) {
 			return nil
 		}
-		if err := os.Chmod(p, info.Mode().Perm()&^othersBits); err != nil {
-			return err
+		if err := os.Chmod(p, perm&^othersBits); err != nil {
+			t.fail(err)
+		} else {
+			t.changed++
 		}
-		changed++
 		return nil
 	})
-	return changed, err
+	if err != nil {
+		t.fail(err)
+	}
+}
+
+// tightenTree tightens one tree and returns how many entries it changed,
+// and the first error.
+func tightenTree(root string) (int, error) {
+	var t tightening
+	t.tree(root)
+	return t.changed, t.first
 }
 
 // gitObject reports a read-only git object file (0444) below a .git

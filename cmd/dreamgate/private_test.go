@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 )
 
@@ -92,6 +93,28 @@ func TestTightenTree(t *testing.T) {
 	}
 	if n, err := tightenTree(filepath.Join(root, "missing")); n != 0 || err != nil {
 		t.Errorf("a missing tree: %d, %v", n, err)
+	}
+}
+
+// The config file is tightened where dreamgate keeps it (the state
+// directory, by default), and left to its owner elsewhere (/etc, a file
+// mounted into a container, often not the service's to change).
+func TestPrivatePathsTakeTheConfigOnlyFromTheStateDir(t *testing.T) {
+	state := t.TempDir()
+	cfg := Config{Workspace: filepath.Join(state, "workspace"), StateDir: state}
+	for _, tc := range []struct {
+		path string
+		want bool
+	}{
+		{filepath.Join(state, "config.json"), true},
+		{"/etc/dreamgate/config.json", false},
+		{"", false},
+	} {
+		cfg.path = tc.path
+		_, single := privatePaths(cfg)
+		if got := tc.path != "" && slices.Contains(single, tc.path); got != tc.want {
+			t.Errorf("config %q tightened: %v, want %v", tc.path, got, tc.want)
+		}
 	}
 }
 
