@@ -225,7 +225,8 @@ func channelsBench(b *testing.B, chans int) (*fakeslack.Server, *fakediscord.Ser
 // the gateway's own: the fakes and the model run in this process. Every
 // burst goes to 50 conversations of its own (new Slack threads, new
 // Discord channels), so each costs the same however many ran before: 500
-// turns, 50 of them opening a session file.
+// turns, 50 of them opening a session file. fds-after is the most
+// descriptors the process held 200 ms after a burst.
 func BenchmarkChannelsBurstCPU(b *testing.B) {
 	if _, err := os.Stat("/proc/self/stat"); err != nil {
 		b.Skip("needs /proc")
@@ -250,6 +251,7 @@ func BenchmarkChannelsBurstCPU(b *testing.B) {
 	pid := p.cmd.Process.Pid
 	wctx := waitCtx(b)
 	var total time.Duration
+	openFDs := 0
 	b.ResetTimer()
 	for round := range b.N {
 		b.StopTimer()
@@ -291,6 +293,11 @@ func BenchmarkChannelsBurstCPU(b *testing.B) {
 		// indicator stopped) belongs to the burst too.
 		time.Sleep(200 * time.Millisecond)
 		total += procCPU(b, pid) - before
+		// Descriptors held after the burst: the conversations' own are let
+		// go of as each is answered.
+		if fds, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/fd"); err == nil {
+			openFDs = max(openFDs, len(fds))
+		}
 		if n, m := len(sl.Posts())-slackBase, len(dc.Sent())-discordBase; n != perPlatform || m != perPlatform {
 			b.Fatalf("answers: slack %d, discord %d; want exactly %d each", n, m, perPlatform)
 		}
@@ -298,6 +305,7 @@ func BenchmarkChannelsBurstCPU(b *testing.B) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(total.Microseconds())/1000/float64(2*perPlatform*b.N), "cpu-ms/msg")
+	b.ReportMetric(float64(openFDs), "fds-after")
 }
 
 // benchFakes starts the Slack and Discord fakes, stopped when b ends.
