@@ -31,11 +31,15 @@ TEST_NOTE = $(if $(CC_FOUND),race detector on (C compiler $(CC_FOUND)),NO RACE D
 
 .PHONY: build run test chaos bench bench-tokens lint release clean
 
+# Go says nothing while it compiles, and the first time it also fetches and
+# compiles every module: say so, or a first `make run` looks hung.
 build:
+	@echo "make: compiling $(BIN); the first time, Go also downloads and compiles the modules it needs (a few minutes), later it takes seconds"
 	$(BUILD) -o $(BIN) $(PKG)
 
 # The gateway with the terminal chat (the built-in default channel).
 run: build
+	@echo "make: starting ./$(BIN) gateway $(ARGS)"
 	./$(BIN) gateway $(ARGS)
 
 test:

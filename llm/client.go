@@ -98,7 +98,8 @@ type Config struct {
 
 // Names are the setting names UserMessage tells the operator to check: a
 // config key or an environment variable. An empty field means the config
-// key (llm.apiKey, llm.baseURL, llm.model).
+// key (llm.apiKey, llm.baseURL, llm.model). When no key is set, APIKey
+// names where one can be set ("no API key is set (APIKey)").
 type Names struct {
 	APIKey, BaseURL, Model string
 }
@@ -122,6 +123,7 @@ func (c *Client) named(err error) error {
 	var le *Error
 	if errors.As(err, &le) {
 		le.names = c.cfg.Names
+		le.noKey = c.cfg.APIKey == ""
 	}
 	return err
 }

@@ -1152,6 +1152,16 @@ func TestUserMessageNamesWhatWasSet(t *testing.T) {
 	if got, want := llm.UserMessage(err), "The model provider refused the API key (HTTP 401); check OPENAI_API_KEY."; got != want {
 		t.Errorf("Chat: UserMessage = %q, want %q", got, want)
 	}
+	// With no key set, a refusal is not of a key: say that none is set.
+	keyless := newClient(t, srv.URL(), func(c *llm.Config) {
+		c.APIKey = ""
+		c.Names = llm.Names{APIKey: "OPENAI_API_KEY or llm.apiKey"}
+	})
+	srv.Push(llmtest.Status(401, ""))
+	_, err = keyless.Chat(t.Context(), userReq("hi"))
+	if got, want := llm.UserMessage(err), "The model provider wants an API key (HTTP 401), and no API key is set (OPENAI_API_KEY or llm.apiKey)."; got != want {
+		t.Errorf("no key: UserMessage = %q, want %q", got, want)
+	}
 	wrong := newClient(t, srv.URL()+"/nope", func(c *llm.Config) { c.Names = llm.Names{Model: "OPENAI_MODEL"} })
 	err = wrong.Ping(t.Context())
 	if got, want := llm.UserMessage(err), "The model or endpoint was not found (HTTP 404); check OPENAI_MODEL and llm.baseURL."; got != want {

@@ -33,6 +33,8 @@ type Error struct {
 	Err    error
 	// names are the client's setting names for UserMessage's hints.
 	names Names
+	// noKey: the client sent no API key, so a refusal is not of a key.
+	noKey bool
 }
 
 func (e *Error) Error() string {
@@ -66,6 +68,9 @@ func UserMessage(err error) string {
 		names := le.names.withDefaults()
 		switch le.Status {
 		case http.StatusUnauthorized, http.StatusForbidden:
+			if le.noKey {
+				return fmt.Sprintf("The model provider wants an API key (HTTP %d), and no API key is set (%s).", le.Status, names.APIKey)
+			}
 			return fmt.Sprintf("The model provider refused the API key (HTTP %d); check %s.", le.Status, names.APIKey)
 		case http.StatusNotFound:
 			return fmt.Sprintf("The model or endpoint was not found (HTTP 404); check %s and %s.", names.Model, names.BaseURL)

@@ -85,7 +85,11 @@ func openWorkspace(cfg Config, logger *slog.Logger, complete bool) (created []st
 // set, so that its hints name the variable the operator exported rather
 // than a config key the file may not even hold.
 func (c Config) llmNames() llm.Names {
-	return llm.Names{APIKey: c.fromEnv["llm.apiKey"], BaseURL: c.fromEnv["llm.baseURL"], Model: c.fromEnv["llm.model"]}
+	n := llm.Names{APIKey: c.fromEnv["llm.apiKey"], BaseURL: c.fromEnv["llm.baseURL"], Model: c.fromEnv["llm.model"]}
+	if c.LLM.APIKey == "" {
+		n.APIKey = "OPENAI_API_KEY or llm.apiKey" // where one can be set
+	}
+	return n
 }
 
 // workspaceSetUp reports whether the workspace has been created (onboard,

@@ -15,8 +15,15 @@ import (
 // cmdDream is `dream run|log|restore`, the CLI twins of /dream,
 // /dream-log and /dream-restore. The CLI user is local and so an admin.
 func cmdDream(ctx context.Context, e *env, args []string) error {
-	if len(args) == 0 {
-		return &exitError{code: 2, err: errors.New("usage: dreamgate dream run | log [sha] | restore [sha]")}
+	const usage = "usage: dreamgate dream run | log [sha] | restore [sha]   (each takes -h)"
+	switch {
+	case len(args) == 0:
+		return &exitError{code: 2, err: errors.New(usage)}
+	case isHelp(args[0]):
+		fmt.Fprintln(e.stdout, usage)
+		return nil
+	case args[0] != "run" && args[0] != "log" && args[0] != "restore":
+		return &exitError{code: 2, err: fmt.Errorf("unknown dream command %q; use run, log or restore", args[0])}
 	}
 	sub := args[0]
 	fs := e.flags("dream " + sub)

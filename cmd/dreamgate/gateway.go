@@ -256,7 +256,7 @@ func fileLogger(w io.Writer, getenv func(string) string) *slog.Logger {
 	if l, err := parseLogLevel(getenv(logLevelVar)); err == nil {
 		level = l // a bad value is refused with the config
 	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+	return slog.New(slog.NewTextHandler(w, logOptions(level)))
 }
 
 // dreamCommits lists recent Dream commits for Discord's sha autocomplete.

@@ -86,13 +86,17 @@ func runEnv(ctx context.Context, e *env, args []string) int {
 	stdout, stderr := e.stdout, e.stderr
 	top := flag.NewFlagSet("dreamgate", flag.ContinueOnError)
 	top.SetOutput(stderr)
-	top.Usage = func() { fmt.Fprint(stderr, usage) }
+	// The usage goes to stdout when asked for (-h, --help), to stderr
+	// after a mistake (with exit 2).
+	top.Usage = func() {}
 	configPath := top.String("config", "", "config file")
 	showVersion := top.Bool("version", false, "print the version and exit")
 	if err := top.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, usage)
 			return 0
 		}
+		fmt.Fprint(stderr, usage)
 		return 2
 	}
 	if *showVersion {
@@ -155,6 +159,7 @@ func exitCode(err error, stderr io.Writer) int {
 func (e *env) flags(name string) *flag.FlagSet {
 	fs := flag.NewFlagSet("dreamgate "+name, flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
+	fs.Usage = func() {} // parse prints it, where it belongs
 	fs.Func("config", "config file (default ~/.dreamgate/config.json)", func(v string) error {
 		e.configPath = v
 		return nil
@@ -168,14 +173,48 @@ func (e *env) flags(name string) *flag.FlagSet {
 func (e *env) parse(fs *flag.FlagSet, args []string, maxArgs int) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			e.printUsage(fs, e.stdout) // asked for: the answer
 			return &exitError{code: 0, err: errors.New("")}
 		}
+		e.printUsage(fs, e.stderr) // after flag's one line naming the mistake
 		return &exitError{code: 2, err: errors.New("")}
 	}
 	if fs.NArg() > maxArgs {
 		return &exitError{code: 2, err: fmt.Errorf("%s: unexpected argument %q (see %s -h)", fs.Name(), fs.Arg(maxArgs), fs.Name())}
 	}
 	return nil
+}
+
+// logOptions are every log handler's: durations are written as people
+// read them ("1.25s", "340ms"), where JSON would write nanoseconds.
+func logOptions(level slog.Level) *slog.HandlerOptions {
+	return &slog.HandlerOptions{Level: level, ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+		if a.Value.Kind() == slog.KindDuration {
+			a.Value = slog.StringValue(humanDuration(a.Value.Duration()))
+		}
+		return a
+	}}
+}
+
+// humanDuration is d to the millisecond (to the microsecond under one).
+func humanDuration(d time.Duration) string {
+	if d < time.Millisecond && d > -time.Millisecond {
+		return d.Round(time.Microsecond).String()
+	}
+	return d.Round(time.Millisecond).String()
+}
+
+// printUsage prints a subcommand's flags to w.
+func (e *env) printUsage(fs *flag.FlagSet, w io.Writer) {
+	fmt.Fprintf(w, "Usage of %s:\n", fs.Name())
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fs.SetOutput(e.stderr)
+}
+
+// isHelp reports an argument that asks for help.
+func isHelp(arg string) bool {
+	return arg == "-h" || arg == "-help" || arg == "--help" || arg == "help"
 }
 
 func (e *env) config() (Config, error) {
@@ -198,7 +237,7 @@ func (e *env) logger(defaultLevel slog.Level) *slog.Logger {
 	if l, err := parseLogLevel(e.getenv(logLevelVar)); err == nil {
 		level = l // a bad value is refused with the config
 	}
-	opts := &slog.HandlerOptions{Level: level}
+	opts := logOptions(level)
 	if e.isTTY(e.stderr) {
 		return slog.New(slog.NewTextHandler(e.stderr, opts))
 	}

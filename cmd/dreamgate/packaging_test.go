@@ -291,6 +291,24 @@ func TestSlackManifest(t *testing.T) {
 	}
 }
 
+// A cold `make run` compiles for minutes, silently on Go's side: make says
+// what is happening before it starts.
+func TestMakeRunSaysWhatItDoes(t *testing.T) {
+	needMake(t)
+	out, err := exec.Command("make", "-s", "-n", "-C", repoRoot, "run", "GO=go").Output()
+	if err != nil {
+		t.Fatalf("make -n run: %v", err)
+	}
+	lines := strings.Split(string(out), "\n")
+	build := slices.IndexFunc(lines, func(l string) bool { return strings.Contains(l, "go build") })
+	say := slices.IndexFunc(lines, func(l string) bool {
+		return strings.HasPrefix(l, "echo") && strings.Contains(l, "downloads and compiles") && strings.Contains(l, "minutes")
+	})
+	if build < 0 || say < 0 || say > build {
+		t.Errorf("make run does not say, before it compiles, that the first time takes minutes:\n%s", out)
+	}
+}
+
 // make test uses -race only where a C compiler is, and says which.
 func TestMakeTestRaceOnlyWithACompiler(t *testing.T) {
 	needMake(t)

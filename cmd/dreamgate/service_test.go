@@ -456,6 +456,14 @@ func TestModelHintNamesTheSettingUsed(t *testing.T) {
 			t.Errorf("%v: exit %d, stderr %q; want 1 and %q", tt.env, r.code, r.stderr, tt.want)
 		}
 	}
+	// No key at all: the hint is not to check it, but that there is none.
+	h.set("llm.apiKey", "")
+	h.llm.Push(llmtest.Status(401, ""))
+	r := h.run("chat", "-m", "hi")
+	want := "no API key is set (OPENAI_API_KEY or llm.apiKey)"
+	if r.code != 1 || !strings.Contains(r.stderr, want) || strings.Contains(r.stderr, "check llm.apiKey") {
+		t.Errorf("without a key: exit %d, stderr %q; want 1 and %q", r.code, r.stderr, want)
+	}
 }
 
 // Lines piped into the chat are answered in their order, commands too:

@@ -2,9 +2,11 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dreamgate/dreamgate/llm/llmtest"
 )
@@ -17,15 +19,54 @@ func TestHelpListsEachCommandOnce(t *testing.T) {
 		t.Fatalf("--help: exit %d", code)
 	}
 	seen := map[string]bool{}
-	for _, m := range regexp.MustCompile(`(?m)^  ([a-z]+(?: [a-z]+)?)`).FindAllStringSubmatch(errOut.String(), -1) {
+	for _, m := range regexp.MustCompile(`(?m)^  ([a-z]+(?: [a-z]+)?)`).FindAllStringSubmatch(out.String(), -1) {
 		if seen[m[1]] {
-			t.Errorf("--help lists %q twice:\n%s", m[1], errOut.String())
+			t.Errorf("--help lists %q twice:\n%s", m[1], out.String())
 		}
 		seen[m[1]] = true
 	}
 	for _, cmd := range []string{"onboard", "gateway", "chat", "dream run", "dream log", "dream restore", "status", "version", "eval"} {
 		if !seen[cmd] {
 			t.Errorf("--help lacks %q", cmd)
+		}
+	}
+}
+
+// Help that is asked for is the answer: on stdout, exit 0, for every
+// command. Help after a mistake goes to stderr with exit 2.
+func TestHelpGoesToStdout(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"--help"}, 0, "Commands:"},
+		{[]string{"-h"}, 0, "Commands:"},
+		{[]string{"help"}, 0, "Commands:"},
+		{[]string{"chat", "--help"}, 0, "-session"},
+		{[]string{"gateway", "-h"}, 0, "-terminal"},
+		{[]string{"status", "--help"}, 0, "Usage of dreamgate status"},
+		{[]string{"eval", "--help"}, 0, "-scenario"},
+		{[]string{"dream", "--help"}, 0, "run | log [sha] | restore [sha]"},
+		{[]string{"dream", "help"}, 0, "run | log [sha] | restore [sha]"},
+		{[]string{"dream", "log", "-h"}, 0, "Usage of dreamgate dream log"},
+		{[]string{"onboard", "-h"}, 0, "Usage of dreamgate onboard"},
+		{[]string{"version", "-h"}, 0, "Usage of dreamgate version"},
+		{[]string{"--bogus"}, 2, "Commands:"},
+		{[]string{"chat", "--bogus"}, 2, "-session"},
+		{[]string{"dream"}, 2, "run | log [sha] | restore [sha]"},
+		{[]string{"dream", "rn"}, 2, `unknown dream command "rn"`},
+	} {
+		var out, errOut bytes.Buffer
+		// No config is read: a help answer, or a mistake, comes first.
+		code := run(t.Context(), tc.args, &bytes.Buffer{}, &out, &errOut, func(string) string { return "" })
+		where, other := out.String(), errOut.String()
+		if tc.code != 0 {
+			where, other = other, where
+		}
+		if code != tc.code || !strings.Contains(where, tc.want) || other != "" {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit %d and %q on %s only",
+				tc.args, code, out.String(), errOut.String(), tc.code, tc.want, map[bool]string{true: "stdout", false: "stderr"}[tc.code == 0])
 		}
 	}
 }
@@ -74,5 +115,46 @@ func TestOneShotWithoutAnAnswerExitsOne(t *testing.T) {
 	h.llm.SetResponder(func(llmtest.Request) llmtest.Reply { return llmtest.Text("hello") })
 	if res := h.run("chat", "-m", "hi"); res.code != 0 || strings.TrimSpace(res.stdout) != "hello" {
 		t.Fatalf("answered: exit %d, stdout %q, stderr %q", res.code, res.stdout, res.stderr)
+	}
+}
+
+// JSON logs (stderr that is not a terminal) write durations as people read
+// them, not as nanoseconds.
+func TestJSONLogDurationsAreReadable(t *testing.T) {
+	h := newHarness(t)
+	h.llm.SetResponder(func(llmtest.Request) llmtest.Reply { return llmtest.Text("hello") })
+	r := h.runEnv([]string{"DREAMGATE_LOG_LEVEL=debug"}, "chat", "-m", "hi")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	seen := 0
+	for line := range strings.SplitSeq(r.stderr, "\n") {
+		var rec map[string]any
+		if json.Unmarshal([]byte(line), &rec) != nil {
+			continue
+		}
+		d, ok := rec["duration"]
+		if !ok {
+			continue
+		}
+		seen++
+		s, isString := d.(string)
+		if _, err := time.ParseDuration(s); !isString || err != nil {
+			t.Errorf("duration %v (%T) in %s; want a duration such as \"12ms\"", d, d, line)
+		}
+	}
+	if seen == 0 {
+		t.Fatalf("no log line with a duration:\n%s", r.stderr)
+	}
+}
+
+func TestHumanDuration(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		1234567891 * time.Nanosecond: "1.235s", 340*time.Millisecond + 4321: "340ms",
+		1500 * time.Nanosecond: "2µs", 90 * time.Second: "1m30s", 0: "0s",
+	} {
+		if got := humanDuration(d); got != want {
+			t.Errorf("humanDuration(%d) = %q, want %q", d, got, want)
+		}
 	}
 }
