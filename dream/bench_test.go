@@ -111,3 +111,20 @@ func BenchmarkRunTokens(b *testing.B) {
 }
 
 func calls1(c llm.ToolCall) llmtest.Reply { return calls(c) }
+
+// BenchmarkStatus is what /status and a /metrics scrape cost on Dream's
+// side with 1000 unread history entries: the ledger read, the cursor file,
+// the backlog.
+func BenchmarkStatus(b *testing.B) {
+	e := newEnv(b)
+	e.hist.seed(b, 0, 1000, func(i int) string {
+		return fmt.Sprintf("- User %d mentioned a durable fact about project %d and a preference about tooling.", i%7, i)
+	})
+	d := e.dreamer(Config{})
+	b.ReportAllocs()
+	for b.Loop() {
+		if st := d.Status(); st.Backlog != 1000 {
+			b.Fatalf("status = %+v", st)
+		}
+	}
+}

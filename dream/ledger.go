@@ -306,16 +306,16 @@ func (l *Ledger) begin(now time.Time) (*held, error) {
 			return nil, fmt.Errorf("migrate dream progress into the ledger: %w", err)
 		}
 	}
-	var removed []string
 	for i, p := range l.legacyPaths() {
-		if err := os.Remove(p); err == nil {
-			removed = append(removed, []string{workspace.LegacyDreamState, workspace.LegacyDreamIntent}[i])
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			l.log.Warn("an old Dream file could not be removed after its move into the ledger", "path", p, "err", err)
+		name := []string{workspace.LegacyDreamState, workspace.LegacyDreamIntent}[i]
+		switch err := os.Remove(p); {
+		case err == nil:
+			// Once: the file is gone. (A record already there means a
+			// start killed after writing it; it holds the same.)
+			l.log.Info("Dream's progress moved into its ledger", "from", name, "to", workspace.DreamLedger, "read", !ld.exists)
+		case !errors.Is(err, fs.ErrNotExist):
+			l.log.Warn("an old Dream file could not be removed after its move into the ledger", "path", name, "err", err)
 		}
-	}
-	if len(removed) > 0 {
-		l.log.Info("Dream's progress moved into its ledger, once", "ledger", workspace.DreamLedger, "from", removed, "migrated", !ld.exists)
 	}
 	return h, nil
 }

@@ -55,8 +55,8 @@ func TestLedgerMigratesTheOldFilesOnce(t *testing.T) {
 			t.Errorf("memory/%s still there after the migration: %v", old, err)
 		}
 	}
-	if got := e.logs.Find(slog.LevelInfo, "moved into its ledger"); len(got) != 1 {
-		t.Errorf("migration log lines = %+v, want one", got)
+	if got := e.logs.Find(slog.LevelInfo, "moved into its ledger"); len(got) != 2 {
+		t.Errorf("migration log lines = %+v, want one per old file", got)
 	}
 	r := e.record()
 	p := r.Scopes[DefaultScope]
@@ -77,8 +77,8 @@ func TestLedgerMigratesTheOldFilesOnce(t *testing.T) {
 	if err := d.Recover(); err != nil {
 		t.Fatal(err)
 	}
-	if got := e.logs.Find(slog.LevelInfo, "moved into its ledger"); len(got) != 1 {
-		t.Errorf("migration log lines after a second start = %d, want still one", len(got))
+	if got := e.logs.Find(slog.LevelInfo, "moved into its ledger"); len(got) != 2 {
+		t.Errorf("migration log lines after a second start = %d, want still two", len(got))
 	}
 }
 
