@@ -96,6 +96,13 @@ func cmdGateway(ctx context.Context, e *env, args []string) error {
 		a.metrics = metrics.New()
 	}
 	g, dreamer := a.gateway(cfg.Dream.Enabled)
+	if dreamer != nil {
+		// A Dream killed with the last process left edits uncommitted:
+		// record them now rather than at the next scheduled run.
+		if err := dreamer.Recover(); err != nil {
+			logger.Warn("dream could not finish an interrupted run at start; the next Dream tries again", "err", err)
+		}
+	}
 	// Accepted messages not yet in their session, for the next start to
 	// answer after a crash; only the process that owns the channels keeps it.
 	if cfg.Gateway.AnswerPendingMinutes > 0 {
@@ -128,11 +135,6 @@ func cmdGateway(ctx context.Context, e *env, args []string) error {
 	ledger := a.ledger(dreamer)
 	var sched *dream.Scheduler
 	if dreamer != nil {
-		// A Dream killed with the last process left edits uncommitted:
-		// record them now rather than at the next scheduled run.
-		if err := dreamer.Recover(); err != nil {
-			logger.Warn("dream could not finish an interrupted run at start; the next Dream tries again", "err", err)
-		}
 		sched, err = dream.NewScheduler(cfg.Dream.Cron, cfg.Dream.Timezone, dreamer, logger.With("component", "dream"))
 		if err != nil {
 			return &configError{path: cfg.path, field: "dream.cron", msg: err.Error()}
