@@ -16,6 +16,13 @@ func cmdStop() *command {
 		help:     "stop the answer being worked on in this conversation and drop the messages waiting behind it",
 		priority: true,
 		run: func(_ context.Context, g *Gateway, req cmdRequest) string {
+			if req.in.InOrder {
+				// A script's /stop waited its turn: the lines before it
+				// are answered, and those behind it came after it. Left
+				// alone (the job running is this /stop itself), it would
+				// cancel itself and say nothing.
+				return "Nothing is running here."
+			}
 			// What the person sees stops: the running turn and everything
 			// queued behind it, not just the first.
 			dropped := g.dropQueued(req.in.SessionKey)

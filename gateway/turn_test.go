@@ -401,6 +401,33 @@ func TestStopDropsQueuedMessages(t *testing.T) {
 	}
 }
 
+// A script's /stop (InOrder) waits its turn: what came before it is
+// answered by then, so it says nothing is running, and the lines behind it
+// (sent after it) are answered, not dropped.
+func TestInOrderStopSaysNothingIsRunning(t *testing.T) {
+	release := make(chan struct{})
+	env := newTestEnv(t, func(ctx context.Context, req llm.Request) (llm.Response, error) {
+		<-release
+		return textReply("re: " + req.Messages[len(req.Messages)-1].Content), nil
+	}, nil)
+	var dones []<-chan Result
+	for _, text := range []string{"first", "/stop", "second"} {
+		in := inbound("script-stop", text)
+		in.InOrder = true
+		d, err := env.g.Submit(t.Context(), in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dones = append(dones, d)
+	}
+	close(release)
+	for i, want := range []string{"re: first", "Nothing is running here.", "re: second"} {
+		if r := wait(t, dones[i]); r.Err != nil || r.Reply != want {
+			t.Errorf("reply %d = %+v, want %q", i, r, want)
+		}
+	}
+}
+
 // Senders are named only among several of them, and their names cannot
 // break out of the brackets.
 func TestNameSenders(t *testing.T) {

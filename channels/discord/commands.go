@@ -36,9 +36,18 @@ type interaction struct {
 	created time.Time
 	acked   chan struct{} // closed once the deferral was answered (or failed)
 
+	// ephemeral: the answer is shown to the person who ran the command
+	// only (set with the deferral, before acked is closed).
+	ephemeral bool
+
 	mu          sync.Mutex
 	originalSet bool
 }
+
+// privateCommands are answered to the person who ran them only: /help
+// lists what they may run, /status reports on the conversation for them;
+// posting either for the whole channel is noise.
+var privateCommands = map[string]bool{"help": true, "status": true}
 
 // commandSpecs turns the gateway's commands into Discord application
 // commands: lower-case names, descriptions of at most 100 characters, one
@@ -172,6 +181,12 @@ func (a *Adapter) onInteraction(ctx context.Context, i *discordgo.Interaction, o
 			defer close(it.acked)
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.tune.streamCallTimeout)
 			defer cancel()
+			if resp.Type == discordgo.InteractionResponseDeferredChannelMessageWithSource && a.answersPrivately(rctx, i) {
+				// Whether the answer is ephemeral is fixed here: the
+				// edit that replaces "thinking…" cannot change it.
+				it.ephemeral = true
+				resp.Data = &discordgo.InteractionResponseData{Flags: discordgo.MessageFlagsEphemeral}
+			}
 			err := a.session.InteractionRespond(i, resp, discordgo.WithContext(rctx))
 			if err != nil {
 				a.log.Warn("discord: deferring a slash command failed", "interaction", i.ID, "err", err)
@@ -225,27 +240,64 @@ func (a *Adapter) autocomplete(ctx context.Context, i *discordgo.Interaction) {
 	}
 }
 
-// acceptInteraction turns a slash command into the Inbound "/name arg",
-// after allowFrom and allowChannels; the mention policy does not apply (a
-// slash command is addressed to the bot by nature).
-func (a *Adapter) acceptInteraction(ctx context.Context, i *discordgo.Interaction, notify func(context.Context, channels.Outbound)) (channels.Inbound, bool) {
-	user := i.User
+// interactionUser is who ran a slash command (nil when Discord said not).
+func interactionUser(i *discordgo.Interaction) *discordgo.User {
 	if i.Member != nil && i.Member.User != nil {
-		user = i.Member.User
+		return i.Member.User
 	}
-	if user == nil {
-		return channels.Inbound{}, false
-	}
-	msgID := interactionPrefix + i.ID
-	chatID, threadID := i.ChannelID, ""
-	var info chanInfo
-	known := true
+	return i.User
+}
+
+// interactionPlace is where a slash command was run: the conversation's
+// channel, its thread, and what is known of the channel.
+func (a *Adapter) interactionPlace(ctx context.Context, i *discordgo.Interaction) (chatID, threadID string, info chanInfo, known bool) {
+	chatID, known = i.ChannelID, true
 	if i.GuildID != "" {
 		info, known = a.channelInfo(ctx, i.ChannelID)
 		if info.thread && info.parentID != "" {
 			chatID, threadID = info.parentID, i.ChannelID
 		}
 	}
+	return chatID, threadID, info, known
+}
+
+// allowListRefusal is what a slash command that allowFrom or allowChannels
+// refuses is answered, "" when they let it through.
+func (a *Adapter) allowListRefusal(i *discordgo.Interaction, user *discordgo.User, chatID, threadID string) string {
+	if a.allowFrom != nil && !a.allowFrom[user.ID] {
+		return channels.NotAllowedNotice
+	}
+	if i.GuildID != "" && a.allowChannels != nil && !a.allowChannels[i.ChannelID] && !(threadID != "" && a.allowChannels[chatID]) {
+		return "I don't answer in this channel."
+	}
+	return ""
+}
+
+// answersPrivately reports a slash command whose answer only the person
+// who ran it sees: a private command, or one the allow lists refuse (the
+// refusal is theirs, not the channel's).
+func (a *Adapter) answersPrivately(ctx context.Context, i *discordgo.Interaction) bool {
+	if privateCommands[i.ApplicationCommandData().Name] {
+		return true
+	}
+	user := interactionUser(i)
+	if user == nil {
+		return false
+	}
+	chatID, threadID, _, _ := a.interactionPlace(ctx, i)
+	return a.allowListRefusal(i, user, chatID, threadID) != ""
+}
+
+// acceptInteraction turns a slash command into the Inbound "/name arg",
+// after allowFrom and allowChannels; the mention policy does not apply (a
+// slash command is addressed to the bot by nature).
+func (a *Adapter) acceptInteraction(ctx context.Context, i *discordgo.Interaction, notify func(context.Context, channels.Outbound)) (channels.Inbound, bool) {
+	user := interactionUser(i)
+	if user == nil {
+		return channels.Inbound{}, false
+	}
+	msgID := interactionPrefix + i.ID
+	chatID, threadID, info, known := a.interactionPlace(ctx, i)
 	key := Name + ":" + chatID
 	if threadID != "" {
 		key += ":thread:" + threadID
@@ -256,12 +308,9 @@ func (a *Adapter) acceptInteraction(ctx context.Context, i *discordgo.Interactio
 			ReplyTo: msgID, Kind: channels.KindError, Text: text})
 		return channels.Inbound{}, false
 	}
-	if a.allowFrom != nil && !a.allowFrom[user.ID] {
-		a.log.Info("discord: slash command from a user not in allowFrom", "user", user.ID)
-		return refuse(channels.NotAllowedNotice)
-	}
-	if i.GuildID != "" && a.allowChannels != nil && !a.allowChannels[i.ChannelID] && !(threadID != "" && a.allowChannels[chatID]) {
-		return refuse("I don't answer in this channel.")
+	if text := a.allowListRefusal(i, user, chatID, threadID); text != "" {
+		a.log.Info("discord: slash command refused by the allow lists", "user", user.ID, "channel", i.ChannelID)
+		return refuse(text)
 	}
 	aud, ok := a.audienceOf(ctx, i.GuildID, i.ChannelID, user.ID, info, known)
 	if !ok {
@@ -340,7 +389,11 @@ func (a *Adapter) sendInteraction(ctx context.Context, r *channels.Retry, it *in
 				_, err := a.session.InteractionResponseEdit(it.i, &discordgo.WebhookEdit{Content: &content, AllowedMentions: mentions}, discordgo.WithContext(ctx))
 				return err
 			}
-			_, err := a.session.FollowupMessageCreate(it.i, true, &discordgo.WebhookParams{Content: part, AllowedMentions: mentions}, discordgo.WithContext(ctx))
+			params := &discordgo.WebhookParams{Content: part, AllowedMentions: mentions}
+			if it.ephemeral {
+				params.Flags = discordgo.MessageFlagsEphemeral
+			}
+			_, err := a.session.FollowupMessageCreate(it.i, true, params, discordgo.WithContext(ctx))
 			return err
 		})
 		if err != nil {

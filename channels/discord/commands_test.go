@@ -15,6 +15,7 @@ var testCommands = []channels.Command{
 	{Name: "help", Description: "list the commands"},
 	{Name: "new", Description: "start a new conversation"},
 	{Name: "stop", Description: "stop the answer being worked on"},
+	{Name: "status", Description: "model, tokens and Dream"},
 	{Name: "dream", Description: "run Dream now"},
 	{Name: "dream-log", Description: "the latest Dream commit, or the one named", Arg: "sha"},
 	{Name: "dream-restore", Description: "list Dream commits, or undo one", Arg: "sha", Admin: true},
@@ -229,11 +230,70 @@ func TestSlashCommandRefusedByAllowList(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !fus[0].Original || fus[0].Content != channels.NotAllowedNotice {
-		t.Fatalf("follow-up = %+v", fus[0])
+	// Seen by the person refused only, not posted for the channel.
+	if !fus[0].Original || fus[0].Content != channels.NotAllowedNotice || !fus[0].Ephemeral {
+		t.Fatalf("follow-up = %+v; want the refusal, ephemeral", fus[0])
 	}
 	id := h.inject(fakediscord.Message{ChannelID: "C1", Content: "<@BOT1> hi"})
 	h.expectNext(id) // the refused command was not delivered before it
+}
+
+// /help and /status are answered to the person who ran them only (the
+// deferral carries the ephemeral flag, so the answer replacing it is
+// ephemeral, its follow-ups too); other commands are answered for the
+// channel. A command allowChannels refuses is refused privately.
+func TestSlashCommandEphemeralAnswers(t *testing.T) {
+	t.Parallel()
+	o := commandOpts()
+	o.cfg.AllowChannels = []string{"C1"}
+	h := newHarness(t, o)
+	if err := h.fake.WaitRequest(h.ctx(), "PUT", "/api/v9/applications/BOT1/commands"); err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("help line\n", 250) // two messages
+	for _, tc := range []struct {
+		command   string
+		answer    string
+		parts     int
+		ephemeral bool
+	}{
+		{"help", long, 2, true},
+		{"status", "Tokens used: 12", 1, true},
+		{"dream-log", "No Dream has run yet.", 1, false},
+	} {
+		n := len(h.fake.Followups())
+		id, err := h.fake.InjectInteraction(fakediscord.Interaction{ChannelID: "C1", User: fakediscord.User{ID: "U1"}, Command: tc.command})
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := h.next()
+		h.send(channels.ReplyTo(in, channels.KindReply, tc.answer))
+		fus, err := h.fake.WaitFollowups(h.ctx(), n+tc.parts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, fu := range fus[n:] {
+			if fu.InteractionID != id || fu.Ephemeral != tc.ephemeral {
+				t.Errorf("/%s: follow-up %+v; want ephemeral %v", tc.command, fu, tc.ephemeral)
+			}
+		}
+		cb := h.fake.Callbacks()[len(h.fake.Callbacks())-1]
+		if cb.InteractionID != id || cb.Type != fakediscord.CallbackDeferred || (cb.Flags&fakediscord.FlagEphemeral != 0) != tc.ephemeral {
+			t.Errorf("/%s: callback %+v", tc.command, cb)
+		}
+	}
+
+	n := len(h.fake.Followups())
+	if _, err := h.fake.InjectInteraction(fakediscord.Interaction{ChannelID: "C2", User: fakediscord.User{ID: "U1"}, Command: "dream"}); err != nil {
+		t.Fatal(err)
+	}
+	fus, err := h.fake.WaitFollowups(h.ctx(), n+1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fu := fus[n]; fu.Content != "I don't answer in this channel." || !fu.Ephemeral {
+		t.Errorf("refusal in a channel not allowed: %+v; want it ephemeral", fu)
+	}
 }
 
 func TestShardConfigErrors(t *testing.T) {

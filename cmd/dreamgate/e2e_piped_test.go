@@ -114,3 +114,25 @@ func tail(s string, n int) string {
 	}
 	return s
 }
+
+// /stop from a script (piped, or chat -m) waits its turn: nothing is left
+// running then, and it says so, instead of cancelling itself in silence.
+func TestScriptedStopSaysNothingIsRunning(t *testing.T) {
+	h := newHarness(t)
+	echoModel(h)
+	r := h.run("chat", "-m", "/stop")
+	if r.code != 0 || strings.TrimSpace(r.stdout) != "Nothing is running here." {
+		t.Errorf("chat -m /stop: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	cmd := exec.Command(binPath, "--config", h.cfgPath, "chat")
+	cmd.Env = []string{"HOME=" + h.home, "PATH=" + os.Getenv("PATH")}
+	cmd.Stdin = strings.NewReader("line 0\n/stop\nline 1\n")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%v; stderr:\n%s", err, errb.String())
+	}
+	if want := "re: line 0\nNothing is running here.\nre: line 1\n"; out.String() != want {
+		t.Errorf("piped: stdout %q, want %q", out.String(), want)
+	}
+}

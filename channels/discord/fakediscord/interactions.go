@@ -21,6 +21,12 @@ const (
 	CallbackAutocomplete = 8 // APPLICATION_COMMAND_AUTOCOMPLETE_RESULT
 )
 
+// FlagEphemeral is the message flag (1<<6) that shows a message to the
+// person who ran the command only. On a deferral it makes the original
+// response (the edit replacing "thinking…") ephemeral; on a follow-up,
+// that message.
+const FlagEphemeral = 64
+
 // interactionTTL is how long an interaction token accepts follow-ups.
 const interactionTTL = 15 * time.Minute
 
@@ -59,6 +65,7 @@ type Callback struct {
 	Type          int
 	Content       string
 	Choices       []Choice
+	Flags         int // data.flags
 }
 
 // Choice is one autocomplete choice.
@@ -73,12 +80,18 @@ type Followup struct {
 	InteractionID string
 	Original      bool // PATCH .../messages/@original
 	Content       string
+	// Ephemeral: only the person who ran the command sees it. The
+	// original response is as its callback made it (the flags of the
+	// deferral or of the message), whatever the edit says; a follow-up is
+	// as its own flags say.
+	Ephemeral bool
 }
 
 type interaction struct {
 	id, token, channelID string
 	created              time.Time
 	acked                bool
+	ephemeral            bool // the callback's flags had FlagEphemeral
 }
 
 var commandName = regexp.MustCompile(`^[-_\p{Ll}\p{N}]{1,32}$`)
@@ -317,6 +330,7 @@ func (s *Server) postCallback(w http.ResponseWriter, r *http.Request) {
 		Data *struct {
 			Content string   `json:"content"`
 			Choices []Choice `json:"choices"`
+			Flags   int      `json:"flags"`
 		} `json:"data"`
 	}
 	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
@@ -338,6 +352,7 @@ func (s *Server) postCallback(w http.ResponseWriter, r *http.Request) {
 	if body.Data != nil {
 		cb.Content = body.Data.Content
 		cb.Choices = body.Data.Choices
+		cb.Flags = body.Data.Flags
 		if len(cb.Choices) > 25 {
 			writeError(w, http.StatusBadRequest, 50035, "Invalid Form Body (choices: at most 25)")
 			return
@@ -350,6 +365,7 @@ func (s *Server) postCallback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	it.acked = true
+	it.ephemeral = cb.Flags&FlagEphemeral != 0
 	s.callbacks = append(s.callbacks, cb)
 	s.notifyLocked()
 	w.WriteHeader(http.StatusNoContent)
@@ -360,6 +376,7 @@ func (s *Server) postCallback(w http.ResponseWriter, r *http.Request) {
 func (s *Server) webhookMessage(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		Content string `json:"content"`
+		Flags   int    `json:"flags"`
 	}
 	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
 		writeError(w, http.StatusBadRequest, 50109, "The request body contains invalid JSON.")
@@ -388,13 +405,21 @@ func (s *Server) webhookMessage(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, 50035, "Invalid Form Body (content: Must be 2000 or fewer in length.)")
 		return
 	}
-	s.followups = append(s.followups, Followup{InteractionID: it.id, Original: original, Content: body.Content})
+	ephemeral := body.Flags&FlagEphemeral != 0
+	if original {
+		ephemeral = it.ephemeral // an edit cannot change it
+	}
+	s.followups = append(s.followups, Followup{InteractionID: it.id, Original: original, Content: body.Content, Ephemeral: ephemeral})
 	s.notifyLocked()
 	id := s.newIDLocked()
 	if original {
 		id = "@original-" + it.id
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"id": id, "channel_id": it.channelID, "content": body.Content,
+	flags := 0
+	if ephemeral {
+		flags = FlagEphemeral
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"id": id, "channel_id": it.channelID, "content": body.Content, "flags": flags,
 		"author": s.userObjectLocked(s.cfg.BotID), "type": 20, "timestamp": time.Now().UTC().Format(time.RFC3339Nano),
 		"attachments": []any{}, "embeds": []any{}, "mentions": []any{}, "mention_roles": []any{}})
 }
