@@ -44,10 +44,11 @@ type interaction struct {
 	originalSet bool
 }
 
-// privateCommands are answered to the person who ran them only: /help
-// lists what they may run, /status reports on the conversation for them;
-// posting either for the whole channel is noise.
-var privateCommands = map[string]bool{"help": true, "status": true}
+// privateCommand reports a command answered to the person who ran it
+// only: /help lists what they may run, /status reports on the conversation
+// for them; posting either for the whole channel is noise. (A function, not
+// a map: a package-level map is built at every start of every command.)
+func privateCommand(name string) bool { return name == "help" || name == "status" }
 
 // commandSpecs turns the gateway's commands into Discord application
 // commands: lower-case names, descriptions of at most 100 characters, one
@@ -277,7 +278,7 @@ func (a *Adapter) allowListRefusal(i *discordgo.Interaction, user *discordgo.Use
 // who ran it sees: a private command, or one the allow lists refuse (the
 // refusal is theirs, not the channel's).
 func (a *Adapter) answersPrivately(ctx context.Context, i *discordgo.Interaction) bool {
-	if privateCommands[i.ApplicationCommandData().Name] {
+	if privateCommand(i.ApplicationCommandData().Name) {
 		return true
 	}
 	user := interactionUser(i)
