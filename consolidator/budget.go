@@ -242,7 +242,7 @@ const keepMessages = 8
 // off (Config.ContextWindow <= 0).
 type Budget struct {
 	// Estimate is the exact prompt estimate (provider floor applied) plus
-	// an allowance for the runtime tail of the system prompt.
+	// an allowance for the gateway's runtime header on the newest message.
 	Estimate int
 	// Limit is the hard limit: ContextWindow - MaxTokens - 1024.
 	Limit int
@@ -258,9 +258,9 @@ type Budget struct {
 	Messages int
 }
 
-// runtimeAllowance is what Status adds for the small changing tail of the
-// system prompt (time, channel, sender), which is never counted; the
-// per-turn check leaves it to the safety margin.
+// runtimeAllowance is what Status adds for the gateway's runtime header on
+// the newest message (time, channel, conversation, sender), which is never
+// counted; the per-turn check leaves it to the safety margin.
 const runtimeAllowance = 64
 
 // Status reports s's budget as /status shows it, with p as for Before

@@ -9,9 +9,12 @@ import (
 
 // Prompt is the part of a turn's prompt that the budget counts besides the
 // session's messages. The gateway builds Fixed and Tools; the consolidator
-// renders History. The system prompt is Fixed + History, then the gateway's
-// runtime tail (time, channel, sender), which changes every turn and is
-// left to the safety margin.
+// renders History. The system prompt is Fixed + History. What the gateway
+// adds to the messages it replays — the runtime header (time, channel,
+// sender) on the newest one, a sender's name on each from a chat platform
+// — is a few tokens, never counted per turn: the safety margin holds it,
+// Status adds an allowance, and a provider's count of the prompt, which
+// includes it, raises the floor.
 type Prompt struct {
 	// Fixed opens the system prompt: identity and the workspace files
 	// (AGENTS, SOUL, USER, MEMORY). It changes only when a file does, so

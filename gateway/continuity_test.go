@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/dreamgate/dreamgate/llm"
+	"github.com/dreamgate/dreamgate/llm/llmtest"
 )
 
 // continuityEnv is a gateway with a real consolidator over the workspace's
@@ -54,10 +55,12 @@ func chatRequests(env *testEnv) []llm.Request {
 	return out
 }
 
+// contents lists msgs as "role:text", each text as said, without the
+// runtime header and sender names (TestPromptPrefixStable pins those).
 func contents(msgs []llm.Message) []string {
 	out := make([]string, len(msgs))
 	for i, m := range msgs {
-		out[i] = m.Role + ":" + m.Content
+		out[i] = m.Role + ":" + llmtest.Spoken(m.Content)
 	}
 	return out
 }

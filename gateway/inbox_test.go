@@ -74,7 +74,7 @@ func TestAnswerPendingAtStart(t *testing.T) {
 	calls := 0
 	env := newTestEnv(t, func(_ context.Context, req llm.Request) (llm.Response, error) {
 		calls++
-		return textReply("answer: " + req.Messages[len(req.Messages)-1].Content), nil
+		return textReply("answer: " + llmtest.Spoken(req.Messages[len(req.Messages)-1].Content)), nil
 	}, func(cfg *Config, _ *Deps) { cfg.AnswerPending = 10 * time.Minute })
 	path := filepath.Join(t.TempDir(), "inbox.jsonl")
 	st := env.sessions
@@ -273,7 +273,7 @@ func TestInboxTakesOverAnEarlierVersion(t *testing.T) {
 	sessions.Close()
 
 	second := newInboxGateway(t, dir, func(_ context.Context, req llm.Request) (llm.Response, error) {
-		return textReply("answer: " + req.Messages[len(req.Messages)-1].Content), nil
+		return textReply("answer: " + llmtest.Spoken(req.Messages[len(req.Messages)-1].Content)), nil
 	})
 	second.g.answerPending()
 	got := map[string]string{}
@@ -345,7 +345,7 @@ func TestInboxAnswersQueuedMessagesAfterACrash(t *testing.T) {
 	}
 
 	second := newInboxGateway(t, dir, func(_ context.Context, req llm.Request) (llm.Response, error) {
-		return textReply("answer: " + req.Messages[len(req.Messages)-1].Content), nil
+		return textReply("answer: " + llmtest.Spoken(req.Messages[len(req.Messages)-1].Content)), nil
 	})
 	second.g.answerPending()
 	got := []string{second.ch.next(t).Text, second.ch.next(t).Text}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/dreamgate/dreamgate/channels"
 	"github.com/dreamgate/dreamgate/llm"
+	"github.com/dreamgate/dreamgate/llm/llmtest"
 )
 
 // fakeClock moves only when told to.
@@ -76,7 +77,7 @@ func TestObserverSeesTurnsCommandsAndBusy(t *testing.T) {
 	started := make(chan struct{}, 1)
 	release := make(chan struct{})
 	env := newTestEnv(t, func(ctx context.Context, req llm.Request) (llm.Response, error) {
-		switch req.Messages[len(req.Messages)-1].Content {
+		switch llmtest.Spoken(req.Messages[len(req.Messages)-1].Content) {
 		case "block": // until released
 			started <- struct{}{}
 			select {

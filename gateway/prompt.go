@@ -21,11 +21,19 @@ import (
 	workspacetemplate "github.com/dreamgate/dreamgate/workspace-template"
 )
 
-// A turn's prompt is three parts: the system prompt (the fixed prefix built
-// here from the workspace files, the consolidator's part, the runtime
-// tail), the tools offered to the sender, and the conversation's messages
-// replayed from the session (with this message's images and, among several
-// people, their names).
+// A turn's prompt is three parts: the tools offered to the sender, the
+// system prompt (the fixed prefix built here from the workspace files, then
+// the consolidator's part), and the conversation's messages replayed from
+// the session (each platform message under its sender's name), the newest
+// opened by the runtime header and carrying this message's images.
+//
+// Providers' prompt caches serve the longest byte-identical prefix of an
+// earlier request, so the prompt runs from what changes least to what
+// changes most: instructions and memory files (a Dream changes them), the
+// Recent history and last summary (an archive does), the conversation
+// (each turn appends to it), and last what is new every turn — the time,
+// the sender, this message's images. Every earlier message renders from
+// the message alone, the same way every turn.
 
 // identity opens every system prompt. It never changes between turns, so it
 // and the files after it form a stable prefix for providers' prompt caches.
@@ -108,10 +116,24 @@ func (p *PromptBuilder) Fixed() string {
 	return b.String()
 }
 
-// Runtime is the small, changing tail of the system prompt.
-func Runtime(now time.Time, channel, sessionKey, sender string) string {
-	return fmt.Sprintf("\n\n# Now\n\nTime: %s. Channel: %s. Conversation: %s. Sender: %s.",
-		now.Format("Monday 2006-01-02 15:04 MST"), channel, sessionKey, sender)
+// runtimeHeader is the line that opens the turn's newest user message:
+// when, where and from whom. It changes every turn, so it goes where only
+// the turn's own steps follow it; the session keeps the message without
+// it, so next turn the message renders as every earlier one does.
+func runtimeHeader(now time.Time, in channels.Inbound) string {
+	return fmt.Sprintf("[Now: %s. Channel: %s. Conversation: %s. Sender: %s.]\n\n",
+		now.Format("Monday 2006-01-02 15:04 MST"), in.Channel, in.SessionKey, senderLabel(in))
+}
+
+// stampNewest opens the last user message of msgs (the turn's copies) with
+// header.
+func stampNewest(msgs []llm.Message, header string) {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == llm.RoleUser {
+			msgs[i].Content = header + msgs[i].Content
+			return
+		}
+	}
 }
 
 func (p *PromptBuilder) file(f promptFile) string {
@@ -266,28 +288,17 @@ func replay(sess *session.Session, from int) []llm.Message {
 	return out
 }
 
-// nameSenders opens each user message with its sender's name, "[Ana] …",
-// when the messages come from more than one person (a channel several
-// people share): the model otherwise reads them as one user's and cannot
-// tell who asked or said what. A conversation with one person is left as
-// it is. msgs are the turn's copies, never the session's.
+// nameSenders opens each user message that came from a chat platform with
+// its sender's name, "[Ana] …": among several people the model otherwise
+// reads them as one user's and cannot tell who asked or said what. The
+// name depends on the message alone — not on who else spoke, nor on where
+// the replay starts — so a message reads the same in every later turn and
+// the prompt's prefix stays byte-identical for providers' caches (naming
+// only once a second person spoke rewrote every earlier message then, and
+// again whenever an archive left one speaker in view). The local
+// terminal's messages have no sender. msgs are the turn's copies, never
+// the session's.
 func nameSenders(msgs []llm.Message) {
-	first := ""
-	several := false
-	for _, m := range msgs {
-		if m.Role != llm.RoleUser || m.Sender == "" {
-			continue
-		}
-		if first == "" {
-			first = m.Sender
-		} else if m.Sender != first {
-			several = true
-			break
-		}
-	}
-	if !several {
-		return
-	}
 	for i, m := range msgs {
 		if m.Role == llm.RoleUser && m.Sender != "" {
 			msgs[i].Content = "[" + m.SenderLabel() + "] " + m.Content
@@ -304,14 +315,19 @@ func allAnswered(calls []llm.ToolCall, answered map[string]int) bool {
 	return true
 }
 
+// senderLabel names in's sender in the runtime header, "Ana (U1)", each
+// part one line without the brackets, parentheses and colons the header is
+// delimited by.
 func senderLabel(in channels.Inbound) string {
+	name := llm.Message{Sender: in.SenderName}.SenderLabel()
+	id := llm.Message{Sender: in.SenderID}.SenderLabel()
 	switch {
-	case in.SenderName != "" && in.SenderID != "":
-		return in.SenderName + " (" + in.SenderID + ")"
-	case in.SenderName != "":
-		return in.SenderName
-	case in.SenderID != "":
-		return in.SenderID
+	case name != "" && id != "":
+		return name + " (" + id + ")"
+	case name != "":
+		return name
+	case id != "":
+		return id
 	default:
 		return "unknown"
 	}

@@ -3,9 +3,13 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,10 +21,11 @@ import (
 	"github.com/dreamgate/dreamgate/llm/llmtest"
 )
 
-// TestSystemPromptLayout pins the system prompt byte for byte: the fixed
-// prefix (identity, then the workspace files in order), the session's
-// Recent history and last archive summary, then the runtime tail. The
-// prefix comes first and stays put between turns, for prompt caches.
+// TestSystemPromptLayout pins the prompt byte for byte: the system prompt
+// is the fixed prefix (identity, then the workspace files in order) and the
+// session's Recent history and last archive summary; the runtime header
+// (time, channel, conversation, sender) opens the newest user message only
+// and is not kept, so the earlier messages replay as they were said.
 func TestSystemPromptLayout(t *testing.T) {
 	now := time.Date(2026, 11, 24, 9, 30, 0, 0, time.UTC)
 	env := newTestEnv(t, func(context.Context, llm.Request) (llm.Response, error) { return textReply("ok"), nil },
@@ -63,7 +68,7 @@ func TestSystemPromptLayout(t *testing.T) {
 	history := "\n\n# Recent history\n\nNotes archived from earlier exchanges in this chat, not yet folded into long-term memory:\n\n" +
 		"- [" + entries[0].Timestamp + "] - Ana prefers tea" +
 		"\n\n# Last archive summary of this conversation\n\n- the last summary"
-	tail := "\n\n# Now\n\nTime: Tuesday 2026-11-24 09:30 UTC. Channel: test. Conversation: test:layout. Sender: alice (U1)."
+	header := "[Now: Tuesday 2026-11-24 09:30 UTC. Channel: test. Conversation: test:layout. Sender: alice (U1).]\n\n"
 
 	for i, text := range []string{"first", "second"} {
 		r := wait(t, must(env.g.Submit(t.Context(), inbound("layout", text))))
@@ -71,12 +76,24 @@ func TestSystemPromptLayout(t *testing.T) {
 			t.Fatal(r.Err)
 		}
 		reqs := env.model.Requests()
-		sys := reqs[len(reqs)-1].Messages[0]
+		msgs := reqs[len(reqs)-1].Messages
+		sys := msgs[0]
 		if sys.Role != llm.RoleSystem {
 			t.Fatalf("turn %d: first message is %s", i, sys.Role)
 		}
-		if want := prefix + history + tail; sys.Content != want {
+		if want := prefix + history; sys.Content != want {
 			t.Errorf("turn %d: system prompt\n%s\nwant\n%s", i, sys.Content, want)
+		}
+		want := []string{"user:" + header + "[alice] first"}
+		if i == 1 {
+			want = []string{"user:[alice] first", "assistant:ok", "user:" + header + "[alice] second"}
+		}
+		var got []string
+		for _, m := range msgs[1:] {
+			got = append(got, m.Role+":"+m.Content)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("turn %d: messages\n%q\nwant\n%q", i, got, want)
 		}
 	}
 
@@ -87,7 +104,7 @@ func TestSystemPromptLayout(t *testing.T) {
 	wait(t, must(env.g.Submit(t.Context(), inbound("layout", "third"))))
 	reqs := env.model.Requests()
 	if got := reqs[len(reqs)-1].Messages[0].Content; strings.Contains(got, "# Last archive summary") ||
-		!strings.HasPrefix(got, prefix+"\n\n# Recent history\n\n") || !strings.HasSuffix(got, "- Ana prefers tea"+tail) {
+		!strings.HasPrefix(got, prefix+"\n\n# Recent history\n\n") || !strings.HasSuffix(got, "- Ana prefers tea") {
 		t.Errorf("summary inside the Recent history repeated or moved:\n%s", got)
 	}
 }
@@ -194,7 +211,7 @@ func TestImagesShownForTheirTurnOnly(t *testing.T) {
 	if first.Role != llm.RoleUser || len(first.Images) != 1 || !bytes.Equal(first.Images[0].Data, png) || first.Images[0].MIME != "image/png" {
 		t.Errorf("turn 1's user message: role %s, images %+v", first.Role, first.Images)
 	}
-	if first.Content != "what is this?\n\n"+marker {
+	if llmtest.Spoken(first.Content) != "what is this?\n\n"+marker {
 		t.Errorf("turn 1's user message text = %q", first.Content)
 	}
 	var replayed bool
@@ -243,5 +260,62 @@ func TestImagesOfAnUnansweredMessageAreNamed(t *testing.T) {
 	}
 	if msgs := sess.Messages(); len(msgs) == 0 || !strings.HasSuffix(msgs[0].Content, "\n\n[image a.png: sent with this message, never shown to the assistant]") {
 		t.Errorf("saved messages = %+v", msgs)
+	}
+}
+
+// At a human pace — a minute between turns, two people taking turns and
+// then a third joining — every chat request repeats the one before it byte
+// for byte up to that request's newest message: the same tools, the same
+// system prompt, every earlier message rendered as before (a person's name
+// does not appear on earlier messages once someone else speaks). Only the
+// newest message changes, losing its runtime header. A provider's prompt
+// cache serves all of it.
+func TestPromptPrefixStable(t *testing.T) {
+	now := time.Date(2026, 11, 24, 9, 30, 0, 0, time.UTC)
+	var mu sync.Mutex
+	env := newTestEnv(t, func(context.Context, llm.Request) (llm.Response, error) { return textReply("ok"), nil },
+		func(_ *Config, d *Deps) {
+			d.Now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+		})
+	useRealConsolidator(t, env, 128000, 4096)
+	speakers := [][2]string{{"U1", "Ana"}, {"U1", "Ana"}, {"U2", "Bob"}, {"U1", "Ana"}, {"U2", "Bob"}, {"U3", "Cy"}, {"U1", "Ana"}}
+	for i, who := range speakers {
+		in := inbound("team", fmt.Sprintf("message %d from %s", i, who[1]))
+		in.SenderID, in.SenderName = who[0], who[1]
+		if r := wait(t, must(env.g.Submit(t.Context(), in))); r.Err != nil {
+			t.Fatal(r.Err)
+		}
+		mu.Lock()
+		now = now.Add(time.Minute)
+		mu.Unlock()
+	}
+	reqs := env.model.Requests()
+	if len(reqs) != len(speakers) {
+		t.Fatalf("%d requests for %d turns", len(reqs), len(speakers))
+	}
+	for i := 1; i < len(reqs); i++ {
+		prev, cur := reqs[i-1], reqs[i]
+		if !reflect.DeepEqual(prev.Tools, cur.Tools) {
+			t.Errorf("turn %d: the tools changed", i)
+		}
+		n := len(prev.Messages) - 1
+		if len(cur.Messages) != n+3 {
+			t.Fatalf("turn %d: %d messages after %d", i, len(cur.Messages), len(prev.Messages))
+		}
+		for j := range n {
+			if cur.Messages[j].Role != prev.Messages[j].Role || cur.Messages[j].Content != prev.Messages[j].Content {
+				t.Errorf("turn %d: message %d changed:\n%q\nwas\n%q", i, j, cur.Messages[j].Content, prev.Messages[j].Content)
+			}
+		}
+		header, said, ok := strings.Cut(prev.Messages[n].Content, "]\n\n")
+		if !ok || !strings.HasPrefix(header, "[Now: ") || cur.Messages[n].Content != said {
+			t.Errorf("turn %d: the last turn's message replays as\n%q\nwas sent as\n%q", i, cur.Messages[n].Content, prev.Messages[n].Content)
+		}
+		who := speakers[i]
+		wantHeader := fmt.Sprintf("[Now: Tuesday 2026-11-24 09:%02d UTC. Channel: test. Conversation: test:team. Sender: %s (%s).]\n\n[%s] message %d from %s",
+			30+i, who[1], who[0], who[1], i, who[1])
+		if got := cur.Messages[len(cur.Messages)-1].Content; got != wantHeader {
+			t.Errorf("turn %d: newest message\n%q\nwant\n%q", i, got, wantHeader)
+		}
 	}
 }

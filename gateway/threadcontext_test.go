@@ -8,6 +8,7 @@ import (
 
 	"github.com/dreamgate/dreamgate/channels"
 	"github.com/dreamgate/dreamgate/llm"
+	"github.com/dreamgate/dreamgate/llm/llmtest"
 )
 
 // The earlier messages of a new conversation reach the model once, as one
@@ -28,7 +29,7 @@ func TestContextAddedToNewSessionOnce(t *testing.T) {
 	env.ch.next(t)
 	reqs := env.model.Requests()
 	msgs := reqs[0].Messages
-	if len(msgs) != 3 || msgs[1].Role != llm.RoleUser || msgs[2].Content != "what do you think?" {
+	if len(msgs) != 3 || msgs[1].Role != llm.RoleUser || llmtest.Spoken(msgs[2].Content) != "what do you think?" {
 		t.Fatalf("request = %+v, want system, the context, the question", msgs)
 	}
 	want := contextHeader + "\n[2026-11-24 09:05 UTC] Ana: the deploy failed again" +

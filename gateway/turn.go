@@ -17,8 +17,9 @@ import (
 // turn answers one chat message: save it, keep the prompt within budget,
 // run the agent loop, save and send the reply, and archive again if needed.
 // The consolidator is asked twice, before and after; the system prompt is
-// the fixed prefix built here, the consolidator's part, then the runtime
-// tail, so that its prefix stays stable for prompt caches.
+// the fixed prefix built here and the consolidator's part, and the time
+// and sender open the newest message (runtimeHeader), so that everything
+// before it stays byte-identical between turns for prompt caches.
 func (g *Gateway) turn(ctx context.Context, in channels.Inbound) Result {
 	log := g.logger.With("session", in.SessionKey)
 	sess, refused := g.openTurn(log, in)
@@ -91,15 +92,15 @@ func (g *Gateway) archiveBefore(ctx context.Context, log *slog.Logger, sess *ses
 }
 
 // turnMessages is what the model is sent: the system prompt, then the
-// session's messages from where the prompt starts, with this message's
-// images on its last user message.
+// session's messages from where the prompt starts, the last user message
+// opened by the runtime header and carrying this message's images.
 func (g *Gateway) turnMessages(sess *session.Session, prompt consolidator.Prompt, in channels.Inbound) []llm.Message {
-	system := prompt.System() + Runtime(g.now(), in.Channel, in.SessionKey, senderLabel(in))
 	// The consolidator may keep the last archived messages in view
 	// (prompt.Kept) so that an archive does not cut the conversation off.
 	from := sess.LastConsolidated() - prompt.Kept
-	msgs := append([]llm.Message{{Role: llm.RoleSystem, Content: system}}, replay(sess, from)...)
-	showImages(msgs, in) // this turn only; the session keeps a marker
+	msgs := append([]llm.Message{{Role: llm.RoleSystem, Content: prompt.System()}}, replay(sess, from)...)
+	stampNewest(msgs, runtimeHeader(g.now(), in)) // this turn only, like the images
+	showImages(msgs, in)                          // the session keeps a marker
 	return msgs
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/dreamgate/dreamgate/channels"
 	"github.com/dreamgate/dreamgate/gateway/session"
 	"github.com/dreamgate/dreamgate/llm"
+	"github.com/dreamgate/dreamgate/llm/llmtest"
 )
 
 func TestTurnRunsToolsAndPersists(t *testing.T) {
@@ -98,7 +99,7 @@ func TestManySessionsInParallel(t *testing.T) {
 			return llm.Response{}, ctx.Err()
 		}
 		last := req.Messages[len(req.Messages)-1]
-		return textReply("echo " + last.Content), nil
+		return textReply("echo " + llmtest.Spoken(last.Content)), nil
 	}, func(c *Config, d *Deps) {
 		d.Model = LimitConcurrency(d.Model, 8)
 	})
@@ -264,7 +265,7 @@ func TestInOrderMessagesWaitForRoom(t *testing.T) {
 		case <-release:
 		case <-ctx.Done():
 		}
-		return textReply("re: " + req.Messages[len(req.Messages)-1].Content), nil
+		return textReply("re: " + llmtest.Spoken(req.Messages[len(req.Messages)-1].Content)), nil
 	}, func(c *Config, _ *Deps) { c.QueueSize = 2 })
 	const n = 10
 	dones := make(chan (<-chan Result), n)
@@ -408,7 +409,7 @@ func TestInOrderStopSaysNothingIsRunning(t *testing.T) {
 	release := make(chan struct{})
 	env := newTestEnv(t, func(ctx context.Context, req llm.Request) (llm.Response, error) {
 		<-release
-		return textReply("re: " + req.Messages[len(req.Messages)-1].Content), nil
+		return textReply("re: " + llmtest.Spoken(req.Messages[len(req.Messages)-1].Content)), nil
 	}, nil)
 	var dones []<-chan Result
 	for _, text := range []string{"first", "/stop", "second"} {
@@ -428,12 +429,13 @@ func TestInOrderStopSaysNothingIsRunning(t *testing.T) {
 	}
 }
 
-// Senders are named only among several of them, and their names cannot
-// break out of the brackets.
+// Every user message with a sender is named, whoever else spoke (the name
+// depends on the message alone), and names cannot break out of the
+// brackets.
 func TestNameSenders(t *testing.T) {
 	one := []llm.Message{{Role: llm.RoleUser, Sender: "ana", Content: "a"}, {Role: llm.RoleAssistant, Content: "b"}, {Role: llm.RoleUser, Sender: "ana", Content: "c"}}
 	nameSenders(one)
-	if one[0].Content != "a" || one[2].Content != "c" {
+	if one[0].Content != "[ana] a" || one[2].Content != "[ana] c" {
 		t.Errorf("one sender: %q, %q", one[0].Content, one[2].Content)
 	}
 	two := []llm.Message{

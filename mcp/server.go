@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -295,6 +296,10 @@ func (s *server) listTools(ctx context.Context, sess *sdk.ClientSession) ([]*too
 		names[t.def.Name] = true
 		tools = append(tools, t)
 	}
+	// Sorted by name: the tools go first in every chat request, so a
+	// server that lists them in another order after a restart or a change
+	// must not change the request's prefix, which prompt caches serve.
+	slices.SortFunc(tools, func(a, b *tool) int { return strings.Compare(a.def.Name, b.def.Name) })
 	return tools, nil
 }
 

@@ -174,7 +174,7 @@ func reportChannels(b *testing.B, ts, td *timed, e2e []time.Duration, name strin
 func channelsBench(b *testing.B, chans int) (*fakeslack.Server, *fakediscord.Server, *timed, *timed) {
 	h := newHarness(b)
 	h.llm.SetResponder(func(r llmtest.Request) llmtest.Reply {
-		return llmtest.Text("ok " + r.Messages[len(r.Messages)-1].Content)
+		return llmtest.Text("ok " + llmtest.Spoken(r.Messages[len(r.Messages)-1].Content))
 	})
 	a := h.app()
 	g, _ := a.gateway(false)
@@ -234,7 +234,7 @@ func BenchmarkChannelsBurstCPU(b *testing.B) {
 	const perPlatform, chans = 250, 25
 	h := newHarness(b)
 	h.llm.SetResponder(func(r llmtest.Request) llmtest.Reply {
-		return llmtest.Text("ok " + r.Messages[len(r.Messages)-1].Content)
+		return llmtest.Text("ok " + llmtest.Spoken(r.Messages[len(r.Messages)-1].Content))
 	})
 	sl, dc := benchFakes(b)
 	h.set("channels.terminal.enabled", false)

@@ -269,7 +269,7 @@ type tokenFigures struct {
 }
 
 // promptTime finds the time a chat prompt is stamped with.
-var promptTime = regexp.MustCompile(`Time: [A-Za-z]+ (\d{4}-\d\d-\d\d \d\d:\d\d)`)
+var promptTime = regexp.MustCompile(`\[Now: [A-Za-z]+ (\d{4}-\d\d-\d\d \d\d:\d\d)`)
 
 func measureTokens(b *testing.B, reqs []llmtest.Request, turns int) tokenFigures {
 	f := tokenFigures{turns: turns, prompt: map[string]int{}, calls: map[string]int{}}

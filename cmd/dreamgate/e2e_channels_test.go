@@ -53,7 +53,7 @@ func channelHarness(t *testing.T) (*harness, *fakeslack.Server, *fakediscord.Ser
 		if strings.Contains(last.Content, "long answer") {
 			return llmtest.Text(longAnswer())
 		}
-		return llmtest.Text("pong: " + last.Content)
+		return llmtest.Text("pong: " + llmtest.Spoken(last.Content))
 	})
 	return h, sl, dc
 }
@@ -92,8 +92,9 @@ func TestSlackAndDiscordThroughTheBinary(t *testing.T) {
 		}
 		// The model is told who is speaking, by the name Slack shows.
 		reqs := h.llm.Requests()
-		if sys := reqs[len(reqs)-1].Messages[0].Content; !strings.Contains(sys, "Ana (U1)") {
-			t.Errorf("system prompt does not name the sender as Ana (U1):\n%s", sys)
+		msgs := reqs[len(reqs)-1].Messages
+		if last := msgs[len(msgs)-1].Content; !strings.Contains(last, "Sender: Ana (U1).]") || !strings.Contains(last, "[Ana] hello there") {
+			t.Errorf("the message does not name the sender as Ana (U1):\n%s", last)
 		}
 	})
 

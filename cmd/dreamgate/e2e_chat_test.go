@@ -63,7 +63,7 @@ func TestSessionSurvivesRestart(t *testing.T) {
 	}
 	var seen []string
 	for _, m := range reqs[1].Messages[1:] {
-		seen = append(seen, m.Role+": "+m.Content)
+		seen = append(seen, m.Role+": "+llmtest.Spoken(m.Content))
 	}
 	want := []string{"user: My name is Ada.", "assistant: Nice to meet you, Ada.", "user: What is my name?"}
 	if strings.Join(seen, "|") != strings.Join(want, "|") {

@@ -24,7 +24,7 @@ func pipedScript(n int) string {
 // echoModel answers each message with "re: " and its text.
 func echoModel(h *harness) {
 	h.llm.SetResponder(func(r llmtest.Request) llmtest.Reply {
-		return llmtest.Text("re: " + r.Messages[len(r.Messages)-1].Content)
+		return llmtest.Text("re: " + llmtest.Spoken(r.Messages[len(r.Messages)-1].Content))
 	})
 }
 

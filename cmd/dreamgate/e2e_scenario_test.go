@@ -231,7 +231,7 @@ func TestScenarioThirtyTurnsThreeSessionsTwoDreams(t *testing.T) {
 	// that the first /dream archived.
 	firstAfter := 0
 	for _, r := range h.llm.Requests() {
-		if len(r.Tools) == 0 || r.Messages[len(r.Messages)-1].Content != afterRestartTurns[0] {
+		if len(r.Tools) == 0 || llmtest.Spoken(r.Messages[len(r.Messages)-1].Content) != afterRestartTurns[0] {
 			continue
 		}
 		firstAfter++

@@ -20,7 +20,7 @@ import (
 func TestChatBesideTerminalGatewayIsRefused(t *testing.T) {
 	h := newHarness(t)
 	h.llm.SetResponder(func(r llmtest.Request) llmtest.Reply {
-		return llmtest.Text("ok " + r.Messages[len(r.Messages)-1].Content)
+		return llmtest.Text("ok " + llmtest.Spoken(r.Messages[len(r.Messages)-1].Content))
 	})
 	cmd := exec.Command(binPath, "--config", h.cfgPath, "gateway", "--terminal")
 	cmd.Env = []string{"HOME=" + h.home, "PATH=" + os.Getenv("PATH"), "TZ=UTC"}

@@ -57,7 +57,7 @@ func TestSetAsideConversationSurvivesAKill(t *testing.T) {
 	h.llm.SetResponder(func(r llmtest.Request) llmtest.Reply {
 		last := r.Messages[len(r.Messages)-1].Content
 		if !isArchiveCall(r) {
-			return llmtest.Text("ok " + last)
+			return llmtest.Text("ok " + llmtest.Spoken(last))
 		}
 		mu.Lock()
 		archives = append(archives, last)

@@ -24,7 +24,7 @@ func TestSlackNativeThroughTheBinary(t *testing.T) {
 	})
 	h.set("admins", []string{"slack:UADMIN"})
 	h.llm.SetResponder(func(r llmtest.Request) llmtest.Reply {
-		last := r.Messages[len(r.Messages)-1].Content
+		last := llmtest.Spoken(r.Messages[len(r.Messages)-1].Content)
 		if strings.Contains(last, "stream please") {
 			// The second half never comes in time: the test stops it.
 			return llmtest.Reply{Fragments: []string{"Part one of the answer. ", "part two."}, FragmentDelay: time.Hour}

@@ -122,10 +122,10 @@ func TestMetricsAfterAScriptedConversation(t *testing.T) {
 	release := make(chan struct{})
 	var once sync.Once
 	h.llm.SetResponder(func(r llmtest.Request) llmtest.Reply {
-		if last := r.Messages[len(r.Messages)-1]; last.Content == "hold" {
+		if last := r.Messages[len(r.Messages)-1]; llmtest.Spoken(last.Content) == "hold" {
 			<-release
 		}
-		return llmtest.Reply{Text: "ok: " + r.Messages[len(r.Messages)-1].Content, Usage: tokens(1, 1)}
+		return llmtest.Reply{Text: "ok: " + llmtest.Spoken(r.Messages[len(r.Messages)-1].Content), Usage: tokens(1, 1)}
 	})
 	t.Cleanup(func() { once.Do(func() { close(release) }) })
 	before := len(h.llm.Requests())

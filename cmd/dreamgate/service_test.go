@@ -475,7 +475,7 @@ func TestPipedLinesAreAnsweredInOrder(t *testing.T) {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			h := newHarness(t)
 			h.llm.SetResponder(func(r llmtest.Request) llmtest.Reply {
-				return llmtest.Text("re: " + r.Messages[len(r.Messages)-1].Content)
+				return llmtest.Text("re: " + llmtest.Spoken(r.Messages[len(r.Messages)-1].Content))
 			})
 			cmd := exec.Command(binPath, append([]string{"--config", h.cfgPath}, args...)...)
 			cmd.Env = []string{"HOME=" + h.home, "PATH=" + os.Getenv("PATH")}

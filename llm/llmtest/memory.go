@@ -35,9 +35,10 @@ import (
 //     edit_file call per changed file, all in one reply; after the tool
 //     results, "Done.".
 //   - Chat turn (tools): after a tool result, "It says: " and the result's
-//     first line; a message with "read" and a path (a word with "/" or
-//     ending in .txt or .md) calls read_file on it; a question (ending in
-//     "?") is answered with the "- " line of the system prompt's memory
+//     first line. Otherwise the last message is read without the gateway's
+//     "[Now: …]" header and "[Ana] " name: a message with "read" and a path
+//     (a word with "/" or ending in .txt or .md) calls read_file on it; a
+//     question (ending in "?") is answered with the "- " line of the system prompt's memory
 //     files sharing the most words with it, or "I don't know."; anything
 //     else gets "Got it.".
 func MemoryModel(r Request) Reply { return pipelineReply(r, memAnalyse, memEdit) }
@@ -250,7 +251,7 @@ func memChat(r Request) Reply {
 		first, _, _ := strings.Cut(strings.TrimSpace(last.Content), "\n")
 		return Text("It says: " + first)
 	}
-	msg := last.Content
+	msg := Spoken(last.Content)
 	if strings.Contains(strings.ToLower(msg), "read") {
 		for _, w := range strings.Fields(msg) {
 			w = strings.Trim(w, ".,;:!?\"'()")
@@ -264,6 +265,24 @@ func memChat(r Request) Reply {
 		return Text(memAnswer(r.Messages[0].Content, msg))
 	}
 	return Text("Got it.")
+}
+
+// Spoken is what the person wrote in a chat turn's user message: its
+// content without the gateway's runtime header ("[Now: …]" and a blank
+// line, on the turn's newest message) and sender name ("[Ana] ", on a
+// message from a chat platform), which say when and who, not what about.
+func Spoken(content string) string {
+	if rest, ok := strings.CutPrefix(content, "[Now: "); ok {
+		if _, after, ok := strings.Cut(rest, "]\n\n"); ok {
+			content = after
+		}
+	}
+	if strings.HasPrefix(content, "[") {
+		if i := strings.Index(content, "] "); i > 0 && !strings.ContainsAny(content[:i], "\n") {
+			content = content[i+2:]
+		}
+	}
+	return content
 }
 
 var stopWords = map[string]bool{
@@ -290,7 +309,7 @@ func memAnswer(system, question string) string {
 	if i := strings.Index(system, "\n# Soul"); i >= 0 {
 		system = system[i:]
 	}
-	for _, end := range []string{"\n# Recent history", "\n# Last archive summary", "\n# Now"} {
+	for _, end := range []string{"\n# Recent history", "\n# Last archive summary"} {
 		if i := strings.Index(system, end); i >= 0 {
 			system = system[:i]
 		}

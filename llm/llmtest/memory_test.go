@@ -81,13 +81,17 @@ func TestMemoryModelEdit(t *testing.T) {
 
 func TestMemoryModelChat(t *testing.T) {
 	system := "You are an AI assistant.\n\n# Instructions (AGENTS.md)\n- Deploy everything on Mondays.\n\n# Soul (SOUL.md)\n- Short answers.\n\n" +
-		"# Users (USER.md)\n- Alice lives in Porto.\n\n# Now\n\nTime: x."
+		"# Users (USER.md)\n- Alice lives in Porto.\n- Bob answers the slack channel on Monday.\n\n# Recent history\n\n- [2026-03-01 10:00] - Bob lives in Porto."
 	chat := func(msgs ...llm.Message) Reply {
 		return MemoryModel(Request{Tools: []string{"read_file", "write_file"},
 			Messages: append([]llm.Message{{Role: llm.RoleSystem, Content: system}}, msgs...)})
 	}
 	if got := chat(llm.Message{Role: llm.RoleUser, Content: "Where does Alice live?"}); got.Text != "Alice lives in Porto." {
 		t.Errorf("question: %q", got.Text)
+	}
+	// The gateway's header and the sender's name are not the question.
+	if got := chat(llm.Message{Role: llm.RoleUser, Content: "[Now: Monday 2026-03-02 09:00 UTC. Channel: slack. Conversation: slack:C1. Sender: Bob (U2).]\n\n[Bob] Where does Alice live?"}); got.Text != "Alice lives in Porto." {
+		t.Errorf("question under a header: %q", got.Text)
 	}
 	if got := chat(llm.Message{Role: llm.RoleUser, Content: "When do we deploy?"}); got.Text != "I don't know." {
 		t.Errorf("AGENTS.md is not memory: %q", got.Text)
