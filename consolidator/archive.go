@@ -91,7 +91,7 @@ func (c *Consolidator) archive(ctx context.Context, s Session, st *sessionCounts
 				}
 				idSaved = true
 			}
-			e, err := c.store.AppendFrom(content, s.Key(), history.Source{SessionID: s.ID(), From: at, To: end})
+			e, err := c.store.AppendFrom(c.home(s), content, s.Key(), history.Source{SessionID: s.ID(), From: at, To: end})
 			if err != nil {
 				return degraded, fmt.Errorf("archive messages %d-%d: %w: %w", at, end, ErrNotArchived, err)
 			}

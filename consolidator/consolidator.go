@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/history"
 	"github.com/dreamgate/dreamgate/llm"
 )
@@ -22,9 +23,9 @@ type Model interface {
 // implements it. Errors are the store's: an entry that AppendFrom did not
 // return is not in history.
 type History interface {
-	// AppendFrom appends an archive entry that records which messages of
-	// which session generation it holds.
-	AppendFrom(content, sessionKey string, src history.Source) (history.Entry, error)
+	// AppendFrom appends an archive entry of the memory scope scope that
+	// records which messages of which session generation it holds.
+	AppendFrom(scope audience.Scope, content, sessionKey string, src history.Source) (history.Entry, error)
 	// ArchivedAt returns the newest entry of that session generation when
 	// its range starts at from: those messages are already archived.
 	ArchivedAt(sessionKey, sessionID string, from int) (history.Entry, bool, error)
@@ -63,6 +64,11 @@ type Session interface {
 	SetLastConsolidated(n int, summary string) error
 	// LastSummary is the text of the last archive summary, "" if none.
 	LastSummary() string
+	// Audience is who can read the conversation; always valid (a
+	// conversation whose platform said nothing has the narrowest one,
+	// audience.Unknown). Its archive entries go to its Home scope, and its
+	// Recent history shows only entries of its Readable scopes.
+	Audience() audience.Audience
 }
 
 // Config sets the token budget. Zero values take the defaults noted.
@@ -80,6 +86,10 @@ type Config struct {
 	MaxRounds int
 	// Model names the model for archive calls; "" is the client's default.
 	Model string
+	// SharedMemory is config memory.scoped set to false: every
+	// conversation is archived into, and reads, the default scope, as
+	// before scopes existed, so everything anyone says may reach everyone.
+	SharedMemory bool
 }
 
 // safetyMargin is kept free below the context window besides the reply:
@@ -206,6 +216,24 @@ func (c *Consolidator) lockSession(ctx context.Context, s Session) (func(), erro
 		release()
 		return nil, fmt.Errorf("wait for session %s: %w", s.Key(), context.Cause(ctx))
 	}
+}
+
+// home is the scope s's archive entries are written in: its audience's
+// Home, or the default scope in shared mode.
+func (c *Consolidator) home(s Session) audience.Scope {
+	if c.cfg.SharedMemory {
+		return audience.Default
+	}
+	return s.Audience().Home()
+}
+
+// readable reports whether s's prompt may show an entry of scope: one of
+// its audience's Readable scopes, or in shared mode the default scope.
+func (c *Consolidator) readable(s Session, scope audience.Scope) bool {
+	if c.cfg.SharedMemory {
+		return scope == audience.Default
+	}
+	return s.Audience().MayRead(scope)
 }
 
 func clampLC(lc, n int) int {

@@ -771,7 +771,7 @@ func TestEstimateCachesPerSession(t *testing.T) {
 
 func TestRecentHistory(t *testing.T) {
 	c, store := newTestConsolidator(t, newFakeModel(t), baseConfig)
-	if got, err := c.recentHistory("k"); got != "" || err != nil {
+	if got, err := c.recentHistory(newSession("k")); got != "" || err != nil {
 		t.Errorf("empty store: %q, %v", got, err)
 	}
 	for i := range 60 {
@@ -786,7 +786,7 @@ func TestRecentHistory(t *testing.T) {
 	if err := store.SetDreamCursor(10); err != nil { // entries 1..10 dreamed
 		t.Fatal(err)
 	}
-	got, err := c.recentHistory("k")
+	got, err := c.recentHistory(newSession("k"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -805,7 +805,7 @@ func TestRecentHistory(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got, _ = c.recentHistory("big")
+	got, _ = c.recentHistory(newSession("big"))
 	lines = strings.Split(got, "\n")
 	if n := c.counter.Count(got); n > 8000 || len(lines) != 7 || !strings.Contains(lines[6], "big59") || !strings.Contains(lines[0], "big53") {
 		t.Errorf("%d tokens in %d lines (%.30q … %.30q)", n, len(lines), lines[0], lines[len(lines)-1])
@@ -814,7 +814,7 @@ func TestRecentHistory(t *testing.T) {
 	if _, err := store.Append(words("huge", 12000), "huge"); err != nil {
 		t.Fatal(err)
 	}
-	got, _ = c.recentHistory("huge")
+	got, _ = c.recentHistory(newSession("huge"))
 	if n := c.counter.Count(got); n > 8000 || !strings.Contains(got, "\n... (entry cut here: ") {
 		t.Errorf("oversized entry: %d tokens, or no cut note: %.80q", n, got[max(len(got)-120, 0):])
 	}
@@ -835,9 +835,10 @@ func TestPackageImports(t *testing.T) {
 	}
 	for _, dep := range strings.Fields(out) {
 		rest, ours := strings.CutPrefix(dep, "github.com/dreamgate/dreamgate/")
-		// internal/* leaves (internal/backoff, through llm) import nothing of ours.
-		if ours && rest != "llm" && rest != "history" && rest != "workspace" && rest != "consolidator" && !strings.HasPrefix(rest, "internal/") {
-			t.Errorf("consolidator imports %s; it may only use llm, history and workspace (and internal/* leaves) of ours", dep)
+		// internal/* leaves (internal/backoff, through llm) and audience
+		// import nothing of ours.
+		if ours && rest != "llm" && rest != "history" && rest != "workspace" && rest != "audience" && rest != "consolidator" && !strings.HasPrefix(rest, "internal/") {
+			t.Errorf("consolidator imports %s; it may only use llm, history, workspace and audience (and internal/* leaves) of ours", dep)
 		}
 		if dep == "github.com/tiktoken-go/tokenizer" {
 			t.Errorf("imports %s: only its codec package may be linked (the root package links every vocabulary)", dep)

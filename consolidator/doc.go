@@ -18,6 +18,9 @@
 // fixed prompt it built (identity and workspace files) and its tool
 // definitions as values; nothing here calls back into the gateway. This
 // package must not import gateway or dream; of dreamgate's packages it uses
-// only history, workspace (through history) and llm. Third-party types (the
+// only history, workspace (through history), llm and the leaf audience:
+// each archive entry is written in the memory scope of its conversation's
+// audience (or the default scope when memory is shared), and a
+// conversation's Recent history shows only entries of scopes it may read. Third-party types (the
 // tokenizer) never appear in its exported API.
 package consolidator

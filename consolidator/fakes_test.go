@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/llm"
 	"github.com/dreamgate/dreamgate/llm/llmtest"
 )
@@ -73,6 +74,8 @@ type fakeSession struct {
 	// it; SetLastConsolidated then keeps it keepBefore behind.
 	base       int
 	keepBefore int
+	// aud is the conversation's audience; zero means the operator's.
+	aud audience.Audience
 }
 
 func newSession(key string, msgs ...llm.Message) *fakeSession {
@@ -80,6 +83,12 @@ func newSession(key string, msgs ...llm.Message) *fakeSession {
 }
 
 func (s *fakeSession) Key() string { return s.key }
+func (s *fakeSession) Audience() audience.Audience {
+	if s.aud.IsZero() {
+		return audience.Audience{Kind: audience.Operator, Platform: "terminal"}
+	}
+	return s.aud
+}
 func (s *fakeSession) ID() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()

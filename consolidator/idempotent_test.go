@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/history"
 	"github.com/dreamgate/dreamgate/internal/testkit"
 	"github.com/dreamgate/dreamgate/llm"
@@ -213,7 +214,7 @@ func TestRecoveredRangeBeyondTheSessionIsArchived(t *testing.T) {
 	store := openTestStore(t, t.TempDir(), nil)
 	c := New(m, store, baseConfig, slog.New(rec))
 	s := outcomeSession()
-	if _, err := store.AppendFrom("- from the longer file", s.key, history.Source{SessionID: s.id, From: 0, To: 40}); err != nil {
+	if _, err := store.AppendFrom(audience.Default, "- from the longer file", s.key, history.Source{SessionID: s.id, From: 0, To: 40}); err != nil {
 		t.Fatal(err)
 	}
 	rep, err := c.ArchiveTail(t.Context(), s)

@@ -69,7 +69,7 @@ const (
 // shows it. A history that cannot be read is left out with a warning: the
 // turn goes on without it rather than fail.
 func (c *Consolidator) render(s Session, p Prompt) Prompt {
-	recent, err := c.recentHistory(s.Key())
+	recent, err := c.recentHistory(s)
 	if err != nil {
 		c.logger.Warn("recent history unavailable for prompt", "session", s.Key(), "err", err)
 		recent = ""
@@ -95,13 +95,21 @@ const (
 )
 
 // recentHistory is the body of a session's "Recent history" block: its
-// entries Dream has not read yet, the newest 50, as many of those as fit in
-// 8K tokens, oldest first, one "- [timestamp] content" item each. "" when
+// entries Dream has not read yet, of the newest 50 those of a scope its
+// audience may read (a conversation whose audience changed keeps its
+// earlier entries under its earlier scope), as many of those as fit in 8K
+// tokens, oldest first, one "- [timestamp] content" item each. "" when
 // there are none.
-func (c *Consolidator) recentHistory(sessionKey string) (string, error) {
-	entries, err := c.store.UnreadLast(sessionKey, recentMaxEntries)
+func (c *Consolidator) recentHistory(s Session) (string, error) {
+	all, err := c.store.UnreadLast(s.Key(), recentMaxEntries)
 	if err != nil {
 		return "", fmt.Errorf("recent history: %w", err)
+	}
+	entries := all[:0:0]
+	for _, e := range all {
+		if c.readable(s, e.Scope) {
+			entries = append(entries, e)
+		}
 	}
 	lines := make([]string, len(entries))
 	total := 0

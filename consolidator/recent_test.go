@@ -18,7 +18,7 @@ func TestRecentHistoryShowsTheNewest50(t *testing.T) {
 			}
 		}
 	}
-	got, err := c.recentHistory("k")
+	got, err := c.recentHistory(newSession("k"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +30,7 @@ func TestRecentHistoryShowsTheNewest50(t *testing.T) {
 	if err := store.SetDreamCursor(100); err != nil {
 		t.Fatal(err)
 	}
-	got, _ = c.recentHistory("k")
+	got, _ = c.recentHistory(newSession("k"))
 	if lines = strings.Split(got, "\n"); len(lines) != 10 || !strings.HasSuffix(lines[0], "- k fact 51") {
 		t.Errorf("after Dream read 100: %d lines, first %q", len(lines), lines[0])
 	}

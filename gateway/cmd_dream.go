@@ -102,7 +102,7 @@ func (g *Gateway) archiveForDream(ctx context.Context, in channels.Inbound) drea
 	if g.deps.Consolidator == nil {
 		return a
 	}
-	sess, err := g.deps.Sessions.Get(in.SessionKey)
+	sess, err := g.openSession(in, true)
 	if err != nil {
 		g.logger.Error("/dream could not open the session to archive it", "session", in.SessionKey, "err", err)
 		a.err = err

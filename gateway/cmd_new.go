@@ -3,6 +3,8 @@ package gateway
 import (
 	"context"
 	"time"
+
+	"github.com/dreamgate/dreamgate/gateway/session"
 )
 
 // archiveTimeout bounds the background archive of an old session after
@@ -29,14 +31,20 @@ func cmdNew() *command {
 			// The old tail is archived in the background, so /new answers at
 			// once; Shutdown waits for it, so a one-shot `chat -m /new`
 			// does not exit before the archive is written.
-			g.goBackground(func() {
-				ctx, cancel := context.WithTimeout(context.Background(), archiveTimeout)
-				defer cancel()
-				if _, err := g.deps.Consolidator.ArchiveTail(ctx, old); err != nil {
-					g.logger.Error("archiving the previous conversation failed", "session", old.Key(), "err", err)
-				}
-			})
+			g.goBackground(func() { g.archivePrevious(old) })
 			return "New conversation started. The previous one is being archived for Dream."
 		},
+	}
+}
+
+// archivePrevious archives the tail of a conversation Rotate set aside,
+// under the audience it was held under (the session's own); run by
+// goBackground. A failure leaves it to the scan of set-aside
+// conversations (archiveSetAside).
+func (g *Gateway) archivePrevious(old *session.Session) {
+	ctx, cancel := context.WithTimeout(context.Background(), archiveTimeout)
+	defer cancel()
+	if _, err := g.deps.Consolidator.ArchiveTail(ctx, old); err != nil {
+		g.logger.Error("archiving the previous conversation failed", "session", old.Key(), "err", err)
 	}
 }

@@ -88,6 +88,10 @@ type Config struct {
 	// answered when received within this, and asked to be sent again when
 	// older (inbox.go); 0 turns the search off.
 	AnswerPending time.Duration
+	// SharedMemory is config memory.scoped set to false: every audience
+	// reads, and is archived into, the default scope (audience.go), and
+	// chat file tools reach the workspace root for everyone.
+	SharedMemory bool
 }
 
 // Deps are the parts the gateway is wired with.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dreamgate/dreamgate/agent"
+	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/channels"
 	"github.com/dreamgate/dreamgate/gateway/session"
 	"github.com/dreamgate/dreamgate/llm"
@@ -103,10 +104,14 @@ func newTestEnv(t testing.TB, f func(ctx context.Context, req llm.Request) (llm.
 	return &testEnv{g: g, ch: rec, model: model, sessions: sessions, ws: ws}
 }
 
+// operator is the audience of inbound's messages: the default scope, as
+// every conversation had before audiences.
+var operator = audience.Audience{Kind: audience.Operator, Platform: "test"}
+
 func inbound(session, text string) channels.Inbound {
 	return channels.Inbound{
 		Channel: "test", ChatID: session, SessionKey: "test:" + session,
-		SenderID: "U1", SenderName: "alice", Text: text, MessageID: fmt.Sprint(time.Now().UnixNano()),
+		SenderID: "U1", SenderName: "alice", Audience: operator, Text: text, MessageID: fmt.Sprint(time.Now().UnixNano()),
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/channels"
 	"github.com/dreamgate/dreamgate/gateway/session"
 	"github.com/dreamgate/dreamgate/workspace"
@@ -373,16 +374,23 @@ func (g *Gateway) legacyPending(now time.Time) map[string]inboxLine {
 func originOf(in channels.Inbound) session.Origin {
 	return session.Origin{
 		Channel: in.Channel, ChatID: in.ChatID, ThreadID: in.ThreadID, MessageID: in.MessageID,
-		SenderID: in.SenderID, SenderName: in.SenderName, Local: in.Local,
+		SenderID: in.SenderID, SenderName: in.SenderName, Local: in.Local, Audience: in.Audience,
 	}
 }
 
+// inboundOf rebuilds a message a restart answers. It keeps the audience
+// the message came with; a record from before audiences has none, and is
+// answered as the narrowest (audienceOf).
 func inboundOf(key string, o session.Origin, text string, at time.Time) channels.Inbound {
-	return channels.Inbound{
+	in := channels.Inbound{
 		Channel: o.Channel, ChatID: o.ChatID, ThreadID: o.ThreadID,
 		SessionKey: key, SenderID: o.SenderID, SenderName: o.SenderName,
-		MessageID: o.MessageID, Text: text, Time: at,
+		Audience: o.Audience, MessageID: o.MessageID, Text: text, Time: at,
 	}
+	if in.Audience.Validate() != nil {
+		in.Audience = audience.Unknown(key)
+	}
+	return in
 }
 
 // recoverable says whether a message can be answered after a restart: it

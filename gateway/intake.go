@@ -52,6 +52,7 @@ func (g *Gateway) Submit(ctx context.Context, in channels.Inbound) (<-chan Resul
 	if in.Time.IsZero() {
 		in.Time = g.now()
 	}
+	in.Audience = g.audienceOf(in)
 	if in.Local {
 		g.mu.Lock()
 		g.local[in.SessionKey] = true
@@ -235,7 +236,7 @@ func (g *Gateway) runJob(ctx context.Context, j job) Result {
 // is told it was not answered.
 func (g *Gateway) refuseAtShutdown(in channels.Inbound) Result {
 	if parseCommand(in.Text) == nil {
-		if s, err := g.deps.Sessions.Get(in.SessionKey); err == nil {
+		if s, err := g.openSession(in, false); err == nil {
 			if err := s.Append(userMessage(in, false)); err != nil {
 				g.logger.Error("could not save a message at shutdown", "session", in.SessionKey, "err", err)
 			}
@@ -351,7 +352,7 @@ func (g *Gateway) answerTooLong(in channels.Inbound, size int) Result {
 		"only its first %s is kept in this conversation. Please send a shorter message, or split it into parts.",
 		formatBytes(size), formatBytes(g.maxMessageBytes()), formatBytes(g.maxMessageBytes()))
 	g.logger.Warn("over-long message cut and not answered", "session", in.SessionKey, "bytes", size, "limit", g.maxMessageBytes())
-	if sess, err := g.deps.Sessions.Get(in.SessionKey); err != nil {
+	if sess, err := g.openSession(in, true); err != nil {
 		g.logger.Error("cannot open session", "session", in.SessionKey, "err", err)
 	} else if err := sess.Append(
 		userMessage(in, false),

@@ -51,7 +51,7 @@ func (g *Gateway) turn(ctx context.Context, in channels.Inbound) Result {
 // conversation could not be opened or saved to (its sender was told), or
 // the message was answered before and is ignored.
 func (g *Gateway) openTurn(log *slog.Logger, in channels.Inbound) (*session.Session, Result) {
-	sess, err := g.deps.Sessions.Get(in.SessionKey)
+	sess, err := g.openSession(in, true)
 	if err != nil {
 		if msg, ok := sessionLocked(err); ok {
 			log.Warn("conversation held by another process; turn refused", "err", err)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 
+	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/internal/textcut"
 	"github.com/dreamgate/dreamgate/workspace"
 )
@@ -14,12 +15,25 @@ import (
 // Append adds an entry with the next cursor and returns it once it is on
 // disk (fsynced). Trailing whitespace is trimmed and content beyond
 // MaxEntryChars characters is cut with a "... (truncated)" marker; callers
-// cap summaries and raw dumps more tightly themselves.
+// cap summaries and raw dumps more tightly themselves. The entry belongs
+// to the default scope, as every nanobot entry does; AppendIn writes
+// another's.
 func (s *Store) Append(content, sessionKey string) (Entry, error) {
-	return s.append(content, sessionKey, Source{})
+	return s.append(audience.Default, content, sessionKey, Source{})
 }
 
-func (s *Store) append(content, sessionKey string, src Source) (Entry, error) {
+// AppendIn is Append for an entry of the memory scope scope: Dream reads it
+// into that scope's files only. A scope audience.ParseScope refuses is an
+// error, and nothing is written: an entry must never land in a scope, the
+// default one least of all, that its conversation did not come from.
+func (s *Store) AppendIn(scope audience.Scope, content, sessionKey string) (Entry, error) {
+	return s.append(scope, content, sessionKey, Source{})
+}
+
+func (s *Store) append(scope audience.Scope, content, sessionKey string, src Source) (Entry, error) {
+	if _, err := audience.ParseScope(string(scope)); err != nil {
+		return Entry{}, fmt.Errorf("append history entry: %w", err)
+	}
 	content = trimRight(content)
 	unlock, err := s.lock()
 	if err != nil {
@@ -31,14 +45,14 @@ func (s *Store) append(content, sessionKey string, src Source) (Entry, error) {
 			"chars", len([]rune(content)), "cap", MaxEntryChars)
 		content = capped
 	}
-	e, err := s.appendLocked(content, sessionKey, src)
+	e, err := s.appendLocked(scope, content, sessionKey, src)
 	if err != nil {
 		return Entry{}, fmt.Errorf("append history entry: %w", err)
 	}
 	return e, nil
 }
 
-func (s *Store) appendLocked(content, sessionKey string, src Source) (Entry, error) {
+func (s *Store) appendLocked(scope audience.Scope, content, sessionKey string, src Source) (Entry, error) {
 	_, statErr := os.Stat(s.path)
 	created := errors.Is(statErr, fs.ErrNotExist)
 	f, err := os.OpenFile(s.path, os.O_RDWR|os.O_CREATE|os.O_APPEND, fileMode)
@@ -78,6 +92,7 @@ func (s *Store) appendLocked(content, sessionKey string, src Source) (Entry, err
 		Timestamp:  s.now().Format(TimestampLayout),
 		Content:    content,
 		SessionKey: sessionKey,
+		Scope:      scope,
 	}
 	e.setSource(src)
 	line := append(appendEntryJSON(make([]byte, 0, len(content)+128), e), '\n')

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/dreamgate/dreamgate/audience"
 )
 
 // Entry is one line of history.jsonl.
@@ -28,6 +30,12 @@ type Entry struct {
 	// ones) have "" and [0, 0].
 	SessionID string `json:"session_id,omitempty"`
 	Range     [2]int `json:"range,omitzero"`
+	// Scope is the memory scope of the conversation the entry came from,
+	// written last and only when it is not the default scope: an entry
+	// without one (nanobot's, an operator's, any written before scopes)
+	// belongs to the default scope, the workspace root's files. Dream
+	// reads an entry only into its own scope's files.
+	Scope audience.Scope `json:"scope,omitempty"`
 }
 
 // TimestampLayout is the history.jsonl timestamp format (minute precision).
@@ -64,7 +72,7 @@ func (k lineKind) String() string {
 	case lineBadCursor:
 		return "missing or invalid cursor"
 	case lineBadFields:
-		return "timestamp, content or session_key of the wrong type"
+		return "timestamp, content, session_key or scope of the wrong type"
 	default:
 		return "ok"
 	}
@@ -77,6 +85,7 @@ type entryFields struct {
 	SessionKey json.RawMessage `json:"session_key"`
 	SessionID  json.RawMessage `json:"session_id"`
 	Range      json.RawMessage `json:"range"`
+	Scope      json.RawMessage `json:"scope"`
 }
 
 // parseLine reads one line (without its newline). A valid entry has a
@@ -84,7 +93,10 @@ type entryFields struct {
 // content, and a session_key that is absent, null or a string; other fields
 // are ignored. session_id and range are read when both are well formed (a
 // string and two integers, 0 <= from < to); otherwise the entry is still
-// valid, only without its Source.
+// valid, only without its Source. A scope that is present must be a name
+// audience.ParseScope takes (or null, or "", the default scope): a damaged
+// one makes the line invalid rather than read as the default scope, which
+// would carry a conversation's words into the operator's files.
 func parseLine(line []byte) (Entry, lineKind) {
 	line = bytes.TrimSpace(line)
 	if len(line) == 0 {
@@ -113,6 +125,17 @@ func parseLine(line []byte) (Entry, lineKind) {
 	}
 	if len(r.SessionID) > 0 {
 		parseSource(r.SessionID, r.Range, &e)
+	}
+	if len(r.Scope) > 0 && string(r.Scope) != "null" {
+		var name string
+		if !jsonString(r.Scope, &name) {
+			return Entry{}, lineBadFields
+		}
+		scope, err := audience.ParseScope(name)
+		if err != nil {
+			return Entry{}, lineBadFields
+		}
+		e.Scope = scope
 	}
 	return e, lineOK
 }
@@ -165,8 +188,9 @@ func jsonString(raw json.RawMessage, dst *string) bool {
 // appendEntryJSON writes e the way Python's json.dumps(ensure_ascii=False)
 // does with nanobot's key order, so files stay byte-compatible:
 // {"cursor": 42, "timestamp": "…", "content": "…", "session_key": "…"}
-// An archive entry's source follows nanobot's fields, in the same style:
-// …, "session_id": "…", "range": [0, 12]}
+// An archive entry's source follows nanobot's fields, in the same style,
+// and a scope other than the default one comes last:
+// …, "session_id": "…", "range": [0, 12], "scope": "team-slack-t1"}
 func appendEntryJSON(dst []byte, e Entry) []byte {
 	dst = append(dst, `{"cursor": `...)
 	dst = strconv.AppendInt(dst, int64(e.Cursor), 10)
@@ -186,6 +210,10 @@ func appendEntryJSON(dst []byte, e Entry) []byte {
 		dst = append(dst, ", "...)
 		dst = strconv.AppendInt(dst, int64(e.Range[1]), 10)
 		dst = append(dst, ']')
+	}
+	if e.Scope != audience.Default {
+		dst = append(dst, `, "scope": `...)
+		dst = appendPyString(dst, string(e.Scope))
 	}
 	return append(dst, '}')
 }

@@ -5,14 +5,17 @@ import (
 	"encoding/binary"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/dreamgate/dreamgate/audience"
 )
 
 // parseCanonical reads a line of the shape history.jsonl's writers produce
 // (nanobot's and ours): the four fields in their order, then on our archive
-// entries session_id and range, strings with only the short escapes. encoding/json takes most of the time of reading a big
-// history, and this takes a fraction of it. ok is false for any other line,
-// which parseLine then reads; for a line it accepts, it returns what
-// parseLine returns.
+// entries session_id and range, then a scope other than the default one,
+// strings with only the short escapes. encoding/json takes most of the
+// time of reading a big history, and this takes a fraction of it. ok is
+// false for any other line, which parseLine then reads; for a line it
+// accepts, it returns what parseLine returns.
 func parseCanonical(line []byte) (e Entry, ok bool) {
 	return canonical(line, true, nil)
 }
@@ -62,23 +65,30 @@ func canonical(line []byte, withContent bool, keys *keyTable) (e Entry, ok bool)
 		}
 		more = p.byte(',')
 	}
-	if more && !p.source(&e) {
-		return Entry{}, false
+	if more && p.key(`"session_id"`) {
+		if !p.source(&e) {
+			return Entry{}, false
+		}
+		more = p.byte(',')
 	}
-	if !p.byte('}') || len(p.b) != 0 {
+	if more && p.key(`"scope"`) {
+		if !p.scope(&e) {
+			return Entry{}, false
+		}
+		more = false
+	}
+	if more || !p.byte('}') || len(p.b) != 0 {
 		return Entry{}, false
 	}
 	return e, true
 }
 
-// source consumes an archive entry's source as appendEntryJSON writes it,
-// `"session_id": "…", "range": [from, to]`, and sets e's SessionID and
-// Range. It accepts only a well-formed source (an id, 0 <= from < to):
-// parseLine keeps the entry but drops a damaged one, which is left to it.
+// source consumes the rest of an archive entry's source as appendEntryJSON
+// writes it, `"session_id": "…", "range": [from, to]`, its first key
+// consumed, and sets e's SessionID and Range. It accepts only a
+// well-formed source (an id, 0 <= from < to): parseLine keeps the entry
+// but drops a damaged one, which is left to it.
 func (p *canonParser) source(e *Entry) bool {
-	if !p.key(`"session_id"`) {
-		return false
-	}
 	id, ok := p.str()
 	if !ok || id == "" || !p.byte(',') || !p.key(`"range"`) || !p.byte('[') {
 		return false
@@ -92,6 +102,23 @@ func (p *canonParser) source(e *Entry) bool {
 		return false
 	}
 	e.SessionID, e.Range = id, [2]int{from, to}
+	return true
+}
+
+// scope consumes a scope's value, its key consumed, and sets e's Scope. It
+// accepts only a name audience.ParseScope takes, other than the default
+// scope's "" (appendEntryJSON never writes that); parseLine judges the
+// rest.
+func (p *canonParser) scope(e *Entry) bool {
+	name, ok := p.str()
+	if !ok || name == "" {
+		return false
+	}
+	s, err := audience.ParseScope(name)
+	if err != nil {
+		return false
+	}
+	e.Scope = s
 	return true
 }
 

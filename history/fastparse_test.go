@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/dreamgate/dreamgate/audience"
 )
 
 // canonicalSeeds are lines the fast parser must agree with parseLine on:
@@ -77,6 +79,22 @@ func canonicalSeeds(t testing.TB) []string {
 		`{"cursor": 8, "timestamp": "t", "content": "x", "session_id": "s", "range": [1, 2], "range": [3, 4]}`,
 		`{"cursor": 8, "timestamp": "t", "content": "x", "session_id": "s", "range": [1, 2],}`,
 		`{"cursor": 8, "timestamp": "t", "content": "x", "Session_ID": "s", "range": [1, 2]}`,
+		// Scopes: written last, a name audience.ParseScope takes; any
+		// other makes the line invalid.
+		`{"cursor": 9, "timestamp": "t", "content": "x", "session_key": "k", "session_id": "s", "range": [1, 2], "scope": "team-slack-t1"}`,
+		`{"cursor": 9, "timestamp": "t", "content": "x", "session_key": "k", "scope": "person-slack-t1-u2"}`,
+		`{"cursor": 9, "timestamp": "t", "content": "x", "scope": "private-discord-1-2"}`,
+		`{"cursor": 9, "timestamp": "t", "content": "x", "scope": ""}`,
+		`{"cursor": 9, "timestamp": "t", "content": "x", "scope": null}`,
+		`{"cursor": 9, "timestamp": "t", "content": "x", "scope": "team-slack-T1"}`,
+		`{"cursor": 9, "timestamp": "t", "content": "x", "scope": "../etc"}`,
+		`{"cursor": 9, "timestamp": "t", "content": "x", "scope": "team-slack-t1/x"}`,
+		`{"cursor": 9, "timestamp": "t", "content": "x", "scope": 5}`,
+		`{"cursor": 9, "timestamp": "t", "content": "x", "scope": "team-slack-t1", "session_key": "k"}`,
+		`{"cursor": 9, "timestamp": "t", "content": "x", "scope": "team-slack-t1", "scope": "team-slack-t2"}`,
+		`{"cursor": 9, "timestamp": "t", "content": "x", "scope": "team-slack-t1",}`,
+		`{"cursor": 9, "timestamp": "t", "content": "x", "session_id": "s", "range": [2, 1], "scope": "team-slack-t1"}`,
+		`{"cursor": 9, "timestamp": "t", "content": "x", "scope": "team-\u0073lack-t1"}`,
 	}
 	// Every line of the compatibility fixtures (nanobot's own files).
 	filepath.WalkDir("testdata", func(p string, d os.DirEntry, err error) error {
@@ -123,11 +141,16 @@ func TestParseCanonicalTakesWhatWeWrite(t *testing.T) {
 	for _, c := range contents {
 		for _, key := range []string{"", "slack:C1:1712.55"} {
 			for _, src := range []Entry{{}, {SessionID: "3f2a9c1e", Range: [2]int{0, 12}}, {SessionID: c + "x", Range: [2]int{40, 123456789}}} {
-				e := Entry{Cursor: 12345, Timestamp: "2026-04-03 00:02", Content: c, SessionKey: key, SessionID: src.SessionID, Range: src.Range}
-				line := appendEntryJSON(nil, e)
-				got, ok := parseCanonical(line)
-				if !ok || got != e {
-					t.Errorf("%s: fast parser %+v, %v; want %+v", line, got, ok, e)
+				for _, scope := range []audience.Scope{audience.Default, "team-slack-t1", "private-slack-t1-c_x.2e"} {
+					e := Entry{Cursor: 12345, Timestamp: "2026-04-03 00:02", Content: c, SessionKey: key, SessionID: src.SessionID, Range: src.Range, Scope: scope}
+					line := appendEntryJSON(nil, e)
+					got, ok := parseCanonical(line)
+					if !ok || got != e {
+						t.Errorf("%s: fast parser %+v, %v; want %+v", line, got, ok, e)
+					}
+					if back, kind := parseLine(line); kind != lineOK || back != e {
+						t.Errorf("%s: parseLine %+v, %v; want %+v", line, back, kind, e)
+					}
 				}
 			}
 		}

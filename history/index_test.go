@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/internal/testkit"
 )
 
@@ -285,10 +286,10 @@ func TestUnreadLastPerSession(t *testing.T) {
 func TestArchivedAtSeesSourcesInTheSkippedPrefix(t *testing.T) {
 	dir := t.TempDir()
 	w := indexedStore(t, dir, nil)
-	if _, err := w.AppendFrom("- the crashed slice", "s", Source{SessionID: "gen1", From: 4, To: 9}); err != nil {
+	if _, err := w.AppendFrom(audience.Default, "- the crashed slice", "s", Source{SessionID: "gen1", From: 4, To: 9}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.AppendFrom("- another generation", "s", Source{SessionID: "gen0", From: 0, To: 3}); err != nil {
+	if _, err := w.AppendFrom(audience.Default, "- another generation", "s", Source{SessionID: "gen0", From: 0, To: 3}); err != nil {
 		t.Fatal(err)
 	}
 	size := fillHistory(t, dir, 40, 42)

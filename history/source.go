@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/dreamgate/dreamgate/audience"
 )
 
 // Source names the session messages an archive entry was made from. It is
@@ -46,14 +48,16 @@ func (e *Entry) setSource(src Source) {
 	e.SessionID, e.Range = src.SessionID, [2]int{src.From, src.To}
 }
 
-// AppendFrom is Append for an archive entry made from session messages: the
-// entry also records src (as session_id and range, after nanobot's fields),
-// which ArchivedAt looks up.
-func (s *Store) AppendFrom(content, sessionKey string, src Source) (Entry, error) {
+// AppendFrom is AppendIn for an archive entry made from session messages:
+// the entry also records src (as session_id and range, after nanobot's
+// fields), which ArchivedAt looks up. The scope is the archived
+// conversation's (audience.Default for the operator's), so that every
+// archive states where its words may go.
+func (s *Store) AppendFrom(scope audience.Scope, content, sessionKey string, src Source) (Entry, error) {
 	if !src.valid() {
 		return Entry{}, fmt.Errorf("append history entry from %+v: %w", src, errBadSource)
 	}
-	return s.append(content, sessionKey, src)
+	return s.append(scope, content, sessionKey, src)
 }
 
 // ArchivedAt reports whether the messages of session generation

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/internal/testkit"
 )
 
@@ -77,7 +78,7 @@ func TestParseSource(t *testing.T) {
 func TestAppendFromRefusesAnEmptySource(t *testing.T) {
 	s := openTestStore(t, t.TempDir(), nil)
 	for _, src := range []Source{{}, {SessionID: "g", From: 3, To: 3}, {SessionID: "g", From: -1, To: 2}, {From: 0, To: 2}} {
-		if _, err := s.AppendFrom("- x", "k", src); !errors.Is(err, errBadSource) {
+		if _, err := s.AppendFrom(audience.Default, "- x", "k", src); !errors.Is(err, errBadSource) {
 			t.Errorf("AppendFrom(%+v) err = %v, want errBadSource", src, err)
 		}
 	}
@@ -94,7 +95,7 @@ func TestArchivedAt(t *testing.T) {
 	s := openTestStore(t, dir, nil)
 	mustFrom := func(st *Store, content, key string, src Source) Entry {
 		t.Helper()
-		e, err := st.AppendFrom(content, key, src)
+		e, err := st.AppendFrom(audience.Default, content, key, src)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -176,7 +177,7 @@ func TestArchivedAtOnAnOldFile(t *testing.T) {
 	// A new archive entry after them is found, and the old lines stay
 	// byte-identical.
 	before := testkit.ReadFile(t, dir, historyFile)
-	e, err := s.AppendFrom("- new", "k", Source{SessionID: "A", From: 0, To: 2})
+	e, err := s.AppendFrom(audience.Default, "- new", "k", Source{SessionID: "A", From: 0, To: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +200,7 @@ func TestCompactKeepsSources(t *testing.T) {
 	var last Entry
 	for i := range 6 {
 		var err error
-		if last, err = s.AppendFrom("- fact", "k", Source{SessionID: "A", From: i * 2, To: i*2 + 2}); err != nil {
+		if last, err = s.AppendFrom(audience.Default, "- fact", "k", Source{SessionID: "A", From: i * 2, To: i*2 + 2}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -192,6 +192,7 @@ func (a *app) consolidator(model gateway.Model) *consolidator.Consolidator {
 		MaxTokens:        a.cfg.LLM.MaxTokens,
 		ConsolidateRatio: a.cfg.Agent.ConsolidateRatio,
 		TargetRatio:      a.cfg.Agent.TargetRatio,
+		SharedMemory:     !a.cfg.Memory.Scoped,
 	}, a.logger.With("component", "consolidator"))
 }
 
@@ -247,6 +248,7 @@ func (a *app) gateway(withDream bool) (*gateway.Gateway, *dream.Dreamer) {
 		Admins:            a.cfg.Admins,
 		AnswerPending:     time.Duration(a.cfg.Gateway.AnswerPendingMinutes) * time.Minute,
 		MaxMessageBytes:   a.cfg.Gateway.MaxMessageBytes,
+		SharedMemory:      !a.cfg.Memory.Scoped,
 	}, deps)
 	return g, d
 }

@@ -30,6 +30,7 @@ type Config struct {
 	LLM       LLMConfig     `json:"llm"`
 	Agent     AgentConfig   `json:"agent"`
 	Dream     DreamConfig   `json:"dream"`
+	Memory    MemoryConfig  `json:"memory"`
 	Admins    []string      `json:"admins"`
 	Gateway   GatewayConfig `json:"gateway"`
 	Channels  ChannelsCfg   `json:"channels"`
@@ -77,6 +78,14 @@ type DreamConfig struct {
 	// MaxBatchesPerRun bounds how many batches one run reads when a
 	// backlog waits.
 	MaxBatchesPerRun int `json:"maxBatchesPerRun"`
+}
+
+// MemoryConfig is how memory is kept across audiences.
+type MemoryConfig struct {
+	// Scoped keeps memory per audience (a team, a person's DMs, a private
+	// channel); false keeps one memory, the workspace root's, for every
+	// conversation: everything anyone says may reach everyone.
+	Scoped bool `json:"scoped"`
 }
 
 type GatewayConfig struct {
@@ -171,8 +180,9 @@ func defaultConfig() Config {
 			BaseURL: "http://127.0.0.1:11434/v1", Model: "llama3.2",
 			ContextWindow: 128000, MaxTokens: 4096, Temperature: 0.2, TimeoutSeconds: 120,
 		},
-		Agent: AgentConfig{MaxToolIterations: 20, ConsolidateRatio: 0.5, TargetRatio: 0.3, IdleCompactAfterMinutes: 15},
-		Dream: DreamConfig{Enabled: true, Cron: "0 */2 * * *", Timezone: "UTC", MaxBatchSize: 20, MaxIterations: 10, MaxBatchesPerRun: 5},
+		Agent:  AgentConfig{MaxToolIterations: 20, ConsolidateRatio: 0.5, TargetRatio: 0.3, IdleCompactAfterMinutes: 15},
+		Dream:  DreamConfig{Enabled: true, Cron: "0 */2 * * *", Timezone: "UTC", MaxBatchSize: 20, MaxIterations: 10, MaxBatchesPerRun: 5},
+		Memory: MemoryConfig{Scoped: true},
 		Gateway: GatewayConfig{
 			HealthAddr: "127.0.0.1:18790", MaxConcurrentTurns: 8, MaxMessageBytes: 64 << 10, AnswerPendingMinutes: 10,
 		},

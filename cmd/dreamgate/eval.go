@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/channels"
 	"github.com/dreamgate/dreamgate/dream"
 	"github.com/dreamgate/dreamgate/eval"
@@ -203,11 +204,13 @@ func (p *pipeline) playSession(ctx context.Context, a *app, s eval.Session, out 
 }
 
 // submit sends one message through the gateway's real path and waits for
-// its result.
+// its result. A scenario's conversations are the operator's: their memory
+// is the workspace root's files, which the scenario's checks read.
 func submit(ctx context.Context, g *gateway.Gateway, s eval.Session, text string) (gateway.Result, error) {
 	done, err := g.Submit(ctx, channels.Inbound{
 		Channel: s.Channel(), ChatID: s.Key, SessionKey: s.SessionKey(),
 		SenderID: s.Sender, SenderName: s.Sender, Text: text,
+		Audience: audience.Audience{Kind: audience.Operator, Platform: "eval"},
 	})
 	if err != nil {
 		return gateway.Result{}, fmt.Errorf("submit a turn: %w", err)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/channels"
 	"github.com/dreamgate/dreamgate/channels/discord"
 	"github.com/dreamgate/dreamgate/channels/slack"
@@ -167,6 +169,7 @@ func cmdGateway(ctx context.Context, e *env, args []string) error {
 		close(retained)
 	}
 	logger.Info("gateway running", "model", cfg.LLM.Model, "workspace", cfg.Workspace, "terminal", withTerminal)
+	noteScopes(cfg, logger)
 	var left <-chan struct{} // nil: never, without a terminal chat
 	if termCh != nil {
 		left = termCh.EOF()
@@ -208,6 +211,19 @@ func cmdGateway(ctx context.Context, e *env, args []string) error {
 // file per process that owns channels, so Discord shards sharing a state
 // directory each keep their own, and none answers another's messages after
 // a crash.
+// noteScopes says, while no conversation has made a memory scope yet (a
+// workspace from before scopes, or a new one), what scoped memory means for
+// the files the workspace has: nothing is moved.
+func noteScopes(cfg Config, logger *slog.Logger) {
+	if !cfg.Memory.Scoped {
+		logger.Info("memory is shared (memory.scoped is false): every conversation reads and writes the workspace root's memory files, so everything anyone says may reach everyone")
+		return
+	}
+	if _, err := os.Stat(filepath.Join(cfg.Workspace, audience.ScopesDir)); errors.Is(err, fs.ErrNotExist) {
+		logger.Info("memory is kept per audience: the workspace root's SOUL.md, USER.md and memory/MEMORY.md stay the terminal's (nothing is moved), and each team's channels, each person's DMs and each private channel get their own under " + audience.ScopesDir + "/, shown only there")
+	}
+}
+
 func inboxPath(cfg Config) string {
 	if d := cfg.Channels.Discord; d.Enabled && d.ShardCount != 0 {
 		return filepath.Join(cfg.StateDir, fmt.Sprintf("inbox.shard-%d.jsonl", d.ShardID))

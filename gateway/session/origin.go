@@ -3,6 +3,7 @@ package session
 import (
 	"time"
 
+	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/llm"
 )
 
@@ -20,6 +21,11 @@ type Origin struct {
 	SenderID   string `json:"sender_id,omitempty"`
 	SenderName string `json:"sender_name,omitempty"`
 	Local      bool   `json:"local,omitempty"`
+	// Audience is who could read the conversation when the message was
+	// sent: a restart answers the message as that audience, and a
+	// conversation whose metadata was not written yet recovers its
+	// audience from it.
+	Audience audience.Audience `json:"audience,omitzero"`
 }
 
 // storedLine is one line of a message file: a message, with the origin of

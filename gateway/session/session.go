@@ -42,6 +42,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/llm"
 	"github.com/dreamgate/dreamgate/workspace"
 	"github.com/gofrs/flock"
@@ -58,6 +59,12 @@ type meta struct {
 	// starts (see tail.go); absent, the whole file is read. Readers that
 	// do not know it (nanobot) ignore it.
 	Tail *tailMark `json:"tail,omitempty"`
+	// Audience is who can read the conversation, as its platform said
+	// (audience.Audience's text form): recorded at its first message, so
+	// that work done without a message (an idle archive, a disk scan, a
+	// set-aside tail) archives under it. Absent in conversations recorded
+	// before audiences were: see Session.Audience.
+	Audience audience.Audience `json:"audience,omitzero"`
 }
 
 // Session is one conversation. Its methods are safe for concurrent use; the
@@ -165,6 +172,62 @@ func (s *Session) LastSummary() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.meta.LastSummary
+}
+
+// Audience is who can read the conversation: the audience recorded for
+// it, or, when none was (a conversation from before audiences, or whose
+// metadata was lost), audience.Unknown of its key, the narrowest there is.
+// Its archives go to that audience's scope, so a conversation whose
+// audience is not known never writes into a wider one.
+func (s *Session) Audience() audience.Audience {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.meta.Audience.IsZero() {
+		return audience.Unknown(s.meta.Key)
+	}
+	return s.meta.Audience
+}
+
+// RecordedAudience is the audience recorded for the conversation; ok is
+// false when none was.
+func (s *Session) RecordedAudience() (a audience.Audience, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.meta.Audience, !s.meta.Audience.IsZero()
+}
+
+// SetAudience records a as the conversation's audience. It writes
+// nothing itself: a new conversation costs no metadata write. The audience
+// reaches the disk with the user message recorded next (AppendUser's
+// origin carries it) and with every metadata write, and a load takes it
+// from the metadata or else from the newest user message that names one.
+// An invalid audience is refused. The caller decides what a change means
+// for the messages held under the old one (the gateway sets them aside,
+// archived under it, and starts afresh).
+func (s *Session) SetAudience(a audience.Audience) error {
+	if err := a.Validate(); err != nil {
+		return fmt.Errorf("session %s audience: %w", s.Key(), err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.meta.Audience = a
+	return nil
+}
+
+// audienceFromOrigins recovers the audience of a conversation whose
+// metadata does not record it (never written, or written before the
+// audience was known) from its newest user message that names one. The
+// caller holds s.mu or owns s alone.
+func (s *Session) audienceFromOrigins() {
+	if !s.meta.Audience.IsZero() {
+		return
+	}
+	newest := -1
+	for i, o := range s.origins {
+		if i > newest && !o.Audience.IsZero() {
+			newest, s.meta.Audience = i, o.Audience
+		}
+	}
 }
 
 // LastActive is the time of the newest message (or creation).

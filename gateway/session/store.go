@@ -287,6 +287,7 @@ func (st *Store) loadAt(key, prefix, id string) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.audienceFromOrigins()
 	if whole && raw != nil && s.meta.Tail != nil {
 		s.recordMark(raw)
 	}

@@ -1,0 +1,94 @@
+package gateway
+
+import (
+	"fmt"
+
+	"github.com/dreamgate/dreamgate/audience"
+	"github.com/dreamgate/dreamgate/channels"
+	"github.com/dreamgate/dreamgate/gateway/session"
+)
+
+// Audiences. Every conversation is answered as an audience, which the
+// adapter derives from the platform (never from the text): it decides the
+// memory scopes the turn's prompt shows and its file tools reach, and the
+// scope its archive is written in. Submit settles a message's audience
+// once, before anything records it (audienceOf), and a conversation keeps
+// the audience of its messages (openSession): a conversation whose audience
+// changes (a channel made private or public) is set aside, to be archived
+// under the audience it was held under, and starts afresh, so that nothing
+// said under one audience is shown to another.
+
+// audienceOf is the audience in is answered as: the one its adapter set,
+// or, when it set none or an invalid one, audience.Unknown of its
+// conversation, which reads and writes only a scope of its own — never its
+// team's, never the default scope.
+func (g *Gateway) audienceOf(in channels.Inbound) audience.Audience {
+	if in.Audience.Validate() == nil {
+		return in.Audience
+	}
+	if !in.Audience.IsZero() {
+		g.logger.Warn("message with an invalid audience; answered as a conversation of its own that reads and writes no other memory",
+			"session", in.SessionKey, "channel", in.Channel)
+	} else {
+		g.logger.Debug("message without an audience; answered as a conversation of its own that reads and writes no other memory",
+			"session", in.SessionKey, "channel", in.Channel)
+	}
+	return audience.Unknown(in.SessionKey)
+}
+
+// home is the scope a's conversations are archived in: its Home, or the
+// default scope when memory is shared (config memory.scoped false).
+func (g *Gateway) home(a audience.Audience) audience.Scope {
+	if g.cfg.SharedMemory {
+		return audience.Default
+	}
+	return a.Home()
+}
+
+// readable lists the scopes a's prompts show, widest first, its home last:
+// its Readable scopes, or the default scope alone when memory is shared.
+func (g *Gateway) readable(a audience.Audience) []audience.Scope {
+	if g.cfg.SharedMemory {
+		return []audience.Scope{audience.Default}
+	}
+	return a.Readable()
+}
+
+// openSession returns in's session, holding in's audience (Submit settled
+// it). A conversation held under an audience whose scope is another is set
+// aside first (session.Store.Rotate, as /new does) and archived under its
+// old audience in the background — or, with archive false (at shutdown,
+// when no background work may start), by the next scan of set-aside
+// conversations — and in's is a fresh conversation: the old one's messages,
+// summary and continuity window are never shown to the new audience.
+func (g *Gateway) openSession(in channels.Inbound, archive bool) (*session.Session, error) {
+	sess, err := g.deps.Sessions.Get(in.SessionKey)
+	if err != nil {
+		return nil, err
+	}
+	if old, ok := sess.RecordedAudience(); ok && g.home(old) != g.home(in.Audience) {
+		if sess, err = g.restartFor(in, old, archive); err != nil {
+			return nil, err
+		}
+	}
+	if err := sess.SetAudience(in.Audience); err != nil {
+		return nil, err
+	}
+	return sess, nil
+}
+
+// restartFor sets in's conversation, held under old, aside and returns the
+// fresh one that replaces it.
+func (g *Gateway) restartFor(in channels.Inbound, old audience.Audience, archive bool) (*session.Session, error) {
+	prev, fresh, err := g.deps.Sessions.Rotate(in.SessionKey)
+	if err != nil {
+		return nil, fmt.Errorf("set aside a conversation whose audience changed: %w", err)
+	}
+	unarchived := prev.Len() - prev.LastConsolidated()
+	g.logger.Info("the conversation's audience changed; what was said before is archived under the old audience and the conversation starts afresh",
+		"session", in.SessionKey, "from", old.String(), "to", in.Audience.String(), "unarchived", unarchived)
+	if unarchived > 0 && archive && g.deps.Consolidator != nil {
+		g.goBackground(func() { g.archivePrevious(prev) })
+	}
+	return fresh, nil
+}
