@@ -3,6 +3,7 @@ package gateway
 import (
 	"fmt"
 
+	"github.com/dreamgate/dreamgate/agent"
 	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/channels"
 	"github.com/dreamgate/dreamgate/gateway/session"
@@ -52,6 +53,54 @@ func (g *Gateway) readable(a audience.Audience) []audience.Scope {
 		return []audience.Scope{audience.Default}
 	}
 	return a.Readable()
+}
+
+// scoped reports whether a's memory is a scope of its own: every audience
+// but the operator's, unless memory is shared.
+func (g *Gateway) scoped(a audience.Audience) bool {
+	return !g.cfg.SharedMemory && a.Kind != audience.Operator
+}
+
+// memoryView is what in's prompt may show of memory: the scopes its
+// audience reads, and the name of a DM's person for its heading.
+func (g *Gateway) memoryView(in channels.Inbound) MemoryView {
+	v := MemoryView{Audience: in.Audience, Scopes: g.readable(in.Audience)}
+	if in.Audience.Kind == audience.Person && in.SenderID == in.Audience.Person {
+		v.Person = in.SenderName
+	}
+	return v
+}
+
+// ScopeFiles opens a memory scope's folder for a chat turn's file tools.
+// cmd implements it over the workspace (workspace.Root.Scope, which
+// creates a scope's folder on first use).
+type ScopeFiles interface {
+	// Tools returns file tools confined to scope's folder, for a sender
+	// who is, or is not, an admin, and a function that lets go of the
+	// folder once the turn is over. An error means no file tools.
+	Tools(scope audience.Scope, admin bool) (tools []agent.Tool, release func(), err error)
+}
+
+// fileTools returns the file tools of in's turn, their text and what
+// releases them. The operator (and everyone when memory is shared) has the
+// workspace's; any other audience has tools confined to its own scope's
+// folder, so the archive, the root's memory files and every other scope
+// are out of their reach by construction — or none, when that folder
+// cannot be opened.
+func (g *Gateway) fileTools(in channels.Inbound, admin bool) ([]agent.Tool, string, func()) {
+	if !g.scoped(in.Audience) {
+		tools, text := g.baseTools(admin)
+		return tools, text, func() {}
+	}
+	if g.deps.ScopeFiles == nil {
+		return nil, "", func() {}
+	}
+	tools, release, err := g.deps.ScopeFiles.Tools(g.home(in.Audience), admin)
+	if err != nil {
+		g.logger.Error("cannot open the conversation's memory folder; the turn has no file tools", "session", in.SessionKey, "err", err)
+		return nil, "", func() {}
+	}
+	return tools, toolText(tools), release
 }
 
 // openSession returns in's session, holding in's audience (Submit settled

@@ -31,7 +31,7 @@ func cmdStatus() *command {
 				inPrompt := n - lc
 				tools, notCounted := g.statusToolText(req.in)
 				if g.deps.Consolidator != nil {
-					p := consolidator.Prompt{Fixed: g.deps.Prompts.Fixed(), Tools: tools}
+					p := consolidator.Prompt{Fixed: g.deps.Prompts.Fixed(g.memoryView(req.in)), Tools: tools}
 					bu = g.deps.Consolidator.Status(sess, p)
 					// The prompt also keeps the last archived messages in view.
 					inPrompt = max(inPrompt, bu.Messages)

@@ -104,6 +104,11 @@ type Deps struct {
 	// them in turns from admins (see turnTools).
 	Tools      []agent.Tool
 	AdminTools []agent.Tool
+	// ScopeFiles gives the file tools of a conversation whose memory is a
+	// scope of its own (every audience but the operator's, unless memory
+	// is shared): they replace Tools and AdminTools there. Without it such
+	// a conversation has no file tools.
+	ScopeFiles ScopeFiles
 	// TurnTools, when set, adds tools chosen per turn by the sender's
 	// admin status (MCP servers).
 	TurnTools TurnTools

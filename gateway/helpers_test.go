@@ -125,3 +125,6 @@ func wait(t testing.TB, done <-chan Result) Result {
 		return Result{}
 	}
 }
+
+// operatorView is what the operator's prompt shows: the default scope.
+var operatorView = MemoryView{Audience: operator, Scopes: []audience.Scope{audience.Default}}

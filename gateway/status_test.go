@@ -37,7 +37,7 @@ func TestStatusShowsTheConsolidatorsBudget(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			bu := cons.Status(sess, consolidator.Prompt{Fixed: env.g.deps.Prompts.Fixed(), Tools: env.g.toolText})
+			bu := cons.Status(sess, consolidator.Prompt{Fixed: env.g.deps.Prompts.Fixed(operatorView), Tools: env.g.toolText})
 			if tt.usable == "" {
 				if strings.Contains(r.Reply, "Prompt:") || bu.Limit != 0 || bu.Estimate != 0 {
 					t.Errorf("budget off, yet /status shows one:\n%s", r.Reply)
@@ -112,7 +112,7 @@ func TestStatusCountsTheSendersTurnTools(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			bu := cons.Status(sess, consolidator.Prompt{Fixed: env.g.deps.Prompts.Fixed(), Tools: env.g.toolText + toolText(tt.extra)})
+			bu := cons.Status(sess, consolidator.Prompt{Fixed: env.g.deps.Prompts.Fixed(operatorView), Tools: env.g.toolText + toolText(tt.extra)})
 			want := fmt.Sprintf("Prompt: about %s tokens of %s usable (%d%%", kTokens(bu.Estimate), kTokens(bu.Limit), bu.Estimate*100/bu.Limit)
 			if !strings.Contains(r.Reply, want+tt.wantSuffix) {
 				t.Errorf("/status lacks %q:\n%s", want+tt.wantSuffix, r.Reply)

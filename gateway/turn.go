@@ -26,8 +26,9 @@ func (g *Gateway) turn(ctx context.Context, in channels.Inbound) Result {
 	if sess == nil {
 		return refused
 	}
-	tools, toolsText := g.toolsFor(ctx, in)
-	prompt, refused, ok := g.archiveBefore(ctx, log, sess, in, consolidator.Prompt{Fixed: g.deps.Prompts.Fixed(), Tools: toolsText})
+	tools, toolsText, release := g.toolsFor(ctx, in)
+	defer release()
+	prompt, refused, ok := g.archiveBefore(ctx, log, sess, in, consolidator.Prompt{Fixed: g.deps.Prompts.Fixed(g.memoryView(in)), Tools: toolsText})
 	if !ok {
 		return refused
 	}

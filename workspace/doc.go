@@ -16,6 +16,10 @@
 //     snapshot and roll-back, and a restore from the memory repository.
 //   - WriteFile / Root.WriteFile: the atomic write (a uniquely named temp
 //     file beside the target, fsync, rename, fsync of the directory).
+//   - Scope: a memory scope's folder (scopes/<name>, the same file names
+//     inside) opened as a Root of its own, sharing the workspace's write
+//     lock, and created on first use from the template's memory files.
 //
-// It is a leaf: it imports no package of dreamgate.
+// Of dreamgate's packages it imports only the leaves audience (scope
+// names) and workspace-template (a new scope's files).
 package workspace

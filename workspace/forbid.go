@@ -13,9 +13,9 @@ import (
 // the config says. The directory is compared by identity each time, so one
 // created after Forbid is covered too.
 func (r *Root) Forbid(dir string) {
-	r.fmu.Lock()
-	defer r.fmu.Unlock()
-	r.forbidden = append(r.forbidden, dir)
+	r.shared.fmu.Lock()
+	defer r.shared.fmu.Unlock()
+	r.shared.forbidden = append(r.shared.forbidden, dir)
 }
 
 // Forbidden reports whether fi is one of the directories given to Forbid.
@@ -25,9 +25,9 @@ func (r *Root) Forbidden(fi fs.FileInfo) bool {
 }
 
 func (r *Root) isForbidden(fi fs.FileInfo) bool {
-	r.fmu.Lock()
-	dirs := r.forbidden
-	r.fmu.Unlock()
+	r.shared.fmu.Lock()
+	dirs := r.shared.forbidden
+	r.shared.fmu.Unlock()
 	for _, d := range dirs {
 		if st, err := os.Stat(d); err == nil && os.SameFile(st, fi) {
 			return true

@@ -20,7 +20,14 @@ import (
 type Root struct {
 	dir  string
 	root *os.Root
-	mu   sync.Mutex
+	// shared is the workspace's: a Root of a memory scope's folder (Scope)
+	// takes the same write lock and refuses the same directories.
+	shared *shared
+}
+
+// shared is what every Root of one workspace shares.
+type shared struct {
+	mu sync.Mutex // the write lock (Exclusive)
 
 	fmu       sync.Mutex
 	forbidden []string // directories Resolve refuses by identity (Forbid)
@@ -33,7 +40,7 @@ func Open(dir string) (*Root, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open workspace: %w", err)
 	}
-	return &Root{dir: dir, root: root}, nil
+	return &Root{dir: dir, root: root, shared: &shared{}}, nil
 }
 
 // Dir is the directory the Root was opened on.
@@ -48,10 +55,11 @@ func (r *Root) Close() error {
 }
 
 // Exclusive runs f holding the workspace's write lock: no other Exclusive
-// of this Root runs meanwhile. f must not call Exclusive itself.
+// of this Root, or of a Root Scope opened from it, runs meanwhile. f must
+// not call Exclusive itself.
 func (r *Root) Exclusive(f func() error) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.shared.mu.Lock()
+	defer r.shared.mu.Unlock()
 	return f()
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/dreamgate/dreamgate/agent"
+	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/consolidator"
 	"github.com/dreamgate/dreamgate/dream"
 	"github.com/dreamgate/dreamgate/gateway"
@@ -208,6 +209,7 @@ func (a *app) gateway(withDream bool) (*gateway.Gateway, *dream.Dreamer) {
 		// People who are not admins may write only the memory files.
 		Tools:      agent.FileTools(a.ws, agent.ChatGuestPolicy()),
 		AdminTools: agent.FileTools(a.ws, agent.ChatPolicy()),
+		ScopeFiles: scopeFiles{a.ws},
 		Usage:      a.model.Usage,
 		ModelState: a.model.State,
 		Observer:   a.gatewayObserver(),
@@ -251,6 +253,24 @@ func (a *app) gateway(withDream bool) (*gateway.Gateway, *dream.Dreamer) {
 		SharedMemory:      !a.cfg.Memory.Scoped,
 	}, deps)
 	return g, d
+}
+
+// scopeFiles gives a conversation whose memory is a scope of its own the
+// file tools of that scope's folder alone (created on first use), with the
+// same policies as the workspace's: memory files only for people who are
+// not admins.
+type scopeFiles struct{ ws *workspace.Root }
+
+func (s scopeFiles) Tools(scope audience.Scope, admin bool) ([]agent.Tool, func(), error) {
+	sub, err := s.ws.Scope(scope)
+	if err != nil {
+		return nil, nil, err
+	}
+	pol := agent.ChatGuestPolicy()
+	if admin {
+		pol = agent.ChatPolicy()
+	}
+	return agent.FileTools(sub, pol), func() { _ = sub.Close() }, nil
 }
 
 // ledger is Dream's progress: the Dreamer's own when Dream runs (nil
