@@ -59,8 +59,9 @@ bench:
 # What a 1,000-turn conversation costs in prompt tokens, through the built
 # binary and the fake model: by purpose, and the share of each chat request
 # a provider's prompt cache could serve, as run and at one turn a minute;
-# terminal (128K and 32K windows) and a Slack thread of two people. About
-# 5 minutes, so not part of make bench (which skips it and says so).
+# terminal (128K and 32K windows, and 128K without the conversation budget)
+# and a Slack thread of two people. About 5 minutes, so not part of make
+# bench (which skips it and says so).
 bench-tokens:
 	DREAMGATE_BENCH_TOKENS=1 $(GO) test -run '^$$' -bench '^BenchmarkTokens$$' -benchtime 1x -count=1 -timeout 60m ./cmd/dreamgate/
 

@@ -113,6 +113,10 @@ func (c *Consolidator) archive(ctx context.Context, s Session, st *sessionCounts
 	return degraded, nil
 }
 
+// ArchiveCacheKey is the llm.Request.CacheKey of archive calls. Chat calls
+// use their session key, which always holds a colon, so they never share it.
+const ArchiveCacheKey = "dreamgate-archive"
+
 // rawPrefix starts a raw entry (rawEntry): its text is no summary.
 const rawPrefix = "[RAW] "
 
@@ -168,6 +172,9 @@ func (c *Consolidator) summarize(ctx context.Context, p part, i, n int, rep *Rep
 			{Role: llm.RoleUser, Content: header + "\n\n" + p.text},
 		},
 		Purpose: llm.PurposeArchive,
+		// Every archive call opens with the same instructions, whatever
+		// the conversation: one key sends them all where those are cached.
+		CacheKey: ArchiveCacheKey,
 	}
 	resp, callErr := c.model.Chat(ctx, req)
 	if callErr == nil && resp.Usage.Calls == 0 {

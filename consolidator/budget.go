@@ -141,6 +141,21 @@ func (st *sessionCounts) bound(from, fixedLen int) int {
 	return b
 }
 
+// convBound bounds the scaled estimate of messages[from:] and note more
+// bytes (the continuity note, which goes with them) as bound does; total
+// is bound's answer, which bounds it too.
+func (st *sessionCounts) convBound(from, note, total int) int {
+	ratio := st.ratio
+	if st.pending != nil {
+		ratio = maxFloorRatio
+	}
+	return min(scale(st.ubCum[st.n]-st.ubCum[from]+int64(note), ratio), total)
+}
+
+// fixedTokens is the scaled count of the part outside the messages, as
+// exact last counted it.
+func (st *sessionCounts) fixedTokens() int { return scale(int64(st.fixedEx), st.ratio) }
+
 // exact is the exact (unscaled) count of the prompt: fixed as one message
 // plus messages[lc:].
 func (st *sessionCounts) exact(c *Counter, msgs []llm.Message, lc int, fixed string) int64 {
@@ -174,19 +189,21 @@ func (st *sessionCounts) msg(c *Counter, msgs []llm.Message, i int) int {
 // earlier user message no earlier than from, keeping the archived messages
 // between it and lc in view (the continuity window). It keeps as many whole
 // user turns as fit: the estimate of the prompt, with note tokens added for
-// the note that then goes with it, must stay at or below limit (no limit
-// when limit <= 0). A window starting at a user message never splits a tool
-// chain, which lives inside one turn. It returns the start and the
-// estimate of the prompt replayed from it.
-func (st *sessionCounts) window(c *Counter, msgs []llm.Message, lc, from int, fixed string, note, limit int) (start, est int) {
+// the note that then goes with it, must stay at or below the limit, which
+// limit gives for the count of fixed (no limit when it is <= 0). A window
+// starting at a user message never splits a tool chain, which lives inside
+// one turn. It returns the start and the estimate of the prompt replayed
+// from it.
+func (st *sessionCounts) window(c *Counter, msgs []llm.Message, lc, from int, fixed string, note int, limit func(fixed int) int) (start, est int) {
 	st.resolve(c, msgs)
 	sum := st.exact(c, msgs, lc, fixed)
+	lim := limit(st.fixedTokens())
 	start, est = lc, scale(sum, st.ratio)
 	sum += int64(note)
 	for i := lc - 1; i >= from; i-- {
 		sum += int64(st.msg(c, msgs, i))
 		e := scale(sum, st.ratio)
-		if limit > 0 && e > limit {
+		if lim > 0 && e > lim {
 			break
 		}
 		if msgs[i].Role == llm.RoleUser {
@@ -247,10 +264,13 @@ type Budget struct {
 	// Limit is the hard limit: ContextWindow - MaxTokens - 1024.
 	Limit int
 	// Trigger: archiving starts when the estimate exceeds it
-	// (ConsolidateRatio x ContextWindow, at most Limit).
+	// (ConsolidateRatio x ContextWindow, at most Limit; with a
+	// conversation budget, at most the prompt's system part and tools plus
+	// the budget).
 	Trigger int
 	// Target: archiving stops once the estimate is at or below it
-	// (TargetRatio x ContextWindow, at most Trigger).
+	// (TargetRatio x ContextWindow, at most Trigger; with a conversation
+	// budget, at most the system part and tools plus half the budget).
 	Target int
 	// Messages is how many of the session's messages the prompt replays:
 	// the unarchived ones and the continuity window. Set also when the
@@ -269,24 +289,24 @@ const runtimeAllowance = 64
 func (c *Consolidator) Status(s Session, p Prompt) Budget {
 	if c.cfg.ContextWindow <= 0 {
 		_, msgs, lc := held(s)
-		return Budget{Messages: len(msgs) - min(lc, continuityStart(msgs))}
+		return Budget{Messages: len(msgs) - windowStart(msgs, lc)}
 	}
-	_, est, n := c.fit(c.state(s.ID()), s, c.render(s, p))
+	_, est, n, th := c.fit(c.state(s.ID()), s, c.render(s, p))
 	return Budget{
 		Estimate: est + runtimeAllowance,
 		Limit:    c.hard,
-		Trigger:  c.trigger,
-		Target:   c.target,
+		Trigger:  th.trigger,
+		Target:   th.target,
 		Messages: n,
 	}
 }
 
 // fit chooses the continuity window of p (see Before) as s stands now and
-// returns p with Kept set, the estimate of the prompt and how many of the
-// session's messages it replays.
-func (c *Consolidator) fit(st *sessionCounts, s Session, p Prompt) (Prompt, int, int) {
+// returns p with Kept set, the estimate of the prompt, how many of the
+// session's messages it replays and the prompt's thresholds.
+func (c *Consolidator) fit(st *sessionCounts, s Session, p Prompt) (Prompt, int, int, thresholds) {
 	base, msgs, lc := held(s)
-	from := min(lc, continuityStart(msgs))
+	from := windowStart(msgs, lc)
 	note := 0
 	if from < lc {
 		note = c.counter.Count(continuityNote)
@@ -294,9 +314,13 @@ func (c *Consolidator) fit(st *sessionCounts, s Session, p Prompt) (Prompt, int,
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.sync(base, msgs)
-	start, est := st.window(c.counter, msgs, lc, from, p.base(), note, c.trigger)
+	var th thresholds
+	start, est := st.window(c.counter, msgs, lc, from, p.base(), note, func(fixed int) int {
+		th = c.thresholds(fixed)
+		return th.trigger
+	})
 	p.Kept = lc - start
-	return p, est, len(msgs) - start
+	return p, est, len(msgs) - start, th
 }
 
 // estimate is the exact prompt estimate for s with fixed as the part
@@ -343,9 +367,25 @@ func held(s Session) (base int, msgs []llm.Message, lc int) {
 	return base, msgs, clampLC(s.LastConsolidated()-base, len(msgs))
 }
 
-// continuityStart is where the continuity window of msgs may start at the
-// earliest: the start of its last keepMessages messages, moved back to the
-// user message that opens their turn (0 when there is none).
+// windowStart is where the continuity window may start at the earliest,
+// msgs being what the session holds and lc where its unarchived messages
+// start. While fewer than keepMessages messages follow lc, the window
+// holds the keepMessages messages before lc, from the user message opening
+// their turn; once as many follow lc they carry the conversation on, and
+// there is none (lc). It depends on lc and the messages alone: the window
+// moves when an archive moves lc and goes once, not a message at a time
+// with every turn, so the prompt's opening stays byte-identical between
+// archives and providers' prompt caches can serve it.
+func windowStart(msgs []llm.Message, lc int) int {
+	if len(msgs)-lc >= keepMessages {
+		return lc
+	}
+	return min(lc, continuityStart(msgs[:lc]))
+}
+
+// continuityStart is the start of the last keepMessages messages of msgs,
+// moved back to the user message that opens their turn (0 when there is
+// none).
 func continuityStart(msgs []llm.Message) int {
 	for i := len(msgs) - keepMessages; i > 0; i-- {
 		if msgs[i].Role == llm.RoleUser {

@@ -82,6 +82,13 @@ type Config struct {
 	ConsolidateRatio float64
 	// TargetRatio x ContextWindow is what archiving drains to (0.3).
 	TargetRatio float64
+	// ConversationTokens is the conversation's own budget, apart from the
+	// window: when the messages a prompt replays (the conversation, not
+	// the system prompt and tools) pass it, the oldest turns are archived
+	// until they take at most half of it. A prompt then costs about the
+	// system prompt plus half to all of this, however large the window.
+	// 0 leaves only the ratios of the window (nanobot's rule).
+	ConversationTokens int
 	// MaxRounds caps archive rounds per Before or After call (5).
 	MaxRounds int
 	// Model names the model for archive calls; "" is the client's default.
@@ -112,6 +119,9 @@ type Consolidator struct {
 	loc     *time.Location
 
 	trigger, target, hard int
+	// conv and convTarget are the conversation budget and what archiving
+	// drains the conversation to; 0 when there is none.
+	conv, convTarget int
 
 	mu     sync.Mutex
 	tick   uint64
@@ -159,8 +169,30 @@ func New(model Model, store History, cfg Config, logger *slog.Logger) *Consolida
 		c.hard = cfg.ContextWindow - cfg.MaxTokens - safetyMargin
 		c.trigger = min(int(cfg.ConsolidateRatio*float64(cfg.ContextWindow)), c.hard)
 		c.target = min(int(cfg.TargetRatio*float64(cfg.ContextWindow)), c.trigger)
+		if cfg.ConversationTokens > 0 {
+			c.conv, c.convTarget = cfg.ConversationTokens, cfg.ConversationTokens/2
+		}
 	}
 	return c
+}
+
+// thresholds are the trigger and target of one prompt, in tokens of the
+// whole prompt: the window's (ConsolidateRatio, TargetRatio), lowered by
+// the conversation budget to what the part outside the conversation takes
+// plus the budget (or half of it). The conversation budget so counts only
+// the conversation: memory files or a long Recent history never make a
+// conversation archive more often.
+type thresholds struct{ trigger, target int }
+
+// thresholds returns the thresholds of a prompt whose system prompt and
+// tools take fixed tokens (scaled by the provider floor).
+func (c *Consolidator) thresholds(fixed int) thresholds {
+	t := thresholds{c.trigger, c.target}
+	if c.conv > 0 {
+		t.trigger = min(t.trigger, fixed+c.conv)
+		t.target = min(t.target, fixed+c.convTarget)
+	}
+	return t
 }
 
 // state returns the count cache of a session ID, evicting the least

@@ -1,9 +1,11 @@
 // Package consolidator owns the first stage of dreamgate's memory: token
 // counting (Counter) and the Consolidator, the one owner of the prompt's
-// token budget: it keeps a session's prompt within it by archiving its
-// oldest turns as summaries in memory/history.jsonl, renders the part of the
-// system prompt that comes from the archive (the session's "Recent history"
-// and last archive summary), and reports the budget's figures for /status.
+// token budget — the model's window and the conversation's own budget,
+// Config.ConversationTokens: it keeps a session's prompt within it by
+// archiving its oldest turns as summaries in memory/history.jsonl, renders
+// the part of the system prompt that comes from the archive (the session's
+// "Recent history" and last archive summary), and reports the budget's
+// figures for /status.
 // The archive itself (its format, cursors and compaction) belongs to
 // package history, whose Store it writes through.
 //

@@ -41,20 +41,23 @@ type Report struct {
 // returned Prompt is what the turn sends: its History reflects any archive
 // made here. It is usable also when err is non-nil.
 //
-// When the estimate exceeds ConsolidateRatio x ContextWindow, Before
+// When the estimate exceeds ConsolidateRatio x ContextWindow, or the
+// conversation (the messages replayed) exceeds ConversationTokens, Before
 // archives slices of the oldest turns, one per round, until the estimate is
-// at most TargetRatio x ContextWindow, for at most MaxRounds rounds. A slice
+// at most TargetRatio x ContextWindow and the conversation at most half of
+// ConversationTokens, for at most MaxRounds rounds. A slice
 // runs from LastConsolidated to just before a later user message (so the
 // newest user turn is never archived and tool calls stay with their
 // results). A failed summary archives the slice raw and ends the rounds.
 // Report.OverLimit says the prompt still exceeds the hard limit.
 //
-// Before also chooses the continuity window (Prompt.Kept): the last
-// messages before LastConsolidated that the prompt still replays, at least
-// the session's last keepMessages messages from the user message opening
-// their turn, as far as the prompt stays at or below the trigger; whole
-// user turns are dropped from the window's start until it does. With the
-// budget off the window is not limited.
+// Before also chooses the continuity window (Prompt.Kept): while fewer
+// than keepMessages messages are unarchived, the keepMessages messages
+// before LastConsolidated, from the user message opening their turn, that
+// the prompt still replays, so that it always carries the session's last
+// keepMessages messages; as far as the prompt stays at or below the
+// trigger, whole user turns being dropped from the window's start until it
+// does. With the budget off the window is not limited.
 //
 // The error is non-nil when an archive entry or the session's new
 // LastConsolidated could not be saved (ErrNotArchived for the former), or
@@ -95,7 +98,7 @@ func (c *Consolidator) keep(ctx context.Context, s Session, p Prompt) (Prompt, R
 	var rep Report
 	if c.cfg.ContextWindow <= 0 {
 		_, msgs, lc := held(s)
-		p.Kept = lc - min(lc, continuityStart(msgs))
+		p.Kept = lc - windowStart(msgs, lc)
 		return p, rep, nil
 	}
 	p.Kept = 0
@@ -108,14 +111,14 @@ func (c *Consolidator) keep(ctx context.Context, s Session, p Prompt) (Prompt, R
 
 	fx := p.base()
 	base, msgs, lc := held(s)
-	from := min(lc, continuityStart(msgs))
-	fixedLen := len(fx)
+	from := windowStart(msgs, lc)
+	note := 0
 	if from < lc {
-		fixedLen += len(continuityNote)
+		note = len(continuityNote)
 	}
 	st.mu.Lock()
 	st.sync(base, msgs)
-	if b := st.bound(from, fixedLen); b <= c.trigger {
+	if b := st.bound(from, len(fx)+note); b <= c.trigger && (c.conv == 0 || st.convBound(from, note, b) <= c.conv) {
 		// The whole window fits, and nothing needs archiving.
 		st.mu.Unlock()
 		p.Kept = lc - from
@@ -123,9 +126,10 @@ func (c *Consolidator) keep(ctx context.Context, s Session, p Prompt) (Prompt, R
 		return p, rep, nil
 	}
 	est := st.estimate(c.counter, msgs, lc, fx)
+	th := c.thresholds(st.fixedTokens())
 	st.mu.Unlock()
-	if est <= c.trigger {
-		p, est, _ = c.fit(st, s, p)
+	if est <= th.trigger {
+		p, est, _, _ = c.fit(st, s, p)
 		rep.Before, rep.After = est, est
 		return p, rep, nil
 	}
@@ -134,9 +138,9 @@ func (c *Consolidator) keep(ctx context.Context, s Session, p Prompt) (Prompt, R
 	rep.Before, rep.After = est, est
 
 	log := c.logger.With("session", s.Key())
-	for rep.Rounds < c.cfg.MaxRounds && est > c.target {
+	for rep.Rounds < c.cfg.MaxRounds && est > th.target {
 		st.mu.Lock()
-		end := st.boundary(c.counter, msgs, lc, est-c.target)
+		end := st.boundary(c.counter, msgs, lc, est-th.target)
 		st.mu.Unlock()
 		if end < 0 {
 			log.Debug("nothing to archive: no user message after the unarchived start", "estimate", est)
@@ -146,7 +150,7 @@ func (c *Consolidator) keep(ctx context.Context, s Session, p Prompt) (Prompt, R
 		raw, err := c.archive(ctx, s, st, base, msgs, lc, end, &rep)
 		p = c.render(s, p)
 		if err != nil {
-			p, rep.After, _ = c.fit(st, s, p)
+			p, rep.After, _, _ = c.fit(st, s, p)
 			return p, rep, err
 		}
 		fx = p.base()
@@ -154,12 +158,13 @@ func (c *Consolidator) keep(ctx context.Context, s Session, p Prompt) (Prompt, R
 		st.mu.Lock()
 		st.sync(base, msgs)
 		est = st.estimate(c.counter, msgs, lc, fx)
+		th = c.thresholds(st.fixedTokens())
 		st.mu.Unlock()
 		if raw {
 			break
 		}
 	}
-	p, rep.After, _ = c.fit(st, s, p)
+	p, rep.After, _, _ = c.fit(st, s, p)
 	if rep.After > c.hard {
 		rep.OverLimit = true
 		log.Warn("prompt still over the hard limit after archiving",

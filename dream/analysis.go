@@ -122,6 +122,7 @@ func (r *run) analyse(ctx context.Context, msgs []llm.Message) ([]finding, error
 		Model:    d.cfg.Model,
 		Messages: msgs,
 		Purpose:  llm.PurposeDreamAnalysis,
+		CacheKey: cacheKeyAnalysis,
 	})
 	rep.Calls++
 	rep.Phase1 = resp.Usage

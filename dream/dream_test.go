@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -477,5 +479,46 @@ func TestModelOverrideIsSent(t *testing.T) {
 		if r.Model != "cheap-model" {
 			t.Errorf("request %d model = %q", i, r.Model)
 		}
+	}
+}
+
+// keyRecorder records the purpose and cache key of every call.
+type keyRecorder struct {
+	Model
+	mu   sync.Mutex
+	keys []string
+}
+
+func (k *keyRecorder) Chat(ctx context.Context, req llm.Request) (llm.Response, error) {
+	k.mu.Lock()
+	k.keys = append(k.keys, req.Purpose+"="+req.CacheKey)
+	k.mu.Unlock()
+	return k.Model.Chat(ctx, req)
+}
+
+// Every call of a phase carries that phase's one cache key, run after run:
+// the calls repeat the phase's instructions (and tools), which a provider's
+// prompt cache can then serve.
+func TestPhasesShareACacheKey(t *testing.T) {
+	e := newEnv(t)
+	rec := &keyRecorder{Model: e.llm}
+	d, err := New(Config{Workspace: e.ws}, Deps{Model: rec, History: e.hist, Repo: e.repo, Logger: slog.New(e.logs)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for run, fact := range []string{"- Ana likes tea", "- Bob likes coffee"} {
+		e.hist.seed(t, run, 1, func(int) string { return fact })
+		e.srv.Push(llmtest.Text("[USER] "+fact[2:]), calls(editCall("USER.md", "- Name: Ana.\n", "- Name: Ana.\n"+fact+"\n")), llmtest.Text("Done."))
+		if rep, err := d.Run(t.Context(), TriggerManual, nil); err != nil || rep.Outcome != OutcomeCompleted {
+			t.Fatalf("run %d: %+v, %v", run, rep, err)
+		}
+		testkit.WriteFile(t, e.ws, "USER.md", initUser)
+	}
+	want := []string{
+		llm.PurposeDreamAnalysis + "=" + cacheKeyAnalysis, llm.PurposeDreamEdit + "=" + cacheKeyEdit, llm.PurposeDreamEdit + "=" + cacheKeyEdit,
+	}
+	want = append(want, want...)
+	if !slices.Equal(rec.keys, want) {
+		t.Errorf("calls %q, want %q", rec.keys, want)
 	}
 }

@@ -128,6 +128,7 @@ func (r *run) edit(ctx context.Context, ws *workspace.Root, guide string, findin
 		Tools:         tools,
 		ModelName:     d.cfg.Model,
 		Purpose:       llm.PurposeDreamEdit,
+		CacheKey:      cacheKeyEdit,
 		MaxIterations: budget,
 		RepeatLimit:   repeatLimit,
 		Logger:        d.log,
@@ -135,6 +136,17 @@ func (r *run) edit(ctx context.Context, ws *workspace.Root, guide string, findin
 	res, err := loop.Run(ctx, phase2Messages(guide, findings, files))
 	return res, res.Stop == agent.StopCompleted && model.cutOff(), err
 }
+
+// Cache keys of Dream's calls (llm.Request.CacheKey). Every analysis call
+// opens with the same instructions; every editing call with the same
+// instructions and tools, and the calls of one editing run each repeat the
+// one before and add to it. One key per phase sends them where that prefix
+// is cached. Chat calls use their session key, which always holds a colon,
+// so they never share these.
+const (
+	cacheKeyAnalysis = "dreamgate-dream-analysis"
+	cacheKeyEdit     = "dreamgate-dream-edit"
+)
 
 // finishReason remembers the finish reason of the last answer, which the
 // agent loop does not report: a final answer cut off at the length limit is

@@ -141,9 +141,11 @@ type Request struct {
 	MaxTokens int
 	// Purpose is the usage bucket (PurposeChat, …); empty counts as chat.
 	Purpose string
-	// CacheKey names the conversation the call belongs to (a session key),
-	// so that a provider that takes a prompt-cache hint can send the
-	// conversation's calls to where its prompt prefix is cached. Only a
+	// CacheKey names the calls that share a prompt prefix — a chat turn's
+	// session key, or one name for all archive calls and one per Dream
+	// phase, whose instructions every such call repeats — so that a
+	// provider that takes a prompt-cache hint can send them to where that
+	// prefix is cached. Only a
 	// hash of it is sent, as prompt_cache_key, and only where
 	// Config.PromptCacheKey allows; "" sends none.
 	CacheKey string

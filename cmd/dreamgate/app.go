@@ -189,11 +189,12 @@ func (a *app) limited() gateway.Model {
 
 func (a *app) consolidator(model gateway.Model) *consolidator.Consolidator {
 	return consolidator.New(model, a.history, consolidator.Config{
-		ContextWindow:    a.cfg.LLM.ContextWindow,
-		MaxTokens:        a.cfg.LLM.MaxTokens,
-		ConsolidateRatio: a.cfg.Agent.ConsolidateRatio,
-		TargetRatio:      a.cfg.Agent.TargetRatio,
-		SharedMemory:     !a.cfg.Memory.Scoped,
+		ContextWindow:      a.cfg.LLM.ContextWindow,
+		MaxTokens:          a.cfg.LLM.MaxTokens,
+		ConsolidateRatio:   a.cfg.Agent.ConsolidateRatio,
+		TargetRatio:        a.cfg.Agent.TargetRatio,
+		SharedMemory:       !a.cfg.Memory.Scoped,
+		ConversationTokens: a.cfg.Agent.ConversationTokens,
 	}, a.logger.With("component", "consolidator"))
 }
 

@@ -44,10 +44,11 @@ import (
 // stamped a minute or more after the one before, as a person's would be.
 // clock-min/turn reports how far apart the prompts' times really were.
 //
-// Two settings: the terminal (one person), and a Slack thread in which two
-// people take turns mentioning the bot, through the Slack fake and
-// `dreamgate gateway` — the speaker changes every turn, as it does in a
-// team channel.
+// The settings: the terminal (one person) at the default conversation
+// budget on a 128K and a 32K model, and on a 128K model without it (the
+// whole window, nanobot's rule); and a Slack thread in which two people
+// take turns mentioning the bot, through the Slack fake and `dreamgate
+// gateway` — the speaker changes every turn, as it does in a team channel.
 
 // tokenTurns is the length of the script.
 const tokenTurns = 1000
@@ -100,16 +101,18 @@ func tokenScript() []string {
 // -benchtime 1x.
 func BenchmarkTokens(b *testing.B) {
 	if os.Getenv("DREAMGATE_BENCH_TOKENS") == "" {
-		b.Skip("plays six conversations of 1,000 turns (about 5 minutes): run it with make bench-tokens")
+		b.Skip("plays eight conversations of 1,000 turns (about 5 minutes): run it with make bench-tokens")
 	}
 	for _, setting := range []struct {
-		name   string
-		window int
-		slack  bool
+		name        string
+		window      int
+		slack       bool
+		wholeWindow bool // agent.conversationTokens 0
 	}{
-		{"terminal/128K", 128000, false},
-		{"terminal/32K", 32000, false},
-		{"slack-two-people/128K", 128000, true},
+		{"terminal/128K", 128000, false, false},
+		{"terminal/32K", 32000, false, false},
+		{"terminal/128K-whole-window", 128000, false, true},
+		{"slack-two-people/128K", 128000, true, false},
 	} {
 		for _, minute := range []bool{false, true} {
 			pace := "as-run"
@@ -119,7 +122,7 @@ func BenchmarkTokens(b *testing.B) {
 			b.Run(setting.name+"/"+pace, func(b *testing.B) {
 				var f tokenFigures
 				for b.Loop() {
-					f = playTokenScript(b, setting.window, setting.slack, minute)
+					f = playTokenScript(b, setting.window, setting.wholeWindow, setting.slack, minute)
 				}
 				f.report(b)
 			})
@@ -129,10 +132,13 @@ func BenchmarkTokens(b *testing.B) {
 
 // playTokenScript plays the script once and measures the fake's request
 // log.
-func playTokenScript(b *testing.B, window int, slack, minute bool) tokenFigures {
+func playTokenScript(b *testing.B, window int, wholeWindow, slack, minute bool) tokenFigures {
 	h := newHarness(b)
 	h.llm.SetResponder(llmtest.MemoryModel)
 	h.set("llm.contextWindow", window)
+	if wholeWindow {
+		h.set("agent.conversationTokens", 0)
+	}
 	h.set("dream.cron", "0 0 1 1 *") // Dream runs once, after the script
 	var env []string
 	if minute {

@@ -62,10 +62,14 @@ type LLMConfig struct {
 }
 
 type AgentConfig struct {
-	MaxToolIterations       int     `json:"maxToolIterations"`
-	ConsolidateRatio        float64 `json:"consolidateRatio"`
-	TargetRatio             float64 `json:"targetRatio"`
-	IdleCompactAfterMinutes int     `json:"idleCompactAfterMinutes"`
+	MaxToolIterations int     `json:"maxToolIterations"`
+	ConsolidateRatio  float64 `json:"consolidateRatio"`
+	TargetRatio       float64 `json:"targetRatio"`
+	// ConversationTokens is the conversation's budget apart from the
+	// window (consolidator.Config.ConversationTokens); 0 is nanobot's
+	// rule, the ratios of the window alone.
+	ConversationTokens      int `json:"conversationTokens"`
+	IdleCompactAfterMinutes int `json:"idleCompactAfterMinutes"`
 }
 
 type DreamConfig struct {
@@ -172,6 +176,16 @@ func (n ShardCount) MarshalJSON() ([]byte, error) {
 	return json.Marshal(int(n))
 }
 
+// defaultConversationTokens is the conversation budget of a new config: a
+// chat prompt then costs the system prompt plus 6–12K tokens of
+// conversation, not up to half of a hosted model's window (64K of 128K).
+// docs/config.md gives the measured trade-off.
+const defaultConversationTokens = 12000
+
+// minConversationTokens is the smallest conversation budget: below it a
+// few long messages would be archived turn after turn.
+const minConversationTokens = 2048
+
 func defaultConfig() Config {
 	return Config{
 		Workspace: "~/.dreamgate/workspace",
@@ -180,7 +194,8 @@ func defaultConfig() Config {
 			BaseURL: "http://127.0.0.1:11434/v1", Model: "llama3.2",
 			ContextWindow: 128000, MaxTokens: 4096, Temperature: 0.2, TimeoutSeconds: 120,
 		},
-		Agent:  AgentConfig{MaxToolIterations: 20, ConsolidateRatio: 0.5, TargetRatio: 0.3, IdleCompactAfterMinutes: 15},
+		Agent: AgentConfig{MaxToolIterations: 20, ConsolidateRatio: 0.5, TargetRatio: 0.3,
+			ConversationTokens: defaultConversationTokens, IdleCompactAfterMinutes: 15},
 		Dream:  DreamConfig{Enabled: true, Cron: "0 */2 * * *", Timezone: "UTC", MaxBatchSize: 20, MaxIterations: 10, MaxBatchesPerRun: 5},
 		Memory: MemoryConfig{Scoped: true},
 		Gateway: GatewayConfig{
@@ -423,6 +438,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Agent.TargetRatio <= 0 || c.Agent.TargetRatio >= c.Agent.ConsolidateRatio {
 		return bad("agent.targetRatio", "must be above 0 and below consolidateRatio (%g), got %g", c.Agent.ConsolidateRatio, c.Agent.TargetRatio)
+	}
+	if c.Agent.ConversationTokens != 0 && c.Agent.ConversationTokens < minConversationTokens {
+		return bad("agent.conversationTokens", "must be 0 (the context window's rule) or at least %d tokens, got %d", minConversationTokens, c.Agent.ConversationTokens)
 	}
 	if c.Agent.IdleCompactAfterMinutes < 0 {
 		return bad("agent.idleCompactAfterMinutes", "must be 0 (off) or more, got %d", c.Agent.IdleCompactAfterMinutes)

@@ -130,6 +130,7 @@ func TestInvalidConfigNamesTheFieldAndExits2(t *testing.T) {
 	}{
 		{"wrong type", `{"llm": {"contextWindow": "big"}}`, "llm.contextWindow"},
 		{"bad value", `{"agent": {"targetRatio": 0.9}}`, "agent.targetRatio"},
+		{"tiny conversation budget", `{"agent": {"conversationTokens": 500}}`, "agent.conversationTokens"},
 		{"unknown key", `{"llm": {"modle": "x"}}`, "modle"},
 		{"bad cron", `{"dream": {"cron": "every day"}}`, "dream.cron"},
 		{"broken JSON", "{\n  \"llm\": {,\n}", "line 2"},
