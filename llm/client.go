@@ -246,7 +246,7 @@ func (b *streamBody) Close() error {
 // use; the breaker and the usage counters are shared by all calls.
 type Client struct {
 	cfg Config
-	// endpoint is BaseURL with credentials and query removed, the only form
+	// endpoint is BaseURL with credentials and query redacted, the only form
 	// of the URL that may reach a Reason.
 	endpoint string
 	// cacheHint: prompt_cache_key is sent (Config.PromptCacheKey, or
@@ -270,7 +270,7 @@ func New(cfg Config) *Client {
 	cfg = cfg.withDefaults()
 	return &Client{
 		cfg:       cfg,
-		endpoint:  safeEndpoint(cfg.BaseURL),
+		endpoint:  RedactURL(cfg.BaseURL),
 		cacheHint: cfg.PromptCacheKey || isOpenAI(cfg.BaseURL),
 		log:       cfg.Logger,
 		brk:       newBreaker(cfg.BreakerThreshold, cfg.BreakerCooldown),

@@ -574,10 +574,28 @@ func TestEndpointDown(t *testing.T) {
 		}
 	})
 	t.Run("credentials stay out of the reason", func(t *testing.T) {
-		base := strings.Replace(deadURL(t), "http://", "http://user:"+testKey+"@", 1) + "?key=" + testKey
-		c := newClient(t, base, func(c *llm.Config) { c.MaxTries = 1 })
+		// The user name, the password and the query each hold a secret
+		// that is not the API key (which is redacted on its own), and the
+		// error chain quotes the request URL (net/http hides only the
+		// password, as "***").
+		const user, pass, query = "tokenuser-0451", "pass-word-0452", "query-token-0453"
+		base := strings.Replace(deadURL(t), "http://", "http://"+user+":"+pass+"@", 1) + "?key=" + query
+		var logs bytes.Buffer
+		log := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		c := newClient(t, base, func(c *llm.Config) { c.MaxTries, c.Logger = 1, log })
 		_, err := c.Chat(t.Context(), userReq("hi"))
-		checkError(t, err, llm.ErrUnavailable, 0, "cannot connect to http://127.0.0.1:")
+		checkError(t, err, llm.ErrUnavailable, 0, "cannot connect to http://[redacted]@127.0.0.1:")
+		perr := c.Ping(t.Context())
+		log.Error("turn failed", "err", err, "ping", perr) // as the gateway logs them
+		for name, s := range map[string]string{
+			"error": err.Error(), "ping": perr.Error(), "user message": llm.UserMessage(err), "log": logs.String(),
+		} {
+			for _, secret := range []string{user, pass, query} {
+				if strings.Contains(s, secret) {
+					t.Errorf("%s holds %q: %s", name, secret, s)
+				}
+			}
+		}
 	})
 	t.Run("server closed mid-test", func(t *testing.T) {
 		srv := llmtest.New(t)

@@ -17,6 +17,11 @@
 // the endpoint is api.openai.com or Config.PromptCacheKey says so; the
 // cached prompt tokens a provider reports are counted in Usage.
 //
+// No error or log line it writes holds the API key, a key-shaped token or
+// the user info or query of a URL; RedactURL, RedactURLs and RedactError
+// are that one redaction for the layers above (config errors, status, MCP
+// servers' logs).
+//
 // go-openai's types never leave this package. It imports no other package of
 // ours; llm/llmtest is its fake server for tests.
 package llm

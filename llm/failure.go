@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"strconv"
 	"sync"
 	"syscall"
@@ -289,17 +288,6 @@ func (b *bodyWatch) complete() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.eof && b.failed == nil
-}
-
-// safeEndpoint returns the base URL without user info, query or fragment,
-// fit for a Reason.
-func safeEndpoint(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" {
-		return "the configured endpoint"
-	}
-	u.User, u.RawQuery, u.Fragment, u.RawFragment = nil, "", "", ""
-	return u.String()
 }
 
 // formatDuration writes whole seconds as "120s" and anything finer as Go does.

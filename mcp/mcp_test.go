@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -611,5 +612,32 @@ func TestToolListChangeIsFollowed(t *testing.T) {
 	}
 	if n := countStarts(t, starts); n != 1 {
 		t.Errorf("the server was started %d times, want once", n)
+	}
+}
+
+// A streamable HTTP server's URL may carry its credentials (user info, a
+// token in the query, both often from ${ENV}): the log line of a server
+// that cannot be reached shows the URL without them.
+func TestHTTPServerURLCredentialsStayOutOfTheLog(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nothing listens there now
+	getenv := func(k string) string {
+		return map[string]string{"MCP_USER": "mcp-user-0461", "MCP_PASS": "mcp-pass-0462", "MCP_TOKEN": "mcp-token-0463"}[k]
+	}
+	m, logs := newManager(t, Config{Getenv: getenv, Servers: []ServerConfig{{
+		Name: "web", URL: "http://${MCP_USER}:${MCP_PASS}@" + addr + "/mcp?token=${MCP_TOKEN}", Timeout: 20 * time.Second,
+	}}})
+	if tools := m.ForTurn(t.Context(), false); len(tools) != 0 {
+		t.Fatalf("tools = %v from a server that is not there", names(tools))
+	}
+	logs.WaitFor(t, "MCP server failed to start")
+	for _, secret := range []string{"mcp-user-0461", "mcp-pass-0462", "mcp-token-0463"} {
+		if strings.Contains(logs.String(), secret) {
+			t.Errorf("the log holds %q:\n%s", secret, logs.String())
+		}
 	}
 }

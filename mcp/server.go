@@ -13,6 +13,8 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/dreamgate/dreamgate/llm"
 )
 
 // Server states, as Status reports them.
@@ -131,7 +133,7 @@ func (s *server) start(done chan struct{}) {
 		fails, retryAt := s.fails, s.retryAt
 		s.mu.Unlock()
 		if s.m.ctx.Err() == nil { // not merely cut short by Close
-			s.log.Warn("MCP server failed to start", "err", err, "stderr", stderr.String(),
+			s.log.Warn("MCP server failed to start", "err", llm.RedactError(err, ""), "stderr", stderr.String(),
 				"failures", fails, "retry_at", retryAt)
 		}
 		if sess != nil {
@@ -183,7 +185,7 @@ func (s *server) lost(sess *sdk.ClientSession, problem string, err error) {
 	if hook != nil {
 		defer hook()
 	}
-	s.log.Warn("MCP server stopped", "problem", problem, "err", err, "stderr", stderr,
+	s.log.Warn("MCP server stopped", "problem", problem, "err", llm.RedactError(err, ""), "stderr", stderr,
 		"failures", fails, "retry_at", retryAt)
 	s.m.wg.Go(func() { _ = sess.Close() })
 }
@@ -269,7 +271,7 @@ func (s *server) toolsChanged(sess *sdk.ClientSession) {
 			// Replaced, lost or closed meanwhile; a new connection lists
 			// its own.
 		case err != nil:
-			s.log.Warn("MCP server changed its tools but listing them again failed; the old list stays", "err", err)
+			s.log.Warn("MCP server changed its tools but listing them again failed; the old list stays", "err", llm.RedactError(err, ""))
 		default:
 			s.tools = tools
 			s.log.Info("MCP server changed its tools", "tools", len(tools))

@@ -156,7 +156,7 @@ func (t *tool) failure(parent, callCtx context.Context, err error) error {
 	case errors.Is(err, errClosed):
 		return fmt.Errorf("%s is not available: the gateway is shutting down", t.def.Name)
 	default:
-		s.log.Warn("MCP tool call failed", "tool", t.remote, "err", err)
+		s.log.Warn("MCP tool call failed", "tool", t.remote, "err", llm.RedactError(err, ""))
 		return fmt.Errorf("%s failed; the reason is in the gateway log", t.def.Name)
 	}
 }

@@ -237,7 +237,8 @@ func New(cfg Config) (*Adapter, error) {
 	if cfg.APIURL != "" {
 		u, err := url.Parse(cfg.APIURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, &configError{"apiURL", fmt.Sprintf("must be an http(s) URL such as http://127.0.0.1:8080, not %q", cfg.APIURL)}
+			// The URL is not shown: it may hold credentials.
+			return nil, &configError{"apiURL", "must be an http(s) URL such as http://127.0.0.1:8080"}
 		}
 		transport = rewriteTransport{base: u, next: transport}
 	}

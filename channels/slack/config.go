@@ -61,6 +61,18 @@ const DefaultMaxFileBytes = 256 << 10
 // at most 32 characters with the name); the prefix leaves room for one.
 var commandPrefixRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,15}$`) })
 
+// CheckCommandPrefix returns prefix as the adapter uses it (surrounding
+// spaces and a leading "/" taken off), or an error saying what Slack
+// accepts in a command name. The config layer calls it whether or not
+// Slack is on, so that a bad prefix is named before the day it is.
+func CheckCommandPrefix(prefix string) (string, error) {
+	p := strings.TrimPrefix(strings.TrimSpace(prefix), "/")
+	if p != "" && !commandPrefixRE().MatchString(p) {
+		return p, fmt.Errorf("must be up to 16 lower-case letters, digits, - or _ (what Slack accepts in a command name), such as \"dg-\", got %q", prefix)
+	}
+	return p, nil
+}
+
 // normalize validates c and returns it with defaults applied. Errors name
 // the field and never include a token.
 func (c Config) normalize() (Config, error) {
@@ -73,7 +85,8 @@ func (c Config) normalize() (Config, error) {
 	if c.APIURL != "" {
 		u, err := url.Parse(c.APIURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return c, &configError{"apiURL", fmt.Sprintf("must be an http(s) URL such as http://127.0.0.1:8080/api/ (got %q)", c.APIURL)}
+			// The URL is not shown: it may hold credentials.
+			return c, &configError{"apiURL", "must be an http(s) URL such as http://127.0.0.1:8080/api/"}
 		}
 		if !strings.HasSuffix(c.APIURL, "/") {
 			// slack-go appends method names as-is: ".../api" + "auth.test".
@@ -92,10 +105,11 @@ func (c Config) normalize() (Config, error) {
 	if c.GroupPolicy == PolicyAllowlist && len(c.AllowChannels) == 0 {
 		return c, &configError{"allowChannels", `must list at least one channel id when groupPolicy is "allowlist"`}
 	}
-	c.CommandPrefix = strings.TrimPrefix(strings.TrimSpace(c.CommandPrefix), "/")
-	if c.CommandPrefix != "" && !commandPrefixRE().MatchString(c.CommandPrefix) {
-		return c, &configError{"commandPrefix", fmt.Sprintf("must be up to 16 lower-case letters, digits, - or _, such as \"dg-\" (got %q)", c.CommandPrefix)}
+	prefix, err := CheckCommandPrefix(c.CommandPrefix)
+	if err != nil {
+		return c, &configError{"commandPrefix", err.Error()}
 	}
+	c.CommandPrefix = prefix
 	if c.MaxFileBytes == 0 {
 		c.MaxFileBytes = DefaultMaxFileBytes
 	}

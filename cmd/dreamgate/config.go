@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -20,6 +18,7 @@ import (
 	"github.com/dreamgate/dreamgate/channels/discord"
 	"github.com/dreamgate/dreamgate/channels/slack"
 	"github.com/dreamgate/dreamgate/dream"
+	"github.com/dreamgate/dreamgate/llm"
 )
 
 // Config is config.json. Every key is optional; defaultConfig holds the
@@ -258,7 +257,12 @@ func loadConfig(path string, getenv func(string) string) (Config, error) {
 		return cfg, &configError{path: path, msg: "cannot read: " + err.Error()}
 	default:
 		if err := decodeConfig(data, &cfg); err != nil {
-			return cfg, &configError{path: path, msg: err.Error()}
+			var ce *configError
+			if !errors.As(err, &ce) {
+				ce = &configError{msg: err.Error()}
+			}
+			ce.path = path
+			return cfg, ce
 		}
 	}
 	applyEnv(&cfg, getenv)
@@ -268,8 +272,10 @@ func loadConfig(path string, getenv func(string) string) (Config, error) {
 		}
 	}
 	cfg.getenv = getenv
-	cfg.Workspace = expandHome(cfg.Workspace)
-	cfg.StateDir = expandHome(cfg.StateDir)
+	if err := resolveDirs(&cfg); err != nil {
+		err.path = path
+		return cfg, err
+	}
 	if err := cfg.Validate(); err != nil {
 		var ce *configError
 		if errors.As(err, &ce) {
@@ -279,84 +285,6 @@ func loadConfig(path string, getenv func(string) string) (Config, error) {
 		return cfg, err
 	}
 	return cfg, nil
-}
-
-func decodeConfig(data []byte, cfg *Config) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	err := dec.Decode(cfg)
-	var syn *json.SyntaxError
-	var typ *json.UnmarshalTypeError
-	switch {
-	case err == nil:
-		if dec.More() {
-			return errors.New("unexpected data after the JSON object")
-		}
-		return nil
-	case errors.As(err, &syn):
-		line, col := lineCol(data, syn.Offset)
-		return fmt.Errorf("invalid JSON at line %d, column %d: %s", line, col, syn.Error())
-	case errors.As(err, &typ) && typ.Field == "":
-		return errors.New("the file must hold one JSON object")
-	case errors.As(err, &typ):
-		return fmt.Errorf("%s: must be %s, not %s", typ.Field, jsonKind(typ.Type), jsonValue(typ.Value))
-	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		return fmt.Errorf("unknown key %s", strings.TrimPrefix(err.Error(), "json: unknown field "))
-	default:
-		return fmt.Errorf("invalid JSON: %w", err)
-	}
-}
-
-// jsonKind names what a Go type holds as a person writing JSON says it.
-func jsonKind(t reflect.Type) string {
-	switch t.Kind() {
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return "an integer"
-	case reflect.Float32, reflect.Float64:
-		return "a number"
-	case reflect.String:
-		return "a string"
-	case reflect.Bool:
-		return "true or false"
-	case reflect.Slice, reflect.Array:
-		return "a list"
-	case reflect.Map, reflect.Struct:
-		return "an object"
-	case reflect.Pointer:
-		return jsonKind(t.Elem())
-	default:
-		return "a different value"
-	}
-}
-
-// jsonValue names the JSON value encoding/json found ("array", "number
-// 1.5") in the same words.
-func jsonValue(v string) string {
-	switch v {
-	case "array":
-		return "a list"
-	case "object":
-		return "an object"
-	case "string":
-		return "a string"
-	case "number":
-		return "a number"
-	case "bool":
-		return "true or false"
-	}
-	if n, ok := strings.CutPrefix(v, "number "); ok {
-		return n
-	}
-	return v
-}
-
-func lineCol(data []byte, off int64) (int, int) {
-	off = min(off, int64(len(data)))
-	before := data[:off]
-	line := bytes.Count(before, []byte("\n")) + 1
-	col := int(off) - bytes.LastIndexByte(before, '\n')
-	return line, col
 }
 
 // envVars are the environment variables that set config keys, in the
@@ -412,8 +340,8 @@ func (c *Config) Validate() error {
 	if err := checkStateDir(c); err != nil {
 		return err
 	}
-	if u, err := url.Parse(c.LLM.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return bad("llm.baseURL", "must be an http:// or https:// URL, got %q", c.LLM.BaseURL)
+	if err := checkURL("llm.baseURL", c.LLM.BaseURL); err != nil {
+		return err
 	}
 	if strings.TrimSpace(c.LLM.Model) == "" {
 		return bad("llm.model", "must name a model")
@@ -500,8 +428,13 @@ func (c *Config) Validate() error {
 	if err := checkPolicy("channels.slack", s.GroupPolicy, s.AllowChannels); err != nil {
 		return err
 	}
-	if err := checkURL("channels.slack.apiURL", s.APIURL); err != nil {
-		return err
+	if s.APIURL != "" {
+		if err := checkURL("channels.slack.apiURL", s.APIURL); err != nil {
+			return err
+		}
+	}
+	if _, err := slack.CheckCommandPrefix(s.CommandPrefix); err != nil {
+		return bad("channels.slack.commandPrefix", "%v", err)
 	}
 	if s.MaxFileBytes < 0 {
 		return bad("channels.slack.maxFileBytes", "must not be negative, got %d", s.MaxFileBytes)
@@ -516,8 +449,10 @@ func (c *Config) Validate() error {
 	if err := checkPolicy("channels.discord", d.GroupPolicy, d.AllowChannels); err != nil {
 		return err
 	}
-	if err := checkURL("channels.discord.apiURL", d.APIURL); err != nil {
-		return err
+	if d.APIURL != "" {
+		if err := checkURL("channels.discord.apiURL", d.APIURL); err != nil {
+			return err
+		}
 	}
 	if d.MaxFileBytes < 0 {
 		return bad("channels.discord.maxFileBytes", "must not be negative, got %d", d.MaxFileBytes)
@@ -566,14 +501,51 @@ func checkPolicy(prefix, policy string, allow []string) error {
 	}
 }
 
+// checkURL: raw must be an http:// or https:// URL with a host. The error
+// shows raw redacted (a URL may carry a password or a token in its query)
+// and says what is wrong in words of its own: net/url's errors quote the
+// part they stumbled on, which may be a piece of the password.
 func checkURL(field, raw string) error {
-	if raw == "" {
+	u, err := url.Parse(raw)
+	var why string
+	switch {
+	case err != nil:
+		why = urlProblem(raw, err)
+	case u.Scheme != "http" && u.Scheme != "https":
+		why = "it must start with http:// or https://"
+	case u.Host == "":
+		why = "it names no host"
+	case u.Port() != "" && !validPort(u.Port()):
+		why = "its port is not a number from 0 to 65535"
+	default:
 		return nil
 	}
-	if u, err := url.Parse(raw); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return &configError{field: field, msg: fmt.Sprintf("must be an http:// or https:// URL, got %q", raw)}
+	return &configError{field: field, msg: fmt.Sprintf("must be an http:// or https:// URL, got %q: %s", llm.RedactURL(raw), why)}
+}
+
+// urlProblem says why url.Parse refused a URL without quoting it.
+func urlProblem(raw string, err error) string {
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "invalid port") && strings.Contains(raw, "@"):
+		// net/url splits the host off at the first "/", "?" or "#", which
+		// may be in the password.
+		return "its port is not a number, or its password holds a \"/\", \"?\" or \"#\", which must be percent-encoded (%2F, %3F, %23)"
+	case strings.Contains(msg, "invalid port"):
+		return "its port is not a number"
+	case strings.Contains(msg, "invalid userinfo"):
+		return "its user name or password holds a character that must be percent-encoded"
+	case strings.Contains(msg, "in host name"), strings.Contains(msg, "in host"):
+		return "its host name is not valid"
+	case strings.Contains(msg, "control character"):
+		return "it holds a control character"
+	case strings.Contains(msg, "invalid URL escape"):
+		return "it holds a % that does not start an escape such as %20"
+	case strings.Contains(msg, "missing protocol scheme"), strings.Contains(msg, "first path segment"):
+		return "it must start with http:// or https://"
+	default:
+		return "it does not parse as a URL"
 	}
-	return nil
 }
 
 func expandHome(p string) string {
@@ -589,10 +561,11 @@ func expandHome(p string) string {
 // would only refuse a larger one when the gateway starts).
 func validHostPort(addr string) bool {
 	_, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	_, err = strconv.ParseUint(port, 10, 16)
+	return err == nil && validPort(port)
+}
+
+func validPort(port string) bool {
+	_, err := strconv.ParseUint(port, 10, 16)
 	return err == nil
 }
 

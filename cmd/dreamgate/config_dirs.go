@@ -4,9 +4,48 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 )
+
+// resolveDirs makes workspace and stateDir absolute: "~/" is the home
+// directory, and a relative path is taken from the config file's folder,
+// not from the current directory, so that the systemd unit (whose current
+// directory is /) and a shell in any folder open the same workspace. With
+// no config file both keep their defaults, which start with "~/".
+func resolveDirs(c *Config) *configError {
+	base := ""
+	if c.path != "" {
+		abs, err := filepath.Abs(c.path)
+		if err != nil {
+			return &configError{msg: fmt.Sprintf("cannot resolve the config file's folder: %v", err)}
+		}
+		base = filepath.Dir(abs)
+	}
+	for _, d := range []struct {
+		field string
+		p     *string
+	}{{"workspace", &c.Workspace}, {"stateDir", &c.StateDir}} {
+		p := *d.p
+		switch {
+		case strings.TrimSpace(p) == "":
+			continue // Validate says it must not be empty
+		case p == "~" || strings.HasPrefix(p, "~/"):
+			home, err := os.UserHomeDir()
+			if err != nil {
+				return &configError{field: d.field, msg: fmt.Sprintf("starts with ~ but the home directory is unknown (%v); write the path in full", err)}
+			}
+			p = filepath.Join(home, p[1:])
+		case strings.HasPrefix(p, "~"):
+			return &configError{field: d.field, msg: fmt.Sprintf("only ~/ (the home directory of the user running dreamgate) is understood, not %q; write the path in full", p)}
+		case !filepath.IsAbs(p) && base != "":
+			p = filepath.Join(base, p)
+		}
+		*d.p = filepath.Clean(p)
+	}
+	return nil
+}
 
 // sessionsDir is where the conversations live: <stateDir>/sessions.
 func sessionsDir(stateDir string) string { return filepath.Join(stateDir, "sessions") }

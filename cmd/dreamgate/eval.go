@@ -83,10 +83,10 @@ func cmdEval(ctx context.Context, e *env, args []string) error {
 	err = probe.Ping(pctx)
 	cancel()
 	if err != nil && errors.Is(err, llm.ErrUnavailable) {
-		return &exitError{code: 1, err: fmt.Errorf("dreamgate eval: %s (model %s at %s)", llm.UserMessage(err), cfg.LLM.Model, cfg.LLM.BaseURL)}
+		return &exitError{code: 1, err: fmt.Errorf("dreamgate eval: %s (model %s at %s)", llm.UserMessage(err), cfg.LLM.Model, llm.RedactURL(cfg.LLM.BaseURL))}
 	}
 
-	fmt.Fprintf(e.stderr, "eval: %d scenario(s), %d run(s), model %s at %s\n", len(scs), *runs, cfg.LLM.Model, cfg.LLM.BaseURL)
+	fmt.Fprintf(e.stderr, "eval: %d scenario(s), %d run(s), model %s at %s\n", len(scs), *runs, cfg.LLM.Model, llm.RedactURL(cfg.LLM.BaseURL))
 	p := &pipeline{base: cfg, root: root, logger: logger}
 	rep := eval.Run(ctx, scs, p, eval.Options{Runs: *runs, Progress: e.stderr})
 	if *asJSON {

@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -237,23 +236,13 @@ func printBanner(w io.Writer, cfg Config, healthURL, logPath string) {
 	if healthURL == "" {
 		healthURL = "off"
 	}
-	fmt.Fprintf(w, "dreamgate %s · model %s at %s\n", readVersion().Version, cfg.LLM.Model, redactURL(cfg.LLM.BaseURL))
+	fmt.Fprintf(w, "dreamgate %s · model %s at %s\n", readVersion().Version, cfg.LLM.Model, llm.RedactURL(cfg.LLM.BaseURL))
 	fmt.Fprintf(w, "workspace %s · health %s", cfg.Workspace, healthURL)
 	if logPath != "" {
 		fmt.Fprintf(w, " · logs %s", logPath)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "/help for commands, Ctrl-D or /quit to leave.")
-}
-
-// redactURL drops user info and query from a URL before it is shown.
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(invalid URL)"
-	}
-	u.User, u.RawQuery, u.Fragment = nil, "", ""
-	return u.String()
 }
 
 func openLogFile(path string) (*os.File, error) {

@@ -22,17 +22,20 @@ type ToolsConfig struct {
 type MCPServerConfig struct {
 	// Type is optional: "stdio" or "streamableHttp" (also "http"); it is
 	// otherwise inferred from command or url.
-	Type           string            `json:"type"`
-	Command        string            `json:"command"`
-	Args           []string          `json:"args"`
-	Env            map[string]string `json:"env"`
-	URL            string            `json:"url"`
-	Headers        map[string]string `json:"headers"`
-	Enabled        *bool             `json:"enabled"` // default true
-	TimeoutSeconds int               `json:"timeoutSeconds"`
-	AllowTools     []string          `json:"allowTools"`
-	DenyTools      []string          `json:"denyTools"`
-	AdminsOnly     bool              `json:"adminsOnly"`
+	Type    string            `json:"type"`
+	Command string            `json:"command"`
+	Args    []string          `json:"args"`
+	Env     map[string]string `json:"env"`
+	URL     string            `json:"url"`
+	Headers map[string]string `json:"headers"`
+	Enabled *bool             `json:"enabled"` // default true
+	// TimeoutSeconds is 1 to 3600; absent (or null) means mcp's default
+	// (30 s). An explicit 0 is refused rather than read as the default: it
+	// reads as "no timeout", which is not on offer.
+	TimeoutSeconds *int     `json:"timeoutSeconds"`
+	AllowTools     []string `json:"allowTools"`
+	DenyTools      []string `json:"denyTools"`
+	AdminsOnly     bool     `json:"adminsOnly"`
 }
 
 const maxMCPTimeoutSeconds = 3600
@@ -91,9 +94,9 @@ func (t ToolsConfig) validate() error {
 				return bad(".env", "invalid variable name %q", k)
 			}
 		}
-		if s.TimeoutSeconds < 0 || s.TimeoutSeconds > maxMCPTimeoutSeconds {
-			return bad(".timeoutSeconds", "must be between 1 and %d (0 means %d), got %d",
-				maxMCPTimeoutSeconds, int(mcp.DefaultTimeout.Seconds()), s.TimeoutSeconds)
+		if t := s.TimeoutSeconds; t != nil && (*t < 1 || *t > maxMCPTimeoutSeconds) {
+			return bad(".timeoutSeconds", "must be between 1 and %d seconds, got %d (leave it out for the default, %d)",
+				maxMCPTimeoutSeconds, *t, int(mcp.DefaultTimeout.Seconds()))
 		}
 		for i, p := range s.AllowTools {
 			if !mcp.ValidPattern(p) {
@@ -145,8 +148,10 @@ func (a *app) mcpManager() *mcp.Manager {
 		s := a.cfg.Tools.MCPServers[name]
 		sc := mcp.ServerConfig{
 			Name: name, Command: s.Command, Args: s.Args, URL: s.URL, Headers: s.Headers,
-			Timeout:    time.Duration(s.TimeoutSeconds) * time.Second,
 			AllowTools: s.AllowTools, DenyTools: s.DenyTools, AdminsOnly: s.AdminsOnly,
+		}
+		if s.TimeoutSeconds != nil {
+			sc.Timeout = time.Duration(*s.TimeoutSeconds) * time.Second
 		}
 		keys := make([]string, 0, len(s.Env))
 		for k := range s.Env {

@@ -28,7 +28,7 @@ func TestMCPConfigErrorsNameTheField(t *testing.T) {
 		{"env on http", `{"x": {"url": "http://h", "env": {"A": "b"}}}`, "tools.mcpServers.x: \"args\" and \"env\""},
 		{"timeout", `{"x": {"command": "a", "timeoutSeconds": -1}}`, "tools.mcpServers.x.timeoutSeconds"},
 		{"pattern", `{"x": {"command": "a", "denyTools": ["[" ]}}`, "tools.mcpServers.x.denyTools[0]"},
-		{"unknown key", `{"x": {"command": "a", "toolTimeout": 3}}`, "unknown key \"toolTimeout\""},
+		{"unknown key", `{"x": {"command": "a", "toolTimeout": 3}}`, "tools.mcpServers.x.toolTimeout: unknown key"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/dreamgate/dreamgate/llm"
 )
 
 // cmdOnboard creates the config file and the workspace, never overwriting.
@@ -44,7 +46,7 @@ func cmdOnboard(_ context.Context, e *env, args []string) error {
 	} else {
 		fmt.Fprintf(e.stdout, "Workspace %s: complete, nothing changed\n", cfg.Workspace)
 	}
-	fmt.Fprintf(e.stdout, "Model: %s at %s. Edit the config or set OPENAI_BASE_URL, OPENAI_API_KEY and DREAMGATE_MODEL to change it.\n", cfg.LLM.Model, cfg.LLM.BaseURL)
+	fmt.Fprintf(e.stdout, "Model: %s at %s. Edit the config or set OPENAI_BASE_URL, OPENAI_API_KEY and DREAMGATE_MODEL to change it.\n", cfg.LLM.Model, llm.RedactURL(cfg.LLM.BaseURL))
 	return nil
 }
 

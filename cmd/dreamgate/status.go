@@ -70,9 +70,9 @@ func cmdStatus(ctx context.Context, e *env, args []string) (err error) {
 	}
 	perr := model.Ping(pctx)
 	if perr != nil {
-		fmt.Fprintf(w, "Model: %s at %s — %s\n", cfg.LLM.Model, redactURL(cfg.LLM.BaseURL), llm.UserMessage(perr))
+		fmt.Fprintf(w, "Model: %s at %s — %s\n", cfg.LLM.Model, llm.RedactURL(cfg.LLM.BaseURL), llm.UserMessage(perr))
 	} else {
-		fmt.Fprintf(w, "Model: %s at %s — reachable\n", cfg.LLM.Model, redactURL(cfg.LLM.BaseURL))
+		fmt.Fprintf(w, "Model: %s at %s — reachable\n", cfg.LLM.Model, llm.RedactURL(cfg.LLM.BaseURL))
 	}
 	defer func() {
 		if modelUnusable(perr) && err == nil {
