@@ -1,9 +1,11 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -290,5 +292,47 @@ func writeRaw(h *harness, body string) {
 	h.t.Helper()
 	if err := os.WriteFile(h.cfgPath, []byte(body), 0o600); err != nil {
 		h.t.Fatal(err)
+	}
+}
+
+// Every key of Config, those added later included, is known to the strict
+// reader as written and in no other case, and a near miss of it is
+// answered with it: the reader follows the struct, not a list.
+func TestEveryKeyIsExact(t *testing.T) {
+	keys := map[string]reflect.Value{}
+	configKeys("", reflect.TypeFor[Config](), reflect.ValueOf(defaultConfig()), keys)
+	nest := func(path string, v any) string {
+		parts := strings.Split(path, ".")
+		for i := len(parts) - 1; i >= 0; i-- {
+			v = map[string]any{parts[i]: v}
+		}
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	defaults, err := json.Marshal(defaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := loadConfigText(t, string(defaults), nil); err != nil {
+		t.Fatalf("the defaults, written out as onboard does, are refused: %v", err)
+	}
+	for key, def := range keys {
+		dir, leaf := "", key
+		if i := strings.LastIndexByte(key, '.'); i >= 0 {
+			dir, leaf = key[:i+1], key[i+1:]
+		}
+		upper := dir + strings.ToUpper(leaf[:1]) + leaf[1:]
+		_, _, err := loadConfigText(t, nest(upper, def.Interface()), nil)
+		if want := upper + ": unknown key: keys are case-sensitive, write " + key; err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: err = %v, want %q", upper, err, want)
+		}
+		near := key + "x"
+		_, _, err = loadConfigText(t, nest(near, def.Interface()), nil)
+		if want := near + ": unknown key; did you mean " + key + "?"; err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: err = %v, want %q", near, err, want)
+		}
 	}
 }
