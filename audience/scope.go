@@ -242,3 +242,21 @@ func unhex(c byte) byte {
 func isAlnum(c byte) bool {
 	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
 }
+
+// ScopeOfPath is the scope a workspace-relative, slash-separated file
+// belongs to: the folder scopes/<name>/ it lies in, else the default scope
+// (the root's memory files, and the instructions AGENTS.md and
+// prompts/dream.md, which are the operator's). A path under scopes/ whose
+// folder is no valid scope name belongs to no scope: ok is false, and no
+// audience may read it.
+func ScopeOfPath(p string) (s Scope, ok bool) {
+	rest, under := strings.CutPrefix(p, ScopesDir+"/")
+	if !under {
+		return Default, true
+	}
+	name, _, _ := strings.Cut(rest, "/")
+	if name == "" || checkName(name) != nil {
+		return "", false
+	}
+	return Scope(name), true
+}

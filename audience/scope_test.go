@@ -177,3 +177,21 @@ func FuzzParseAudience(f *testing.F) {
 		}
 	})
 }
+
+func TestScopeOfPath(t *testing.T) {
+	for p, want := range map[string]Scope{
+		"USER.md": Default, "memory/MEMORY.md": Default, "AGENTS.md": Default, "prompts/dream.md": Default,
+		"scopes/team-slack-t1/USER.md":               "team-slack-t1",
+		"scopes/person-slack-t1-u2/memory/MEMORY.md": "person-slack-t1-u2",
+		"scopesX/USER.md":                            Default,
+	} {
+		if got, ok := ScopeOfPath(p); !ok || got != want {
+			t.Errorf("ScopeOfPath(%q) = %q, %v; want %q", p, got, ok, want)
+		}
+	}
+	for _, p := range []string{"scopes/Team-slack-t1/USER.md", "scopes/../USER.md", "scopes//USER.md", "scopes/USER.md", "scopes/invalid/x"} {
+		if got, ok := ScopeOfPath(p); ok {
+			t.Errorf("ScopeOfPath(%q) = %q, want none", p, got)
+		}
+	}
+}

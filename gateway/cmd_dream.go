@@ -2,8 +2,11 @@ package gateway
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"time"
 
+	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/channels"
 	"github.com/dreamgate/dreamgate/dream"
 	"github.com/dreamgate/dreamgate/gateway/dreamtext"
@@ -19,14 +22,45 @@ type Dreamer interface {
 }
 
 // MemoryLog is what /dream-log and /dream-restore read of the memory
-// repository.
+// repository. keep chooses the files the asker may see (nil: every file):
+// a commit is found or listed only when it changed one of them, and its
+// diff holds only those.
 type MemoryLog interface {
-	Latest(subjectPrefix string) (gitstore.Commit, gitstore.Diff, error)
-	Show(rev string) (gitstore.Commit, gitstore.Diff, error)
-	Log(n int, subjectPrefix string) ([]gitstore.Commit, error)
+	Latest(subjectPrefix string, keep func(path string) bool) (gitstore.Commit, gitstore.Diff, error)
+	// Show returns the commit rev and its diff cut to keep; a commit that
+	// changed none of keep's files is not the asker's to see (the caller
+	// answers as for an unknown one).
+	Show(rev string, keep func(path string) bool) (gitstore.Commit, gitstore.Diff, error)
+	Log(n int, subjectPrefix string, keep func(path string) bool) ([]gitstore.Commit, error)
 	// LatestAfter finds the newest commit after sha whose subject starts
 	// with subjectPrefix (a restore that undid the latest Dream commit).
-	LatestAfter(sha, subjectPrefix string) (gitstore.Commit, bool, error)
+	LatestAfter(sha, subjectPrefix string, keep func(path string) bool) (gitstore.Commit, bool, error)
+}
+
+// memoryKeep chooses the memory files a Dream command from in may show and
+// touch: every file for the operator at the terminal, who may inspect
+// every scope (nil); else the files of the scopes its audience may read,
+// so that /dream-log and /dream-restore show nothing another audience
+// said.
+func (g *Gateway) memoryKeep(in channels.Inbound) func(path string) bool {
+	if in.Audience.Kind == audience.Operator {
+		return nil
+	}
+	readable := g.readable(in.Audience)
+	return func(p string) bool {
+		s, ok := audience.ScopeOfPath(p)
+		return ok && slices.Contains(readable, s)
+	}
+}
+
+// hideCandidates drops the candidates an ambiguous revision names when
+// the asker may not see every commit: they may be other scopes' commits.
+func hideCandidates(err error, keep func(string) bool) error {
+	var amb *gitstore.AmbiguousRevisionError
+	if keep != nil && errors.As(err, &amb) {
+		return gitstore.ErrAmbiguousRevision
+	}
+	return err
 }
 
 // dreamTimeout bounds a /dream started from chat; Dream has its own

@@ -52,14 +52,14 @@ func (d *archiveDreamer) Status() dream.Status {
 // noCommits is a memory repository without any Dream commit.
 type noCommits struct{}
 
-func (noCommits) Latest(string) (gitstore.Commit, gitstore.Diff, error) {
+func (noCommits) Latest(string, func(string) bool) (gitstore.Commit, gitstore.Diff, error) {
 	return gitstore.Commit{}, gitstore.Diff{}, gitstore.ErrNoMatchingCommit
 }
-func (noCommits) Show(string) (gitstore.Commit, gitstore.Diff, error) {
+func (noCommits) Show(string, func(string) bool) (gitstore.Commit, gitstore.Diff, error) {
 	return gitstore.Commit{}, gitstore.Diff{}, gitstore.ErrUnknownRevision
 }
-func (noCommits) Log(int, string) ([]gitstore.Commit, error) { return nil, nil }
-func (noCommits) LatestAfter(string, string) (gitstore.Commit, bool, error) {
+func (noCommits) Log(int, string, func(string) bool) ([]gitstore.Commit, error) { return nil, nil }
+func (noCommits) LatestAfter(string, string, func(string) bool) (gitstore.Commit, bool, error) {
 	return gitstore.Commit{}, false, nil
 }
 

@@ -19,14 +19,20 @@ func cmdDreamLog() *command {
 				return "The memory repository is not available in this gateway."
 			}
 			var (
-				c   gitstore.Commit
-				d   gitstore.Diff
-				err error
+				c    gitstore.Commit
+				d    gitstore.Diff
+				err  error
+				keep = g.memoryKeep(req.in)
 			)
 			if req.args == "" {
-				c, d, err = g.deps.MemoryLog.Latest(dream.SubjectPrefix)
+				c, d, err = g.deps.MemoryLog.Latest(dream.SubjectPrefix, keep)
 			} else {
-				c, d, err = g.deps.MemoryLog.Show(req.args)
+				c, d, err = g.deps.MemoryLog.Show(req.args, keep)
+				if err == nil && keep != nil && d.Empty() {
+					// Another scope's commit: as if there were none.
+					err = gitstore.ErrUnknownRevision
+				}
+				err = hideCandidates(err, keep)
 			}
 			// A skipped batch makes no commit; the latest change says it.
 			skips := ""
@@ -46,7 +52,7 @@ func cmdDreamLog() *command {
 				return g.memoryError("/dream-log", req.args, err)
 			}
 			if req.args == "" {
-				if r, ok, err := g.deps.MemoryLog.LatestAfter(c.SHA, gitstore.RevertPrefix); err != nil {
+				if r, ok, err := g.deps.MemoryLog.LatestAfter(c.SHA, gitstore.RevertPrefix, keep); err != nil {
 					g.logger.Info("/dream-log: cannot read the latest commits", "err", err)
 				} else if ok {
 					// Offering to undo it again would undo whatever

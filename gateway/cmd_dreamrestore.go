@@ -10,6 +10,10 @@ import (
 // restoreListSize is how many Dream commits /dream-restore lists.
 const restoreListSize = 10
 
+// wholeRestoreRefused answers /dream-restore <sha> where a restore would
+// reach memory the conversation may not read.
+const wholeRestoreRefused = "I cannot undo a Dream change from this conversation without also undoing memory kept for other conversations; the operator can, with `dreamgate dream restore <sha>`."
+
 func cmdDreamRestore() *command {
 	return &command{
 		name:  "/dream-restore",
@@ -20,12 +24,19 @@ func cmdDreamRestore() *command {
 			if g.deps.MemoryLog == nil || g.deps.Dream == nil {
 				return "The memory repository is not available in this gateway."
 			}
+			keep := g.memoryKeep(req.in)
 			if req.args == "" {
-				cs, err := g.deps.MemoryLog.Log(restoreListSize, dream.SubjectPrefix)
+				cs, err := g.deps.MemoryLog.Log(restoreListSize, dream.SubjectPrefix, keep)
 				if err != nil {
 					return g.memoryError("/dream-restore", "", err)
 				}
 				return dreamtext.Chat().List(cs)
+			}
+			if keep != nil {
+				// Dream's restore puts every memory file back, so from a
+				// conversation that may not read them all it would undo
+				// other audiences' memory.
+				return wholeRestoreRefused
 			}
 			res, err := g.deps.Dream.Restore(req.args)
 			if err != nil {
