@@ -80,7 +80,7 @@ func TestDreamLogShowsOnlyReadableScopes(t *testing.T) {
 	privC := commitOf(3, map[string]string{"scopes/" + string(slackPrivate.Home()) + "/memory/MEMORY.md": "- code VORTEXPLUM"})
 	mixed := commitOf(2, map[string]string{
 		"scopes/" + string(slackTeam.Home()) + "/memory/MEMORY.md": "- TEAMFACT ships Fridays",
-		"scopes/" + string(anaDM.Home()) + "/USER.md":             "- Ana SECRETPART",
+		"scopes/" + string(anaDM.Home()) + "/USER.md":              "- Ana SECRETPART",
 	})
 	rootC := commitOf(1, map[string]string{"USER.md": "- operator ROOTPIN"})
 	log := scopedLog{commits: []fileCommit{anaC, privC, mixed, rootC}}
