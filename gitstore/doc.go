@@ -37,6 +37,16 @@
 // minutes is taken for a crash leftover; a caller that knows sooner (Dream,
 // under its own lock) removes it with ClearStaleLocks.
 //
+// Refs are written as git writes them, not as go-git does (in place): the
+// new value into <ref>.lock, synced, then renamed over the ref, so a kill
+// leaves the old value or the new one (Options.AfterWrite reports both
+// steps, PointRefLock and PointRef). A HEAD or branch found empty, torn,
+// naming a commit the repository lacks, or missing while commits exist
+// (an older version, a power loss, another tool) is put back from the
+// repository's own records and logged; a repository holding commits is
+// never started afresh: when nothing says which commit the branch named,
+// every method fails with ErrDamaged and changes nothing.
+//
 // gitstore wraps go-git; go-git types never appear in its API. It imports no
 // other dreamgate package but the internal leaves (internal/leftovers, which
 // import none): the caller names the tracked files (Options.Tracked, the
