@@ -402,6 +402,31 @@ func BenchmarkStore10k(b *testing.B) {
 				}
 			}
 		})
+		b.Run(kind+"/OpenRepairingEmptyBranch", func(b *testing.B) {
+			// The rare path: a start that finds the branch empty reads
+			// every commit object to choose what to put back.
+			f := fixture(b, kind)
+			ref := filepath.Join(f.dir, ".git", "refs", "heads", "main")
+			want, err := os.ReadFile(ref)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				if err := os.WriteFile(ref, nil, 0o600); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				if _, err := gitstore.Open(f.dir, gitstore.Options{Tracked: gitstore.TestTracked}); err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				if got, _ := os.ReadFile(ref); !bytes.Equal(got, want) {
+					b.Fatalf("repaired to %q, want %q", got, want)
+				}
+				b.StartTimer()
+			}
+		})
 	}
 }
 

@@ -21,8 +21,8 @@ import (
 // reads the branch as unborn. Every reference write of the Store goes
 // through refStorer instead, which writes as git does: the new value into
 // <ref>.lock (created exclusively, so it is also the ref's lock), synced,
-// then renamed over the ref. A reader or a crash sees the old value or the
-// new one, never a torn ref.
+// then renamed over the ref. A reader, a kill or a crash sees the old value
+// or the new one, never a torn ref.
 
 // Kill points: the writes Options.AfterWrite reports, by name.
 const (
@@ -227,9 +227,10 @@ func (l *refLock) commit(content string) error {
 		return fmt.Errorf("install %s: %w", filepath.Base(l.target), err)
 	}
 	l.done = true
-	// The rename is what makes the new value durable; a failed directory
-	// sync leaves it in place, only its durability unconfirmed.
-	_ = syncPath(filepath.Dir(l.target))
+	// No sync of the directory, as git does not sync it either: a crash
+	// before the rename reaches the disk leaves the old value, which is
+	// whole. The lock file's sync is what matters: without it a crash can
+	// leave the rename on disk and the content not, an empty ref.
 	l.s.hook(PointRef)
 	return nil
 }
