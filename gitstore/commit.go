@@ -79,7 +79,12 @@ func (s *Store) head() (headState, error) {
 	if err := s.repairRef(d); err != nil {
 		return headState{}, err
 	}
-	return s.readHead()
+	h, err = s.readHead()
+	if errors.As(err, &d) {
+		return headState{}, &DamagedError{Ref: d.name.String(), Path: s.refPath(d.name), Problem: d.problem,
+			Reason: "a repair did not hold"}
+	}
+	return h, err
 }
 
 func (s *Store) readHead() (headState, error) {

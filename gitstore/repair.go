@@ -1,7 +1,9 @@
 package gitstore
 
 import (
+	"bufio"
 	"bytes"
+	"compress/zlib"
 	"errors"
 	"fmt"
 	"io"
@@ -12,7 +14,10 @@ import (
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
+	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/storage/filesystem"
 )
 
 // Repair of a damaged HEAD or branch. Our own writes can no longer tear a
@@ -358,29 +363,124 @@ func isAncestor(a, b plumbing.Hash, all map[plumbing.Hash]commitNode) bool {
 }
 
 // scanCommits reads every commit object of the repository, loose and
-// packed. Only a repair does: it costs about what rebuilding the commit
-// index does.
+// packed. Only a repair does. go-git's own iteration reads every loose
+// object whole to learn its type (at 10,000 commits, 40,000 loose objects:
+// 5-11 s and 500 MB allocated); a loose object's type is in its first bytes.
 func (s *Store) scanCommits() (map[plumbing.Hash]commitNode, error) {
-	iter, err := s.repo.Storer.IterEncodedObjects(plumbing.CommitObject)
-	if err != nil {
-		return nil, fmt.Errorf("list commits: %w", err)
-	}
-	defer iter.Close()
 	all := map[plumbing.Hash]commitNode{}
-	err = iter.ForEach(func(o plumbing.EncodedObject) error {
-		c, err := object.DecodeCommit(s.repo.Storer, o)
+	add := func(c *object.Commit) {
+		all[c.Hash] = commitNode{parents: c.ParentHashes, tree: c.TreeHash, when: c.Committer.When.Unix()}
+	}
+	rs, ok := s.repo.Storer.(*refStorer)
+	if !ok {
+		return nil, fmt.Errorf("unexpected repository storage %T", s.repo.Storer)
+	}
+	st := rs.Storage
+	var loose []plumbing.Hash
+	var in headerReader
+	err := st.ForEachObjectHash(func(h plumbing.Hash) error {
+		if t, err := s.looseType(h, &in); err == nil && t == plumbing.CommitObject {
+			loose = append(loose, h)
+		}
+		return nil
+	})
+	if in.zr != nil {
+		_ = in.zr.Close()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list loose objects: %w", err)
+	}
+	for _, h := range loose {
+		c, err := object.GetCommit(s.repo.Storer, h)
 		if err != nil {
 			// An unreadable commit can be no branch's tip.
+			s.log.Warn("memory repository: unreadable commit object", "commit", shortID(h.String()), "err", err)
+			continue
+		}
+		add(c)
+	}
+	packs, err := st.ObjectPacks()
+	if err != nil {
+		return nil, fmt.Errorf("list packs: %w", err)
+	}
+	for _, h := range packs {
+		if err := s.packCommits(st, h, add); err != nil {
+			return nil, fmt.Errorf("read pack %s: %w", shortID(h.String()), err)
+		}
+	}
+	return all, nil
+}
+
+// looseType reads the type from a loose object's header ("commit 235\x00…",
+// deflated). in reuses one buffer and one inflater for every object: new
+// ones allocate about 45 KB an object.
+func (s *Store) looseType(h plumbing.Hash, in *headerReader) (plumbing.ObjectType, error) {
+	id := h.String()
+	f, err := os.Open(filepath.Join(s.objDir, id[:2], id[2:]))
+	if err != nil {
+		return plumbing.InvalidObject, err
+	}
+	defer f.Close()
+	if in.buf == nil {
+		in.buf = bufio.NewReaderSize(f, 512)
+	} else {
+		in.buf.Reset(f)
+	}
+	if in.zr == nil {
+		if in.zr, err = zlib.NewReader(in.buf); err != nil {
+			return plumbing.InvalidObject, err
+		}
+	} else if err := in.zr.(zlib.Resetter).Reset(in.buf, nil); err != nil {
+		return plumbing.InvalidObject, err
+	}
+	var head [16]byte
+	n, _ := io.ReadFull(in.zr, head[:])
+	name, _, ok := bytes.Cut(head[:n], []byte(" "))
+	if !ok {
+		return plumbing.InvalidObject, fmt.Errorf("object %s: no header", shortID(id))
+	}
+	return plumbing.ParseObjectType(string(name))
+}
+
+// headerReader is what looseType reuses.
+type headerReader struct {
+	buf *bufio.Reader
+	zr  io.ReadCloser
+}
+
+// packCommits passes each commit of one pack to add.
+func (s *Store) packCommits(st *filesystem.Storage, h plumbing.Hash, add func(*object.Commit)) error {
+	name := "pack-" + h.String()
+	idxFile, err := os.Open(filepath.Join(s.objDir, "pack", name+".idx"))
+	if err != nil {
+		return err
+	}
+	defer idxFile.Close()
+	idx := idxfile.NewMemoryIndex()
+	if err := idxfile.NewDecoder(idxFile).Decode(idx); err != nil {
+		return err
+	}
+	fsys := st.Filesystem()
+	packFile, err := fsys.Open(fsys.Join("objects", "pack", name+".pack"))
+	if err != nil {
+		return err
+	}
+	p := packfile.NewPackfile(idx, fsys, packFile, 0)
+	defer p.Close()
+	iter, err := p.GetByType(plumbing.CommitObject)
+	if err != nil {
+		return err
+	}
+	defer iter.Close()
+	return iter.ForEach(func(o plumbing.EncodedObject) error {
+		c, err := object.DecodeCommit(s.repo.Storer, o)
+		if err != nil {
 			s.log.Warn("memory repository: unreadable commit object", "commit", shortID(o.Hash().String()), "err", err)
 			return nil
 		}
-		all[c.Hash] = commitNode{parents: c.ParentHashes, tree: c.TreeHash, when: c.Committer.When.Unix()}
+		add(c)
 		return nil
 	})
-	if err != nil {
-		return nil, fmt.Errorf("list commits: %w", err)
-	}
-	return all, nil
 }
 
 // memoryStates are the tracked files as the workspace has them and as git's

@@ -167,19 +167,30 @@ func TestRepairFindsTheCommitsAfterTheCommitIndex(t *testing.T) {
 
 // With no commit index (and go-git writes no reflog), the end of the one
 // line of history is the branch.
+// The commits are found loose and packed alike.
 func TestRepairWithoutRecordsTakesTheEndOfHistory(t *testing.T) {
-	_, dir, log := dreamHistory(t)
-	if err := os.Remove(filepath.Join(dir, ".git", gitstore.CommitIndexFile)); err != nil {
-		t.Fatal(err)
+	for _, packed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("packed=%v", packed), func(t *testing.T) {
+			s, dir, log := dreamHistory(t)
+			if packed {
+				gitstore.SetPackThreshold(s, -1)
+				if n, err := s.Pack(); err != nil || n == 0 {
+					t.Fatalf("Pack = %d, %v", n, err)
+				}
+			}
+			if err := os.Remove(filepath.Join(dir, ".git", gitstore.CommitIndexFile)); err != nil {
+				t.Fatal(err)
+			}
+			testkit.WriteFile(t, dir, branchFile, "")
+			var rec testkit.LogRecorder
+			s2, err := reopen(t, dir, &rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			assertRepairLogged(t, &rec, log[0].Short, "the only commit no other commit builds on")
+			assertWhole(t, s2, dir, log)
+		})
 	}
-	testkit.WriteFile(t, dir, branchFile, "")
-	var rec testkit.LogRecorder
-	s, err := reopen(t, dir, &rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	assertRepairLogged(t, &rec, log[0].Short, "the only commit no other commit builds on")
-	assertWhole(t, s, dir, log)
 }
 
 // The git command line keeps a reflog; a repair reads it when there is no
