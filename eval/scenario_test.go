@@ -86,6 +86,11 @@ func TestParseNamesFileScenarioAndField(t *testing.T) {
 		{"file inside a seeded file", `{"name": "s", ` + sess + `, ` + exp + `, "files": {"notes": "y", "notes/a": "z"}}`, "s", `files["notes/a"]`, "seeded as a file"},
 		{"seeded file too big", `{"name": "s", ` + sess + `, ` + exp + `, "files": {"big.txt": "` + strings.Repeat("x", MaxSeedBytes+1) + `"}}`, "s", `files["big.txt"]`, "larger than 1 MiB"},
 		{"tiny window", `{"name": "s", ` + sess + `, ` + exp + `, "contextWindow": 100}`, "s", "contextWindow", "at least 4096"},
+		{"session audience not one", `{"name": "s", "sessions": [{"key": "a", "audience": "slack/team", "turns": ["hi"]}], ` + exp + `}`, "s", "sessions[0].audience", "is not an audience"},
+		{"session audience not a string", `{"name": "s", "sessions": [{"key": "a", "audience": 3, "turns": ["hi"]}], ` + exp + `}`, "s", "sessions[0].audience", "should be a string"},
+		{"expect audience lowercase id", `{"name": "s", ` + sess + `, "expect": [{"audience": "slack/team/t 1", "contains": "a"}]}`, "s", "expect[0].audience", "is not an audience"},
+		{"question with both", `{"name": "s", ` + sess + `, "questions": [{"ask": "where?", "expect": "x", "absent": "y"}]}`, "s", "questions[0]", "not both"},
+		{"question audience", `{"name": "s", ` + sess + `, "questions": [{"ask": "where?", "absent": "y", "audience": "x"}]}`, "s", "questions[0].audience", "is not an audience"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/internal/textcut"
 )
 
@@ -139,8 +140,12 @@ func Score(sc Scenario, out Outcome) Result {
 		if i < len(out.Answers) {
 			answer = out.Answers[i]
 		}
-		c := Check{Kind: KindQuestion, What: fmt.Sprintf("answer to %q contains %q", q.Ask, q.Expect),
+		c := Check{Kind: KindQuestion, What: fmt.Sprintf("answer%s to %q contains %q", in(q.Audience), q.Ask, q.Expect),
 			Passed: containsFold(answer, q.Expect), Detail: "answer: " + oneLine(answer, 200)}
+		if q.Absent != "" {
+			c.What = fmt.Sprintf("answer%s to %q never says %q", in(q.Audience), q.Ask, q.Absent)
+			c.Passed = answer != "" && !containsFold(answer, q.Absent)
+		}
 		r.Questions = r.Questions.add(ratio(c.Passed))
 		r.Checks = append(r.Checks, c)
 	}
@@ -158,13 +163,27 @@ func ratio(passed bool) Ratio {
 	return Ratio{0, 1}
 }
 
-// checkExpect runs one expectation on the memory files.
+// in names a check's audience in its description; "" for the operator's.
+func in(a audience.Audience) string {
+	if a.IsZero() {
+		return ""
+	}
+	return " in " + a.String()
+}
+
+// checkExpect runs one expectation on the memory files its audience may
+// read.
 func checkExpect(e Expect, files map[string]string) Check {
 	where := e.File
-	targets := []string{e.File}
+	names := []string{e.File}
 	if e.File == "" {
 		where = "memory"
-		targets = MemoryFiles
+		names = MemoryFiles
+	}
+	where += in(e.Audience)
+	var targets []string
+	for _, n := range names {
+		targets = append(targets, ScopeFiles(e.Audience, n)...)
 	}
 	switch {
 	case e.Contains != "":

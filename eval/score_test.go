@@ -175,3 +175,52 @@ func TestRunNotPlayedAndCancelled(t *testing.T) {
 		t.Errorf("a cancelled run passes nothing: %+v", rep)
 	}
 }
+
+// An expectation or question of an audience reads what that audience's
+// prompts may show: its readable scopes' files, never the root's or
+// another scope's.
+func TestScoreByAudience(t *testing.T) {
+	sc := mustParse(t, `{"name": "s",
+	 "sessions": [{"key": "slack:D1", "audience": "slack/person/T1/UANA", "turns": ["my band is K7"]}],
+	 "expect": [
+	   {"audience": "slack/person/T1/UANA", "contains": "K7"},
+	   {"audience": "slack/person/T1/UANA", "contains": "Fridays"},
+	   {"audience": "slack/team/T1", "absent": "K7"},
+	   {"audience": "slack/person/T1/UBOB", "absent": "K7"},
+	   {"absent": "Fridays"},
+	   {"audience": "slack/team/T2", "absent": "Fridays"}],
+	 "questions": [
+	   {"ask": "what is Ana's band?", "audience": "slack/person/T1/UBOB", "absent": "K7"},
+	   {"ask": "what is my band?", "audience": "slack/person/T1/UANA", "expect": "K7"}]}`)
+	if got := sc.Sessions[0].Audience.Home(); got != "person-slack-t1-uana" {
+		t.Fatalf("session audience home %q", got)
+	}
+	files := map[string]string{
+		"scopes/person-slack-t1-uana/USER.md":         "- Ana's band is K7",
+		"scopes/team-slack-t1/memory/MEMORY.md":       "- the team ships on Fridays",
+		"scopes/person-slack-t1-ubob/USER.md":         "- Bob likes tea",
+		FileUser:                                      "- the operator",
+		"scopes/team-slack-t2/memory/MEMORY.md":       "- other team",
+		"scopes/private-slack-t1-c1/memory/MEMORY.md": "- K7 too",
+	}
+	r := Score(sc, Outcome{Files: files, Answers: []string{"I don't know.", "Your band is K7."}})
+	for _, c := range r.Checks {
+		if !c.Passed {
+			t.Errorf("check failed: %+v", c)
+		}
+	}
+	files["scopes/team-slack-t1/USER.md"] = "- K7 leaked"
+	r = Score(sc, Outcome{Files: files, Answers: []string{"It is K7.", ""}})
+	failed := map[string]bool{}
+	for _, c := range r.Checks {
+		if !c.Passed {
+			failed[c.What] = true
+		}
+	}
+	for _, want := range []string{`memory in slack/team/T1 never says "K7"`, `memory in slack/person/T1/UBOB never says "K7"`,
+		`answer in slack/person/T1/UBOB to "what is Ana's band?" never says "K7"`, `answer in slack/person/T1/UANA to "what is my band?" contains "K7"`} {
+		if !failed[want] {
+			t.Errorf("%q did not fail; failed: %v", want, failed)
+		}
+	}
+}

@@ -147,13 +147,8 @@ func (p *pipeline) Play(ctx context.Context, sc eval.Scenario) (eval.Outcome, er
 		}
 	}
 	p.dream(ctx, a, &out)
-	out.Files = map[string]string{}
-	for _, f := range eval.MemoryFiles {
-		b, err := os.ReadFile(filepath.Join(cfg.Workspace, filepath.FromSlash(f)))
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return out, fmt.Errorf("read %s: %w", f, err)
-		}
-		out.Files[f] = string(b)
+	if out.Files, err = memoryFiles(cfg.Workspace); err != nil {
+		return out, err
 	}
 	if err := p.ask(ctx, a, sc.Questions, &out); err != nil {
 		return out, err
@@ -204,13 +199,17 @@ func (p *pipeline) playSession(ctx context.Context, a *app, s eval.Session, out 
 }
 
 // submit sends one message through the gateway's real path and waits for
-// its result. A scenario's conversations are the operator's: their memory
-// is the workspace root's files, which the scenario's checks read.
+// its result. A session without an audience is the operator's: its memory
+// is the workspace root's files.
 func submit(ctx context.Context, g *gateway.Gateway, s eval.Session, text string) (gateway.Result, error) {
+	a := eval.Of(s.Audience)
+	sender := s.Sender
+	if a.Kind == audience.Person {
+		sender = a.Person // a DM's sender is its person
+	}
 	done, err := g.Submit(ctx, channels.Inbound{
 		Channel: s.Channel(), ChatID: s.Key, SessionKey: s.SessionKey(),
-		SenderID: s.Sender, SenderName: s.Sender, Text: text,
-		Audience: audience.Audience{Kind: audience.Operator, Platform: "eval"},
+		SenderID: sender, SenderName: s.Sender, Text: text, Audience: a,
 	})
 	if err != nil {
 		return gateway.Result{}, fmt.Errorf("submit a turn: %w", err)
@@ -254,8 +253,35 @@ func (p *pipeline) dream(ctx context.Context, a *app, out *eval.Outcome) {
 	out.Problems = append(out.Problems, fmt.Sprintf("Dream still had history to read after %d runs", maxDreamRuns))
 }
 
-// ask puts each question to the assistant in a fresh session, so it can
-// only know what the memory files say.
+// memoryFiles reads the memory files of the workspace root and of every
+// scope folder (workspace-relative path -> text; a missing file is "").
+func memoryFiles(ws string) (map[string]string, error) {
+	dirs := []string{""}
+	entries, err := os.ReadDir(filepath.Join(ws, audience.ScopesDir))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("list the memory scopes: %w", err)
+	}
+	for _, e := range entries {
+		if s, err := audience.ParseScope(e.Name()); err == nil && e.IsDir() {
+			dirs = append(dirs, s.Dir())
+		}
+	}
+	out := map[string]string{}
+	for _, d := range dirs {
+		for _, f := range eval.MemoryFiles {
+			rel := path.Join(d, f)
+			b, err := os.ReadFile(filepath.Join(ws, filepath.FromSlash(rel)))
+			if err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return nil, fmt.Errorf("read %s: %w", rel, err)
+			}
+			out[rel] = string(b)
+		}
+	}
+	return out, nil
+}
+
+// ask puts each question to the assistant in a fresh session of its
+// audience, so it can only know what that audience's memory files say.
 func (p *pipeline) ask(ctx context.Context, a *app, qs []eval.Question, out *eval.Outcome) error {
 	if len(qs) == 0 {
 		return nil
@@ -268,7 +294,7 @@ func (p *pipeline) ask(ctx context.Context, a *app, qs []eval.Question, out *eva
 		_ = g.Shutdown(sctx)
 	}()
 	for i, q := range qs {
-		s := eval.Session{Key: "question-" + strconv.Itoa(i+1), Sender: "user"}
+		s := eval.Session{Key: "question-" + strconv.Itoa(i+1), Sender: "user", Audience: q.Audience}
 		res, err := submit(ctx, g, s, q.Ask)
 		if err != nil {
 			return err
