@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/channels"
 	"github.com/dreamgate/dreamgate/llm/llmtest"
 	"github.com/dreamgate/dreamgate/workspace"
@@ -119,6 +120,7 @@ func TestGuestsCannotRewriteTheInstructions(t *testing.T) {
 	h.llm.Push(write, llmtest.Text("done"))
 	local := guest
 	local.Channel, local.SessionKey, local.Local = "terminal", "terminal:default", true
+	local.Audience = audience.Audience{Kind: audience.Operator, Platform: "terminal"}
 	done, err = g.Submit(t.Context(), local)
 	if err != nil {
 		t.Fatal(err)
