@@ -306,8 +306,13 @@ func words(s string) map[string]bool {
 
 // memAnswer picks the memory line that best matches the question.
 func memAnswer(system, question string) string {
-	if i := strings.Index(system, "\n# Soul"); i >= 0 {
-		system = system[i:]
+	// The memory files start at the operator's first one, or at the first
+	// scope's heading in any other audience's prompt.
+	for _, start := range []string{"\n# Soul", "\n# Memory"} {
+		if i := strings.Index(system, start); i >= 0 {
+			system = system[i:]
+			break
+		}
 	}
 	for _, end := range []string{"\n# Recent history", "\n# Last archive summary"} {
 		if i := strings.Index(system, end); i >= 0 {
