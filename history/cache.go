@@ -39,6 +39,8 @@ type cache struct {
 	// in file order), so a turn touches only its own session's entries.
 	sessions [][]int
 	keys     *keyTable
+	// scopes numbers the memory scopes of the entries (meta.scope).
+	scopes *keyTable
 	// sorted: every valid entry consumed, in file order, has a higher
 	// cursor than all before it (the format's rule; binary search is safe,
 	// and the entries before the first kept one are exactly those at or
@@ -87,6 +89,10 @@ type meta struct {
 	off    int64 // where its line starts in the file
 	n      int64 // its line's length, newline included
 	key    int32 // its session key's number in the cache's keyTable
+	// scope is its memory scope's number in the cache's scope table; -1
+	// when not known (an entry of the index's table decoded for one
+	// session only, which is read back and never kept).
+	scope int32
 }
 
 // keyTable numbers session keys, so that metas hold no pointers (a big
@@ -99,6 +105,14 @@ type keyTable struct {
 }
 
 func newKeyTable() *keyTable { return &keyTable{ids: map[string]int32{}} }
+
+// newScopeTable is a keyTable of scope names that knows the default
+// scope's, which most entries have.
+func newScopeTable() *keyTable {
+	t := newKeyTable()
+	t.id("")
+	return t
+}
 
 // idBytes is id for a key still in bytes; it allocates only for a new key.
 func (t *keyTable) idBytes(k []byte) int32 {
@@ -127,14 +141,14 @@ func (t *keyTable) id(k string) int32 {
 // newCache is an empty cache of a file not read yet, keeping entries
 // above floor.
 func newCache(floor int) cache {
-	return cache{loaded: true, floor: floor, sorted: true, keys: newKeyTable()}
+	return cache{loaded: true, floor: floor, sorted: true, keys: newKeyTable(), scopes: newScopeTable()}
 }
 
 // add records the valid entry e (its content is not needed), whose line
 // of n bytes starts at off.
 func (c *cache) add(e Entry, off, n int64) {
 	c.noteRange(e)
-	c.addMeta(meta{cursor: e.Cursor, off: off, n: n, key: c.keys.id(e.SessionKey)})
+	c.addMeta(meta{cursor: e.Cursor, off: off, n: n, key: c.keys.id(e.SessionKey), scope: c.scopes.id(string(e.Scope))})
 }
 
 // addMeta records a valid entry (whose source, if any, is noted already).

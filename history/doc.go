@@ -10,15 +10,19 @@
 // dreamgate's after those four, session_id and range (the session
 // generation and the messages archived), which nanobot ignores and which
 // make an archive idempotent across crashes (Source, Store.ArchivedAt).
-// memory/.history_index is this
-// package's own shortcut past the entries Dream has read, with a table of
-// the unread ones (nanobot neither reads nor writes it), so that a new
-// process scans only what was appended since; deleting it costs one full
-// scan of the archive. Only where the unread entries are is held in memory,
-// and a content is read back when a caller asks for that entry.
+// Archive entries of a memory scope other than the default one end with
+// its name ("scope"); SinceIn reads one scope's entries, and Backlogs which
+// scopes have entries after their cursor, without reading any content.
+// memory/.history_index is this package's own shortcut past the entries
+// Dream has read, with a table of the unread ones (nanobot neither reads
+// nor writes it), so that a new process scans only what was appended
+// since; deleting it costs one full scan of the archive, and an index of an
+// earlier format is rebuilt the same way, silently. Only where the unread
+// entries are, and their session and scope, is held in memory, and a
+// content is read back when a caller asks for that entry.
 //
 // It is a leaf shared by consolidator and dream, which never import each
-// other: it imports only workspace (the layout and the atomic write) of
-// dreamgate's packages, and third-party types (flock) never appear in its
+// other: it imports only workspace (the layout and the atomic write) and
+// audience (scope names) of dreamgate's packages, and third-party types (flock) never appear in its
 // API.
 package history

@@ -17,20 +17,20 @@ import (
 // false for any other line, which parseLine then reads; for a line it
 // accepts, it returns what parseLine returns.
 func parseCanonical(line []byte) (e Entry, ok bool) {
-	return canonical(line, true, nil)
+	return canonical(line, true, nil, nil)
 }
 
 // scanCanonical is parseCanonical without the content: it accepts exactly
 // the lines parseCanonical accepts and returns the same entry but for an
 // empty Content, checked and never copied. Opening a big unread history
 // scans it this way, and reads back only the contents a caller asks for.
-// keys interns the session keys, so the scan allocates one string per
-// session rather than one per line.
-func scanCanonical(line []byte, keys *keyTable) (Entry, bool) {
-	return canonical(line, false, keys)
+// keys interns the session keys and scopes the scope names, so the scan
+// allocates one string per session and per scope rather than one per line.
+func scanCanonical(line []byte, keys, scopes *keyTable) (Entry, bool) {
+	return canonical(line, false, keys, scopes)
 }
 
-func canonical(line []byte, withContent bool, keys *keyTable) (e Entry, ok bool) {
+func canonical(line []byte, withContent bool, keys, scopes *keyTable) (e Entry, ok bool) {
 	p := canonParser{b: bytes.TrimSpace(line)}
 	if !p.byte('{') || !p.key(`"cursor"`) {
 		return Entry{}, false
@@ -72,7 +72,7 @@ func canonical(line []byte, withContent bool, keys *keyTable) (e Entry, ok bool)
 		more = p.byte(',')
 	}
 	if more && p.key(`"scope"`) {
-		if !p.scope(&e) {
+		if !p.scope(&e, scopes) {
 			return Entry{}, false
 		}
 		more = false
@@ -108,8 +108,24 @@ func (p *canonParser) source(e *Entry) bool {
 // scope consumes a scope's value, its key consumed, and sets e's Scope. It
 // accepts only a name audience.ParseScope takes, other than the default
 // scope's "" (appendEntryJSON never writes that); parseLine judges the
-// rest.
-func (p *canonParser) scope(e *Entry) bool {
+// rest. With scopes, a name is checked once and interned there: a scan
+// neither allocates nor checks it again for every line.
+func (p *canonParser) scope(e *Entry, scopes *keyTable) bool {
+	if scopes != nil {
+		rest := p.b
+		raw, escaped, ok := p.skipStr()
+		if !ok {
+			return false
+		}
+		if id, known := scopes.ids[string(raw)]; known && !escaped {
+			if scopes.names[id] == "" {
+				return false
+			}
+			e.Scope = audience.Scope(scopes.names[id])
+			return true
+		}
+		p.b = rest
+	}
 	name, ok := p.str()
 	if !ok || name == "" {
 		return false
@@ -119,6 +135,9 @@ func (p *canonParser) scope(e *Entry) bool {
 		return false
 	}
 	e.Scope = s
+	if scopes != nil {
+		scopes.id(name)
+	}
 	return true
 }
 

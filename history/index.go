@@ -33,8 +33,11 @@ import (
 // too. An index of the first format (no End: End is Offset) is still
 // read.
 
-// indexVersion is the index format; another version is ignored.
-const indexVersion = 1
+// indexVersion is the index format. An index of an earlier version (1: no
+// memory scope in its table) is ignored without a warning, and the next
+// one written is of this version; a later or unknown version is ignored
+// with one.
+const indexVersion = 2
 
 // defaultIndexMin: reading that got less than this far past the last index
 // (256 KiB, some hundreds of entries) does not write a new one, and a
@@ -88,8 +91,12 @@ func (s *Store) loadIndexLocked(f *os.File, fi os.FileInfo) {
 	}
 	header, table, _ := bytes.Cut(data, []byte{'\n'})
 	var ix indexRecord
-	if json.Unmarshal(header, &ix) != nil || ix.Version != indexVersion {
+	if json.Unmarshal(header, &ix) != nil || ix.Version > indexVersion || ix.Version < 1 {
 		s.warnOnce("index-bad", "the history index is unreadable; reading history.jsonl whole")
+		return
+	}
+	if ix.Version < indexVersion {
+		// An earlier format: this read rebuilds it.
 		return
 	}
 	if ix.End == 0 {
@@ -111,11 +118,7 @@ func (s *Store) loadIndexLocked(f *os.File, fi os.FileInfo) {
 	if ix.Offset > 0 && !markHolds(f, ix.Offset, ix.Mark) {
 		return
 	}
-	var (
-		keys   *keyTable
-		ranges map[string]rangeMark
-		lazy   *lazyTable
-	)
+	var pt parsedTable
 	if ix.End > ix.Offset {
 		if !markHolds(f, ix.End, ix.EndMark) {
 			return
@@ -125,7 +128,7 @@ func (s *Store) loadIndexLocked(f *os.File, fi os.FileInfo) {
 			last.cursor > 0 && last.off >= ix.Offset && last.n > 0 && last.off+last.n <= ix.End &&
 			(ix.Count == 0 || last.cursor > ix.Max)
 		if ok {
-			keys, ranges, lazy, ok = parseTable(table, ix.Offset, ix.End, last)
+			pt, ok = parseTable(table, ix.Offset, ix.End, last)
 		}
 		if !ok {
 			s.warnOnce("index-bad", "the history index is unreadable; reading history.jsonl whole")
@@ -140,10 +143,10 @@ func (s *Store) loadIndexLocked(f *os.File, fi os.FileInfo) {
 	}
 	c.offset, c.from, c.head, c.saved = ix.End, ix.Offset, ix.Head, ix.End
 	c.count, c.maxCursor, c.belowMax = ix.Count, ix.Max, ix.Max
-	if lazy != nil {
-		c.keys, c.ranges, c.lazy = keys, ranges, lazy
-		c.count += lazy.n
-		c.maxCursor = lazy.last.cursor
+	if pt.lazy != nil {
+		c.keys, c.scopes, c.ranges, c.lazy = pt.keys, pt.scopes, pt.ranges, pt.lazy
+		c.count += pt.lazy.n
+		c.maxCursor = pt.lazy.last.cursor
 	}
 	for _, b := range ix.Bad {
 		if b.Kind > lineBlank && b.Kind <= lineBadFields && b.Off >= ix.Offset && b.Off < ix.End && b.Bytes >= 0 {
@@ -221,7 +224,7 @@ func (s *Store) saveIndexLocked(f *os.File) {
 		}
 		ix.LastSum = crc32.Checksum(line, castagnoli())
 		ix.Last = [3]int64{int64(last.cursor), last.off, last.n}
-		table = encodeTable(c.keys.names, c.metas, c.ranges, at)
+		table = encodeTable(c.keys.names, c.scopes.names, c.metas, c.ranges, at)
 		ix.Table, ix.TableSum = len(table), crc32.Checksum(table, castagnoli())
 	}
 	for _, b := range c.bad {

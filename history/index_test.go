@@ -183,9 +183,13 @@ func TestIndexIgnoredWhenItDoesNotHold(t *testing.T) {
 		{"garbage", func(t *testing.T, dir string) {
 			testkit.WriteFile(t, "", filepath.Join(dir, indexFile), `{"version": 1, "offset": "x`)
 		}, 30},
-		{"another version", func(t *testing.T, dir string) {
+		{"a later version", func(t *testing.T, dir string) {
 			path := filepath.Join(dir, indexFile)
-			testkit.WriteFile(t, "", path, strings.Replace(testkit.ReadFile(t, "", path), `"version":1`, `"version":2`, 1))
+			testkit.WriteFile(t, "", path, strings.Replace(testkit.ReadFile(t, "", path), `"version":2`, `"version":3`, 1))
+		}, 30},
+		{"an earlier version", func(t *testing.T, dir string) {
+			path := filepath.Join(dir, indexFile)
+			testkit.WriteFile(t, "", path, strings.Replace(testkit.ReadFile(t, "", path), `"version":2`, `"version":1`, 1))
 		}, 30},
 	}
 	for _, tt := range tests {

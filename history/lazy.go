@@ -72,7 +72,8 @@ func (s *Store) readLocked(ms []meta) ([]Entry, error) {
 	take := func(i int, line []byte) bool {
 		m := ms[i]
 		e, ok := s.parseLocked(line)
-		if !ok || e.Cursor != m.cursor || e.SessionKey != c.keys.names[m.key] {
+		if !ok || e.Cursor != m.cursor || e.SessionKey != c.keys.names[m.key] ||
+			(m.scope >= 0 && string(e.Scope) != c.scopes.names[m.scope]) {
 			return false
 		}
 		out[i] = e

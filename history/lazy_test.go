@@ -362,7 +362,7 @@ func FuzzScanCanonical(f *testing.F) {
 func checkScan(t *testing.T, line string) {
 	want, wok := parseCanonical([]byte(line))
 	keys := newKeyTable()
-	got, gok := scanCanonical([]byte(line), keys)
+	got, gok := scanCanonical([]byte(line), keys, newScopeTable())
 	want.Content = ""
 	if gok != wok || got != want {
 		t.Errorf("%q: scan %+v, %v; parse %+v, %v", line, got, gok, want, wok)
@@ -398,10 +398,11 @@ func TestReadBackIsBounded(t *testing.T) {
 	}
 }
 
-// TestIndexOfTheFirstFormat: an index written before it held a table (a
-// header alone, no End) still takes a new store past the read entries,
-// which then scans the unread ones.
-func TestIndexOfTheFirstFormat(t *testing.T) {
+// TestIndexOfAnEarlierVersionIsRebuilt: an index of version 1 (no memory
+// scopes in its table, or no table at all) is not used — its table cannot
+// say which scope an entry is of — and is replaced by one of this version
+// by the same read, without a warning: an upgrade is not damage.
+func TestIndexOfAnEarlierVersionIsRebuilt(t *testing.T) {
 	dir := t.TempDir()
 	size := fillHistory(t, dir, 40, 30)
 	path := filepath.Join(dir, indexFile)
@@ -410,7 +411,6 @@ func TestIndexOfTheFirstFormat(t *testing.T) {
 	if err := json.Unmarshal([]byte(header), &ix); err != nil {
 		t.Fatal(err)
 	}
-	ix.Head = ix.Head[:min(headLen, ix.Offset)]
 	old, err := json.Marshal(struct {
 		Version int    `json:"version"`
 		Dev     uint64 `json:"dev,omitempty"`
@@ -421,18 +421,30 @@ func TestIndexOfTheFirstFormat(t *testing.T) {
 		Floor   int    `json:"floor"`
 		Count   int    `json:"count"`
 		Max     int    `json:"max"`
-	}{ix.Version, ix.Dev, ix.Ino, ix.Head, ix.Mark, ix.Offset, ix.Floor, ix.Count, ix.Max})
+	}{1, ix.Dev, ix.Ino, ix.Head[:min(headLen, ix.Offset)], ix.Mark, ix.Offset, ix.Floor, ix.Count, ix.Max})
 	if err != nil {
 		t.Fatal(err)
 	}
 	testkit.WriteFile(t, "", path, string(old))
-	s := openTestStore(t, dir, nil)
-	s.indexMin = 1 << 10 // looks for the index; writes none for these few bytes
+	logs := &testkit.LogRecorder{}
+	s := indexedStore(t, dir, slog.New(logs))
 	got := look(t, s, 30)
 	if want := wholeView(t, dir, 30); got.String() != want.String() {
 		t.Errorf("with the old index: %v\nreading the file:  %v", got, want)
 	}
-	if s.readBytes != size-ix.Offset {
-		t.Errorf("scanned %d bytes; %d lie past the old index's offset", s.readBytes, size-ix.Offset)
+	if s.readBytes != size {
+		t.Errorf("scanned %d of %d bytes: the old index was used", s.readBytes, size)
+	}
+	if n := len(logs.Find(slog.LevelWarn, "")); n != 0 {
+		t.Errorf("%d warnings about an index of an earlier version", n)
+	}
+	header, _, _ = strings.Cut(testkit.ReadFile(t, "", path), "\n")
+	if err := json.Unmarshal([]byte(header), &ix); err != nil || ix.Version != indexVersion {
+		t.Errorf("the index after the read: version %d, %v; want %d", ix.Version, err, indexVersion)
+	}
+	n := indexedStore(t, dir, nil)
+	look(t, n, 30)
+	if n.readBytes >= size {
+		t.Errorf("the next store scanned %d of %d bytes: the rebuilt index was not used", n.readBytes, size)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"os"
 	"slices"
 	"sort"
+
+	"github.com/dreamgate/dreamgate/audience"
 )
 
 // parseLocked parses a line and warns (once per kind) about a bad one.
@@ -35,7 +37,7 @@ func (s *Store) warnLineLocked(kind lineKind, n int) {
 // valid entry but its content: a line of the usual shape is only checked,
 // any other is parsed. It accepts the same lines and warns the same way.
 func (s *Store) peekLocked(line []byte) (Entry, lineKind) {
-	if e, ok := scanCanonical(line, s.cache.keys); ok {
+	if e, ok := scanCanonical(line, s.cache.keys, s.cache.scopes); ok {
 		return e, lineOK
 	}
 	return s.parseSlowLocked(line)
@@ -72,7 +74,7 @@ func (s *Store) Since(cursor, limit int) ([]Entry, error) {
 	defer s.mu.Unlock()
 	var out []Entry
 	err := s.freshLocked(func() (err error) {
-		out, err = s.selectLocked(cursor, limit, func(string, int) bool { return true })
+		out, err = s.selectLocked(cursor, limit, nil)
 		return err
 	})
 	return out, err
@@ -98,7 +100,7 @@ func (s *Store) UnreadLast(sessionKey string, n int) ([]Entry, error) {
 		c := &s.cache
 		if dc < c.floor {
 			// Moved back by hand: what is unread is partly only in the file.
-			out, err = s.selectLocked(dc, 0, func(key string, _ int) bool { return key == sessionKey })
+			out, err = s.selectLocked(dc, 0, func(key string, _ audience.Scope, _ int) bool { return key == sessionKey })
 			if n > 0 && len(out) > n {
 				out = out[len(out)-n:]
 			}
@@ -160,14 +162,14 @@ func (s *Store) freshLocked(read func() error) error {
 }
 
 // selectLocked returns the entries with Cursor > cursor that keep (given
-// their session key and cursor) accepts, in file order, at most limit of
-// them (0 means all).
-func (s *Store) selectLocked(cursor, limit int, keep func(key string, cursor int) bool) ([]Entry, error) {
+// their session key, scope and cursor; nil keeps all) accepts, in file order, at
+// most limit of them (0 means all).
+func (s *Store) selectLocked(cursor, limit int, keep func(key string, scope audience.Scope, cursor int) bool) ([]Entry, error) {
 	c := &s.cache
 	if cursor < c.floor {
 		var out []Entry
 		err := s.scanLocked(func(e Entry) bool {
-			if e.Cursor > cursor && keep(e.SessionKey, e.Cursor) {
+			if e.Cursor > cursor && (keep == nil || keep(e.SessionKey, e.Scope, e.Cursor)) {
 				out = append(out, e)
 			}
 			return limit <= 0 || len(out) < limit
@@ -180,17 +182,139 @@ func (s *Store) selectLocked(cursor, limit int, keep func(key string, cursor int
 	if c.materialize() != nil {
 		return nil, errStale
 	}
-	from := 0
-	if c.sorted {
-		from = sort.Search(len(c.metas), func(i int) bool { return c.metas[i].cursor > cursor })
-	}
 	var ms []meta
-	for i := from; i < len(c.metas) && (limit <= 0 || len(ms) < limit); i++ {
-		if m := c.metas[i]; m.cursor > cursor && keep(c.keys.names[m.key], m.cursor) {
+	for i := c.from0(cursor); i < len(c.metas) && (limit <= 0 || len(ms) < limit); i++ {
+		if m := c.metas[i]; m.cursor > cursor && (keep == nil || keep(c.keys.names[m.key], audience.Scope(c.scopes.names[m.scope]), m.cursor)) {
 			ms = append(ms, m)
 		}
 	}
 	return s.readLocked(ms)
+}
+
+// from0 is where in metas (materialized) the entries above cursor may
+// begin: found by binary search while the cursors rise in file order, else
+// the start.
+func (c *cache) from0(cursor int) int {
+	if !c.sorted {
+		return 0
+	}
+	return sort.Search(len(c.metas), func(i int) bool { return c.metas[i].cursor > cursor })
+}
+
+// SinceIn is Since for the entries of one memory scope: those of scope with
+// Cursor > cursor, in file order, at most limit of them (0 means all).
+// Dream reads a scope's batch with it. It goes through the entries above
+// cursor without reading the other scopes' contents.
+func (s *Store) SinceIn(scope audience.Scope, cursor, limit int) ([]Entry, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Entry
+	err := s.freshLocked(func() (err error) {
+		out, err = s.selectLocked(cursor, limit, func(_ string, sc audience.Scope, _ int) bool { return sc == scope })
+		return err
+	})
+	return out, err
+}
+
+// Backlog is what one memory scope has not read: its entries after its
+// cursor.
+type Backlog struct {
+	Scope audience.Scope
+	// First is the cursor of the first of them; Count how many there are.
+	First, Count int
+}
+
+// Backlogs lists the memory scopes that have entries above their cursor,
+// the scope with the oldest such entry first: an entry counts for its
+// scope when its cursor is above after and above cursors[scope] (a scope
+// missing from cursors has read up to after). last is the highest cursor
+// the history held when it looked: a scope not listed has no entry in
+// (its cursor, last]. It reads no content: the cache already knows every
+// entry's scope above the Dream cursor, so after should not be below it
+// (the file is read otherwise).
+func (s *Store) Backlogs(after int, cursors map[audience.Scope]int) (backlogs []Backlog, last int, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var acc backlogCounter
+	err = s.freshLocked(func() error {
+		c := &s.cache
+		last = c.maxCursor
+		acc = backlogCounter{after: after, cursors: cursors, at: map[audience.Scope]int{}}
+		if after < c.floor {
+			return s.scanLocked(func(e Entry) bool {
+				acc.add(e.Scope, e.Cursor)
+				return true
+			})
+		}
+		if c.materialize() != nil {
+			return errStale
+		}
+		// The scope's bar by number, so the loop below neither hashes nor
+		// compares a name.
+		bars := make([]int, len(c.scopes.names))
+		for i, name := range c.scopes.names {
+			bars[i] = acc.bar(audience.Scope(name))
+		}
+		counts := make([]Backlog, len(bars))
+		for _, m := range c.metas[c.from0(after):] {
+			if m.cursor <= bars[m.scope] {
+				continue
+			}
+			b := &counts[m.scope]
+			if b.Count == 0 || m.cursor < b.First {
+				b.First = m.cursor
+			}
+			b.Count++
+		}
+		for i, b := range counts {
+			if b.Count > 0 {
+				b.Scope = audience.Scope(c.scopes.names[i])
+				acc.list = append(acc.list, b)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	return acc.sorted(), last, nil
+}
+
+// backlogCounter adds up Backlogs entry by entry.
+type backlogCounter struct {
+	after   int
+	cursors map[audience.Scope]int
+	at      map[audience.Scope]int // a scope's place in list
+	list    []Backlog
+}
+
+// bar is the cursor above which an entry of scope is unread.
+func (a *backlogCounter) bar(scope audience.Scope) int {
+	if c, ok := a.cursors[scope]; ok {
+		return max(c, a.after)
+	}
+	return a.after
+}
+
+func (a *backlogCounter) add(scope audience.Scope, cursor int) {
+	if cursor <= a.bar(scope) {
+		return
+	}
+	i, ok := a.at[scope]
+	if !ok {
+		i = len(a.list)
+		a.at[scope] = i
+		a.list = append(a.list, Backlog{Scope: scope, First: cursor})
+	}
+	b := &a.list[i]
+	b.First = min(b.First, cursor)
+	b.Count++
+}
+
+// sorted is the list, the oldest first entry first.
+func (a *backlogCounter) sorted() []Backlog {
+	slices.SortFunc(a.list, func(x, y Backlog) int { return x.First - y.First })
+	return a.list
 }
 
 // Len is the number of valid entries in the file.

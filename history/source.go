@@ -96,7 +96,7 @@ func (s *Store) ArchivedAt(sessionKey, sessionID string, from int) (Entry, bool,
 			return nil
 		}
 		var err error
-		found, err = s.selectLocked(mark.cursor-1, 1, func(_ string, cursor int) bool { return cursor == mark.cursor })
+		found, err = s.selectLocked(mark.cursor-1, 1, func(_ string, _ audience.Scope, cursor int) bool { return cursor == mark.cursor })
 		return err
 	})
 	if err != nil {

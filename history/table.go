@@ -5,6 +5,8 @@ import (
 	"errors"
 	"math"
 	"slices"
+
+	"github.com/dreamgate/dreamgate/audience"
 )
 
 // The index's table lists the unread entries from its Offset to its End
@@ -17,12 +19,16 @@ import (
 //
 // Layout, all numbers unsigned varints: the session keys (count, then
 // length and bytes of each); the sources (count, then per source its key,
-// cursor, from and to); the entries' count; the order section's length
-// and the order section, each entry's key number in file order; then per
-// key, its entries' count, its group's length and the group: per entry
-// its cursor (as a step from the group's previous one, absolute for the
-// first), its gap from the group's previous line end (from Offset for the
-// first), and its line's length.
+// cursor, from and to); the memory scopes (count, then length and bytes of
+// each name, "" for the default scope); the scope runs (the run section's
+// length, then per run of consecutive entries of one scope, in file order,
+// its scope's number and its length: a history of one scope is one run);
+// the entries' count; the order section's length and the order section,
+// each entry's key number in file order; then per key, its entries' count,
+// its group's length and the group: per entry its cursor (as a step from
+// the group's previous one, absolute for the first), its gap from the
+// group's previous line end (from Offset for the first), and its line's
+// length.
 
 // errTable: a table that passed its checksum does not decode; only a bug
 // of the writer can cause it, and the file is then read whole.
@@ -30,6 +36,8 @@ var errTable = errors.New("history index table does not decode")
 
 // lazyTable is a table not decoded yet.
 type lazyTable struct {
+	runs   []byte   // the scope runs
+	scopes int      // the scope names' count
 	order  []byte   // the order section
 	groups [][]byte // each key's group, by key number
 	counts []int    // each key's entry count
@@ -40,8 +48,8 @@ type lazyTable struct {
 }
 
 // encodeTable writes the table of metas (in file order, all after offset,
-// cursors rising) whose key numbers index keys.
-func encodeTable(keys []string, metas []meta, ranges map[string]rangeMark, offset int64) []byte {
+// cursors rising) whose key numbers index keys and scope numbers scopes.
+func encodeTable(keys, scopes []string, metas []meta, ranges map[string]rangeMark, offset int64) []byte {
 	type groupState struct {
 		b      []byte
 		cursor int
@@ -50,7 +58,17 @@ func encodeTable(keys []string, metas []meta, ranges map[string]rangeMark, offse
 	}
 	groups := make([]groupState, len(keys))
 	order := make([]byte, 0, len(metas))
+	var runs []byte
+	run, runLen := int32(-1), 0
 	for _, m := range metas {
+		if m.scope != run {
+			if runLen > 0 {
+				runs = binary.AppendUvarint(runs, uint64(run))
+				runs = binary.AppendUvarint(runs, uint64(runLen))
+			}
+			run, runLen = m.scope, 0
+		}
+		runLen++
 		order = binary.AppendUvarint(order, uint64(m.key))
 		g := &groups[m.key]
 		step, gap := m.cursor-g.cursor, m.off-g.end
@@ -62,7 +80,11 @@ func encodeTable(keys []string, metas []meta, ranges map[string]rangeMark, offse
 		g.b = binary.AppendUvarint(g.b, uint64(m.n))
 		g.cursor, g.end, g.n = m.cursor, m.off+m.n, g.n+1
 	}
-	b := make([]byte, 0, 64+len(order)*8)
+	if runLen > 0 {
+		runs = binary.AppendUvarint(runs, uint64(run))
+		runs = binary.AppendUvarint(runs, uint64(runLen))
+	}
+	b := make([]byte, 0, 64+len(runs)+len(order)*8)
 	str := func(v string) {
 		b = binary.AppendUvarint(b, uint64(len(v)))
 		b = append(b, v...)
@@ -78,6 +100,12 @@ func encodeTable(keys []string, metas []meta, ranges map[string]rangeMark, offse
 		b = binary.AppendUvarint(b, uint64(r.from))
 		b = binary.AppendUvarint(b, uint64(r.to))
 	}
+	b = binary.AppendUvarint(b, uint64(len(scopes)))
+	for _, sc := range scopes {
+		str(sc)
+	}
+	b = binary.AppendUvarint(b, uint64(len(runs)))
+	b = append(b, runs...)
 	b = binary.AppendUvarint(b, uint64(len(metas)))
 	b = binary.AppendUvarint(b, uint64(len(order)))
 	b = append(b, order...)
@@ -117,30 +145,54 @@ func (r *reader) bytes(n int) []byte {
 
 func (r *reader) str() string { return string(r.bytes(r.num())) }
 
-// parseTable reads a table's keys and sources, and finds its groups
-// without decoding them.
-func parseTable(b []byte, offset, end int64, last meta) (*keyTable, map[string]rangeMark, *lazyTable, bool) {
+// parsedTable is what parseTable reads at once: the key and scope tables,
+// the sources, and the rest left lazy.
+type parsedTable struct {
+	keys, scopes *keyTable
+	ranges       map[string]rangeMark
+	lazy         *lazyTable
+}
+
+// parseTable reads a table's keys, sources and scope names, and finds its
+// scope runs and groups without decoding them. A scope name
+// audience.ParseScope refuses makes the whole table unusable.
+func parseTable(b []byte, offset, end int64, last meta) (parsedTable, bool) {
 	r := &reader{b: b}
 	nkeys := r.num()
 	if r.bad || nkeys > len(r.b) {
-		return nil, nil, nil, false
+		return parsedTable{}, false
 	}
 	keys := newKeyTable()
 	for i := range nkeys {
 		if keys.id(r.str()); r.bad || len(keys.names) != i+1 {
-			return nil, nil, nil, false // a key twice
+			return parsedTable{}, false // a key twice
 		}
 	}
 	nranges := r.num()
 	if r.bad || nranges > len(r.b) {
-		return nil, nil, nil, false
+		return parsedTable{}, false
 	}
 	ranges := make(map[string]rangeMark, nranges)
 	for range nranges {
 		k := r.str()
 		ranges[k] = rangeMark{cursor: r.num(), from: r.num(), to: r.num()}
 	}
-	t := &lazyTable{n: r.num(), offset: offset, end: end, last: last}
+	nscopes := r.num()
+	if r.bad || nscopes > len(r.b) {
+		return parsedTable{}, false
+	}
+	scopes := newKeyTable()
+	for i := range nscopes {
+		name := r.str()
+		if _, err := audience.ParseScope(name); err != nil {
+			return parsedTable{}, false
+		}
+		if scopes.id(name); r.bad || len(scopes.names) != i+1 {
+			return parsedTable{}, false // a name twice
+		}
+	}
+	runs := r.bytes(r.num())
+	t := &lazyTable{runs: runs, scopes: nscopes, n: r.num(), offset: offset, end: end, last: last}
 	t.order = r.bytes(r.num())
 	t.groups, t.counts = make([][]byte, nkeys), make([]int, nkeys)
 	total := 0
@@ -150,9 +202,12 @@ func parseTable(b []byte, offset, end int64, last meta) (*keyTable, map[string]r
 		total += t.counts[k]
 	}
 	if r.bad || len(r.b) != 0 || t.n == 0 || total != t.n {
-		return nil, nil, nil, false
+		return parsedTable{}, false
 	}
-	return keys, ranges, t, true
+	if _, ok := scopes.ids[""]; !ok {
+		scopes.id("") // appends keep numbering the default scope's entries
+	}
+	return parsedTable{keys: keys, scopes: scopes, ranges: ranges, lazy: t}, true
 }
 
 // group decodes the entries of the session numbered key, in file order.
@@ -169,7 +224,7 @@ func (t *lazyTable) group(key int32) ([]meta, error) {
 			return nil, errTable
 		}
 		cursor += step
-		m := meta{cursor: cursor, off: end + gap, n: n, key: key}
+		m := meta{cursor: cursor, off: end + gap, n: n, key: key, scope: -1}
 		if end = m.off + m.n; end > t.end {
 			return nil, errTable
 		}
@@ -213,7 +268,31 @@ func (t *lazyTable) all() ([]meta, error) {
 	if l := out[len(out)-1]; len(r.b) != 0 || l.cursor != t.last.cursor || l.off != t.last.off || l.n != t.last.n {
 		return nil, errTable
 	}
+	if err := t.setScopes(out); err != nil {
+		return nil, err
+	}
 	return out, nil
+}
+
+// setScopes numbers the scope of every entry of out (the whole table, in
+// file order) from the scope runs.
+func (t *lazyTable) setScopes(out []meta) error {
+	r := &reader{b: t.runs}
+	i := 0
+	for len(r.b) > 0 {
+		scope, n := r.num(), r.num()
+		if r.bad || scope >= t.scopes || n <= 0 || n > len(out)-i {
+			return errTable
+		}
+		for j := i; j < i+n; j++ {
+			out[j].scope = int32(scope)
+		}
+		i += n
+	}
+	if i != len(out) {
+		return errTable
+	}
+	return nil
 }
 
 // materialize decodes a lazy table into the cache's metas, ahead of the
