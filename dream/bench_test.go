@@ -45,7 +45,7 @@ func BenchmarkBookkeeping(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	d, err := New(Config{Workspace: e.ws}, Deps{Model: &instantModel{}, History: e.hist, Repo: e.repo})
+	d, err := New(Config{Workspace: e.ws}, Deps{Model: &instantModel{}, History: e.hist, Repo: WholeTree(e.repo)})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func BenchmarkBookkeeping(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.StartTimer()
-		rep, err := d.Run(b.Context(), TriggerCLI, nil)
+		rep, err := d.Run(b.Context(), TriggerCLI, AllScopes(), nil)
 		if err != nil || rep.Commit == "" || rep.Dropped != batch {
 			b.Fatalf("run: %+v, %v", rep, err)
 		}
@@ -96,7 +96,7 @@ func BenchmarkRunTokens(b *testing.B) {
 			llmtest.Text("Done."),
 		)
 		b.StartTimer()
-		rep, err := d.Run(b.Context(), TriggerCLI, nil)
+		rep, err := d.Run(b.Context(), TriggerCLI, AllScopes(), nil)
 		if err != nil || rep.Commit == "" {
 			b.Fatalf("run: %+v, %v", rep, err)
 		}
@@ -123,7 +123,7 @@ func BenchmarkStatus(b *testing.B) {
 	d := e.dreamer(Config{})
 	b.ReportAllocs()
 	for b.Loop() {
-		if st := d.Status(); st.Backlog != 1000 {
+		if st := d.Status(AllScopes()); st.Backlog != 1000 {
 			b.Fatalf("status = %+v", st)
 		}
 	}

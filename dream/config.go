@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/gitstore"
 	"github.com/dreamgate/dreamgate/history"
 	"github.com/dreamgate/dreamgate/llm"
@@ -57,9 +58,18 @@ const repeatLimit = 3
 // satisfies it. Dream never reads the file itself.
 type History interface {
 	// Since returns the entries with a cursor above cursor, oldest first, at
-	// most limit of them (0 = all). Malformed lines are skipped, not errors;
-	// an error means the archive could not be read.
+	// most limit of them (0 = all), whatever their scope. Malformed lines
+	// are skipped, not errors; an error means the archive could not be
+	// read.
 	Since(cursor, limit int) ([]history.Entry, error)
+	// SinceIn is Since for the entries of one memory scope: a scope's
+	// batch.
+	SinceIn(scope audience.Scope, cursor, limit int) ([]history.Entry, error)
+	// Backlogs lists the scopes with entries above their cursor (above
+	// after for a scope missing from cursors), the oldest such entry
+	// first, and the highest cursor the history held when it looked. It
+	// reads no content.
+	Backlogs(after int, cursors map[audience.Scope]int) ([]history.Backlog, int, error)
 	// DreamCursor is the highest cursor Dream has consumed (0 when none):
 	// memory/.dream_cursor, the frontier of every scope.
 	DreamCursor() (int, error)
@@ -68,9 +78,10 @@ type History interface {
 	SetDreamCursor(n int) error
 	// LastCursor is the highest cursor handed out so far (0 when none).
 	LastCursor() (int, error)
-	// Append adds an entry (Dream uses it to record a skipped batch) and
-	// returns it with its cursor, durably written before returning nil.
-	Append(content, sessionKey string) (history.Entry, error)
+	// AppendIn adds an entry of a scope (Dream records a skipped batch in
+	// the scope's own history: its findings are that scope's) and returns
+	// it with its cursor, durably written before returning nil.
+	AppendIn(scope audience.Scope, content, sessionKey string) (history.Entry, error)
 	// Compact drops the oldest entries already consumed by Dream while more
 	// than maxEntries remain, and returns how many it dropped. It never
 	// drops an entry above the Dream cursor.
@@ -83,21 +94,25 @@ type Model interface {
 	Chat(ctx context.Context, req llm.Request) (llm.Response, error)
 }
 
-// Repo is what Dream needs of the memory repository; *gitstore.Store
-// satisfies it. Errors wrap the gitstore sentinels.
+// Repo is what Dream needs of the memory repository. Errors wrap the
+// gitstore sentinels. Its commits and restores name the paths they may
+// touch, so that a scope's Dream commits that scope's files alone and a
+// restore for some scopes never undoes another's edits. WholeTree adapts a
+// *gitstore.Store whose commits take every tracked file.
 type Repo interface {
 	// Status diffs the tracked files in the workspace against HEAD.
 	Status() (gitstore.Diff, error)
-	// Commit records the tracked files; gitstore.ErrNothingToCommit when
-	// none changed.
-	Commit(subject, body string) (gitstore.Commit, error)
+	// CommitPaths records the listed tracked files (and no other);
+	// gitstore.ErrNothingToCommit when none changed.
+	CommitPaths(paths []string, subject, body string) (gitstore.Commit, error)
 	// Summary renders a diff as a commit body, the diff capped.
 	Summary(d gitstore.Diff, maxDiffChars int) string
 	// Show resolves a full id or unique prefix to a commit and its diff.
 	Show(rev string) (gitstore.Commit, gitstore.Diff, error)
-	// Restore puts the tracked files back to their state before rev, as a
-	// new commit, and lists the later commits this also undoes.
-	Restore(rev string) (gitstore.Commit, []gitstore.Commit, error)
+	// RestorePaths puts the files keep accepts back to their state before
+	// rev, as a new commit, and lists the later commits whose changes to
+	// them this also undoes. Files keep refuses are not touched.
+	RestorePaths(rev string, keep func(path string) bool) (gitstore.Commit, []gitstore.Commit, error)
 	// Pack packs the loose objects once they pass git's gc --auto
 	// threshold and reports how many it packed (0 below it, the usual
 	// case, which costs one directory listing).

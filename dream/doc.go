@@ -1,7 +1,38 @@
 // Package dream runs the Dream: the scheduled second stage of memory, which
 // reads the history archive (memory/history.jsonl) written by the
 // Consolidator and makes small, surgical edits to the memory files SOUL.md,
-// USER.md and memory/MEMORY.md, each run recorded as one git commit.
+// USER.md and memory/MEMORY.md of each memory scope, each batch recorded as
+// one git commit.
+//
+// How a run walks the scopes. Every history entry belongs to a memory
+// scope (history.Entry.Scope; none: the default scope, the workspace
+// root's files); a scope's files are the same three names in its folder,
+// scopes/<name>/. A run (Run, with the Scopes it is about: every one for
+// cron and the CLI, an audience's readable ones for /dream) asks the
+// history which scopes have entries after their own cursor (Backlogs: no
+// content is read) and visits them, the scope with the oldest unread entry
+// first, one batch each in turn, round-robin, while unread entries remain,
+// within the run's bounds (Config.MaxBatchesPerRun, MaxTokensPerRun), so a
+// scope with a huge backlog cannot starve the others. A scope's batch is
+// its own entries after its cursor (SinceIn); phase 1 reads that scope's
+// files; phase 2's file tools are rooted at that scope's folder (a
+// workspace.Root.Scope, sharing the write lock), so no other scope's file,
+// the root's least, is within reach; the scope's hand edits are committed
+// before its Dream, and its Dream commit holds its paths alone (the body
+// ends "Scope: <name>", except in the default scope, whose commits read as
+// they always did). A scope's folder is made on its first Dream from the
+// template's files (unless a chat made it before), committed as "init:
+// memory scope".
+// Failures, findings left, skips and the intent are the scope's: a failing
+// batch holds back only its own scope (only a cancelled run or an
+// unreachable model stops the others). After the batches, every scope with
+// nothing unread moves its cursor to the end of the history, so the
+// frontier (memory/.dream_cursor, the least cursor) and with it compaction
+// never wait for a quiet scope; a scope first seen with unread entries is
+// recorded at the frontier, so the frontier cannot pass them. Report and
+// Status carry each scope's part (ScopeReport, ScopeStatus) and their
+// sums; Restore undoes a Dream commit's files of the chosen scopes only.
+// A workspace of one scope (the default) behaves as before scopes.
 //
 // It is responsible for:
 //   - the two phases: a plain analysis call that turns a batch of history

@@ -29,7 +29,7 @@ func TestRunHappyPath(t *testing.T) {
 	)
 	var progress []string
 	d := e.dreamer(Config{})
-	rep, err := d.Run(t.Context(), TriggerManual, func(s string) { progress = append(progress, s) })
+	rep, err := d.Run(t.Context(), TriggerManual, AllScopes(), func(s string) { progress = append(progress, s) })
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -102,7 +102,7 @@ func TestRunHappyPath(t *testing.T) {
 	}
 	e.checkWire()
 
-	st := d.Status()
+	st := d.Status(AllScopes())
 	if st.Running || st.Last == nil || st.Last.Outcome != OutcomeCompleted || st.Last.Commit != top.Short {
 		t.Errorf("status = %+v", st)
 	}
@@ -114,7 +114,7 @@ func TestNothingNewMakesNoModelCall(t *testing.T) {
 	if err := e.hist.SetDreamCursor(5); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := e.dreamer(Config{}).Run(t.Context(), TriggerCron, nil)
+	rep, err := e.dreamer(Config{}).Run(t.Context(), TriggerCron, AllScopes(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +180,7 @@ func TestCursorRules(t *testing.T) {
 			e := newEnv(t)
 			e.hist.seed(t, 0, 4, func(i int) string { return fmt.Sprintf("- fact %d", i) })
 			e.srv.Push(tc.replies...)
-			rep, err := e.dreamer(Config{MaxIterations: tc.maxIterations}).Run(t.Context(), TriggerCron, nil)
+			rep, err := e.dreamer(Config{MaxIterations: tc.maxIterations}).Run(t.Context(), TriggerCron, AllScopes(), nil)
 			if rep.Outcome != tc.wantOutcome {
 				t.Fatalf("outcome = %s (reason %q, err %v), want %s", rep.Outcome, rep.Reason, err, tc.wantOutcome)
 			}
@@ -235,7 +235,7 @@ func TestThirdFailureSkipsBatch(t *testing.T) {
 	e.srv.SetResponder(func(llmtest.Request) llmtest.Reply { return llmtest.Text("no idea what you mean") })
 
 	for run := 1; run <= 2; run++ {
-		rep, err := d.Run(t.Context(), TriggerCron, nil)
+		rep, err := d.Run(t.Context(), TriggerCron, AllScopes(), nil)
 		if rep.Outcome != OutcomeFailed || rep.Failures != run || errors.Is(err, ErrBatchSkipped) {
 			t.Fatalf("run %d: outcome %s, failures %d, err %v", run, rep.Outcome, rep.Failures, err)
 		}
@@ -246,7 +246,7 @@ func TestThirdFailureSkipsBatch(t *testing.T) {
 			t.Errorf("run %d: MaxFailures = %d", run, rep.MaxFailures)
 		}
 	}
-	rep, err := d.Run(t.Context(), TriggerCron, nil)
+	rep, err := d.Run(t.Context(), TriggerCron, AllScopes(), nil)
 	if rep.Outcome != OutcomeSkipped || !errors.Is(err, ErrBatchSkipped) || !errors.Is(err, ErrRunFailed) {
 		t.Fatalf("third run: outcome %s, err %v", rep.Outcome, err)
 	}
@@ -270,7 +270,7 @@ func TestThirdFailureSkipsBatch(t *testing.T) {
 	}
 	// Fresh start: the next batch's failures count from one.
 	e.hist.seed(t, rec.Cursor, 1, func(int) string { return "- new" })
-	rep, _ = d.Run(t.Context(), TriggerCron, nil)
+	rep, _ = d.Run(t.Context(), TriggerCron, AllScopes(), nil)
 	if rep.Outcome != OutcomeFailed || rep.Failures != 1 || rep.First != rec.Cursor+1 {
 		t.Errorf("next batch: %+v", rep)
 	}
@@ -284,12 +284,12 @@ func TestSkipOnlyWhatEveryFailureRead(t *testing.T) {
 	e.hist.seed(t, 0, 2, func(i int) string { return fmt.Sprintf("- old fact %d", i) })
 	e.srv.SetResponder(func(llmtest.Request) llmtest.Reply { return llmtest.Text("no idea what you mean") })
 	d := e.dreamer(Config{})
-	if rep, _ := d.Run(t.Context(), TriggerCron, nil); rep.Outcome != OutcomeFailed || rep.Last != 2 {
+	if rep, _ := d.Run(t.Context(), TriggerCron, AllScopes(), nil); rep.Outcome != OutcomeFailed || rep.Last != 2 {
 		t.Fatalf("first run: %+v", rep)
 	}
 	e.hist.seed(t, 2, 2, func(i int) string { return fmt.Sprintf("- new fact %d", i) })
 	for range 2 {
-		_, _ = d.Run(t.Context(), TriggerCron, nil)
+		_, _ = d.Run(t.Context(), TriggerCron, AllScopes(), nil)
 	}
 	all := e.hist.all(t)
 	if len(all) != 5 || !strings.HasPrefix(all[4].Content, "[DREAM-SKIPPED] history entries 1-2 ") {
@@ -308,7 +308,7 @@ func TestSkipRecordNotSteppedOverWhenOthersFollow(t *testing.T) {
 	e.srv.SetResponder(func(llmtest.Request) llmtest.Reply { return llmtest.Status(400, "") })
 	d := e.dreamer(Config{MaxBatchSize: 3, MaxFailures: 2})
 	for range 2 {
-		_, _ = d.Run(t.Context(), TriggerCron, nil)
+		_, _ = d.Run(t.Context(), TriggerCron, AllScopes(), nil)
 	}
 	if c := e.hist.cursor(t); c != 3 {
 		t.Errorf("cursor = %d, want 3 (entries 4 and 5 and the record stay unread)", c)
@@ -326,7 +326,7 @@ func TestCancelledRunIsNotCounted(t *testing.T) {
 		cancel()
 		return llmtest.Slow(time.Minute, llmtest.Text("[SKIP]"))
 	})
-	rep, err := e.dreamer(Config{}).Run(ctx, TriggerCron, nil)
+	rep, err := e.dreamer(Config{}).Run(ctx, TriggerCron, AllScopes(), nil)
 	if rep.Outcome != OutcomeFailed || rep.Failures != 0 || !errors.Is(err, context.Canceled) {
 		t.Fatalf("report %+v, err %v", rep, err)
 	}
@@ -339,7 +339,7 @@ func TestDeadlineIsAFailure(t *testing.T) {
 	e := newEnv(t)
 	e.hist.seed(t, 0, 2, func(int) string { return "- x" })
 	e.srv.Push(llmtest.Slow(time.Minute, llmtest.Text("[SKIP]")))
-	rep, err := e.dreamer(Config{Timeout: 100 * time.Millisecond}).Run(t.Context(), TriggerCron, nil)
+	rep, err := e.dreamer(Config{Timeout: 100 * time.Millisecond}).Run(t.Context(), TriggerCron, AllScopes(), nil)
 	if rep.Outcome != OutcomeFailed || rep.Failures != 1 || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("report %+v, err %v", rep, err)
 	}
@@ -359,7 +359,7 @@ func TestHandEditsCommittedFirst(t *testing.T) {
 		calls(editCall("USER.md", "- Name: Ana.\n", "- Name: Ana.\n- Likes tea.\n")),
 		llmtest.Text("done"),
 	)
-	rep, err := e.dreamer(Config{}).Run(t.Context(), TriggerManual, nil)
+	rep, err := e.dreamer(Config{}).Run(t.Context(), TriggerManual, AllScopes(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -407,7 +407,7 @@ func TestCompactionKeepsUnread(t *testing.T) {
 				t.Fatal(err)
 			}
 			e.srv.Push(tc.reply)
-			rep, _ := e.dreamer(Config{}).Run(t.Context(), TriggerCron, nil)
+			rep, _ := e.dreamer(Config{}).Run(t.Context(), TriggerCron, AllScopes(), nil)
 			if c := e.hist.cursor(t); c != tc.wantCursor {
 				t.Fatalf("cursor = %d, want %d", c, tc.wantCursor)
 			}
@@ -436,7 +436,7 @@ func TestPromptOverride(t *testing.T) {
 	e.hist.seed(t, 0, 1, func(int) string { return "- x" })
 	testkit.WriteFile(t, e.ws, "prompts/dream.md", "Only remember things about cats.\n")
 	e.srv.Push(llmtest.Text("[MEMORY] cats"), llmtest.Text("nothing to do"))
-	if _, err := e.dreamer(Config{}).Run(t.Context(), TriggerManual, nil); err != nil {
+	if _, err := e.dreamer(Config{}).Run(t.Context(), TriggerManual, AllScopes(), nil); err != nil {
 		t.Fatal(err)
 	}
 	reqs := e.srv.Requests()
@@ -460,7 +460,7 @@ func TestPromptOverride(t *testing.T) {
 	testkit.WriteFile(t, e.ws, "prompts/dream.md", " \n\n")
 	e.hist.seed(t, 1, 1, func(int) string { return "- y" })
 	e.srv.Push(llmtest.Text("[SKIP]"))
-	if _, err := e.dreamer(Config{}).Run(t.Context(), TriggerManual, nil); err != nil {
+	if _, err := e.dreamer(Config{}).Run(t.Context(), TriggerManual, AllScopes(), nil); err != nil {
 		t.Fatal(err)
 	}
 	if sys := e.srv.Requests()[2].Messages[0].Content; !strings.HasPrefix(sys, "You look after the long-term memory") {
@@ -472,7 +472,7 @@ func TestModelOverrideIsSent(t *testing.T) {
 	e := newEnv(t)
 	e.hist.seed(t, 0, 1, func(int) string { return "- x" })
 	e.srv.Push(llmtest.Text("[USER] x"), llmtest.Text("ok"))
-	if _, err := e.dreamer(Config{Model: "cheap-model"}).Run(t.Context(), TriggerManual, nil); err != nil {
+	if _, err := e.dreamer(Config{Model: "cheap-model"}).Run(t.Context(), TriggerManual, AllScopes(), nil); err != nil {
 		t.Fatal(err)
 	}
 	for i, r := range e.srv.Requests() {

@@ -74,7 +74,7 @@ func (r *run) editChunk(ctx context.Context, ws *workspace.Root, guide string, c
 	if err != nil {
 		return r.fail(false, "the memory files could not be read", err)
 	}
-	files, err := readMemoryFiles(d.cfg.Workspace)
+	files, err := readMemoryFiles(r.dir())
 	if err != nil {
 		return r.fail(false, "the memory files could not be read", err)
 	}
@@ -190,7 +190,7 @@ func (h hooked) Run(ctx context.Context, args json.RawMessage) (string, error) {
 // cannot be saved, the intent stays: the edits are committed, and the next
 // run's recovery finds every finding applied and completes the batch.
 func (r *run) finish(ws *workspace.Root, snaps []fileSnap) error {
-	diff, err := r.d.repo.Status()
+	diff, err := r.d.status(r.scope)
 	if err != nil {
 		r.putBack(ws, snaps)
 		r.dropIntent()
@@ -220,7 +220,7 @@ func (r *run) finishPartial(ctx context.Context, ws *workspace.Root, snaps []fil
 	case errors.As(stop, &re):
 		reason, cause = re.Reason, re.Err
 	}
-	diff, err := r.d.repo.Status()
+	diff, err := r.d.status(r.scope)
 	if err != nil {
 		r.putBack(ws, snaps)
 		r.dropIntent()
@@ -259,17 +259,19 @@ func (r *run) dropIntent() {
 	}
 }
 
-// commitHandEdits records edits of the memory files made since the last
-// commit, so the Dream commit shows Dream's edits alone.
+// commitHandEdits records edits of the scope's files made since the last
+// commit, so the scope's Dream commit shows Dream's edits alone. (The
+// default scope's include the instructions, AGENTS.md and
+// prompts/dream.md.)
 func (r *run) commitHandEdits() error {
-	st, err := r.d.repo.Status()
+	st, err := r.d.status(r.scope)
 	if err != nil {
 		return fmt.Errorf("status before dream: %w", err)
 	}
 	if st.Empty() {
 		return nil
 	}
-	c, err := r.d.repo.Commit(gitstore.ManualSubject, r.d.repo.Summary(st, summaryCap))
+	c, err := r.d.repo.CommitPaths(diffPaths(st), gitstore.ManualSubject, withTrailer(r.d.repo.Summary(st, summaryCap), r.scope))
 	if errors.Is(err, gitstore.ErrNothingToCommit) {
 		return nil
 	}
@@ -294,7 +296,7 @@ func (r *run) commit(diff gitstore.Diff, note string) error {
 	if note != "" {
 		subject += " " + note
 	}
-	c, err := r.d.repo.Commit(subject, r.d.repo.Summary(diff, summaryCap))
+	c, err := r.d.repo.CommitPaths(diffPaths(diff), subject, withTrailer(r.d.repo.Summary(diff, summaryCap), r.scope))
 	if errors.Is(err, gitstore.ErrNothingToCommit) {
 		rep.Files, rep.Changes = nil, 0
 		return nil
@@ -353,8 +355,8 @@ type hookedRepo struct {
 	hook func(string)
 }
 
-func (h hookedRepo) Commit(subject, body string) (gitstore.Commit, error) {
-	c, err := h.Repo.Commit(subject, body)
+func (h hookedRepo) CommitPaths(paths []string, subject, body string) (gitstore.Commit, error) {
+	c, err := h.Repo.CommitPaths(paths, subject, body)
 	if err == nil {
 		h.hook(PointCommit)
 	}

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/dreamgate/dreamgate/gitstore"
 )
 
 // Sentinel errors. Errors returned by this package wrap them, so callers
@@ -27,7 +29,21 @@ var (
 	// ErrNotDreamCommit: Restore was asked for a commit whose subject does
 	// not start with "dream:"; only Dream's own changes can be undone.
 	ErrNotDreamCommit = errors.New("not a Dream commit")
+
+	// ErrNotInScopes: Restore was asked for a commit that changed no file
+	// of the scopes it may touch. The error also matches
+	// gitstore.ErrUnknownRevision: to the asker, the commit does not
+	// exist.
+	ErrNotInScopes = errors.New("the commit changed no file of these memory scopes")
 )
+
+// errNotInScopes matches ErrNotInScopes and gitstore.ErrUnknownRevision.
+var errNotInScopes = notInScopes{}
+
+type notInScopes struct{}
+
+func (notInScopes) Error() string   { return ErrNotInScopes.Error() }
+func (notInScopes) Unwrap() []error { return []error{ErrNotInScopes, gitstore.ErrUnknownRevision} }
 
 // BusyError is returned when a Dream is already running. It matches
 // ErrAlreadyRunning with errors.Is.

@@ -133,14 +133,14 @@ func (r *run) skip(f batchFailures, cause error) error {
 		content += fmt.Sprintf(" %d of its findings were not applied:\n%s", left, strings.Join(lines, "\n"))
 		content, _ = capText(content, skipRecordCap)
 	}
-	rec, err := d.hist.Append(content, skipSessionKey)
+	rec, err := d.hist.AppendIn(r.scope, content, skipSessionKey)
 	if err != nil {
 		return &RunError{Reason: rep.Reason, Err: errors.Join(cause, fmt.Errorf("record skipped batch: %w", err))}
 	}
 	// When the record is the very next entry, step over it too: reading it
 	// would cost a model call and teach the memory nothing.
 	to := rep.Last
-	if next, err := d.hist.Since(rep.Last, 1); err == nil && len(next) == 1 && next[0].Cursor == rec.Cursor {
+	if next, err := d.hist.SinceIn(r.scope, rep.Last, 1); err == nil && len(next) == 1 && next[0].Cursor == rec.Cursor {
 		to = rec.Cursor
 	}
 	skipped := Skip{When: d.now(), First: rep.First, Last: rep.Last, Reason: rep.PublicReason, Findings: left}

@@ -10,13 +10,16 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/dreamgate/dreamgate/audience"
+	"github.com/dreamgate/dreamgate/history"
 	"github.com/dreamgate/dreamgate/workspace"
 )
 
 // DefaultScope names the memory scope of the workspace root (SOUL.md,
-// USER.md, memory/MEMORY.md): the only one Dream reads today. Other scopes
-// will be named by the folder under scopes/ that holds their files.
-const DefaultScope = ""
+// USER.md, memory/MEMORY.md), the operator's, and of every history entry
+// that names no scope. Other scopes are named by the folder under scopes/
+// that holds their files.
+const DefaultScope = audience.Default
 
 // PointLedger names the moment after the ledger's record reached the disk
 // (Deps.Hook).
@@ -39,6 +42,11 @@ const ledgerVersion = 1
 // writer at a time across goroutines and processes, so a record read at
 // begin is still the record on disk when it is written back. Readers
 // (Status, /metrics) take no lock: the record is replaced atomically.
+//
+// A scope missing from the record has read everything up to the frontier
+// (Frontier). A run records every scope with unread entries before it
+// moves the cursors of the scopes with none up to the end of the history,
+// so the least cursor never passes an entry some scope has not read.
 //
 // Each write moves memory/.dream_cursor first, when the frontier moved, and
 // then writes the record. A process killed between the two leaves the file
@@ -71,8 +79,9 @@ type record struct {
 	// the least cursor of the scopes.
 	Frontier int `json:"frontier"`
 	// Scopes holds each memory scope's progress, by scope name
-	// (DefaultScope is "").
-	Scopes map[string]*progress `json:"scopes"`
+	// (DefaultScope is ""). A name audience.ParseScope refuses makes the
+	// record unreadable (damaged), never a path.
+	Scopes map[audience.Scope]*progress `json:"scopes"`
 	// Intent stands while phase 2 may have edits on disk that no commit
 	// holds yet; nil otherwise.
 	Intent *intent `json:"intent,omitempty"`
@@ -98,9 +107,9 @@ type progress struct {
 }
 
 // scope returns the named scope's progress, adding it when missing.
-func (r *record) scope(name string) *progress {
+func (r *record) scope(name audience.Scope) *progress {
 	if r.Scopes == nil {
-		r.Scopes = map[string]*progress{}
+		r.Scopes = map[audience.Scope]*progress{}
 	}
 	p := r.Scopes[name]
 	if p == nil {
@@ -325,7 +334,7 @@ func (h *held) end() { h.release() }
 
 // scope is a scope's progress as held, for reading; changes go through
 // change.
-func (h *held) scope(name string) progress { return *h.rec.scope(name) }
+func (h *held) scope(name audience.Scope) progress { return *h.rec.scope(name) }
 
 // intent is the intent as held (nil when none).
 func (h *held) intent() *intent { return h.rec.Intent }
@@ -347,12 +356,12 @@ func (h *held) change(f func(r *record)) error {
 }
 
 // changeScope is change for one scope's progress.
-func (h *held) changeScope(name string, f func(p *progress)) error {
+func (h *held) changeScope(name audience.Scope, f func(p *progress)) error {
 	return h.change(func(r *record) { f(r.scope(name)) })
 }
 
 // Cursor is the highest history cursor the scope has consumed.
-func (l *Ledger) Cursor(scope string) (int, error) {
+func (l *Ledger) Cursor(scope audience.Scope) (int, error) {
 	ld, err := l.read()
 	if err != nil {
 		return 0, err
@@ -360,28 +369,40 @@ func (l *Ledger) Cursor(scope string) (int, error) {
 	return ld.rec.scope(scope).Cursor, nil
 }
 
-// Backlog is the number of history entries the scope has not read.
-func (l *Ledger) Backlog(scope string) (int, error) {
-	cursor, err := l.Cursor(scope)
+// Backlog is the number of history entries some scope has not read: the
+// entries of every scope after that scope's cursor (what /metrics shows).
+func (l *Ledger) Backlog() (int, error) {
+	ld, err := l.read()
 	if err != nil {
 		return 0, err
 	}
-	return l.backlogAfter(cursor)
+	bl, _, err := l.backlogs(&ld.rec)
+	n := 0
+	for _, b := range bl {
+		n += b.Count
+	}
+	return n, err
 }
 
-// backlogAfter counts the entries after cursor without reading them (a
-// /metrics scrape asks): cursors are handed out one by one, and compaction
-// drops only entries every scope has read.
-func (l *Ledger) backlogAfter(cursor int) (int, error) {
-	last, err := l.hist.LastCursor()
-	if err != nil {
-		return 0, fmt.Errorf("dream backlog: %w", err)
+// backlogs lists the scopes with entries they have not read, the oldest
+// first, without reading the entries: the history store knows each unread
+// entry's scope. A scope the record does not know yet has read up to the
+// frontier. last is the highest cursor the history held: a scope not
+// listed has read everything of its own up to it.
+func (l *Ledger) backlogs(rec *record) (bl []history.Backlog, last int, err error) {
+	cursors := make(map[audience.Scope]int, len(rec.Scopes))
+	for name, p := range rec.Scopes {
+		cursors[name] = p.Cursor
 	}
-	return max(last-cursor, 0), nil
+	bl, last, err = l.hist.Backlogs(rec.Frontier, cursors)
+	if err != nil {
+		return nil, 0, fmt.Errorf("dream backlog: %w", err)
+	}
+	return bl, last, nil
 }
 
 // progressOf reads a scope's progress without the lock (Status).
-func (l *Ledger) progressOf(scope string) (progress, error) {
+func (l *Ledger) progressOf(scope audience.Scope) (progress, error) {
 	ld, err := l.read()
 	return *ld.rec.scope(scope), err
 }

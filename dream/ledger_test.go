@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/history"
 	"github.com/dreamgate/dreamgate/llm/llmtest"
 )
@@ -44,7 +45,7 @@ func TestLedgerMigratesTheOldFilesOnce(t *testing.T) {
 
 	d := e.dreamer(Config{})
 	// A reader before the first start sees the old progress already.
-	if st := d.Status(); st.Last == nil || st.Last.Outcome != OutcomeFailed || len(st.Skips) != 1 || st.Cursor != 4 {
+	if st := d.Status(AllScopes()); st.Last == nil || st.Last.Outcome != OutcomeFailed || len(st.Skips) != 1 || st.Cursor != 4 {
 		t.Fatalf("status before the migration = %+v", st)
 	}
 	if err := d.Recover(); err != nil {
@@ -66,7 +67,7 @@ func TestLedgerMigratesTheOldFilesOnce(t *testing.T) {
 	}
 
 	e.srv.SetResponder(m.respond)
-	rep, err := d.Run(t.Context(), TriggerCron, nil)
+	rep, err := d.Run(t.Context(), TriggerCron, AllScopes(), nil)
 	if err != nil || rep.Outcome != OutcomeCompleted || rep.First != 5 || rep.Last != 8 {
 		t.Fatalf("run after the migration: %+v, %v", rep, err)
 	}
@@ -98,17 +99,17 @@ func TestLedgerFollowsTheCursorFile(t *testing.T) {
 	e.hist.seed(t, 0, 8, func(i int) string { return fmt.Sprintf("- fact %d", i) })
 	e.srv.SetResponder(func(llmtest.Request) llmtest.Reply { return llmtest.Text("no idea") })
 	d := e.dreamer(Config{MaxBatchSize: 4})
-	if rep, _ := d.Run(t.Context(), TriggerCron, nil); rep.Outcome != OutcomeFailed || rep.Failures != 1 {
+	if rep, _ := d.Run(t.Context(), TriggerCron, AllScopes(), nil); rep.Outcome != OutcomeFailed || rep.Failures != 1 {
 		t.Fatalf("first run: %+v", rep)
 	}
 	if err := e.hist.SetDreamCursor(4); err != nil { // forward, past the failing batch
 		t.Fatal(err)
 	}
-	if st := d.Status(); st.Cursor != 4 || st.Backlog != 4 {
+	if st := d.Status(AllScopes()); st.Cursor != 4 || st.Backlog != 4 {
 		t.Errorf("status after the file moved: cursor %d, backlog %d", st.Cursor, st.Backlog)
 	}
 	e.srv.SetResponder(func(llmtest.Request) llmtest.Reply { return llmtest.Text("[SKIP]") })
-	rep, err := d.Run(t.Context(), TriggerCron, nil)
+	rep, err := d.Run(t.Context(), TriggerCron, AllScopes(), nil)
 	if err != nil || rep.First != 5 || rep.Last != 8 {
 		t.Fatalf("run after the file moved forward: %+v, %v", rep, err)
 	}
@@ -121,7 +122,7 @@ func TestLedgerFollowsTheCursorFile(t *testing.T) {
 	if err := e.hist.SetDreamCursor(2); err != nil { // back: read again
 		t.Fatal(err)
 	}
-	if rep, err := d.Run(t.Context(), TriggerCron, nil); err != nil || rep.First != 3 || rep.Last != 8 {
+	if rep, err := d.Run(t.Context(), TriggerCron, AllScopes(), nil); err != nil || rep.First != 3 || rep.Last != 8 {
 		t.Errorf("run after the file moved back: %+v, %v", rep, err)
 	}
 }
@@ -145,7 +146,7 @@ func TestKilledBetweenCursorAndLedger(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := New(Config{Workspace: e.ws}, Deps{Model: e.llm, History: dying, Repo: e.repo, Logger: slog.New(e.logs)})
+	d, err := New(Config{Workspace: e.ws}, Deps{Model: e.llm, History: dying, Repo: WholeTree(e.repo), Logger: slog.New(e.logs)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +154,7 @@ func TestKilledBetweenCursorAndLedger(t *testing.T) {
 	go func() {
 		returned := false
 		defer func() { done <- returned }()
-		_, _ = d.Run(t.Context(), TriggerCron, nil)
+		_, _ = d.Run(t.Context(), TriggerCron, AllScopes(), nil)
 		returned = true
 	}()
 	if <-done {
@@ -166,7 +167,7 @@ func TestKilledBetweenCursorAndLedger(t *testing.T) {
 		t.Fatalf("ledger after the kill = %+v, want the intent and the old frontier still there", r)
 	}
 
-	rep, err := e.dreamer(Config{}).Run(t.Context(), TriggerCron, nil)
+	rep, err := e.dreamer(Config{}).Run(t.Context(), TriggerCron, AllScopes(), nil)
 	if err != nil || rep.Outcome != OutcomeNothingNew || rep.Recovered != "" {
 		t.Fatalf("next run: %+v, %v", rep, err)
 	}
@@ -186,21 +187,27 @@ func TestKilledBetweenCursorAndLedger(t *testing.T) {
 // is the frontier: the least cursor of the scopes.
 func TestLedgerKeepsProgressPerScope(t *testing.T) {
 	e := newEnv(t)
-	e.hist.seed(t, 0, 4, func(i int) string { return fmt.Sprintf("- fact %d", i) })
-	e.writeRecord(record{Scopes: map[string]*progress{DefaultScope: {}, "team-slack-T1": {Cursor: 2}}})
+	e.hist.seed(t, 0, 2, func(i int) string { return fmt.Sprintf("- fact %d", i) })
+	for _, sc := range []audience.Scope{"team-slack-t1", DefaultScope} {
+		if _, err := e.hist.AppendIn(sc, "- fact", "k"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.writeRecord(record{Scopes: map[audience.Scope]*progress{DefaultScope: {}, "team-slack-t1": {Cursor: 2}}})
 	e.srv.Push(llmtest.Text("[SKIP]"))
-	if rep, err := e.dreamer(Config{}).Run(t.Context(), TriggerCron, nil); err != nil || rep.Last != 4 {
+	// The team's entry 3 waits for a run about the team.
+	if rep, err := e.dreamer(Config{}).Run(t.Context(), TriggerCron, OnlyScopes(DefaultScope), nil); err != nil || rep.Last != 4 || rep.Entries != 3 {
 		t.Fatalf("run: %+v, %v", rep, err)
 	}
 	r := e.record()
-	if r.Scopes[DefaultScope].Cursor != 4 || r.Scopes["team-slack-T1"].Cursor != 2 || r.Frontier != 2 {
+	if r.Scopes[DefaultScope].Cursor != 4 || r.Scopes["team-slack-t1"].Cursor != 2 || r.Frontier != 2 {
 		t.Errorf("ledger = frontier %d, scopes %+v", r.Frontier, r.Scopes)
 	}
 	if c := e.hist.cursor(t); c != 2 {
 		t.Errorf("memory/.dream_cursor = %d, want the frontier 2", c)
 	}
 	raw, _ := os.ReadFile(filepath.Join(e.ws, "memory", ".dream_ledger"))
-	if !strings.Contains(string(raw), `"": {`) || !strings.Contains(string(raw), `"team-slack-T1": {`) {
+	if !strings.Contains(string(raw), `"": {`) || !strings.Contains(string(raw), `"team-slack-t1": {`) {
 		t.Errorf("the record does not hold the scopes by name:\n%s", raw)
 	}
 }
@@ -211,15 +218,15 @@ func TestRestoreMarksTheLastRunUndone(t *testing.T) {
 	e := newEnv(t)
 	d := e.dreamer(Config{})
 	first := e.dreamEdit(d, "USER.md", "- Name: Ana.\n", "- Name: Ana.\n- Likes tea.\n")
-	res, err := d.Restore(first.Commit)
+	res, err := d.Restore(first.Commit, AllScopes())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l := d.Status().Last; l == nil || l.Commit != first.Commit || l.UndoneBy != res.Revert.Short {
+	if l := d.Status(AllScopes()).Last; l == nil || l.Commit != first.Commit || l.UndoneBy != res.Revert.Short {
 		t.Errorf("last run after the restore = %+v, want %s undone by %s", l, first.Commit, res.Revert.Short)
 	}
 	again := e.dreamEdit(d, "USER.md", "- Name: Ana.\n", "- Name: Ana.\n- Likes coffee.\n")
-	if l := d.Status().Last; l == nil || l.Commit != again.Commit || l.UndoneBy != "" {
+	if l := d.Status(AllScopes()).Last; l == nil || l.Commit != again.Commit || l.UndoneBy != "" {
 		t.Errorf("last run after the next Dream = %+v", l)
 	}
 }

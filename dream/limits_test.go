@@ -122,7 +122,7 @@ func TestOneEditPerCallAppliesEveryFinding(t *testing.T) {
 	e.hist.seed(t, 0, 4, func(i int) string { return fmt.Sprintf("- facts told in turn %d", i) })
 	m := &oneEditModel{findings: plantedFindings(25)}
 	e.srv.SetResponder(m.respond)
-	rep, err := e.dreamer(Config{MaxIterations: 10}).Run(t.Context(), TriggerManual, nil)
+	rep, err := e.dreamer(Config{MaxIterations: 10}).Run(t.Context(), TriggerManual, AllScopes(), nil)
 	if err != nil || rep.Outcome != OutcomeCompleted {
 		t.Fatalf("outcome %s, err %v", rep.Outcome, err)
 	}
@@ -168,7 +168,7 @@ func TestStoppedEditingKeepsWhatItApplied(t *testing.T) {
 	d := e.dreamer(Config{MaxIterations: 10})
 
 	// Run 1: chunk 1 (10 findings) completes, chunk 2 stops after 3 edits.
-	rep, err := d.Run(t.Context(), TriggerCron, nil)
+	rep, err := d.Run(t.Context(), TriggerCron, AllScopes(), nil)
 	if rep.Outcome != OutcomePartial || !errors.Is(err, ErrRunFailed) || rep.Left != 15 || rep.Failures != 0 {
 		t.Fatalf("run 1: outcome %s, left %d, failures %d, err %v", rep.Outcome, rep.Left, rep.Failures, err)
 	}
@@ -192,14 +192,14 @@ func TestStoppedEditingKeepsWhatItApplied(t *testing.T) {
 	if rep.Left != 15 || rep.Commit != cs[0].Short {
 		t.Errorf("report: left %d, commit %q; want 15 and %q", rep.Left, rep.Commit, cs[0].Short)
 	}
-	if l := d.Status().Last; l == nil || l.Left != 15 || l.First != 1 || l.Last != 4 {
+	if l := d.Status(AllScopes()).Last; l == nil || l.Left != 15 || l.First != 1 || l.Last != 4 {
 		t.Errorf("status' last run = %+v, want 15 findings of history 1-4 left", l)
 	}
 
 	// Run 2 and 3 go on from the findings left, with no new analysis.
 	for run := 2; run <= 3; run++ {
 		chunk.Store(0)
-		rep, err = d.Run(t.Context(), TriggerCron, nil)
+		rep, err = d.Run(t.Context(), TriggerCron, AllScopes(), nil)
 		if m.analysisCalls() != 1 {
 			t.Fatalf("run %d: %d analysis calls, want only the first run's", run, m.analysisCalls())
 		}
@@ -243,14 +243,14 @@ func TestSkipNamesWhatItSkipped(t *testing.T) {
 	}
 	e.srv.SetResponder(m.respond)
 	d := e.dreamer(Config{})
-	if rep, _ := d.Run(t.Context(), TriggerCron, nil); rep.Outcome != OutcomePartial || rep.Left != 2 {
+	if rep, _ := d.Run(t.Context(), TriggerCron, AllScopes(), nil); rep.Outcome != OutcomePartial || rep.Left != 2 {
 		t.Fatalf("run 1: %+v", rep)
 	}
 	broken = true
 	var rep Report
 	var err error
 	for range 3 {
-		rep, err = d.Run(t.Context(), TriggerCron, nil)
+		rep, err = d.Run(t.Context(), TriggerCron, AllScopes(), nil)
 	}
 	if rep.Outcome != OutcomeSkipped || !errors.Is(err, ErrBatchSkipped) {
 		t.Fatalf("run 4: outcome %s, err %v", rep.Outcome, err)
@@ -261,7 +261,7 @@ func TestSkipNamesWhatItSkipped(t *testing.T) {
 		!strings.Contains(rec, m.findings[10]) || !strings.Contains(rec, m.findings[11]) {
 		t.Errorf("skip record = %q", rec)
 	}
-	st := d.Status()
+	st := d.Status(AllScopes())
 	if len(st.Skips) != 1 || st.Skips[0].First != 1 || st.Skips[0].Last != 4 || st.Skips[0].Findings != 2 {
 		t.Errorf("status' skips = %+v, want history 1-4 with 2 findings not applied", st.Skips)
 	}
@@ -285,7 +285,7 @@ func TestBacklogDrains(t *testing.T) {
 	})
 	var seen []string
 	d := e.dreamer(Config{MaxBatchSize: 20, MaxBatchesPerRun: 2})
-	rep, err := d.Run(t.Context(), TriggerCron, func(s string) { seen = append(seen, s) })
+	rep, err := d.Run(t.Context(), TriggerCron, AllScopes(), func(s string) { seen = append(seen, s) })
 	if err != nil || rep.Outcome != OutcomeCompleted {
 		t.Fatalf("outcome %s, err %v", rep.Outcome, err)
 	}
@@ -298,7 +298,7 @@ func TestBacklogDrains(t *testing.T) {
 	if n := len(e.srv.Requests()); n != 4 {
 		t.Errorf("requests = %d, want 2 per batch", n)
 	}
-	if st := d.Status(); st.Backlog != 10 {
+	if st := d.Status(AllScopes()); st.Backlog != 10 {
 		t.Errorf("status' backlog = %d, want 10", st.Backlog)
 	}
 	if !slices.ContainsFunc(seen, func(s string) bool { return strings.Contains(s, "reading 20 history entries") }) {
@@ -306,7 +306,7 @@ func TestBacklogDrains(t *testing.T) {
 	}
 
 	// The next run reads the rest and stops when nothing is left.
-	rep, err = d.Run(t.Context(), TriggerCron, nil)
+	rep, err = d.Run(t.Context(), TriggerCron, AllScopes(), nil)
 	if err != nil || rep.Outcome != OutcomeCompleted || rep.Batches != 1 || rep.Entries != 10 || rep.Backlog != 0 {
 		t.Errorf("second run: %+v, %v", rep, err)
 	}
@@ -318,7 +318,7 @@ func TestBacklogStopsAtTokenLimit(t *testing.T) {
 	e := newEnv(t)
 	e.hist.seed(t, 0, 30, func(i int) string { return fmt.Sprintf("- fact %d", i) })
 	e.srv.SetResponder(func(llmtest.Request) llmtest.Reply { return llmtest.Text("[SKIP]") })
-	rep, err := e.dreamer(Config{MaxBatchSize: 10, MaxTokensPerRun: 1}).Run(t.Context(), TriggerCron, nil)
+	rep, err := e.dreamer(Config{MaxBatchSize: 10, MaxTokensPerRun: 1}).Run(t.Context(), TriggerCron, AllScopes(), nil)
 	if err != nil || rep.Batches != 1 || rep.Backlog != 20 {
 		t.Errorf("report %+v, err %v", rep, err)
 	}
@@ -338,7 +338,7 @@ func TestLaterBatchFailureKeepsEarlierOnes(t *testing.T) {
 		llmtest.Text("Done."),
 		llmtest.Status(400, ""),
 	)
-	rep, err := e.dreamer(Config{MaxBatchSize: 3}).Run(t.Context(), TriggerCron, nil)
+	rep, err := e.dreamer(Config{MaxBatchSize: 3}).Run(t.Context(), TriggerCron, AllScopes(), nil)
 	if rep.Outcome != OutcomeFailed || rep.Batches != 1 || rep.Commit == "" || !errors.Is(err, ErrRunFailed) {
 		t.Fatalf("report %+v, err %v", rep, err)
 	}
@@ -356,7 +356,7 @@ func TestPublicReasonHidesOperatorDetail(t *testing.T) {
 	e := newEnv(t)
 	e.hist.seed(t, 0, 2, func(int) string { return "- x" })
 	e.srv.Push(llmtest.Status(401, ""))
-	rep, _ := e.dreamer(Config{}).Run(t.Context(), TriggerManual, nil)
+	rep, _ := e.dreamer(Config{}).Run(t.Context(), TriggerManual, AllScopes(), nil)
 	if !strings.Contains(rep.Reason, "llm.apiKey") {
 		t.Errorf("reason = %q, want the operator's hint", rep.Reason)
 	}
@@ -374,7 +374,7 @@ func TestModelThatReadsBeforeEachEdit(t *testing.T) {
 	e.hist.seed(t, 0, 3, func(i int) string { return fmt.Sprintf("- facts told in turn %d", i) })
 	m := &oneEditModel{findings: plantedFindings(12), readFirst: true}
 	e.srv.SetResponder(m.respond)
-	rep, err := e.dreamer(Config{}).Run(t.Context(), TriggerCron, nil)
+	rep, err := e.dreamer(Config{}).Run(t.Context(), TriggerCron, AllScopes(), nil)
 	if err != nil || rep.Outcome != OutcomeCompleted {
 		t.Fatalf("outcome %s, err %v", rep.Outcome, err)
 	}
@@ -392,7 +392,7 @@ func TestBacklogStopsBeforeCallersDeadline(t *testing.T) {
 	e.srv.SetResponder(func(llmtest.Request) llmtest.Reply { return llmtest.Text("[SKIP]") })
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	defer cancel()
-	rep, err := e.dreamer(Config{MaxBatchSize: 10, Timeout: 20 * time.Minute}).Run(ctx, TriggerManual, nil)
+	rep, err := e.dreamer(Config{MaxBatchSize: 10, Timeout: 20 * time.Minute}).Run(ctx, TriggerManual, AllScopes(), nil)
 	if err != nil || rep.Batches != 1 || rep.Backlog != 20 {
 		t.Errorf("report %+v, err %v", rep, err)
 	}

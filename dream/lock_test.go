@@ -19,7 +19,7 @@ func TestTwoDreamsInOneProcess(t *testing.T) {
 	e := newEnv(t)
 	e.hist.seed(t, 0, 2, func(int) string { return "- x" })
 	start := time.Date(2026, 4, 3, 10, 0, 0, 0, time.UTC)
-	d, err := New(Config{Workspace: e.ws}, Deps{Model: e.llm, History: e.hist, Repo: e.repo,
+	d, err := New(Config{Workspace: e.ws}, Deps{Model: e.llm, History: e.hist, Repo: WholeTree(e.repo),
 		Logger: slog.New(e.logs), Now: func() time.Time { return start }})
 	if err != nil {
 		t.Fatal(err)
@@ -36,12 +36,12 @@ func TestTwoDreamsInOneProcess(t *testing.T) {
 	}
 	first := make(chan result, 1)
 	go func() {
-		rep, err := d.Run(t.Context(), TriggerCron, nil)
+		rep, err := d.Run(t.Context(), TriggerCron, AllScopes(), nil)
 		first <- result{rep, err}
 	}()
 	<-entered
 
-	rep, err := d.Run(t.Context(), TriggerManual, nil)
+	rep, err := d.Run(t.Context(), TriggerManual, AllScopes(), nil)
 	var busy *BusyError
 	if !errors.As(err, &busy) || !errors.Is(err, ErrAlreadyRunning) {
 		t.Fatalf("second Run: %v", err)
@@ -52,10 +52,10 @@ func TestTwoDreamsInOneProcess(t *testing.T) {
 	if rep.Outcome != "" {
 		t.Errorf("refused run has outcome %q", rep.Outcome)
 	}
-	if _, err := d.Restore("abcd"); !errors.Is(err, ErrAlreadyRunning) {
+	if _, err := d.Restore("abcd", AllScopes()); !errors.Is(err, ErrAlreadyRunning) {
 		t.Errorf("Restore during a Dream: %v", err)
 	}
-	if st := d.Status(); !st.Running || !st.Since.Equal(start) {
+	if st := d.Status(AllScopes()); !st.Running || !st.Since.Equal(start) {
 		t.Errorf("status while running = %+v", st)
 	}
 
@@ -68,7 +68,7 @@ func TestTwoDreamsInOneProcess(t *testing.T) {
 		t.Errorf("model requests = %d, want 1 (the refused run made none)", n)
 	}
 	// The lock is free again.
-	if _, err := d.Run(t.Context(), TriggerManual, nil); err != nil {
+	if _, err := d.Run(t.Context(), TriggerManual, AllScopes(), nil); err != nil {
 		t.Errorf("run after the first ended: %v", err)
 	}
 }
@@ -100,7 +100,7 @@ func TestDreamInAnotherProcess(t *testing.T) {
 	}
 
 	d := e.dreamer(Config{})
-	_, err = d.Run(t.Context(), TriggerCLI, nil)
+	_, err = d.Run(t.Context(), TriggerCLI, AllScopes(), nil)
 	var busy *BusyError
 	if !errors.As(err, &busy) || !busy.Elsewhere || !busy.Since.Equal(since) {
 		t.Fatalf("Run while another process dreams: %v (%+v)", err, busy)
@@ -114,7 +114,7 @@ func TestDreamInAnotherProcess(t *testing.T) {
 		t.Fatalf("helper: %v", err)
 	}
 	e.srv.Push(llmtest.Text("[SKIP]"))
-	if rep, err := d.Run(t.Context(), TriggerCLI, nil); err != nil || rep.Outcome != OutcomeCompleted {
+	if rep, err := d.Run(t.Context(), TriggerCLI, AllScopes(), nil); err != nil || rep.Outcome != OutcomeCompleted {
 		t.Errorf("Run after the other process ended: %+v, %v", rep, err)
 	}
 }

@@ -25,14 +25,14 @@ func (d *dreamsSeen) DreamDone(outcome string, took time.Duration) {
 func TestObserverSeesEveryFinishedRun(t *testing.T) {
 	e := newEnv(t)
 	seen := &dreamsSeen{}
-	d, err := New(Config{Workspace: e.ws}, Deps{Model: e.llm, History: e.hist, Repo: e.repo, Logger: slog.New(e.logs), Observer: seen})
+	d, err := New(Config{Workspace: e.ws}, Deps{Model: e.llm, History: e.hist, Repo: WholeTree(e.repo), Logger: slog.New(e.logs), Observer: seen})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var reps []Report
 	run := func() {
 		t.Helper()
-		rep, _ := d.Run(t.Context(), TriggerManual, nil)
+		rep, _ := d.Run(t.Context(), TriggerManual, AllScopes(), nil)
 		reps = append(reps, rep)
 	}
 
@@ -51,7 +51,7 @@ func TestObserverSeesEveryFinishedRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.Run(t.Context(), TriggerCron, nil); !errors.As(err, new(*BusyError)) {
+	if _, err := d.Run(t.Context(), TriggerCron, AllScopes(), nil); !errors.As(err, new(*BusyError)) {
 		t.Fatalf("Run while locked: %v, want a BusyError", err)
 	}
 	release()

@@ -35,13 +35,13 @@ func TestPackAfterCommittingRuns(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t)
 			repo := &packCounter{Store: e.repo, err: tt.packErr}
-			d, err := New(Config{Workspace: e.ws}, Deps{Model: e.llm, History: e.hist, Repo: repo, Logger: slog.New(e.logs)})
+			d, err := New(Config{Workspace: e.ws}, Deps{Model: e.llm, History: e.hist, Repo: WholeTree(repo), Logger: slog.New(e.logs)})
 			if err != nil {
 				t.Fatal(err)
 			}
 
 			// Nothing new: no model call, no commit, no pack.
-			if _, err := d.Run(t.Context(), TriggerCron, nil); err != nil {
+			if _, err := d.Run(t.Context(), TriggerCron, AllScopes(), nil); err != nil {
 				t.Fatal(err)
 			}
 			if repo.calls != 0 {
@@ -54,7 +54,7 @@ func TestPackAfterCommittingRuns(t *testing.T) {
 				calls(editCall("USER.md", "- Name: Ana.\n", "- Name: Ana.\n- Prefers tea.\n")),
 				llmtest.Text("done"),
 			)
-			rep, err := d.Run(t.Context(), TriggerCron, nil)
+			rep, err := d.Run(t.Context(), TriggerCron, AllScopes(), nil)
 			if err != nil || rep.Outcome != OutcomeCompleted || rep.Commit == "" {
 				t.Fatalf("run = %+v, %v; want a completed run with a commit", rep, err)
 			}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/gitstore"
 )
 
@@ -19,8 +20,9 @@ import (
 // it, so the half-made edits are recorded as Dream's and never mistaken for
 // a person's hand edits.
 type intent struct {
-	// Scope is the memory scope whose files phase 2 edits.
-	Scope string `json:"scope,omitempty"`
+	// Scope is the memory scope whose files phase 2 edits; the Files are
+	// relative to its folder.
+	Scope audience.Scope `json:"scope,omitempty"`
 	// First and Last are the history entries whose findings are applied.
 	First int `json:"first"`
 	Last  int `json:"last"`
@@ -45,7 +47,7 @@ type intentFile struct {
 	SHA256  string `json:"sha256,omitempty"`
 }
 
-func newIntent(scope string, first, last int, snaps []fileSnap, findings []finding, total int, now time.Time) intent {
+func newIntent(scope audience.Scope, first, last int, snaps []fileSnap, findings []finding, total int, now time.Time) intent {
 	in := intent{Scope: scope, First: first, Last: last, Started: now, PID: os.Getpid(), Findings: findings, Total: total}
 	for _, s := range snaps {
 		f := intentFile{Path: s.rel, Missing: !s.exists && !s.link}
@@ -134,8 +136,8 @@ func (d *Dreamer) recoverIntent(h *held) (string, error) {
 	if in == nil {
 		return "", nil
 	}
-	dir := d.cfg.Workspace
-	diff, err := d.repo.Status()
+	dir := scopeDir(d.cfg.Workspace, in.Scope)
+	diff, err := d.status(in.Scope)
 	if err != nil {
 		return "", fmt.Errorf("status for an interrupted dream: %w", err)
 	}
@@ -155,7 +157,7 @@ func (d *Dreamer) recoverIntent(h *held) (string, error) {
 		_, n := countChanges(diff)
 		subject := fmt.Sprintf("%s %s from history %d-%d %s", SubjectPrefix,
 			plural(n, "change", "changes"), in.First, in.Last, RecoveredSuffix)
-		c, err := d.repo.Commit(subject, d.repo.Summary(diff, summaryCap))
+		c, err := d.repo.CommitPaths(diffPaths(diff), subject, withTrailer(d.repo.Summary(diff, summaryCap), in.Scope))
 		if err != nil && !errors.Is(err, gitstore.ErrNothingToCommit) {
 			return "", fmt.Errorf("commit an interrupted dream's edits: %w", err)
 		}

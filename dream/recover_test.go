@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/gitstore"
 	"github.com/dreamgate/dreamgate/workspace"
 )
@@ -19,7 +20,7 @@ import (
 func (e *env) killedRun(edits int) {
 	e.t.Helper()
 	n := 0
-	d, err := New(Config{Workspace: e.ws}, Deps{Model: e.llm, History: e.hist, Repo: e.repo, Logger: slog.New(e.logs),
+	d, err := New(Config{Workspace: e.ws}, Deps{Model: e.llm, History: e.hist, Repo: WholeTree(e.repo), Logger: slog.New(e.logs),
 		Hook: func(point string) {
 			if point != PointEdit {
 				return
@@ -35,7 +36,7 @@ func (e *env) killedRun(edits int) {
 	go func() {
 		returned := false
 		defer func() { done <- returned }()
-		_, _ = d.Run(e.t.Context(), TriggerCron, nil)
+		_, _ = d.Run(e.t.Context(), TriggerCron, AllScopes(), nil)
 		returned = true
 	}()
 	if <-done {
@@ -67,7 +68,7 @@ func TestInterruptedDreamIsRecoveredAsDream(t *testing.T) {
 	}
 
 	d := e.dreamer(Config{})
-	rep, err := d.Run(t.Context(), TriggerCron, nil)
+	rep, err := d.Run(t.Context(), TriggerCron, AllScopes(), nil)
 	if err != nil || rep.Outcome != OutcomeCompleted {
 		t.Fatalf("next run: outcome %s, err %v", rep.Outcome, err)
 	}
@@ -101,7 +102,7 @@ func TestInterruptedDreamIsRecoveredAsDream(t *testing.T) {
 		t.Errorf("warnings = %+v", w)
 	}
 	// A recovered commit is Dream's, so it can be undone.
-	res, err := d.Restore(recovered.Short)
+	res, err := d.Restore(recovered.Short, AllScopes())
 	if err != nil {
 		t.Fatalf("restore of the recovered commit: %v", err)
 	}
@@ -124,10 +125,10 @@ func TestKilledBeforeFirstEdit(t *testing.T) {
 		t.Fatal(err)
 	}
 	in := newIntent(DefaultScope, 1, 2, snaps, []finding{{Tag: tagUser, Text: "likes tea"}}, 1, time.Now())
-	e.writeRecord(record{Scopes: map[string]*progress{DefaultScope: {}}, Intent: &in})
+	e.writeRecord(record{Scopes: map[audience.Scope]*progress{DefaultScope: {}}, Intent: &in})
 	m := &oneEditModel{}
 	e.srv.SetResponder(m.respond)
-	rep, err := e.dreamer(Config{}).Run(t.Context(), TriggerCron, nil)
+	rep, err := e.dreamer(Config{}).Run(t.Context(), TriggerCron, AllScopes(), nil)
 	if err != nil || rep.Recovered != "" || rep.Outcome != OutcomeCompleted {
 		t.Fatalf("report %+v, err %v", rep, err)
 	}
@@ -160,14 +161,14 @@ func TestRestoreRecoversFirst(t *testing.T) {
 	m := &oneEditModel{findings: plantedFindings(2)}
 	e.srv.SetResponder(m.respond)
 	d := e.dreamer(Config{})
-	if _, err := d.Run(t.Context(), TriggerCron, nil); err != nil {
+	if _, err := d.Run(t.Context(), TriggerCron, AllScopes(), nil); err != nil {
 		t.Fatal(err)
 	}
 	e.hist.seed(t, 2, 2, func(int) string { return "- y" })
 	m.findings = plantedFindings(5)[2:]
 	e.killedRun(1)
 	first := e.log(10)[0]
-	if _, err := d.Restore(first.Short); err != nil {
+	if _, err := d.Restore(first.Short, AllScopes()); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range e.log(10) {

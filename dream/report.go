@@ -3,6 +3,7 @@ package dream
 import (
 	"time"
 
+	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/llm"
 )
 
@@ -111,6 +112,31 @@ type Report struct {
 	BatchFirst, BatchLast int
 	// Dropped is the number of consumed history entries compaction removed.
 	Dropped int
+	// Scopes is what the run did in each memory scope it visited, in the
+	// order of their first batch; the fields above sum them up (Backlog is
+	// that of the scopes the run was about). A workspace of one scope has
+	// one, the default scope's, equal to the sums. Each names its scope:
+	// only a reader who may read it should see it.
+	Scopes []ScopeReport
+}
+
+// ScopeReport is a Run's work in one memory scope: the same counts, for
+// that scope's batches alone (its Scopes empty), and its unread entries
+// left in Backlog.
+type ScopeReport struct {
+	Scope audience.Scope
+	Report
+}
+
+// scope returns the ScopeReport of s, adding it when missing.
+func (r *Report) scope(s audience.Scope) *Report {
+	for i := range r.Scopes {
+		if r.Scopes[i].Scope == s {
+			return &r.Scopes[i].Report
+		}
+	}
+	r.Scopes = append(r.Scopes, ScopeReport{Scope: s, Report: Report{Trigger: r.Trigger, Started: r.Started, MaxFailures: r.MaxFailures}})
+	return &r.Scopes[len(r.Scopes)-1].Report
 }
 
 // add folds a batch's report into the run's.
@@ -182,17 +208,47 @@ type Status struct {
 	Backlog int
 	// Cursor is the highest history cursor Dream has consumed.
 	Cursor int
+	// Scopes is each memory scope's part, by name; the fields above are
+	// theirs summed up (Last: the most recent run among them, its counts
+	// summed over them; Skips: theirs, oldest first; Cursor: the least).
+	// Only the scopes asked for are in it; each names its scope.
+	Scopes []ScopeStatus
+}
+
+// ScopeStatus is Dream's progress in one memory scope.
+type ScopeStatus struct {
+	Scope audience.Scope
+	// Last is the most recent run that was about this scope (nil before
+	// the first); Skips its skipped batches, oldest first; Backlog its
+	// unread entries; Cursor the highest cursor it has consumed.
+	Last    *LastRun
+	Skips   []Skip
+	Backlog int
+	Cursor  int
 }
 
 // Public is the Status for a chat user who is not the operator: the last
 // failure's reason without the operator's detail.
 func (s Status) Public() Status {
-	if s.Last != nil && s.Last.PublicReason != "" {
-		l := *s.Last
-		l.Reason = l.PublicReason
-		s.Last = &l
+	s.Last = s.Last.public()
+	scopes := make([]ScopeStatus, len(s.Scopes))
+	for i, sc := range s.Scopes {
+		sc.Last = sc.Last.public()
+		scopes[i] = sc
+	}
+	if s.Scopes != nil {
+		s.Scopes = scopes
 	}
 	return s
+}
+
+func (l *LastRun) public() *LastRun {
+	if l == nil || l.PublicReason == "" {
+		return l
+	}
+	c := *l
+	c.Reason = c.PublicReason
+	return &c
 }
 
 // LastRun is the outcome of the most recent finished Dream in this

@@ -2,6 +2,7 @@ package dream
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/dreamgate/dreamgate/gitstore"
@@ -20,16 +21,21 @@ type RestoreResult struct {
 	Files []string
 }
 
-// Restore puts the memory files back to their state just before the Dream
-// commit rev (a full id or a unique prefix of 4+ hex digits), as a new commit.
-// Only Dream commits can be restored (ErrNotDreamCommit). The Dream cursor is
-// not rolled back: what was undone is not dreamed again. Restore takes the
-// same single-flight lock as Run, so it never races a Dream: it returns a
-// *BusyError at once when one is running. Other errors wrap the gitstore
-// sentinels (ErrUnknownRevision, ErrAmbiguousRevision, ErrInvalidRevision,
+// Restore puts the files of the scopes chosen back to their state just
+// before the Dream commit rev (a full id or a unique prefix of 4+ hex
+// digits), as a new commit; the files of other scopes stay as they are, so
+// a restore for one audience never undoes another scope's edits. Only
+// Dream commits can be restored (ErrNotDreamCommit), and only one that
+// changed a file of a chosen scope: any other is, to the asker, a commit
+// that does not exist (an error matching ErrNotInScopes and
+// gitstore.ErrUnknownRevision). The Dream cursor is not rolled back: what
+// was undone is not dreamed again. Restore takes the same single-flight
+// lock as Run, so it never races a Dream: it returns a *BusyError at once
+// when one is running. Other errors wrap the gitstore sentinels
+// (ErrUnknownRevision, ErrAmbiguousRevision, ErrInvalidRevision,
 // ErrRootCommit, ErrNothingToCommit when the files already are in that
 // state).
-func (d *Dreamer) Restore(rev string) (RestoreResult, error) {
+func (d *Dreamer) Restore(rev string, scopes Scopes) (RestoreResult, error) {
 	rev = strings.TrimSpace(rev)
 	// An interrupted Dream's edits are recorded as Dream's first; else the
 	// restore would save them as hand edits.
@@ -41,9 +47,14 @@ func (d *Dreamer) Restore(rev string) (RestoreResult, error) {
 	if err != nil {
 		return RestoreResult{}, fmt.Errorf("dream restore: %w", err)
 	}
-	target, _, err := d.repo.Show(rev)
+	target, diff, err := d.repo.Show(rev)
 	if err != nil {
 		return RestoreResult{}, fmt.Errorf("dream restore %s: %w", rev, err)
+	}
+	if !slices.ContainsFunc(diff.Files, func(f gitstore.FileChange) bool { return scopes.pathIn(f.Path) }) {
+		// Said as "no such commit": even its subject is not for this
+		// reader.
+		return RestoreResult{}, fmt.Errorf("dream restore %s: %w", rev, errNotInScopes)
 	}
 	if !strings.HasPrefix(target.Subject, SubjectPrefix) {
 		return RestoreResult{Target: target}, fmt.Errorf("dream restore %s (%q): %w", target.Short, target.Subject, ErrNotDreamCommit)
@@ -51,7 +62,7 @@ func (d *Dreamer) Restore(rev string) (RestoreResult, error) {
 	var revert gitstore.Commit
 	var undone []gitstore.Commit
 	restore := func() (err error) {
-		revert, undone, err = d.repo.Restore(target.SHA)
+		revert, undone, err = d.repo.RestorePaths(target.SHA, scopes.pathIn)
 		return err
 	}
 	if d.files != nil {
@@ -66,7 +77,7 @@ func (d *Dreamer) Restore(rev string) (RestoreResult, error) {
 	}
 	res := RestoreResult{Target: target, Revert: revert, Undone: undone}
 	if _, diff, err := d.repo.Show(revert.SHA); err == nil {
-		for _, f := range diff.Files {
+		for _, f := range cutDiff(diff, scopes.pathIn).Files {
 			res.Files = append(res.Files, f.Path)
 		}
 	} else {

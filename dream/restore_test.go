@@ -19,7 +19,7 @@ func (e *env) dreamEdit(d *Dreamer, rel, oldText, newText string) Report {
 	cur := e.hist.cursor(e.t)
 	e.hist.seed(e.t, len(e.hist.all(e.t)), 1, func(int) string { return "- " + newText })
 	e.srv.Push(llmtest.Text("[USER] "+newText), calls(editCall(rel, oldText, newText)), llmtest.Text("done"))
-	rep, err := d.Run(e.t.Context(), TriggerManual, nil)
+	rep, err := d.Run(e.t.Context(), TriggerManual, AllScopes(), nil)
 	if err != nil || rep.Commit == "" {
 		e.t.Fatalf("dream after cursor %d: %+v, %v", cur, rep, err)
 	}
@@ -51,7 +51,7 @@ func TestRestore(t *testing.T) {
 		t.Errorf("Dream commits = %+v, want %s then %s", cs, second.Commit, first.Commit)
 	}
 
-	res, err := d.Restore(first.Commit)
+	res, err := d.Restore(first.Commit, AllScopes())
 	if err != nil {
 		t.Fatalf("Restore: %v", err)
 	}
@@ -86,7 +86,7 @@ func TestRestore(t *testing.T) {
 	for _, tc := range errorCases {
 		t.Run(tc.name, func(t *testing.T) {
 			head := e.log(1)[0].SHA
-			_, err := d.Restore(tc.rev)
+			_, err := d.Restore(tc.rev, AllScopes())
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("Restore(%q) = %v, want %v", tc.rev, err, tc.want)
 			}
@@ -110,7 +110,7 @@ func TestRestoreWaitsForWorkspaceWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ws.Close()
-	d, err := New(Config{Workspace: e.ws}, Deps{Model: e.llm, History: e.hist, Repo: e.repo, Files: ws, Logger: slog.New(e.logs)})
+	d, err := New(Config{Workspace: e.ws}, Deps{Model: e.llm, History: e.hist, Repo: WholeTree(e.repo), Files: ws, Logger: slog.New(e.logs)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestRestoreWaitsForWorkspaceWrites(t *testing.T) {
 	<-writing
 	done := make(chan error, 1)
 	go func() {
-		_, err := d.Restore(first.Commit)
+		_, err := d.Restore(first.Commit, AllScopes())
 		done <- err
 	}()
 	select {

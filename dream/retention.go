@@ -82,10 +82,11 @@ func (r Retention) Pass() (retired, dropped int, err error) {
 	return retired, dropped, nil
 }
 
-// retire moves the cursor past the oldest unread entries beyond MaxEntries
-// that are older than MaxAge.
+// retire moves the cursor of every scope past the oldest unread entries
+// beyond MaxEntries that are older than MaxAge, whatever their scope: the
+// frontier moves, and the history with it.
 func (r Retention) retire(h *held) (retired int, err error) {
-	cursor := h.scope(DefaultScope).Cursor
+	cursor := h.rec.Frontier
 	unread, err := r.Ledger.hist.Since(cursor, 0)
 	if err != nil {
 		return 0, err
@@ -103,7 +104,17 @@ func (r Retention) retire(h *held) (retired int, err error) {
 	if retired == 0 {
 		return 0, nil
 	}
-	if err := h.changeScope(DefaultScope, func(p *progress) { p.Cursor = to }); err != nil {
+	err = h.change(func(rec *record) {
+		for _, e := range unread[retired:] {
+			// Known at the frontier, so the frontier cannot pass the
+			// entries it keeps.
+			rec.scope(e.Scope)
+		}
+		for _, p := range rec.Scopes {
+			p.Cursor = max(p.Cursor, to)
+		}
+	})
+	if err != nil {
 		return 0, err
 	}
 	r.Logger.Warn("Dream is off: history entries older than the retention age were retired unread to keep the history bounded",

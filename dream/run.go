@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
+	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/history"
+	"github.com/dreamgate/dreamgate/llm"
 	"github.com/dreamgate/dreamgate/workspace"
 )
 
@@ -35,21 +38,31 @@ type Dreamer struct {
 // /metrics read.
 func (d *Dreamer) Ledger() *Ledger { return d.ledger }
 
-// Run makes one Dream now: read the next batch of history, analyse it,
-// apply the findings, commit, advance the cursor; while unread entries
-// remain, go on with the next batch (up to Config.MaxBatchesPerRun and
-// Config.MaxTokensPerRun); then compact the history. It never waits for
-// another Dream: when one is running (here or in another process) it
-// returns a *BusyError at once. Each batch is bounded by Config.Timeout.
+// Run makes one Dream now, over the memory scopes scopes chooses: it
+// visits the scopes that have unread history entries, the one with the
+// oldest first, one batch of a scope's entries at a time, round-robin
+// while unread entries remain (up to Config.MaxBatchesPerRun batches and
+// Config.MaxTokensPerRun tokens for the whole run): read the scope's next
+// batch, analyse it with the scope's files, apply the findings with file
+// tools confined to the scope's folder, commit the scope's files, advance
+// the scope's cursor. A scope whose batch fails waits for the next run;
+// the others go on (unless the model is unreachable or the run is
+// cancelled, which would fail them all). Then the cursors of the scopes
+// with nothing unread move up to the end of the history, so the frontier
+// (memory/.dream_cursor) never waits for a quiet scope, and the history
+// is compacted. It never waits for another Dream: when one is running
+// (here or in another process) it returns a *BusyError at once. Each batch
+// is bounded by Config.Timeout.
 //
 // progress, when non-nil, is called at phase boundaries with a short text
 // for a chat ("Dreaming: reading 14 history entries…").
 //
-// The Report is filled in whatever happens. err is nil when the run
-// completed or found nothing new; otherwise it is a *BusyError, or a
-// *RunError (ErrRunFailed, ErrBatchSkipped) whose Reason is also in the
-// Report, with the whole chain for the log.
-func (d *Dreamer) Run(ctx context.Context, trigger string, progress func(string)) (Report, error) {
+// The Report is filled in whatever happens, with a ScopeReport for each
+// scope visited. err is nil when every batch attempted completed or
+// nothing was new; otherwise it is a *BusyError, or the *RunError
+// (ErrRunFailed, ErrBatchSkipped) of the last batch that did not complete,
+// whose Reason is also in the Report, with the whole chain for the log.
+func (d *Dreamer) Run(ctx context.Context, trigger string, scopes Scopes, progress func(string)) (Report, error) {
 	start := d.now()
 	rep := Report{Trigger: trigger, Started: start, MaxFailures: d.cfg.MaxFailures}
 	defer func() { d.observe(rep) }()
@@ -70,21 +83,85 @@ func (d *Dreamer) Run(ctx context.Context, trigger string, progress func(string)
 		// place: going on would commit them as hand edits.
 		rep.Outcome, rep.Reason = OutcomeFailed, "the edits of an interrupted Dream could not be recorded"
 		rep.Duration = d.now().Sub(start)
-		d.saveLastRun(h, &rep)
+		d.saveLastRun(h, &rep, scopes, nil)
 		d.log.Error("dream could not recover an interrupted run", "trigger", trigger, "err", err)
 		return rep, &RunError{Reason: rep.Reason, Err: err}
 	}
-	for n := 1; ; n++ {
-		b := &run{d: d, h: h, scope: DefaultScope, parent: ctx, progress: progress,
-			rep: &Report{Trigger: trigger, Started: d.now(), MaxFailures: d.cfg.MaxFailures}}
+	err = d.drain(ctx, h, scopes, progress, &rep)
+	quiet := d.settle(h, scopes, &rep)
+	d.compact(&rep)
+	d.pack(&rep)
+	rep.Duration = d.now().Sub(start)
+	rep.Usage.Calls = rep.Calls
+	d.saveLastRun(h, &rep, scopes, quiet)
+
+	attrs := []any{"trigger", trigger, "outcome", rep.Outcome, "entries", rep.Entries,
+		"first", rep.First, "last", rep.Last, "batches", rep.Batches, "backlog", rep.Backlog,
+		"findings", rep.Findings, "left", rep.Left, "changes", rep.Changes,
+		"commit", rep.Commit, "calls", rep.Calls, "prompt_tokens", rep.Usage.PromptTokens,
+		"completion_tokens", rep.Usage.CompletionTokens, "duration", rep.Duration}
+	if len(rep.Scopes) > 1 {
+		attrs = append(attrs, "scopes", len(rep.Scopes))
+	}
+	switch rep.Outcome {
+	case OutcomeFailed, OutcomePartial:
+		d.log.Warn("dream failed", append(attrs, "failures", rep.Failures, "err", err)...)
+	case OutcomeSkipped:
+		// run.skip logged the warning with the batch; this is the summary.
+		d.log.Info("dream finished", append(attrs, "err", err)...)
+	default:
+		d.log.Info("dream finished", attrs...)
+	}
+	return rep, err
+}
+
+// drain runs the batches of a Run: the chosen scopes with unread entries,
+// the oldest unread first, one batch each in turn. It returns the error of
+// the last batch that did not complete (nil when none).
+func (d *Dreamer) drain(ctx context.Context, h *held, scopes Scopes, progress func(string), rep *Report) error {
+	bl, _, err := d.ledger.backlogs(&h.rec)
+	if err != nil {
+		rep.Outcome = OutcomeFailed
+		rep.Reason, rep.PublicReason = "the history could not be read", "the history could not be read"
+		return &RunError{Reason: rep.Reason, Err: err}
+	}
+	var queue []audience.Scope
+	for _, b := range bl {
+		if scopes.Has(b.Scope) {
+			queue = append(queue, b.Scope)
+		}
+	}
+	if len(queue) == 0 {
+		rep.Outcome = OutcomeNothingNew
+		return nil
+	}
+	var (
+		failed    *Report // the last batch that did not complete
+		failedErr error
+	)
+	for n := 1; len(queue) > 0; n++ {
+		scope := queue[0]
+		queue = queue[1:]
+		b := &run{d: d, h: h, scope: scope, parent: ctx, progress: progress,
+			rep: &Report{Trigger: rep.Trigger, Started: d.now(), MaxFailures: d.cfg.MaxFailures}}
 		bctx, cancel := context.WithTimeout(ctx, d.cfg.Timeout)
-		err = b.do(bctx)
+		err := b.do(bctx)
 		cancel()
 		rep.add(*b.rep)
-		if err != nil || b.rep.Outcome != OutcomeCompleted {
+		rep.scope(scope).add(*b.rep)
+		switch {
+		case err == nil && b.rep.Outcome == OutcomeCompleted:
+			if d.unread(h, scope) {
+				queue = append(queue, scope)
+			}
+		case err != nil || b.rep.Outcome != OutcomeNothingNew:
+			failed, failedErr = b.rep, err
+		}
+		if stopsAll(ctx, err) || len(queue) == 0 {
 			break
 		}
-		if n >= d.cfg.MaxBatchesPerRun || ctx.Err() != nil {
+		if n >= d.cfg.MaxBatchesPerRun {
+			d.log.Info("dream stops draining the backlog: batch limit of the run reached", "batches", n, "scopes_waiting", len(queue))
 			break
 		}
 		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d.cfg.Timeout {
@@ -98,37 +175,86 @@ func (d *Dreamer) Run(ctx context.Context, trigger string, progress func(string)
 			break
 		}
 	}
-	rep.Backlog = d.backlog(h.scope(DefaultScope).Cursor)
-	d.compact(&rep)
-	d.pack(&rep)
-	rep.Duration = d.now().Sub(start)
-	rep.Usage.Calls = rep.Calls
-	d.saveLastRun(h, &rep)
-
-	attrs := []any{"trigger", trigger, "outcome", rep.Outcome, "entries", rep.Entries,
-		"first", rep.First, "last", rep.Last, "batches", rep.Batches, "backlog", rep.Backlog,
-		"findings", rep.Findings, "left", rep.Left, "changes", rep.Changes,
-		"commit", rep.Commit, "calls", rep.Calls, "prompt_tokens", rep.Usage.PromptTokens,
-		"completion_tokens", rep.Usage.CompletionTokens, "duration", rep.Duration}
-	switch rep.Outcome {
-	case OutcomeFailed, OutcomePartial:
-		d.log.Warn("dream failed", append(attrs, "failures", rep.Failures, "err", err)...)
-	case OutcomeSkipped:
-		// run.skip logged the warning with the batch; this is the summary.
-		d.log.Info("dream finished", append(attrs, "err", err)...)
-	default:
-		d.log.Info("dream finished", attrs...)
+	if failed == nil {
+		return nil
 	}
-	return rep, err
+	// Another scope's batch may have come after the failure: the run's
+	// outcome is still the failure, which someone must read.
+	rep.Outcome, rep.Reason, rep.PublicReason = failed.Outcome, failed.Reason, failed.PublicReason
+	rep.Failures, rep.Left = failed.Failures, failed.Left
+	if failed.Entries > 0 {
+		rep.BatchFirst, rep.BatchLast = failed.First, failed.Last
+	}
+	return failedErr
 }
 
-// backlog counts the history entries after cursor (0 when it cannot tell).
-func (d *Dreamer) backlog(cursor int) int {
-	n, err := d.ledger.backlogAfter(cursor)
+// stopsAll reports whether a batch's failure would fail every other
+// scope's batch too: the run was cancelled, or the model is unreachable.
+// Any other failure is the scope's own, and the others go on.
+func stopsAll(ctx context.Context, err error) bool {
+	return ctx.Err() != nil || (err != nil && errors.Is(err, llm.ErrUnavailable))
+}
+
+// unread reports whether the scope has entries after its cursor.
+func (d *Dreamer) unread(h *held, scope audience.Scope) bool {
+	es, err := d.hist.SinceIn(scope, h.scope(scope).Cursor, 1)
+	return err == nil && len(es) > 0
+}
+
+// settle moves up the cursor of every scope with nothing unread to the end
+// of the history, in one ledger write, so that the frontier (the least
+// cursor) is held back only by entries some scope has yet to read; it
+// also records the scopes with unread entries the ledger did not know yet
+// (at the frontier), so the frontier cannot pass them. It fills the
+// Report's backlog of the chosen scopes, and returns the chosen scopes
+// found with nothing unread.
+func (d *Dreamer) settle(h *held, scopes Scopes, rep *Report) (quiet []audience.Scope) {
+	bl, last, err := d.ledger.backlogs(&h.rec)
 	if err != nil {
 		d.log.Warn("dream could not count the unread history", "err", err)
+		return nil
 	}
-	return n
+	waiting := map[audience.Scope]int{}
+	for _, b := range bl {
+		waiting[b.Scope] = b.Count
+		if scopes.Has(b.Scope) {
+			rep.Backlog += b.Count
+		}
+	}
+	for i := range rep.Scopes {
+		rep.Scopes[i].Backlog = waiting[rep.Scopes[i].Scope]
+	}
+	moves := false
+	for name, p := range h.rec.Scopes {
+		if _, ok := waiting[name]; !ok {
+			if scopes.Has(name) {
+				quiet = append(quiet, name)
+			}
+			moves = moves || p.Cursor < last
+		}
+	}
+	for _, b := range bl {
+		if _, known := h.rec.Scopes[b.Scope]; !known {
+			moves = true
+		}
+	}
+	if !moves {
+		return quiet
+	}
+	err = h.change(func(r *record) {
+		for _, b := range bl {
+			r.scope(b.Scope)
+		}
+		for name, p := range r.Scopes {
+			if _, ok := waiting[name]; !ok && p.Cursor < last {
+				p.Cursor = last
+			}
+		}
+	})
+	if err != nil {
+		d.log.Warn("dream progress not saved", "err", err)
+	}
+	return quiet
 }
 
 // run is the state of one batch of a Dreamer.Run.
@@ -140,7 +266,7 @@ type run struct {
 	// h is the ledger, held for the Run; scope the memory scope the batch
 	// is read for.
 	h     *held
-	scope string
+	scope audience.Scope
 	// public is the public variant of the reason modelCause returned last
 	// (consumed by the next fail or partial finish).
 	public string
@@ -167,7 +293,7 @@ func (r *run) say(msg string) {
 func (r *run) do(ctx context.Context) error {
 	d, rep := r.d, r.rep
 	cursor := r.h.scope(r.scope).Cursor
-	batch, err := d.hist.Since(cursor, d.cfg.MaxBatchSize)
+	batch, err := d.hist.SinceIn(r.scope, cursor, d.cfg.MaxBatchSize)
 	if err != nil {
 		return r.fail(false, "the history could not be read", fmt.Errorf("read history after %d: %w", cursor, err))
 	}
@@ -191,7 +317,10 @@ func (r *run) do(ctx context.Context) error {
 	if err := r.commitHandEdits(); err != nil {
 		return r.fail(false, "the memory repository could not save the hand edits made since the last commit", err)
 	}
-	files, err := readMemoryFiles(d.cfg.Workspace)
+	if err := r.install(); err != nil {
+		return r.fail(false, "the memory files of this conversation's scope could not be created", err)
+	}
+	files, err := readMemoryFiles(r.dir())
 	if err != nil {
 		return r.fail(false, "the memory files could not be read", err)
 	}
@@ -218,16 +347,15 @@ func (r *run) do(ctx context.Context) error {
 		return r.complete()
 	}
 	// The workspace phase 2 edits through, and that finish puts the files
-	// back through when the commit fails: the gateway's own when it shares
-	// one (its write lock then serialises chat edits with Dream's), else
-	// one for this run.
-	ws := d.files
-	if ws == nil {
-		if ws, err = workspace.Open(d.cfg.Workspace); err != nil {
-			return r.fail(false, "the memory files could not be opened for editing", fmt.Errorf("open workspace for phase 2: %w", err))
-		}
-		defer ws.Close()
+	// back through when the commit fails: rooted at the scope's folder, so
+	// no other scope's file is within reach; the gateway's own (or a Sub of
+	// it) when it shares one, so that its write lock serialises chat edits
+	// with Dream's; else one for this run.
+	ws, closeWS, err := d.scopeRoot(r.scope)
+	if err != nil {
+		return r.fail(false, "the memory files could not be opened for editing", fmt.Errorf("open workspace for phase 2: %w", err))
 	}
+	defer closeWS()
 	return r.editFiles(ctx, ws, guide, findings, total)
 }
 
@@ -280,30 +408,99 @@ func (d *Dreamer) pack(rep *Report) {
 	}
 }
 
-// saveLastRun records the run's outcome (for Status, also in other
-// processes).
-func (d *Dreamer) saveLastRun(h *held, rep *Report) {
-	last := &LastRun{
-		When: rep.Started, Trigger: rep.Trigger, Outcome: rep.Outcome, Entries: rep.Entries,
-		First: rep.First, Last: rep.Last, Changes: rep.Changes, Commit: rep.Commit,
-		Reason: rep.Reason, PublicReason: rep.PublicReason, Duration: rep.Duration,
-		Batches: rep.Batches, Backlog: rep.Backlog, Left: rep.Left,
+// saveLastRun records the run's outcome in each scope it is about (for
+// Status, also in other processes), in one ledger write: a visited scope
+// gets what the run did there, a chosen scope found with nothing unread
+// (quiet) that nothing was new, and a run that stopped before reading
+// anything its outcome in every chosen scope the ledger knows. A scope
+// with unread entries the run did not reach keeps its last run.
+func (d *Dreamer) saveLastRun(h *held, rep *Report, scopes Scopes, quiet []audience.Scope) {
+	lastOf := func(r *Report) *LastRun {
+		return &LastRun{
+			When: rep.Started, Trigger: rep.Trigger, Outcome: r.Outcome, Entries: r.Entries,
+			First: r.First, Last: r.Last, Changes: r.Changes, Commit: r.Commit,
+			Reason: r.Reason, PublicReason: r.PublicReason, Duration: rep.Duration,
+			Batches: r.Batches, Backlog: r.Backlog, Left: r.Left,
+		}
 	}
-	if err := h.changeScope(DefaultScope, func(p *progress) { p.LastRun = last }); err != nil {
+	runs := map[audience.Scope]*LastRun{}
+	for i := range rep.Scopes {
+		runs[rep.Scopes[i].Scope] = lastOf(&rep.Scopes[i].Report)
+	}
+	for _, name := range quiet {
+		if runs[name] == nil {
+			runs[name] = lastOf(&Report{Outcome: OutcomeNothingNew})
+		}
+	}
+	if len(rep.Scopes) == 0 && rep.Outcome != OutcomeNothingNew {
+		for name := range h.rec.Scopes {
+			if scopes.Has(name) {
+				runs[name] = lastOf(rep)
+			}
+		}
+	}
+	if len(runs) == 0 {
+		return
+	}
+	err := h.change(func(r *record) {
+		for name, last := range runs {
+			r.scope(name).LastRun = last
+		}
+	})
+	if err != nil {
 		d.log.Error("dream progress not saved", "err", err)
 	}
 }
 
-// Status reports the running, last and next Dream.
-func (d *Dreamer) Status() Status {
+// Status reports the running and next Dream and, for the scopes chosen,
+// each one's last run, skips, backlog and cursor, and their sum. It reads
+// the ledger and the history's table of unread entries, no content.
+func (d *Dreamer) Status(scopes Scopes) Status {
 	var s Status
 	s.Since, s.Running = d.ledger.lock.runningSince()
-	p, err := d.ledger.progressOf(DefaultScope)
+	ld, err := d.ledger.read()
 	if err != nil {
 		d.log.Warn("dream progress unreadable", "err", err)
 	}
-	s.Last, s.Skips, s.Cursor = p.LastRun, p.Skips, p.Cursor
-	s.Backlog = d.backlog(p.Cursor)
+	rec := &ld.rec
+	bl, _, err := d.ledger.backlogs(rec)
+	if err != nil {
+		d.log.Warn("dream could not count the unread history", "err", err)
+	}
+	waiting := map[audience.Scope]int{}
+	for _, b := range bl {
+		waiting[b.Scope] = b.Count
+	}
+	names := make([]audience.Scope, 0, len(rec.Scopes)+len(bl))
+	for name := range rec.Scopes {
+		names = append(names, name)
+	}
+	for _, b := range bl {
+		if _, ok := rec.Scopes[b.Scope]; !ok {
+			names = append(names, b.Scope)
+		}
+	}
+	slices.Sort(names)
+	first := true
+	for _, name := range names {
+		if !scopes.Has(name) {
+			continue
+		}
+		p := rec.scope(name)
+		sc := ScopeStatus{Scope: name, Last: p.LastRun, Skips: p.Skips, Backlog: waiting[name], Cursor: p.Cursor}
+		s.Scopes = append(s.Scopes, sc)
+		s.Backlog += sc.Backlog
+		s.Skips = append(s.Skips, sc.Skips...)
+		if first || sc.Cursor < s.Cursor {
+			s.Cursor = sc.Cursor
+		}
+		first = false
+	}
+	if first {
+		s.Cursor = rec.Frontier
+	}
+	slices.SortStableFunc(s.Skips, func(a, b Skip) int { return a.When.Compare(b.When) })
+	s.Last = lastOfScopes(s.Scopes)
 	d.mu.Lock()
 	next := d.next
 	d.mu.Unlock()
@@ -311,6 +508,62 @@ func (d *Dreamer) Status() Status {
 		s.Next = next()
 	}
 	return s
+}
+
+// lastOfScopes is the most recent run among the scopes' last runs, its
+// counts summed over the scopes it was about, its outcome the worst among
+// them (a failure is told before a success), its commit the last one
+// named.
+func lastOfScopes(scopes []ScopeStatus) *LastRun {
+	var latest time.Time
+	for _, sc := range scopes {
+		if sc.Last != nil && sc.Last.When.After(latest) {
+			latest = sc.Last.When
+		}
+	}
+	var out *LastRun
+	for _, sc := range scopes {
+		l := sc.Last
+		if l == nil || !l.When.Equal(latest) {
+			continue
+		}
+		if out == nil {
+			c := *l
+			out = &c
+			continue
+		}
+		if severity(l.Outcome) > severity(out.Outcome) {
+			out.Outcome, out.Reason, out.PublicReason = l.Outcome, l.Reason, l.PublicReason
+		}
+		if out.First == 0 || (l.First > 0 && l.First < out.First) {
+			out.First = l.First
+		}
+		out.Last = max(out.Last, l.Last)
+		out.Entries += l.Entries
+		out.Changes += l.Changes
+		out.Batches += l.Batches
+		out.Backlog += l.Backlog
+		out.Left += l.Left
+		if l.Commit != "" {
+			out.Commit, out.UndoneBy = l.Commit, l.UndoneBy
+		}
+	}
+	return out
+}
+
+// severity orders outcomes by how much they need to be told.
+func severity(o Outcome) int {
+	switch o {
+	case OutcomeFailed:
+		return 4
+	case OutcomeSkipped:
+		return 3
+	case OutcomePartial:
+		return 2
+	case OutcomeCompleted:
+		return 1
+	}
+	return 0
 }
 
 func (d *Dreamer) setNext(f func() time.Time) {

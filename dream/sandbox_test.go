@@ -106,7 +106,7 @@ func TestPhase2Sandbox(t *testing.T) {
 	// legitimately changes beside the three files.
 	skip := []string{"memory/.dream_cursor", "memory/.dream_ledger", "memory/.dream.lock", "memory/.history.lock"}
 	wsBefore, outBefore := tree(t, e.ws, skip...), tree(t, outside)
-	rep, err := e.dreamer(Config{}).Run(t.Context(), TriggerManual, nil)
+	rep, err := e.dreamer(Config{}).Run(t.Context(), TriggerManual, AllScopes(), nil)
 	if err != nil {
 		t.Fatalf("Run: %v (%+v)", err, rep)
 	}
@@ -171,7 +171,7 @@ func TestEditLoopsEnd(t *testing.T) {
 				n++
 				return calls(tc.edit(n))
 			})
-			rep, err := e.dreamer(Config{}).Run(t.Context(), TriggerCron, nil)
+			rep, err := e.dreamer(Config{}).Run(t.Context(), TriggerCron, AllScopes(), nil)
 			if rep.Outcome != OutcomeFailed || err == nil {
 				t.Fatalf("outcome %s, err %v", rep.Outcome, err)
 			}

@@ -88,7 +88,7 @@ func newDreamScheduler(sched cron.Schedule, loc *time.Location, d *Dreamer, logg
 	job := func(ctx context.Context) {
 		// The outcome is logged by Run; a refusal (a /dream is running)
 		// is routine.
-		_, _ = d.Run(ctx, TriggerCron, nil)
+		_, _ = d.Run(ctx, TriggerCron, AllScopes(), nil)
 	}
 	s := newSchedulerWith(sched, loc, job, logger)
 	d.setNext(s.Next)

@@ -123,7 +123,7 @@ func TestSchedulerRunsDreams(t *testing.T) {
 	})
 	d := e.dreamer(Config{})
 	s := newDreamScheduler(every(10*time.Millisecond), time.UTC, d, slog.New(e.logs))
-	if next := d.Status().Next; next.IsZero() {
+	if next := d.Status(AllScopes()).Next; next.IsZero() {
 		t.Error("Status.Next is zero with a scheduler")
 	}
 	s.Start()
@@ -131,7 +131,7 @@ func TestSchedulerRunsDreams(t *testing.T) {
 	if err := s.Stop(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	st := d.Status()
+	st := d.Status(AllScopes())
 	if st.Last == nil || st.Last.Trigger != TriggerCron {
 		t.Fatalf("last run = %+v", st.Last)
 	}
@@ -180,8 +180,8 @@ func TestNewScheduler(t *testing.T) {
 	if n := s.Next().In(tokyo); n.Hour() != 8 || n.Minute() != 30 {
 		t.Errorf("Next in Tokyo = %v", n)
 	}
-	if !d.Status().Next.Equal(s.Next()) {
-		t.Errorf("Status.Next = %v, scheduler Next = %v", d.Status().Next, s.Next())
+	if !d.Status(AllScopes()).Next.Equal(s.Next()) {
+		t.Errorf("Status.Next = %v, scheduler Next = %v", d.Status(AllScopes()).Next, s.Next())
 	}
 }
 

@@ -39,7 +39,7 @@ func TestStaleGitLockIsClearedUnderTheDreamLock(t *testing.T) {
 	cleared("dream")
 
 	leave()
-	if _, err := d.Restore(first.Commit); err != nil {
+	if _, err := d.Restore(first.Commit, AllScopes()); err != nil {
 		t.Fatalf("Restore with a stale index.lock: %v", err)
 	}
 	cleared("restore")
@@ -53,7 +53,7 @@ func TestStaleGitLockIsClearedUnderTheDreamLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	leave()
-	if _, err := d.Run(t.Context(), TriggerManual, nil); !errors.As(err, new(*BusyError)) {
+	if _, err := d.Run(t.Context(), TriggerManual, AllScopes(), nil); !errors.As(err, new(*BusyError)) {
 		t.Fatalf("Run beside a running Dream = %v, want a BusyError", err)
 	}
 	if _, err := os.Stat(lock); err != nil {

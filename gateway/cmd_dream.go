@@ -14,11 +14,24 @@ import (
 )
 
 // Dreamer is what the Dream commands (/dream, /dream-log, /dream-restore)
-// and /status need of Dream.
+// and /status need of Dream. Each call names the memory scopes it is
+// about (dream.Scopes: the zero value is none).
 type Dreamer interface {
-	Run(ctx context.Context, trigger string, progress func(string)) (dream.Report, error)
-	Restore(rev string) (dream.RestoreResult, error)
-	Status() dream.Status
+	Run(ctx context.Context, trigger string, scopes dream.Scopes, progress func(string)) (dream.Report, error)
+	Restore(rev string, scopes dream.Scopes) (dream.RestoreResult, error)
+	Status(scopes dream.Scopes) dream.Status
+}
+
+// dreamScopes are the memory scopes a Dream command from in is about: the
+// scopes its audience may read, so that /dream reads, and /status and
+// /dream-restore show and touch, nothing another audience said; every
+// scope for the operator at the terminal, who may inspect them all.
+func (g *Gateway) dreamScopes(in channels.Inbound) dream.Scopes {
+	a := g.audienceOf(in)
+	if a.Kind == audience.Operator {
+		return dream.AllScopes()
+	}
+	return dream.OnlyScopes(g.readable(a)...)
 }
 
 // MemoryLog is what /dream-log and /dream-restore read of the memory
@@ -93,7 +106,7 @@ func cmdDream() *command {
 				progress := func(msg string) {
 					g.send(channels.ReplyTo(in, channels.KindProgress, msg))
 				}
-				rep, err := g.deps.Dream.Run(ctx, dream.TriggerManual, progress)
+				rep, err := g.deps.Dream.Run(ctx, dream.TriggerManual, g.dreamScopes(in), progress)
 				var text string
 				if err != nil {
 					g.logger.Warn("/dream did not complete", "session", in.SessionKey, "outcome", rep.Outcome, "err", err)

@@ -24,7 +24,7 @@ type archiveDreamer struct {
 	last *dream.LastRun
 }
 
-func (d *archiveDreamer) Run(context.Context, string, func(string)) (dream.Report, error) {
+func (d *archiveDreamer) Run(context.Context, string, dream.Scopes, func(string)) (dream.Report, error) {
 	d.fc.mu.Lock()
 	n := len(d.fc.archived)
 	d.fc.mu.Unlock()
@@ -39,11 +39,11 @@ func (d *archiveDreamer) Run(context.Context, string, func(string)) (dream.Repor
 	return rep, nil
 }
 
-func (d *archiveDreamer) Restore(string) (dream.RestoreResult, error) {
+func (d *archiveDreamer) Restore(string, dream.Scopes) (dream.RestoreResult, error) {
 	return dream.RestoreResult{}, gitstore.ErrUnknownRevision
 }
 
-func (d *archiveDreamer) Status() dream.Status {
+func (d *archiveDreamer) Status(dream.Scopes) dream.Status {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return dream.Status{Last: d.last}
@@ -132,7 +132,7 @@ func TestDreamArchivesTheConversationFirst(t *testing.T) {
 // skipped a batch.
 type failedDreamer struct{}
 
-func (failedDreamer) Run(context.Context, string, func(string)) (dream.Report, error) {
+func (failedDreamer) Run(context.Context, string, dream.Scopes, func(string)) (dream.Report, error) {
 	rep := dream.Report{Trigger: dream.TriggerManual, Outcome: dream.OutcomeFailed, Entries: 3, First: 1, Last: 3,
 		Reason:       "the model provider refused the API key (HTTP 401); check llm.apiKey",
 		PublicReason: "the assistant's model is not answering right now; the operator has been told",
@@ -140,11 +140,11 @@ func (failedDreamer) Run(context.Context, string, func(string)) (dream.Report, e
 	return rep, &dream.RunError{Reason: rep.Reason}
 }
 
-func (failedDreamer) Restore(string) (dream.RestoreResult, error) {
+func (failedDreamer) Restore(string, dream.Scopes) (dream.RestoreResult, error) {
 	return dream.RestoreResult{}, gitstore.ErrUnknownRevision
 }
 
-func (failedDreamer) Status() dream.Status {
+func (failedDreamer) Status(dream.Scopes) dream.Status {
 	return dream.Status{Last: &dream.LastRun{When: time.Now(), Outcome: dream.OutcomeFailed,
 		Reason:       "the model provider refused the API key (HTTP 401); check llm.apiKey",
 		PublicReason: "the assistant's model is not answering right now; the operator has been told"},

@@ -37,7 +37,7 @@ func cmdDreamLog() *command {
 			// A skipped batch makes no commit; the latest change says it.
 			skips := ""
 			if req.args == "" && g.deps.Dream != nil {
-				if skips = dreamtext.Skips(g.deps.Dream.Status(), g.now()); skips != "" {
+				if skips = dreamtext.Skips(g.deps.Dream.Status(g.dreamScopes(req.in)), g.now()); skips != "" {
 					skips = "\n\n" + skips
 				}
 			}
@@ -46,7 +46,7 @@ func cmdDreamLog() *command {
 				// nothing are different news, and the first needs a hint.
 				cmds := dreamtext.Chat()
 				cmds.Run = g.commandUsage(req.in, "/dream")
-				return cmds.NoDreamCommits(g.deps.Dream.Status(), g.now()) + skips
+				return cmds.NoDreamCommits(g.deps.Dream.Status(g.dreamScopes(req.in)), g.now()) + skips
 			}
 			if err != nil {
 				return g.memoryError("/dream-log", req.args, err)

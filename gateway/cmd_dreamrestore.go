@@ -33,12 +33,14 @@ func cmdDreamRestore() *command {
 				return dreamtext.Chat().List(cs)
 			}
 			if keep != nil {
-				// Dream's restore puts every memory file back, so from a
-				// conversation that may not read them all it would undo
-				// other audiences' memory.
+				// The memory repository restores whole commits until it
+				// learns paths, so from a conversation that may not read
+				// every memory file a restore would undo other audiences'
+				// memory. (Dream's Restore refuses that too; this says it
+				// in a sentence.)
 				return wholeRestoreRefused
 			}
-			res, err := g.deps.Dream.Restore(req.args)
+			res, err := g.deps.Dream.Restore(req.args, g.dreamScopes(req.in))
 			if err != nil {
 				return g.memoryError("/dream-restore", req.args, err)
 			}

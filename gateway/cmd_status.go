@@ -47,7 +47,7 @@ func cmdStatus() *command {
 				b.WriteString(usageLine(g.deps.Usage()))
 			}
 			if g.deps.Dream != nil {
-				st := g.deps.Dream.Status()
+				st := g.deps.Dream.Status(g.dreamScopes(req.in))
 				if !req.in.Local {
 					st = st.Public() // the operator's detail stays in the log
 				}

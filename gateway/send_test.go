@@ -125,16 +125,16 @@ type blockingDreamer struct {
 	canceled chan struct{}
 }
 
-func (d *blockingDreamer) Run(ctx context.Context, _ string, _ func(string)) (dream.Report, error) {
+func (d *blockingDreamer) Run(ctx context.Context, _ string, _ dream.Scopes, _ func(string)) (dream.Report, error) {
 	close(d.started)
 	<-ctx.Done()
 	close(d.canceled)
 	return dream.Report{Outcome: dream.OutcomeFailed, Reason: "the Dream was cancelled"}, ctx.Err()
 }
-func (d *blockingDreamer) Restore(string) (dream.RestoreResult, error) {
+func (d *blockingDreamer) Restore(string, dream.Scopes) (dream.RestoreResult, error) {
 	return dream.RestoreResult{}, nil
 }
-func (d *blockingDreamer) Status() dream.Status { return dream.Status{} }
+func (d *blockingDreamer) Status(dream.Scopes) dream.Status { return dream.Status{} }
 
 // A /dream started from chat does not hold a stopping service for Dream's
 // half hour: CancelBackground cancels it, and Shutdown waits for it to end

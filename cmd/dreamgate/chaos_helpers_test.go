@@ -145,6 +145,9 @@ type historyEntry struct {
 	Content   string `json:"content"`
 	SessionID string `json:"session_id"`
 	Range     []int  `json:"range"`
+	// Scope is the memory scope whose files Dream reads it into ("": the
+	// root's).
+	Scope string `json:"scope"`
 }
 
 func readChaosHistory(ws string) ([]historyEntry, []string) {
@@ -233,20 +236,35 @@ var factLine = regexp.MustCompile(`(?m)^- (.+)$`)
 func checkMemory(ws string) (consumed int, bad []string) {
 	entries, _ := readChaosHistory(ws)
 	dc := readInt(filepath.Join(ws, "memory", ".dream_cursor"))
-	var mem strings.Builder
-	for _, f := range []string{"SOUL.md", "USER.md", "memory/MEMORY.md"} {
-		data, _ := os.ReadFile(filepath.Join(ws, f))
-		mem.Write(data)
-		mem.WriteByte('\n')
-	}
-	lines := map[string]int{}
-	for _, m := range factLine.FindAllStringSubmatch(mem.String(), -1) {
-		lines[strings.TrimSpace(m[1])]++
+	// Each scope's facts are in its own files: the root's, or
+	// scopes/<name>/'s.
+	scopeLines := map[string]map[string]int{}
+	linesOf := func(scope string) map[string]int {
+		if l, ok := scopeLines[scope]; ok {
+			return l
+		}
+		dir := ws
+		if scope != "" {
+			dir = filepath.Join(ws, "scopes", scope)
+		}
+		var mem strings.Builder
+		for _, f := range []string{"SOUL.md", "USER.md", "memory/MEMORY.md"} {
+			data, _ := os.ReadFile(filepath.Join(dir, f))
+			mem.Write(data)
+			mem.WriteByte('\n')
+		}
+		l := map[string]int{}
+		for _, m := range factLine.FindAllStringSubmatch(mem.String(), -1) {
+			l[strings.TrimSpace(m[1])]++
+		}
+		scopeLines[scope] = l
+		return l
 	}
 	for _, e := range entries {
 		if e.Cursor > dc {
 			continue
 		}
+		lines := linesOf(e.Scope)
 		for _, m := range factLine.FindAllStringSubmatch(e.Content, -1) {
 			fact := strings.TrimSpace(m[1])
 			if !strings.Contains(fact, "chaosfact") {

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/channels/discord/fakediscord"
 	"github.com/dreamgate/dreamgate/channels/slack/fakeslack"
 	"github.com/dreamgate/dreamgate/history"
@@ -331,14 +332,17 @@ func (c *chaosRig) gatewayKill(point string, count int) {
 
 // feedHistory appends facts to the archive, as another process's
 // consolidator would, so that Dream has something to read.
-func (c *chaosRig) feedHistory(n int) {
+func (c *chaosRig) feedHistory(n int) { c.feedHistoryIn(audience.Default, n) }
+
+// feedHistoryIn is feedHistory for the entries of a memory scope.
+func (c *chaosRig) feedHistoryIn(scope audience.Scope, n int) {
 	st, err := history.Open(filepath.Join(c.h.ws, "memory"), history.Options{})
 	if err != nil {
 		c.t.Fatal(err)
 	}
 	for range n {
 		c.facts++
-		if _, err := st.Append(fmt.Sprintf("- chaosfact %03d: The garden shed holds crate %03d.", c.facts, c.facts), "chaos:feed"); err != nil {
+		if _, err := st.AppendIn(scope, fmt.Sprintf("- chaosfact %03d: The garden shed holds crate %03d.", c.facts, c.facts), "chaos:feed"); err != nil {
 			c.t.Fatal(err)
 		}
 	}
@@ -663,7 +667,8 @@ func TestChaosShutdownCancelsDream(t *testing.T) {
 		return m.respond(r)
 	})
 	c := &chaosRig{t: t, h: h}
-	c.feedHistory(3)
+	// The public channel's /dream reads its team's entries.
+	c.feedHistoryIn("team-slack-t0fake", 3)
 	p := h.startProc(t)
 	if !waitUp(t, p, "slack") {
 		t.Fatalf("gateway exited; log:\n%s", p.stderr.String())

@@ -46,7 +46,7 @@ func cmdDream(ctx context.Context, e *env, args []string) error {
 		if err != nil {
 			return openError(err)
 		}
-		rep, err := d.Run(ctx, dream.TriggerCLI, func(msg string) { fmt.Fprintln(e.stderr, msg) })
+		rep, err := d.Run(ctx, dream.TriggerCLI, dream.AllScopes(), func(msg string) { fmt.Fprintln(e.stderr, msg) })
 		if rep.Outcome == "" {
 			if err != nil {
 				return revisionError("", err)
@@ -74,7 +74,7 @@ func cmdDream(ctx context.Context, e *env, args []string) error {
 		}
 		if rev == "" && errors.Is(err, gitstore.ErrNoMatchingCommit) {
 			if d, derr := a.dreamer(); derr == nil {
-				return &exitError{code: 1, err: errors.New(noDreamCommits(d.Status(), time.Now()))}
+				return &exitError{code: 1, err: errors.New(noDreamCommits(d.Status(dream.AllScopes()), time.Now()))}
 			}
 		}
 		if err != nil {
@@ -105,7 +105,7 @@ func cmdDream(ctx context.Context, e *env, args []string) error {
 		if err != nil {
 			return openError(err)
 		}
-		res, err := d.Restore(rev)
+		res, err := d.Restore(rev, dream.AllScopes())
 		if err != nil {
 			return revisionError(rev, err)
 		}

@@ -233,7 +233,7 @@ func (p *pipeline) dream(ctx context.Context, a *app, out *eval.Outcome) {
 	}
 	failures := 0
 	for range maxDreamRuns {
-		rep, err := d.Run(ctx, "eval", nil)
+		rep, err := d.Run(ctx, "eval", dream.AllScopes(), nil)
 		if rep.Outcome == dream.OutcomeNothingNew || ctx.Err() != nil {
 			return
 		}

@@ -131,7 +131,7 @@ func metricsSources(g *gateway.Gateway, model *llm.Client, ledger *dream.Ledger)
 		},
 		BreakerOpen: func() bool { return model.State().BreakerOpen },
 		DreamBacklog: func() (int, error) {
-			return ledger.Backlog(dream.DefaultScope)
+			return ledger.Backlog()
 		},
 		Channels: func() map[string]metrics.Channel {
 			out := map[string]metrics.Channel{}
