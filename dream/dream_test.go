@@ -502,14 +502,14 @@ func (k *keyRecorder) Chat(ctx context.Context, req llm.Request) (llm.Response, 
 func TestPhasesShareACacheKey(t *testing.T) {
 	e := newEnv(t)
 	rec := &keyRecorder{Model: e.llm}
-	d, err := New(Config{Workspace: e.ws}, Deps{Model: rec, History: e.hist, Repo: e.repo, Logger: slog.New(e.logs)})
+	d, err := New(Config{Workspace: e.ws}, Deps{Model: rec, History: e.hist, Repo: WholeTree(e.repo), Logger: slog.New(e.logs)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for run, fact := range []string{"- Ana likes tea", "- Bob likes coffee"} {
 		e.hist.seed(t, run, 1, func(int) string { return fact })
 		e.srv.Push(llmtest.Text("[USER] "+fact[2:]), calls(editCall("USER.md", "- Name: Ana.\n", "- Name: Ana.\n"+fact+"\n")), llmtest.Text("Done."))
-		if rep, err := d.Run(t.Context(), TriggerManual, nil); err != nil || rep.Outcome != OutcomeCompleted {
+		if rep, err := d.Run(t.Context(), TriggerManual, AllScopes(), nil); err != nil || rep.Outcome != OutcomeCompleted {
 			t.Fatalf("run %d: %+v, %v", run, rep, err)
 		}
 		testkit.WriteFile(t, e.ws, "USER.md", initUser)

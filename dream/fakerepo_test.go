@@ -298,7 +298,7 @@ func (r *fakeRepo) log() []fakeCommit {
 // inScope reports whether every path of c is the scope's.
 func (c fakeCommit) inScope(s audience.Scope) bool {
 	for _, p := range c.changed {
-		if got, ok := scopeOfPath(p); !ok || got != s {
+		if got, ok := audience.ScopeOfPath(p); !ok || got != s {
 			return false
 		}
 	}

@@ -41,27 +41,9 @@ func (c Scopes) Has(s audience.Scope) bool {
 // All reports whether every scope is chosen.
 func (c Scopes) All() bool { return c.all }
 
-// scopeOfPath is the scope a workspace-relative file belongs to: the
-// folder scopes/<name>/ it lies in, else the default scope (the root's
-// memory files, and the instructions AGENTS.md and prompts/dream.md,
-// which are the operator's). A path under scopes/ whose folder is no valid
-// scope name belongs to no scope (ok false).
-func scopeOfPath(p string) (audience.Scope, bool) {
-	rest, under := strings.CutPrefix(p, audience.ScopesDir+"/")
-	if !under {
-		return audience.Default, true
-	}
-	name, _, _ := strings.Cut(rest, "/")
-	s, err := audience.ParseScope(name)
-	if err != nil || s == audience.Default {
-		return "", false
-	}
-	return s, true
-}
-
 // pathIn reports whether the file p belongs to one of the chosen scopes.
 func (c Scopes) pathIn(p string) bool {
-	s, ok := scopeOfPath(p)
+	s, ok := audience.ScopeOfPath(p)
 	return ok && c.Has(s)
 }
 

@@ -161,7 +161,7 @@ func TestRunWalksTheScopes(t *testing.T) {
 	// Each commit holds one scope's paths; Dream's name no person.
 	dreams := 0
 	for _, c := range e.fake.log() {
-		scope, _ := scopeOfPath(firstOr(c.changed, ""))
+		scope, _ := audience.ScopeOfPath(firstOr(c.changed, ""))
 		if !c.inScope(scope) {
 			t.Errorf("commit %q changed %v: more than one scope", c.c.Subject, c.changed)
 		}
