@@ -5,6 +5,9 @@ import (
 	"log/slog"
 	"testing"
 	"time"
+
+	"github.com/dreamgate/dreamgate/audience"
+	"github.com/dreamgate/dreamgate/history"
 )
 
 // TestRetentionBoundsHistoryWhileDreamIsOff: with Dream off nothing reads
@@ -50,5 +53,39 @@ func TestRetentionBoundsHistoryWhileDreamIsOff(t *testing.T) {
 				t.Errorf("second pass: %d, %d, %v", retired, dropped, err)
 			}
 		})
+	}
+}
+
+// Retention with memory scopes retires entries whatever their scope, and
+// moves every scope's cursor past them, so the frontier (and the history
+// with it) is bounded; a scope first seen among the entries it keeps is
+// recorded at the frontier, so they stay unread for it.
+func TestRetentionRetiresEveryScope(t *testing.T) {
+	entryDay := time.Date(2026, 4, 3, 12, 0, 0, 0, time.Local)
+	e := newEnv(t)
+	old, err := history.Open(e.hist.dir, history.Options{Now: func() time.Time { return entryDay }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scopes := []audience.Scope{audience.Default, "team-slack-t1", "person-slack-t1-u2"}
+	for i := range 30 {
+		if _, err := old.AppendIn(scopes[i%3], fmt.Sprintf("- fact %d", i+1), "k"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.writeRecord(record{Scopes: map[audience.Scope]*progress{audience.Default: {}, "team-slack-t1": {}}})
+	r := Retention{Ledger: NewLedger(e.ws, e.hist, nil), MaxEntries: 10, MaxAge: 24 * time.Hour, Logger: slog.New(e.logs), Now: func() time.Time { return entryDay.AddDate(0, 1, 0) }}
+	retired, dropped, err := r.Pass()
+	if err != nil || retired != 20 || dropped != 20 {
+		t.Fatalf("retired %d, dropped %d, %v; want 20, 20", retired, dropped, err)
+	}
+	rec := e.record()
+	if rec.Frontier != 20 || e.hist.cursor(t) != 20 {
+		t.Errorf("frontier %d, cursor file %d; want 20", rec.Frontier, e.hist.cursor(t))
+	}
+	for _, s := range scopes {
+		if p := rec.Scopes[s]; p == nil || p.Cursor != 20 {
+			t.Errorf("scope %q: %+v, want cursor 20", s, p)
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/gitstore"
@@ -491,5 +492,48 @@ func TestDefaultScopeReportsAsBefore(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(e.ws, "scopes")); err == nil {
 		t.Error("a scopes/ folder was made for the default scope")
+	}
+}
+
+// A Dream killed while editing a scope's files is recovered in that scope:
+// the files as found are committed as Dream's, with that scope's paths
+// alone, and the findings left become that scope's.
+func TestRecoverAnInterruptedScope(t *testing.T) {
+	e := newScopedEnv(t)
+	e.add(team, "team fact")
+	d := e.dreamer(Config{})
+	if _, err := d.Run(t.Context(), TriggerCron, AllScopes(), nil); err != nil {
+		t.Fatal(err)
+	}
+	e.add(team, "team fact 2")
+	e.add(team, "team fact 3")
+	before := e.read("scopes/team-slack-t1/USER.md")
+	ws, done, err := d.scopeRoot(team)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snaps, err := snapshot(ws)
+	done()
+	if err != nil {
+		t.Fatal(err)
+	}
+	findings := []finding{{Tag: tagUser, Text: "team fact 2"}, {Tag: tagUser, Text: "team fact 3"}}
+	in := newIntent(team, 2, 3, snaps, findings, 2, time.Now())
+	in.Applied = 1
+	rec := e.record()
+	rec.Intent = &in
+	e.writeRecord(rec)
+	writeFile(t, e.ws, "scopes/team-slack-t1/USER.md", before+"- team fact 2\n")
+	writeFile(t, e.ws, "USER.md", initUser+"- a hand edit of the root\n")
+	if err := d.Recover(); err != nil {
+		t.Fatal(err)
+	}
+	c := e.fake.log()[0]
+	if !strings.HasSuffix(c.c.Subject, RecoveredSuffix) || !slices.Equal(c.changed, []string{"scopes/team-slack-t1/USER.md"}) || !strings.HasSuffix(c.c.Body, "Scope: team-slack-t1") {
+		t.Errorf("recovered commit %q changed %v, body %q", c.c.Subject, c.changed, lastLine(c.c.Body))
+	}
+	r := e.record()
+	if r.Intent != nil || r.Scopes[team].Pending == nil || len(r.Scopes[team].Pending.Findings) != 1 || r.Scopes[audience.Default].Pending != nil {
+		t.Errorf("after recovery: intent %+v, team %+v", r.Intent, r.Scopes[team])
 	}
 }
