@@ -22,6 +22,15 @@
 // are that one redaction for the layers above (config errors, status, MCP
 // servers' logs).
 //
+// Several models: a Named is a Client under the name the config gives it;
+// a Chain is the models that serve one purpose (chat, archive, Dream's
+// analysis, Dream's edits) in order of preference, passing a call to the
+// next model when one cannot serve and cooling the failed one down until a
+// later call finds it serving again; a Router sends each call to the chain
+// of its Request.Purpose. Chain and Router have the Client's Chat, so the
+// layers above take either as their model. Presets name the well-known
+// providers' endpoints and key variables.
+//
 // go-openai's types never leave this package. It imports no other package of
 // ours; llm/llmtest is its fake server for tests.
 package llm

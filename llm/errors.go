@@ -29,8 +29,14 @@ var (
 type Error struct {
 	Kind   error
 	Status int
-	Reason string
-	Err    error
+	// Code is the provider's error code ("model_not_found",
+	// "context_length_exceeded") when it sent an identifier; "" otherwise.
+	Code string
+	// ContextLength: the provider refused the prompt as longer than the
+	// model takes (a 400 or 413 saying so).
+	ContextLength bool
+	Reason        string
+	Err           error
 	// names are the client's setting names for UserMessage's hints.
 	names Names
 	// noKey: the client sent no API key, so a refusal is not of a key.
@@ -59,11 +65,20 @@ func (e *Error) Unwrap() []error {
 // chat: it never includes a provider body, a token or a stack.
 func UserMessage(err error) string {
 	var le *Error
+	var ce *ChainError
 	switch {
 	case err == nil:
 		return ""
 	case errors.Is(err, context.Canceled):
 		return "The request was cancelled."
+	case errors.As(err, &ce) && len(ce.Failures) > 1:
+		// Each model's own sentence: the operator may have one thing to
+		// fix per model (a key here, a server there).
+		parts := make([]string, 0, len(ce.Failures))
+		for _, f := range ce.Failures {
+			parts = append(parts, f.Model+": "+UserMessage(f.Err))
+		}
+		return "No model answered. " + strings.Join(parts, " ")
 	case errors.As(err, &le) && errors.Is(le.Kind, ErrRejected):
 		names := le.names.withDefaults()
 		switch le.Status {

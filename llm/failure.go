@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -27,8 +28,12 @@ type failure struct {
 	reason string
 	// perTry: the reason is about one HTTP answer, so the final Reason
 	// says how many tries saw it ("HTTP 503 after 5 tries").
-	perTry        bool
-	timeout       bool
+	perTry  bool
+	timeout bool
+	// code is the provider's error code when it is a safe identifier.
+	code string
+	// contextLength: the provider said the prompt does not fit the model.
+	contextLength bool
 	retryable     bool
 	hasRetryAfter bool
 	retryAfter    time.Duration
@@ -42,10 +47,12 @@ func (f *failure) final(tries int) *Error {
 		reason = fmt.Sprintf("%s after %d %s", reason, tries, plural(tries, "try", "tries"))
 	}
 	return &Error{
-		Kind:   f.kind,
-		Status: f.status,
-		Reason: reason,
-		Err:    fmt.Errorf("%d %s: %w", tries, plural(tries, "try", "tries"), f.err),
+		Kind:          f.kind,
+		Status:        f.status,
+		Code:          f.code,
+		ContextLength: f.contextLength,
+		Reason:        reason,
+		Err:           fmt.Errorf("%d %s: %w", tries, plural(tries, "try", "tries"), f.err),
 	}
 }
 
@@ -63,6 +70,7 @@ func (c *Client) classify(err error, d *doer, tctx context.Context, timeout time
 	var reqErr *openai.RequestError
 	switch {
 	case errors.As(err, &apiErr) && apiErr.HTTPStatusCode != 0:
+		f.contextLength = saysContextLength(apiErr.HTTPStatusCode, apiErr.Code, apiErr.Message)
 		return c.statusFailure(f, apiErr.HTTPStatusCode, safeCode(apiErr.Code), d)
 	case errors.As(err, &reqErr) && reqErr.HTTPStatusCode != 0:
 		// Before the mid-stream case: an error body go-openai cannot read
@@ -120,6 +128,7 @@ func (c *Client) statusFailure(f *failure, status int, code string, d *doer) *fa
 		f.reason = fmt.Sprintf("HTTP %d", status)
 	case status >= 400:
 		f.kind = ErrRejected
+		f.code = code
 		f.reason = fmt.Sprintf("HTTP %d", status)
 		if code != "" {
 			f.reason += " (" + code + ")"
@@ -134,6 +143,31 @@ func (c *Client) statusFailure(f *failure, status int, code string, d *doer) *fa
 		f.retryAfter, f.hasRetryAfter = parseRetryAfter(d.retryAfter, d.retryAfterMS, c.now())
 	}
 	return f
+}
+
+// contextPhrases are what providers write when a prompt does not fit the
+// model (OpenAI, vLLM, OpenRouter, Mistral: "maximum context length";
+// Anthropic: "prompt is too long"; Gemini: "input token count"; Groq:
+// "reduce the length of the messages"), lower-cased. The message is only
+// matched, never kept: it may quote the request.
+var contextPhrases = []string{"context length", "context_length", "context window", "prompt is too long", "input token count", "reduce the length of the messages"}
+
+// saysContextLength reports whether a 400 or 413 answer says the prompt is
+// longer than the model takes.
+func saysContextLength(status int, code any, msg string) bool {
+	if status != http.StatusBadRequest && status != http.StatusRequestEntityTooLarge {
+		return false
+	}
+	if s, ok := code.(string); ok && s == "context_length_exceeded" {
+		return true
+	}
+	msg = strings.ToLower(msg)
+	for _, p := range contextPhrases {
+		if strings.Contains(msg, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // reasonConnect opens the reason of a failure to reach the endpoint at
