@@ -56,10 +56,16 @@ type MemoryLog interface {
 // so that /dream-log and /dream-restore show nothing another audience
 // said.
 func (g *Gateway) memoryKeep(in channels.Inbound) func(path string) bool {
-	if in.Audience.Kind == audience.Operator {
+	return g.MemoryKeep(in.Audience)
+}
+
+// MemoryKeep is memoryKeep for an audience a channel names outside a
+// message (Discord's autocomplete of a commit's sha).
+func (g *Gateway) MemoryKeep(a audience.Audience) func(path string) bool {
+	if a.Kind == audience.Operator {
 		return nil
 	}
-	readable := g.readable(in.Audience)
+	readable := g.readable(a)
 	return func(p string) bool {
 		s, ok := audience.ScopeOfPath(p)
 		return ok && slices.Contains(readable, s)

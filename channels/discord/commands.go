@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/bwmarrin/discordgo"
+	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/channels"
 	"github.com/dreamgate/dreamgate/internal/textcut"
 )
@@ -200,7 +201,8 @@ func (a *Adapter) onInteraction(ctx context.Context, i *discordgo.Interaction, o
 }
 
 // autocomplete offers recent Dream commits whose sha or subject matches
-// what was typed.
+// what was typed, of those the asker's audience may see: none when it
+// cannot be told.
 func (a *Adapter) autocomplete(ctx context.Context, i *discordgo.Interaction) {
 	var typed string
 	for _, o := range i.ApplicationCommandData().Options {
@@ -210,9 +212,9 @@ func (a *Adapter) autocomplete(ctx context.Context, i *discordgo.Interaction) {
 	}
 	typed = strings.ToLower(strings.TrimSpace(typed))
 	choices := []*discordgo.ApplicationCommandOptionChoice{}
-	if a.dreamLog != nil {
+	if aud, ok := a.interactionAudience(ctx, i); ok && a.dreamLog != nil {
 		lctx, cancel := context.WithTimeout(ctx, a.tune.autocompleteTimeout)
-		commits, err := a.dreamLog(lctx, maxChoices)
+		commits, err := a.dreamLog(lctx, aud, maxChoices)
 		cancel()
 		if err != nil {
 			a.log.Warn("discord: listing Dream commits for autocomplete failed", "err", err)
@@ -260,6 +262,17 @@ func (a *Adapter) interactionPlace(ctx context.Context, i *discordgo.Interaction
 		}
 	}
 	return chatID, threadID, info, known
+}
+
+// interactionAudience is the audience of the conversation an interaction
+// came from; ok is false when it cannot be told.
+func (a *Adapter) interactionAudience(ctx context.Context, i *discordgo.Interaction) (audience.Audience, bool) {
+	user := interactionUser(i)
+	if user == nil {
+		return audience.Audience{}, false
+	}
+	_, _, info, known := a.interactionPlace(ctx, i)
+	return a.audienceOf(ctx, i.GuildID, i.ChannelID, user.ID, info, known)
 }
 
 // allowListRefusal is what a slash command that allowFrom or allowChannels

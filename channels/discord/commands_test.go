@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/channels"
 	"github.com/dreamgate/dreamgate/channels/discord/fakediscord"
 )
@@ -30,7 +31,12 @@ var testCommits = []DreamCommit{
 func commandOpts() harnessOpts {
 	return harnessOpts{cfg: Config{
 		Commands: testCommands,
-		DreamLog: func(ctx context.Context, limit int) ([]DreamCommit, error) {
+		DreamLog: func(ctx context.Context, asker audience.Audience, limit int) ([]DreamCommit, error) {
+			// The commits are the public channels' of G1: another
+			// audience may see none of them.
+			if asker != (audience.Audience{Kind: audience.Team, Platform: Name, Team: "G1"}) {
+				return nil, nil
+			}
 			return testCommits[:min(limit, len(testCommits))], nil
 		},
 	}}
@@ -169,7 +175,8 @@ func TestSlashCommandAnsweredThroughInteraction(t *testing.T) {
 }
 
 // Typing the sha offers recent Dream commits matching the prefix or the
-// subject.
+// subject, of those the asker's audience may see (here: G1's public
+// channels, not a DM).
 func TestSlashCommandShaAutocomplete(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, commandOpts())
@@ -177,15 +184,20 @@ func TestSlashCommandShaAutocomplete(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tt := range []struct {
-		typed string
-		want  []string
+		typed   string
+		want    []string
+		channel string
 	}{
-		{"", []string{testCommits[0].SHA, testCommits[1].SHA, testCommits[2].SHA}},
-		{"ab", []string{testCommits[0].SHA, testCommits[2].SHA}},
-		{"TIMEZONE", []string{testCommits[1].SHA}},
+		{"", []string{testCommits[0].SHA, testCommits[1].SHA, testCommits[2].SHA}, ""},
+		{"ab", []string{testCommits[0].SHA, testCommits[2].SHA}, ""},
+		{"TIMEZONE", []string{testCommits[1].SHA}, ""},
+		{"", nil, "D1"},
 	} {
+		if tt.channel == "" {
+			tt.channel = "C1"
+		}
 		n := len(h.fake.Callbacks())
-		_, err := h.fake.InjectInteraction(fakediscord.Interaction{Type: fakediscord.InteractionAutocomplete, ChannelID: "C1",
+		_, err := h.fake.InjectInteraction(fakediscord.Interaction{Type: fakediscord.InteractionAutocomplete, ChannelID: tt.channel,
 			User: fakediscord.User{ID: "U1"}, Command: "dream-restore", Options: map[string]string{"sha": tt.typed}, Focused: "sha"})
 		if err != nil {
 			t.Fatal(err)

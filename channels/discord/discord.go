@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"github.com/bwmarrin/discordgo"
+	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/channels"
 	"github.com/gorilla/websocket"
 )
@@ -75,9 +76,10 @@ type Config struct {
 	// guilds only (where changes show at once). Nil declares none.
 	Commands      []channels.Command
 	CommandGuilds []string
-	// DreamLog lists up to limit recent Dream commits, newest first, for
-	// the autocomplete of a "sha" option; nil offers none.
-	DreamLog func(ctx context.Context, limit int) ([]DreamCommit, error)
+	// DreamLog lists up to limit recent Dream commits the asker's
+	// audience may see, newest first, for the autocomplete of a "sha"
+	// option; nil offers none.
+	DreamLog func(ctx context.Context, asker audience.Audience, limit int) ([]DreamCommit, error)
 	// ShardID and ShardCount split a large bot's guilds between processes:
 	// this one connects as shard ShardID of ShardCount, and Discord sends
 	// it the events of the guilds with (guild_id >> 22) % ShardCount ==
@@ -145,7 +147,7 @@ type Adapter struct {
 
 	commands      []channels.Command
 	commandGuilds []string
-	dreamLog      func(ctx context.Context, limit int) ([]DreamCommit, error)
+	dreamLog      func(ctx context.Context, asker audience.Audience, limit int) ([]DreamCommit, error)
 	appID         atomic.Value // string; from GET /oauth2/applications/@me
 	shardID       int
 	shardCount    int // as configured: 0, n or AutoShards

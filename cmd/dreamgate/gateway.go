@@ -120,9 +120,9 @@ func cmdGateway(ctx context.Context, e *env, args []string) error {
 		termCh = terminal.New(terminal.Config{In: e.stdin, Out: e.stdout, Err: e.stderr, Prompt: prompt, Interactive: e.stdinIsTTY(), Stream: e.streamReplies(), OutTerminal: e.isTTY(e.stdout), ErrTerminal: e.isTTY(e.stderr)})
 		g.AddChannel(termCh)
 	}
-	var dreamLog func(context.Context, int) ([]discord.DreamCommit, error)
+	var dreamLog func(context.Context, audience.Audience, int) ([]discord.DreamCommit, error)
 	if dreamer != nil {
-		dreamLog = dreamCommits(a.repo)
+		dreamLog = dreamCommits(a.repo, g.MemoryKeep)
 	}
 	if err := addChannels(g, cfg, logger, dreamLog); err != nil {
 		return err
@@ -266,10 +266,12 @@ func fileLogger(w io.Writer, getenv func(string) string) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, logOptions(level)))
 }
 
-// dreamCommits lists recent Dream commits for Discord's sha autocomplete.
-func dreamCommits(repo *gitstore.Store) func(context.Context, int) ([]discord.DreamCommit, error) {
-	return func(_ context.Context, limit int) ([]discord.DreamCommit, error) {
-		cs, err := repo.Log(limit, dream.SubjectPrefix)
+// dreamCommits lists recent Dream commits for Discord's sha autocomplete:
+// those that changed a file the asker's audience may read (keepFor, the
+// gateway's rule for /dream-log).
+func dreamCommits(repo *gitstore.Store, keepFor func(audience.Audience) func(string) bool) func(context.Context, audience.Audience, int) ([]discord.DreamCommit, error) {
+	return func(_ context.Context, asker audience.Audience, limit int) ([]discord.DreamCommit, error) {
+		cs, err := memoryLog{repo}.Log(limit, dream.SubjectPrefix, keepFor(asker))
 		if err != nil {
 			return nil, fmt.Errorf("list dream commits: %w", err)
 		}
@@ -283,7 +285,7 @@ func dreamCommits(repo *gitstore.Store) func(context.Context, int) ([]discord.Dr
 
 // addChannels adds the configured chat platforms; dreamLog (nil without
 // Dream) feeds Discord's sha autocomplete.
-func addChannels(g *gateway.Gateway, cfg Config, logger *slog.Logger, dreamLog func(context.Context, int) ([]discord.DreamCommit, error)) error {
+func addChannels(g *gateway.Gateway, cfg Config, logger *slog.Logger, dreamLog func(context.Context, audience.Audience, int) ([]discord.DreamCommit, error)) error {
 	if s := cfg.Channels.Slack; s.Enabled {
 		ad, err := slack.New(slack.Config{
 			BotToken: s.BotToken, AppToken: s.AppToken, APIURL: s.APIURL,
