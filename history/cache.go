@@ -39,7 +39,9 @@ type cache struct {
 	// in file order), so a turn touches only its own session's entries.
 	sessions [][]int
 	keys     *keyTable
-	// scopes numbers the memory scopes of the entries (meta.scope).
+	// scopes numbers the memory scopes of the entries (meta.scope; 0 is
+	// the default scope's); nil until an entry of another scope is seen,
+	// so a history of one scope costs nothing (scopeID, scopeName).
 	scopes *keyTable
 	// sorted: every valid entry consumed, in file order, has a higher
 	// cursor than all before it (the format's rule; binary search is safe,
@@ -107,7 +109,7 @@ type keyTable struct {
 func newKeyTable() *keyTable { return &keyTable{ids: map[string]int32{}} }
 
 // newScopeTable is a keyTable of scope names that knows the default
-// scope's, which most entries have.
+// scope's, as number 0.
 func newScopeTable() *keyTable {
 	t := newKeyTable()
 	t.id("")
@@ -141,14 +143,42 @@ func (t *keyTable) id(k string) int32 {
 // newCache is an empty cache of a file not read yet, keeping entries
 // above floor.
 func newCache(floor int) cache {
-	return cache{loaded: true, floor: floor, sorted: true, keys: newKeyTable(), scopes: newScopeTable()}
+	return cache{loaded: true, floor: floor, sorted: true, keys: newKeyTable()}
 }
 
 // add records the valid entry e (its content is not needed), whose line
 // of n bytes starts at off.
 func (c *cache) add(e Entry, off, n int64) {
 	c.noteRange(e)
-	c.addMeta(meta{cursor: e.Cursor, off: off, n: n, key: c.keys.id(e.SessionKey), scope: c.scopes.id(string(e.Scope))})
+	c.addMeta(meta{cursor: e.Cursor, off: off, n: n, key: c.keys.id(e.SessionKey), scope: c.scopeID(string(e.Scope))})
+}
+
+// scopeID is the number of a scope's name, given one if it has none; the
+// default scope's is 0.
+func (c *cache) scopeID(name string) int32 {
+	if name == "" {
+		return 0
+	}
+	if c.scopes == nil {
+		c.scopes = newScopeTable()
+	}
+	return c.scopes.id(name)
+}
+
+// scopeName is the name numbered id (not -1, the unknown one).
+func (c *cache) scopeName(id int32) string {
+	if c.scopes == nil {
+		return ""
+	}
+	return c.scopes.names[id]
+}
+
+// scopeNames lists the scopes' names by number.
+func (c *cache) scopeNames() []string {
+	if c.scopes == nil {
+		return []string{""}
+	}
+	return c.scopes.names
 }
 
 // addMeta records a valid entry (whose source, if any, is noted already).

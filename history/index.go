@@ -224,7 +224,7 @@ func (s *Store) saveIndexLocked(f *os.File) {
 		}
 		ix.LastSum = crc32.Checksum(line, castagnoli())
 		ix.Last = [3]int64{int64(last.cursor), last.off, last.n}
-		table = encodeTable(c.keys.names, c.scopes.names, c.metas, c.ranges, at)
+		table = encodeTable(c.keys.names, c.scopeNames(), c.metas, c.ranges, at)
 		ix.Table, ix.TableSum = len(table), crc32.Checksum(table, castagnoli())
 	}
 	for _, b := range c.bad {

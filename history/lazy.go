@@ -73,7 +73,7 @@ func (s *Store) readLocked(ms []meta) ([]Entry, error) {
 		m := ms[i]
 		e, ok := s.parseLocked(line)
 		if !ok || e.Cursor != m.cursor || e.SessionKey != c.keys.names[m.key] ||
-			(m.scope >= 0 && string(e.Scope) != c.scopes.names[m.scope]) {
+			(m.scope >= 0 && string(e.Scope) != c.scopeName(m.scope)) {
 			return false
 		}
 		out[i] = e

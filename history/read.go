@@ -184,7 +184,7 @@ func (s *Store) selectLocked(cursor, limit int, keep func(key string, scope audi
 	}
 	var ms []meta
 	for i := c.from0(cursor); i < len(c.metas) && (limit <= 0 || len(ms) < limit); i++ {
-		if m := c.metas[i]; m.cursor > cursor && (keep == nil || keep(c.keys.names[m.key], audience.Scope(c.scopes.names[m.scope]), m.cursor)) {
+		if m := c.metas[i]; m.cursor > cursor && (keep == nil || keep(c.keys.names[m.key], audience.Scope(c.scopeName(m.scope)), m.cursor)) {
 			ms = append(ms, m)
 		}
 	}
@@ -251,8 +251,9 @@ func (s *Store) Backlogs(after int, cursors map[audience.Scope]int) (backlogs []
 		}
 		// The scope's bar by number, so the loop below neither hashes nor
 		// compares a name.
-		bars := make([]int, len(c.scopes.names))
-		for i, name := range c.scopes.names {
+		names := c.scopeNames()
+		bars := make([]int, len(names))
+		for i, name := range names {
 			bars[i] = acc.bar(audience.Scope(name))
 		}
 		counts := make([]Backlog, len(bars))
@@ -268,7 +269,7 @@ func (s *Store) Backlogs(after int, cursors map[audience.Scope]int) (backlogs []
 		}
 		for i, b := range counts {
 			if b.Count > 0 {
-				b.Scope = audience.Scope(c.scopes.names[i])
+				b.Scope = audience.Scope(names[i])
 				acc.list = append(acc.list, b)
 			}
 		}

@@ -163,10 +163,10 @@ func TestBacklogsFollowAppends(t *testing.T) {
 // spells).
 func TestTableRefusesABadScopeName(t *testing.T) {
 	metas := []meta{{cursor: 5, off: 0, n: 10, key: 0, scope: 1}}
-	for _, bad := range []string{"../x", "team-slack-T1", "scopes/team-slack-t1"} {
-		b := encodeTable([]string{"k"}, []string{"", bad}, metas, nil, 0)
+	for _, bad := range [][]string{{"", "../x"}, {"", "team-slack-T1"}, {"", "scopes/team-slack-t1"}, {string(teamScope), ""}, {"", string(teamScope), string(teamScope)}} {
+		b := encodeTable([]string{"k"}, bad, metas, nil, 0)
 		if _, ok := parseTable(b, 0, 10, metas[0]); ok {
-			t.Errorf("a table with scope %q was taken", bad)
+			t.Errorf("a table with scopes %q was taken", bad)
 		}
 	}
 	b := encodeTable([]string{"k"}, []string{"", string(teamScope)}, metas, nil, 0)

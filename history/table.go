@@ -181,14 +181,20 @@ func parseTable(b []byte, offset, end int64, last meta) (parsedTable, bool) {
 	if r.bad || nscopes > len(r.b) {
 		return parsedTable{}, false
 	}
-	scopes := newKeyTable()
+	// The default scope alone needs no table (cache.scopeID).
+	var scopes *keyTable
+	if nscopes > 1 {
+		scopes = newKeyTable()
+	}
 	for i := range nscopes {
 		name := r.str()
-		if _, err := audience.ParseScope(name); err != nil {
-			return parsedTable{}, false
+		if _, err := audience.ParseScope(name); err != nil || (i == 0) != (name == "") {
+			return parsedTable{}, false // the default scope is number 0
 		}
-		if scopes.id(name); r.bad || len(scopes.names) != i+1 {
-			return parsedTable{}, false // a name twice
+		if scopes != nil {
+			if scopes.id(name); r.bad || len(scopes.names) != i+1 {
+				return parsedTable{}, false // a name twice
+			}
 		}
 	}
 	runs := r.bytes(r.num())
@@ -203,9 +209,6 @@ func parseTable(b []byte, offset, end int64, last meta) (parsedTable, bool) {
 	}
 	if r.bad || len(r.b) != 0 || t.n == 0 || total != t.n {
 		return parsedTable{}, false
-	}
-	if _, ok := scopes.ids[""]; !ok {
-		scopes.id("") // appends keep numbering the default scope's entries
 	}
 	return parsedTable{keys: keys, scopes: scopes, ranges: ranges, lazy: t}, true
 }
