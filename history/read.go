@@ -256,6 +256,13 @@ func (s *Store) Backlogs(after int, cursors map[audience.Scope]int) (backlogs []
 		for i, name := range names {
 			bars[i] = acc.bar(audience.Scope(name))
 		}
+		if c.scopes == nil && c.sorted {
+			// One scope: its entries after its bar, found by search.
+			if i := c.from0(bars[0]); i < len(c.metas) {
+				acc.list = append(acc.list, Backlog{Scope: audience.Default, First: c.metas[i].cursor, Count: len(c.metas) - i})
+			}
+			return nil
+		}
 		counts := make([]Backlog, len(bars))
 		for _, m := range c.metas[c.from0(after):] {
 			if m.cursor <= bars[m.scope] {

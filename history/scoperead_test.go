@@ -218,3 +218,27 @@ func TestReadBackChecksTheScope(t *testing.T) {
 		t.Errorf("after the scope changed: team %v (%v), team-slack-t2 %v (%v)", cursors(team), err1, cursors(other), err2)
 	}
 }
+
+// TestBacklogsOfOneScope: a history of the default scope alone is counted
+// by search, from the cache and from the index's table alike.
+func TestBacklogsOfOneScope(t *testing.T) {
+	dir := t.TempDir()
+	fillHistory(t, dir, 40, 30)
+	for _, s := range []*Store{indexedStore(t, dir, nil), openTestStore(t, dir, nil)} {
+		for _, c := range []struct {
+			after   int
+			cursors map[audience.Scope]int
+			want    []Backlog
+		}{
+			{30, nil, []Backlog{{Scope: audience.Default, First: 31, Count: 10}}},
+			{30, map[audience.Scope]int{audience.Default: 35, teamScope: 39}, []Backlog{{Scope: audience.Default, First: 36, Count: 5}}},
+			{40, nil, nil},
+			{10, nil, []Backlog{{Scope: audience.Default, First: 11, Count: 30}}}, // below the Dream cursor: the file
+		} {
+			bl, last, err := s.Backlogs(c.after, c.cursors)
+			if err != nil || !slices.Equal(bl, c.want) || last != 40 {
+				t.Errorf("Backlogs(%d, %v) = %+v, %d, %v; want %+v, 40", c.after, c.cursors, bl, last, err, c.want)
+			}
+		}
+	}
+}
