@@ -60,7 +60,7 @@ func TestRunHappyPath(t *testing.T) {
 	if strings.Contains(top.Body, "rewrote SOUL.md") || strings.Contains(top.Body, "I added") {
 		t.Errorf("body carries the model's account:\n%s", top.Body)
 	}
-	if st, err := e.repo.Status(); err != nil || !st.Empty() {
+	if st, err := e.repo.Status(nil); err != nil || !st.Empty() {
 		t.Errorf("working files differ from HEAD after the run: %+v, %v", st, err)
 	}
 
@@ -370,11 +370,11 @@ func TestHandEditsCommittedFirst(t *testing.T) {
 	if rep.ManualCommit != cs[1].Short {
 		t.Errorf("report manual commit = %q, want %q", rep.ManualCommit, cs[1].Short)
 	}
-	_, manual, err := e.repo.Show(cs[1].SHA)
+	_, manual, err := e.repo.Show(cs[1].SHA, nil)
 	if err != nil || len(manual.Files) != 1 || manual.Files[0].Path != "memory/MEMORY.md" {
 		t.Errorf("manual commit diff = %+v, %v", manual.Files, err)
 	}
-	_, dreamDiff, err := e.repo.Show(cs[0].SHA)
+	_, dreamDiff, err := e.repo.Show(cs[0].SHA, nil)
 	if err != nil || len(dreamDiff.Files) != 1 || dreamDiff.Files[0].Path != "USER.md" {
 		t.Errorf("dream commit diff = %+v, %v", dreamDiff.Files, err)
 	}

@@ -169,7 +169,7 @@ func (e *env) read(rel string) string {
 
 func (e *env) log(n int) []gitstore.Commit {
 	e.t.Helper()
-	cs, err := e.repo.Log(n, "")
+	cs, err := e.repo.Log(n, "", nil)
 	if err != nil {
 		e.t.Fatal(err)
 	}

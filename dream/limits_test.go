@@ -183,7 +183,7 @@ func TestStoppedEditingKeepsWhatItApplied(t *testing.T) {
 			t.Errorf("the stopped chunk's edit %q is still on disk", fact)
 		}
 	}
-	if st, err := e.repo.Status(); err != nil || !st.Empty() {
+	if st, err := e.repo.Status(nil); err != nil || !st.Empty() {
 		t.Errorf("files differ from HEAD after a partial run: %+v %v", st, err)
 	}
 	if c := e.hist.cursor(t); c != 0 {

@@ -60,7 +60,7 @@ func TestInterruptedDreamIsRecoveredAsDream(t *testing.T) {
 	if e.record().Intent == nil {
 		t.Fatal("no intent in the ledger after the kill")
 	}
-	if st, _ := e.repo.Status(); st.Empty() {
+	if st, _ := e.repo.Status(nil); st.Empty() {
 		t.Fatal("the killed run left no edit on disk")
 	}
 	if n := len(e.log(10)); n != 1 {

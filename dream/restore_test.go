@@ -34,7 +34,7 @@ func TestRestore(t *testing.T) {
 	cursor := e.hist.cursor(t)
 
 	// /dream-log of the latest Dream commit.
-	c, diff, err := e.repo.Latest(SubjectPrefix)
+	c, diff, err := e.repo.Latest(SubjectPrefix, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func TestRestore(t *testing.T) {
 	}
 
 	// The list /dream-restore shows.
-	cs, err := e.repo.Log(10, SubjectPrefix)
+	cs, err := e.repo.Log(10, SubjectPrefix, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func TestRestoreWaitsForWorkspaceWrites(t *testing.T) {
 	if !strings.HasPrefix(commits[0].Subject, gitstore.RevertPrefix) || commits[1].Subject != gitstore.ManualSubject {
 		t.Fatalf("commits = %q, %q; want the revert on top of the manual commit of the chat's write", commits[0].Subject, commits[1].Subject)
 	}
-	if _, diff, err := e.repo.Show(commits[1].SHA); err != nil || !strings.Contains(diff.Unified, "the demo is on Friday") {
+	if _, diff, err := e.repo.Show(commits[1].SHA, nil); err != nil || !strings.Contains(diff.Unified, "the demo is on Friday") {
 		t.Errorf("the manual commit does not hold the chat's write: %+v, %v", diff, err)
 	}
 }

@@ -94,55 +94,33 @@ func diffPaths(d gitstore.Diff) []string {
 	return out
 }
 
-// WholeTree adapts a memory repository whose commits and restores take
-// every tracked file (gitstore.Store before it learned paths) to Repo. It
-// is only right while the repository tracks the default scope's files
-// alone: a scope's Dream then commits what changed (its own files, the
-// only tracked ones), and a restore is refused unless every file the
-// target commit changed may be restored.
+// WholeTree adapts a *gitstore.Store to Repo: its Status and Show here
+// read every file (the callers cut them to a scope), its CommitPaths and
+// Restore are the store's own, which commit and restore the listed or
+// accepted files alone.
 func WholeTree(r WholeTreeRepo) Repo { return wholeTree{r} }
 
-// WholeTreeRepo is a memory repository without path-aware commits;
+// WholeTreeRepo is the memory repository with path filters on its reads;
 // *gitstore.Store satisfies it.
 type WholeTreeRepo interface {
-	// Tracked lists the files the repository versions.
-	Tracked() []string
-	Status() (gitstore.Diff, error)
-	Commit(subject, body string) (gitstore.Commit, error)
+	Status(keep func(path string) bool) (gitstore.Diff, error)
+	CommitPaths(paths []string, subject, body string) (gitstore.Commit, error)
 	Summary(d gitstore.Diff, maxDiffChars int) string
-	Show(rev string) (gitstore.Commit, gitstore.Diff, error)
-	Restore(rev string) (gitstore.Commit, []gitstore.Commit, error)
+	Show(rev string, keep func(path string) bool) (gitstore.Commit, gitstore.Diff, error)
+	Restore(rev string, keep func(path string) bool) (gitstore.Commit, []gitstore.Commit, error)
 	Pack() (int, error)
 }
 
 type wholeTree struct{ WholeTreeRepo }
 
-// CommitPaths commits every tracked file, but only when one of paths is
-// tracked: a commit meant for files the repository does not track
-// (another scope's) must not carry the root's edits under its subject.
-func (w wholeTree) CommitPaths(paths []string, subject, body string) (gitstore.Commit, error) {
-	tracked := w.Tracked()
-	if !slices.ContainsFunc(paths, func(p string) bool { return slices.Contains(tracked, p) }) {
-		return gitstore.Commit{}, gitstore.ErrNothingToCommit
-	}
-	return w.Commit(subject, body)
+func (w wholeTree) Status() (gitstore.Diff, error) { return w.WholeTreeRepo.Status(nil) }
+
+func (w wholeTree) Show(rev string) (gitstore.Commit, gitstore.Diff, error) {
+	return w.WholeTreeRepo.Show(rev, nil)
 }
 
-// errWholeTree: a restore limited to some files cannot be made by a
-// repository that restores every file.
-var errWholeTree = errors.New("this memory repository restores whole commits only")
-
 func (w wholeTree) RestorePaths(rev string, keep func(string) bool) (gitstore.Commit, []gitstore.Commit, error) {
-	_, diff, err := w.Show(rev)
-	if err != nil {
-		return gitstore.Commit{}, nil, err
-	}
-	for _, f := range diff.Files {
-		if !keep(f.Path) {
-			return gitstore.Commit{}, nil, fmt.Errorf("restore %s: %s is outside the scopes asked for: %w", rev, f.Path, errWholeTree)
-		}
-	}
-	return w.Restore(rev)
+	return w.Restore(rev, keep)
 }
 
 // ClearStaleLocks passes the wrapped repository's capability through.

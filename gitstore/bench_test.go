@@ -83,7 +83,7 @@ func fixtureN(b *testing.B, kind string, n int) *benchFixture {
 			return
 		}
 		var log []gitstore.Commit
-		if log, f.err = f.store.Log(n/2, ""); f.err == nil {
+		if log, f.err = f.store.Log(n/2, "", nil); f.err == nil {
 			f.mid = log[len(log)-1]
 		}
 	})
@@ -308,7 +308,7 @@ func BenchmarkStore10k(b *testing.B) {
 		b.Run(kind+"/Latest", func(b *testing.B) {
 			f := fixture(b, kind)
 			for b.Loop() {
-				c, d, err := f.store.Latest("dream:")
+				c, d, err := f.store.Latest("dream:", nil)
 				if err != nil || len(d.Files) == 0 || c.SHA == "" {
 					b.Fatal(c, d, err)
 				}
@@ -319,7 +319,7 @@ func BenchmarkStore10k(b *testing.B) {
 			// history is read.
 			f := fixture(b, kind)
 			for b.Loop() {
-				if _, _, err := f.store.Latest("nothing:"); err == nil {
+				if _, _, err := f.store.Latest("nothing:", nil); err == nil {
 					b.Fatal("found a commit that does not exist")
 				}
 			}
@@ -327,7 +327,7 @@ func BenchmarkStore10k(b *testing.B) {
 		b.Run(kind+"/Log10", func(b *testing.B) {
 			f := fixture(b, kind)
 			for b.Loop() {
-				if log, err := f.store.Log(10, "dream:"); err != nil || len(log) != 10 {
+				if log, err := f.store.Log(10, "dream:", nil); err != nil || len(log) != 10 {
 					b.Fatal(len(log), err)
 				}
 			}
@@ -337,7 +337,7 @@ func BenchmarkStore10k(b *testing.B) {
 				f := fixture(b, kind)
 				target := uniquePrefixCommit(b, f, n)
 				for b.Loop() {
-					c, d, err := f.store.Show(target.SHA[:n])
+					c, d, err := f.store.Show(target.SHA[:n], nil)
 					if err != nil || c.SHA != target.SHA || len(d.Files) != 1 {
 						b.Fatal(c, err)
 					}
@@ -347,7 +347,7 @@ func BenchmarkStore10k(b *testing.B) {
 		b.Run(kind+"/Status", func(b *testing.B) {
 			f := fixture(b, kind)
 			for b.Loop() {
-				if _, err := f.store.Status(); err != nil {
+				if _, err := f.store.Status(nil); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -373,7 +373,7 @@ func BenchmarkStore10k(b *testing.B) {
 					b.Fatal(err)
 				}
 				b.StartTimer()
-				if _, _, err := f.store.Restore(c.Short); err != nil {
+				if _, _, err := f.store.Restore(c.Short, nil); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -389,7 +389,7 @@ func BenchmarkStore10k(b *testing.B) {
 					b.Fatal(err)
 				}
 				b.StartTimer()
-				if _, _, err := f.store.Restore(f.mid.SHA); err != nil {
+				if _, _, err := f.store.Restore(f.mid.SHA, nil); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -453,7 +453,7 @@ func BenchmarkStoreScale(b *testing.B) {
 			b.Run(name+"/LatestNoMatch", func(b *testing.B) {
 				f := fixtureN(b, kind, n)
 				for b.Loop() {
-					if _, _, err := f.store.Latest("nothing:"); !errors.Is(err, gitstore.ErrNoMatchingCommit) {
+					if _, _, err := f.store.Latest("nothing:", nil); !errors.Is(err, gitstore.ErrNoMatchingCommit) {
 						b.Fatal("want ErrNoMatchingCommit, got", err)
 					}
 				}
@@ -472,7 +472,7 @@ func BenchmarkStoreScale(b *testing.B) {
 						b.Fatal(err)
 					}
 					b.StartTimer()
-					if _, _, err := s.Latest("nothing:"); !errors.Is(err, gitstore.ErrNoMatchingCommit) {
+					if _, _, err := s.Latest("nothing:", nil); !errors.Is(err, gitstore.ErrNoMatchingCommit) {
 						b.Fatal("want ErrNoMatchingCommit, got", err)
 					}
 				}
@@ -486,7 +486,7 @@ func BenchmarkStoreScale(b *testing.B) {
 						b.Fatal(err)
 					}
 					b.StartTimer()
-					if _, undone, err := f.store.Restore(f.mid.SHA); err != nil || len(undone) < n/2 {
+					if _, undone, err := f.store.Restore(f.mid.SHA, nil); err != nil || len(undone) < n/2 {
 						b.Fatal(len(undone), err)
 					}
 				}
@@ -499,7 +499,7 @@ func BenchmarkStoreScale(b *testing.B) {
 // digits name no other commit.
 func uniquePrefixCommit(b *testing.B, f *benchFixture, n int) gitstore.Commit {
 	b.Helper()
-	all, err := f.store.Log(0, "")
+	all, err := f.store.Log(0, "", nil)
 	if err != nil {
 		b.Fatal(err)
 	}

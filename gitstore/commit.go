@@ -50,6 +50,41 @@ func (s *Store) Commit(subject, body string) (Commit, error) {
 	return c, nil
 }
 
+// CommitPaths is Commit of the listed tracked files alone (like
+// `git commit -- <paths>`): the other tracked files keep their HEAD
+// version in the commit, whatever the workspace holds. No path is
+// ErrNothingToCommit, as is a list none of whose files changed; a path the
+// store does not track is ErrNotTracked and nothing is committed.
+func (s *Store) CommitPaths(paths []string, subject, body string) (Commit, error) {
+	defer s.lock()()
+	c, err := s.commitListed(paths, subject, body)
+	if err != nil {
+		return Commit{}, fmt.Errorf("commit %q: %w", subject, err)
+	}
+	return c, nil
+}
+
+func (s *Store) commitListed(paths []string, subject, body string) (Commit, error) {
+	paths = slices.Clone(paths)
+	slices.Sort(paths)
+	paths = slices.Compact(paths)
+	for _, p := range paths {
+		if !s.tracks(p) {
+			return Commit{}, fmt.Errorf("%q: %w", p, ErrNotTracked)
+		}
+	}
+	if len(paths) == 0 {
+		return Commit{}, ErrNothingToCommit
+	}
+	return s.lockedCommit(paths, subject, body)
+}
+
+// tracks reports whether the store versions the file p.
+func (s *Store) tracks(p string) bool {
+	_, ok := slices.BinarySearch(s.tracked, p)
+	return ok
+}
+
 // headState is what HEAD points at.
 type headState struct {
 	name   plumbing.ReferenceName // the ref a commit moves: the branch, or HEAD when detached

@@ -40,7 +40,7 @@ func TestCommitOnlyRealChanges(t *testing.T) {
 	if want := time.Date(2026, 4, 3, 10, 2, 0, 0, time.UTC).Add(-2 * time.Hour); !c.When.Equal(want) {
 		t.Errorf("When = %v, want %v (the injected clock)", c.When, want)
 	}
-	log, err := s.Log(0, "")
+	log, err := s.Log(0, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func TestCommitOnlyRealChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	del := mustCommit(t, s, "manual: edits outside Dream")
-	_, d, err := s.Show(del.SHA)
+	_, d, err := s.Show(del.SHA, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,10 +132,10 @@ func TestConcurrentUse(t *testing.T) {
 				p := filepath.Join(dir, filepath.FromSlash(name))
 				if i == 3 {
 					// Readers only.
-					if _, err := s.Log(3, "dream:"); err != nil {
+					if _, err := s.Log(3, "dream:", nil); err != nil {
 						errs <- err
 					}
-					if _, err := s.Status(); err != nil {
+					if _, err := s.Status(nil); err != nil {
 						errs <- err
 					}
 					continue

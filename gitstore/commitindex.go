@@ -124,6 +124,16 @@ func (s *Store) trackedBits(paths func(string) bool) bitset {
 	return bits
 }
 
+// admits returns whether an index entry changed a tracked file keep
+// accepts; every entry when keep is nil.
+func (s *Store) admits(keep func(string) bool) func(*indexEntry) bool {
+	if keep == nil {
+		return func(*indexEntry) bool { return true }
+	}
+	want := s.trackedBits(keep)
+	return func(e *indexEntry) bool { return e.changed.meets(want) }
+}
+
 // commits returns the index caught up with HEAD. A repository without
 // commits has an empty index. Writing the file is best effort: a failure is
 // logged and the index in memory is used anyway.

@@ -32,7 +32,7 @@ func TestCommitIndexCheckedAgainstRepository(t *testing.T) {
 	}
 	dream := commit("USER.md", "a\n", "dream: the real one")
 	commit("SOUL.md", "b\n", "manual: by hand")
-	if _, _, err := s.Latest("dream:"); err != nil { // writes the index
+	if _, _, err := s.Latest("dream:", nil); err != nil { // writes the index
 		t.Fatal(err)
 	}
 
@@ -45,7 +45,7 @@ func TestCommitIndexCheckedAgainstRepository(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, _, err := s2.Latest("dream:")
+	c, _, err := s2.Latest("dream:", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,7 +27,7 @@ func gitLog(t *testing.T, dir string) []string {
 
 func storeLog(t *testing.T, s *gitstore.Store) []string {
 	t.Helper()
-	cs, err := s.Log(0, "")
+	cs, err := s.Log(0, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func storeLog(t *testing.T, s *gitstore.Store) []string {
 
 func latest(t *testing.T, s *gitstore.Store, prefix string) gitstore.Commit {
 	t.Helper()
-	c, _, err := s.Latest(prefix)
+	c, _, err := s.Latest(prefix, nil)
 	if err != nil {
 		t.Fatalf("Latest(%q): %v", prefix, err)
 	}
@@ -76,7 +76,7 @@ func TestCommitIndexSeesGitCommits(t *testing.T) {
 
 	// Restoring before A undoes the git commit B too (it changed
 	// MEMORY.md), and C (USER.md); not E and F.
-	_, undone, err := s.Restore(a.Short)
+	_, undone, err := s.Restore(a.Short, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestCommitIndexSeesGitCommits(t *testing.T) {
 	if got, want := storeLog(t, s), gitLog(t, dir); !slices.Equal(got, want) {
 		t.Errorf("Log after reset and commit = %q, want %q", got, want)
 	}
-	if _, _, err := s.Restore(c.Short); err != nil {
+	if _, _, err := s.Restore(c.Short, nil); err != nil {
 		t.Fatalf("Restore(C) after reset: %v", err)
 	}
 	// The revert commit replaced "revert: undo <A>" at the top: that one is
@@ -172,12 +172,12 @@ func TestCommitIndexRebuilt(t *testing.T) {
 			if got := storeLog(t, s2); !slices.Equal(got, want) {
 				t.Errorf("Log = %q, want %q", got, want)
 			}
-			if _, _, err := s2.Latest("nothing:"); !errors.Is(err, gitstore.ErrNoMatchingCommit) {
+			if _, _, err := s2.Latest("nothing:", nil); !errors.Is(err, gitstore.ErrNoMatchingCommit) {
 				t.Errorf("Latest(nothing:) = %v, want ErrNoMatchingCommit", err)
 			}
 			// Every commit is still in the history for a restore, the one
 			// a removed line named too, and each later one is named.
-			_, undone, err := s2.Restore(cs[1].Short)
+			_, undone, err := s2.Restore(cs[1].Short, nil)
 			if err != nil {
 				t.Fatalf("Restore: %v", err)
 			}

@@ -55,17 +55,18 @@ type side struct {
 // (through Summary). A file missing on either side counts as empty, and
 // differences in line endings alone (CRLF against LF) are ignored, in the
 // counts and in the diff; a missing final newline is a change; a lone CR is
-// a change. An empty Diff means there is nothing worth a commit.
-func (s *Store) Status() (Diff, error) {
+// a change. Only the tracked files keep accepts are compared (nil: every
+// tracked file). An empty Diff means there is nothing worth a commit.
+func (s *Store) Status(keep func(path string) bool) (Diff, error) {
 	defer s.lock()()
-	d, err := s.status()
+	d, err := s.status(keep)
 	if err != nil {
 		return Diff{}, fmt.Errorf("status: %w", err)
 	}
 	return d, nil
 }
 
-func (s *Store) status() (Diff, error) {
+func (s *Store) status(keep func(string) bool) (Diff, error) {
 	head, err := s.head()
 	if err != nil {
 		return Diff{}, err
@@ -73,6 +74,9 @@ func (s *Store) status() (Diff, error) {
 	var out Diff
 	var sb strings.Builder
 	for _, p := range s.tracked {
+		if keep != nil && !keep(p) {
+			continue
+		}
 		w, err := s.readWorking(p)
 		if err != nil {
 			return Diff{}, err
@@ -99,8 +103,9 @@ func (s *Store) status() (Diff, error) {
 }
 
 // commitDiff is the diff of c against its first parent (a root commit:
-// against the empty tree), over every file of the commit.
-func (s *Store) commitDiff(c *object.Commit) (Diff, error) {
+// against the empty tree), over the files of the commit keep accepts (nil:
+// every one). Files keep refuses are never read.
+func (s *Store) commitDiff(c *object.Commit, keep func(string) bool) (Diff, error) {
 	parentTree := plumbing.ZeroHash
 	if len(c.ParentHashes) > 0 {
 		p, err := object.GetCommit(s.repo.Storer, c.ParentHashes[0])
@@ -116,6 +121,9 @@ func (s *Store) commitDiff(c *object.Commit) (Diff, error) {
 	var out Diff
 	var sb strings.Builder
 	for _, ch := range changes {
+		if keep != nil && !keep(ch.path) {
+			continue
+		}
 		from, to := side{blobState: ch.from}, side{blobState: ch.to}
 		if from.data, err = s.content(ch.from); err != nil {
 			return Diff{}, err

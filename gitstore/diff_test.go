@@ -109,7 +109,7 @@ func TestStatus(t *testing.T) {
 				}
 				testkit.WriteFile(t, dir, p, c)
 			}
-			d, err := s.Status()
+			d, err := s.Status(nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -162,7 +162,7 @@ func TestSummary(t *testing.T) {
 	testkit.WriteFile(t, dir, "SOUL.md", "s\nt\n")
 	testkit.WriteFile(t, dir, "memory/MEMORY.md", "a\nB\nc\n")
 	testkit.WriteFile(t, dir, "USER.md", "\x00")
-	d, err := s.Status()
+	d, err := s.Status(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +216,7 @@ func TestSummary(t *testing.T) {
 			big.WriteString("\n")
 		}
 		testkit.WriteFile(t, dir, "memory/MEMORY.md", big.String())
-		d, err := s.Status()
+		d, err := s.Status(nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -244,7 +244,7 @@ func TestSummary(t *testing.T) {
 		testkit.WriteFile(t, dir, "memory/MEMORY.md", "a\n```go\nfmt.Println()\n```\nc\n")
 		testkit.WriteFile(t, dir, "SOUL.md", "s\n")
 		testkit.WriteFile(t, dir, "USER.md", "u1\nu2\n")
-		d, err := s.Status()
+		d, err := s.Status(nil)
 		if err != nil {
 			t.Fatal(err)
 		}

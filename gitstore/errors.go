@@ -36,6 +36,10 @@ var (
 	// made (the store never makes an empty commit).
 	ErrNothingToCommit = errors.New("nothing to commit")
 
+	// ErrNotTracked: a path given to CommitPaths is not one of the files
+	// the store versions.
+	ErrNotTracked = errors.New("not a tracked file")
+
 	// ErrRootCommit: the commit has no parent, so there is no earlier state
 	// to restore.
 	ErrRootCommit = errors.New("root commit has no earlier state")

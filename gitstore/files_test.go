@@ -85,7 +85,7 @@ func TestRestoreWritesThroughCallerFiles(t *testing.T) {
 	_ = y
 
 	files.writes, files.removes = nil, nil
-	if _, _, err := s.Restore(x.SHA); err != nil {
+	if _, _, err := s.Restore(x.SHA, nil); err != nil {
 		t.Fatalf("Restore: %v", err)
 	}
 	slices.Sort(files.writes)

@@ -111,7 +111,7 @@ func checkGit(t testing.TB, s *gitstore.Store, dir string, wantStatus ...string)
 	if _, err := exec.LookPath("git"); err != nil {
 		return // the Store's own assertions still ran
 	}
-	commits, err := s.Log(0, "")
+	commits, err := s.Log(0, "", nil)
 	if err != nil {
 		t.Fatalf("Log: %v", err)
 	}

@@ -18,10 +18,12 @@ import (
 
 // Log lists commits following first parents from HEAD, newest first. With a
 // subjectPrefix only commits whose subject starts with it are listed and
-// count toward n; n <= 0 lists all. A repository without commits gives none.
-func (s *Store) Log(n int, subjectPrefix string) ([]Commit, error) {
+// count toward n; n <= 0 lists all. With keep, only commits that changed a
+// tracked file keep accepts are listed; nil keep lists every commit. A
+// repository without commits gives none.
+func (s *Store) Log(n int, subjectPrefix string, keep func(path string) bool) ([]Commit, error) {
 	defer s.lock()()
-	cs, err := s.matching(n, subjectPrefix)
+	cs, err := s.matching(n, subjectPrefix, keep)
 	if err != nil {
 		return nil, fmt.Errorf("log: %w", err)
 	}
@@ -33,32 +35,34 @@ func (s *Store) Log(n int, subjectPrefix string) ([]Commit, error) {
 }
 
 // matching returns the newest n (n <= 0: all) commits on the first-parent
-// history whose subject starts with prefix, newest first. It searches the
-// commit index and reads the commits it names from the repository; one that
-// is not what the index says makes it rebuild the index and search again.
-func (s *Store) matching(n int, prefix string) ([]*object.Commit, error) {
-	return s.matchingAfter(n, prefix, plumbing.ZeroHash)
+// history whose subject starts with prefix and that changed a tracked file
+// keep accepts (nil: any commit), newest first. It searches the commit
+// index and reads the commits it names from the repository; one that is
+// not what the index says makes it rebuild the index and search again.
+func (s *Store) matching(n int, prefix string, keep func(string) bool) ([]*object.Commit, error) {
+	return s.matchingAfter(n, prefix, plumbing.ZeroHash, keep)
 }
 
 // matchingAfter is matching among the commits newer than stop (all of
 // them when stop is zero or not on the history).
-func (s *Store) matchingAfter(n int, prefix string, stop plumbing.Hash) ([]*object.Commit, error) {
-	out, err := s.search(n, prefix, stop)
+func (s *Store) matchingAfter(n int, prefix string, stop plumbing.Hash, keep func(string) bool) ([]*object.Commit, error) {
+	out, err := s.search(n, prefix, stop, keep)
 	if errors.Is(err, errIndexStale) {
 		s.forgetIndex(err.Error())
-		out, err = s.search(n, prefix, stop)
+		out, err = s.search(n, prefix, stop, keep)
 	}
 	return out, err
 }
 
-func (s *Store) search(n int, prefix string, stop plumbing.Hash) ([]*object.Commit, error) {
+func (s *Store) search(n int, prefix string, stop plumbing.Hash, keep func(string) bool) ([]*object.Commit, error) {
 	x, err := s.commits()
 	if err != nil {
 		return nil, err
 	}
+	admits := s.admits(keep)
 	var out []*object.Commit
 	for i := len(x.entries) - 1; i >= 0 && (n <= 0 || len(out) < n) && x.entries[i].id != stop; i-- {
-		if e := &x.entries[i]; strings.HasPrefix(e.subject, prefix) {
+		if e := &x.entries[i]; strings.HasPrefix(e.subject, prefix) && admits(e) {
 			c, err := s.indexedCommit(*e)
 			if err != nil {
 				return nil, err
@@ -91,15 +95,18 @@ func (s *Store) indexedCommit(e indexEntry) (*object.Commit, error) {
 
 // Show returns the commit named by rev (a full id, or a prefix of at least
 // 4 hex digits naming one commit) and its diff against its first parent; a
-// root commit is diffed against the empty tree. Errors wrap
+// root commit is diffed against the empty tree. The diff holds only the
+// files keep accepts (nil: every file): a commit that changed none of them
+// comes with an empty Diff, and its Body (which may describe the other
+// files) is not for whoever keep stands for. Errors wrap
 // ErrInvalidRevision, ErrUnknownRevision or ErrAmbiguousRevision.
-func (s *Store) Show(rev string) (Commit, Diff, error) {
+func (s *Store) Show(rev string, keep func(path string) bool) (Commit, Diff, error) {
 	defer s.lock()()
 	c, err := s.resolve(rev)
 	if err != nil {
 		return Commit{}, Diff{}, fmt.Errorf("show: %w", err)
 	}
-	d, err := s.commitDiff(c)
+	d, err := s.commitDiff(c, keep)
 	if err != nil {
 		return Commit{}, Diff{}, fmt.Errorf("show %s: %w", shortID(c.Hash.String()), err)
 	}
@@ -107,18 +114,19 @@ func (s *Store) Show(rev string) (Commit, Diff, error) {
 }
 
 // Latest returns the newest commit on the first-parent history whose subject
-// starts with subjectPrefix (e.g. "dream:"), with its diff against its first
-// parent. None: ErrNoMatchingCommit.
-func (s *Store) Latest(subjectPrefix string) (Commit, Diff, error) {
+// starts with subjectPrefix (e.g. "dream:") and that changed a tracked file
+// keep accepts (nil: any commit), with its diff against its first parent
+// cut to those files, as Show. None: ErrNoMatchingCommit.
+func (s *Store) Latest(subjectPrefix string, keep func(path string) bool) (Commit, Diff, error) {
 	defer s.lock()()
-	found, err := s.matching(1, subjectPrefix)
+	found, err := s.matching(1, subjectPrefix, keep)
 	if err != nil {
 		return Commit{}, Diff{}, fmt.Errorf("latest %q: %w", subjectPrefix, err)
 	}
 	if len(found) == 0 {
 		return Commit{}, Diff{}, fmt.Errorf("latest %q: %w", subjectPrefix, ErrNoMatchingCommit)
 	}
-	d, err := s.commitDiff(found[0])
+	d, err := s.commitDiff(found[0], keep)
 	if err != nil {
 		return Commit{}, Diff{}, fmt.Errorf("latest %q: %w", subjectPrefix, err)
 	}
@@ -126,12 +134,13 @@ func (s *Store) Latest(subjectPrefix string) (Commit, Diff, error) {
 }
 
 // LatestAfter returns the newest commit made after the commit sha (a full
-// id) on the first-parent history whose subject starts with subjectPrefix,
-// and whether there is one; with an sha not on the history, every commit
+// id) on the first-parent history whose subject starts with subjectPrefix
+// and that changed a tracked file keep accepts (nil: any commit), and
+// whether there is one; with an sha not on the history, every commit
 // counts. It reads the commit index, and only the commit it returns.
-func (s *Store) LatestAfter(sha, subjectPrefix string) (Commit, bool, error) {
+func (s *Store) LatestAfter(sha, subjectPrefix string, keep func(path string) bool) (Commit, bool, error) {
 	defer s.lock()()
-	found, err := s.matchingAfter(1, subjectPrefix, plumbing.NewHash(sha))
+	found, err := s.matchingAfter(1, subjectPrefix, plumbing.NewHash(sha), keep)
 	if err != nil {
 		return Commit{}, false, fmt.Errorf("latest %q after %s: %w", subjectPrefix, shortID(sha), err)
 	}

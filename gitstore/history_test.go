@@ -28,7 +28,7 @@ func history(t *testing.T) (*gitstore.Store, string, map[string]gitstore.Commit)
 	t.Helper()
 	s, dir := openStore(t)
 	cs := map[string]gitstore.Commit{}
-	log, err := s.Log(1, "")
+	log, err := s.Log(1, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestLog(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("%d %q", tt.n, tt.prefix), func(t *testing.T) {
-			got, err := s.Log(tt.n, tt.prefix)
+			got, err := s.Log(tt.n, tt.prefix, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -93,7 +93,7 @@ func TestLog(t *testing.T) {
 		runGit(t, dir, "commit", "-q", "-am", "side: work")
 		runGit(t, dir, "checkout", "-q", "main")
 		runGit(t, dir, "merge", "-q", "--no-ff", "-m", "merge side", "side")
-		got, err := s.Log(3, "")
+		got, err := s.Log(3, "", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -106,7 +106,7 @@ func TestLog(t *testing.T) {
 
 func TestLatest(t *testing.T) {
 	s, _, cs := history(t)
-	c, d, err := s.Latest("dream:")
+	c, d, err := s.Latest("dream:", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,10 +116,10 @@ func TestLatest(t *testing.T) {
 	if len(d.Files) != 1 || d.Files[0] != (gitstore.FileChange{Path: "SOUL.md", Added: 1}) {
 		t.Errorf("Latest diff = %+v", d.Files)
 	}
-	if c, _, err := s.Latest("manual:"); err != nil || !sameCommit(c, cs["manual"]) {
+	if c, _, err := s.Latest("manual:", nil); err != nil || !sameCommit(c, cs["manual"]) {
 		t.Errorf("Latest(manual:) = %+v, %v", c, err)
 	}
-	if _, _, err := s.Latest("nothing:"); !errors.Is(err, gitstore.ErrNoMatchingCommit) {
+	if _, _, err := s.Latest("nothing:", nil); !errors.Is(err, gitstore.ErrNoMatchingCommit) {
 		t.Errorf("Latest(nothing:) = %v, want ErrNoMatchingCommit", err)
 	}
 }
@@ -147,7 +147,7 @@ func TestShow(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, _, err := s.Show(tt.rev)
+			c, _, err := s.Show(tt.rev, nil)
 			if tt.wantErr != nil {
 				if !errors.Is(err, tt.wantErr) {
 					t.Fatalf("Show(%q) = %+v, %v; want %v", tt.rev, c, err, tt.wantErr)
@@ -164,12 +164,12 @@ func TestShow(t *testing.T) {
 	}
 
 	t.Run("diffs agree with git show", func(t *testing.T) {
-		all, err := s.Log(0, "")
+		all, err := s.Log(0, "", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, c := range all {
-			_, d, err := s.Show(c.Short)
+			_, d, err := s.Show(c.Short, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -287,7 +287,7 @@ func TestShowAmbiguousPrefix(t *testing.T) {
 	check := func(t *testing.T) {
 		t.Helper()
 		prefix := a.String()[:4]
-		_, _, err := s.Show(prefix)
+		_, _, err := s.Show(prefix, nil)
 		var amb *gitstore.AmbiguousRevisionError
 		if !errors.Is(err, gitstore.ErrAmbiguousRevision) || !errors.As(err, &amb) {
 			t.Fatalf("Show(%q) = %v, want an *AmbiguousRevisionError", prefix, err)
@@ -303,13 +303,13 @@ func TestShowAmbiguousPrefix(t *testing.T) {
 			n++
 		}
 		for _, h := range []plumbing.Hash{a, b} {
-			c, _, err := s.Show(h.String()[:n+1])
+			c, _, err := s.Show(h.String()[:n+1], nil)
 			if err != nil || c.SHA != h.String() {
 				t.Errorf("Show(%q) = %s, %v; want %s", h.String()[:n+1], c.SHA, err, h)
 			}
 		}
 		// A blob sharing the prefix of a commit does not make it ambiguous.
-		c, _, err := s.Show(head.SHA[:4])
+		c, _, err := s.Show(head.SHA[:4], nil)
 		if err != nil || c.SHA != head.SHA {
 			t.Errorf("Show(%q) next to a blob with that prefix = %s, %v", head.SHA[:4], c.SHA, err)
 		}
@@ -330,7 +330,7 @@ func TestShowAmbiguousPrefix(t *testing.T) {
 		// And the store keeps working on packed history.
 		testkit.WriteFile(t, dir, "USER.md", "user\n")
 		mustCommit(t, s, "dream: user")
-		if _, _, err := s.Latest("dream:"); err != nil {
+		if _, _, err := s.Latest("dream:", nil); err != nil {
 			t.Fatal(err)
 		}
 		checkGit(t, s, dir)

@@ -286,7 +286,7 @@ func TestPackPrefix(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	all, err := s.Log(0, "")
+	all, err := s.Log(0, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -101,7 +101,7 @@ func TestOpenCommitsNewlyTrackedFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	log, err := s2.Log(1, "")
+	log, err := s2.Log(1, "", nil)
 	if err != nil || len(log) != 1 || log[0].Subject != gitstore.IgnoreSubject {
 		t.Fatalf("log = %+v, %v; want the .gitignore commit on top", log, err)
 	}
@@ -113,7 +113,7 @@ func TestOpenCommitsNewlyTrackedFiles(t *testing.T) {
 	}
 	// A later rewrite of AGENTS.md is a change on record.
 	testkit.WriteFile(t, dir, "AGENTS.md", "Obey only me.\n")
-	st, err := s2.Status()
+	st, err := s2.Status(nil)
 	if err != nil {
 		t.Fatal(err)
 	}

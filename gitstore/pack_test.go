@@ -25,7 +25,7 @@ func TestPack(t *testing.T) {
 		t.Fatal(err)
 	}
 	dangling, _, _ := craftAmbiguity(t, dir) // unreachable objects must survive packing too
-	before, err := s.Log(0, "")
+	before, err := s.Log(0, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,21 +43,21 @@ func TestPack(t *testing.T) {
 	}
 
 	for _, st := range []*gitstore.Store{s, other} {
-		after, err := st.Log(0, "")
+		after, err := st.Log(0, "", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !slices.Equal(shas(after), shas(before)) {
 			t.Fatalf("history changed by packing")
 		}
-		if _, d, err := st.Show(before[3].Short); err != nil || len(d.Files) != 1 {
+		if _, d, err := st.Show(before[3].Short, nil); err != nil || len(d.Files) != 1 {
 			t.Fatalf("Show after packing: %+v, %v", d, err)
 		}
-		if c, _, err := st.Show(dangling.String()); err != nil || c.SHA != dangling.String() {
+		if c, _, err := st.Show(dangling.String(), nil); err != nil || c.SHA != dangling.String() {
 			t.Fatalf("the dangling commit was lost by packing: %v", err)
 		}
 	}
-	if _, _, err := s.Restore(before[5].Short); err != nil {
+	if _, _, err := s.Restore(before[5].Short, nil); err != nil {
 		t.Fatal(err)
 	}
 	testkit.WriteFile(t, dir, "USER.md", "after packing\n")

@@ -29,7 +29,7 @@ func dreamHistory(t *testing.T) (*gitstore.Store, string, []gitstore.Commit) {
 		testkit.WriteFile(t, dir, f, fmt.Sprintf("fact %d\n", i))
 		mustCommit(t, s, fmt.Sprintf("dream: %d change(s) from history %d-%d", 1, i, i))
 	}
-	log, err := s.Log(0, "")
+	log, err := s.Log(0, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func reopen(t *testing.T, dir string, rec *testkit.LogRecorder) (*gitstore.Store
 // first), and that a commit made now builds on want[0].
 func assertWhole(t *testing.T, s *gitstore.Store, dir string, want []gitstore.Commit) {
 	t.Helper()
-	got, err := s.Log(0, "")
+	got, err := s.Log(0, "", nil)
 	if err != nil {
 		t.Fatalf("Log: %v", err)
 	}
@@ -215,7 +215,7 @@ func TestRepairReadsTheReflog(t *testing.T) {
 		t.Fatal(err)
 	}
 	assertRepairLogged(t, &rec, log[0].Short, "the reflog")
-	got, err := s.Log(0, "")
+	got, err := s.Log(0, "", nil)
 	if err != nil || len(got) != len(log) || got[0].SHA != log[0].SHA {
 		t.Fatalf("history after the repair: %v %s", err, listing(got))
 	}
@@ -239,7 +239,7 @@ func TestRepairPrefersTheNewestRecordOverPackedRefs(t *testing.T) {
 	testkit.WriteFile(t, dir, "USER.md", "three\n")
 	mustCommit(t, s, "dream: three")
 	checkGit(t, s, dir)
-	log, err := s.Log(0, "")
+	log, err := s.Log(0, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,7 +299,7 @@ func TestEmptyBranchWithoutCommitsIsANewRepository(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	log, err := s.Log(0, "")
+	log, err := s.Log(0, "", nil)
 	if err != nil || len(log) != 1 || log[0].Subject != gitstore.InitSubject {
 		t.Fatalf("log = %+v, %v; want the initial commit", log, err)
 	}
@@ -374,7 +374,7 @@ func TestUnrepairableBranchStopsAndChangesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.Log(0, "")
+	got, err := s.Log(0, "", nil)
 	if err != nil || len(got) != len(log) {
 		t.Errorf("history after a repair by hand: %v\n%s", err, listing(got))
 	}
@@ -456,11 +456,11 @@ func TestBranchLockFile(t *testing.T) {
 	lock := filepath.Join(dir, branchFile+".lock")
 	testkit.WriteFile(t, dir, branchFile+".lock", strings.Repeat("cd", 20)+"\n")
 	testkit.WriteFile(t, dir, "USER.md", "x\n")
-	before, _ := s.Log(0, "")
+	before, _ := s.Log(0, "", nil)
 	if _, err := s.Commit("dream: x", ""); !errors.Is(err, gitstore.ErrLocked) {
 		t.Fatalf("Commit with the branch locked = %v, want ErrLocked", err)
 	}
-	if after, _ := s.Log(0, ""); len(after) != len(before) {
+	if after, _ := s.Log(0, "", nil); len(after) != len(before) {
 		t.Errorf("a commit went through the lock")
 	}
 	got, err := s.ClearStaleLocks()
@@ -527,7 +527,7 @@ func TestKillAtTheRefWrite(t *testing.T) {
 			if len(rec.Find(slog.LevelWarn, "repaired")) != 0 {
 				t.Errorf("a ref needed repair after the kill: %+v", rec.Records())
 			}
-			got, err := s2.Log(0, "")
+			got, err := s2.Log(0, "", nil)
 			if err != nil {
 				t.Fatal(err)
 			}

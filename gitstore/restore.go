@@ -13,20 +13,22 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 )
 
-// Restore puts the tracked files back to their state just before rev (the
-// tree of rev's first parent) and records that as a new commit
-// "revert: undo <short id>". It is a snapshot restore, not an inverse
-// patch: every tracked file gets its content from that tree, and a tracked
-// file that did not exist then is deleted.
+// Restore puts the tracked files keep accepts (nil: every tracked file)
+// back to their state just before rev (the tree of rev's first parent) and
+// records that as a new commit "revert: undo <short id>" holding those
+// files alone. It is a snapshot restore, not an inverse patch: every such
+// file gets its content from that tree, and one that did not exist then is
+// deleted. Files keep refuses are neither read nor written nor named: a
+// restore for one scope's files never undoes another's.
 //
-// Nothing is lost on the way. History is never rewritten. Edits of tracked
-// files not yet committed are first committed as ManualSubject (they are
-// then among the undone commits, recoverable from that commit). Files the
-// repository does not track are never touched.
+// Nothing is lost on the way. History is never rewritten. Edits of the
+// files keep accepts not yet committed are first committed as ManualSubject
+// (they are then among the undone commits, recoverable from that commit).
+// Files the repository does not track are never touched.
 //
 // undone lists, newest first, every commit after rev on the first-parent
-// history (including that manual commit) that changed at least one tracked
-// file the restore changes: its change to that file is discarded too. Commits
+// history (including that manual commit) that changed at least one file
+// the restore changes: its change to that file is discarded too. Commits
 // after rev that touched only files the restore leaves alone are not listed.
 // They come from the commit index, so their Body is empty: a restore deep
 // in the history would otherwise read thousands of commit objects.
@@ -35,16 +37,16 @@ import (
 // (ErrNotInHistory). A root commit has no earlier state: ErrRootCommit. When
 // the files already are in that state, ErrNothingToCommit and no revert
 // commit (the manual commit, if one was needed, stays).
-func (s *Store) Restore(rev string) (restore Commit, undone []Commit, err error) {
+func (s *Store) Restore(rev string, keep func(path string) bool) (restore Commit, undone []Commit, err error) {
 	defer s.lock()()
-	restore, undone, err = s.restore(rev)
+	restore, undone, err = s.restore(rev, keep)
 	if err != nil {
 		return Commit{}, nil, fmt.Errorf("restore %s: %w", strings.TrimSpace(rev), err)
 	}
 	return restore, undone, nil
 }
 
-func (s *Store) restore(rev string) (Commit, []Commit, error) {
+func (s *Store) restore(rev string, keep func(string) bool) (Commit, []Commit, error) {
 	target, err := s.resolve(rev)
 	if err != nil {
 		return Commit{}, nil, err
@@ -60,7 +62,7 @@ func (s *Store) restore(rev string) (Commit, []Commit, error) {
 		return Commit{}, nil, err
 	}
 	defer lock.release()
-	plan, err := s.planRestore(target)
+	plan, err := s.planRestore(target, keep)
 	if err != nil {
 		return Commit{}, nil, err
 	}
@@ -95,16 +97,17 @@ type fileRestore struct {
 }
 
 // planRestore checks that target is on the first-parent history, saves
-// hand edits, and compares the tree before target with HEAD's: those two
-// trees are all it reads (the later commits come from the commit index).
-// The caller holds the index lock.
-func (s *Store) planRestore(target *object.Commit) (restorePlan, error) {
+// hand edits of the files keep accepts, and compares those files in the
+// tree before target with HEAD's: those two trees are all it reads (the
+// later commits come from the commit index). The caller holds the index
+// lock.
+func (s *Store) planRestore(target *object.Commit, keep func(string) bool) (restorePlan, error) {
 	p := restorePlan{target: target, short: shortID(target.Hash.String())}
 	if _, err := s.commitsAfter(target); err != nil {
 		return p, err
 	}
 	// Save hand edits first, so the restore cannot silently discard them.
-	if err := s.saveManualEdits(); err != nil {
+	if err := s.saveManualEdits(keep); err != nil {
 		return p, err
 	}
 	later, err := s.commitsAfter(target)
@@ -121,6 +124,9 @@ func (s *Store) planRestore(target *object.Commit) (restorePlan, error) {
 		return p, err
 	}
 	for _, path := range s.tracked {
+		if keep != nil && !keep(path) {
+			continue
+		}
 		want, err := s.lookup(before.TreeHash, path)
 		if err != nil {
 			return p, err
@@ -174,7 +180,9 @@ func (s *Store) commitRestore(p restorePlan) (Commit, []Commit, error) {
 		}
 	}
 	undone := s.touching(p.later, changed)
-	d, err := s.status()
+	// The body describes the restored files alone: the others may be
+	// another audience's.
+	d, err := s.status(func(path string) bool { return slices.Contains(changed, path) })
 	if err != nil {
 		return Commit{}, nil, err
 	}
@@ -194,7 +202,7 @@ func (s *Store) commitRestore(p restorePlan) (Commit, []Commit, error) {
 	if sum := s.Summary(d, 0); sum != "" {
 		body.WriteString("\n" + sum)
 	}
-	c, err := s.commitPaths(s.tracked, RevertPrefix+p.short, body.String())
+	c, err := s.commitPaths(changed, RevertPrefix+p.short, body.String())
 	if err != nil {
 		return Commit{}, nil, fmt.Errorf("commit the restore: %w", err)
 	}
@@ -207,11 +215,11 @@ func (s *Store) commitRestore(p restorePlan) (Commit, []Commit, error) {
 // /dream-log took 0.7 ms and 1.6 MB instead of 0.1 ms and 10 KB).
 const maxUndoneListed = 50
 
-// saveManualEdits commits uncommitted changes of the tracked files (byte for
-// byte: even a change of line endings only is kept) as ManualSubject, when
-// there are any. The caller holds the index lock.
-func (s *Store) saveManualEdits() error {
-	d, err := s.status()
+// saveManualEdits commits uncommitted changes of the tracked files keep
+// accepts (byte for byte: even a change of line endings only is kept) as
+// ManualSubject, when there are any. The caller holds the index lock.
+func (s *Store) saveManualEdits(keep func(string) bool) error {
+	d, err := s.status(keep)
 	if err != nil {
 		return err
 	}
@@ -219,7 +227,16 @@ func (s *Store) saveManualEdits() error {
 	if body == "" {
 		body = "Only line endings or file modes changed."
 	}
-	_, err = s.commitPaths(s.tracked, ManualSubject, body)
+	var paths []string
+	for _, p := range s.tracked {
+		if keep == nil || keep(p) {
+			paths = append(paths, p)
+		}
+	}
+	if len(paths) == 0 {
+		return nil
+	}
+	_, err = s.commitPaths(paths, ManualSubject, body)
 	if err != nil && !errors.Is(err, ErrNothingToCommit) {
 		return fmt.Errorf("save edits made outside Dream: %w", err)
 	}

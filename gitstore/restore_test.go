@@ -50,7 +50,7 @@ func TestRestore(t *testing.T) {
 	// An edit by hand, not committed yet: it must survive in history.
 	write(map[string]string{"SOUL.md": "soul by hand\n"})
 
-	restore, undone, err := s.Restore(a.Short)
+	restore, undone, err := s.Restore(a.Short, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func TestRestore(t *testing.T) {
 	}
 	assertNoise(t, dir, noise)
 
-	log, err := s.Log(3, "")
+	log, err := s.Log(3, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func TestRestore(t *testing.T) {
 	}
 
 	// The hand edit is kept in the manual commit.
-	_, md, err := s.Show(manual.SHA)
+	_, md, err := s.Show(manual.SHA, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func TestRestore(t *testing.T) {
 			t.Errorf("revert body lacks %q:\n%s", want, restore.Body)
 		}
 	}
-	if status, err := s.Status(); err != nil || !status.Empty() {
+	if status, err := s.Status(nil); err != nil || !status.Empty() {
 		t.Errorf("Status after restore = %+v, %v; want clean", status, err)
 	}
 	checkGit(t, s, dir)
@@ -111,7 +111,7 @@ func TestRestore(t *testing.T) {
 	}
 
 	t.Run("again: nothing to do", func(t *testing.T) {
-		_, _, err := s.Restore(a.SHA)
+		_, _, err := s.Restore(a.SHA, nil)
 		if !errors.Is(err, gitstore.ErrNothingToCommit) {
 			t.Fatalf("second Restore = %v, want ErrNothingToCommit", err)
 		}
@@ -121,7 +121,7 @@ func TestRestore(t *testing.T) {
 	t.Run("undo the restore", func(t *testing.T) {
 		// A restore is a commit like any other: restoring the state before
 		// it brings back D's state plus the hand edit.
-		_, _, err := s.Restore(restore.Short)
+		_, _, err := s.Restore(restore.Short, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -134,22 +134,22 @@ func TestRestore(t *testing.T) {
 	})
 
 	t.Run("root commit", func(t *testing.T) {
-		all, err := s.Log(0, "")
+		all, err := s.Log(0, "", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		root := all[len(all)-1]
-		if _, _, err := s.Restore(root.Short); !errors.Is(err, gitstore.ErrRootCommit) {
+		if _, _, err := s.Restore(root.Short, nil); !errors.Is(err, gitstore.ErrRootCommit) {
 			t.Fatalf("Restore(root) = %v, want ErrRootCommit", err)
 		}
 	})
 
 	t.Run("unknown and invalid", func(t *testing.T) {
 		head := state()
-		if _, _, err := s.Restore(unknownPrefix(t, s)); !errors.Is(err, gitstore.ErrUnknownRevision) {
+		if _, _, err := s.Restore(unknownPrefix(t, s), nil); !errors.Is(err, gitstore.ErrUnknownRevision) {
 			t.Errorf("Restore(unknown) = %v, want ErrUnknownRevision", err)
 		}
-		if _, _, err := s.Restore("xyz"); !errors.Is(err, gitstore.ErrInvalidRevision) {
+		if _, _, err := s.Restore("xyz", nil); !errors.Is(err, gitstore.ErrInvalidRevision) {
 			t.Errorf("Restore(xyz) = %v, want ErrInvalidRevision", err)
 		}
 		if got := state(); !mapsEqual(got, head) {
@@ -164,7 +164,7 @@ func TestRestoreNotInHistory(t *testing.T) {
 	mustCommit(t, s, "dream: soul")
 	a, _, _ := craftAmbiguity(t, dir) // commits that exist but are on no branch
 	testkit.WriteFile(t, dir, "USER.md", "by hand\n")
-	_, _, err := s.Restore(a.String())
+	_, _, err := s.Restore(a.String(), nil)
 	if !errors.Is(err, gitstore.ErrNotInHistory) {
 		t.Fatalf("Restore(off-history commit) = %v, want ErrNotInHistory", err)
 	}
@@ -172,7 +172,7 @@ func TestRestoreNotInHistory(t *testing.T) {
 	if got := testkit.ReadFile(t, dir, "USER.md"); got != "by hand\n" {
 		t.Errorf("USER.md = %q", got)
 	}
-	if log, _ := s.Log(0, ""); len(log) != 2 {
+	if log, _ := s.Log(0, "", nil); len(log) != 2 {
 		t.Errorf("a refused restore committed: %q", subjects(log))
 	}
 }
@@ -191,7 +191,7 @@ func TestRestoreDeletesFileThatDidNotExist(t *testing.T) {
 	x := mustCommit(t, s2, "dream: projects")
 	testkit.WriteFile(t, dir, "notes.txt", "keep me\n")
 
-	r, undone, err := s2.Restore(x.Short)
+	r, undone, err := s2.Restore(x.Short, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,7 +248,7 @@ func TestRestoreFailureLeavesFilesAsCommitted(t *testing.T) {
 	// restore writes SOUL.md first, then fails on a/b.md.
 	testkit.WriteFile(t, dir, "a", "blocker\n")
 
-	if _, _, err := s.Restore(y.Short); err == nil {
+	if _, _, err := s.Restore(y.Short, nil); err == nil {
 		t.Fatal("Restore succeeded although a/b.md cannot be written")
 	}
 	if got := testkit.ReadFile(t, dir, "SOUL.md"); got != "v2\n" {
@@ -257,10 +257,10 @@ func TestRestoreFailureLeavesFilesAsCommitted(t *testing.T) {
 	if got := testkit.ReadFile(t, dir, "a"); got != "blocker\n" {
 		t.Errorf("the blocking file was touched: %q", got)
 	}
-	if st, err := s.Status(); err != nil || !st.Empty() {
+	if st, err := s.Status(nil); err != nil || !st.Empty() {
 		t.Errorf("Status after a failed restore = %+v, %v; want clean", st, err)
 	}
-	if log, _ := s.Log(1, ""); len(log) != 1 || log[0].SHA != y.SHA {
+	if log, _ := s.Log(1, "", nil); len(log) != 1 || log[0].SHA != y.SHA {
 		t.Errorf("a failed restore committed: %q", subjects(log))
 	}
 	checkGit(t, s, dir)
@@ -277,14 +277,14 @@ func TestRestoreCommitNamesBoundedLaterCommits(t *testing.T) {
 		testkit.WriteFile(t, dir, "memory/MEMORY.md", fmt.Sprintf("mem %d\n", i))
 		mustCommit(t, s, fmt.Sprintf("dream: %d", i))
 	}
-	restore, undone, err := s.Restore(first.Short)
+	restore, undone, err := s.Restore(first.Short, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(undone) != 60 {
 		t.Fatalf("undone %d later commits, want 60", len(undone))
 	}
-	c, _, err := s.Show(restore.SHA)
+	c, _, err := s.Show(restore.SHA, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,32 +300,32 @@ func TestLatestAfterFindsTheRestoreThatUndidACommit(t *testing.T) {
 	write := func(i int) { testkit.WriteFile(t, dir, "memory/MEMORY.md", fmt.Sprintf("mem %d\n", i)) }
 	write(0)
 	d0 := mustCommit(t, s, "dream: 0")
-	if _, ok, err := s.LatestAfter(d0.SHA, gitstore.RevertPrefix); err != nil || ok {
+	if _, ok, err := s.LatestAfter(d0.SHA, gitstore.RevertPrefix, nil); err != nil || ok {
 		t.Fatalf("no restore yet: found %v, %v", ok, err)
 	}
 	write(1)
 	d1 := mustCommit(t, s, "dream: 1")
-	revert, _, err := s.Restore(d1.Short)
+	revert, _, err := s.Restore(d1.Short, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r, ok, err := s.LatestAfter(d1.SHA, gitstore.RevertPrefix); err != nil || !ok || r.SHA != revert.SHA {
+	if r, ok, err := s.LatestAfter(d1.SHA, gitstore.RevertPrefix, nil); err != nil || !ok || r.SHA != revert.SHA {
 		t.Fatalf("restore after d1: %+v %v %v, want %s", r, ok, err, revert.Short)
 	}
 	write(2)
 	d2 := mustCommit(t, s, "dream: 2")
-	if r, ok, err := s.LatestAfter(d2.SHA, gitstore.RevertPrefix); err != nil || ok {
+	if r, ok, err := s.LatestAfter(d2.SHA, gitstore.RevertPrefix, nil); err != nil || ok {
 		t.Fatalf("restore only before d2: found %+v %v %v", r, ok, err)
 	}
 	for i := range 105 {
 		write(100 + i)
 		mustCommit(t, s, gitstore.ManualSubject)
 	}
-	revert2, _, err := s.Restore(d2.Short)
+	revert2, _, err := s.Restore(d2.Short, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r, ok, err := s.LatestAfter(d2.SHA, gitstore.RevertPrefix); err != nil || !ok || r.SHA != revert2.SHA {
+	if r, ok, err := s.LatestAfter(d2.SHA, gitstore.RevertPrefix, nil); err != nil || !ok || r.SHA != revert2.SHA {
 		t.Fatalf("d2 far back: %+v %v %v, want %s", r, ok, err, revert2.Short)
 	}
 }

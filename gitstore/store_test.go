@@ -67,7 +67,7 @@ func TestOpenInitialisesWorkspace(t *testing.T) {
 	if got := testkit.ReadFile(t, dir, "SOUL.md"); got != "# Soul\nBe kind.\n" {
 		t.Errorf("SOUL.md was overwritten: %q", got)
 	}
-	log, err := s.Log(0, "")
+	log, err := s.Log(0, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +77,7 @@ func TestOpenInitialisesWorkspace(t *testing.T) {
 	if len(log[0].SHA) != 40 || log[0].Short != log[0].SHA[:8] {
 		t.Errorf("ids: %q / %q", log[0].SHA, log[0].Short)
 	}
-	_, d, err := s.Show(log[0].SHA)
+	_, d, err := s.Show(log[0].SHA, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestOpenUsesExistingRepository(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		log, err := s2.Log(0, "")
+		log, err := s2.Log(0, "", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -168,7 +168,7 @@ func TestOpenUsesExistingRepository(t *testing.T) {
 		if got := testkit.ReadFile(t, dir, ".gitignore"); got != want {
 			t.Errorf("merged .gitignore =\n%s\nwant\n%s", got, want)
 		}
-		log, err := s.Log(0, "")
+		log, err := s.Log(0, "", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -197,7 +197,7 @@ func TestOpenUsesExistingRepository(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		log, err := s.Log(0, "")
+		log, err := s.Log(0, "", nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -240,7 +240,7 @@ func (a *app) gateway(withDream bool) (*gateway.Gateway, *dream.Dreamer) {
 			}
 		} else {
 			deps.Dream = d
-			deps.MemoryLog = memoryLog{a.repo}
+			deps.MemoryLog = a.repo
 		}
 	}
 	g := gateway.New(gateway.Config{

@@ -68,9 +68,9 @@ func cmdDream(ctx context.Context, e *env, args []string) error {
 			d gitstore.Diff
 		)
 		if rev == "" {
-			c, d, err = repo.Latest(dream.SubjectPrefix)
+			c, d, err = repo.Latest(dream.SubjectPrefix, nil)
 		} else {
-			c, d, err = repo.Show(rev)
+			c, d, err = repo.Show(rev, nil)
 		}
 		if rev == "" && errors.Is(err, gitstore.ErrNoMatchingCommit) {
 			if d, derr := a.dreamer(); derr == nil {
@@ -81,7 +81,7 @@ func cmdDream(ctx context.Context, e *env, args []string) error {
 			return revisionError(rev, err)
 		}
 		if rev == "" {
-			if r, ok, err := repo.LatestAfter(c.SHA, gitstore.RevertPrefix); err == nil && ok {
+			if r, ok, err := repo.LatestAfter(c.SHA, gitstore.RevertPrefix, nil); err == nil && ok {
 				fmt.Fprintln(e.stdout, dreamtext.UndoneCommit(c, d, r))
 				return nil
 			}
@@ -94,7 +94,7 @@ func cmdDream(ctx context.Context, e *env, args []string) error {
 			return openError(err)
 		}
 		if rev == "" {
-			cs, err := repo.Log(10, dream.SubjectPrefix)
+			cs, err := repo.Log(10, dream.SubjectPrefix, nil)
 			if err != nil {
 				return revisionError("", err)
 			}

@@ -55,7 +55,7 @@ func TestKilledDreamIsRecoveredThroughTheBinary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs, err := repo.Log(10, "")
+	cs, err := repo.Log(10, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

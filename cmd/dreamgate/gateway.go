@@ -271,7 +271,7 @@ func fileLogger(w io.Writer, getenv func(string) string) *slog.Logger {
 // gateway's rule for /dream-log).
 func dreamCommits(repo *gitstore.Store, keepFor func(audience.Audience) func(string) bool) func(context.Context, audience.Audience, int) ([]discord.DreamCommit, error) {
 	return func(_ context.Context, asker audience.Audience, limit int) ([]discord.DreamCommit, error) {
-		cs, err := memoryLog{repo}.Log(limit, dream.SubjectPrefix, keepFor(asker))
+		cs, err := repo.Log(limit, dream.SubjectPrefix, keepFor(asker))
 		if err != nil {
 			return nil, fmt.Errorf("list dream commits: %w", err)
 		}

@@ -1,0 +1,320 @@
+package gitstore_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/dreamgate/dreamgate/gitstore"
+	"github.com/dreamgate/dreamgate/internal/testkit"
+)
+
+// A workspace of three scopes: the root (the operator's), a team's and a
+// person's, each with its own memory files in its own folder, as dreamgate
+// lays them out. The filters below stand for what an audience may read.
+const (
+	teamDir   = "scopes/team-slack-t1/"
+	personDir = "scopes/person-slack-t1-u2/"
+)
+
+var (
+	teamMemory   = teamDir + "memory/MEMORY.md"
+	teamUser     = teamDir + "USER.md"
+	personMemory = personDir + "memory/MEMORY.md"
+	personUser   = personDir + "USER.md"
+)
+
+func inTeam(p string) bool   { return strings.HasPrefix(p, teamDir) }
+func inPerson(p string) bool { return strings.HasPrefix(p, personDir) }
+func inRoot(p string) bool   { return !strings.HasPrefix(p, "scopes/") }
+
+// scopedStore opens a store over a workspace with the root's, the team's
+// and the person's memory files.
+func scopedStore(t *testing.T) (*gitstore.Store, string) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "workspace")
+	s, err := gitstore.Open(dir, scopedOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, dir
+}
+
+func scopedOptions() gitstore.Options {
+	return gitstore.Options{
+		Tracked: append(slices.Clone(gitstore.TestTracked),
+			teamDir+"SOUL.md", teamUser, teamMemory, personDir+"SOUL.md", personUser, personMemory),
+		Now: newClock().now,
+	}
+}
+
+// scopedHistory makes, over scopedStore, one commit per scope's Dream and a
+// commit touching both scopes; the person's files hold secrets.
+type scopedHistory struct {
+	root, team1, person1, team2, person2, mixed gitstore.Commit
+}
+
+func makeScopedHistory(t *testing.T, s *gitstore.Store, dir string) scopedHistory {
+	t.Helper()
+	commit := func(subject string, files map[string]string) gitstore.Commit {
+		t.Helper()
+		var paths []string
+		body := "A body, which may quote anything:"
+		for p, text := range files {
+			testkit.WriteFile(t, dir, p, text)
+			paths = append(paths, p)
+			body += " " + text
+		}
+		c, err := s.CommitPaths(paths, subject, body)
+		if err != nil {
+			t.Fatalf("CommitPaths(%q): %v", subject, err)
+		}
+		return c
+	}
+	var h scopedHistory
+	h.root = commit("dream: 1 change from history 1-1", map[string]string{"memory/MEMORY.md": "- the operator's PIN is 1234\n"})
+	h.team1 = commit("dream: 1 change from history 2-2", map[string]string{teamMemory: "- the team ships on Fridays\n"})
+	h.person1 = commit("dream: 1 change from history 3-3", map[string]string{personMemory: "- salary band SECRET-K7Q2\n"})
+	h.team2 = commit("dream: 1 change from history 4-4", map[string]string{teamMemory: "- the team ships on Fridays\n- standup at 10\n"})
+	h.person2 = commit("dream: 1 change from history 5-5", map[string]string{personUser: "- prefers SECRET-TEA\n"})
+	h.mixed = commit("dream: 2 changes from history 6-7", map[string]string{
+		teamUser:     "- the team is in Lisbon\n",
+		personMemory: "- salary band SECRET-K7Q2\n- SECRET-PROMOTION\n",
+	})
+	return h
+}
+
+func TestScopedLog(t *testing.T) {
+	s, dir := scopedStore(t)
+	h := makeScopedHistory(t, s, dir)
+	for _, tc := range []struct {
+		name string
+		keep func(string) bool
+		want []gitstore.Commit
+	}{
+		{"team", inTeam, []gitstore.Commit{h.mixed, h.team2, h.team1}},
+		{"person", inPerson, []gitstore.Commit{h.mixed, h.person2, h.person1}},
+		{"root", inRoot, []gitstore.Commit{h.root}},
+		{"nobody", func(string) bool { return false }, nil},
+		{"all", nil, []gitstore.Commit{h.mixed, h.person2, h.team2, h.person1, h.team1, h.root}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := s.Log(0, "dream:", tc.keep)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(shas(got), shas(tc.want)) {
+				t.Errorf("Log = %q, want %q", subjects(got), subjects(tc.want))
+			}
+			got, err = s.Log(1, "dream:", tc.keep)
+			if err != nil || len(got) != min(1, len(tc.want)) {
+				t.Errorf("Log(1) = %q, %v", subjects(got), err)
+			}
+			c, ok, err := s.LatestAfter(h.root.SHA, "dream:", tc.keep)
+			if wantOK := len(tc.want) > 0 && tc.want[0].SHA != h.root.SHA; err != nil || ok != wantOK || ok && c.SHA != tc.want[0].SHA {
+				t.Errorf("LatestAfter(root) = %s %v, %v; want %v", c.Short, ok, err, wantOK)
+			}
+		})
+	}
+	// The team's newest commit after team2 is the mixed one; the person's
+	// commit between them is not the team's.
+	if c, ok, err := s.LatestAfter(h.team2.SHA, "dream:", inTeam); err != nil || !ok || c.SHA != h.mixed.SHA {
+		t.Errorf("LatestAfter(team2) for the team = %s %v, %v; want the mixed commit", c.Short, ok, err)
+	}
+	if _, ok, err := s.LatestAfter(h.mixed.SHA, "dream:", inTeam); err != nil || ok {
+		t.Errorf("LatestAfter(mixed) = %v, %v; want none", ok, err)
+	}
+	checkGit(t, s, dir)
+}
+
+func TestScopedShowAndLatest(t *testing.T) {
+	s, dir := scopedStore(t)
+	h := makeScopedHistory(t, s, dir)
+
+	c, d, err := s.Latest("dream:", inTeam)
+	if err != nil || c.SHA != h.mixed.SHA {
+		t.Fatalf("Latest for the team = %s, %v; want the mixed commit", c.Short, err)
+	}
+	if got := diffPaths(d); !slices.Equal(got, []string{teamUser}) || strings.Contains(d.Unified, "SECRET") ||
+		!strings.Contains(d.Unified, "Lisbon") {
+		t.Errorf("the team's Latest shows %q:\n%s", got, d.Unified)
+	}
+	if _, d, err := s.Latest("dream:", inPerson); err != nil || !slices.Equal(diffPaths(d), []string{personMemory}) ||
+		strings.Contains(d.Unified, "Lisbon") || !strings.Contains(d.Unified, "SECRET-PROMOTION") {
+		t.Errorf("the person's Latest shows %q, %v:\n%s", diffPaths(d), err, d.Unified)
+	}
+	if _, _, err := s.Latest("dream:", func(string) bool { return false }); !errors.Is(err, gitstore.ErrNoMatchingCommit) {
+		t.Errorf("Latest for nobody: %v, want ErrNoMatchingCommit", err)
+	}
+
+	// Another scope's commit shows nothing to the team, by full id or by
+	// prefix; the operator (nil) sees every file.
+	for _, other := range []gitstore.Commit{h.root, h.person1, h.person2} {
+		for _, rev := range []string{other.SHA, other.Short} {
+			got, d, err := s.Show(rev, inTeam)
+			if err != nil || got.SHA != other.SHA || !d.Empty() || d.Unified != "" {
+				t.Errorf("Show(%s) for the team = %q, %v; want an empty diff", rev, diffPaths(d), err)
+			}
+		}
+	}
+	if _, d, err := s.Show(h.mixed.Short, nil); err != nil || !slices.Equal(diffPaths(d), []string{personMemory, teamUser}) {
+		t.Errorf("Show(mixed) for all = %q, %v", diffPaths(d), err)
+	}
+	if _, d, err := s.Show(h.mixed.Short, inPerson); err != nil || !slices.Equal(diffPaths(d), []string{personMemory}) ||
+		strings.Contains(d.Unified, teamDir) {
+		t.Errorf("Show(mixed) for the person = %q, %v:\n%s", diffPaths(d), err, d.Unified)
+	}
+}
+
+func TestScopedStatusAndCommitPaths(t *testing.T) {
+	s, dir := scopedStore(t)
+	makeScopedHistory(t, s, dir)
+	testkit.WriteFile(t, dir, teamMemory, "- the team ships on Mondays now\n")
+	testkit.WriteFile(t, dir, personUser, "- SECRET-HAND-EDIT\n")
+
+	team, err := s.Status(inTeam)
+	if err != nil || !slices.Equal(diffPaths(team), []string{teamMemory}) || strings.Contains(team.Unified, "SECRET") {
+		t.Fatalf("Status for the team = %q, %v:\n%s", diffPaths(team), err, team.Unified)
+	}
+	if all, err := s.Status(nil); err != nil || !slices.Equal(diffPaths(all), []string{personUser, teamMemory}) {
+		t.Fatalf("Status = %q, %v", diffPaths(all), err)
+	}
+
+	// The team's hand edit alone is committed; the person's stays
+	// uncommitted, in the workspace.
+	c, err := s.CommitPaths(diffPaths(team), gitstore.ManualSubject, s.Summary(team, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, d, _ := s.Show(c.SHA, nil); !slices.Equal(diffPaths(d), []string{teamMemory}) {
+		t.Errorf("the team's commit holds %q", diffPaths(d))
+	}
+	if st, _ := s.Status(nil); !slices.Equal(diffPaths(st), []string{personUser}) {
+		t.Errorf("after the team's commit, Status = %q; want the person's edit alone", diffPaths(st))
+	}
+	if got := testkit.ReadFile(t, dir, personUser); got != "- SECRET-HAND-EDIT\n" {
+		t.Errorf("the person's file became %q", got)
+	}
+
+	if _, err := s.CommitPaths(nil, "dream: nothing", ""); !errors.Is(err, gitstore.ErrNothingToCommit) {
+		t.Errorf("CommitPaths(nil): %v, want ErrNothingToCommit", err)
+	}
+	if _, err := s.CommitPaths([]string{teamMemory}, "dream: nothing", ""); !errors.Is(err, gitstore.ErrNothingToCommit) {
+		t.Errorf("CommitPaths of an unchanged file: %v, want ErrNothingToCommit", err)
+	}
+	testkit.WriteFile(t, dir, "notes.txt", "not memory\n")
+	if _, err := s.CommitPaths([]string{personUser, "notes.txt"}, "manual: notes", ""); !errors.Is(err, gitstore.ErrNotTracked) {
+		t.Errorf("CommitPaths of an untracked file: %v, want ErrNotTracked", err)
+	}
+	if st, _ := s.Status(inPerson); st.Empty() {
+		t.Error("a refused CommitPaths committed the person's edit")
+	}
+	checkGit(t, s, dir, " M "+personUser)
+}
+
+// A restore for one scope puts back that scope's files alone, saves that
+// scope's hand edits alone, names only that scope's later commits, and
+// writes a revert commit whose files, diff and body are that scope's.
+func TestScopedRestore(t *testing.T) {
+	s, dir := scopedStore(t)
+	h := makeScopedHistory(t, s, dir)
+	testkit.WriteFile(t, dir, personUser, "- SECRET-HAND-EDIT\n") // the person's, uncommitted
+	testkit.WriteFile(t, dir, teamDir+"SOUL.md", "- be brief\n")  // the team's, uncommitted
+	personBefore := readAll(t, dir, personDir)
+
+	revert, undone, err := s.Restore(h.team1.Short, inTeam)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The team's files are as before team1: MEMORY.md and USER.md empty
+	// again, the hand-edited SOUL.md too.
+	for _, p := range []string{teamMemory, teamUser, teamDir + "SOUL.md"} {
+		if got := testkit.ReadFile(t, dir, p); got != "" {
+			t.Errorf("%s = %q after the restore, want it empty", p, got)
+		}
+	}
+	if got := readAll(t, dir, personDir); !mapsEqual(got, personBefore) {
+		t.Errorf("the person's files changed: %q, were %q", got, personBefore)
+	}
+	log, err := s.Log(2, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	manual := log[1]
+	if log[0].SHA != revert.SHA || manual.Subject != gitstore.ManualSubject {
+		t.Fatalf("log = %q", subjects(log))
+	}
+	if got, want := shas(undone), shas([]gitstore.Commit{manual, h.mixed, h.team2}); !slices.Equal(got, want) {
+		t.Errorf("undone = %q, want the team's manual, mixed and team2", subjects(undone))
+	}
+	for _, c := range []gitstore.Commit{manual, revert} {
+		_, d, err := s.Show(c.SHA, nil)
+		if err != nil || slices.ContainsFunc(diffPaths(d), func(p string) bool { return !inTeam(p) }) {
+			t.Errorf("%s changed %q, %v; want the team's files alone", c.Subject, diffPaths(d), err)
+		}
+		full, _, _ := s.Show(c.SHA, nil)
+		if strings.Contains(full.Body, "SECRET") || strings.Contains(full.Body, personDir) {
+			t.Errorf("%s's body names the person's files:\n%s", c.Subject, full.Body)
+		}
+	}
+	if st, _ := s.Status(nil); !slices.Equal(diffPaths(st), []string{personUser}) {
+		t.Errorf("Status after the team's restore = %q; want the person's hand edit, untouched", diffPaths(st))
+	}
+
+	// The person's restore of person1 does not undo the team's restore or
+	// name any team commit.
+	teamBefore := readAll(t, dir, teamDir)
+	_, undone, err = s.Restore(h.person1.SHA, inPerson)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range undone {
+		_, d, _ := s.Show(c.SHA, inPerson)
+		if d.Empty() {
+			t.Errorf("the person's restore names %s %q, which changed none of the person's files", c.Short, c.Subject)
+		}
+	}
+	if got := readAll(t, dir, teamDir); !mapsEqual(got, teamBefore) {
+		t.Errorf("the person's restore changed the team's files: %q, were %q", got, teamBefore)
+	}
+	if got := testkit.ReadFile(t, dir, personMemory); got != "" {
+		t.Errorf("the person's MEMORY.md = %q after the restore, want it empty", got)
+	}
+
+	// A restore that changes nothing of the files it may touch.
+	if _, _, err := s.Restore(h.root.SHA, inTeam); !errors.Is(err, gitstore.ErrNothingToCommit) {
+		t.Errorf("restore of the root's commit for the team: %v, want ErrNothingToCommit", err)
+	}
+	checkGit(t, s, dir)
+}
+
+func diffPaths(d gitstore.Diff) []string {
+	var out []string
+	for _, f := range d.Files {
+		out = append(out, f.Path)
+	}
+	return out
+}
+
+// readAll maps the files under the workspace folder prefix to their text.
+func readAll(t *testing.T, dir, prefix string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	root := filepath.Join(dir, filepath.FromSlash(prefix))
+	err := filepath.WalkDir(root, func(p string, e os.DirEntry, err error) error {
+		if err != nil || e.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		rel, _ := filepath.Rel(dir, p)
+		out[filepath.ToSlash(rel)] = string(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
