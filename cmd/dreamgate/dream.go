@@ -15,7 +15,7 @@ import (
 // cmdDream is `dream run|log|restore`, the CLI twins of /dream,
 // /dream-log and /dream-restore. The CLI user is local and so an admin.
 func cmdDream(ctx context.Context, e *env, args []string) error {
-	const usage = "usage: dreamgate dream run | log [sha] | restore [sha]   (each takes -h)"
+	const usage = "usage: dreamgate dream run | log [sha] | restore [sha]   (each takes --scope NAME and -h)"
 	switch {
 	case len(args) == 0:
 		return &exitError{code: 2, err: errors.New(usage)}
@@ -27,6 +27,7 @@ func cmdDream(ctx context.Context, e *env, args []string) error {
 	}
 	sub := args[0]
 	fs := e.flags("dream " + sub)
+	scope := scopeFlag(fs)
 	if err := e.parse(fs, args[1:], 1); err != nil {
 		return err
 	}
@@ -46,7 +47,7 @@ func cmdDream(ctx context.Context, e *env, args []string) error {
 		if err != nil {
 			return openError(err)
 		}
-		rep, err := d.Run(ctx, dream.TriggerCLI, dream.AllScopes(), func(msg string) { fmt.Fprintln(e.stderr, msg) })
+		rep, err := d.Run(ctx, dream.TriggerCLI, scope.scopes(), func(msg string) { fmt.Fprintln(e.stderr, msg) })
 		if rep.Outcome == "" {
 			if err != nil {
 				return revisionError("", err)
@@ -64,24 +65,28 @@ func cmdDream(ctx context.Context, e *env, args []string) error {
 			return openError(err)
 		}
 		var (
-			c gitstore.Commit
-			d gitstore.Diff
+			c    gitstore.Commit
+			d    gitstore.Diff
+			keep = scope.keep()
 		)
 		if rev == "" {
-			c, d, err = repo.Latest(dream.SubjectPrefix, nil)
+			c, d, err = repo.Latest(dream.SubjectPrefix, keep)
 		} else {
-			c, d, err = repo.Show(rev, nil)
+			c, d, err = repo.Show(rev, keep)
+			if err == nil && keep != nil && d.Empty() {
+				return &exitError{code: 1, err: fmt.Errorf("commit %s changed no file of the memory scope %s", c.Short, scope.name())}
+			}
 		}
 		if rev == "" && errors.Is(err, gitstore.ErrNoMatchingCommit) {
 			if d, derr := a.dreamer(); derr == nil {
-				return &exitError{code: 1, err: errors.New(noDreamCommits(d.Status(dream.AllScopes()), time.Now()))}
+				return &exitError{code: 1, err: errors.New(noDreamCommits(d.Status(scope.scopes()), time.Now()))}
 			}
 		}
 		if err != nil {
 			return revisionError(rev, err)
 		}
 		if rev == "" {
-			if r, ok, err := repo.LatestAfter(c.SHA, gitstore.RevertPrefix, nil); err == nil && ok {
+			if r, ok, err := repo.LatestAfter(c.SHA, gitstore.RevertPrefix, keep); err == nil && ok {
 				fmt.Fprintln(e.stdout, dreamtext.UndoneCommit(c, d, r))
 				return nil
 			}
@@ -94,7 +99,7 @@ func cmdDream(ctx context.Context, e *env, args []string) error {
 			return openError(err)
 		}
 		if rev == "" {
-			cs, err := repo.Log(10, dream.SubjectPrefix, nil)
+			cs, err := repo.Log(10, dream.SubjectPrefix, scope.keep())
 			if err != nil {
 				return revisionError("", err)
 			}
@@ -105,7 +110,7 @@ func cmdDream(ctx context.Context, e *env, args []string) error {
 		if err != nil {
 			return openError(err)
 		}
-		res, err := d.Restore(rev, dream.AllScopes())
+		res, err := d.Restore(rev, scope.scopes())
 		if err != nil {
 			return revisionError(rev, err)
 		}

@@ -21,6 +21,7 @@ import (
 // than 2xx, as a wrong baseURL does), so scripts can wait on it.
 func cmdStatus(ctx context.Context, e *env, args []string) (err error) {
 	fs := e.flags("status")
+	scope := scopeFlag(fs)
 	if err := e.parse(fs, args, 0); err != nil {
 		return err
 	}
@@ -83,13 +84,20 @@ func cmdStatus(ctx context.Context, e *env, args []string) (err error) {
 	if a == nil {
 		fmt.Fprintln(w, "History: none yet")
 	} else if n, err := a.history.Len(); err == nil {
-		dc, _ := a.ledger(nil).Cursor(dream.DefaultScope)
+		dc, _ := a.ledger(nil).Cursor(scope.scope)
 		last, _ := a.history.LastCursor()
 		noun := "entries"
 		if n == 1 {
 			noun = "entry"
 		}
-		fmt.Fprintf(w, "History: %d %s, last cursor %d, Dream has read up to %d\n", n, noun, last, dc)
+		whose := ""
+		if scope.one {
+			whose = " of the " + scope.name() + " scope"
+		}
+		fmt.Fprintf(w, "History: %d %s, last cursor %d, Dream has read%s up to %d\n", n, noun, last, whose, dc)
+	}
+	if a != nil && !scope.one {
+		fmt.Fprintln(w, scopesLine(cfg))
 	}
 	if !cfg.Dream.Enabled {
 		fmt.Fprintln(w, "Dream: off")
@@ -102,9 +110,9 @@ func cmdStatus(ctx context.Context, e *env, args []string) (err error) {
 		fmt.Fprintf(w, "Dream: stopped: %v.\n", damaged)
 	} else if err != nil {
 		fmt.Fprintf(w, "Dream: memory repository unavailable (%v)\n", err)
-	} else if cs, err := repo.Log(1, dream.SubjectPrefix, nil); err == nil && len(cs) > 0 {
+	} else if cs, err := repo.Log(1, dream.SubjectPrefix, scope.keep()); err == nil && len(cs) > 0 {
 		undone := ""
-		if r, ok, err := repo.LatestAfter(cs[0].SHA, gitstore.RevertPrefix, nil); err == nil && ok {
+		if r, ok, err := repo.LatestAfter(cs[0].SHA, gitstore.RevertPrefix, scope.keep()); err == nil && ok {
 			// A restore since: the memory no longer holds this change.
 			undone = fmt.Sprintf(" (undone by %s %s)", r.Short, r.When.Format("2006-01-02 15:04"))
 		}
@@ -117,6 +125,30 @@ func cmdStatus(ctx context.Context, e *env, args []string) (err error) {
 			sched.Next(time.Now()).Format("2006-01-02 15:04 MST"), cfg.Dream.Cron, cfg.Dream.Timezone)
 	}
 	return nil
+}
+
+// scopesLine says how memory is kept: shared, or per audience with the
+// scope folders the workspace holds (their names, up to ten).
+func scopesLine(cfg Config) string {
+	if !cfg.Memory.Scoped {
+		return "Memory: shared by every conversation (memory.scoped is false)"
+	}
+	scopes, err := knownScopes(cfg.Workspace)
+	if err != nil {
+		return "Memory scopes: unreadable (" + err.Error() + ")"
+	}
+	if len(scopes) == 0 {
+		return "Memory scopes: default (the workspace root's files) only so far"
+	}
+	names := make([]string, 0, min(len(scopes), 10))
+	for _, s := range scopes[:min(len(scopes), 10)] {
+		names = append(names, string(s))
+	}
+	more := ""
+	if len(scopes) > 10 {
+		more = fmt.Sprintf(", and %d more", len(scopes)-10)
+	}
+	return fmt.Sprintf("Memory scopes: default and %d more (%s%s); --scope NAME shows one", len(scopes), strings.Join(names, ", "), more)
 }
 
 // modelUnusable: nothing answered, or GET /models answered other than 2xx
