@@ -10,10 +10,6 @@ import (
 // restoreListSize is how many Dream commits /dream-restore lists.
 const restoreListSize = 10
 
-// wholeRestoreRefused answers /dream-restore <sha> where a restore would
-// reach memory the conversation may not read.
-const wholeRestoreRefused = "I cannot undo a Dream change from this conversation without also undoing memory kept for other conversations; the operator can, with `dreamgate dream restore <sha>`."
-
 func cmdDreamRestore() *command {
 	return &command{
 		name:  "/dream-restore",
@@ -32,17 +28,11 @@ func cmdDreamRestore() *command {
 				}
 				return dreamtext.Chat().List(cs)
 			}
-			if keep != nil {
-				// The memory repository restores whole commits until it
-				// learns paths, so from a conversation that may not read
-				// every memory file a restore would undo other audiences'
-				// memory. (Dream's Restore refuses that too; this says it
-				// in a sentence.)
-				return wholeRestoreRefused
-			}
+			// Only the files of the scopes this conversation may read are
+			// put back; a commit of none of them reads as unknown.
 			res, err := g.deps.Dream.Restore(req.args, g.dreamScopes(req.in))
 			if err != nil {
-				return g.memoryError("/dream-restore", req.args, err)
+				return g.memoryError("/dream-restore", req.args, hideCandidates(err, keep))
 			}
 			return dreamtext.Restore(res)
 		},

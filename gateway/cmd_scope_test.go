@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/dreamgate/dreamgate/audience"
+	"github.com/dreamgate/dreamgate/dream"
 	"github.com/dreamgate/dreamgate/gitstore"
 	"github.com/dreamgate/dreamgate/llm"
 )
@@ -65,6 +66,32 @@ func (l scopedLog) LatestAfter(string, string, func(string) bool) (gitstore.Comm
 	return gitstore.Commit{}, false, nil
 }
 
+// scopedDreamer restores as dream.Dreamer does, over a scopedLog: only the
+// chosen scopes' files of a commit that changed one of them.
+type scopedDreamer struct {
+	archiveDreamer
+	log scopedLog
+}
+
+func (d *scopedDreamer) Restore(rev string, scopes dream.Scopes) (dream.RestoreResult, error) {
+	keep := func(p string) bool {
+		s, ok := audience.ScopeOfPath(p)
+		return ok && scopes.Has(s)
+	}
+	c, diff, err := d.log.Show(rev, keep)
+	if err != nil {
+		return dream.RestoreResult{}, err
+	}
+	if diff.Empty() {
+		return dream.RestoreResult{}, gitstore.ErrUnknownRevision
+	}
+	res := dream.RestoreResult{Target: c, Revert: gitstore.Commit{SHA: strings.Repeat("9", 40), Short: "99999999"}}
+	for _, f := range diff.Files {
+		res.Files = append(res.Files, f.Path)
+	}
+	return res, nil
+}
+
 func commitOf(i int, files map[string]string) fileCommit {
 	sha := fmt.Sprintf("%02d%s", i, strings.Repeat("ab", 19))
 	return fileCommit{c: gitstore.Commit{SHA: sha, Short: sha[:8], Subject: fmt.Sprintf("dream: %d changes from history %d-%d", len(files), i, i)}, files: files}
@@ -73,8 +100,8 @@ func commitOf(i int, files map[string]string) fileCommit {
 // /dream-log and /dream-restore show an audience only the commits, and the
 // parts of their diffs, of the scopes it may read: Bob in a public channel
 // never reads Ana's DM or a private channel, whatever sha he types; the
-// operator reads everything; a restore that would reach other audiences'
-// memory is refused.
+// operator reads everything; a restore touches only the readable scopes'
+// files, and another scope's commit is unknown to it.
 func TestDreamLogShowsOnlyReadableScopes(t *testing.T) {
 	anaC := commitOf(4, map[string]string{"scopes/" + string(anaDM.Home()) + "/USER.md": "- salary band K7Q2Z9"})
 	privC := commitOf(3, map[string]string{"scopes/" + string(slackPrivate.Home()) + "/memory/MEMORY.md": "- code VORTEXPLUM"})
@@ -85,7 +112,7 @@ func TestDreamLogShowsOnlyReadableScopes(t *testing.T) {
 	rootC := commitOf(1, map[string]string{"USER.md": "- operator ROOTPIN"})
 	log := scopedLog{commits: []fileCommit{anaC, privC, mixed, rootC}}
 	env := newTestEnv(t, func(context.Context, llm.Request) (llm.Response, error) { return textReply("ok"), nil }, func(_ *Config, d *Deps) {
-		d.MemoryLog, d.Dream = log, &archiveDreamer{fc: &fakeConsolidator{done: make(chan string, 4)}}
+		d.MemoryLog, d.Dream = log, &scopedDreamer{archiveDreamer: archiveDreamer{fc: &fakeConsolidator{done: make(chan string, 4)}}, log: log}
 	})
 	env.g.admins["test:UBOB"] = true // an admin still reads only what his audience may
 	ask := func(a audience.Audience, text string) string {
@@ -120,8 +147,11 @@ func TestDreamLogShowsOnlyReadableScopes(t *testing.T) {
 	if got := ask(slackTeam, "/dream-log"); !strings.Contains(got, "TEAMFACT") || !strings.Contains(got, mixed.c.Short) {
 		t.Errorf("the team's /dream-log does not show the team's part of the latest commit it may read:\n%s", got)
 	}
-	if got := ask(slackTeam, "/dream-restore "+mixed.c.Short); got != wholeRestoreRefused {
-		t.Errorf("a restore from the team's channel = %q", got)
+	if got := ask(slackTeam, "/dream-restore "+mixed.c.Short); !strings.HasPrefix(got, "Restored") || !strings.Contains(got, "MEMORY.md") || strings.Contains(got, "USER.md") {
+		t.Errorf("a restore of the mixed commit from the team's channel = %q, want the team's MEMORY.md alone", got)
+	}
+	if got := ask(slackTeam, "/dream-restore "+anaC.c.Short); !strings.HasPrefix(got, "No Dream commit") {
+		t.Errorf("a restore of Ana's commit from the team's channel = %q", got)
 	}
 	op := ask(operator, "/dream-log")
 	if !strings.Contains(op, "K7Q2Z9") {
