@@ -306,9 +306,10 @@ func words(s string) map[string]bool {
 
 // memAnswer picks the memory line that best matches the question.
 func memAnswer(system, question string) string {
-	// The memory files start at the operator's first one, or at the first
-	// scope's heading in any other audience's prompt.
-	for _, start := range []string{"\n# Soul", "\n# Memory"} {
+	// The memory files start at the first scope's heading in the prompt of
+	// an audience other than the operator's, else at the operator's first
+	// file.
+	for _, start := range []string{"\n# Memory", "\n# Soul"} {
 		if i := strings.Index(system, start); i >= 0 {
 			system = system[i:]
 			break
