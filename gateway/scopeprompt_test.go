@@ -64,7 +64,7 @@ func scopedWorkspace(t *testing.T, env *testEnv) map[audience.Scope]string {
 	return tokens
 }
 
-func scopeEnv(t *testing.T, f func(context.Context, llm.Request) (llm.Response, error), shared bool) *testEnv {
+func scopeEnv(t testing.TB, f func(context.Context, llm.Request) (llm.Response, error), shared bool) *testEnv {
 	t.Helper()
 	var env *testEnv
 	env = newTestEnv(t, f, func(c *Config, d *Deps) {
