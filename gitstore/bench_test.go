@@ -32,6 +32,10 @@ const benchCommits = 10_000
 
 var benchRoot string // set by TestMain; test-only state
 
+// benchOptions track what dreamgate tracks: the root's memory files and
+// every scope folder's.
+var benchOptions = gitstore.Options{Tracked: gitstore.TestTracked, Patterns: gitstore.TestPatterns}
+
 func TestMain(m *testing.M) {
 	root, err := os.MkdirTemp("", "gitstore-bench-")
 	if err != nil {
@@ -79,7 +83,7 @@ func fixtureN(b *testing.B, kind string, n int) *benchFixture {
 			return
 		}
 		b.Logf("built %d commits (%s) in %v; %s", n, kind, time.Since(start).Round(time.Millisecond), objectStats(f.dir))
-		if f.store, f.err = gitstore.Open(f.dir, gitstore.Options{Tracked: gitstore.TestTracked}); f.err != nil {
+		if f.store, f.err = gitstore.Open(f.dir, benchOptions); f.err != nil {
 			return
 		}
 		var log []gitstore.Commit
@@ -101,7 +105,7 @@ func fixtureN(b *testing.B, kind string, n int) *benchFixture {
 // pack through go-git's pack encoder. A last real Commit makes the index
 // match, as in a live workspace.
 func buildHistory(dir string, n int, packed bool) error {
-	s, err := gitstore.Open(dir, gitstore.Options{Tracked: gitstore.TestTracked})
+	s, err := gitstore.Open(dir, benchOptions)
 	if err != nil {
 		return err
 	}
@@ -397,7 +401,7 @@ func BenchmarkStore10k(b *testing.B) {
 		b.Run(kind+"/Open", func(b *testing.B) {
 			f := fixture(b, kind)
 			for b.Loop() {
-				if _, err := gitstore.Open(f.dir, gitstore.Options{Tracked: gitstore.TestTracked}); err != nil {
+				if _, err := gitstore.Open(f.dir, benchOptions); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -417,7 +421,7 @@ func BenchmarkStore10k(b *testing.B) {
 					b.Fatal(err)
 				}
 				b.StartTimer()
-				if _, err := gitstore.Open(f.dir, gitstore.Options{Tracked: gitstore.TestTracked}); err != nil {
+				if _, err := gitstore.Open(f.dir, benchOptions); err != nil {
 					b.Fatal(err)
 				}
 				b.StopTimer()
@@ -467,7 +471,7 @@ func BenchmarkStoreScale(b *testing.B) {
 					if err := os.Remove(filepath.Join(f.dir, ".git", gitstore.CommitIndexFile)); err != nil {
 						b.Fatal(err)
 					}
-					s, err := gitstore.Open(f.dir, gitstore.Options{Tracked: gitstore.TestTracked})
+					s, err := gitstore.Open(f.dir, benchOptions)
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -529,7 +533,7 @@ func BenchmarkPack(b *testing.B) {
 				if err := buildHistory(dir, n, false); err != nil {
 					b.Fatal(err)
 				}
-				s, err := gitstore.Open(dir, gitstore.Options{Tracked: gitstore.TestTracked})
+				s, err := gitstore.Open(dir, benchOptions)
 				if err != nil {
 					b.Fatal(err)
 				}

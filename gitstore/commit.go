@@ -32,7 +32,8 @@ type Commit struct {
 }
 
 // Commit records the tracked files as they are in the workspace, with the
-// given one-line subject and optional body. It stages exactly the tracked
+// given one-line subject and optional body: the fixed ones, and every file
+// a pattern matches in the workspace or in HEAD. It stages exactly those
 // files (nothing else that may be staged is committed) and compares them
 // byte for byte with HEAD; when none differs it returns ErrNothingToCommit
 // and makes no commit. A tracked file missing from the workspace is removed
@@ -43,11 +44,30 @@ type Commit struct {
 // to record may still see such a change carried along in a later commit.
 func (s *Store) Commit(subject, body string) (Commit, error) {
 	defer s.lock()()
-	c, err := s.lockedCommit(s.tracked, subject, body)
+	c, err := s.commitAll(subject, body)
 	if err != nil {
 		return Commit{}, fmt.Errorf("commit %q: %w", subject, err)
 	}
 	return c, nil
+}
+
+// commitAll commits every tracked file: the fixed ones, and the pattern
+// files in the workspace or in HEAD.
+func (s *Store) commitAll(subject, body string) (Commit, error) {
+	lock, err := s.lockIndex()
+	if err != nil {
+		return Commit{}, err
+	}
+	defer lock.release()
+	head, err := s.head()
+	if err != nil {
+		return Commit{}, err
+	}
+	paths, _, err := s.trackedNow(head, nil)
+	if err != nil {
+		return Commit{}, err
+	}
+	return s.commitPaths(paths, subject, body)
 }
 
 // CommitPaths is Commit of the listed tracked files alone (like
@@ -77,12 +97,6 @@ func (s *Store) commitListed(paths []string, subject, body string) (Commit, erro
 		return Commit{}, ErrNothingToCommit
 	}
 	return s.lockedCommit(paths, subject, body)
-}
-
-// tracks reports whether the store versions the file p.
-func (s *Store) tracks(p string) bool {
-	_, ok := slices.BinarySearch(s.tracked, p)
-	return ok
 }
 
 // headState is what HEAD points at.

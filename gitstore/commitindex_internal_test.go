@@ -1,10 +1,18 @@
 package gitstore
 
 import (
+	"encoding/hex"
+	"fmt"
+	"hash/crc32"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/dreamgate/dreamgate/internal/testkit"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
@@ -104,5 +112,94 @@ func TestTrackedStateAgreesWithLookup(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// An index file of version 1 (a bit per tracked file, by its place in the
+// tracked list) is an earlier version's cache: it is rebuilt, with an
+// informational log line rather than a warning about damage, and the
+// rebuilt index names the scope files the commits changed.
+func TestCommitIndexV1Rebuilt(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ws")
+	opts := Options{Tracked: TestTracked, Patterns: TestPatterns}
+	s, err := Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(rel, text string) {
+		t.Helper()
+		p := filepath.Join(dir, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("USER.md", "root\n")
+	root, err := s.Commit("dream: root", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write("scopes/team-x/USER.md", "team\n")
+	team, err := s.Commit("dream: team", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Log(0, "", nil); err != nil {
+		t.Fatal(err)
+	}
+
+	// What version 1 wrote for this history: the scope file is no tracked
+	// file of its list, so the team's commit changed "nothing".
+	var v1 strings.Builder
+	v1.WriteString("dreamgate commit index v1 tracked=" + strings.Join(TestTracked, ",") + "\n")
+	for _, e := range s.idx.entries {
+		var bits []byte
+		for _, p := range s.idx.changedPaths(e) {
+			if i := slices.Index(TestTracked, p); i >= 0 {
+				for len(bits) <= i/8 {
+					bits = append(bits, 0)
+				}
+				bits[i/8] |= 1 << (i % 8)
+			}
+		}
+		changed := hex.EncodeToString(bits)
+		if changed == "" {
+			changed = "-"
+		}
+		parent := "-"
+		if !e.parent.IsZero() {
+			parent = e.parent.String()
+		}
+		line := fmt.Sprintf("%s %s %d %d %s %s", e.id, parent, e.when, e.offset, changed, strconv.Quote(e.subject))
+		fmt.Fprintf(&v1, "%s %08x\n", line, crc32.ChecksumIEEE([]byte(line)))
+	}
+	if err := os.WriteFile(s.indexPath(), []byte(v1.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	var rec testkit.LogRecorder
+	opts.Logger = rec.Logger()
+	s2, err := Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inTeam := func(p string) bool { return strings.HasPrefix(p, "scopes/team-x/") }
+	if cs, err := s2.Log(0, "dream:", inTeam); err != nil || len(cs) != 1 || cs[0].SHA != team.SHA {
+		t.Errorf("the team's log after the v1 index = %v, %v; want the team's commit", cs, err)
+	}
+	if cs, err := s2.Log(0, "dream:", func(p string) bool { return p == "USER.md" }); err != nil || len(cs) != 1 || cs[0].SHA != root.SHA {
+		t.Errorf("the root's log after the v1 index = %v, %v", cs, err)
+	}
+	if n := rec.Count(slog.LevelInfo, "memory repository: rebuilding the commit index in its new format (it records the paths each commit changed)"); n != 1 {
+		t.Errorf("%d info lines about the rebuild, want 1: %v", n, rec.Records())
+	}
+	if n := len(rec.Find(slog.LevelWarn, "memory repository: commit index damaged or out of date; rebuilding it")); n != 0 {
+		t.Errorf("the v1 index was reported as damaged")
+	}
+	data, err := os.ReadFile(s2.indexPath())
+	if err != nil || !strings.HasPrefix(string(data), indexHeader) || !strings.Contains(string(data), `path "scopes/team-x/USER.md"`) {
+		t.Errorf("index not rewritten in version 2: %v\n%s", err, data)
 	}
 }

@@ -71,20 +71,18 @@ func (s *Store) status(keep func(string) bool) (Diff, error) {
 	if err != nil {
 		return Diff{}, err
 	}
+	paths, heads, err := s.trackedNow(head, keep)
+	if err != nil {
+		return Diff{}, err
+	}
 	var out Diff
 	var sb strings.Builder
-	for _, p := range s.tracked {
-		if keep != nil && !keep(p) {
-			continue
-		}
+	for _, p := range paths {
 		w, err := s.readWorking(p)
 		if err != nil {
 			return Diff{}, err
 		}
-		had, err := s.lookup(head.treeHash(), p)
-		if err != nil {
-			return Diff{}, err
-		}
+		had := heads[p]
 		if had == w.blobState {
 			continue
 		}

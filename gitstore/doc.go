@@ -1,15 +1,29 @@
 // Package gitstore is the memory repository: a git repository at the
 // workspace that versions exactly the files its caller names (dreamgate
 // names the files Dream edits, SOUL.md, USER.md, memory/MEMORY.md, and the
-// instructions, AGENTS.md and prompts/dream.md) so every change can be
-// shown and undone.
+// instructions, AGENTS.md and prompts/dream.md) and the files its patterns
+// match wherever they appear (every scope folder's memory files,
+// scopes/*/SOUL.md and so on) so every change can be shown and undone.
 //
 // It is responsible for creating or adopting the repository (refusing one
 // nested in another repository), keeping a .gitignore that tracks only those
-// files, committing real changes only, reading first-parent history, diffing
-// commits and the working files, and restoring the state before a commit as a
-// new commit. The result stays valid for the git command line: `git log`,
-// `git fsck --full` and `git status` agree with what the Store did.
+// files (an older one gets the lines it lacks appended, once, committed and
+// logged), committing real changes only, reading first-parent history,
+// diffing commits and the working files, and restoring the state before a
+// commit as a new commit. The result stays valid for the git command line:
+// `git log`, `git fsck --full` and `git status` agree with what the Store
+// did.
+//
+// Every read and write can be limited to some files, by a path filter
+// (keep func(path string) bool; nil is every file) or a list: dreamgate
+// keeps each audience's memory in its own folder, and an audience may see
+// and undo only the commits of the folders it may read. Log, Latest and
+// LatestAfter list only the commits that changed a file the filter
+// accepts; Show and Status cut their diffs to those files, never reading
+// the others; Restore puts back, saves the hand edits of, commits and
+// names only those; CommitPaths commits the listed files alone. A filtered
+// caller must not show a commit's Body, which was written for every file
+// of the commit: what may be shown is in the cut Diff.
 //
 // Writes never discard anything: a restore first commits uncommitted edits
 // of the tracked files as "manual: edits outside Dream", history is never
@@ -22,9 +36,9 @@
 // moves them into a pack file once there are thousands (see PackThreshold).
 //
 // Reading history does not walk it: the Store keeps a cache of the
-// first-parent history (id, parent, time, subject, and which tracked files
-// each commit changed) in <gitdir>/dreamgate-commits, extends it on each of
-// its commits, and checks it against HEAD before each use. Commits made with
+// first-parent history (id, parent, time, subject, and the paths of the
+// tracked files each commit changed) in <gitdir>/dreamgate-commits, extends
+// it on each of its commits, and checks it against HEAD before each use. Commits made with
 // the git command line are picked up by walking back from HEAD to the newest
 // commit the cache knows; a missing, damaged or disagreeing cache is rebuilt
 // from the history. The repository stays the authority: commits found
@@ -49,7 +63,7 @@
 //
 // gitstore wraps go-git; go-git types never appear in its API. It imports no
 // other dreamgate package but the internal leaves (internal/leftovers, which
-// import none): the caller names the tracked files (Options.Tracked, the
-// workspace layout's memory files) and passes the writer a restore rewrites
-// files through (Options.Files, the workspace's atomic write).
+// import none): the caller names the tracked files (Options.Tracked and
+// Options.Patterns, the workspace layout's) and passes the writer a restore
+// rewrites files through (Options.Files, the workspace's atomic write).
 package gitstore

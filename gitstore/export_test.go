@@ -9,6 +9,10 @@ func SetPackThreshold(s *Store, n int) { s.packThreshold = n }
 // workspace (the caller's layout; gitstore itself knows no file names).
 var TestTracked = []string{"SOUL.md", "USER.md", "memory/MEMORY.md"}
 
+// TestPatterns are the scope folders' memory files, as dreamgate tracks
+// them.
+var TestPatterns = []string{"scopes/*/SOUL.md", "scopes/*/USER.md", "scopes/*/memory/MEMORY.md"}
+
 // CommitIndexFile is the name of the commit index under the git directory.
 const CommitIndexFile = indexFile
 

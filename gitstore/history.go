@@ -59,7 +59,7 @@ func (s *Store) search(n int, prefix string, stop plumbing.Hash, keep func(strin
 	if err != nil {
 		return nil, err
 	}
-	admits := s.admits(keep)
+	admits := x.admits(keep)
 	var out []*object.Commit
 	for i := len(x.entries) - 1; i >= 0 && (n <= 0 || len(out) < n) && x.entries[i].id != stop; i-- {
 		if e := &x.entries[i]; strings.HasPrefix(e.subject, prefix) && admits(e) {

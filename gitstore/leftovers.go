@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -57,17 +58,21 @@ func hasAnyPrefix(name string, prefixes []string) bool {
 
 // newlyTracked returns the tracked paths HEAD does not hold yet: files
 // the caller started tracking (AGENTS.md, prompts/dream.md in an older
-// workspace). Open commits them with the extended .gitignore, so the first
-// version on record is the one found at that moment, not whatever a later
-// edit left.
+// workspace, the scope folders' files when patterns came). Open commits
+// them with the extended .gitignore, so the first version on record is the
+// one found at that moment, not whatever a later edit left.
 func (s *Store) newlyTracked(head headState) ([]string, error) {
+	had, err := s.treeFiles(head.treeHash(), nil)
+	if err != nil {
+		return nil, err
+	}
+	found, err := s.workingFiles(nil)
+	if err != nil {
+		return nil, err
+	}
 	var out []string
-	for _, p := range s.tracked {
-		b, err := s.lookup(head.treeHash(), p)
-		if err != nil {
-			return nil, err
-		}
-		if !b.exists {
+	for _, p := range append(slices.Clone(s.tracked), found...) {
+		if _, ok := had[p]; !ok && !slices.Contains(out, p) {
 			out = append(out, p)
 		}
 	}

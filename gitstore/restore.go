@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -85,8 +86,9 @@ func (s *Store) restore(rev string, keep func(string) bool) (Commit, []Commit, e
 type restorePlan struct {
 	target *object.Commit
 	short  string
-	files  []fileRestore // the tracked files that differ, in tracked order
+	files  []fileRestore // the tracked files that differ, in path order
 	later  []indexEntry  // the commits after target, oldest first (with the manual commit)
+	idx    *commitIndex  // the index later is from
 }
 
 // fileRestore takes a tracked file from its HEAD version (now) to its
@@ -103,18 +105,18 @@ type fileRestore struct {
 // lock.
 func (s *Store) planRestore(target *object.Commit, keep func(string) bool) (restorePlan, error) {
 	p := restorePlan{target: target, short: shortID(target.Hash.String())}
-	if _, err := s.commitsAfter(target); err != nil {
+	if _, _, err := s.commitsAfter(target); err != nil {
 		return p, err
 	}
 	// Save hand edits first, so the restore cannot silently discard them.
 	if err := s.saveManualEdits(keep); err != nil {
 		return p, err
 	}
-	later, err := s.commitsAfter(target)
+	later, x, err := s.commitsAfter(target)
 	if err != nil {
 		return p, err
 	}
-	p.later = later
+	p.later, p.idx = later, x
 	before, err := object.GetCommit(s.repo.Storer, target.ParentHashes[0])
 	if err != nil {
 		return p, fmt.Errorf("read parent of %s: %w", p.short, err)
@@ -123,19 +125,23 @@ func (s *Store) planRestore(target *object.Commit, keep func(string) bool) (rest
 	if err != nil {
 		return p, err
 	}
-	for _, path := range s.tracked {
-		if keep != nil && !keep(path) {
-			continue
+	wants, err := s.treeFiles(before.TreeHash, keep)
+	if err != nil {
+		return p, err
+	}
+	nows, err := s.treeFiles(head.treeHash(), keep)
+	if err != nil {
+		return p, err
+	}
+	paths := slices.Collect(maps.Keys(wants))
+	for path := range nows {
+		if _, ok := wants[path]; !ok {
+			paths = append(paths, path)
 		}
-		want, err := s.lookup(before.TreeHash, path)
-		if err != nil {
-			return p, err
-		}
-		now, err := s.lookup(head.treeHash(), path)
-		if err != nil {
-			return p, err
-		}
-		if want != now {
+	}
+	slices.Sort(paths)
+	for _, path := range paths {
+		if want, now := wants[path], nows[path]; want != now {
 			p.files = append(p.files, fileRestore{path, want, now})
 		}
 	}
@@ -179,7 +185,7 @@ func (s *Store) commitRestore(p restorePlan) (Commit, []Commit, error) {
 			lines = append(lines, "- "+r.path+": deleted (it did not exist before "+p.short+")")
 		}
 	}
-	undone := s.touching(p.later, changed)
+	undone := touching(p.idx, p.later, changed)
 	// The body describes the restored files alone: the others may be
 	// another audience's.
 	d, err := s.status(func(path string) bool { return slices.Contains(changed, path) })
@@ -227,11 +233,13 @@ func (s *Store) saveManualEdits(keep func(string) bool) error {
 	if body == "" {
 		body = "Only line endings or file modes changed."
 	}
-	var paths []string
-	for _, p := range s.tracked {
-		if keep == nil || keep(p) {
-			paths = append(paths, p)
-		}
+	head, err := s.head()
+	if err != nil {
+		return err
+	}
+	paths, _, err := s.trackedNow(head, keep)
+	if err != nil {
+		return err
 	}
 	if len(paths) == 0 {
 		return nil
@@ -244,33 +252,33 @@ func (s *Store) saveManualEdits(keep func(string) bool) error {
 }
 
 // commitsAfter returns the commit index's entries after target on the
-// first-parent history of HEAD, oldest first.
-func (s *Store) commitsAfter(target *object.Commit) ([]indexEntry, error) {
+// first-parent history of HEAD, oldest first, and the index.
+func (s *Store) commitsAfter(target *object.Commit) ([]indexEntry, *commitIndex, error) {
 	for rebuilt := false; ; rebuilt = true {
 		x, err := s.commits()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		i, ok := x.pos[target.Hash]
 		if !ok {
-			return nil, fmt.Errorf("%s: %w", shortID(target.Hash.String()), ErrNotInHistory)
+			return nil, nil, fmt.Errorf("%s: %w", shortID(target.Hash.String()), ErrNotInHistory)
 		}
 		e := x.entries[i]
 		if e.parent == target.ParentHashes[0] && e.subject == toCommit(target).Subject || rebuilt {
-			return x.entries[i+1:], nil
+			return x.entries[i+1:], x, nil
 		}
 		s.forgetIndex("commit " + shortID(target.Hash.String()) + " differs")
 	}
 }
 
-// touching keeps the commits of later (oldest first) that changed any of
-// paths, newest first. The commit index knows which tracked files each
-// commit changed against its first parent, so no tree is read.
-func (s *Store) touching(later []indexEntry, paths []string) []Commit {
-	want := s.trackedBits(func(p string) bool { return slices.Contains(paths, p) })
+// touching keeps the commits of later (oldest first, entries of x) that
+// changed any of paths, newest first. The commit index knows which tracked
+// files each commit changed against its first parent, so no tree is read.
+func touching(x *commitIndex, later []indexEntry, paths []string) []Commit {
+	admits := x.admits(func(p string) bool { return slices.Contains(paths, p) })
 	var out []Commit
 	for i := len(later) - 1; i >= 0; i-- {
-		if later[i].changed.meets(want) {
+		if admits(&later[i]) {
 			out = append(out, later[i].commit())
 		}
 	}

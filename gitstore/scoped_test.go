@@ -44,11 +44,7 @@ func scopedStore(t *testing.T) (*gitstore.Store, string) {
 }
 
 func scopedOptions() gitstore.Options {
-	return gitstore.Options{
-		Tracked: append(slices.Clone(gitstore.TestTracked),
-			teamDir+"SOUL.md", teamUser, teamMemory, personDir+"SOUL.md", personUser, personMemory),
-		Now: newClock().now,
-	}
+	return gitstore.Options{Tracked: gitstore.TestTracked, Patterns: gitstore.TestPatterns, Now: newClock().now}
 }
 
 // scopedHistory makes, over scopedStore, one commit per scope's Dream and a
@@ -75,6 +71,11 @@ func makeScopedHistory(t *testing.T, s *gitstore.Store, dir string) scopedHistor
 		return c
 	}
 	var h scopedHistory
+	for _, d := range []string{teamDir, personDir} {
+		commit("init: memory scope", map[string]string{
+			d + "SOUL.md": "# Soul\n", d + "USER.md": "# User\n", d + "memory/MEMORY.md": "# Memory\n",
+		})
+	}
 	h.root = commit("dream: 1 change from history 1-1", map[string]string{"memory/MEMORY.md": "- the operator's PIN is 1234\n"})
 	h.team1 = commit("dream: 1 change from history 2-2", map[string]string{teamMemory: "- the team ships on Fridays\n"})
 	h.person1 = commit("dream: 1 change from history 3-3", map[string]string{personMemory: "- salary band SECRET-K7Q2\n"})
@@ -229,11 +230,11 @@ func TestScopedRestore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The team's files are as before team1: MEMORY.md and USER.md empty
-	// again, the hand-edited SOUL.md too.
-	for _, p := range []string{teamMemory, teamUser, teamDir + "SOUL.md"} {
-		if got := testkit.ReadFile(t, dir, p); got != "" {
-			t.Errorf("%s = %q after the restore, want it empty", p, got)
+	// The team's files are as before team1: as the scope's first commit
+	// made them, the hand-edited SOUL.md too.
+	for p, want := range map[string]string{teamMemory: "# Memory\n", teamUser: "# User\n", teamDir + "SOUL.md": "# Soul\n"} {
+		if got := testkit.ReadFile(t, dir, p); got != want {
+			t.Errorf("%s = %q after the restore, want %q", p, got, want)
 		}
 	}
 	if got := readAll(t, dir, personDir); !mapsEqual(got, personBefore) {
@@ -280,8 +281,8 @@ func TestScopedRestore(t *testing.T) {
 	if got := readAll(t, dir, teamDir); !mapsEqual(got, teamBefore) {
 		t.Errorf("the person's restore changed the team's files: %q, were %q", got, teamBefore)
 	}
-	if got := testkit.ReadFile(t, dir, personMemory); got != "" {
-		t.Errorf("the person's MEMORY.md = %q after the restore, want it empty", got)
+	if got := testkit.ReadFile(t, dir, personMemory); got != "# Memory\n" {
+		t.Errorf("the person's MEMORY.md = %q after the restore, want the scope's first version", got)
 	}
 
 	// A restore that changes nothing of the files it may touch.
@@ -317,4 +318,237 @@ func readAll(t *testing.T, dir, prefix string) map[string]string {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// A scope folder made after the repository (by Dream or a chat tool) is
+// found by Status and committed like any tracked file; what else lies in
+// it is ignored, by the store and by git; a folder removed is a removal.
+func TestScopeFoldersAreFound(t *testing.T) {
+	s, dir := scopedStore(t)
+	noise := workspaceNoise(t, dir)
+	for p, text := range map[string]string{
+		teamDir + "notes.txt":             "not memory\n",
+		teamDir + "memory/history.jsonl":  "{}\n",
+		teamDir + "memory/.MEMORY.md.tmp": "a writer's temp file\n",
+		"scopes/README.md":                "not a scope\n",
+	} {
+		testkit.WriteFile(t, dir, p, text)
+		noise[p] = text
+	}
+	testkit.WriteFile(t, dir, teamMemory, "- the team ships on Fridays\n")
+	testkit.WriteFile(t, dir, teamUser, "- the team is in Lisbon\n")
+	// A folder that is a link is not entered, as git does not follow one.
+	elsewhere := filepath.Join(t.TempDir(), "elsewhere")
+	testkit.WriteFile(t, elsewhere, "USER.md", "- outside the workspace\n")
+	if err := os.Symlink(elsewhere, filepath.Join(dir, "scopes", "person-slack-t1-u9")); err != nil {
+		t.Fatal(err)
+	}
+
+	st, err := s.Status(nil)
+	if err != nil || !slices.Equal(diffPaths(st), []string{teamUser, teamMemory}) {
+		t.Fatalf("Status = %q, %v; want the team's two files", diffPaths(st), err)
+	}
+	if st, _ := s.Status(inPerson); !st.Empty() {
+		t.Errorf("Status for the person = %q", diffPaths(st))
+	}
+	c := mustCommit(t, s, "dream: 2 changes from history 1-2")
+	if _, d, _ := s.Show(c.SHA, nil); !slices.Equal(diffPaths(d), []string{teamUser, teamMemory}) {
+		t.Errorf("the commit holds %q", diffPaths(d))
+	}
+	if cs, _ := s.Log(0, "dream:", inTeam); len(cs) != 1 || cs[0].SHA != c.SHA {
+		t.Errorf("the team's log = %q", subjects(cs))
+	}
+	checkGit(t, s, dir) // git ignores the link and the other files too
+	assertNoise(t, dir, noise)
+	if err := os.Remove(filepath.Join(dir, "scopes", "person-slack-t1-u9")); err != nil {
+		t.Fatal(err)
+	}
+
+	// The scope's folder goes: its files' removal is what there is to
+	// record, for the team alone.
+	if err := os.RemoveAll(filepath.Join(dir, filepath.FromSlash(teamDir))); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := s.Status(inTeam); err != nil || !slices.Equal(diffPaths(st), []string{teamUser, teamMemory}) {
+		t.Fatalf("Status after the folder went = %q, %v", diffPaths(st), err)
+	}
+	if st, _ := s.Status(inRoot); !st.Empty() {
+		t.Errorf("Status for the root = %q", diffPaths(st))
+	}
+	gone := mustCommit(t, s, "manual: edits outside Dream")
+	if _, d, _ := s.Show(gone.SHA, nil); !slices.Equal(diffPaths(d), []string{teamUser, teamMemory}) {
+		t.Errorf("the removal commit holds %q", diffPaths(d))
+	}
+	// Restoring the state before it brings the folder back.
+	if _, _, err := s.Restore(gone.Short, inTeam); err != nil {
+		t.Fatal(err)
+	}
+	if got := testkit.ReadFile(t, dir, teamMemory); got != "- the team ships on Fridays\n" {
+		t.Errorf("restored MEMORY.md = %q", got)
+	}
+	checkGit(t, s, dir)
+}
+
+// A name a pattern matches but the store would have to quote is not
+// tracked: such a folder is never made by dreamgate (scope names are
+// lowercase letters, digits, '-', '_' and '.').
+func TestScopeFolderWithAnOddNameIsNotTracked(t *testing.T) {
+	s, dir := scopedStore(t)
+	testkit.WriteFile(t, dir, "scopes/a b/USER.md", "odd\n")
+	testkit.WriteFile(t, dir, "scopes/tëam/USER.md", "odd\n")
+	if st, err := s.Status(nil); err != nil || !st.Empty() {
+		t.Errorf("Status = %q, %v; want nothing", diffPaths(st), err)
+	}
+	if _, err := s.CommitPaths([]string{"scopes/a b/USER.md"}, "manual: odd", ""); !errors.Is(err, gitstore.ErrNotTracked) {
+		t.Errorf("CommitPaths of an odd name: %v, want ErrNotTracked", err)
+	}
+	for _, p := range []string{"scopes/x/notes.txt", "scopes/x/memory/history.jsonl", ".gitignore", "scopes/.git/USER.md"} {
+		if _, err := s.CommitPaths([]string{p}, "manual: other", ""); !errors.Is(err, gitstore.ErrNotTracked) {
+			t.Errorf("CommitPaths(%s): %v, want ErrNotTracked", p, err)
+		}
+	}
+}
+
+func TestPatternsChecked(t *testing.T) {
+	for _, tc := range []struct {
+		tracked, patterns []string
+	}{
+		{gitstore.TestTracked, []string{"scopes/**/SOUL.md"}},
+		{gitstore.TestTracked, []string{"scopes/.*/SOUL.md"}},
+		{gitstore.TestTracked, []string{"scopes/*/../SOUL.md"}},
+		{gitstore.TestTracked, []string{"/scopes/*/SOUL.md"}},
+		{gitstore.TestTracked, []string{"scopes/*/SO UL.md"}},
+		{gitstore.TestTracked, []string{"scopes/*", "scopes/*/SOUL.md"}},
+		{gitstore.TestTracked, []string{"*"}},
+		{gitstore.TestTracked, []string{"memory/MEMORY.md/*"}},
+		{[]string{"scopes"}, []string{"scopes/*/SOUL.md"}},
+	} {
+		_, err := gitstore.Open(filepath.Join(t.TempDir(), "ws"), gitstore.Options{Tracked: tc.tracked, Patterns: tc.patterns})
+		if err == nil {
+			t.Errorf("Open with %q and %q: no error", tc.tracked, tc.patterns)
+		}
+	}
+}
+
+// An existing repository made when only the root's files were tracked (an
+// earlier version) gets the patterns' lines in its .gitignore once, with a
+// log line, and the scope files already in the workspace (made by chat
+// tools meanwhile) committed with it.
+func TestIgnoreMigratedForPatterns(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ws")
+	old, err := gitstore.Open(dir, gitstore.Options{Tracked: gitstore.TestTracked, Now: newClock().now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testkit.WriteFile(t, dir, "memory/MEMORY.md", "- root\n")
+	mustCommit(t, old, "dream: 1 change from history 1-1")
+	testkit.WriteFile(t, dir, teamMemory, "- the team ships on Fridays\n")
+	testkit.WriteFile(t, dir, teamDir+"notes.txt", "not memory\n")
+	checkGit(t, old, dir) // the old .gitignore hides the scope folder
+	before := testkit.ReadFile(t, dir, ".gitignore")
+
+	var rec testkit.LogRecorder
+	opts := scopedOptions()
+	opts.Logger = rec.Logger()
+	s, err := gitstore.Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := testkit.ReadFile(t, dir, ".gitignore")
+	added, ok := strings.CutPrefix(after, before)
+	if !ok || !strings.Contains(added, "!/scopes/*/memory/MEMORY.md\n") {
+		t.Fatalf(".gitignore not extended in place:\n%s", after)
+	}
+	if n := countLogs(&rec, "extended .gitignore"); n != 1 {
+		t.Errorf("%d log lines about the .gitignore, want 1", n)
+	}
+	log, err := s.Log(1, "", nil)
+	if err != nil || len(log) != 1 || log[0].Subject != gitstore.IgnoreSubject {
+		t.Fatalf("log = %q, %v", subjects(log), err)
+	}
+	if _, d, _ := s.Show(log[0].SHA, nil); !slices.Equal(diffPaths(d), []string{".gitignore", teamMemory}) {
+		t.Errorf("the migration commit holds %q", diffPaths(d))
+	}
+	if cs, _ := s.Log(0, "", inTeam); len(cs) != 1 || cs[0].SHA != log[0].SHA {
+		t.Errorf("the team's log = %q; want the migration commit", subjects(cs))
+	}
+	checkGit(t, s, dir)
+	if hasGit() {
+		if out, err := tryGit(t, dir, "check-ignore", "-q", teamMemory); err == nil {
+			t.Errorf("git ignores %s: %s", teamMemory, out)
+		}
+		runGit(t, dir, "check-ignore", "-q", teamDir+"notes.txt")
+	}
+
+	// Once: another Open changes nothing and says nothing.
+	rec.Reset()
+	if _, err := gitstore.Open(dir, opts); err != nil {
+		t.Fatal(err)
+	}
+	if got := testkit.ReadFile(t, dir, ".gitignore"); got != after {
+		t.Errorf(".gitignore after a second Open:\n%s", got)
+	}
+	if n := countLogs(&rec, ".gitignore"); n != 0 {
+		t.Errorf("a second Open logged about the .gitignore %d times", n)
+	}
+	if again, _ := s.Log(1, "", nil); again[0].SHA != log[0].SHA {
+		t.Errorf("a second Open committed %q", again[0].Subject)
+	}
+}
+
+func countLogs(rec *testkit.LogRecorder, text string) int {
+	n := 0
+	for _, r := range rec.Records() {
+		if strings.Contains(r.Message, text) {
+			n++
+		}
+	}
+	return n
+}
+
+// The commit index records the paths each commit changed: kept up as the
+// store commits, caught up by walking after a commit made with the git
+// command line, and rebuilt from the history to the same bytes.
+func TestCommitIndexKnowsScopePaths(t *testing.T) {
+	gitBin(t)
+	s, dir := scopedStore(t)
+	h := makeScopedHistory(t, s, dir)
+	if _, err := s.Log(0, "", inTeam); err != nil { // the index is current from here on
+		t.Fatal(err)
+	}
+	testkit.WriteFile(t, dir, teamMemory, "- the team ships on Fridays\n- by git\n")
+	runGit(t, dir, "commit", "-q", "-m", "dream: by git", "--", teamMemory)
+	cs, err := s.Log(2, "dream:", inTeam)
+	if err != nil || len(cs) != 2 || cs[0].Subject != "dream: by git" || cs[1].SHA != h.mixed.SHA {
+		t.Fatalf("the team's log after a git commit = %q, %v", subjects(cs), err)
+	}
+	if cs, _ := s.Log(1, "dream:", inPerson); len(cs) != 1 || cs[0].SHA != h.mixed.SHA {
+		t.Errorf("the person's log after the team's git commit = %q", subjects(cs))
+	}
+	testkit.WriteFile(t, dir, personUser, "- more\n")
+	mustCommit(t, s, "dream: person again")
+
+	p := filepath.Join(dir, ".git", gitstore.CommitIndexFile)
+	kept, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(p); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := gitstore.Open(dir, scopedOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, keep := range []func(string) bool{nil, inTeam, inPerson, inRoot} {
+		a, err1 := s.Log(0, "", keep)
+		b, err2 := s2.Log(0, "", keep)
+		if err1 != nil || err2 != nil || !slices.Equal(shas(a), shas(b)) {
+			t.Errorf("kept and rebuilt indexes disagree: %q, %v / %q, %v", subjects(a), err1, subjects(b), err2)
+		}
+	}
+	rebuilt, err := os.ReadFile(p)
+	if err != nil || string(rebuilt) != string(kept) {
+		t.Errorf("the rebuilt index differs from the kept one: %v\nkept:\n%s\nrebuilt:\n%s", err, kept, rebuilt)
+	}
 }

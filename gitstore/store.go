@@ -51,10 +51,19 @@ const (
 type Options struct {
 	// Tracked are the workspace-relative, slash-separated files the
 	// repository versions: the caller's workspace layout says which (the
-	// store itself knows no file names but .gitignore). Names are limited
-	// to letters, digits, '.', '_', '-' and '/' so they need no escaping in
-	// .gitignore. Empty is ErrNoTrackedFiles.
+	// store itself knows no file names but .gitignore). A new repository
+	// gets them as empty files. Names are limited to letters, digits, '.',
+	// '_', '-' and '/' so they need no escaping in .gitignore. Empty is
+	// ErrNoTrackedFiles.
 	Tracked []string
+	// Patterns name further files the repository versions whenever they
+	// exist (none is created): paths as in Tracked whose segments may hold
+	// '*', which matches any name, e.g. "scopes/*/SOUL.md". A file a
+	// pattern matches is tracked when each of its names is made of the
+	// characters allowed in Tracked, not ".git". A new folder of such files
+	// is committed like any change of a tracked file, and a removed one as
+	// a removal.
+	Patterns []string
 	// Files writes the workspace files the Store rewrites: the files a
 	// Restore puts back, and .gitignore. The caller passes the workspace's
 	// own atomic write so every writer of the workspace shares one; nil
@@ -91,11 +100,14 @@ type Signature struct{ Name, Email string }
 // Store is the memory repository of one workspace. Its methods are safe for
 // concurrent use.
 type Store struct {
-	dir        string // absolute workspace directory
-	gitDir     string // holds HEAD, index, index.lock
-	commonDir  string // holds the objects, branches and packed-refs (gitDir but for a linked worktree)
-	objDir     string // loose objects and packs: commonDir/objects
-	tracked    []string
+	dir        string   // absolute workspace directory
+	gitDir     string   // holds HEAD, index, index.lock
+	commonDir  string   // holds the objects, branches and packed-refs (gitDir but for a linked worktree)
+	objDir     string   // loose objects and packs: commonDir/objects
+	tracked    []string // Options.Tracked, sorted
+	patterns   []string // Options.Patterns, sorted
+	rules      []rule   // the tracked files' and the patterns' segments
+	patRules   []rule   // the patterns' segments
 	files      Files
 	author     Signature
 	now        func() time.Time
@@ -154,9 +166,14 @@ func newStore(dir string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	patterns, err := cleanPatterns(opts.Patterns, tracked)
+	if err != nil {
+		return nil, err
+	}
 	s := &Store{
 		dir:           abs,
 		tracked:       tracked,
+		patterns:      patterns,
 		files:         opts.Files,
 		author:        opts.Author,
 		now:           opts.Now,
@@ -184,6 +201,13 @@ func newStore(dir string, opts Options) (*Store, error) {
 	if s.files == nil {
 		s.files = dirFiles{dir: abs}
 	}
+	for _, p := range tracked {
+		s.rules = append(s.rules, strings.Split(p, "/"))
+	}
+	for _, p := range patterns {
+		s.patRules = append(s.patRules, strings.Split(p, "/"))
+	}
+	s.rules = append(s.rules, s.patRules...)
 	return s, nil
 }
 
@@ -193,23 +217,8 @@ func newStore(dir string, opts Options) (*Store, error) {
 func cleanTracked(in []string) ([]string, error) {
 	out := make([]string, 0, len(in))
 	for _, p := range in {
-		if p == "" || strings.HasPrefix(p, "/") || path.Clean(p) != p || p == "." {
-			return nil, fmt.Errorf("tracked path %q: must be a clean relative path", p)
-		}
-		for _, r := range p {
-			ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' ||
-				r == '.' || r == '_' || r == '-' || r == '/'
-			if !ok {
-				return nil, fmt.Errorf("tracked path %q: only letters, digits, '.', '_', '-' and '/' are allowed", p)
-			}
-		}
-		for seg := range strings.SplitSeq(p, "/") {
-			if seg == ".." || strings.EqualFold(seg, ".git") {
-				return nil, fmt.Errorf("tracked path %q: may not contain %q", p, seg)
-			}
-		}
-		if p == ignoreFile {
-			return nil, fmt.Errorf("tracked path %q: .gitignore is managed by the store", p)
+		if err := checkPath(p); err != nil {
+			return nil, fmt.Errorf("tracked path %q: %w", p, err)
 		}
 		out = append(out, p)
 	}
@@ -221,6 +230,32 @@ func cleanTracked(in []string) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// checkPath checks one tracked path.
+func checkPath(p string) error {
+	if p == "" || strings.HasPrefix(p, "/") || path.Clean(p) != p || p == "." {
+		return errors.New("must be a clean relative path")
+	}
+	for _, r := range p {
+		if !pathChar(r) {
+			return errors.New("only letters, digits, '.', '_', '-' and '/' are allowed")
+		}
+	}
+	for seg := range strings.SplitSeq(p, "/") {
+		if seg == ".." || strings.EqualFold(seg, ".git") {
+			return fmt.Errorf("may not contain %q", seg)
+		}
+	}
+	if p == ignoreFile {
+		return errors.New(".gitignore is managed by the store")
+	}
+	return nil
+}
+
+func pathChar(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' ||
+		r == '.' || r == '_' || r == '-' || r == '/'
 }
 
 func (s *Store) open() error {
@@ -322,7 +357,7 @@ func (s *Store) adopt(dotGit string) error {
 		return fmt.Errorf("%w: %w", ErrNotARepository, err)
 	}
 
-	changed, err := s.mergeIgnore()
+	added, err := s.mergeIgnore()
 	if err != nil {
 		return err
 	}
@@ -336,17 +371,18 @@ func (s *Store) adopt(dotGit string) error {
 		// nothing is left dangling by starting the history here.
 		return s.initialCommit()
 	}
-	if changed {
-		added, err := s.newlyTracked(head)
+	if len(added) > 0 {
+		files, err := s.newlyTracked(head)
 		if err != nil {
 			return err
 		}
-		_, err = s.lockedCommit(append([]string{ignoreFile}, added...), IgnoreSubject,
-			"Track only the memory files: "+strings.Join(s.tracked, ", ")+".")
+		_, err = s.lockedCommit(append([]string{ignoreFile}, files...), IgnoreSubject,
+			"Track only the memory files: "+strings.Join(append(slices.Clone(s.tracked), s.patterns...), ", ")+".")
 		if err != nil && !errors.Is(err, ErrNothingToCommit) {
 			return fmt.Errorf("commit .gitignore: %w", err)
 		}
-		s.log.Warn("memory repository: extended .gitignore of an existing repository", "dir", s.dir)
+		s.log.Warn("memory repository: extended .gitignore of an existing repository to track more files",
+			"dir", s.dir, "lines", strings.Join(added, " "), "committed", len(files))
 	}
 	return nil
 }
@@ -391,7 +427,9 @@ func locateGitDir(workspace, dotGit string) (gitDir, commonDir string, err error
 // files: ignore everything at the top, then for each directory on the way to
 // a tracked file re-include the directory and ignore its contents, then
 // re-include each tracked file. Git cannot re-include a file whose parent
-// directory is excluded, hence the directory pairs, parents first.
+// directory is excluded, hence the directory pairs, parents first. A
+// pattern's lines are the pattern itself ("!/scopes/*/SOUL.md" after
+// "!/scopes/*/" and "/scopes/*/*"): git's '*' does not match '/' either.
 func ignoreLines(tracked []string) []string {
 	dirs := map[string]bool{}
 	for _, p := range tracked {
@@ -414,27 +452,27 @@ func ignoreLines(tracked []string) []string {
 	return append(lines, "!/"+ignoreFile)
 }
 
-// mergeIgnore writes .gitignore, or appends the lines it lacks. Lines
-// already there, in any order, are kept; ours come after them so they take
-// precedence.
-func (s *Store) mergeIgnore() (changed bool, err error) {
+// mergeIgnore writes .gitignore, or appends the lines it lacks, and
+// returns those. Lines already there, in any order, are kept; ours come
+// after them so they take precedence.
+func (s *Store) mergeIgnore() (added []string, err error) {
 	p := filepath.Join(s.dir, ignoreFile)
 	old, err := os.ReadFile(p)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return false, fmt.Errorf("read .gitignore: %w", err)
+		return nil, fmt.Errorf("read .gitignore: %w", err)
 	}
 	have := map[string]bool{}
 	for line := range strings.SplitSeq(string(old), "\n") {
 		have[strings.TrimRight(line, " \t\r")] = true
 	}
 	var add []string
-	for _, l := range ignoreLines(s.tracked) {
+	for _, l := range ignoreLines(append(slices.Clone(s.tracked), s.patterns...)) {
 		if !have[l] {
 			add = append(add, l)
 		}
 	}
 	if len(add) == 0 {
-		return false, nil
+		return nil, nil
 	}
 	buf := bytes.Clone(old)
 	if len(buf) > 0 && buf[len(buf)-1] != '\n' {
@@ -442,9 +480,9 @@ func (s *Store) mergeIgnore() (changed bool, err error) {
 	}
 	buf = append(buf, strings.Join(add, "\n")+"\n"...)
 	if err := s.files.WriteFile(ignoreFile, buf, 0o600); err != nil {
-		return false, fmt.Errorf("write .gitignore: %w", err)
+		return nil, fmt.Errorf("write .gitignore: %w", err)
 	}
-	return true, nil
+	return add, nil
 }
 
 // initialCommit touches the missing tracked files and commits them with the
@@ -466,7 +504,11 @@ func (s *Store) initialCommit() error {
 			return fmt.Errorf("create %s: %w", p, err)
 		}
 	}
-	paths := append([]string{ignoreFile}, s.tracked...)
+	found, err := s.workingFiles(nil)
+	if err != nil {
+		return fmt.Errorf("initial commit: %w", err)
+	}
+	paths := append(append([]string{ignoreFile}, s.tracked...), found...)
 	if _, err := s.lockedCommit(paths, InitSubject, ""); err != nil {
 		return fmt.Errorf("initial commit: %w", err)
 	}
@@ -503,7 +545,7 @@ func (s *Store) refresh() {
 // Dir is the absolute workspace directory.
 func (s *Store) Dir() string { return s.dir }
 
-// Tracked returns the tracked paths, sorted.
+// Tracked returns the fixed tracked paths (Options.Tracked), sorted.
 func (s *Store) Tracked() []string { return slices.Clone(s.tracked) }
 
 // dirFiles is the Files of a Store opened without one: direct writes in

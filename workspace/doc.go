@@ -6,8 +6,9 @@
 //     the program (the history archive, the cursor and state files, lock
 //     files, the memory repository), and which the memory repository
 //     versions (TrackedFiles: the memory files and the instructions,
-//     AGENTS.md and prompts/dream.md). Every other package asks here
-//     instead of keeping its own list.
+//     AGENTS.md and prompts/dream.md; TrackedPatterns: every scope folder's
+//     memory files and the cold memory, wherever they appear). Every other
+//     package asks here instead of keeping its own list.
 //   - Root: the workspace directory opened as an os.Root, the confinement
 //     check for a path a model chose (Resolve: no escape, no symbolic link,
 //     no file with several hard links, no directory the caller forbade such

@@ -3,10 +3,13 @@ package workspace
 import (
 	"errors"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/dreamgate/dreamgate/audience"
 )
 
 // A hard link planted in the workspace to a file outside it is the outside
@@ -82,6 +85,28 @@ func TestTrackedFilesIncludeTheInstructions(t *testing.T) {
 	for _, rel := range tr {
 		if slices.Contains(ProgramFiles(), rel) {
 			t.Errorf("%s is both tracked and a program file", rel)
+		}
+	}
+}
+
+// The patterns name every scope's memory files and the cold memory, and
+// no program file: a tool writes what the repository versions.
+func TestTrackedPatterns(t *testing.T) {
+	pats := TrackedPatterns()
+	match := func(rel string) bool {
+		return slices.ContainsFunc(pats, func(p string) bool { m, _ := path.Match(p, rel); return m })
+	}
+	for _, f := range append(MemoryFiles(), Cold) {
+		if rel := audience.Scope("team-slack-t1").Dir() + "/" + f; !match(rel) {
+			t.Errorf("TrackedPatterns do not match %s: %v", rel, pats)
+		}
+	}
+	if !match(Cold) {
+		t.Errorf("TrackedPatterns do not match the root's %s", Cold)
+	}
+	for _, rel := range append(ProgramFiles(), "scopes/team-slack-t1/memory/history.jsonl", "scopes/team-slack-t1/notes.md") {
+		if match(rel) {
+			t.Errorf("TrackedPatterns match %s", rel)
 		}
 	}
 }

@@ -1,11 +1,17 @@
 package workspace
 
+import "github.com/dreamgate/dreamgate/audience"
+
 // Paths inside a workspace, slash-separated and relative to its root.
 const (
 	Soul   = "SOUL.md"
 	User   = "USER.md"
 	Memory = "memory/MEMORY.md"
 	Agents = "AGENTS.md"
+	// Cold is a scope's cold memory: the lines that leave the memory files
+	// for good, kept searchable. The memory repository tracks it in the
+	// root and in every scope folder wherever it appears.
+	Cold = "memory/COLD.md"
 
 	// MemoryDir holds MEMORY.md and the program's own files below.
 	MemoryDir = "memory"
@@ -50,6 +56,20 @@ func MemoryFiles() []string { return []string{Soul, User, Memory} }
 // prompts/dream.md). Any change to them shows in /dream-log and can be
 // undone, whoever made it.
 func TrackedFiles() []string { return append(MemoryFiles(), Agents, DreamGuide) }
+
+// TrackedPatterns are the further files the memory repository versions
+// whenever they exist, a '*' standing for one folder name: every scope
+// folder's memory files (scopes/<name>/SOUL.md, USER.md, memory/MEMORY.md)
+// and the cold memory of the root and of each scope. The repository
+// creates none of them: a scope's folder appears on its first use, and
+// its first commit is the one after that.
+func TrackedPatterns() []string {
+	out := []string{Cold}
+	for _, f := range append(MemoryFiles(), Cold) {
+		out = append(out, audience.ScopesDir+"/*/"+f)
+	}
+	return out
+}
 
 // ProgramFiles are maintained by dreamgate alone: no tool may write them.
 // Entries use agent.Policy's syntax ("dir/" is a whole directory, "**" any

@@ -160,12 +160,14 @@ func (a *app) openRepo() (*gitstore.Store, error) {
 	return r, nil
 }
 
-// repoOptions: the memory repository tracks the workspace's memory files
-// and the instructions (AGENTS.md, prompts/dream.md), and rewrites them (a restore) through the workspace's atomic write.
+// repoOptions: the memory repository tracks the workspace's memory files,
+// the instructions (AGENTS.md, prompts/dream.md) and every scope folder's
+// memory files, and rewrites them (a restore) through the workspace's
+// atomic write.
 // Its warnings (a damaged branch repaired, a stale lock) go to the log;
 // afterWrite is the test-only kill switch (testkit.go), nil otherwise.
 func repoOptions(ws *workspace.Root, logger *slog.Logger, afterWrite func(string)) gitstore.Options {
-	return gitstore.Options{Tracked: workspace.TrackedFiles(), Files: ws,
+	return gitstore.Options{Tracked: workspace.TrackedFiles(), Patterns: workspace.TrackedPatterns(), Files: ws,
 		Logger: logger.With("component", "gitstore"), AfterWrite: afterWrite}
 }
 
