@@ -42,11 +42,14 @@ func TestScopeFlagThroughTheBinary(t *testing.T) {
 	if r := h.run("dream", "log", "--scope", "default"); r.code != 0 || !strings.Contains(r.stdout, "spare keys") {
 		t.Errorf("dream log --scope default: %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
-	if r := h.run("dream", "log", "--scope", string(team)); strings.Contains(r.stdout+r.stderr, "spare keys") {
-		t.Errorf("dream log --scope %s shows the default scope's change:\n%s\n%s", team, r.stdout, r.stderr)
+	if r := h.run("dream", "log", "--scope", string(team)); strings.Contains(r.stdout+r.stderr, "spare keys") ||
+		!strings.Contains(r.stdout, "ships on Fridays") {
+		t.Errorf("dream log --scope %s does not show the team's change alone:\n%s\n%s", team, r.stdout, r.stderr)
 	}
-	if r := h.run("dream", "restore", "--scope", string(team)); strings.Contains(r.stdout, "dream:") {
-		t.Errorf("dream restore --scope %s lists another scope's commit:\n%s", team, r.stdout)
+	// The team's Dream read entry 1, the default scope's entry 2.
+	if r := h.run("dream", "restore", "--scope", string(team)); strings.Contains(r.stdout, "history 2-2") ||
+		!strings.Contains(r.stdout, "history 1-1") {
+		t.Errorf("dream restore --scope %s does not list the team's commit alone:\n%s", team, r.stdout)
 	}
 	for _, bad := range []string{"Team-slack-t1", "../x", "scopes/team-slack-t1"} {
 		if r := h.run("dream", "log", "--scope", bad); r.code != 2 || !strings.Contains(r.stderr, "not a memory scope") {
