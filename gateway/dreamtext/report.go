@@ -3,6 +3,7 @@ package dreamtext
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -96,7 +97,7 @@ func doneText(r dream.Report) string {
 		fmt.Fprintf(&b, "Dream: read %s, nothing worth changing.", entries)
 	default:
 		b.WriteString("Dream: ")
-		for i, f := range r.Files {
+		for i, f := range byName(r.Files) {
 			if i == 0 {
 				b.WriteString(plural(f.Changes, "change", "changes"))
 			} else {
@@ -111,6 +112,22 @@ func doneText(r dream.Report) string {
 		fmt.Fprintf(&b, " (%s), %s read.", commits, read)
 	}
 	return b.String()
+}
+
+// byName sums the changes of the files of one name: a run over several
+// memory scopes changes each scope's USER.md, and the reader is told what
+// changed, not where (a scope's name is not for every reader).
+func byName(files []dream.FileChange) []dream.FileChange {
+	var out []dream.FileChange
+	for _, f := range files {
+		f.Path = base(f.Path)
+		if i := slices.IndexFunc(out, func(o dream.FileChange) bool { return o.Path == f.Path }); i >= 0 {
+			out[i].Changes += f.Changes
+			continue
+		}
+		out = append(out, f)
+	}
+	return out
 }
 
 // batchRange is "first-last" of the last batch a run attempted.

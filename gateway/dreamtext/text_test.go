@@ -21,6 +21,10 @@ func TestReport(t *testing.T) {
 		{"changes in two files", dream.Report{Outcome: dream.OutcomeCompleted, Entries: 14, Commit: "1a2b3c4d", Changes: 4,
 			Files: []dream.FileChange{{Path: "memory/MEMORY.md", Changes: 3}, {Path: "USER.md", Changes: 1}}},
 			"Dream: 3 changes to MEMORY.md, 1 to USER.md (commit 1a2b3c4d), 14 history entries read."},
+		// Each scope's USER.md: told as one file, no scope named.
+		{"changes in two scopes", dream.Report{Outcome: dream.OutcomeCompleted, Entries: 5, Commit: "2b3c4d5e", Commits: []string{"1a2b3c4d", "2b3c4d5e"}, Changes: 3,
+			Files: []dream.FileChange{{Path: "USER.md", Changes: 2}, {Path: "scopes/team-slack-t1/USER.md", Changes: 1}}},
+			"Dream: 3 changes to USER.md (commits 1a2b3c4d, 2b3c4d5e), 5 history entries read."},
 		{"one change one entry", dream.Report{Outcome: dream.OutcomeCompleted, Entries: 1, Commit: "1a2b3c4d", Changes: 1,
 			Files: []dream.FileChange{{Path: "SOUL.md", Changes: 1}}},
 			"Dream: 1 change to SOUL.md (commit 1a2b3c4d), 1 history entry read."},
