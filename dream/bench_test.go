@@ -45,7 +45,7 @@ func BenchmarkBookkeeping(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	d, err := New(Config{Workspace: e.ws}, Deps{Model: &instantModel{}, History: e.hist, Repo: WholeTree(e.repo)})
+	d, err := New(Config{Workspace: e.ws}, Deps{Model: &instantModel{}, History: e.hist, Repo: e.repo})
 	if err != nil {
 		b.Fatal(err)
 	}

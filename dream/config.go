@@ -94,30 +94,34 @@ type Model interface {
 	Chat(ctx context.Context, req llm.Request) (llm.Response, error)
 }
 
-// Repo is what Dream needs of the memory repository. Errors wrap the
-// gitstore sentinels. Its commits and restores name the paths they may
-// touch, so that a scope's Dream commits that scope's files alone and a
-// restore for some scopes never undoes another's edits. WholeTree adapts a
-// *gitstore.Store whose commits take every tracked file.
+// Repo is what Dream needs of the memory repository; *gitstore.Store
+// satisfies it. Errors wrap the gitstore sentinels. Its reads take a path
+// filter and its commits and restores name the files they may touch, so
+// that a scope's Dream sees and commits that scope's files alone, and a
+// restore for some scopes never undoes another's edits.
 type Repo interface {
-	// Status diffs the tracked files in the workspace against HEAD.
-	Status() (gitstore.Diff, error)
+	// Status diffs the tracked files keep accepts (nil: all) in the
+	// workspace against HEAD.
+	Status(keep func(path string) bool) (gitstore.Diff, error)
 	// CommitPaths records the listed tracked files (and no other);
 	// gitstore.ErrNothingToCommit when none changed.
 	CommitPaths(paths []string, subject, body string) (gitstore.Commit, error)
 	// Summary renders a diff as a commit body, the diff capped.
 	Summary(d gitstore.Diff, maxDiffChars int) string
-	// Show resolves a full id or unique prefix to a commit and its diff.
-	Show(rev string) (gitstore.Commit, gitstore.Diff, error)
-	// RestorePaths puts the files keep accepts back to their state before
-	// rev, as a new commit, and lists the later commits whose changes to
-	// them this also undoes. Files keep refuses are not touched.
-	RestorePaths(rev string, keep func(path string) bool) (gitstore.Commit, []gitstore.Commit, error)
+	// Show resolves a full id or unique prefix to a commit and its diff,
+	// cut to the files keep accepts (nil: all).
+	Show(rev string, keep func(path string) bool) (gitstore.Commit, gitstore.Diff, error)
+	// Restore puts the files keep accepts back to their state before rev,
+	// as a new commit, and lists the later commits whose changes to them
+	// this also undoes. Files keep refuses are not touched.
+	Restore(rev string, keep func(path string) bool) (gitstore.Commit, []gitstore.Commit, error)
 	// Pack packs the loose objects once they pass git's gc --auto
 	// threshold and reports how many it packed (0 below it, the usual
 	// case, which costs one directory listing).
 	Pack() (int, error)
 }
+
+var _ Repo = (*gitstore.Store)(nil)
 
 // Config is the Dream's configuration; zero fields take the defaults.
 type Config struct {

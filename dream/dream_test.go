@@ -502,7 +502,7 @@ func (k *keyRecorder) Chat(ctx context.Context, req llm.Request) (llm.Response, 
 func TestPhasesShareACacheKey(t *testing.T) {
 	e := newEnv(t)
 	rec := &keyRecorder{Model: e.llm}
-	d, err := New(Config{Workspace: e.ws}, Deps{Model: rec, History: e.hist, Repo: WholeTree(e.repo), Logger: slog.New(e.logs)})
+	d, err := New(Config{Workspace: e.ws}, Deps{Model: rec, History: e.hist, Repo: e.repo, Logger: slog.New(e.logs)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -145,11 +145,25 @@ func (r *fakeRepo) workTree(paths []string) map[string]string {
 	return w
 }
 
-func (r *fakeRepo) Status() (gitstore.Diff, error) {
+func (r *fakeRepo) Status(keep func(string) bool) (gitstore.Diff, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	paths := r.tracked(r.head().tree)
+	paths := kept(r.tracked(r.head().tree), keep)
 	return fakeDiff(r.head().tree, r.workTree(paths), paths), nil
+}
+
+// kept is the paths keep accepts (nil: all).
+func kept(paths []string, keep func(string) bool) []string {
+	if keep == nil {
+		return paths
+	}
+	var out []string
+	for _, p := range paths {
+		if keep(p) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 func (r *fakeRepo) CommitPaths(paths []string, subject, body string) (gitstore.Commit, error) {
@@ -197,7 +211,7 @@ func (r *fakeRepo) find(rev string) (int, error) {
 	return 0, gitstore.ErrUnknownRevision
 }
 
-func (r *fakeRepo) Show(rev string) (gitstore.Commit, gitstore.Diff, error) {
+func (r *fakeRepo) Show(rev string, keep func(string) bool) (gitstore.Commit, gitstore.Diff, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	i, err := r.find(rev)
@@ -208,10 +222,10 @@ func (r *fakeRepo) Show(rev string) (gitstore.Commit, gitstore.Diff, error) {
 		return r.commits[0].c, gitstore.Diff{}, nil
 	}
 	c := r.commits[i]
-	return c.c, fakeDiff(r.commits[i-1].tree, c.tree, c.changed), nil
+	return c.c, fakeDiff(r.commits[i-1].tree, c.tree, kept(c.changed, keep)), nil
 }
 
-func (r *fakeRepo) RestorePaths(rev string, keep func(string) bool) (gitstore.Commit, []gitstore.Commit, error) {
+func (r *fakeRepo) Restore(rev string, keep func(string) bool) (gitstore.Commit, []gitstore.Commit, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	i, err := r.find(rev)
@@ -221,12 +235,7 @@ func (r *fakeRepo) RestorePaths(rev string, keep func(string) bool) (gitstore.Co
 	if i == 0 {
 		return gitstore.Commit{}, nil, gitstore.ErrRootCommit
 	}
-	var paths []string
-	for _, p := range r.commits[i].changed {
-		if keep(p) {
-			paths = append(paths, p)
-		}
-	}
+	paths := kept(r.commits[i].changed, keep)
 	// Hand edits of those paths first, as gitstore does.
 	tree := maps(r.head().tree)
 	manual := false

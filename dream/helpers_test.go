@@ -122,7 +122,7 @@ func newEnv(t testing.TB) *env {
 func (e *env) dreamer(cfg Config) *Dreamer {
 	e.t.Helper()
 	cfg.Workspace = e.ws
-	d, err := New(cfg, Deps{Model: e.llm, History: e.hist, Repo: WholeTree(e.repo), Logger: slog.New(e.logs)})
+	d, err := New(cfg, Deps{Model: e.llm, History: e.hist, Repo: e.repo, Logger: slog.New(e.logs)})
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -146,7 +146,7 @@ func TestKilledBetweenCursorAndLedger(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := New(Config{Workspace: e.ws}, Deps{Model: e.llm, History: dying, Repo: WholeTree(e.repo), Logger: slog.New(e.logs)})
+	d, err := New(Config{Workspace: e.ws}, Deps{Model: e.llm, History: dying, Repo: e.repo, Logger: slog.New(e.logs)})
 	if err != nil {
 		t.Fatal(err)
 	}

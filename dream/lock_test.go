@@ -19,7 +19,7 @@ func TestTwoDreamsInOneProcess(t *testing.T) {
 	e := newEnv(t)
 	e.hist.seed(t, 0, 2, func(int) string { return "- x" })
 	start := time.Date(2026, 4, 3, 10, 0, 0, 0, time.UTC)
-	d, err := New(Config{Workspace: e.ws}, Deps{Model: e.llm, History: e.hist, Repo: WholeTree(e.repo),
+	d, err := New(Config{Workspace: e.ws}, Deps{Model: e.llm, History: e.hist, Repo: e.repo,
 		Logger: slog.New(e.logs), Now: func() time.Time { return start }})
 	if err != nil {
 		t.Fatal(err)

@@ -25,7 +25,7 @@ func (d *dreamsSeen) DreamDone(outcome string, took time.Duration) {
 func TestObserverSeesEveryFinishedRun(t *testing.T) {
 	e := newEnv(t)
 	seen := &dreamsSeen{}
-	d, err := New(Config{Workspace: e.ws}, Deps{Model: e.llm, History: e.hist, Repo: WholeTree(e.repo), Logger: slog.New(e.logs), Observer: seen})
+	d, err := New(Config{Workspace: e.ws}, Deps{Model: e.llm, History: e.hist, Repo: e.repo, Logger: slog.New(e.logs), Observer: seen})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,7 +35,7 @@ func TestPackAfterCommittingRuns(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t)
 			repo := &packCounter{Store: e.repo, err: tt.packErr}
-			d, err := New(Config{Workspace: e.ws}, Deps{Model: e.llm, History: e.hist, Repo: WholeTree(repo), Logger: slog.New(e.logs)})
+			d, err := New(Config{Workspace: e.ws}, Deps{Model: e.llm, History: e.hist, Repo: repo, Logger: slog.New(e.logs)})
 			if err != nil {
 				t.Fatal(err)
 			}

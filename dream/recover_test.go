@@ -20,7 +20,7 @@ import (
 func (e *env) killedRun(edits int) {
 	e.t.Helper()
 	n := 0
-	d, err := New(Config{Workspace: e.ws}, Deps{Model: e.llm, History: e.hist, Repo: WholeTree(e.repo), Logger: slog.New(e.logs),
+	d, err := New(Config{Workspace: e.ws}, Deps{Model: e.llm, History: e.hist, Repo: e.repo, Logger: slog.New(e.logs),
 		Hook: func(point string) {
 			if point != PointEdit {
 				return

@@ -2,7 +2,6 @@ package dream
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/dreamgate/dreamgate/gitstore"
@@ -47,11 +46,11 @@ func (d *Dreamer) Restore(rev string, scopes Scopes) (RestoreResult, error) {
 	if err != nil {
 		return RestoreResult{}, fmt.Errorf("dream restore: %w", err)
 	}
-	target, diff, err := d.repo.Show(rev)
+	target, diff, err := d.repo.Show(rev, scopes.pathIn)
 	if err != nil {
 		return RestoreResult{}, fmt.Errorf("dream restore %s: %w", rev, err)
 	}
-	if !slices.ContainsFunc(diff.Files, func(f gitstore.FileChange) bool { return scopes.pathIn(f.Path) }) {
+	if diff.Empty() {
 		// Said as "no such commit": even its subject is not for this
 		// reader.
 		return RestoreResult{}, fmt.Errorf("dream restore %s: %w", rev, errNotInScopes)
@@ -62,7 +61,7 @@ func (d *Dreamer) Restore(rev string, scopes Scopes) (RestoreResult, error) {
 	var revert gitstore.Commit
 	var undone []gitstore.Commit
 	restore := func() (err error) {
-		revert, undone, err = d.repo.RestorePaths(target.SHA, scopes.pathIn)
+		revert, undone, err = d.repo.Restore(target.SHA, scopes.pathIn)
 		return err
 	}
 	if d.files != nil {
@@ -76,8 +75,8 @@ func (d *Dreamer) Restore(rev string, scopes Scopes) (RestoreResult, error) {
 		return RestoreResult{Target: target}, fmt.Errorf("dream restore: %w", err)
 	}
 	res := RestoreResult{Target: target, Revert: revert, Undone: undone}
-	if _, diff, err := d.repo.Show(revert.SHA); err == nil {
-		for _, f := range cutDiff(diff, scopes.pathIn).Files {
+	if _, diff, err := d.repo.Show(revert.SHA, scopes.pathIn); err == nil {
+		for _, f := range diff.Files {
 			res.Files = append(res.Files, f.Path)
 		}
 	} else {

@@ -110,7 +110,7 @@ func TestRestoreWaitsForWorkspaceWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ws.Close()
-	d, err := New(Config{Workspace: e.ws}, Deps{Model: e.llm, History: e.hist, Repo: WholeTree(e.repo), Files: ws, Logger: slog.New(e.logs)})
+	d, err := New(Config{Workspace: e.ws}, Deps{Model: e.llm, History: e.hist, Repo: e.repo, Files: ws, Logger: slog.New(e.logs)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,35 +56,6 @@ func scopeFiles(s audience.Scope) []string {
 	return files
 }
 
-// cutDiff keeps the files of d that keep accepts, and their part of the
-// unified diff (each file's starts at its "diff --git a/<path> b/<path>"
-// header).
-func cutDiff(d gitstore.Diff, keep func(path string) bool) gitstore.Diff {
-	var out gitstore.Diff
-	for _, f := range d.Files {
-		if keep(f.Path) {
-			out.Files = append(out.Files, f)
-		}
-	}
-	if len(out.Files) == len(d.Files) {
-		out.Unified = d.Unified
-		return out
-	}
-	var b strings.Builder
-	kept := false
-	for line := range strings.Lines(d.Unified) {
-		if rest, ok := strings.CutPrefix(line, "diff --git a/"); ok {
-			p, _, _ := strings.Cut(rest, " b/")
-			kept = keep(p)
-		}
-		if kept {
-			b.WriteString(line)
-		}
-	}
-	out.Unified = b.String()
-	return out
-}
-
 // diffPaths lists the files of a diff.
 func diffPaths(d gitstore.Diff) []string {
 	out := make([]string, len(d.Files))
@@ -92,43 +63,6 @@ func diffPaths(d gitstore.Diff) []string {
 		out[i] = f.Path
 	}
 	return out
-}
-
-// WholeTree adapts a *gitstore.Store to Repo: its Status and Show here
-// read every file (the callers cut them to a scope), its CommitPaths and
-// Restore are the store's own, which commit and restore the listed or
-// accepted files alone.
-func WholeTree(r WholeTreeRepo) Repo { return wholeTree{r} }
-
-// WholeTreeRepo is the memory repository with path filters on its reads;
-// *gitstore.Store satisfies it.
-type WholeTreeRepo interface {
-	Status(keep func(path string) bool) (gitstore.Diff, error)
-	CommitPaths(paths []string, subject, body string) (gitstore.Commit, error)
-	Summary(d gitstore.Diff, maxDiffChars int) string
-	Show(rev string, keep func(path string) bool) (gitstore.Commit, gitstore.Diff, error)
-	Restore(rev string, keep func(path string) bool) (gitstore.Commit, []gitstore.Commit, error)
-	Pack() (int, error)
-}
-
-type wholeTree struct{ WholeTreeRepo }
-
-func (w wholeTree) Status() (gitstore.Diff, error) { return w.WholeTreeRepo.Status(nil) }
-
-func (w wholeTree) Show(rev string) (gitstore.Commit, gitstore.Diff, error) {
-	return w.WholeTreeRepo.Show(rev, nil)
-}
-
-func (w wholeTree) RestorePaths(rev string, keep func(string) bool) (gitstore.Commit, []gitstore.Commit, error) {
-	return w.Restore(rev, keep)
-}
-
-// ClearStaleLocks passes the wrapped repository's capability through.
-func (w wholeTree) ClearStaleLocks() ([]gitstore.StaleLock, error) {
-	if c, ok := w.WholeTreeRepo.(staleLockClearer); ok {
-		return c.ClearStaleLocks()
-	}
-	return nil, nil
 }
 
 // dir is the folder of the batch's scope: the workspace, or its
@@ -199,11 +133,7 @@ func withTrailer(body string, s audience.Scope) string {
 
 // status is the repository's diff of the scope's files alone.
 func (d *Dreamer) status(s audience.Scope) (gitstore.Diff, error) {
-	diff, err := d.repo.Status()
-	if err != nil {
-		return gitstore.Diff{}, err
-	}
-	return cutDiff(diff, OnlyScopes(s).pathIn), nil
+	return d.repo.Status(OnlyScopes(s).pathIn)
 }
 
 // baseRoot is the workspace's Root: the shared one (Deps.Files), or one

@@ -436,7 +436,7 @@ func TestHandEditsCommittedPerScope(t *testing.T) {
 	if !slices.Equal(log[1].changed, []string{"scopes/team-slack-t1/SOUL.md"}) || !log[0].inScope(team) {
 		t.Errorf("manual commit changed %v, Dream's %v", log[1].changed, log[0].changed)
 	}
-	if st, _ := e.fake.Status(); len(st.Files) != 1 || st.Files[0].Path != "scopes/person-slack-t1-u2/SOUL.md" {
+	if st, _ := e.fake.Status(nil); len(st.Files) != 1 || st.Files[0].Path != "scopes/person-slack-t1-u2/SOUL.md" {
 		t.Errorf("uncommitted after the team's Dream: %+v", st.Files)
 	}
 }

@@ -299,12 +299,9 @@ func (a *app) dreamer() (*dream.Dreamer, error) {
 		// many of them.
 		MaxBatchesPerRun: a.cfg.Dream.MaxBatchesPerRun,
 	}, dream.Deps{
-		Model:   a.observedModel(),
-		History: a.history,
-		// gitstore commits every tracked file, the default scope's alone,
-		// until it learns paths: WholeTree keeps Dream's commits and
-		// restores within what the caller may touch meanwhile.
-		Repo:     dream.WholeTree(repo),
+		Model:    a.observedModel(),
+		History:  a.history,
+		Repo:     repo,
 		Files:    a.ws,
 		Observer: a.dreamObserver(),
 		Logger:   a.logger.With("component", "dream"),
