@@ -3,7 +3,7 @@
 // fact, with the fact's priority, the date it was last confirmed and the
 // history entries it came from in a trailing HTML comment:
 //
-//	- Ana prefers dark mode. <!-- durable 2026-11-26 src:41,57 -->
+//   - Ana prefers dark mode. <!-- durable 2026-11-26 src:41,57 -->
 //
 // The comment is what keeps the file readable by everyone who reads it:
 // rendered Markdown hides it, nanobot reading the raw file sees harmless
