@@ -16,6 +16,7 @@ import (
 	"github.com/dreamgate/dreamgate/history"
 	"github.com/dreamgate/dreamgate/llm"
 	"github.com/dreamgate/dreamgate/llm/llmtest"
+	"github.com/dreamgate/dreamgate/workspace"
 )
 
 // Scopes of the tests.
@@ -535,5 +536,67 @@ func TestRecoverAnInterruptedScope(t *testing.T) {
 	r := e.record()
 	if r.Intent != nil || r.Scopes[team].Pending == nil || len(r.Scopes[team].Pending.Findings) != 1 || r.Scopes[audience.Default].Pending != nil {
 		t.Errorf("after recovery: intent %+v, team %+v", r.Intent, r.Scopes[team])
+	}
+}
+
+// Through the real memory repository, tracking every scope folder's memory
+// files: a scope's first Dream commits the template's files first, then
+// its own edits, each commit holding that scope's paths alone; a restore
+// for the scope undoes its edits and nothing of the root's.
+func TestScopesThroughTheMemoryRepository(t *testing.T) {
+	e := newScopedEnv(t)
+	repo, err := gitstore.Open(e.ws, gitstore.Options{Tracked: workspace.TrackedFiles(), Patterns: workspace.TrackedPatterns()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.add(audience.Default, "operator fact")
+	e.add(team, "team fact")
+	d, err := New(Config{Workspace: e.ws}, Deps{Model: e.llm, History: e.hist, Repo: repo, Logger: slog.New(e.logs)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := d.Run(t.Context(), TriggerCron, AllScopes(), nil)
+	if err != nil || len(rep.Scopes) != 2 || rep.Scopes[1].Commit == "" {
+		t.Fatalf("run: %+v, %v", rep, err)
+	}
+	cs, err := repo.Log(10, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var subjects []string
+	for _, c := range cs {
+		subjects = append(subjects, c.Subject)
+		_, diff, err := repo.Show(c.SHA, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		scopes := map[audience.Scope]bool{}
+		for _, f := range diff.Files {
+			s, _ := audience.ScopeOfPath(f.Path)
+			scopes[s] = true
+		}
+		if len(scopes) > 1 {
+			t.Errorf("commit %q changed %+v: more than one scope", c.Subject, diff.Files)
+		}
+	}
+	want := []string{"dream: 1 change from history 2-2", ScopeInitSubject, "dream: 1 change from history 1-1"}
+	if len(subjects) < 3 || !slices.Equal(subjects[:3], want) {
+		t.Errorf("commits %q, want %q first", subjects, want)
+	}
+	if !strings.HasSuffix(cs[0].Body, "Scope: team-slack-t1") {
+		t.Errorf("the team's commit body ends %q", lastLine(cs[0].Body))
+	}
+	res, err := d.Restore(rep.Scopes[1].Commit, OnlyScopes(team))
+	if err != nil || !slices.Equal(res.Files, []string{"scopes/team-slack-t1/USER.md"}) {
+		t.Fatalf("restore: %+v, %v", res, err)
+	}
+	if strings.Contains(e.read("scopes/team-slack-t1/USER.md"), "team fact") || !strings.Contains(e.read("USER.md"), "operator fact") {
+		t.Error("the team's restore undid the wrong edits")
+	}
+	if _, err := d.Restore(rep.Scopes[0].Commit, OnlyScopes(team)); !errors.Is(err, gitstore.ErrUnknownRevision) {
+		t.Errorf("restoring the root's commit for the team: %v", err)
+	}
+	if st, err := repo.Status(nil); err != nil || !st.Empty() {
+		t.Errorf("files differ from HEAD: %+v, %v", st.Files, err)
 	}
 }
