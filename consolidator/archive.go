@@ -261,12 +261,12 @@ func (c *Consolidator) split(msgs []llm.Message, from, to int, ratio float64) []
 	return append(parts, part{from: from + start, to: to, text: strings.Join(lines[start:], "\n")})
 }
 
-// inputBudget is what an archive call's transcript may take: the hard limit
-// less the instructions (bounded by their bytes) and the header; 0 when the
-// window is unknown.
+// inputBudget is what an archive call's transcript may take: the archive
+// model's hard limit less the instructions (bounded by their bytes) and the
+// header; 0 when the window is unknown.
 func (c *Consolidator) inputBudget() int {
 	if c.cfg.ContextWindow <= 0 {
 		return 0
 	}
-	return max(c.hard-UpperBound(archivePrompt)-2*MessageOverhead-64, 1)
+	return max(c.archiveHard-UpperBound(archivePrompt)-2*MessageOverhead-64, 1)
 }

@@ -89,6 +89,12 @@ type Config struct {
 	// system prompt plus half to all of this, however large the window.
 	// 0 leaves only the ratios of the window (nanobot's rule).
 	ConversationTokens int
+	// ArchiveContextWindow and ArchiveMaxTokens are the window and reply
+	// allowance of the model that archive calls go to, when it is not the
+	// chat model; 0 means ContextWindow and MaxTokens. An archive call's
+	// transcript is cut to fit them.
+	ArchiveContextWindow int
+	ArchiveMaxTokens     int
 	// MaxRounds caps archive rounds per Before or After call (5).
 	MaxRounds int
 	// Model names the model for archive calls; "" is the client's default.
@@ -119,6 +125,8 @@ type Consolidator struct {
 	loc     *time.Location
 
 	trigger, target, hard int
+	// archiveHard is the hard limit of an archive call's prompt.
+	archiveHard int
 	// conv and convTarget are the conversation budget and what archiving
 	// drains the conversation to; 0 when there is none.
 	conv, convTarget int
@@ -171,6 +179,10 @@ func New(model Model, store History, cfg Config, logger *slog.Logger) *Consolida
 		c.target = min(int(cfg.TargetRatio*float64(cfg.ContextWindow)), c.trigger)
 		if cfg.ConversationTokens > 0 {
 			c.conv, c.convTarget = cfg.ConversationTokens, cfg.ConversationTokens/2
+		}
+		c.archiveHard = c.hard
+		if cfg.ArchiveContextWindow > 0 {
+			c.archiveHard = cfg.ArchiveContextWindow - cfg.ArchiveMaxTokens - safetyMargin
 		}
 	}
 	return c

@@ -20,7 +20,14 @@ func cmdStatus() *command {
 		priority: true,
 		run: func(_ context.Context, g *Gateway, req cmdRequest) string {
 			var b strings.Builder
-			fmt.Fprintf(&b, "Model: %s%s\n", g.cfg.ModelName, g.modelNote(req.in))
+			if g.deps.Models != nil {
+				b.WriteString("Models, by purpose:\n")
+				for _, line := range g.deps.Models(req.in.Local) {
+					b.WriteString("  " + line + "\n")
+				}
+			} else {
+				fmt.Fprintf(&b, "Model: %s%s\n", g.cfg.ModelName, g.modelNote(req.in))
+			}
 			sess, err := g.deps.Sessions.Get(req.in.SessionKey)
 			if err != nil {
 				fmt.Fprintf(&b, "Conversation: unavailable (%s)\n", "see the gateway log")

@@ -124,6 +124,11 @@ type Deps struct {
 	// ModelState reports what the model's client last learned of its
 	// endpoint, for /status (nil: nothing is said about it).
 	ModelState func() llm.State
+	// Models, when set, replaces /status's Model line with a line per
+	// purpose: its models in order and which answered last (the config
+	// names several models). operator: the reader may see why a model is
+	// passed over.
+	Models func(operator bool) []string
 	// Observer, when set, is told of every turn, command and busy
 	// refusal (metrics).
 	Observer Observer

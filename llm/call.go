@@ -62,7 +62,11 @@ func (k *call) run(ctx context.Context, req Request) (Response, error) {
 			return Response{}, fmt.Errorf("chat with %s: %w", k.model, ctx.Err())
 		}
 		k.logTry(attempt, start, resp, f)
-		if !f.retryable || attempt >= c.cfg.MaxTries {
+		maxTries := c.cfg.MaxTries
+		if req.tries > 0 {
+			maxTries = min(maxTries, req.tries)
+		}
+		if !f.retryable || attempt >= maxTries {
 			return Response{}, f.final(attempt)
 		}
 		delay := c.backoff(attempt)

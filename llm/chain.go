@@ -27,7 +27,8 @@ const maxCooldown = 10 * time.Minute
 // credit, an unknown model id, an unreadable answer) cools it down: chains
 // pass it over for its client's BreakerCooldown (30 s by default), doubled
 // at each failure in a row up to ten minutes. After that one call tries it
-// again (the others still pass it over); its success brings it back.
+// again, with one try when another model can answer after it (the other
+// calls still pass it over); its success brings it back.
 type Named struct {
 	name   string
 	client *Client
@@ -254,7 +255,13 @@ func (c *Chain) Chat(ctx context.Context, req Request) (Response, error) {
 	for k, p := range order {
 		m := c.models[p.i]
 		m.count(purpose, func(s *ModelStats) { s.Calls++ })
-		resp, err := m.client.Chat(ctx, req)
+		try := req
+		if p.trial && k+1 < len(order) {
+			// Back from its cooldown with another model to answer: one
+			// try, not the caller waiting through its retries again.
+			try.tries = 1
+		}
+		resp, err := m.client.Chat(ctx, try)
 		now := c.now()
 		if err == nil {
 			if m.done(p.trial, coolServed, "", now) {
@@ -564,6 +571,12 @@ func (r *Router) Chat(ctx context.Context, req Request) (Response, error) {
 	}
 	return r.Chain(purpose).Chat(ctx, req)
 }
+
+// State is the chat chain's State.
+func (r *Router) State() State { return r.order[0].State() }
+
+// Model is the model id of the chat chain's model that answered last.
+func (r *Router) Model() string { return r.order[0].Model() }
 
 // Usage is the tokens of every model's successful calls, by purpose.
 func (r *Router) Usage() map[string]Usage {

@@ -233,6 +233,9 @@ func TestChainCoolsDownAndComesBack(t *testing.T) {
 
 	f.clock.Advance(2 * time.Second)
 	call("trial fails", "backup", true)
+	if n := f.requests("primary"); n != 4 {
+		t.Errorf("primary saw %d requests; a trial with a backup behind it is one try (3 + 1)", n)
+	}
 	f.clock.Advance(59 * time.Second)
 	call("cooldown doubled", "backup", false)
 	f.clock.Advance(2 * time.Second)

@@ -152,6 +152,10 @@ type Request struct {
 	// OnDelta, when set, makes the call streamed and receives each content
 	// fragment as it arrives. The Response is the same as unstreamed.
 	OnDelta func(fragment string)
+
+	// tries, when > 0, lowers the client's MaxTries for this call: a chain
+	// tries a model back from its cooldown once when another can answer.
+	tries int
 }
 
 // Response is the model's answer.

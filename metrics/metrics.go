@@ -50,6 +50,19 @@ type Sources struct {
 	DreamBacklog func() (int, error)
 	// Channels reports each channel's connection.
 	Channels func() map[string]Channel
+	// Models reports each named model's calls and tokens by purpose, and
+	// Cooling whether each is passed over now since it failed.
+	Models  func() []ModelCalls
+	Cooling func() map[string]bool
+}
+
+// ModelCalls counts one named model's calls for one purpose: those sent
+// to it, those that failed, those after which the next model of the
+// purpose's chain was asked, and the tokens of its successful ones.
+type ModelCalls struct {
+	Model, Purpose                 string
+	Calls, Failures, Fallbacks     int
+	PromptTokens, CompletionTokens int
 }
 
 // Tokens counts the tokens of one purpose. Cached is the part of Prompt
@@ -96,6 +109,12 @@ const (
 	dreamBacklog
 	dreamDuration
 	dreamRuns
+	llmCalls
+	llmCompletionTokens
+	llmCoolingDown
+	llmFailures
+	llmFallbacks
+	llmPromptTokens
 	modelBreakerOpen
 	modelCachedTokens
 	modelCalls
@@ -128,6 +147,12 @@ var families = [familyCount]familySpec{
 	dreamBacklog:          {"dreamgate_dream_backlog_entries", "gauge", "History entries Dream has not read yet.", nil, nil},
 	dreamDuration:         {"dreamgate_dream_duration_seconds", "histogram", "Time each Dream run took.", nil, dreamBuckets},
 	dreamRuns:             {"dreamgate_dream_runs_total", "counter", "Dream runs, by outcome.", []string{"outcome"}, nil},
+	llmCalls:              {"dreamgate_llm_calls_total", "counter", "Calls sent to each named model, by model and purpose.", []string{"model", "purpose"}, nil},
+	llmCompletionTokens:   {"dreamgate_llm_completion_tokens_total", "counter", "Completion tokens of each named model's successful calls, by model and purpose.", []string{"model", "purpose"}, nil},
+	llmCoolingDown:        {"dreamgate_llm_cooling_down", "gauge", "1 while a named model is passed over since it failed.", []string{"model"}, nil},
+	llmFailures:           {"dreamgate_llm_failures_total", "counter", "Calls each named model failed, by model and purpose.", []string{"model", "purpose"}, nil},
+	llmFallbacks:          {"dreamgate_llm_fallbacks_total", "counter", "Calls a named model failed that went on to the next model of the purpose's chain, by model and purpose.", []string{"model", "purpose"}, nil},
+	llmPromptTokens:       {"dreamgate_llm_prompt_tokens_total", "counter", "Prompt tokens of each named model's successful calls, by model and purpose.", []string{"model", "purpose"}, nil},
 	modelBreakerOpen:      {"dreamgate_model_breaker_open", "gauge", "1 while model calls fail fast.", nil, nil},
 	// Cached tokens are a part of the prompt tokens, so a family of their
 	// own: as a kind of dreamgate_model_tokens_total a sum over kinds would
@@ -293,6 +318,22 @@ func (m *Metrics) refresh(src Sources) {
 				setting{modelTokens, labelValues{purpose, "prompt"}, float64(max(t.Prompt, 0))},
 				setting{modelTokens, labelValues{purpose, "completion"}, float64(max(t.Completion, 0))},
 				setting{modelCachedTokens, labelValues{purpose}, float64(max(t.Cached, 0))})
+		}
+	}
+	if f := src.Models; f != nil {
+		for _, mc := range f() {
+			lv := labelValues{mc.Model, mc.Purpose}
+			set = append(set,
+				setting{llmCalls, lv, float64(max(mc.Calls, 0))},
+				setting{llmFailures, lv, float64(max(mc.Failures, 0))},
+				setting{llmFallbacks, lv, float64(max(mc.Fallbacks, 0))},
+				setting{llmPromptTokens, lv, float64(max(mc.PromptTokens, 0))},
+				setting{llmCompletionTokens, lv, float64(max(mc.CompletionTokens, 0))})
+		}
+	}
+	if f := src.Cooling; f != nil {
+		for name, cooling := range f() {
+			set = append(set, setting{llmCoolingDown, labelValues{name}, boolFloat(cooling)})
 		}
 	}
 	if f := src.Channels; f != nil {

@@ -32,7 +32,9 @@ type app struct {
 	cfg    Config
 	logger *slog.Logger
 
-	model    *llm.Client
+	// model serves every purpose through its chain of models (one model,
+	// the llm keys', unless the config names several).
+	model    *llm.Router
 	history  *history.Store
 	sessions *session.Store
 	ws       *workspace.Root
@@ -111,7 +113,7 @@ func newApp(cfg Config, logger *slog.Logger) (*app, error) {
 	if _, err := openWorkspace(cfg, logger, false); err != nil {
 		return nil, err
 	}
-	a.model = newModel(cfg, logger)
+	a.model = newModels(cfg, logger)
 	var err error
 	if a.history, err = history.Open(filepath.Join(cfg.Workspace, filepath.FromSlash(workspace.MemoryDir)), history.Options{Logger: logger.With("component", "history"), AfterWrite: a.afterWrite}); err != nil {
 		return nil, fmt.Errorf("open history: %w", err)
@@ -126,25 +128,6 @@ func newApp(cfg Config, logger *slog.Logger) (*app, error) {
 	// Whatever the config says, no file tool reaches the conversations.
 	a.ws.Forbid(sessionsDir(cfg.StateDir))
 	return a, nil
-}
-
-// newModel is the model client of cfg.
-func newModel(cfg Config, logger *slog.Logger) *llm.Client {
-	return llm.New(llm.Config{
-		BaseURL:     cfg.LLM.BaseURL,
-		APIKey:      cfg.LLM.APIKey,
-		Model:       cfg.LLM.Model,
-		MaxTokens:   cfg.LLM.MaxTokens,
-		Temperature: cfg.LLM.Temperature,
-		Timeout:     time.Duration(cfg.LLM.TimeoutSeconds) * time.Second,
-		// A hash of each conversation's session key routes its calls to
-		// where its prompt prefix is cached.
-		PromptCacheKey: cfg.LLM.PromptCacheKey,
-		// Turns and archive calls (limited by the gateway), and Dream.
-		Concurrency: cfg.Gateway.MaxConcurrentTurns + 1,
-		Logger:      logger.With("component", "llm"),
-		Names:       cfg.llmNames(),
-	})
 }
 
 // openRepo opens the memory repository (creating it if needed).
@@ -189,14 +172,20 @@ func (a *app) limited() gateway.Model {
 	return gateway.LimitConcurrency(a.observedModel(), a.cfg.Gateway.MaxConcurrentTurns)
 }
 
+// consolidator budgets chat prompts by the chat chain's smallest window and
+// archive calls by the archive chain's, so that whichever model of a chain
+// serves, the prompt fits it.
 func (a *app) consolidator(model gateway.Model) *consolidator.Consolidator {
+	chat, archive := a.cfg.budget(llm.PurposeChat), a.cfg.budget(llm.PurposeArchive)
 	return consolidator.New(model, a.history, consolidator.Config{
-		ContextWindow:      a.cfg.LLM.ContextWindow,
-		MaxTokens:          a.cfg.LLM.MaxTokens,
-		ConsolidateRatio:   a.cfg.Agent.ConsolidateRatio,
-		TargetRatio:        a.cfg.Agent.TargetRatio,
-		SharedMemory:       !a.cfg.Memory.Scoped,
-		ConversationTokens: a.cfg.Agent.ConversationTokens,
+		ContextWindow:        chat.window,
+		MaxTokens:            chat.maxTokens,
+		ArchiveContextWindow: archive.window,
+		ArchiveMaxTokens:     archive.maxTokens,
+		ConsolidateRatio:     a.cfg.Agent.ConsolidateRatio,
+		TargetRatio:          a.cfg.Agent.TargetRatio,
+		SharedMemory:         !a.cfg.Memory.Scoped,
+		ConversationTokens:   a.cfg.Agent.ConversationTokens,
 	}, a.logger.With("component", "consolidator"))
 }
 
@@ -215,6 +204,7 @@ func (a *app) gateway(withDream bool) (*gateway.Gateway, *dream.Dreamer) {
 		ScopeFiles: scopeFiles{a.ws},
 		Usage:      a.model.Usage,
 		ModelState: a.model.State,
+		Models:     a.modelLines(),
 		Observer:   a.gatewayObserver(),
 		Logger:     a.logger.With("component", "gateway"),
 		Now:        a.now, // nil: the real clock

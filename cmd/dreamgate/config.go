@@ -34,6 +34,10 @@ type Config struct {
 	Gateway   GatewayConfig `json:"gateway"`
 	Channels  ChannelsCfg   `json:"channels"`
 	Tools     ToolsConfig   `json:"tools"`
+	// Models are named models; Use says which serve each purpose. Without
+	// them the llm keys are the one model of every purpose.
+	Models map[string]ModelConfig `json:"models"`
+	Use    UseConfig              `json:"use"`
 
 	// path is the file the config came from ("" when none existed).
 	path string
@@ -357,6 +361,9 @@ func (c *Config) Validate() error {
 	}
 	if c.LLM.TimeoutSeconds < 1 {
 		return bad("llm.timeoutSeconds", "must be at least 1, got %d", c.LLM.TimeoutSeconds)
+	}
+	if err := c.validateModels(); err != nil {
+		return err
 	}
 	if c.Agent.MaxToolIterations < 1 {
 		return bad("agent.maxToolIterations", "must be at least 1, got %d", c.Agent.MaxToolIterations)

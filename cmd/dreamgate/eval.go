@@ -37,6 +37,9 @@ func cmdEval(ctx context.Context, e *env, args []string) error {
 	runs := fs.Int("runs", 1, "play every scenario this many times and report the spread")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	keep := fs.Bool("keep", false, "keep the throw-away workspaces and name their directory on stderr")
+	chatModel := fs.String("chat-model", "", "the model (a name in models, or llm) that answers chat turns instead of use.chat")
+	archiveModel := fs.String("archive-model", "", "the model that writes the archive instead of use.archive")
+	dreamModel := fs.String("dream-model", "", "the model of Dream's analysis and edits instead of use.dream")
 	if err := e.parse(fs, args, 0); err != nil {
 		return err
 	}
@@ -64,6 +67,9 @@ func cmdEval(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	logger := e.logger(slog.LevelError)
+	if err := evalModels(&cfg, *chatModel, *archiveModel, *dreamModel); err != nil {
+		return &exitError{code: 2, err: fmt.Errorf("dreamgate eval: %w", err)}
+	}
 
 	root, err := os.MkdirTemp("", "dreamgate-eval-")
 	if err != nil {
@@ -75,18 +81,47 @@ func cmdEval(ctx context.Context, e *env, args []string) error {
 		defer os.RemoveAll(root)
 	}
 
-	// One quick look first: with no model at the endpoint every scenario
-	// would spend minutes in retries to say the same thing.
-	probe := llm.New(llm.Config{BaseURL: cfg.LLM.BaseURL, APIKey: cfg.LLM.APIKey, Model: cfg.LLM.Model,
-		Timeout: time.Duration(cfg.LLM.TimeoutSeconds) * time.Second, Logger: logger, Names: cfg.llmNames()})
-	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	err = probe.Ping(pctx)
-	cancel()
-	if err != nil && errors.Is(err, llm.ErrUnavailable) {
-		return &exitError{code: 1, err: fmt.Errorf("dreamgate eval: %s (model %s at %s)", llm.UserMessage(err), cfg.LLM.Model, llm.RedactURL(cfg.LLM.BaseURL))}
+	// One quick look first: with no model at an endpoint every scenario
+	// would spend minutes in retries to say the same thing. Each purpose
+	// needs one model that answers.
+	specs, chains := cfg.modelSpecs(), cfg.chains()
+	down := map[string]error{}
+	for _, p := range purposes {
+		var last error
+		for _, name := range chains[p.purpose] {
+			if err, seen := down[name]; seen {
+				last = err
+			} else {
+				s := specs[name]
+				c := s.cfg
+				c.Logger = logger
+				pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+				err := llm.New(c).Ping(pctx)
+				cancel()
+				if err == nil || !errors.Is(err, llm.ErrUnavailable) {
+					err = nil
+				}
+				down[name], last = err, err
+			}
+			if last == nil {
+				break
+			}
+		}
+		if last != nil {
+			name := chains[p.purpose][len(chains[p.purpose])-1]
+			for_ := ""
+			if cfg.severalModels() {
+				for_ = ", for " + p.purpose
+			}
+			return &exitError{code: 1, err: fmt.Errorf("dreamgate eval: %s (model %s at %s%s)", llm.UserMessage(last), specs[name].cfg.Model, llm.RedactURL(specs[name].cfg.BaseURL), for_)}
+		}
 	}
 
-	fmt.Fprintf(e.stderr, "eval: %d scenario(s), %d run(s), model %s at %s\n", len(scs), *runs, cfg.LLM.Model, llm.RedactURL(cfg.LLM.BaseURL))
+	if cfg.severalModels() {
+		fmt.Fprintf(e.stderr, "eval: %d scenario(s), %d run(s), models %s\n", len(scs), *runs, modelsLine(cfg))
+	} else {
+		fmt.Fprintf(e.stderr, "eval: %d scenario(s), %d run(s), model %s at %s\n", len(scs), *runs, cfg.LLM.Model, llm.RedactURL(cfg.LLM.BaseURL))
+	}
 	p := &pipeline{base: cfg, root: root, logger: logger}
 	rep := eval.Run(ctx, scs, p, eval.Options{Runs: *runs, Progress: e.stderr})
 	if *asJSON {
@@ -131,6 +166,13 @@ func (p *pipeline) Play(ctx context.Context, sc eval.Scenario) (eval.Outcome, er
 	if sc.ContextWindow > 0 {
 		cfg.LLM.ContextWindow = sc.ContextWindow
 		cfg.LLM.MaxTokens = min(cfg.LLM.MaxTokens, sc.ContextWindow/8)
+		// The scenario's window is every model's: it plays a small one.
+		cfg.Models = maps.Clone(cfg.Models)
+		for name, m := range cfg.Models {
+			m.ContextWindow = sc.ContextWindow
+			m.MaxTokens = min(max(m.MaxTokens, cfg.LLM.MaxTokens), sc.ContextWindow/8)
+			cfg.Models[name] = m
+		}
 	}
 	if err := seedFiles(cfg.Workspace, sc.Files); err != nil {
 		return out, err
@@ -388,3 +430,38 @@ type sink struct{ name string }
 func (s sink) Name() string                                   { return s.name }
 func (s sink) Run(ctx context.Context, _ channels.Sink) error { <-ctx.Done(); return nil }
 func (s sink) Send(context.Context, channels.Outbound) error  { return nil }
+
+// evalModels points purposes at the models the flags name, one model each
+// and no fallback, so that a run compares exactly those models.
+func evalModels(cfg *Config, chat, archive, dreamModel string) error {
+	if chat == "" && archive == "" && dreamModel == "" {
+		return nil
+	}
+	for _, f := range []struct{ flag, name string }{{"--chat-model", chat}, {"--archive-model", archive}, {"--dream-model", dreamModel}} {
+		if f.name == "" {
+			continue
+		}
+		if _, ok := cfg.Models[f.name]; !ok && f.name != llmModelName {
+			return fmt.Errorf("%s: no model is named %q; models has %s", f.flag, f.name, modelNames(slices.Sorted(maps.Keys(cfg.Models))))
+		}
+	}
+	if cfg.Dream.Model != "" && dreamModel == "" {
+		return errors.New("dream.model is set: name Dream's model with --dream-model (a name in models, or llm) to compare models")
+	}
+	cfg.Dream.Model = ""
+	// Archive and Dream default to the chat chain: each purpose keeps
+	// what the config gave it unless its own flag changes it.
+	was := cfg.chains()
+	cfg.Use = UseConfig{Chat: was[llm.PurposeChat], Archive: was[llm.PurposeArchive],
+		DreamAnalysis: was[llm.PurposeDreamAnalysis], DreamEdit: was[llm.PurposeDreamEdit]}
+	if chat != "" {
+		cfg.Use.Chat = ModelList{chat}
+	}
+	if archive != "" {
+		cfg.Use.Archive = ModelList{archive}
+	}
+	if dreamModel != "" {
+		cfg.Use.DreamAnalysis, cfg.Use.DreamEdit = ModelList{dreamModel}, ModelList{dreamModel}
+	}
+	return nil
+}

@@ -144,6 +144,9 @@ func cmdGateway(ctx context.Context, e *env, args []string) error {
 		logger.Info("dream scheduled", "cron", cfg.Dream.Cron, "timezone", cfg.Dream.Timezone, "next", sched.Next())
 	}
 	health.set(g, a.model)
+	if cfg.severalModels() {
+		health.chains.Store(a.model)
+	}
 	if a.metrics != nil {
 		health.metrics.set(a.metrics.Handler(metricsSources(g, a.model, ledger)))
 	}
@@ -167,7 +170,11 @@ func cmdGateway(ctx context.Context, e *env, args []string) error {
 	} else {
 		close(retained)
 	}
-	logger.Info("gateway running", "model", cfg.LLM.Model, "workspace", cfg.Workspace, "terminal", withTerminal)
+	if cfg.severalModels() {
+		logger.Info("gateway running", "models", modelsLine(cfg), "workspace", cfg.Workspace, "terminal", withTerminal)
+	} else {
+		logger.Info("gateway running", "model", cfg.LLM.Model, "workspace", cfg.Workspace, "terminal", withTerminal)
+	}
 	noteScopes(cfg, logger)
 	var left <-chan struct{} // nil: never, without a terminal chat
 	if termCh != nil {
@@ -236,7 +243,11 @@ func printBanner(w io.Writer, cfg Config, healthURL, logPath string) {
 	if healthURL == "" {
 		healthURL = "off"
 	}
-	fmt.Fprintf(w, "dreamgate %s · model %s at %s\n", readVersion().Version, cfg.LLM.Model, llm.RedactURL(cfg.LLM.BaseURL))
+	if cfg.severalModels() {
+		fmt.Fprintf(w, "dreamgate %s · models %s\n", readVersion().Version, modelsLine(cfg))
+	} else {
+		fmt.Fprintf(w, "dreamgate %s · model %s at %s\n", readVersion().Version, cfg.LLM.Model, llm.RedactURL(cfg.LLM.BaseURL))
+	}
 	fmt.Fprintf(w, "workspace %s · health %s", cfg.Workspace, healthURL)
 	if logPath != "" {
 		fmt.Fprintf(w, " · logs %s", logPath)
@@ -324,15 +335,27 @@ func addChannels(g *gateway.Gateway, cfg Config, logger *slog.Logger, dreamLog f
 // healthState serves GET /healthz and GET /readyz, and GET /metrics
 // beside them.
 type healthState struct {
-	g        atomic.Pointer[gateway.Gateway]
-	model    atomic.Pointer[llm.Client]
+	g     atomic.Pointer[gateway.Gateway]
+	model atomic.Pointer[healthModel]
+	// chains, set when the config names several models, adds each
+	// purpose's chain to the report.
+	chains   atomic.Pointer[llm.Router]
 	stopping atomic.Bool
 	mcp      atomic.Pointer[mcp.Manager] // nil: no MCP servers
 	metrics  metricsEndpoint
 }
 
-func (h *healthState) set(g *gateway.Gateway, model *llm.Client) {
-	h.model.Store(model)
+// modelSource is what the health report reads of the model: an
+// *llm.Client, or the *llm.Router of every purpose (its chat chain).
+type modelSource interface {
+	State() llm.State
+	Model() string
+}
+
+type healthModel struct{ m modelSource }
+
+func (h *healthState) set(g *gateway.Gateway, model modelSource) {
+	h.model.Store(&healthModel{model})
 	h.g.Store(g)
 }
 
@@ -347,6 +370,45 @@ type healthReport struct {
 	// MCP details each MCP server; one that is down does not make the
 	// gateway degraded (its chats still work).
 	MCP []mcp.ServerStatus `json:"mcp,omitempty"`
+	// Chains are each purpose's models when the config names several;
+	// `dreamgate status` reads which answered last here.
+	Chains []chainHealth `json:"chains,omitempty"`
+}
+
+// chainHealth is one purpose's chain of models.
+type chainHealth struct {
+	Purpose string   `json:"purpose"`
+	Models  []string `json:"models"`
+	// Served names the model that answered last ("" before any did).
+	Served   string         `json:"served,omitempty"`
+	ServedAt *time.Time     `json:"servedAt,omitempty"`
+	Cooling  []coolingModel `json:"cooling,omitempty"`
+}
+
+// coolingModel is a model passed over since it failed, until Until.
+type coolingModel struct {
+	Model  string    `json:"model"`
+	Until  time.Time `json:"until"`
+	Reason string    `json:"reason"`
+}
+
+func chainsHealth(r *llm.Router) []chainHealth {
+	var out []chainHealth
+	for _, c := range r.Chains() {
+		st := c.Status()
+		ch := chainHealth{Purpose: st.Purpose, Served: st.Served}
+		if !st.ServedAt.IsZero() {
+			ch.ServedAt = &st.ServedAt
+		}
+		for _, m := range st.Models {
+			ch.Models = append(ch.Models, m.Name)
+			if !m.CoolingUntil.IsZero() {
+				ch.Cooling = append(ch.Cooling, coolingModel{Model: m.Name, Until: m.CoolingUntil, Reason: m.Reason})
+			}
+		}
+		out = append(out, ch)
+	}
+	return out
 }
 
 type modelHealth struct {
@@ -361,9 +423,12 @@ type modelHealth struct {
 
 func (h *healthState) report() healthReport {
 	body := healthReport{Status: "starting", Channels: map[string]channels.Health{}}
-	g, model := h.g.Load(), h.model.Load()
+	g, hm := h.g.Load(), h.model.Load()
 	if m := h.mcp.Load(); m != nil {
 		body.MCP = m.Status()
+	}
+	if r := h.chains.Load(); r != nil {
+		body.Chains = chainsHealth(r)
 	}
 	if g != nil {
 		body.Channels = g.Health()
@@ -374,9 +439,9 @@ func (h *healthState) report() healthReport {
 			}
 		}
 	}
-	if model != nil {
-		st := model.State()
-		m := &modelHealth{Name: model.Model(), State: "unknown", BreakerOpen: st.BreakerOpen, LastError: st.LastErrorClass}
+	if hm != nil {
+		st := hm.m.State()
+		m := &modelHealth{Name: hm.m.Model(), State: "unknown", BreakerOpen: st.BreakerOpen, LastError: st.LastErrorClass}
 		switch {
 		case st.Known && st.Reachable:
 			m.State = "reachable"

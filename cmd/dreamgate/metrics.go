@@ -119,7 +119,7 @@ func (a *app) dreamObserver() dream.Observer {
 
 // metricsSources are the readers /metrics calls at scrape time: state the
 // gateway, the LLM client and the history already keep.
-func metricsSources(g *gateway.Gateway, model *llm.Client, ledger *dream.Ledger) metrics.Sources {
+func metricsSources(g *gateway.Gateway, model *llm.Router, ledger *dream.Ledger) metrics.Sources {
 	return metrics.Sources{
 		QueueDepth: g.QueueDepth,
 		Tokens: func() map[string]metrics.Tokens {
@@ -129,7 +129,28 @@ func metricsSources(g *gateway.Gateway, model *llm.Client, ledger *dream.Ledger)
 			}
 			return out
 		},
+		// The chat chain: every model of it failing fast.
 		BreakerOpen: func() bool { return model.State().BreakerOpen },
+		Models: func() []metrics.ModelCalls {
+			var out []metrics.ModelCalls
+			for _, m := range model.Models() {
+				usage, stats := m.Client().Usage(), m.Stats()
+				for purpose, st := range stats {
+					u := usage[purpose]
+					out = append(out, metrics.ModelCalls{Model: m.Name(), Purpose: purpose,
+						Calls: st.Calls, Failures: st.Failures, Fallbacks: st.Fallbacks,
+						PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens})
+				}
+			}
+			return out
+		},
+		Cooling: func() map[string]bool {
+			out := map[string]bool{}
+			for _, m := range model.Models() {
+				out[m.Name()] = m.Cooling()
+			}
+			return out
+		},
 		DreamBacklog: func() (int, error) {
 			return ledger.Backlog()
 		},

@@ -63,21 +63,31 @@ func cmdStatus(ctx context.Context, e *env, args []string) (err error) {
 
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	var model *llm.Client
+	var models *llm.Router
 	if a != nil {
-		model = a.model
+		models = a.model
 	} else {
-		model = newModel(cfg, logger)
+		models = newModels(cfg, logger)
 	}
-	perr := model.Ping(pctx)
-	if perr != nil {
-		fmt.Fprintf(w, "Model: %s at %s — %s\n", cfg.LLM.Model, llm.RedactURL(cfg.LLM.BaseURL), llm.UserMessage(perr))
+	var unusable bool
+	if cfg.severalModels() {
+		unusable = modelsStatus(pctx, w, cfg, models)
 	} else {
-		fmt.Fprintf(w, "Model: %s at %s — reachable\n", cfg.LLM.Model, llm.RedactURL(cfg.LLM.BaseURL))
+		perr := models.Models()[0].Client().Ping(pctx)
+		if perr != nil {
+			fmt.Fprintf(w, "Model: %s at %s — %s\n", cfg.LLM.Model, llm.RedactURL(cfg.LLM.BaseURL), llm.UserMessage(perr))
+		} else {
+			fmt.Fprintf(w, "Model: %s at %s — reachable\n", cfg.LLM.Model, llm.RedactURL(cfg.LLM.BaseURL))
+		}
+		unusable = modelUnusable(perr)
 	}
 	defer func() {
-		if modelUnusable(perr) && err == nil {
-			err = &exitError{code: 1, err: errors.New("dreamgate: the model cannot be used; see the Model line above")}
+		if unusable && err == nil {
+			msg := "dreamgate: the model cannot be used; see the Model line above"
+			if cfg.severalModels() {
+				msg = "dreamgate: a purpose has no model that can be used; see the Models lines above"
+			}
+			err = &exitError{code: 1, err: errors.New(msg)}
 		}
 	}()
 
