@@ -235,29 +235,47 @@ func (r *fakeRepo) Restore(rev string, keep func(string) bool) (gitstore.Commit,
 	if i == 0 {
 		return gitstore.Commit{}, nil, gitstore.ErrRootCommit
 	}
-	paths := kept(r.commits[i].changed, keep)
+	// A snapshot of every tracked file keep accepts, as gitstore's: the
+	// files of the tree before the target, of HEAD's and of the workspace.
+	before := r.commits[i-1].tree
+	both := maps(before)
+	for p, v := range r.head().tree {
+		both[p] = v
+	}
+	paths := kept(r.tracked(both), keep)
 	// Hand edits of those paths first, as gitstore does.
 	tree := maps(r.head().tree)
 	manual := false
 	for _, p := range paths {
 		v, ok := r.working(p)
-		if ok != hasKey(tree, p) || v != tree[p] {
+		if ok != hasKey(tree, p) || ok && v != tree[p] {
 			manual = true
-			tree[p] = v
+			if ok {
+				tree[p] = v
+			} else {
+				delete(tree, p)
+			}
 		}
 	}
 	if manual {
 		r.add(gitstore.ManualSubject, "", tree)
 	}
+	var changed []string
+	for _, p := range paths {
+		if hasKey(before, p) != hasKey(tree, p) || before[p] != tree[p] {
+			changed = append(changed, p)
+		}
+	}
+	if len(changed) == 0 {
+		return gitstore.Commit{}, nil, gitstore.ErrNothingToCommit
+	}
 	var undone []gitstore.Commit
 	for j := len(r.commits) - 1; j > i; j-- {
-		if slices.ContainsFunc(r.commits[j].changed, func(p string) bool { return slices.Contains(paths, p) }) {
+		if slices.ContainsFunc(r.commits[j].changed, func(p string) bool { return slices.Contains(changed, p) }) {
 			undone = append(undone, r.commits[j].c)
 		}
 	}
-	before := r.commits[i-1].tree
-	tree = maps(r.head().tree)
-	for _, p := range paths {
+	for _, p := range changed {
 		full := filepath.Join(r.dir, filepath.FromSlash(p))
 		if v, ok := before[p]; ok {
 			if err := os.MkdirAll(filepath.Dir(full), 0o700); err != nil {
@@ -274,23 +292,8 @@ func (r *fakeRepo) Restore(rev string, keep func(string) bool) (gitstore.Commit,
 			delete(tree, p)
 		}
 	}
-	if maps2equal(tree, r.head().tree) {
-		return gitstore.Commit{}, nil, gitstore.ErrNothingToCommit
-	}
 	target := r.commits[i].c
-	return r.add(gitstore.RevertPrefix+target.Short+" "+target.Subject, "", tree), undone, nil
-}
-
-func maps2equal(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
+	return r.add(gitstore.RevertPrefix+target.Short, "", tree), undone, nil
 }
 
 func (r *fakeRepo) Pack() (int, error) { return 0, nil }

@@ -104,7 +104,7 @@ func newEnv(t testing.TB) *env {
 	testkit.WriteFile(t, ws, "USER.md", initUser)
 	testkit.WriteFile(t, ws, "memory/MEMORY.md", initMemory)
 	testkit.WriteFile(t, ws, "AGENTS.md", "# Agents\n")
-	repo, err := gitstore.Open(ws, gitstore.Options{Tracked: workspace.MemoryFiles()})
+	repo, err := gitstore.Open(ws, gitstore.Options{Tracked: workspace.MemoryFiles(), Patterns: workspace.TrackedPatterns()})
 	if err != nil {
 		t.Fatalf("open memory repository: %v", err)
 	}

@@ -2,8 +2,10 @@ package dream
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
+	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/gitstore"
 )
 
@@ -20,10 +22,10 @@ type RestoreResult struct {
 	Files []string
 }
 
-// Restore puts the files of the scopes chosen back to their state just
-// before the Dream commit rev (a full id or a unique prefix of 4+ hex
-// digits), as a new commit; the files of other scopes stay as they are, so
-// a restore for one audience never undoes another scope's edits. Only
+// Restore puts the files of the scopes chosen that the Dream commit rev (a
+// full id or a unique prefix of 4+ hex digits) changed back to their state
+// just before it, as a new commit; the files of other scopes stay as they
+// are (those chosen too), so a restore never undoes another scope's edits. Only
 // Dream commits can be restored (ErrNotDreamCommit), and only one that
 // changed a file of a chosen scope: any other is, to the asker, a commit
 // that does not exist (an error matching ErrNotInScopes and
@@ -58,10 +60,21 @@ func (d *Dreamer) Restore(rev string, scopes Scopes) (RestoreResult, error) {
 	if !strings.HasPrefix(target.Subject, SubjectPrefix) {
 		return RestoreResult{Target: target}, fmt.Errorf("dream restore %s (%q): %w", target.Short, target.Subject, ErrNotDreamCommit)
 	}
+	// The repository restores every file the filter accepts to its state
+	// before the target: accept the target's own scopes alone (a Dream
+	// commit changes one), else a DM's restore of its person's commit would
+	// undo the team's later edits, which the DM may read too.
+	var own []audience.Scope
+	for _, f := range diff.Files {
+		if s, ok := audience.ScopeOfPath(f.Path); ok && !slices.Contains(own, s) {
+			own = append(own, s)
+		}
+	}
+	keep := OnlyScopes(own...).pathIn
 	var revert gitstore.Commit
 	var undone []gitstore.Commit
 	restore := func() (err error) {
-		revert, undone, err = d.repo.Restore(target.SHA, scopes.pathIn)
+		revert, undone, err = d.repo.Restore(target.SHA, keep)
 		return err
 	}
 	if d.files != nil {
@@ -75,7 +88,7 @@ func (d *Dreamer) Restore(rev string, scopes Scopes) (RestoreResult, error) {
 		return RestoreResult{Target: target}, fmt.Errorf("dream restore: %w", err)
 	}
 	res := RestoreResult{Target: target, Revert: revert, Undone: undone}
-	if _, diff, err := d.repo.Show(revert.SHA, scopes.pathIn); err == nil {
+	if _, diff, err := d.repo.Show(revert.SHA, keep); err == nil {
 		for _, f := range diff.Files {
 			res.Files = append(res.Files, f.Path)
 		}

@@ -1,0 +1,70 @@
+package dream
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/dreamgate/dreamgate/audience"
+	"github.com/dreamgate/dreamgate/gitstore"
+)
+
+// A restore asked by an audience that reads several scopes (a DM reads its
+// team's too) undoes the target's own scope alone: the team's later Dream
+// stays, and is not named as undone. Each scope's Dream commits its own
+// paths alone. Played against the memory repository itself and against
+// the fake the other scope tests use, which must agree with it.
+func TestRestoreKeepsToTheTargetsScope(t *testing.T) {
+	for _, which := range []string{"gitstore", "fake"} {
+		t.Run(which, func(t *testing.T) {
+			e := newScopedEnv(t)
+			var repo Repo = e.repo
+			if which == "fake" {
+				repo = e.fake
+			}
+			d, err := New(Config{Workspace: e.ws}, Deps{Model: e.llm, History: e.hist, Repo: repo})
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.add(person, "Ana salary band is K7Q2Z9")
+			e.add(team, "team ships on fridays")
+			rep, err := d.Run(t.Context(), TriggerCron, AllScopes(), nil)
+			if err != nil || len(rep.Scopes) != 2 || rep.Scopes[0].Scope != person {
+				t.Fatalf("run: %+v, %v", rep, err)
+			}
+			personCommit, teamCommit := rep.Scopes[0].Commit, rep.Scopes[1].Commit
+			for c, s := range map[string]audience.Scope{personCommit: person, teamCommit: team} {
+				_, diff, err := repo.Show(c, nil)
+				if err != nil || diff.Empty() || slices.ContainsFunc(diff.Files, func(f gitstore.FileChange) bool {
+					got, _ := audience.ScopeOfPath(f.Path)
+					return got != s
+				}) {
+					t.Errorf("the %s Dream commit changed %+v, %v", s, diff.Files, err)
+				}
+			}
+
+			dm := OnlyScopes(team, person)
+			res, err := d.Restore(personCommit, dm)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(e.read("scopes/person-slack-t1-u2/USER.md"), "K7Q2Z9") {
+				t.Error("the person's Dream was not undone")
+			}
+			if !strings.Contains(e.read("scopes/team-slack-t1/USER.md"), "fridays") {
+				t.Error("the DM's restore of the person's commit undid the team's later Dream")
+			}
+			if !slices.Equal(res.Files, []string{"scopes/person-slack-t1-u2/USER.md"}) {
+				t.Errorf("restored files %q", res.Files)
+			}
+			for _, c := range res.Undone {
+				if c.Short == teamCommit {
+					t.Errorf("the team's commit is named as undone: %+v", res.Undone)
+				}
+			}
+			if _, diff, err := repo.Show(res.Revert.SHA, nil); err != nil || len(diff.Files) != 1 {
+				t.Errorf("the revert commit changed %+v, %v", diff.Files, err)
+			}
+		})
+	}
+}
