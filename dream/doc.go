@@ -22,17 +22,20 @@
 // ends "Scope: <name>", except in the default scope, whose commits read as
 // they always did). A scope's folder is made on its first Dream from the
 // template's files (unless a chat made it before), committed as "init:
-// memory scope".
-// Failures, findings left, skips and the intent are the scope's: a failing
-// batch holds back only its own scope (only a cancelled run or an
-// unreachable model stops the others). After the batches, every scope with
+// memory scope". Failures, findings left, skips and the intent are the
+// scope's: a failing batch holds back only its own scope (only a cancelled
+// run or an unreachable model stops the others). After the batches, every scope with
 // nothing unread moves its cursor to the end of the history, so the
 // frontier (memory/.dream_cursor, the least cursor) and with it compaction
 // never wait for a quiet scope; a scope first seen with unread entries is
 // recorded at the frontier, so the frontier cannot pass them. Report and
 // Status carry each scope's part (ScopeReport, ScopeStatus) and their
-// sums; Restore undoes a Dream commit's files of the chosen scopes only.
-// A workspace of one scope (the default) behaves as before scopes.
+// sums; Restore undoes a Dream commit's files of the chosen scopes only,
+// and a commit of none of them is, to its caller, unknown. The zero Scopes
+// chooses none, so an audience that may read nothing is given nothing.
+// While Dream is off, a Retention pass moves every scope's cursor past the
+// entries it retires. A workspace of one scope (the default) behaves as
+// before scopes.
 //
 // It is responsible for:
 //   - the two phases: a plain analysis call that turns a batch of history
