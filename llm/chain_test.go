@@ -461,3 +461,40 @@ func TestRouterSendsEachPurposeToItsChain(t *testing.T) {
 		t.Error("a purpose without a chain does not go to the chat chain")
 	}
 }
+
+// BenchmarkChainChat is what a chain adds to a call through the client:
+// "client" calls it directly, "chain-of-one" is the one-model config,
+// "past-a-cooling-model" passes over a first model that cools down.
+func BenchmarkChainChat(b *testing.B) {
+	for _, bc := range []string{"client", "chain-of-one", "past-a-cooling-model"} {
+		b.Run(bc, func(b *testing.B) {
+			ok, down := llmtest.New(b), llmtest.New(b)
+			ok.SetResponder(func(llmtest.Request) llmtest.Reply { return llmtest.Text("Hello there, world") })
+			down.SetResponder(func(llmtest.Request) llmtest.Reply { return llmtest.Status(503, "") })
+			serving := llm.NewNamed("ok", newClient(b, ok.URL(), nil))
+			var m interface {
+				Chat(context.Context, llm.Request) (llm.Response, error)
+			}
+			switch bc {
+			case "client":
+				m = serving.Client()
+			case "chain-of-one":
+				m = llm.NewChain(llm.PurposeChat, []*llm.Named{serving}, nil)
+			default:
+				failing := llm.NewNamed("down", newClient(b, down.URL(), func(c *llm.Config) { c.MaxTries = 1 }))
+				chain := llm.NewChain(llm.PurposeChat, []*llm.Named{failing, serving}, nil)
+				if _, err := chain.Chat(b.Context(), userReq("cool it down")); err != nil {
+					b.Fatal(err)
+				}
+				m = chain
+			}
+			req := userReq("hi")
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := m.Chat(b.Context(), req); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

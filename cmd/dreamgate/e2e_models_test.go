@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dreamgate/dreamgate/llm"
 	"github.com/dreamgate/dreamgate/llm/llmtest"
 )
 
@@ -220,5 +219,59 @@ func TestModelsOneShotThroughTheBinary(t *testing.T) {
 	if !strings.Contains(r.stdout, "which answered last is known while the gateway runs") {
 		t.Errorf("status without a gateway:\n%s", r.stdout)
 	}
-	_ = llm.PurposeChat
+}
+
+// `dreamgate eval --archive-model NAME` plays the scenarios with that
+// model alone writing the archive: its fake receives the archive calls,
+// and only them; the other purposes keep their models.
+func TestEvalComparesArchiveModels(t *testing.T) {
+	h := newHarness(t)
+	fakes := map[string]*llmtest.Server{}
+	models := map[string]any{}
+	for _, name := range []string{"a", "b", "c"} {
+		s := llmtest.New(t)
+		s.SetResponder(llmtest.MemoryModel)
+		fakes[name] = s
+		models[name] = map[string]any{"baseURL": s.URL(), "model": name + "-id"}
+	}
+	h.set("models", models)
+	h.set("use", map[string]any{"chat": "a", "archive": []string{"a", "b"}, "dream": "c"})
+	r := h.run("eval", "--scenario", filepath.Join("testdata", "eval", "rules.json"), "--json", "--archive-model", "b")
+	if r.code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	if want := "models chat a, archive b, dream-analysis c, dream-edit c"; !strings.Contains(r.stderr, want) {
+		t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+	}
+	system := func(r llmtest.Request) string {
+		if len(r.Messages) == 0 {
+			return ""
+		}
+		return r.Messages[0].Content
+	}
+	archive := fakes["b"].Requests()
+	if len(archive) == 0 {
+		t.Fatal("the archive model received no request")
+	}
+	for i, q := range archive {
+		if q.Model != "b-id" || system(q) != system(archive[0]) {
+			t.Errorf("archive model's request %d: model %q, or not an archive call", i, q.Model)
+		}
+	}
+	for name, s := range map[string]*llmtest.Server{"a": fakes["a"], "c": fakes["c"]} {
+		if len(s.Requests()) == 0 {
+			t.Errorf("%s received no request", name)
+		}
+		for _, q := range s.Requests() {
+			if system(q) == system(archive[0]) {
+				t.Errorf("%s received an archive call", name)
+			}
+		}
+	}
+	if rep := decodeReport(t, r.stdout); !rep.Passed {
+		t.Errorf("report did not pass: %+v", rep)
+	}
+	if r := h.run("eval", "--archive-model", "nope"); r.code != 2 || !strings.Contains(r.stderr, `--archive-model: no model is named "nope"; models has a, b, c, llm (the llm keys)`) {
+		t.Errorf("unknown model: exit %d\n%s", r.code, r.stderr)
+	}
 }
