@@ -103,6 +103,10 @@ type Config struct {
 	// conversation is archived into, and reads, the default scope, as
 	// before scopes existed, so everything anyone says may reach everyone.
 	SharedMemory bool
+	// Counter counts tokens; nil is a Counter of its own. Pass the one
+	// the prompt's memory budget counts with, so the vocabulary is loaded
+	// once.
+	Counter *Counter
 }
 
 // safetyMargin is kept free below the context window besides the reply:
@@ -163,12 +167,15 @@ func New(model Model, store History, cfg Config, logger *slog.Logger) *Consolida
 	if cfg.MaxRounds <= 0 {
 		cfg.MaxRounds = 5
 	}
+	if cfg.Counter == nil {
+		cfg.Counter = NewCounter()
+	}
 	c := &Consolidator{
 		model:   model,
 		store:   store,
 		cfg:     cfg,
 		logger:  logger,
-		counter: NewCounter(),
+		counter: cfg.Counter,
 		loc:     time.Local,
 		states:  map[string]*sessionCounts{},
 		locks:   map[string]*keyLock{},

@@ -112,6 +112,9 @@ type Deps struct {
 	// TurnTools, when set, adds tools chosen per turn by the sender's
 	// admin status (MCP servers).
 	TurnTools TurnTools
+	// Deep, when set, is asked for a deep Dream of each scope the prompt
+	// finds over its memory budget (Prompts' HotMemory).
+	Deep DeepDreams
 	// Dream and MemoryLog are optional: without them the /dream commands
 	// say Dream is off.
 	Dream     Dreamer

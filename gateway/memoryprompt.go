@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -50,9 +51,10 @@ func memoryTitle(rel string) string {
 	return rel
 }
 
-// maxPromptFileChars caps each file in the prompt; a runaway file must not
-// crowd out the conversation.
-const maxPromptFileChars = 32000
+// maxAgentsChars caps AGENTS.md in the prompt, marked where it is cut: a
+// runaway instructions file must not crowd out the conversation. Memory
+// files are never cut: they are shown within their budget (hotmemory.go).
+const maxAgentsChars = 32000
 
 // maxCachedFiles bounds the files a PromptBuilder keeps: a gateway may
 // hear thousands of DMs, each with a scope of its own.
@@ -60,29 +62,62 @@ const maxCachedFiles = 1024
 
 // PromptBuilder assembles the fixed prefix of system prompts from the
 // workspace files. It keeps the files in memory and re-reads one only when
-// its size or mtime changes, so a turn costs a few stat calls, not reads.
-// The session's part (Recent history, last archive summary) is rendered by
-// the consolidator and follows the prefix.
+// its size or mtime changes, so a turn costs a few stat calls, not reads;
+// what a scope shows within its budget is chosen again only when one of
+// its files changed. The session's part (Recent history, last archive
+// summary) is rendered by the consolidator and follows the prefix.
 type PromptBuilder struct {
 	dir    string
 	logger *slog.Logger
+	hot    HotMemory
 
 	mu    sync.Mutex
+	gen   uint64 // counts reads, so a part knows its files' versions
 	files map[string]cachedFile
+	parts map[partKey]cachedPart
+	// over are the scopes found over their budget since TakeOverBudget
+	// last asked.
+	over map[audience.Scope]bool
 }
 
 type cachedFile struct {
 	size    int64
 	modTime time.Time
+	gen     uint64
 	text    string // "" when missing or left out
 }
 
-// NewPromptBuilder reads prompts from the workspace dir.
+// partKey names a scope's part: with, or without, the template's SOUL.md
+// standing in for a scope's own (the one part of a view that depends on
+// the others).
+type partKey struct {
+	scope    audience.Scope
+	soulTmpl bool
+}
+
+type cachedPart struct {
+	gens [3]uint64 // of its files, in workspace.MemoryFiles order
+	part hotPart
+}
+
+// NewPromptBuilder reads prompts from the workspace dir, showing every
+// memory line until WithHotMemory sets a budget.
 func NewPromptBuilder(dir string, logger *slog.Logger) *PromptBuilder {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &PromptBuilder{dir: dir, logger: logger, files: map[string]cachedFile{}}
+	return &PromptBuilder{dir: dir, logger: logger, files: map[string]cachedFile{},
+		parts: map[partKey]cachedPart{}, over: map[audience.Scope]bool{}}
+}
+
+// WithHotMemory sets how memory fits the prompt; call it before the first
+// prompt is built.
+func (p *PromptBuilder) WithHotMemory(h HotMemory) *PromptBuilder {
+	if h.Counter == nil {
+		h.Tokens = 0
+	}
+	p.hot = h
+	return p
 }
 
 // MemoryView is what a conversation's prompt may show of memory.
@@ -99,51 +134,129 @@ type MemoryView struct {
 }
 
 // Fixed is the fixed prefix of a system prompt for view: identity,
-// AGENTS.md, then the memory files of view's scopes. The default scope
-// alone (the operator; everyone when memory is shared) is shown as the
-// workspace's files always were. Any other view shows each scope under a
-// heading saying whose it is, its files under their titles; a file still
-// identical to the template is left out (an empty skeleton costs tokens
-// and says nothing), but for one SOUL.md, which sets how every reply
-// sounds: when no scope's own is shown, the conversation's own scope shows
-// the template's. It changes only when a file does.
+// AGENTS.md, then the memory files of view's scopes, each scope within its
+// budget (hotmemory.go). The default scope alone (the operator; everyone
+// when memory is shared) is shown as the workspace's files always were.
+// Any other view shows each scope under a heading saying whose it is, its
+// files under their titles; a file still identical to the template is
+// left out (an empty skeleton costs tokens and says nothing), but for one
+// SOUL.md, which sets how every reply sounds: when no scope's own is
+// shown, the conversation's own scope shows the template's. It changes
+// only when a file does.
 func (p *PromptBuilder) Fixed(view MemoryView) string {
 	var b strings.Builder
 	if len(view.Scopes) == 1 && view.Scopes[0] == audience.Default {
-		b.WriteString(identity)
-		p.writeFile(&b, agentsHeading, workspace.Agents, false)
-		for _, rel := range workspace.MemoryFiles() {
-			p.writeFile(&b, "# "+memoryTitle(rel)+" ("+rel+")", rel, rel != workspace.Soul)
+		b.WriteString(p.identity(identity))
+		p.writeAgents(&b)
+		part := p.part(audience.Default, false)
+		if part.dated {
+			b.WriteString("\n\n" + datedNote)
+		}
+		for _, f := range part.files {
+			fmt.Fprintf(&b, "\n\n# %s (%s)\n\n%s", memoryTitle(f.rel), f.rel, f.text)
+		}
+		if s := part.omitted(p.hot.Recall); s != "" {
+			b.WriteString("\n\n" + s)
 		}
 		return b.String()
 	}
-	b.WriteString(scopedIdentity)
-	p.writeFile(&b, agentsHeading, workspace.Agents, false)
-	soulShown := false
+	b.WriteString(p.identity(scopedIdentity))
+	p.writeAgents(&b)
+	parts := make([]hotPart, len(view.Scopes))
+	soulShown, dated := false, false
 	for i, s := range view.Scopes {
 		own := i == len(view.Scopes)-1
-		var part strings.Builder
-		for _, rel := range workspace.MemoryFiles() {
-			text := p.file(path.Join(s.Dir(), rel), rel, true)
-			if text == "" && own && rel == workspace.Soul && !soulShown {
-				text = templateText(rel)
-			}
-			if text == "" {
-				continue
-			}
-			soulShown = soulShown || rel == workspace.Soul
-			heading := "## " + memoryTitle(rel)
-			if own {
-				heading += " (" + rel + ")" // the name its file tools know it by
-			}
-			fmt.Fprintf(&part, "\n\n%s\n\n%s", heading, text)
+		parts[i] = p.part(s, own && !soulShown)
+		for _, f := range parts[i].files {
+			soulShown = soulShown || f.rel == workspace.Soul
 		}
-		if part.Len() > 0 {
-			b.WriteString("\n\n# " + scopeHeading(view, s))
-			b.WriteString(part.String())
+		dated = dated || parts[i].dated
+	}
+	if dated {
+		b.WriteString("\n\n" + datedNote)
+	}
+	for i, s := range view.Scopes {
+		own := i == len(view.Scopes)-1
+		if len(parts[i].files) == 0 {
+			continue
+		}
+		b.WriteString("\n\n# " + scopeHeading(view, s))
+		for _, f := range parts[i].files {
+			heading := "## " + memoryTitle(f.rel)
+			if own {
+				heading += " (" + f.rel + ")" // the name its file tools know it by
+			}
+			fmt.Fprintf(&b, "\n\n%s\n\n%s", heading, f.text)
+		}
+		if s := parts[i].omitted(p.hot.Recall); s != "" {
+			b.WriteString("\n\n" + s)
 		}
 	}
 	return b.String()
+}
+
+// identity is text, told of the recall tool when turns have it.
+func (p *PromptBuilder) identity(text string) string {
+	if !p.hot.Recall {
+		return text
+	}
+	return strings.Replace(text, "Only what is written below or in this conversation is known to you. If something is not here, you do not remember it: say so instead of guessing.",
+		"What is written below and in this conversation is what you know; the recall tool searches what was said before in conversations you may repeat here, and memory moved out of the prompt. If neither has something, you do not remember it: say so instead of guessing.", 1)
+}
+
+// part is scope s's memory as the prompt shows it, chosen again only when
+// one of its files changed. soulTmpl shows the template's SOUL.md when the
+// scope has none of its own.
+func (p *PromptBuilder) part(s audience.Scope, soulTmpl bool) hotPart {
+	rels := workspace.MemoryFiles()
+	texts := make([]string, len(rels))
+	var gens [3]uint64
+	for i, rel := range rels {
+		// The default scope's SOUL.md is shown even as the template made
+		// it (the operator's voice); a scope's files only once written.
+		skip := s != audience.Default || rel != workspace.Soul
+		texts[i], gens[i] = p.file(path.Join(s.Dir(), rel), rel, skip)
+		if texts[i] == "" && soulTmpl && rel == workspace.Soul {
+			texts[i] = templateText(rel)
+		}
+	}
+	key := partKey{scope: s, soulTmpl: soulTmpl}
+	p.mu.Lock()
+	c, ok := p.parts[key]
+	p.mu.Unlock()
+	if ok && c.gens == gens {
+		return c.part
+	}
+	part, over := fitScope(rels, texts, p.hot.Tokens, p.hot.Counter)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.parts) >= maxCachedFiles {
+		clear(p.parts)
+	}
+	p.parts[key] = cachedPart{gens: gens, part: part}
+	if over {
+		p.over[s] = true
+		p.logger.Info("a memory scope is over its budget in the prompt; its least important, oldest lines are left out",
+			"scope", string(s), "shown", part.shown, "lines", part.total, "budget", p.hot.Tokens)
+	}
+	return part
+}
+
+// TakeOverBudget returns the scopes found over their budget since it was
+// last called, each once, for a deep Dream.
+func (p *PromptBuilder) TakeOverBudget() []audience.Scope {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.over) == 0 {
+		return nil
+	}
+	out := make([]audience.Scope, 0, len(p.over))
+	for s := range p.over {
+		out = append(out, s)
+	}
+	clear(p.over)
+	slices.Sort(out)
+	return out
 }
 
 // scopeHeading says whose memory scope s is, as view's conversation sees
@@ -179,42 +292,45 @@ func scopeHeading(view MemoryView, s audience.Scope) string {
 	return "Memory of this conversation"
 }
 
-// writeFile writes rel under heading when it has text to show.
-func (p *PromptBuilder) writeFile(b *strings.Builder, heading, rel string, skipIfTemplate bool) {
-	if text := p.file(rel, rel, skipIfTemplate); text != "" {
-		fmt.Fprintf(b, "\n\n%s\n\n%s", heading, text)
+// writeAgents writes AGENTS.md under its heading when it has text: the
+// instructions every audience shares, cut (and marked so) when longer
+// than maxAgentsChars.
+func (p *PromptBuilder) writeAgents(b *strings.Builder) {
+	if text, _ := p.file(workspace.Agents, workspace.Agents, false); text != "" {
+		text, _ = textcut.Chars(text, maxAgentsChars, "\n... (AGENTS.md is cut here: it is longer than this prompt shows)")
+		fmt.Fprintf(b, "\n\n%s\n\n%s", agentsHeading, text)
 	}
 }
 
 // file returns the text of the workspace file at rel (slash-separated,
-// workspace-relative), trimmed and capped; "" when it is missing, or when
-// skipIfTemplate and it is still the template's file tpl.
-func (p *PromptBuilder) file(rel, tpl string, skipIfTemplate bool) string {
+// workspace-relative), trimmed, and the read it comes from; "" when it is
+// missing, or when skipIfTemplate and it is still the template's file tpl.
+func (p *PromptBuilder) file(rel, tpl string, skipIfTemplate bool) (string, uint64) {
 	full := filepath.Join(p.dir, filepath.FromSlash(rel))
 	fi, err := os.Stat(full)
 	if err != nil {
-		return ""
+		return "", 0
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if c, ok := p.files[rel]; ok && c.size == fi.Size() && c.modTime.Equal(fi.ModTime()) {
-		return c.text
+		return c.text, c.gen
 	}
 	data, err := os.ReadFile(full)
 	if err != nil {
 		p.logger.Warn("cannot read workspace file for prompt", "file", rel, "err", err)
-		return ""
+		return "", 0
 	}
 	text := ""
 	if !skipIfTemplate || !sameAsTemplate(tpl, data) {
 		text = strings.TrimSpace(string(data))
-		text, _ = textcut.Chars(text, maxPromptFileChars, "\n... (truncated)")
 	}
 	if len(p.files) >= maxCachedFiles {
 		clear(p.files) // read again as turns come: a stat and a read each
 	}
-	p.files[rel] = cachedFile{size: fi.Size(), modTime: fi.ModTime(), text: text}
-	return text
+	p.gen++
+	p.files[rel] = cachedFile{size: fi.Size(), modTime: fi.ModTime(), gen: p.gen, text: text}
+	return text, p.gen
 }
 
 // templateText is the template's file rel as the prompt shows it.

@@ -28,7 +28,9 @@ func (g *Gateway) turn(ctx context.Context, in channels.Inbound) Result {
 	}
 	tools, toolsText, release := g.toolsFor(ctx, in)
 	defer release()
-	prompt, refused, ok := g.archiveBefore(ctx, log, sess, in, consolidator.Prompt{Fixed: g.deps.Prompts.Fixed(g.memoryView(in)), Tools: toolsText})
+	fixed := g.deps.Prompts.Fixed(g.memoryView(in))
+	g.askDeep()
+	prompt, refused, ok := g.archiveBefore(ctx, log, sess, in, consolidator.Prompt{Fixed: fixed, Tools: toolsText})
 	if !ok {
 		return refused
 	}
@@ -45,6 +47,23 @@ func (g *Gateway) turn(ctx context.Context, in channels.Inbound) Result {
 	}
 	out.modelTime = model.took
 	return out
+}
+
+// askDeep asks Dream, in the background (a running Dream holds its
+// ledger), for a deep Dream of each scope the prompt builder found over
+// its budget since the last turn.
+func (g *Gateway) askDeep() {
+	over := g.deps.Prompts.TakeOverBudget()
+	if len(over) == 0 || g.deps.Deep == nil {
+		return
+	}
+	g.goBackground(func() {
+		for _, s := range over {
+			if err := g.deps.Deep.RequestDeep(s); err != nil {
+				g.logger.Warn("cannot ask for a deep Dream of a scope over its memory budget", "scope", string(s), "err", err)
+			}
+		}
+	})
 }
 
 // openTurn opens the message's session and records the message in it. A

@@ -49,6 +49,10 @@ type app struct {
 	// metrics, when set before the gateway is built (dreamgate gateway),
 	// counts model calls, archives, turns and Dream runs.
 	metrics *metrics.Metrics
+	// tokens is the one tokenizer of the process: the consolidator's
+	// budget and the prompt's memory budget count with it, so its
+	// vocabulary is loaded at most once.
+	tokens *consolidator.Counter
 }
 
 // openWorkspace creates a missing workspace as onboard would (template files
@@ -109,7 +113,8 @@ func workspaceSetUp(cfg Config) (bool, error) {
 }
 
 func newApp(cfg Config, logger *slog.Logger) (*app, error) {
-	a := &app{cfg: cfg, logger: logger, afterWrite: killHook(cfg.getenv, logger), now: testClock(cfg.getenv, logger)}
+	a := &app{cfg: cfg, logger: logger, afterWrite: killHook(cfg.getenv, logger), now: testClock(cfg.getenv, logger),
+		tokens: consolidator.NewCounter()}
 	if _, err := openWorkspace(cfg, logger, false); err != nil {
 		return nil, err
 	}
@@ -186,6 +191,7 @@ func (a *app) consolidator(model gateway.Model) *consolidator.Consolidator {
 		TargetRatio:          a.cfg.Agent.TargetRatio,
 		SharedMemory:         !a.cfg.Memory.Scoped,
 		ConversationTokens:   a.cfg.Agent.ConversationTokens,
+		Counter:              a.tokens,
 	}, a.logger.With("component", "consolidator"))
 }
 
@@ -197,7 +203,9 @@ func (a *app) gateway(withDream bool) (*gateway.Gateway, *dream.Dreamer) {
 		Model:        model,
 		Sessions:     a.sessions,
 		Consolidator: a.observedArchives(cons),
-		Prompts:      gateway.NewPromptBuilder(a.cfg.Workspace, a.logger),
+		Prompts: gateway.NewPromptBuilder(a.cfg.Workspace, a.logger).WithHotMemory(gateway.HotMemory{
+			Tokens: a.cfg.hotTokens(), Counter: a.tokens,
+		}),
 		// People who are not admins may write only the memory files.
 		Tools:      agent.FileTools(a.ws, agent.ChatGuestPolicy()),
 		AdminTools: agent.FileTools(a.ws, agent.ChatPolicy()),

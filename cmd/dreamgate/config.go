@@ -19,6 +19,7 @@ import (
 	"github.com/dreamgate/dreamgate/channels/slack"
 	"github.com/dreamgate/dreamgate/dream"
 	"github.com/dreamgate/dreamgate/llm"
+	"github.com/dreamgate/dreamgate/workspace"
 )
 
 // Config is config.json. Every key is optional; defaultConfig holds the
@@ -93,6 +94,20 @@ type MemoryConfig struct {
 	// channel); false keeps one memory, the workspace root's, for every
 	// conversation: everything anyone says may reach everyone.
 	Scoped bool `json:"scoped"`
+	// HotTokens is each scope's budget of memory in a chat prompt, which
+	// Dream compacts a scope to; 0 is workspace.DefaultHotTokens of the
+	// chat model's window (hotTokens gives the number in force).
+	HotTokens int `json:"hotTokens"`
+}
+
+// hotTokens is the hot-memory budget of each scope in force: the config's,
+// or the default for the smallest window of the chat chain (whichever
+// model answers, the prompt fits it).
+func (c *Config) hotTokens() int {
+	if c.Memory.HotTokens > 0 {
+		return c.Memory.HotTokens
+	}
+	return workspace.DefaultHotTokens(c.budget(llm.PurposeChat).window)
 }
 
 type GatewayConfig struct {
@@ -376,6 +391,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Agent.ConversationTokens != 0 && c.Agent.ConversationTokens < minConversationTokens {
 		return bad("agent.conversationTokens", "must be 0 (the context window's rule) or at least %d tokens, got %d", minConversationTokens, c.Agent.ConversationTokens)
+	}
+	// A DM's prompt shows two scopes: at a quarter of the window each,
+	// memory takes at most half of it.
+	if w, h := c.budget(llm.PurposeChat).window, c.Memory.HotTokens; h != 0 && (h < workspace.MinHotTokens || h > w/4) {
+		return bad("memory.hotTokens", "must be 0 (by the chat model's context window: %d) or between %d and a quarter of that window (%d), got %d",
+			workspace.DefaultHotTokens(w), workspace.MinHotTokens, w/4, h)
 	}
 	if c.Agent.IdleCompactAfterMinutes < 0 {
 		return bad("agent.idleCompactAfterMinutes", "must be 0 (off) or more, got %d", c.Agent.IdleCompactAfterMinutes)

@@ -47,6 +47,11 @@ func TestConfigMistakesAreNamed(t *testing.T) {
 	h.set("channels.discord.shardID", 3)
 	check(h.run("status"), "channels.discord.shardID: needs channels.discord.shardCount")
 	h.set("channels.discord.shardID", 0)
+	h.set("memory.hotTokens", 500)
+	check(h.run("status"), "memory.hotTokens", "between 1000 and a quarter of that window (32000), got 500")
+	h.set("memory.hotTokens", 40000)
+	check(h.run("status"), "memory.hotTokens", "got 40000")
+	h.set("memory.hotTokens", 0)
 	if r := h.run("status"); r.code == 2 {
 		t.Errorf("channels off without tokens refused: %s", r.stderr)
 	}
