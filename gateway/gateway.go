@@ -112,6 +112,8 @@ type Deps struct {
 	// TurnTools, when set, adds tools chosen per turn by the sender's
 	// admin status (MCP servers).
 	TurnTools TurnTools
+	// Provenance, when set, gives /why the sources of memory lines.
+	Provenance Provenance
 	// Deep, when set, is asked for a deep Dream of each scope the prompt
 	// finds over its memory budget (Prompts' HotMemory).
 	Deep DeepDreams

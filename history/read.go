@@ -334,3 +334,27 @@ func (s *Store) Len() (int, error) {
 	}
 	return s.cache.count, nil
 }
+
+// Entries returns the entries whose cursors are listed, in file order; a
+// cursor no entry has (compacted away, or never written) is left out. It
+// reads the file once, up to the last of them: /why looks up the sources
+// of a few memory lines with it.
+func (s *Store) Entries(cursors ...int) ([]Entry, error) {
+	if len(cursors) == 0 {
+		return nil, nil
+	}
+	want := make(map[int]bool, len(cursors))
+	low := cursors[0]
+	for _, c := range cursors {
+		want[c] = true
+		low = min(low, c)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Entry
+	err := s.freshLocked(func() (err error) {
+		out, err = s.selectLocked(low-1, len(want), func(_ string, _ audience.Scope, c int) bool { return want[c] })
+		return err
+	})
+	return out, err
+}

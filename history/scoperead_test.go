@@ -242,3 +242,35 @@ func TestBacklogsOfOneScope(t *testing.T) {
 		}
 	}
 }
+
+// Entries finds listed cursors wherever they are — below the Dream cursor
+// (read from the file) and above it (from the cache) — in file order, and
+// leaves out a cursor no entry has.
+func TestEntriesByCursor(t *testing.T) {
+	s := openTestStore(t, t.TempDir(), nil)
+	for i := range 10 {
+		scope := audience.Default
+		if i%2 == 1 {
+			scope = "team-slack-t1"
+		}
+		if _, err := s.AppendIn(scope, fmt.Sprintf("- fact %d", i+1), fmt.Sprintf("slack:c%d", i+1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.SetDreamCursor(6); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Entries(9, 2, 42, 6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := cursors(got); !slices.Equal(c, []int{2, 6, 9}) {
+		t.Fatalf("cursors %v, want [2 6 9]", c)
+	}
+	if got[0].SessionKey != "slack:c2" || got[0].Scope != "team-slack-t1" || got[2].Content != "- fact 9" {
+		t.Errorf("entries %+v", got)
+	}
+	if got, err := s.Entries(); err != nil || got != nil {
+		t.Errorf("no cursors: %v, %v", got, err)
+	}
+}

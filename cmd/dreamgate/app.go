@@ -210,6 +210,7 @@ func (a *app) gateway(withDream bool) (*gateway.Gateway, *dream.Dreamer) {
 		Tools:      agent.FileTools(a.ws, agent.ChatGuestPolicy()),
 		AdminTools: agent.FileTools(a.ws, agent.ChatPolicy()),
 		ScopeFiles: scopeFiles{a.ws},
+		Provenance: a.history,
 		Usage:      a.model.Usage,
 		ModelState: a.model.State,
 		Models:     a.modelLines(),

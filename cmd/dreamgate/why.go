@@ -1,0 +1,65 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strings"
+
+	"github.com/dreamgate/dreamgate/audience"
+	"github.com/dreamgate/dreamgate/gateway"
+	"github.com/dreamgate/dreamgate/history"
+	"github.com/dreamgate/dreamgate/workspace"
+)
+
+// whyLimit bounds the lines `dreamgate why` shows.
+const whyLimit = 50
+
+// cmdWhy is `why <words>`, the CLI twin of /why: where the remembered
+// lines holding the words came from. The operator reads every scope;
+// --scope narrows it to one.
+func cmdWhy(_ context.Context, e *env, args []string) error {
+	fs := e.flags("why")
+	scope := scopeFlag(fs)
+	if err := e.parse(fs, args, len(args)); err != nil {
+		return err
+	}
+	query := strings.Join(fs.Args(), " ")
+	if strings.TrimSpace(query) == "" {
+		return &exitError{code: 2, err: errors.New("usage: dreamgate why [--scope NAME] <words>")}
+	}
+	cfg, err := e.config()
+	if err != nil {
+		return err
+	}
+	scopes := []audience.Scope{scope.scope}
+	if !scope.one {
+		known, err := knownScopes(cfg.Workspace)
+		if err != nil {
+			return err
+		}
+		scopes = append([]audience.Scope{audience.Default}, known...)
+	}
+	hist, err := history.Open(filepath.Join(cfg.Workspace, filepath.FromSlash(workspace.MemoryDir)),
+		history.Options{Logger: e.logger(slog.LevelWarn).With("component", "history")})
+	if err != nil {
+		return fmt.Errorf("open history: %w", err)
+	}
+	ms, total, err := gateway.FindWhy(cfg.Workspace, scopes, query, whyLimit, hist)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(e.stdout, gateway.WhyText(query, ms, total, func(m gateway.WhyMatch) string {
+		name := defaultScopeName
+		if m.Scope != audience.Default {
+			name = string(m.Scope)
+		}
+		return filepath.ToSlash(filepath.Join(m.Scope.Dir(), m.File)) + " (scope " + name + ")"
+	}))
+	if total == 0 {
+		return &exitError{code: 1, err: errors.New("")}
+	}
+	return nil
+}
