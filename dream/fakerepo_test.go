@@ -225,25 +225,38 @@ func (r *fakeRepo) Show(rev string, keep func(string) bool) (gitstore.Commit, gi
 	return c.c, fakeDiff(r.commits[i-1].tree, c.tree, kept(c.changed, keep)), nil
 }
 
-func (r *fakeRepo) Restore(rev string, keep func(string) bool) (gitstore.Commit, []gitstore.Commit, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	i, err := r.find(rev)
-	if err != nil {
-		return gitstore.Commit{}, nil, err
-	}
-	if i == 0 {
-		return gitstore.Commit{}, nil, gitstore.ErrRootCommit
-	}
-	// A snapshot of every tracked file keep accepts, as gitstore's: the
-	// files of the tree before the target, of HEAD's and of the workspace.
+// restorePlan is what a restore of the commit at i would do to the files
+// keep accepts: the paths it changes (against tree, HEAD's with the hand
+// edits when they are saved first) and the later commits it undoes.
+func (r *fakeRepo) restorePlan(i int, keep func(string) bool, tree map[string]string) (changed []string, undone []gitstore.Commit) {
 	before := r.commits[i-1].tree
-	both := maps(before)
+	for _, p := range r.restorable(i, keep) {
+		if hasKey(before, p) != hasKey(tree, p) || before[p] != tree[p] {
+			changed = append(changed, p)
+		}
+	}
+	for j := len(r.commits) - 1; j > i; j-- {
+		if slices.ContainsFunc(r.commits[j].changed, func(p string) bool { return slices.Contains(changed, p) }) {
+			undone = append(undone, r.commits[j].c)
+		}
+	}
+	return changed, undone
+}
+
+// restorable are the paths a restore of the commit at i may touch: a
+// snapshot of every tracked file keep accepts, as gitstore's, the files of
+// the tree before the target, of HEAD's and of the workspace.
+func (r *fakeRepo) restorable(i int, keep func(string) bool) []string {
+	both := maps(r.commits[i-1].tree)
 	for p, v := range r.head().tree {
 		both[p] = v
 	}
-	paths := kept(r.tracked(both), keep)
-	// Hand edits of those paths first, as gitstore does.
+	return kept(r.tracked(both), keep)
+}
+
+// withHandEdits is HEAD's tree with the workspace's edits of paths, and
+// whether there were any.
+func (r *fakeRepo) withHandEdits(paths []string) (map[string]string, bool) {
 	tree := maps(r.head().tree)
 	manual := false
 	for _, p := range paths {
@@ -257,23 +270,46 @@ func (r *fakeRepo) Restore(rev string, keep func(string) bool) (gitstore.Commit,
 			}
 		}
 	}
+	return tree, manual
+}
+
+func (r *fakeRepo) PlanRestore(rev string, keep func(string) bool) (gitstore.RestorePlan, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	i, err := r.find(rev)
+	if err != nil {
+		return gitstore.RestorePlan{}, err
+	}
+	if i == 0 {
+		return gitstore.RestorePlan{}, gitstore.ErrRootCommit
+	}
+	_, manual := r.withHandEdits(r.restorable(i, keep))
+	changed, undone := r.restorePlan(i, keep, r.head().tree)
+	if len(changed) == 0 && !manual {
+		return gitstore.RestorePlan{}, gitstore.ErrNothingToCommit
+	}
+	return gitstore.RestorePlan{Files: changed, Undone: undone, Uncommitted: manual}, nil
+}
+
+func (r *fakeRepo) RestoreNoted(rev string, keep func(string) bool, note string) (gitstore.Commit, []gitstore.Commit, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	i, err := r.find(rev)
+	if err != nil {
+		return gitstore.Commit{}, nil, err
+	}
+	if i == 0 {
+		return gitstore.Commit{}, nil, gitstore.ErrRootCommit
+	}
+	// Hand edits of those paths first, as gitstore does.
+	tree, manual := r.withHandEdits(r.restorable(i, keep))
 	if manual {
 		r.add(gitstore.ManualSubject, "", tree)
 	}
-	var changed []string
-	for _, p := range paths {
-		if hasKey(before, p) != hasKey(tree, p) || before[p] != tree[p] {
-			changed = append(changed, p)
-		}
-	}
+	before := r.commits[i-1].tree
+	changed, undone := r.restorePlan(i, keep, tree)
 	if len(changed) == 0 {
 		return gitstore.Commit{}, nil, gitstore.ErrNothingToCommit
-	}
-	var undone []gitstore.Commit
-	for j := len(r.commits) - 1; j > i; j-- {
-		if slices.ContainsFunc(r.commits[j].changed, func(p string) bool { return slices.Contains(changed, p) }) {
-			undone = append(undone, r.commits[j].c)
-		}
 	}
 	for _, p := range changed {
 		full := filepath.Join(r.dir, filepath.FromSlash(p))
@@ -293,7 +329,7 @@ func (r *fakeRepo) Restore(rev string, keep func(string) bool) (gitstore.Commit,
 		}
 	}
 	target := r.commits[i].c
-	return r.add(gitstore.RevertPrefix+target.Short, "", tree), undone, nil
+	return r.add(gitstore.RevertPrefix+target.Short, note, tree), undone, nil
 }
 
 func (r *fakeRepo) Pack() (int, error) { return 0, nil }

@@ -37,6 +37,13 @@ type RestoreResult struct {
 // ErrRootCommit, ErrNothingToCommit when the files already are in that
 // state).
 func (d *Dreamer) Restore(rev string, scopes Scopes) (RestoreResult, error) {
+	return d.RestoreFrom(rev, scopes, "")
+}
+
+// RestoreFrom is Restore recording where it was asked for: origin, a
+// sentence such as "Asked for on the memory page by the operator.", goes
+// into the revert commit's message ("" adds nothing, as Restore).
+func (d *Dreamer) RestoreFrom(rev string, scopes Scopes, origin string) (RestoreResult, error) {
 	rev = strings.TrimSpace(rev)
 	// An interrupted Dream's edits are recorded as Dream's first; else the
 	// restore would save them as hand edits.
@@ -48,33 +55,14 @@ func (d *Dreamer) Restore(rev string, scopes Scopes) (RestoreResult, error) {
 	if err != nil {
 		return RestoreResult{}, fmt.Errorf("dream restore: %w", err)
 	}
-	target, diff, err := d.repo.Show(rev, scopes.pathIn)
+	target, keep, err := d.restoreTarget(rev, scopes)
 	if err != nil {
-		return RestoreResult{}, fmt.Errorf("dream restore %s: %w", rev, err)
+		return RestoreResult{Target: target}, err
 	}
-	if diff.Empty() {
-		// Said as "no such commit": even its subject is not for this
-		// reader.
-		return RestoreResult{}, fmt.Errorf("dream restore %s: %w", rev, errNotInScopes)
-	}
-	if !strings.HasPrefix(target.Subject, SubjectPrefix) {
-		return RestoreResult{Target: target}, fmt.Errorf("dream restore %s (%q): %w", target.Short, target.Subject, ErrNotDreamCommit)
-	}
-	// The repository restores every file the filter accepts to its state
-	// before the target: accept the target's own scopes alone (a Dream
-	// commit changes one), else a DM's restore of its person's commit would
-	// undo the team's later edits, which the DM may read too.
-	var own []audience.Scope
-	for _, f := range diff.Files {
-		if s, ok := audience.ScopeOfPath(f.Path); ok && !slices.Contains(own, s) {
-			own = append(own, s)
-		}
-	}
-	keep := OnlyScopes(own...).pathIn
 	var revert gitstore.Commit
 	var undone []gitstore.Commit
 	restore := func() (err error) {
-		revert, undone, err = d.repo.Restore(target.SHA, keep)
+		revert, undone, err = d.repo.RestoreNoted(target.SHA, keep, origin)
 		return err
 	}
 	if d.files != nil {
@@ -98,6 +86,67 @@ func (d *Dreamer) Restore(rev string, scopes Scopes) (RestoreResult, error) {
 	d.log.Info("dream restored", "target", target.Short, "commit", revert.Short, "undone", len(undone))
 	d.noteUndone(h, res)
 	return res, nil
+}
+
+// RestorePlan is what a restore would do if asked now: a confirmation names
+// it before the restore is made.
+type RestorePlan struct {
+	// Target is the Dream commit whose change would be undone.
+	Target gitstore.Commit
+	// Files are the memory files that would be put back.
+	Files []string
+	// Undone lists later commits (newest first) whose changes to those
+	// files would be discarded too.
+	Undone []gitstore.Commit
+	// Uncommitted says those scopes' files hold edits not yet committed,
+	// which the restore would save first and then discard too.
+	Uncommitted bool
+}
+
+// PlanRestore says what Restore(rev, scopes) would do now, changing
+// nothing and taking no lock: the same target, files and later commits,
+// with the same errors (a commit of no chosen scope is unknown; one that
+// is not Dream's is ErrNotDreamCommit). A Dream or a restore in between
+// changes what the restore does; a caller that asked someone to confirm a
+// plan compares it with a fresh one before restoring.
+func (d *Dreamer) PlanRestore(rev string, scopes Scopes) (RestorePlan, error) {
+	target, keep, err := d.restoreTarget(strings.TrimSpace(rev), scopes)
+	if err != nil {
+		return RestorePlan{Target: target}, err
+	}
+	p, err := d.repo.PlanRestore(target.SHA, keep)
+	if err != nil {
+		return RestorePlan{Target: target}, fmt.Errorf("dream restore plan: %w", err)
+	}
+	return RestorePlan{Target: target, Files: p.Files, Undone: p.Undone, Uncommitted: p.Uncommitted}, nil
+}
+
+// restoreTarget finds the Dream commit rev among the commits of the chosen
+// scopes and the filter of the files a restore of it may touch.
+func (d *Dreamer) restoreTarget(rev string, scopes Scopes) (gitstore.Commit, func(string) bool, error) {
+	target, diff, err := d.repo.Show(rev, scopes.pathIn)
+	if err != nil {
+		return gitstore.Commit{}, nil, fmt.Errorf("dream restore %s: %w", rev, err)
+	}
+	if diff.Empty() {
+		// Said as "no such commit": even its subject is not for this
+		// reader.
+		return gitstore.Commit{}, nil, fmt.Errorf("dream restore %s: %w", rev, errNotInScopes)
+	}
+	if !strings.HasPrefix(target.Subject, SubjectPrefix) {
+		return target, nil, fmt.Errorf("dream restore %s (%q): %w", target.Short, target.Subject, ErrNotDreamCommit)
+	}
+	// The repository restores every file the filter accepts to its state
+	// before the target: accept the target's own scopes alone (a Dream
+	// commit changes one), else a DM's restore of its person's commit would
+	// undo the team's later edits, which the DM may read too.
+	var own []audience.Scope
+	for _, f := range diff.Files {
+		if s, ok := audience.ScopeOfPath(f.Path); ok && !slices.Contains(own, s) {
+			own = append(own, s)
+		}
+	}
+	return target, OnlyScopes(own...).pathIn, nil
 }
 
 // noteUndone marks a scope's last run as undone when the restore undid its

@@ -1,6 +1,7 @@
 package dream
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -67,4 +68,71 @@ func TestRestoreKeepsToTheTargetsScope(t *testing.T) {
 			}
 		})
 	}
+}
+
+// PlanRestore names what RestoreFrom then does, through the memory
+// repository and the fake alike, with the same answer for a commit of a
+// scope the asker does not read; RestoreFrom's origin is in the revert
+// commit's message.
+func TestPlanRestoreThenRestoreFrom(t *testing.T) {
+	for _, which := range []string{"gitstore", "fake"} {
+		t.Run(which, func(t *testing.T) {
+			e := newScopedEnv(t)
+			var repo Repo = e.repo
+			if which == "fake" {
+				repo = e.fake
+			}
+			d, err := New(Config{Workspace: e.ws}, Deps{Model: e.llm, History: e.hist, Repo: repo})
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.add(person, "Ana salary band is K7Q2Z9")
+			e.add(team, "team ships on fridays")
+			rep, err := d.Run(t.Context(), TriggerCron, AllScopes(), nil)
+			if err != nil || len(rep.Scopes) != 2 {
+				t.Fatalf("run: %+v, %v", rep, err)
+			}
+			personCommit, teamCommit := rep.Scopes[0].Commit, rep.Scopes[1].Commit
+			e.add(person, "Ana moved to Porto")
+			if _, err := d.Run(t.Context(), TriggerCron, AllScopes(), nil); err != nil {
+				t.Fatal(err)
+			}
+
+			// The team's channel may not even learn the person's commit exists.
+			if _, err := d.PlanRestore(personCommit, OnlyScopes(team)); !errors.Is(err, gitstore.ErrUnknownRevision) {
+				t.Errorf("the team planned a restore of the person's commit: %v", err)
+			}
+			plan, err := d.PlanRestore(personCommit, OnlyScopes(team, person))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if plan.Target.Short != personCommit || plan.Uncommitted || len(plan.Undone) != 1 ||
+				!slices.Equal(plan.Files, []string{"scopes/person-slack-t1-u2/USER.md"}) {
+				t.Errorf("plan = %+v", plan)
+			}
+			res, err := d.RestoreFrom(personCommit, OnlyScopes(team, person), "Asked for on the memory page by the operator.")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(shortIDs(res.Undone), shortIDs(plan.Undone)) || !slices.Equal(res.Files, plan.Files) {
+				t.Errorf("restore undid %q and restored %q; the plan said %q and %q",
+					shortIDs(res.Undone), res.Files, shortIDs(plan.Undone), plan.Files)
+			}
+			if slices.Contains(shortIDs(res.Undone), teamCommit) {
+				t.Error("the team's commit was undone")
+			}
+			full, _, err := repo.Show(res.Revert.SHA, nil)
+			if err != nil || !strings.Contains(full.Body, "Asked for on the memory page by the operator.") {
+				t.Errorf("the revert commit's body does not say where it came from: %q, %v", full.Body, err)
+			}
+		})
+	}
+}
+
+func shortIDs(cs []gitstore.Commit) []string {
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = c.Short
+	}
+	return out
 }

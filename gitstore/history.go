@@ -34,6 +34,34 @@ func (s *Store) Log(n int, subjectPrefix string, keep func(path string) bool) ([
 	return out, nil
 }
 
+// LogBefore is Log from the commit before down: the newest n (n <= 0: all)
+// commits older than before on the first-parent history that match
+// subjectPrefix and keep as in Log, newest first. before is a full id
+// (the last commit of the page a reader saw); "" starts at HEAD, as Log
+// does. A before that is not on the history is ErrNotInHistory. Like Log,
+// it reads the commit index and only the commits it returns, so a page
+// deep in a long history costs what the first one does.
+func (s *Store) LogBefore(before string, n int, subjectPrefix string, keep func(path string) bool) ([]Commit, error) {
+	defer s.lock()()
+	var from plumbing.Hash
+	if before != "" {
+		h, ok := parseHash(strings.ToLower(before))
+		if !ok {
+			return nil, fmt.Errorf("log before %q: %w: want a full id", before, ErrInvalidRevision)
+		}
+		from = h
+	}
+	cs, err := s.matchingBetween(n, subjectPrefix, from, plumbing.ZeroHash, keep)
+	if err != nil {
+		return nil, fmt.Errorf("log before %s: %w", shortID(before), err)
+	}
+	out := make([]Commit, 0, len(cs))
+	for _, c := range cs {
+		out = append(out, toCommit(c))
+	}
+	return out, nil
+}
+
 // matching returns the newest n (n <= 0: all) commits on the first-parent
 // history whose subject starts with prefix and that changed a tracked file
 // keep accepts (nil: any commit), newest first. It searches the commit
@@ -46,22 +74,36 @@ func (s *Store) matching(n int, prefix string, keep func(string) bool) ([]*objec
 // matchingAfter is matching among the commits newer than stop (all of
 // them when stop is zero or not on the history).
 func (s *Store) matchingAfter(n int, prefix string, stop plumbing.Hash, keep func(string) bool) ([]*object.Commit, error) {
-	out, err := s.search(n, prefix, stop, keep)
+	return s.matchingBetween(n, prefix, plumbing.ZeroHash, stop, keep)
+}
+
+// matchingBetween is matching among the commits older than from (zero:
+// from HEAD on; not on the history: ErrNotInHistory) and newer than stop.
+func (s *Store) matchingBetween(n int, prefix string, from, stop plumbing.Hash, keep func(string) bool) ([]*object.Commit, error) {
+	out, err := s.search(n, prefix, from, stop, keep)
 	if errors.Is(err, errIndexStale) {
 		s.forgetIndex(err.Error())
-		out, err = s.search(n, prefix, stop, keep)
+		out, err = s.search(n, prefix, from, stop, keep)
 	}
 	return out, err
 }
 
-func (s *Store) search(n int, prefix string, stop plumbing.Hash, keep func(string) bool) ([]*object.Commit, error) {
+func (s *Store) search(n int, prefix string, from, stop plumbing.Hash, keep func(string) bool) ([]*object.Commit, error) {
 	x, err := s.commits()
 	if err != nil {
 		return nil, err
 	}
+	start := len(x.entries) - 1
+	if !from.IsZero() {
+		i, ok := x.pos[from]
+		if !ok {
+			return nil, fmt.Errorf("%s: %w", shortID(from.String()), ErrNotInHistory)
+		}
+		start = i - 1
+	}
 	admits := x.admits(keep)
 	var out []*object.Commit
-	for i := len(x.entries) - 1; i >= 0 && (n <= 0 || len(out) < n) && x.entries[i].id != stop; i-- {
+	for i := start; i >= 0 && (n <= 0 || len(out) < n) && x.entries[i].id != stop; i-- {
 		if e := &x.entries[i]; strings.HasPrefix(e.subject, prefix) && admits(e) {
 			c, err := s.indexedCommit(*e)
 			if err != nil {

@@ -39,15 +39,80 @@ import (
 // the files already are in that state, ErrNothingToCommit and no revert
 // commit (the manual commit, if one was needed, stays).
 func (s *Store) Restore(rev string, keep func(path string) bool) (restore Commit, undone []Commit, err error) {
+	return s.RestoreNoted(rev, keep, "")
+}
+
+// RestoreNoted is Restore with a note in the revert commit's message, after
+// its first paragraph: where the restore was asked for and by whom
+// ("Asked for on the memory page by the operator."), for whoever reads the
+// history later. "" adds nothing.
+func (s *Store) RestoreNoted(rev string, keep func(path string) bool, note string) (restore Commit, undone []Commit, err error) {
 	defer s.lock()()
-	restore, undone, err = s.restore(rev, keep)
+	restore, undone, err = s.restore(rev, keep, strings.TrimSpace(note))
 	if err != nil {
 		return Commit{}, nil, fmt.Errorf("restore %s: %w", strings.TrimSpace(rev), err)
 	}
 	return restore, undone, nil
 }
 
-func (s *Store) restore(rev string, keep func(string) bool) (Commit, []Commit, error) {
+// RestorePlan is what a Restore would do if asked now.
+type RestorePlan struct {
+	// Files are the tracked files it would put back (or delete), in path
+	// order, as HEAD has them.
+	Files []string
+	// Undone lists, newest first, the later commits whose changes to those
+	// files it would discard (their Body empty, as Restore's).
+	Undone []Commit
+	// Uncommitted says some file the filter accepts has edits not yet
+	// committed: Restore would first save them as ManualSubject and then
+	// discard them too (that commit, and any file they touch, are not in
+	// Files and Undone yet).
+	Uncommitted bool
+}
+
+// PlanRestore says what Restore(rev, keep) would do now, changing nothing:
+// the files it would restore and the later commits it would undo, so that a
+// person can be asked to confirm. Errors are Restore's (ErrNothingToCommit
+// when the files already are as before rev and none has uncommitted
+// edits). A commit made between the plan and the restore changes what the
+// restore does: compare the plans when that matters.
+func (s *Store) PlanRestore(rev string, keep func(path string) bool) (RestorePlan, error) {
+	defer s.lock()()
+	plan, err := s.planRestoreNow(rev, keep)
+	if err != nil {
+		return RestorePlan{}, fmt.Errorf("plan restore of %s: %w", strings.TrimSpace(rev), err)
+	}
+	return plan, nil
+}
+
+func (s *Store) planRestoreNow(rev string, keep func(string) bool) (RestorePlan, error) {
+	target, err := s.resolve(rev)
+	if err != nil {
+		return RestorePlan{}, err
+	}
+	if len(target.ParentHashes) == 0 {
+		return RestorePlan{}, ErrRootCommit
+	}
+	d, err := s.status(keep)
+	if err != nil {
+		return RestorePlan{}, err
+	}
+	p, err := s.compareForRestore(target, keep)
+	if errors.Is(err, ErrNothingToCommit) && !d.Empty() {
+		return RestorePlan{Uncommitted: true}, nil
+	}
+	if err != nil {
+		return RestorePlan{}, err
+	}
+	out := RestorePlan{Uncommitted: !d.Empty()}
+	for _, f := range p.files {
+		out.Files = append(out.Files, f.path)
+	}
+	out.Undone = touching(p.idx, p.later, out.Files)
+	return out, nil
+}
+
+func (s *Store) restore(rev string, keep func(string) bool, note string) (Commit, []Commit, error) {
 	target, err := s.resolve(rev)
 	if err != nil {
 		return Commit{}, nil, err
@@ -67,6 +132,7 @@ func (s *Store) restore(rev string, keep func(string) bool) (Commit, []Commit, e
 	if err != nil {
 		return Commit{}, nil, err
 	}
+	plan.note = note
 	if err := s.applyRestore(plan.files); err != nil {
 		return Commit{}, nil, err
 	}
@@ -89,6 +155,7 @@ type restorePlan struct {
 	files  []fileRestore // the tracked files that differ, in path order
 	later  []indexEntry  // the commits after target, oldest first (with the manual commit)
 	idx    *commitIndex  // the index later is from
+	note   string        // RestoreNoted's note for the commit message
 }
 
 // fileRestore takes a tracked file from its HEAD version (now) to its
@@ -112,6 +179,14 @@ func (s *Store) planRestore(target *object.Commit, keep func(string) bool) (rest
 	if err := s.saveManualEdits(keep); err != nil {
 		return p, err
 	}
+	return s.compareForRestore(target, keep)
+}
+
+// compareForRestore finds the commits after target and compares the
+// files keep accepts in the tree before target with HEAD's: those two trees
+// are all it reads. It writes nothing.
+func (s *Store) compareForRestore(target *object.Commit, keep func(string) bool) (restorePlan, error) {
+	p := restorePlan{target: target, short: shortID(target.Hash.String())}
 	later, x, err := s.commitsAfter(target)
 	if err != nil {
 		return p, err
@@ -193,8 +268,11 @@ func (s *Store) commitRestore(p restorePlan) (Commit, []Commit, error) {
 		return Commit{}, nil, err
 	}
 	var body strings.Builder
-	fmt.Fprintf(&body, "Restored the memory files to their state before %s (%s).\n\n%s\n",
-		p.short, toCommit(p.target).Subject, strings.Join(lines, "\n"))
+	fmt.Fprintf(&body, "Restored the memory files to their state before %s (%s).\n\n", p.short, toCommit(p.target).Subject)
+	if p.note != "" {
+		body.WriteString(p.note + "\n\n")
+	}
+	body.WriteString(strings.Join(lines, "\n") + "\n")
 	if len(undone) > 0 {
 		body.WriteString("\nThis also undoes later commits:\n")
 		for i, c := range undone {
