@@ -40,7 +40,10 @@ import (
 //     (a word with "/" or ending in .txt or .md) calls read_file on it; a
 //     question (ending in "?") is answered with the "- " line of the system prompt's memory
 //     files sharing the most words with it, or "I don't know."; anything
-//     else gets "Got it.".
+//     else gets "Got it.". When no line holds every word of the question
+//     and the "recall" tool is offered, it is called with the question's
+//     words instead, and its result answered with "I found: " and the
+//     match sharing the most words with the question (or "I don't know.").
 func MemoryModel(r Request) Reply { return pipelineReply(r, memAnalyse, memEdit) }
 
 // pipelineReply tells the pipeline's calls apart by their messages and
@@ -245,9 +248,16 @@ func takeRunes(s string, n int) string {
 	return s[:end]
 }
 
+// recallTool is the chat tool that searches what memory no longer shows
+// (package recall's ToolName).
+const recallTool = "recall"
+
 func memChat(r Request) Reply {
 	last := r.Messages[len(r.Messages)-1]
 	if last.Role == llm.RoleTool {
+		if toolNameOf(r.Messages, last.ToolCallID) == recallTool {
+			return Text(recallAnswer(last.Content, Spoken(lastOfRole(r.Messages, llm.RoleUser))))
+		}
 		first, _, _ := strings.Cut(strings.TrimSpace(last.Content), "\n")
 		return Text("It says: " + first)
 	}
@@ -262,7 +272,12 @@ func memChat(r Request) Reply {
 		}
 	}
 	if strings.HasSuffix(strings.TrimSpace(msg), "?") && len(r.Messages) > 0 && r.Messages[0].Role == llm.RoleSystem {
-		return Text(memAnswer(r.Messages[0].Content, msg))
+		answer, whole := memAnswerWhole(r.Messages[0].Content, msg)
+		if !whole && slicesContains(r.Tools, recallTool) {
+			args, _ := json.Marshal(map[string]string{"query": strings.Join(sortedWords(msg), " ")})
+			return ToolCall(recallTool, string(args))
+		}
+		return Text(answer)
 	}
 	return Text("Got it.")
 }
@@ -306,6 +321,15 @@ func words(s string) map[string]bool {
 
 // memAnswer picks the memory line that best matches the question.
 func memAnswer(system, question string) string {
+	answer, _ := memAnswerWhole(system, question)
+	return answer
+}
+
+// memAnswerWhole is memAnswer, and whether the line holds every word of
+// the question: when none does and the recall tool is offered, the model
+// searches with it, as its description asks ("when something asked about
+// is not in the memory shown").
+func memAnswerWhole(system, question string) (string, bool) {
 	// The memory files start at the first scope's heading in the prompt of
 	// an audience other than the operator's, else at the operator's first
 	// file.
@@ -337,7 +361,64 @@ func memAnswer(system, question string) string {
 		}
 	}
 	if best == "" {
+		return "I don't know.", false
+	}
+	return best, score == len(q)
+}
+
+// recallAnswer answers question from a recall result: the text of its
+// match sharing the most words with the question, or "I don't know.".
+func recallAnswer(result, question string) string {
+	q := words(question)
+	best, score := "", 0
+	for _, line := range strings.Split(result, "\n") {
+		if !strings.HasPrefix(line, "- ") {
+			continue
+		}
+		// "- when, where: text"
+		_, text, ok := strings.Cut(line, ": ")
+		if !ok {
+			continue
+		}
+		n := 0
+		for w := range words(text) {
+			if q[w] {
+				n++
+			}
+		}
+		if n > score {
+			best, score = text, n
+		}
+	}
+	if best == "" {
 		return "I don't know."
 	}
-	return best
+	return "I found: " + strings.TrimPrefix(best, "- ")
+}
+
+// sortedWords are the question's words that words keeps, in its order.
+func sortedWords(s string) []string {
+	keep := words(s)
+	var out []string
+	for _, w := range strings.FieldsFunc(strings.ToLower(s), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
+	}) {
+		if keep[w] {
+			out = append(out, w)
+			delete(keep, w)
+		}
+	}
+	return out
+}
+
+// toolNameOf is the name of the tool call id in msgs.
+func toolNameOf(msgs []llm.Message, id string) string {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		for _, tc := range msgs[i].ToolCalls {
+			if tc.ID == id {
+				return tc.Name
+			}
+		}
+	}
+	return ""
 }

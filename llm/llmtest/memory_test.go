@@ -107,3 +107,32 @@ func TestMemoryModelChat(t *testing.T) {
 		t.Errorf("statement: %q", got.Text)
 	}
 }
+
+// With the recall tool offered, a question no memory line answers whole
+// is searched for with the question's words, and the search's best match
+// answers it; a question the memory shown answers is answered directly.
+func TestMemoryModelRecall(t *testing.T) {
+	system := "You are an AI assistant.\n\n# Users (USER.md)\n- The code word for project P101 is MAPLE1.\n"
+	chat := func(msgs ...llm.Message) Reply {
+		return MemoryModel(Request{Tools: []string{"read_file", "recall"},
+			Messages: append([]llm.Message{{Role: llm.RoleSystem, Content: system}}, msgs...)})
+	}
+	if got := chat(llm.Message{Role: llm.RoleUser, Content: "What is the code word for project P101?"}); got.Text != "The code word for project P101 is MAPLE1." {
+		t.Errorf("a question the memory answers: %+v", got)
+	}
+	q := llm.Message{Role: llm.RoleUser, Content: "[Ana] What is the code word for project P202?"}
+	got := chat(q)
+	if len(got.ToolCalls) != 1 || got.ToolCalls[0].Name != "recall" || got.ToolCalls[0].Arguments != `{"query":"code word project p202"}` {
+		t.Fatalf("a question the memory does not answer: %+v", got)
+	}
+	call := llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "c1", Name: "recall", Arguments: got.ToolCalls[0].Arguments}}}
+	result := "2 found for \"code word project p202\", best first:\n" +
+		"- 2026-03-01 10:00, archive entry 4 from conversation slack:C1: - The code word for project P2021 is OAK12.\n" +
+		"- 2026-03-01 10:00, archive entry 9 from conversation slack:C1: - The code word for project P202 is MAPLE2."
+	if got := chat(q, call, llm.Message{Role: llm.RoleTool, ToolCallID: "c1", Content: result}); got.Text != "I found: The code word for project P202 is MAPLE2." {
+		t.Errorf("after the recall result: %q", got.Text)
+	}
+	if got := chat(q, call, llm.Message{Role: llm.RoleTool, ToolCallID: "c1", Content: `Nothing found for "code word project p202" in what this conversation may see.`}); got.Text != "I don't know." {
+		t.Errorf("after an empty recall result: %q", got.Text)
+	}
+}
