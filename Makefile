@@ -60,10 +60,11 @@ bench:
 # binary and the fake model: by purpose, and the share of each chat request
 # a provider's prompt cache could serve, as run and at one turn a minute;
 # terminal (128K and 32K windows, and 128K without the conversation budget)
-# and a Slack thread of two people. About 5 minutes, so not part of make
+# and a Slack thread of two people; and a turn's and a Dream's cost with
+# 100, 1,000 and 10,000 facts in memory. About 6 minutes, so not part of make
 # bench (which skips it and says so).
 bench-tokens:
-	DREAMGATE_BENCH_TOKENS=1 $(GO) test -run '^$$' -bench '^BenchmarkTokens$$' -benchtime 1x -count=1 -timeout 60m ./cmd/dreamgate/
+	DREAMGATE_BENCH_TOKENS=1 $(GO) test -run '^$$' -bench '^BenchmarkTokens(ByFacts)?$$' -benchtime 1x -count=1 -timeout 60m ./cmd/dreamgate/
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
