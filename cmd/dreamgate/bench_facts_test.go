@@ -70,7 +70,7 @@ func playWithFacts(b *testing.B, facts int) tokenFigures {
 	h := newHarness(b)
 	h.llm.SetResponder(llmtest.MemoryModel)
 	h.set("dream.cron", "0 0 1 1 *") // Dream runs once, after the script
-	h.app().close()                   // the workspace, from the template
+	h.app().close()                  // the workspace, from the template
 	seedFacts(b, h.ws, facts)
 	lines := tokenScript()[:factsTurns]
 	playTerminal(b, h, nil, lines)
