@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/channels/slack/fakeslack"
@@ -94,6 +95,28 @@ func TestMonthsOfFactsStayWithinBudget(t *testing.T) {
 		}
 	}
 	total := n
+	// /new archives in the background: once every fact is in the archive,
+	// each place's Dream reads what the last one may have missed.
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		data, _ := os.ReadFile(filepath.Join(h.ws, filepath.FromSlash(workspace.History)))
+		seen := map[string]bool{}
+		for _, m := range regexp.MustCompile(`MAPLE\d{4}X`).FindAllString(string(data), -1) {
+			seen[m] = true
+		}
+		if len(seen) == total {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d facts archived after a minute", len(seen), total)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, p := range places {
+		if got := w.say(t, p, "/dream"); !strings.HasPrefix(got, "Dream") {
+			t.Fatalf("the last /dream in %s answered %q", p.name, got)
+		}
+	}
 
 	// Every fact landed once in its own scope's files.
 	inFiles := map[audience.Scope]int{}
