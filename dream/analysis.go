@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/dreamgate/dreamgate/internal/memline"
 	"github.com/dreamgate/dreamgate/llm"
 )
 
@@ -18,13 +19,33 @@ const (
 	tagSkip       = "SKIP"
 )
 
+// correctionWord marks a finding that replaces what a file says (nanobot's
+// consolidator writes it where a priority would go); phase 2 is told, and
+// the line it writes is dated like any changed line.
+const correctionWord = "correction"
+
 // finding is one line of phase 1's answer that phase 2 acts on.
 type finding struct {
 	Tag  string `json:"tag"` // tagUser, tagSoul, tagMemory or tagFileRemove
 	Text string `json:"text"`
+	// Priority is the word phase 1 put after the tag ("[USER] [ephemeral]
+	// …"), "" when it gave none: the line phase 2 writes for the finding
+	// gets it unless the model wrote one itself.
+	Priority memline.Priority `json:"priority,omitempty"`
+	// Correction: phase 1 said the finding replaces an older fact.
+	Correction bool `json:"correction,omitempty"`
 }
 
-func (f finding) String() string { return "[" + f.Tag + "] " + f.Text }
+func (f finding) String() string {
+	s := "[" + f.Tag + "] "
+	if f.Priority != "" {
+		s += "[" + string(f.Priority) + "] "
+	}
+	if f.Correction {
+		s += "[" + correctionWord + "] "
+	}
+	return s + f.Text
+}
 
 // analysis is phase 1's answer, parsed.
 type analysis struct {
@@ -35,8 +56,11 @@ type analysis struct {
 
 // parseAnalysis reads phase 1's answer. It accepts the tag after list
 // markers and emphasis a model may add ("- [USER] …", "**[SOUL]** …", "1.
-// [MEMORY] …"), tags in any letter case, and a ':' after the tag. Fact tags
-// with no text, unknown tags ([SKILL]) and prose are ignored; code fences are
+// [MEMORY] …"), tags in any letter case, and a ':' after the tag. A
+// priority word in brackets may follow the tag or come before it ("[USER]
+// [ephemeral] …", "[permanent] [SOUL] …"), and so may nanobot's
+// [correction]; a finding without one is valid as before. Fact tags with
+// no text, unknown tags ([SKILL]) and prose are ignored; code fences are
 // not counted as ignored. Identical findings are kept once.
 func parseAnalysis(out string) analysis {
 	var a analysis
@@ -51,6 +75,24 @@ func parseAnalysis(out string) analysis {
 			a.ignored = append(a.ignored, line)
 			continue
 		}
+		var prio memline.Priority
+		correction := false
+		// A qualifier before the tag: the tag is the next bracket.
+		for i := 0; i < 2 && tag != "" && isQualifier(tag); i++ {
+			prio, correction = qualify(tag, prio, correction)
+			if tag, text, ok = splitTag(text); !ok {
+				tag = ""
+			}
+		}
+		// Qualifiers after the tag.
+		for i := 0; i < 2; i++ {
+			q, rest, ok := splitTag(text)
+			if !ok || !isQualifier(q) {
+				break
+			}
+			prio, correction = qualify(q, prio, correction)
+			text = rest
+		}
 		switch tag {
 		case tagSkip:
 			a.skips++
@@ -59,7 +101,7 @@ func parseAnalysis(out string) analysis {
 				a.ignored = append(a.ignored, line)
 				continue
 			}
-			f := finding{Tag: tag, Text: text}
+			f := finding{Tag: tag, Text: text, Priority: prio, Correction: correction}
 			if !seen[f] {
 				seen[f] = true
 				a.findings = append(a.findings, f)
@@ -69,6 +111,24 @@ func parseAnalysis(out string) analysis {
 		}
 	}
 	return a
+}
+
+// isQualifier reports a bracketed word that qualifies a finding rather
+// than tagging it: a priority or [correction] (as splitTag upper-cases it).
+func isQualifier(tag string) bool {
+	_, ok := memline.ParsePriority(tag)
+	return ok || strings.EqualFold(tag, correctionWord)
+}
+
+// qualify records the qualifier q: the first priority given wins.
+func qualify(q string, prio memline.Priority, correction bool) (memline.Priority, bool) {
+	if p, ok := memline.ParsePriority(q); ok {
+		if prio == "" {
+			prio = p
+		}
+		return prio, correction
+	}
+	return prio, true
 }
 
 // splitTag finds a leading "[TAG]" after list markers and emphasis.

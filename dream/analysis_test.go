@@ -2,6 +2,7 @@ package dream
 
 import (
 	"github.com/dreamgate/dreamgate/history"
+	"github.com/dreamgate/dreamgate/internal/memline"
 
 	"reflect"
 	"strings"
@@ -18,18 +19,26 @@ func TestParseAnalysis(t *testing.T) {
 		ignored  int
 	}{
 		{"plain", "[USER] prefers tea over coffee\n[SOUL] answer in German\n[MEMORY] release is on May 5\n[FILE-REMOVE] MEMORY.md: the old release date",
-			[]finding{{tagUser, "prefers tea over coffee"}, {tagSoul, "answer in German"}, {tagMemory, "release is on May 5"}, {tagFileRemove, "MEMORY.md: the old release date"}}, 0, 0},
+			[]finding{{Tag: tagUser, Text: "prefers tea over coffee"}, {Tag: tagSoul, Text: "answer in German"}, {Tag: tagMemory, Text: "release is on May 5"}, {Tag: tagFileRemove, Text: "MEMORY.md: the old release date"}}, 0, 0},
 		{"skip only", "[SKIP]", nil, 1, 0},
 		{"skip with a note", "[SKIP] nothing durable here\n\n", nil, 1, 0},
 		{"markdown decorations", "- [USER] likes cats\n* **[MEMORY]** uses Go 1.26\n1. [soul]: be brief\n2) [File-Remove] - the duplicate name line\n• [USER] — lives in Lisbon",
-			[]finding{{tagUser, "likes cats"}, {tagMemory, "uses Go 1.26"}, {tagSoul, "be brief"}, {tagFileRemove, "the duplicate name line"}, {tagUser, "lives in Lisbon"}}, 0, 0},
-		{"code fence around the answer", "```\n[USER] likes cats\n```", []finding{{tagUser, "likes cats"}}, 0, 0},
+			[]finding{{Tag: tagUser, Text: "likes cats"}, {Tag: tagMemory, Text: "uses Go 1.26"}, {Tag: tagSoul, Text: "be brief"}, {Tag: tagFileRemove, Text: "the duplicate name line"}, {Tag: tagUser, Text: "lives in Lisbon"}}, 0, 0},
+		{"code fence around the answer", "```\n[USER] likes cats\n```", []finding{{Tag: tagUser, Text: "likes cats"}}, 0, 0},
 		{"prose and unknown tags ignored", "Here is my analysis:\n[SKILL] deploy: how to deploy\n[USER] likes cats\n[] nothing\n[USER]\nThanks!",
-			[]finding{{tagUser, "likes cats"}}, 0, 5},
-		{"duplicates kept once", "[USER] likes cats\n[USER] likes cats", []finding{{tagUser, "likes cats"}}, 0, 0},
+			[]finding{{Tag: tagUser, Text: "likes cats"}}, 0, 5},
+		{"duplicates kept once", "[USER] likes cats\n[USER] likes cats", []finding{{Tag: tagUser, Text: "likes cats"}}, 0, 0},
 		{"prose only", "I think the user likes cats.", nil, 0, 1},
 		{"unclosed bracket", "[USER likes cats", nil, 0, 1},
-		{"CRLF", "[USER] likes cats\r\n[SKIP]\r\n", []finding{{tagUser, "likes cats"}}, 1, 0},
+		{"CRLF", "[USER] likes cats\r\n[SKIP]\r\n", []finding{{Tag: tagUser, Text: "likes cats"}}, 1, 0},
+		{"priorities", "[USER] [ephemeral] Ana is away\n- [permanent] [SOUL] be brief\n[MEMORY] [Durable]: uses Go\n[USER] [ephemeral] [permanent] first one wins",
+			[]finding{{Tag: tagUser, Text: "Ana is away", Priority: memline.Ephemeral}, {Tag: tagSoul, Text: "be brief", Priority: memline.Permanent},
+				{Tag: tagMemory, Text: "uses Go", Priority: memline.Durable}, {Tag: tagUser, Text: "first one wins", Priority: memline.Ephemeral}}, 0, 0},
+		{"correction, as nanobot tags it", "[USER] [correction] lives in Porto\n[MEMORY] [correction] [durable] release in June",
+			[]finding{{Tag: tagUser, Text: "lives in Porto", Correction: true}, {Tag: tagMemory, Text: "release in June", Priority: memline.Durable, Correction: true}}, 0, 0},
+		{"a bracket that is no priority stays in the text", "[MEMORY] [2026] the year of the move",
+			[]finding{{Tag: tagMemory, Text: "[2026] the year of the move"}}, 0, 0},
+		{"a priority without a tag", "[ephemeral] Ana is away", nil, 0, 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

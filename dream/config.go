@@ -28,6 +28,10 @@ const (
 	// unread entries remain, until either is reached.
 	DefaultMaxBatchesPerRun = 5
 	DefaultMaxTokensPerRun  = 1_000_000
+	// DefaultEphemeralDays is the age, in days since it was last
+	// confirmed, past which an ephemeral memory line retires to cold
+	// memory (memory.ephemeralDays).
+	DefaultEphemeralDays = 30
 )
 
 // Phase 2 applies the findings in chunks of findingsPerChunk, each an
@@ -153,6 +157,9 @@ type Config struct {
 	// Timeout.
 	MaxBatchesPerRun int
 	MaxTokensPerRun  int
+	// EphemeralDays is the age in days past which an ephemeral memory line
+	// retires to cold memory (30).
+	EphemeralDays int
 }
 
 func (c Config) withDefaults() Config {
@@ -176,6 +183,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxTokensPerRun <= 0 {
 		c.MaxTokensPerRun = DefaultMaxTokensPerRun
+	}
+	if c.EphemeralDays <= 0 {
+		c.EphemeralDays = DefaultEphemeralDays
 	}
 	return c
 }

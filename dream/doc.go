@@ -124,6 +124,23 @@
 //     when it is the very next entry), with a warning in the log.
 //   - A Dream commit's change count is taken from the real diff: per file
 //     max(lines added, lines deleted), so a replaced line counts once.
+//   - Every memory line carries its priority (permanent, durable,
+//     ephemeral), the date it was last confirmed and its source history
+//     cursors in a trailing comment (internal/memline). Dream keeps them
+//     itself after phase 2 (upkeep.go), comparing the scope's files before
+//     and after the edits, never trusting the model with bookkeeping: a
+//     new or changed line is dated today and traced to the entries holding
+//     its words (else its finding's, else the batch's); its priority is the
+//     one the model wrote in its comment, else the one phase 1 gave its
+//     finding ("[USER] [ephemeral] …"), else the replaced line's, else
+//     durable; a correction replaces the old line and its date; an
+//     unchanged line a finding restates is confirmed; a line without
+//     metadata (a person's) is given none. Ephemeral lines older than
+//     Config.EphemeralDays then retire to the scope's cold memory
+//     (memory/COLD.md), in the same commit. The lines are matched by the
+//     words they share (match.go). A killed run's edits are recovered
+//     without this upkeep: the recovery knows the files' hashes before the
+//     run, not their text.
 //
 // Phase 2's edits, the snapshot taken before them and the roll-back of a
 // failed run hold the workspace's write lock (workspace.Root.Exclusive),

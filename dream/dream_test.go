@@ -19,6 +19,7 @@ import (
 
 func TestRunHappyPath(t *testing.T) {
 	e := newEnv(t)
+	e.now = func() time.Time { return time.Date(2026, 11, 26, 10, 0, 0, 0, time.Local) }
 	e.hist.seed(t, 0, 3, func(i int) string {
 		return []string{"", "- User said hello", "- User prefers tea over coffee", "- Weather was rainy"}[i]
 	})
@@ -34,7 +35,9 @@ func TestRunHappyPath(t *testing.T) {
 		t.Fatalf("Run: %v", err)
 	}
 
-	if got := e.read("USER.md"); got != "# User\n\n- Name: Ana.\n- Prefers tea over coffee.\n" {
+	// The new line is dated today and traced to the entry that said it;
+	// the hand-written line above it is left as it was.
+	if got := e.read("USER.md"); got != "# User\n\n- Name: Ana.\n- Prefers tea over coffee. <!-- durable 2026-11-26 src:2 -->\n" {
 		t.Errorf("USER.md = %q", got)
 	}
 	if got := e.read("SOUL.md"); got != initSoul {
@@ -52,7 +55,7 @@ func TestRunHappyPath(t *testing.T) {
 		t.Errorf("subject = %q", top.Subject)
 	}
 	// The body is the real diff, never the model's narration.
-	for _, want := range []string{"USER.md: +1 -0", "+- Prefers tea over coffee."} {
+	for _, want := range []string{"USER.md: +1 -0", "+- Prefers tea over coffee. <!--"} {
 		if !strings.Contains(top.Body, want) {
 			t.Errorf("body lacks %q:\n%s", want, top.Body)
 		}

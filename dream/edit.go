@@ -59,9 +59,9 @@ func (r *run) editFiles(ctx context.Context, ws *workspace.Root, guide string, f
 			r.dropIntent()
 			return r.chunkFailed(ctx, err)
 		}
-		return r.finishPartial(ctx, ws, snaps, findings[applied:], total, err)
+		return r.finishPartial(ctx, ws, snaps, findings[:applied], findings[applied:], total, err)
 	}
-	return r.finish(ws, snaps)
+	return r.finish(ws, snaps, findings)
 }
 
 // editChunk runs the editing agent on one chunk of findings with the files
@@ -185,11 +185,17 @@ func (h hooked) Run(ctx context.Context, args json.RawMessage) (string, error) {
 	return out, err
 }
 
-// finish commits what phase 2 really changed (putting the files back as
+// finish brings the memory lines' metadata up to date (upkeep), commits
+// what phase 2 and the upkeep really changed (putting the files back as
 // snaps has them when that fails) and advances the cursor. When the cursor
 // cannot be saved, the intent stays: the edits are committed, and the next
 // run's recovery finds every finding applied and completes the batch.
-func (r *run) finish(ws *workspace.Root, snaps []fileSnap) error {
+func (r *run) finish(ws *workspace.Root, snaps []fileSnap, applied []finding) error {
+	if err := r.upkeep(ws, snaps, applied); err != nil {
+		r.putBack(ws, snaps)
+		r.dropIntent()
+		return r.fail(false, "the memory files could not be brought up to date", fmt.Errorf("upkeep after phase 2: %w", err))
+	}
 	diff, err := r.d.status(r.scope)
 	if err != nil {
 		r.putBack(ws, snaps)
@@ -209,7 +215,7 @@ func (r *run) finish(ws *workspace.Root, snaps []fileSnap) error {
 // recorded for the next run, and the batch's failure count starts again
 // (progress was made; a skip must never come from our own limits). The
 // cursor stays.
-func (r *run) finishPartial(ctx context.Context, ws *workspace.Root, snaps []fileSnap, left []finding, total int, stop error) error {
+func (r *run) finishPartial(ctx context.Context, ws *workspace.Root, snaps []fileSnap, applied, left []finding, total int, stop error) error {
 	rep := r.rep
 	var ce *chunkError
 	var re *RunError
@@ -219,6 +225,11 @@ func (r *run) finishPartial(ctx context.Context, ws *workspace.Root, snaps []fil
 		_, reason, cause = r.classify(ctx, ce)
 	case errors.As(stop, &re):
 		reason, cause = re.Reason, re.Err
+	}
+	if err := r.upkeep(ws, snaps, applied); err != nil {
+		r.putBack(ws, snaps)
+		r.dropIntent()
+		return r.fail(false, "the memory files could not be brought up to date", fmt.Errorf("upkeep after phase 2: %w", err))
 	}
 	diff, err := r.d.status(r.scope)
 	if err != nil {

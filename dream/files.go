@@ -18,7 +18,7 @@ type fileSnap struct {
 	link   bool // a symbolic link: phase 2 cannot edit it, so it is left alone
 }
 
-// snapshot records the memory files before phase 2 so that a failed run can
+// snapshot records the memory files and cold memory before phase 2 so that a failed run can
 // put them back: a batch that did not complete is read again next time, and
 // half of its edits must not be on disk (or committed as someone's "manual"
 // change) when it is. It holds the workspace's write lock, so it never
@@ -26,8 +26,8 @@ type fileSnap struct {
 func snapshot(ws *workspace.Root) ([]fileSnap, error) {
 	var snaps []fileSnap
 	err := ws.Exclusive(func() error {
-		snaps = make([]fileSnap, 0, len(memoryFiles))
-		for _, rel := range memoryFiles {
+		snaps = make([]fileSnap, 0, len(upkeepFiles))
+		for _, rel := range upkeepFiles {
 			s := fileSnap{rel: rel}
 			fi, err := ws.Lstat(rel)
 			switch {

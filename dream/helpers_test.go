@@ -12,6 +12,7 @@ import (
 
 	"github.com/dreamgate/dreamgate/gitstore"
 	"github.com/dreamgate/dreamgate/history"
+	"github.com/dreamgate/dreamgate/internal/memline"
 	"github.com/dreamgate/dreamgate/internal/testkit"
 	"github.com/dreamgate/dreamgate/llm"
 	"github.com/dreamgate/dreamgate/llm/llmtest"
@@ -95,6 +96,8 @@ type env struct {
 	srv  *llmtest.Server
 	llm  *llm.Client
 	logs *testkit.LogRecorder
+	// now, when set, is the Dreamers' clock (else the real one).
+	now func() time.Time
 }
 
 func newEnv(t testing.TB) *env {
@@ -122,7 +125,7 @@ func newEnv(t testing.TB) *env {
 func (e *env) dreamer(cfg Config) *Dreamer {
 	e.t.Helper()
 	cfg.Workspace = e.ws
-	d, err := New(cfg, Deps{Model: e.llm, History: e.hist, Repo: e.repo, Logger: slog.New(e.logs)})
+	d, err := New(cfg, Deps{Model: e.llm, History: e.hist, Repo: e.repo, Logger: slog.New(e.logs), Now: e.now})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -198,3 +201,37 @@ func editCall(path, oldText, newText string) llm.ToolCall {
 }
 
 func calls(cs ...llm.ToolCall) llmtest.Reply { return llmtest.Reply{ToolCalls: cs} }
+
+// factCount is the number of the text's memory lines that state fact,
+// whatever their metadata comment.
+func factCount(text, fact string) int {
+	n := 0
+	for _, it := range memline.ParseFile([]byte(text)).Items {
+		if it.Fact && memline.Key(it.Line.Text) == memline.Key(fact) {
+			n++
+		}
+	}
+	return n
+}
+
+// plain is text with every memory line's metadata comment taken off.
+func plain(text string) string {
+	f := memline.ParseFile([]byte(text))
+	for i, it := range f.Items {
+		if it.Fact && it.Line.HasMeta() {
+			l := it.Line
+			l.Priority, l.Date, l.Sources = "", "", nil
+			f.Items[i].SetLine(l)
+		}
+	}
+	return string(f.Bytes())
+}
+
+// readOptional reads a workspace file, "" when it does not exist.
+func readOptional(ws, rel string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(ws, filepath.FromSlash(rel)))
+	if os.IsNotExist(err) {
+		return "", nil
+	}
+	return string(b), err
+}

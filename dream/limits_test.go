@@ -105,7 +105,7 @@ func (e *env) checkPlanted(findings []string) {
 	for _, f := range findings {
 		for tag, h := range headings {
 			if fact, ok := strings.CutPrefix(f, tag); ok {
-				if n := strings.Count(e.read(h[0]), "- "+fact+"\n"); n != 1 {
+				if n := factCount(e.read(h[0]), fact); n != 1 {
 					e.t.Errorf("%s holds %q %d times, want once", h[0], fact, n)
 				}
 			}

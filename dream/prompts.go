@@ -53,7 +53,7 @@ const phase1Guidance = `You look after the long-term memory of a chat assistant.
 
 Decide what in the archive deserves to be remembered, and what in the files is now wrong or redundant.
 
-- Keep a fact only if it will still matter in a few weeks. Leave out small talk, one-off questions, passing status, weather, errors that were fixed, and anything the files already say.
+- Keep a fact only if it will still matter in a few weeks, or, tagged [ephemeral], in the next days (a plan, an absence). Leave out small talk, one-off questions, passing status, weather, errors that were fixed, and anything the files already say.
 - One fact per line, short and self-contained; say who or what it is about.
 - Each fact belongs in exactly one file. MEMORY.md must not repeat what belongs in USER.md or SOUL.md.
 - When the archive corrects something a file says, state the corrected fact: it replaces the old one, it is not added beside it.
@@ -79,6 +79,7 @@ One finding per line and nothing else. Every line starts with one of these tags:
 [MEMORY] a durable fact, decision or piece of context
 [FILE-REMOVE] what to delete, from which file, and why
 [SKIP]
+After [USER], [SOUL] or [MEMORY] you may add how long the fact matters, in brackets: [permanent] (names, standing preferences, rules to always follow), [durable] (true until something contradicts it; the default), [ephemeral] (about now: a plan for a day, who is away this week; it retires after a few weeks). Example: [USER] [ephemeral] Ana is in Lisbon until Friday.
 Answer with the single line [SKIP] when nothing needs to change. Lines without one of these tags are ignored.`
 
 // phase2Rules follow the guidance in phase 2's system prompt.
@@ -90,6 +91,7 @@ Apply the findings given below to the files.
 - Their current text is given below, so you need read_file only to look again after a failed edit.
 - edit_file(path, old_text, new_text) replaces old_text, which must occur exactly once in the file: copy it exactly, with enough neighbouring lines to make it unique. To delete, give the lines as old_text and an empty new_text. To fill an empty or missing file, give an empty old_text. old_text and new_text must differ.
 - Combine changes to the same passage into one edit. Do not repeat an edit that failed; look at the file again and adjust.
+- Write each fact as one "- " line. A comment at the end of a line ("<!-- durable 2026-11-26 src:41 -->") is the fact's priority, date and sources, kept up to date by the program: leave it as it is, and do not write dates or sources yourself. You may end a new line with its priority alone ("<!-- ephemeral -->") when the finding gives one.
 - When every finding is applied, or none needs a change, answer with one short sentence and no tool call. That ends the work.`
 
 // memFile is one memory file as read for a prompt.

@@ -112,6 +112,9 @@ type Report struct {
 	BatchFirst, BatchLast int
 	// Dropped is the number of consumed history entries compaction removed.
 	Dropped int
+	// ColdLines is the number of memory lines moved to cold memory:
+	// expired ephemeral lines, and what deep Dreams took out.
+	ColdLines int
 	// Scopes is what the run did in each memory scope it visited, in the
 	// order of their first batch; the fields above sum them up (Backlog is
 	// that of the scopes the run was about). A workspace of one scope has
@@ -179,6 +182,7 @@ func (r *Report) add(b Report) {
 		r.EntriesDone += b.Entries
 	}
 	r.Left = b.Left
+	r.ColdLines += b.ColdLines
 	r.Calls += b.Calls
 	r.Usage = r.Usage.Add(b.Usage)
 	r.Phase1 = r.Phase1.Add(b.Phase1)

@@ -30,7 +30,7 @@ func TestRestore(t *testing.T) {
 	e := newEnv(t)
 	d := e.dreamer(Config{})
 	first := e.dreamEdit(d, "USER.md", "- Name: Ana.\n", "- Name: Ana.\n- Likes tea.\n")
-	second := e.dreamEdit(d, "USER.md", "- Likes tea.\n", "- Likes tea.\n- Has a cat.\n")
+	second := e.dreamEdit(d, "USER.md", "- Name: Ana.\n", "- Name: Ana.\n- Has a cat.\n")
 	cursor := e.hist.cursor(t)
 
 	// /dream-log of the latest Dream commit.

@@ -270,6 +270,10 @@ type run struct {
 	// public is the public variant of the reason modelCause returned last
 	// (consumed by the next fail or partial finish).
 	public string
+	// batch is the history entries read; findings what phase 2 applies
+	// (the sources and priorities of the lines it writes).
+	batch    []history.Entry
+	findings []finding
 }
 
 // setReason records why the batch failed, with its public variant.
@@ -307,6 +311,7 @@ func (r *run) do(ctx context.Context) error {
 		rep.Outcome = OutcomeNothingNew
 		return nil
 	}
+	r.batch = batch
 	rep.Entries, rep.First, rep.Last = len(batch), batch[0].Cursor, batch[len(batch)-1].Cursor
 	if pending != nil {
 		r.say(fmt.Sprintf("Dreaming: applying %s left from history %d-%d…", plural(len(pending.Findings), "finding", "findings"), rep.First, rep.Last))
@@ -346,6 +351,7 @@ func (r *run) do(ctx context.Context) error {
 	if len(findings) == 0 {
 		return r.complete()
 	}
+	r.findings = findings
 	// The workspace phase 2 edits through, and that finish puts the files
 	// back through when the commit fails: rooted at the scope's folder, so
 	// no other scope's file is within reach; the gateway's own (or a Sub of

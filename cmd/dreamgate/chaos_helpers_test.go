@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dreamgate/dreamgate/internal/memline"
 	"github.com/dreamgate/dreamgate/internal/testkit"
 )
 
@@ -254,8 +255,12 @@ func checkMemory(ws string) (consumed int, bad []string) {
 			mem.WriteByte('\n')
 		}
 		l := map[string]int{}
-		for _, m := range factLine.FindAllStringSubmatch(mem.String(), -1) {
-			l[strings.TrimSpace(m[1])]++
+		// A memory line's fact is its text before the metadata comment
+		// Dream keeps (memline).
+		for _, it := range memline.ParseFile([]byte(mem.String())).Items {
+			if it.Fact && it.Line.Indent == "" && it.Line.Bullet == "-" {
+				l[strings.TrimSpace(it.Line.Text)]++
+			}
 		}
 		scopeLines[scope] = l
 		return l

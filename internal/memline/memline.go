@@ -122,14 +122,18 @@ func containsInt(s []int, v int) bool {
 }
 
 // String is the line as it is written in the file: the bullet, the fact
-// and, when there is metadata, the comment.
+// and, when there is metadata, the comment (one space after the fact,
+// whatever white space ended it).
 func (l Line) String() string {
 	var b strings.Builder
 	b.WriteString(l.Indent)
 	b.WriteString(l.bullet())
 	b.WriteByte(' ')
-	b.WriteString(l.Text)
-	if m := l.meta(); m != "" {
+	m := l.meta()
+	if m == "" {
+		b.WriteString(l.Text)
+	} else {
+		b.WriteString(strings.TrimRight(l.Text, " \t"))
 		b.WriteString(" <!-- ")
 		b.WriteString(m)
 		b.WriteString(" -->")

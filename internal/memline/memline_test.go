@@ -51,8 +51,12 @@ func TestStringIsCanonical(t *testing.T) {
 	if got, want := l.String(), "- Ana prefers tea. <!-- permanent 2026-11-26 src:3,9 -->"; got != want {
 		t.Fatalf("String = %q, want %q", got, want)
 	}
-	if got := (Line{Text: "no meta"}).String(); got != "- no meta" {
+	if got := (Line{Text: "no meta "}).String(); got != "- no meta " {
 		t.Fatalf("String without meta = %q", got)
+	}
+	// A hand-written line's trailing blanks go when a comment follows.
+	if got := (Line{Text: "spaced \t ", Priority: Durable}).String(); got != "- spaced <!-- durable -->" {
+		t.Fatalf("String of a line that ended in blanks = %q", got)
 	}
 }
 

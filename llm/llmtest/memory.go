@@ -8,6 +8,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/dreamgate/dreamgate/internal/memline"
 	"github.com/dreamgate/dreamgate/llm"
 )
 
@@ -26,14 +27,18 @@ import (
 //     "forget [about] [my|the] X" gives [FILE-REMOVE] X; "…, not X" gives
 //     [FILE-REMOVE] X and the rest of the sentence tagged by the next rules;
 //     "you" or "please" gives [SOUL]; "I'm", "I am", "I live", "I moved",
-//     "I work" or "my" gives [USER]; anything else [MEMORY]. [SKIP] when
-//     there are no lines.
+//     "I work" or "my" gives [USER]; anything else [MEMORY]. A fact tag is
+//     followed by a priority when a rule says one: [ephemeral] for a fact
+//     bound to a day ("today", "tomorrow", "tonight", "this week", "next
+//     Friday", "on Monday", "until Friday"), else [permanent] for a [SOUL]
+//     rule that says "always" or "never". [SKIP] when there are no lines.
 //   - Dream editing (tools, "## Findings to apply"): the findings are
 //     applied in order to the files shown in the prompt (a fact is appended
-//     as a "- " line unless the file has that line; a removal deletes every
-//     line containing its text, in any letter case) and sent as one
-//     edit_file call per changed file, all in one reply; after the tool
-//     results, "Done.".
+//     as a "- " line unless the file has a line stating it, whatever that
+//     line's metadata comment; a removal deletes every line containing its
+//     text, in any letter case) and sent as one edit_file call per changed
+//     file, all in one reply; after the tool results, "Done.". It writes no
+//     comment: the program keeps the lines' metadata.
 //   - Chat turn (tools): after a tool result, "It says: " and the result's
 //     first line. Otherwise the last message is read without the gateway's
 //     "[Now: …]" header and "[Ana] " name: a message with "read" and a path
@@ -123,7 +128,50 @@ var (
 	notRe    = regexp.MustCompile(`,? not ([A-Z][\w-]*)`)
 	soulRe   = regexp.MustCompile(`(?i)\b(you|please)\b`)
 	userRe   = regexp.MustCompile(`(?i)\b(I'm|I am|I live|I moved|I work|my)\b`)
+	// dayRe finds a fact bound to a day: an ephemeral one.
+	dayRe = regexp.MustCompile(`(?i)\b(today|tonight|tomorrow|this (week|weekend|month)|next (week|weekend|month|monday|tuesday|wednesday|thursday|friday|saturday|sunday)|(on|until|till) (monday|tuesday|wednesday|thursday|friday|saturday|sunday))\b`)
+	// ruleRe finds a standing rule: a permanent one.
+	ruleRe = regexp.MustCompile(`(?i)\b(always|never)\b`)
 )
+
+// priorityOf is the priority word a memory fake puts after a finding's
+// tag ("" for none).
+func priorityOf(tag, fact string) string {
+	switch {
+	case dayRe.MatchString(fact):
+		return "[ephemeral] "
+	case tag == "[SOUL] " && ruleRe.MatchString(fact):
+		return "[permanent] "
+	}
+	return ""
+}
+
+// findingFact splits a finding line of a phase-2 prompt into its tag
+// ("[USER] ") and its fact, the priority or [correction] words after the
+// tag dropped; ok is false for a line of another kind.
+func findingFact(line string) (tag, fact string, ok bool) {
+	for _, t := range []string{"[USER] ", "[SOUL] ", "[MEMORY] ", "[FILE-REMOVE] "} {
+		if rest, found := strings.CutPrefix(line, t); found {
+			for _, q := range []string{"[permanent] ", "[durable] ", "[ephemeral] ", "[correction] "} {
+				rest = strings.TrimPrefix(rest, q)
+			}
+			return t, rest, true
+		}
+	}
+	return "", "", false
+}
+
+// hasFact reports whether text holds a memory line stating fact (compared
+// as memline.Key compares facts, whatever the line's metadata comment).
+func hasFact(text, fact string) bool {
+	key := memline.Key(fact)
+	for _, it := range memline.ParseFile([]byte(text)).Items {
+		if it.Fact && memline.Key(it.Line.Text) == key {
+			return true
+		}
+	}
+	return false
+}
 
 // historyFacts returns the facts of the history entries a Dream analysis
 // prompt lists ("[2026-04-03 10:00] - fact" or "- fact"), before its
@@ -155,14 +203,14 @@ func memAnalyse(prompt string) string {
 			out = append(out, "[FILE-REMOVE] "+m[1])
 			fact = strings.Replace(fact, m[0], "", 1)
 		}
+		tag := "[MEMORY] "
 		switch {
 		case soulRe.MatchString(fact):
-			out = append(out, "[SOUL] "+fact)
+			tag = "[SOUL] "
 		case userRe.MatchString(fact):
-			out = append(out, "[USER] "+fact)
-		default:
-			out = append(out, "[MEMORY] "+fact)
+			tag = "[USER] "
 		}
+		out = append(out, tag+priorityOf(tag, fact)+fact)
 	}
 	if len(out) == 0 {
 		return "[SKIP]"
@@ -191,11 +239,15 @@ func memEdit(r Request, prompt string) Reply {
 	}
 	target := map[string]string{"[USER] ": "USER.md", "[SOUL] ": "SOUL.md", "[MEMORY] ": "memory/MEMORY.md"}
 	for _, line := range strings.Split(findings, "\n") {
-		if what, ok := strings.CutPrefix(line, "[FILE-REMOVE] "); ok {
+		tag, fact, ok := findingFact(line)
+		if !ok {
+			continue
+		}
+		if tag == "[FILE-REMOVE] " {
 			for name, text := range files {
 				var kept []string
 				for _, l := range strings.Split(text, "\n") {
-					if !strings.Contains(strings.ToLower(l), strings.ToLower(what)) {
+					if !strings.Contains(strings.ToLower(l), strings.ToLower(fact)) {
 						kept = append(kept, l)
 					}
 				}
@@ -203,16 +255,14 @@ func memEdit(r Request, prompt string) Reply {
 			}
 			continue
 		}
-		for tag, name := range target {
-			fact, ok := strings.CutPrefix(line, tag)
-			if !ok || slicesContains(strings.Split(files[name], "\n"), "- "+fact) {
-				continue
-			}
-			if files[name] == "" {
-				files[name] = "- " + fact
-			} else {
-				files[name] += "\n- " + fact
-			}
+		name := target[tag]
+		if hasFact(files[name], fact) {
+			continue
+		}
+		if files[name] == "" {
+			files[name] = "- " + fact
+		} else {
+			files[name] += "\n- " + fact
 		}
 	}
 	var calls []llm.ToolCall
@@ -227,15 +277,6 @@ func memEdit(r Request, prompt string) Reply {
 		return Text("Nothing to change.")
 	}
 	return Reply{ToolCalls: calls}
-}
-
-func slicesContains(l []string, s string) bool {
-	for _, x := range l {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // takeRunes returns the first n runes of s.
@@ -349,6 +390,9 @@ func memAnswerWhole(system, question string) (string, bool) {
 	for _, line := range strings.Split(system, "\n") {
 		if !strings.HasPrefix(line, "- ") {
 			continue
+		}
+		if l, ok := memline.Parse(line); ok {
+			line = "- " + l.Text // without a metadata comment
 		}
 		n := 0
 		for w := range words(line) {

@@ -31,6 +31,7 @@ func TestMemoryModelAnalysis(t *testing.T) {
 		"[2026-04-03 00:02] - Hi, I'm Alice and I live in Lisbon.\n- My phone number is 555-0142.\n" +
 		"[2026-04-03 00:05] - Actually I moved to Porto last month, not Lisbon.\n- Please forget my phone number.\n" +
 		"- Please keep your answers short.\n- We deploy on Fridays.\n" +
+		"- I'm in Berlin until Friday for a workshop.\n- Please always answer in English.\n" +
 		"\n## Today\n2026-04-03 (Friday)\n\n## Current USER.md (3 characters)\n- x\n"
 	got := MemoryModel(Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: prompt}}})
 	want := strings.Join([]string{
@@ -41,6 +42,8 @@ func TestMemoryModelAnalysis(t *testing.T) {
 		"[FILE-REMOVE] phone number",
 		"[SOUL] Please keep your answers short.",
 		"[MEMORY] We deploy on Fridays.",
+		"[USER] [ephemeral] I'm in Berlin until Friday for a workshop.",
+		"[SOUL] [permanent] Please always answer in English.",
 	}, "\n")
 	if got.Text != want {
 		t.Errorf("analysis:\n%s\nwant:\n%s", got.Text, want)
@@ -71,6 +74,16 @@ func TestMemoryModelEdit(t *testing.T) {
 	}
 	if usr["path"] != "USER.md" || usr["old_text"] != user || usr["new_text"] != "# Users\n- Actually I moved to Porto." {
 		t.Errorf("USER edit: %v", usr)
+	}
+	// A finding's priority is not part of its fact, and a line that states
+	// the fact already is not added again, whatever its metadata comment.
+	stamped := "# Users\n- Alice moved to Porto. <!-- durable 2026-04-03 src:2 -->"
+	again := "## Findings to apply\n[USER] [ephemeral] Alice moved to Porto.\n[USER] [durable] Alice codes in Go.\n" +
+		"\n## Current memory files\n" +
+		"\n### USER.md (" + strconv.Itoa(len([]rune(stamped))) + " characters)\n" + stamped + "\n"
+	got2 := MemoryModel(Request{Tools: req.Tools, Messages: []llm.Message{{Role: llm.RoleSystem, Content: "edit"}, {Role: llm.RoleUser, Content: again}}})
+	if len(got2.ToolCalls) != 1 || !strings.Contains(got2.ToolCalls[0].Arguments, `"new_text":"# Users\n- Alice moved to Porto. \u003c!-- durable 2026-04-03 src:2 --\u003e\n- Alice codes in Go."`) {
+		t.Errorf("edit of a stamped file: %+v", got2)
 	}
 	req.Messages = append(req.Messages, llm.Message{Role: llm.RoleAssistant, ToolCalls: got.ToolCalls},
 		llm.Message{Role: llm.RoleTool, ToolCallID: "c", Content: "ok"})

@@ -30,7 +30,8 @@ import (
 //     conversation that succeeded had been made; the reply is the next
 //     edit of that sequence, a single edit_file call, or "Done." when no
 //     edit is left. A fact is appended after the file's last line unless
-//     the file has that line already; a finding "… (instead of Y)"
+//     the file has a line stating it already (whatever its metadata
+//     comment); a finding "… (instead of Y)"
 //     replaces the line of its file that holds Y, or is appended when none
 //     does.
 //   - Chat turn: as MemoryModel.
@@ -102,8 +103,8 @@ func planEdits(findings string, files map[string]string) []oneEditCall {
 	var edits []oneEditCall
 	for _, line := range strings.Split(findings, "\n") {
 		for tag, name := range target {
-			fact, ok := strings.CutPrefix(line, tag)
-			if !ok {
+			t, fact, ok := findingFact(line)
+			if !ok || t != tag {
 				continue
 			}
 			old := ""
@@ -130,7 +131,7 @@ func oneEditFor(name, text, line, old string) (oneEditCall, bool) {
 			}
 		}
 	}
-	if slicesContains(lines, line) {
+	if hasFact(text, strings.TrimPrefix(line, "- ")) {
 		return oneEditCall{}, false
 	}
 	if strings.TrimSpace(text) == "" {
