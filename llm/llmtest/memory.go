@@ -466,3 +466,12 @@ func toolNameOf(msgs []llm.Message, id string) string {
 	}
 	return ""
 }
+
+func slicesContains(l []string, s string) bool {
+	for _, x := range l {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
