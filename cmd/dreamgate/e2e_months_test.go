@@ -201,6 +201,7 @@ func slicesHas(l []string, s string) bool {
 }
 
 var monthsOmitted = regexp.MustCompile(`\((\d+) of the (\d+) lines of this memory, the least important and oldest, are not shown here`)
+
 // monthsFactLine is a fact line as the prompt shows it: whole, followed by
 // the date Dream stamped it with (" (Nov 2026)"), its comment left out.
 var monthsFactLine = regexp.MustCompile(`^- The code word for project P(\d{4}) is MAPLE(\d{4})X\.(?: \([A-Z][a-z]{2} \d{4}\))?$`)
