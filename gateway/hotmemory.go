@@ -2,12 +2,14 @@ package gateway
 
 import (
 	"fmt"
+	"path"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/internal/memline"
+	"github.com/dreamgate/dreamgate/workspace"
 )
 
 // Hot memory: a prompt shows each memory scope's files (SOUL.md, USER.md,
@@ -232,4 +234,39 @@ func render(rels, texts []string, lines []hotLine, keep []bool) (files []shownFi
 		}
 	}
 	return files, dated
+}
+
+// HotUsage is what a scope's memory costs in a prompt against its budget:
+// the memory page's gauge.
+type HotUsage struct {
+	// Tokens is what all the scope's lines cost as the prompt shows them
+	// (each line and its break), shown or not: above Budget, the prompt
+	// leaves the least important, oldest lines out. Budget is 0 when there
+	// is none (every line is shown, and Tokens is not counted).
+	Tokens, Budget int
+	// Shown and Total count the lines (facts and prose, not headings or
+	// blank lines) the prompt shows and the scope holds.
+	Shown, Total int
+}
+
+// HotUsage says what scope s's memory files cost in a prompt, counted as
+// the prompt counts them.
+func (p *PromptBuilder) HotUsage(s audience.Scope) HotUsage {
+	part := p.part(s, false)
+	u := HotUsage{Budget: p.hot.Tokens, Shown: part.shown, Total: part.total}
+	if p.hot.Tokens == 0 {
+		return u
+	}
+	for _, rel := range workspace.MemoryFiles() {
+		skip := s != audience.Default || rel != workspace.Soul
+		text, _ := p.file(path.Join(s.Dir(), rel), rel, skip)
+		if text == "" {
+			continue
+		}
+		for _, it := range memline.ParseFile([]byte(text)).Items {
+			line, _ := shownLine(it)
+			u.Tokens += p.hot.Counter.Count(line) + 1
+		}
+	}
+	return u
 }

@@ -271,3 +271,43 @@ func TestTurnAsksForADeepDreamOfAScopeOverBudget(t *testing.T) {
 		t.Error("the prompt names a recall tool the turn does not have")
 	}
 }
+
+// HotUsage counts every line of a scope as the prompt shows it, shown or
+// not, and the lines the prompt shows: over budget, more tokens than the
+// budget and fewer lines shown than held; within it, every line.
+func TestHotUsageCountsTheScopeAsThePromptShowsIt(t *testing.T) {
+	ws := t.TempDir()
+	team := audience.Scope("team-slack-t1")
+	hotFacts(t, ws, team, 400, memline.Durable, memline.Ephemeral)
+	hotFacts(t, ws, audience.Default, 3, memline.Durable)
+	counter := consolidator.NewCounter()
+	p := NewPromptBuilder(ws, nil).WithHotMemory(HotMemory{Tokens: 2000, Counter: counter})
+
+	u := p.HotUsage(team)
+	if u.Budget != 2000 || u.Tokens <= u.Budget || u.Total != 400 || u.Shown >= u.Total || u.Shown == 0 {
+		t.Errorf("over budget: %+v", u)
+	}
+	// Every line's shown form, counted one by one, is what the prompt of
+	// the whole file would cost within a line break each.
+	data, err := os.ReadFile(filepath.Join(ws, filepath.FromSlash(team.Dir()), workspace.User))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := 0
+	for _, it := range memline.ParseFile([]byte(strings.TrimSpace(string(data)))).Items {
+		s, _ := shownLine(it)
+		if strings.Contains(s, "<!--") {
+			t.Fatalf("shown with its comment: %q", s)
+		}
+		want += counter.Count(s) + 1
+	}
+	if u.Tokens != want {
+		t.Errorf("Tokens = %d, want %d", u.Tokens, want)
+	}
+	if u := p.HotUsage(audience.Default); u.Tokens == 0 || u.Tokens > u.Budget || u.Shown != u.Total || u.Total != 3 {
+		t.Errorf("within budget: %+v", u)
+	}
+	if u := NewPromptBuilder(ws, nil).HotUsage(team); u.Budget != 0 || u.Tokens != 0 || u.Shown != 400 {
+		t.Errorf("without a budget: %+v", u)
+	}
+}

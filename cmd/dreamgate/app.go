@@ -49,6 +49,10 @@ type app struct {
 	// metrics, when set before the gateway is built (dreamgate gateway),
 	// counts model calls, archives, turns and Dream runs.
 	metrics *metrics.Metrics
+	// prompts is the prompt builder (promptBuilder); dreamOff says why
+	// Dream is unavailable when it was asked for and could not be built.
+	prompts  *gateway.PromptBuilder
+	dreamOff string
 	// tokens is the one tokenizer of the process: the consolidator's
 	// budget and the prompt's memory budget count with it, so its
 	// vocabulary is loaded at most once.
@@ -195,6 +199,18 @@ func (a *app) consolidator(model gateway.Model) *consolidator.Consolidator {
 	}, a.logger.With("component", "consolidator"))
 }
 
+// promptBuilder is the one prompt builder of the process: chat turns fit
+// memory into their prompts with it, and the memory page's gauge asks it
+// what a scope costs there.
+func (a *app) promptBuilder() *gateway.PromptBuilder {
+	if a.prompts == nil {
+		a.prompts = gateway.NewPromptBuilder(a.cfg.Workspace, a.logger).WithHotMemory(gateway.HotMemory{
+			Tokens: a.cfg.hotTokens(), Counter: a.tokens,
+		})
+	}
+	return a.prompts
+}
+
 // gateway builds the gateway with chat tools and, when asked, Dream.
 func (a *app) gateway(withDream bool) (*gateway.Gateway, *dream.Dreamer) {
 	model := a.limited()
@@ -203,9 +219,7 @@ func (a *app) gateway(withDream bool) (*gateway.Gateway, *dream.Dreamer) {
 		Model:        model,
 		Sessions:     a.sessions,
 		Consolidator: a.observedArchives(cons),
-		Prompts: gateway.NewPromptBuilder(a.cfg.Workspace, a.logger).WithHotMemory(gateway.HotMemory{
-			Tokens: a.cfg.hotTokens(), Counter: a.tokens,
-		}),
+		Prompts:      a.promptBuilder(),
 		// People who are not admins may write only the memory files.
 		Tools:      agent.FileTools(a.ws, agent.ChatGuestPolicy()),
 		AdminTools: agent.FileTools(a.ws, agent.ChatPolicy()),
@@ -239,6 +253,7 @@ func (a *app) gateway(withDream bool) (*gateway.Gateway, *dream.Dreamer) {
 			case errors.Is(err, gitstore.ErrDamaged):
 				deps.DreamOff = dreamtext.Damaged
 			}
+			a.dreamOff = deps.DreamOff
 		} else {
 			deps.Dream = d
 			deps.MemoryLog = a.repo

@@ -33,6 +33,7 @@ type Config struct {
 	Memory    MemoryConfig  `json:"memory"`
 	Admins    []string      `json:"admins"`
 	Gateway   GatewayConfig `json:"gateway"`
+	Web       WebConfig     `json:"web"`
 	Channels  ChannelsCfg   `json:"channels"`
 	Tools     ToolsConfig   `json:"tools"`
 	// Models are named models; Use says which serve each purpose. Without
@@ -118,6 +119,20 @@ type GatewayConfig struct {
 	// are answered when younger than this, else asked to be sent again;
 	// 0 turns the search off.
 	AnswerPendingMinutes int `json:"answerPendingMinutes"`
+}
+
+// WebConfig is the memory page (web.go).
+type WebConfig struct {
+	Enabled bool `json:"enabled"`
+	// Addr is where it listens: loopback unless a token is set.
+	Addr string `json:"addr"`
+	// Token is the operator's access token; TokenEnv names an environment
+	// variable to read it from instead (it wins over Token).
+	Token    string `json:"token"`
+	TokenEnv string `json:"tokenEnv"`
+	// URL is where people's browsers reach the page (a proxy's address),
+	// for the links /web-link sends; "" is http://addr.
+	URL string `json:"url"`
 }
 
 type ChannelsCfg struct {
@@ -219,6 +234,7 @@ func defaultConfig() Config {
 		Gateway: GatewayConfig{
 			HealthAddr: "127.0.0.1:18790", MaxConcurrentTurns: 8, MaxMessageBytes: 64 << 10, AnswerPendingMinutes: 10,
 		},
+		Web: WebConfig{Addr: defaultWebAddr},
 		Channels: ChannelsCfg{
 			Terminal: TerminalConfig{Enabled: true},
 			Slack: SlackConfig{GroupPolicy: "mention", ReplyInThread: true, MaxFileBytes: slack.DefaultMaxFileBytes,
@@ -285,6 +301,10 @@ func loadConfig(path string, getenv func(string) string) (Config, error) {
 		}
 	}
 	applyEnv(&cfg, getenv)
+	if err := applyWebTokenEnv(&cfg, getenv); err != nil {
+		err.path = path
+		return cfg, err
+	}
 	if v := getenv(logLevelVar); v != "" {
 		if _, err := parseLogLevel(v); err != nil {
 			return cfg, &configError{path: path, env: logLevelVar, msg: err.Error()}
@@ -430,6 +450,9 @@ func (c *Config) Validate() error {
 		return bad("gateway.healthAddr", "must be host:port with a port from 0 to 65535, got %q", c.Gateway.HealthAddr)
 	}
 	if err := c.Tools.validate(); err != nil {
+		return err
+	}
+	if err := c.Web.validate(); err != nil {
 		return err
 	}
 	if c.Gateway.AnswerPendingMinutes < 0 {

@@ -143,6 +143,18 @@ func cmdGateway(ctx context.Context, e *env, args []string) error {
 		sched.Start()
 		logger.Info("dream scheduled", "cron", cfg.Dream.Cron, "timezone", cfg.Dream.Timezone, "next", sched.Next())
 	}
+	// The memory page is up before /healthz says "ok".
+	var page *webPage
+	if cfg.Web.Enabled {
+		if page, err = startWeb(cfg, a, dreamer, a.dreamOff, health, logger); err != nil {
+			return err
+		}
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			page.stop(sctx)
+		}()
+	}
 	health.set(g, a.model)
 	if cfg.severalModels() {
 		health.chains.Store(a.model)
@@ -152,7 +164,7 @@ func cmdGateway(ctx context.Context, e *env, args []string) error {
 	}
 	health.mcp.Store(a.mcp)
 	if interactive {
-		printBanner(e.stderr, cfg, healthURL, logPath)
+		printBanner(e.stderr, cfg, healthURL, page.address(), logPath)
 	}
 
 	// The channels outlive the signal: Shutdown first drains the turns
@@ -239,7 +251,7 @@ func inboxPath(cfg Config) string {
 
 // printBanner is the first screen of an interactive gateway: what it talks
 // to, where things are, and how to leave.
-func printBanner(w io.Writer, cfg Config, healthURL, logPath string) {
+func printBanner(w io.Writer, cfg Config, healthURL, webURL, logPath string) {
 	if healthURL == "" {
 		healthURL = "off"
 	}
@@ -249,6 +261,9 @@ func printBanner(w io.Writer, cfg Config, healthURL, logPath string) {
 		fmt.Fprintf(w, "dreamgate %s · model %s at %s\n", readVersion().Version, cfg.LLM.Model, llm.RedactURL(cfg.LLM.BaseURL))
 	}
 	fmt.Fprintf(w, "workspace %s · health %s", cfg.Workspace, healthURL)
+	if webURL != "" {
+		fmt.Fprintf(w, " · memory page %s", webURL)
+	}
 	if logPath != "" {
 		fmt.Fprintf(w, " · logs %s", logPath)
 	}

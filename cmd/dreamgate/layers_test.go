@@ -14,7 +14,7 @@ const module = "github.com/dreamgate/dreamgate"
 // tools work on the workspace's confined root, and so below gitstore too,
 // which still may not import it (see forbidden).
 var layers = []string{
-	"cmd", "metrics", "eval", "gateway", "mcp", "consolidator", "dream", "history", "gitstore", "agent", "workspace", "llm", "channels", "workspace-template", "audience",
+	"cmd", "metrics", "web", "eval", "gateway", "mcp", "consolidator", "dream", "history", "gitstore", "agent", "workspace", "llm", "channels", "workspace-template", "audience",
 }
 
 // forbidden pairs beyond the order: the two memory stages never import each
@@ -152,6 +152,9 @@ func TestLayerRulesCatchViolations(t *testing.T) {
 	}
 	if rank(family(module+"/metrics")) != rank("cmd")+1 || !selfContained["metrics"] {
 		t.Error("metrics must rank just below cmd (only cmd imports it) and import nothing of ours")
+	}
+	if rank(family(module+"/web")) <= rank("metrics") || rank(family(module+"/web")) >= rank("gateway") {
+		t.Error("web must rank below cmd and metrics (only cmd imports it) and above gateway, whose parts it reads")
 	}
 	if rank(family(module+"/audience")) != len(layers)-1 || !selfContained["audience"] {
 		t.Error("audience must rank last (channels and workspace use it) and import nothing of ours")

@@ -1,0 +1,226 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/dreamgate/dreamgate/audience"
+	"github.com/dreamgate/dreamgate/dream"
+	"github.com/dreamgate/dreamgate/web"
+	"github.com/dreamgate/dreamgate/workspace"
+)
+
+// The memory page (package web), served by `dreamgate gateway` when
+// web.enabled: on loopback by default; any other address needs the
+// operator's token. Its signing key lives in the state directory.
+
+// defaultWebAddr is web.addr's default: this machine only, beside the
+// health port.
+const defaultWebAddr = "127.0.0.1:18791"
+
+// minWebToken is the shortest token accepted: the page shows everything
+// the bot remembers.
+const minWebToken = 16
+
+// webKeyFile holds the page's signing key (sessions, sign-in links, form
+// tokens), made on first use; removing it signs everyone out.
+const webKeyFile = "web.key"
+
+// applyWebTokenEnv reads the token from the variable web.tokenEnv names.
+func applyWebTokenEnv(cfg *Config, getenv func(string) string) *configError {
+	name := strings.TrimSpace(cfg.Web.TokenEnv)
+	if name == "" {
+		return nil
+	}
+	v := getenv(name)
+	if v == "" {
+		if !cfg.Web.Enabled {
+			return nil
+		}
+		return &configError{field: "web.tokenEnv", msg: fmt.Sprintf("names the environment variable %s, which is not set", name)}
+	}
+	cfg.Web.Token = v
+	if cfg.fromEnv == nil {
+		cfg.fromEnv = map[string]string{}
+	}
+	cfg.fromEnv["web.token"] = name
+	return nil
+}
+
+func (w WebConfig) validate() error {
+	bad := func(field, format string, args ...any) error {
+		return &configError{field: field, msg: fmt.Sprintf(format, args...)}
+	}
+	if !validHostPort(w.Addr) {
+		return bad("web.addr", "must be host:port with a port from 0 to 65535, got %q", w.Addr)
+	}
+	if w.Token != "" && len(w.Token) < minWebToken {
+		return bad("web.token", "must be at least %d characters (for example the output of `openssl rand -hex 24`)", minWebToken)
+	}
+	if w.URL != "" {
+		if err := checkURL("web.url", w.URL); err != nil {
+			return err
+		}
+	}
+	if w.Enabled && w.Token == "" && !web.LoopbackAddr(w.Addr) {
+		return bad("web.addr", "%s can be reached from other machines, so the memory page needs a token there: set web.token (or web.tokenEnv); without one it listens on loopback only (127.0.0.1)", w.Addr)
+	}
+	return nil
+}
+
+// webKey reads the page's signing key from the state directory, making a
+// new one (32 random bytes, owner-only) when there is none.
+func webKey(stateDir string, logger *slog.Logger) ([]byte, error) {
+	p := filepath.Join(stateDir, webKeyFile)
+	key, err := os.ReadFile(p)
+	if err == nil && len(key) >= 32 {
+		return key, nil
+	}
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("read the memory page's key: %w", err)
+	}
+	if err == nil {
+		logger.Warn("the memory page's key was too short; a new one is made (everyone signs in again)", "file", p)
+	}
+	key = make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return nil, fmt.Errorf("make the memory page's key: %w", err)
+	}
+	if err := workspace.WriteFile(p, key, 0o600); err != nil {
+		return nil, fmt.Errorf("save the memory page's key: %w", err)
+	}
+	return key, nil
+}
+
+// webPage is the running memory page.
+type webPage struct {
+	srv  *web.Server
+	http *http.Server
+	url  string
+}
+
+// startWeb serves the memory page on web.addr until stop. d is nil when
+// Dream does not run (dreamOff says why).
+func startWeb(cfg Config, a *app, d *dream.Dreamer, dreamOff string, health *healthState, logger *slog.Logger) (*webPage, error) {
+	key, err := webKey(cfg.StateDir, logger)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", cfg.Web.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("web.addr %s: %w", cfg.Web.Addr, err)
+	}
+	base := cfg.Web.URL
+	if base == "" {
+		base = "http://" + ln.Addr().String()
+	}
+	deps := web.Deps{
+		Files:   a.ws,
+		Scopes:  func() ([]audience.Scope, error) { return knownScopes(cfg.Workspace) },
+		History: a.history,
+		Health:  func() web.Health { return webHealth(health.report()) },
+		Usage:   a.model.Usage,
+	}
+	if a.prompts != nil {
+		deps.Budget = a.prompts
+	}
+	if repo, err := a.openRepo(); err == nil {
+		deps.Repo = repo
+	} else {
+		logger.Warn("the memory page has no timeline: the memory repository could not be opened", "err", err)
+	}
+	if d != nil {
+		deps.Dream = d
+	} else {
+		deps.DreamOff = dreamOff
+	}
+	wcfg := web.Config{
+		Key: key, Token: cfg.Web.Token, BaseURL: base, Admins: cfg.Admins, SharedMemory: !cfg.Memory.Scoped,
+		Logger: logger.With("component", "web"), Now: a.now,
+	}
+	if cfg.Dream.Enabled {
+		wcfg.DreamCron, wcfg.DreamTimezone = cfg.Dream.Cron, cfg.Dream.Timezone
+	}
+	srv, err := web.New(wcfg, deps)
+	if err != nil {
+		_ = ln.Close()
+		return nil, err
+	}
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second,
+		WriteTimeout: time.Minute, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
+	go func() {
+		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			logger.Error("memory page stopped", "err", err)
+		}
+	}()
+	if cfg.Web.Token == "" {
+		logger.Info("memory page listening, for this machine only (no web.token: every request from it is the operator's)", "url", base)
+	} else {
+		logger.Info("memory page listening", "url", base)
+	}
+	return &webPage{srv: srv, http: hs, url: base}, nil
+}
+
+// stop ends the page within ctx.
+func (p *webPage) stop(ctx context.Context) {
+	if p != nil {
+		_ = p.http.Shutdown(ctx)
+	}
+}
+
+// webHealth is /healthz's report as the overview shows it.
+func webHealth(r healthReport) web.Health {
+	h := web.Health{Status: r.Status}
+	if len(r.Chains) > 0 {
+		for _, c := range r.Chains {
+			for _, name := range c.Models {
+				m := web.ModelHealth{Purpose: c.Purpose, Name: name, State: "unknown", Served: name == c.Served}
+				if m.Served {
+					m.State = "reachable"
+				}
+				if i := slices.IndexFunc(c.Cooling, func(cm coolingModel) bool { return cm.Model == name }); i >= 0 {
+					m.State, m.Until, m.LastError = "cooling", c.Cooling[i].Until, c.Cooling[i].Reason
+				}
+				h.Models = append(h.Models, m)
+			}
+		}
+	} else if r.Model != nil {
+		m := web.ModelHealth{Name: r.Model.Name, State: r.Model.State, LastError: r.Model.LastError}
+		if r.Model.LastErrorAt != nil {
+			m.LastErrorAt = *r.Model.LastErrorAt
+		}
+		h.Models = append(h.Models, m)
+	}
+	names := make([]string, 0, len(r.Channels))
+	for n := range r.Channels {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		c := r.Channels[n]
+		h.Channels = append(h.Channels, web.ChannelHealth{Name: n, State: c.State, Detail: c.Detail, Since: c.Since})
+	}
+	for _, s := range r.MCP {
+		h.Tools = append(h.Tools, web.ToolHealth{Name: s.Name, State: s.State, Problem: s.Problem})
+	}
+	return h
+}
+
+// address is the page's URL, "" when it does not run.
+func (p *webPage) address() string {
+	if p == nil {
+		return ""
+	}
+	return p.url
+}

@@ -1,0 +1,365 @@
+package web
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dreamgate/dreamgate/audience"
+	"github.com/dreamgate/dreamgate/internal/testkit"
+)
+
+// Bob, an admin in Ana's team, tries every way into Ana's DM scope he can
+// think of: her scope's name in every URL that takes one, her commit's sha
+// in every URL that takes one, her history cursors, a search for her
+// secrets, and every link of every page he may see. Each answer is the
+// one for something that does not exist, and no answer holds her secrets.
+func TestAPersonsScopeIsNeverShownToAnother(t *testing.T) {
+	f := newFixture(t, fixtureOpts{token: opToken, admins: []string{"slack:UBOB"}})
+	anaCommit := f.commit["ana"].SHA
+	secrets := []string{anaSecret, anaColdSecret, anaBodySecret, string(anaScope), anaCommit, anaCommit[:8], "slack:DANA"}
+
+	for _, who := range []audience.Audience{bob, eve} {
+		c := f.person(who)
+		notFound := c.get("/memory/person-slack-t1-unobody") // a scope that does not exist
+		if notFound.code != http.StatusNotFound {
+			t.Fatalf("a scope that does not exist: %d", notFound.code)
+		}
+		unknownCommit := c.get("/commit/" + strings.Repeat("ab", 20))
+		for _, p := range []string{
+			"/memory/" + string(anaScope),
+			"/memory/" + string(anaScope) + "?cold=1",
+			fmt.Sprintf("/entries/%s?c=%d,%d", anaScope, f.cur["ana"], f.cur["anacold"]),
+			"/timeline?scope=" + string(anaScope),
+			"/timeline?before=" + anaCommit,
+			"/search?q=salary&scope=" + string(anaScope),
+			"/commit/" + anaCommit,
+			"/commit/" + anaCommit[:8], // a prefix: never resolved
+			"/commit/" + strings.ToUpper(anaCommit),
+			"/restore/" + anaCommit,
+			"/memory/..%2f..%2fUSER.md", "/memory/%2e%2e", "/memory/scopes%2f" + string(anaScope),
+		} {
+			res := c.get(p)
+			want := http.StatusNotFound
+			if strings.HasPrefix(p, "/restore/") && who == eve {
+				want = http.StatusForbidden // not an admin: told so before anything is looked up
+			}
+			if res.code != want {
+				t.Errorf("%s: %s answered %d, want %d", who, p, res.code, want)
+			}
+			mustNotContain(t, res.body, secrets...)
+		}
+		// The same words as for a commit that does not exist.
+		if res := c.get("/commit/" + anaCommit); res.body != unknownCommit.body {
+			t.Errorf("%s: Ana's commit does not read as an unknown one", who)
+		}
+		if res := c.post("/restore/"+anaCommit, url.Values{"csrf": {csrfOf(t, c)}, "expect": {"x"}}); res.code != http.StatusNotFound && res.code != http.StatusForbidden {
+			t.Errorf("%s: a restore of Ana's commit answered %d", who, res.code)
+		}
+		// Entries of Ana's asked for under a scope Bob reads are not shown.
+		res := c.get(fmt.Sprintf("/entries/%s?c=%d,%d", teamScope, f.cur["ana"], f.cur["anacold"]))
+		mustNotContain(t, res.body, secrets...)
+		// Searches for her words, in his scopes and with hostile syntax.
+		for _, q := range []string{"salary band", anaSecret, "desk " + anaColdSecret, `scope:` + string(anaScope) + ` salary`, "* OR salary"} {
+			res := c.get("/search?q=" + url.QueryEscape(q))
+			// The query is shown back in its box: what the page found is
+			// the rest.
+			found := searchValueRe.ReplaceAllString(res.body, "")
+			mustNotContain(t, found, secrets...)
+			mustContain(t, found, "Nothing found.")
+		}
+		// Every link of every page he can reach, followed.
+		crawl(t, c, secrets)
+	}
+	// The search was never asked about a scope Bob or Eve may not read.
+	for _, scopes := range f.search.asked {
+		if slices.Contains(scopes, anaScope) && !slices.Contains(scopes, audience.Default) {
+			// Ana's own searches (none here) would; Bob's and Eve's never.
+			t.Errorf("a search was given Ana's scope: %q", scopes)
+		}
+	}
+	// Eve's team is another Slack workspace: not even the team's scope.
+	if res := f.person(eve).get("/memory/" + string(teamScope)); res.code != http.StatusNotFound {
+		t.Errorf("a person of another workspace read the team's memory: %d", res.code)
+	}
+	// And Ana still reads all of it.
+	page := f.person(ana).get("/memory/" + string(anaScope)).body
+	mustContain(t, page, anaSecret, anaColdSecret)
+}
+
+// crawl follows every link of the pages c can reach from the overview,
+// breadth first, and fails when a page holds one of secrets.
+func crawl(t *testing.T, c *client, secrets []string) {
+	t.Helper()
+	seen := map[string]bool{"/": true}
+	queue := []string{"/"}
+	for len(queue) > 0 && len(seen) < 200 {
+		p := queue[0]
+		queue = queue[1:]
+		res := c.get(p)
+		for _, s := range secrets {
+			if strings.Contains(res.body, s) {
+				t.Errorf("%s: %s holds %q", c.name, p, s)
+			}
+		}
+		for _, l := range links(res.body) {
+			l, _, _ = strings.Cut(l, "#")
+			if !seen[l] && !strings.HasPrefix(l, "/static/") {
+				seen[l] = true
+				queue = append(queue, l)
+			}
+		}
+	}
+	if len(seen) < 8 {
+		t.Errorf("%s: the crawl saw only %d pages: %v", c.name, len(seen), seen)
+	}
+}
+
+var searchValueRe = regexp.MustCompile(`name="q" value="[^"]*"`)
+
+func csrfOf(t *testing.T, c *client) string {
+	t.Helper()
+	return formValue(t, csrfRe, c.get("/").body)
+}
+
+// A restore asks first, naming what it also undoes; the form is refused
+// without its token, with another session's, from another site, and
+// when the memory changed since it was shown; then the restore is a commit
+// that says it came from this page.
+func TestRestoreConfirmsAndIsProtected(t *testing.T) {
+	f := newFixture(t, fixtureOpts{token: opToken, admins: []string{"slack:UBOB"}})
+	team1, team2 := f.commit["team1"], f.commit["team2"]
+	bobC := f.person(bob)
+	confirm := bobC.get("/restore/" + team1.SHA)
+	if confirm.code != http.StatusOK {
+		t.Fatalf("confirmation: %d\n%s", confirm.code, confirm.body)
+	}
+	// It names the later Dream of the same files, and the file.
+	mustContain(t, confirm.body, "/commit/"+team2.SHA, team2.Subject, "scopes/team-slack-t1/memory/MEMORY.md")
+	// The hand edit of SOUL.md is the team's too, and restored with it.
+	mustContain(t, confirm.body, "/commit/"+f.commit["manual"].SHA)
+	token, expect := formValue(t, csrfRe, confirm.body), formValue(t, expectRe, confirm.body)
+	path := "/restore/" + team1.SHA
+
+	for _, tc := range []struct {
+		name    string
+		form    url.Values
+		headers map[string]string
+	}{
+		{"no token", url.Values{"expect": {expect}}, nil},
+		{"a wrong token", url.Values{"csrf": {"AAAA" + token[4:]}, "expect": {expect}}, nil},
+		{"another session's token", url.Values{"csrf": {csrfOf(t, f.person(bob))}, "expect": {expect}}, nil},
+		{"from another site", url.Values{"csrf": {token}, "expect": {expect}}, map[string]string{"Origin": "https://evil.example", "Sec-Fetch-Site": "cross-site"}},
+		{"from another origin", url.Values{"csrf": {token}, "expect": {expect}}, map[string]string{"Origin": "https://evil.example"}},
+	} {
+		h := map[string]string{"Origin": f.http.URL, "Sec-Fetch-Site": "same-origin"}
+		if tc.headers != nil {
+			h = tc.headers
+		}
+		if res := bobC.postWith(path, tc.form, h); res.code != http.StatusForbidden {
+			t.Errorf("%s: %d, want 403", tc.name, res.code)
+		}
+	}
+	// Not signed in at all.
+	if res := f.anonymous().post(path, url.Values{"csrf": {token}, "expect": {expect}}); res.code != http.StatusUnauthorized {
+		t.Errorf("anonymous: %d", res.code)
+	}
+	if log, _ := f.repo.Log(1, "", nil); log[0].SHA != f.commit["manual"].SHA {
+		t.Fatalf("a refused form changed the memory: %s", log[0].Subject)
+	}
+
+	// Ana is no admin: she is told so, and cannot post either.
+	anaC := f.person(ana)
+	if res := anaC.get(path); res.code != http.StatusForbidden || !strings.Contains(res.body, "for admins") {
+		t.Errorf("Ana's confirmation: %d", res.code)
+	}
+	if res := anaC.post(path, url.Values{"csrf": {csrfOf(t, anaC)}, "expect": {expect}}); res.code != http.StatusForbidden {
+		t.Errorf("Ana's restore: %d", res.code)
+	}
+
+	// The memory changes after the confirmation: the new plan is shown.
+	f.write("scopes/team-slack-t1/USER.md", "# Users\n\n- edited by hand\n")
+	res := bobC.post(path, url.Values{"csrf": {token}, "expect": {expect}})
+	if res.code != http.StatusConflict || !strings.Contains(res.body, "The memory changed") || !strings.Contains(res.body, "edits made by hand") {
+		t.Fatalf("a stale confirmation: %d\n%s", res.code, res.body)
+	}
+	expect = formValue(t, expectRe, res.body)
+	res = bobC.post(path, url.Values{"csrf": {token}, "expect": {expect}})
+	if res.code != http.StatusSeeOther {
+		t.Fatalf("restore: %d\n%s", res.code, res.body)
+	}
+	loc := res.header.Get("Location")
+	revertSHA := strings.TrimSuffix(strings.TrimPrefix(loc, "/commit/"), "?restored=1")
+	full, d, err := f.repo.Show(revertSHA, nil)
+	if err != nil || !strings.HasPrefix(full.Subject, "revert: undo "+team1.Short) {
+		t.Fatalf("the restore commit: %+v, %v", full, err)
+	}
+	if !strings.Contains(full.Body, "Asked for on the memory page by slack user UBOB.") {
+		t.Errorf("the restore commit does not say where it came from:\n%s", full.Body)
+	}
+	for _, fc := range d.Files {
+		if !strings.HasPrefix(fc.Path, "scopes/team-slack-t1/") {
+			t.Errorf("the team's restore changed %s", fc.Path)
+		}
+	}
+	page := bobC.get(loc).body
+	mustContain(t, page, "Restored")
+	if got := readFile(t, f.dir, "scopes/team-slack-t1/memory/MEMORY.md"); got != "# Memory\n" {
+		t.Errorf("the team's MEMORY.md after the restore: %q", got)
+	}
+	if got := readFile(t, f.dir, anaScope.Dir()+"/USER.md"); !strings.Contains(got, anaSecret) {
+		t.Error("the team's restore touched Ana's files")
+	}
+	// Once done, doing it again has nothing to undo.
+	again := bobC.get(path)
+	if again.code != http.StatusConflict || !strings.Contains(again.body, "nothing to undo") {
+		t.Errorf("a second confirmation: %d", again.code)
+	}
+}
+
+func TestSignIn(t *testing.T) {
+	f := newFixture(t, fixtureOpts{token: opToken})
+	anon := f.anonymous()
+	if res := anon.get("/"); res.code != http.StatusSeeOther || res.header.Get("Location") != "/signin" {
+		t.Errorf("anonymous overview: %d %s", res.code, res.header.Get("Location"))
+	}
+	if res := anon.post("/signin", url.Values{"token": {"wrong"}}); res.code != http.StatusUnauthorized {
+		t.Errorf("a wrong token: %d", res.code)
+	}
+	if res := anon.postWith("/signin", url.Values{"token": {opToken}}, map[string]string{"Origin": "https://evil.example"}); res.code != http.StatusForbidden {
+		t.Errorf("a sign-in posted from another site: %d", res.code)
+	}
+	// The token as a bearer header, for scripts.
+	bearer := f.anonymous()
+	bearer.bearer = opToken
+	if res := bearer.get("/memory/default"); res.code != http.StatusOK {
+		t.Errorf("bearer: %d", res.code)
+	}
+	bearer.bearer = "wrong"
+	if res := bearer.get("/memory/default"); res.code != http.StatusSeeOther {
+		t.Errorf("a wrong bearer: %d", res.code)
+	}
+
+	// A link: tampered, expired, or a session's value used as a link.
+	link, _ := f.srv.SignInLink(ana)
+	_, value, _ := strings.Cut(link, "link=")
+	payload, sig, _ := strings.Cut(value, ".")
+	bobLink, _ := f.srv.SignInLink(bob)
+	_, bobValue, _ := strings.Cut(bobLink, "link=")
+	bobPayload, _, _ := strings.Cut(bobValue, ".")
+	op := f.operator()
+	session := sessionCookieOf(t, f, op)
+	for name, v := range map[string]string{
+		"Bob's payload with Ana's signature": bobPayload + "." + sig,
+		"no signature":                       payload,
+		"a session as a link":                session,
+	} {
+		if res := f.anonymous().get("/signin?link=" + v); res.code != http.StatusUnauthorized {
+			t.Errorf("%s: %d", name, res.code)
+		}
+	}
+	later := f.srv
+	later.cfg.Now = func() time.Time { return time.Now().Add(DefaultLinkTTL + time.Minute) }
+	if res := f.anonymous().get("/signin?link=" + value); res.code != http.StatusUnauthorized {
+		t.Errorf("an expired link: %d", res.code)
+	}
+	later.cfg.Now = time.Now
+	// A link as a session cookie is refused too.
+	jar := f.anonymous()
+	u, _ := url.Parse(f.http.URL)
+	jar.c.Jar.SetCookies(u, []*http.Cookie{{Name: sessionCookie, Value: value}})
+	if res := jar.get("/"); res.code != http.StatusSeeOther {
+		t.Errorf("a link used as a session: %d", res.code)
+	}
+	// The post without the page's cookie signs nobody in.
+	if res := f.anonymous().post("/signin", url.Values{"link": {"1"}}); res.code != http.StatusUnauthorized {
+		t.Errorf("a link post without the link: %d", res.code)
+	}
+	if _, err := f.srv.SignInLink(audience.Audience{Kind: audience.Team, Platform: "slack", Team: "T1"}); err == nil {
+		t.Error("a link for a channel's audience")
+	}
+
+	// A new token ends the old token's sessions.
+	f.srv.cfg.Token = "a-new-token"
+	if res := op.get("/"); res.code != http.StatusSeeOther {
+		t.Errorf("a session of the old token: %d", res.code)
+	}
+	f.srv.cfg.Token = opToken
+
+	// Signing out ends the session.
+	c := f.person(ana)
+	if res := c.post("/signout", url.Values{"csrf": {csrfOf(t, c)}}); res.code != http.StatusSeeOther {
+		t.Errorf("sign out: %d", res.code)
+	}
+	if res := c.get("/"); res.code != http.StatusSeeOther {
+		t.Errorf("after sign out: %d", res.code)
+	}
+}
+
+func sessionCookieOf(t *testing.T, f *fixture, c *client) string {
+	t.Helper()
+	u, _ := url.Parse(f.http.URL)
+	for _, ck := range c.c.Jar.Cookies(u) {
+		if ck.Name == sessionCookie {
+			return ck.Value
+		}
+	}
+	t.Fatal("no session cookie")
+	return ""
+}
+
+// Without a token the page is the operator's, on this machine alone: a
+// request naming another host (a site whose name points at 127.0.0.1)
+// or coming through a proxy is refused.
+func TestLoopbackWithoutAToken(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	c := f.anonymous()
+	if res := c.get("/memory/" + string(anaScope)); res.code != http.StatusOK || !strings.Contains(res.body, anaSecret) {
+		t.Errorf("the operator on loopback: %d", res.code)
+	}
+	for name, h := range map[string][2]string{
+		"DNS rebinding": {"Host", "evil.example:80"},
+		"a proxy":       {"X-Forwarded-For", "203.0.113.9"},
+		"Forwarded":     {"Forwarded", "for=203.0.113.9"},
+	} {
+		req, _ := http.NewRequest(http.MethodGet, f.http.URL+"/memory/default", nil)
+		if h[0] == "Host" {
+			req.Host = h[1]
+		} else {
+			req.Header.Set(h[0], h[1])
+		}
+		res := c.do(req)
+		if res.code != http.StatusForbidden || strings.Contains(res.body, "green tea") {
+			t.Errorf("%s: %d", name, res.code)
+		}
+	}
+	for addr, want := range map[string]bool{"127.0.0.1:8080": true, "[::1]:80": true, "localhost:1": true,
+		"0.0.0.0:8080": false, ":8080": false, "192.168.1.4:80": false, "[::]:80": false, "example.com:80": false} {
+		if LoopbackAddr(addr) != want {
+			t.Errorf("LoopbackAddr(%q) = %v", addr, !want)
+		}
+	}
+}
+
+// With memory shared (memory.scoped false) everyone reads the root's
+// memory, as in chat — and nothing else.
+func TestSharedMemory(t *testing.T) {
+	f := newFixture(t, fixtureOpts{token: opToken, shared: true})
+	c := f.person(bob)
+	if res := c.get("/memory/default"); res.code != http.StatusOK || !strings.Contains(res.body, "green tea") {
+		t.Errorf("shared memory: %d", res.code)
+	}
+	if res := c.get("/memory/" + string(teamScope)); res.code != http.StatusNotFound {
+		t.Errorf("a scope folder under shared memory: %d", res.code)
+	}
+}
+
+func readFile(t *testing.T, dir, rel string) string {
+	t.Helper()
+	return testkit.ReadFile(t, dir, rel)
+}

@@ -1,0 +1,351 @@
+package web
+
+import (
+	"errors"
+	"io/fs"
+	"net/http"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/dreamgate/dreamgate/audience"
+	"github.com/dreamgate/dreamgate/gateway"
+	"github.com/dreamgate/dreamgate/history"
+	"github.com/dreamgate/dreamgate/internal/memline"
+	"github.com/dreamgate/dreamgate/workspace"
+)
+
+// The memory of a scope as it is now: its memory files line by line (each
+// fact with its priority, the date it was last confirmed and a link to the
+// history entries it came from), its cold memory a page at a time, and what
+// its hot memory costs in a prompt against its budget. A scope the viewer
+// may not read is answered as one that does not exist.
+
+// coldPageLines bounds the cold-memory lines one page shows: cold memory
+// only grows.
+const coldPageLines = 200
+
+// scopesPageSize bounds the scopes the operator's index lists at once (a
+// large team has a scope per person).
+const scopesPageSize = 200
+
+type scopeLink struct {
+	Name, Label, URL string
+}
+
+type memoryIndexData struct {
+	Scopes     []scopeLink
+	Page, More int
+}
+
+type memoryData struct {
+	Name, Label string
+	Files       []fileView
+	Cold        fileView
+	// ColdPage is the page of cold memory shown (from 1) of ColdPages.
+	ColdPage, ColdPages int
+	Usage               *usageView
+}
+
+// usageView is the budget gauge: what the scope's memory costs in a
+// prompt against its budget, the meter's warning marks at 80% (where a
+// deep Dream starts) and 100%.
+type usageView struct {
+	gateway.HotUsage
+	Low, High int
+}
+
+// fileView is one memory file, line by line.
+type fileView struct {
+	Rel, Title string
+	Exists     bool
+	Lines      []lineView
+}
+
+// lineView is one line of a memory file as the page shows it.
+type lineView struct {
+	// N is its line number in the file, from 1 (the anchor #<file>-L<n>).
+	N int
+	// Kind is "heading", "fact", "text", "code" or "blank".
+	Kind  string
+	Level int // a heading's
+	Text  string
+	// A fact's metadata: Priority (effective), Date ("" undated), and
+	// Sources, the URL of its history entries ("" when none recorded).
+	Priority, Date, Sources string
+	NSources                int
+	Indent                  bool
+}
+
+// viewerScopes are the scopes the viewer reads, widest first: for the
+// operator the default scope and every scope folder.
+func (s *Server) viewerScopes(v *Viewer) ([]audience.Scope, error) {
+	scopes, all := v.readable(s.cfg.SharedMemory)
+	if !all {
+		return scopes, nil
+	}
+	out := []audience.Scope{audience.Default}
+	if s.deps.Scopes != nil && !s.cfg.SharedMemory {
+		more, err := s.deps.Scopes()
+		if err != nil {
+			return out, err
+		}
+		out = append(out, more...)
+	}
+	return out, nil
+}
+
+func (s *Server) memoryIndex(w http.ResponseWriter, r *http.Request, v *Viewer) {
+	scopes, err := s.viewerScopes(v)
+	if err != nil {
+		s.failed(w, r, v, "list of memory scopes", err)
+		return
+	}
+	if len(scopes) == 1 {
+		http.Redirect(w, r, scopeURL(scopes[0]), http.StatusSeeOther)
+		return
+	}
+	page := max(1, atoi(r.URL.Query().Get("page")))
+	from := min((page-1)*scopesPageSize, len(scopes))
+	to := min(from+scopesPageSize, len(scopes))
+	d := memoryIndexData{Page: page}
+	for _, sc := range scopes[from:to] {
+		d.Scopes = append(d.Scopes, scopeLink{Name: scopeName(sc), Label: scopeLabel(sc), URL: scopeURL(sc)})
+	}
+	if to < len(scopes) {
+		d.More = page + 1
+	}
+	s.render(w, r, v, http.StatusOK, "memoryindex", "Memory", "memory", d)
+}
+
+func (s *Server) memoryScope(w http.ResponseWriter, r *http.Request, v *Viewer) {
+	sc, ok := parseScopeName(r.PathValue("scope"))
+	if !ok || !v.mayRead(sc, s.cfg.SharedMemory) {
+		s.notFound(w, r, v, "There is no such memory scope.")
+		return
+	}
+	d := memoryData{Name: scopeName(sc), Label: scopeLabel(sc)}
+	for _, rel := range workspace.MemoryFiles() {
+		f, err := s.readMemoryFile(sc, rel)
+		if err != nil {
+			s.failed(w, r, v, "memory file", err)
+			return
+		}
+		d.Files = append(d.Files, f)
+	}
+	d.ColdPage = max(1, atoi(r.URL.Query().Get("cold")))
+	cold, pages, err := s.readCold(sc, d.ColdPage)
+	if err != nil {
+		s.failed(w, r, v, "cold memory", err)
+		return
+	}
+	d.Cold, d.ColdPages = cold, pages
+	if s.deps.Budget != nil {
+		u := s.deps.Budget.HotUsage(sc)
+		d.Usage = &usageView{HotUsage: u, Low: u.Budget * 8 / 10, High: u.Budget}
+	}
+	s.render(w, r, v, http.StatusOK, "memory", "Memory: "+d.Label, "memory", d)
+}
+
+// readMemoryFile reads one of scope sc's files (rel within its folder) as
+// lines; a missing file is one that does not exist yet.
+func (s *Server) readMemoryFile(sc audience.Scope, rel string) (fileView, error) {
+	f := fileView{Rel: rel, Title: fileTitle(rel)}
+	data, err := s.read(sc, rel)
+	if errors.Is(err, fs.ErrNotExist) {
+		return f, nil
+	}
+	if err != nil {
+		return f, err
+	}
+	f.Exists = true
+	f.Lines = lineViews(sc, rel, memline.ParseFile(data).Items, 0)
+	return f, nil
+}
+
+// readCold reads page (from 1) of scope sc's cold memory, and how many
+// pages it has.
+func (s *Server) readCold(sc audience.Scope, page int) (fileView, int, error) {
+	f := fileView{Rel: workspace.Cold, Title: "Cold memory"}
+	data, err := s.read(sc, workspace.Cold)
+	if errors.Is(err, fs.ErrNotExist) {
+		return f, 1, nil
+	}
+	if err != nil {
+		return f, 1, err
+	}
+	f.Exists = true
+	items := memline.ParseFile(data).Items
+	pages := max(1, (len(items)+coldPageLines-1)/coldPageLines)
+	page = min(page, pages)
+	from := (page - 1) * coldPageLines
+	to := min(from+coldPageLines, len(items))
+	f.Lines = lineViews(sc, workspace.Cold, items[from:to], from)
+	return f, pages, nil
+}
+
+func (s *Server) read(sc audience.Scope, rel string) ([]byte, error) {
+	if s.deps.Files == nil {
+		return nil, fs.ErrNotExist
+	}
+	return s.deps.Files.ReadFile(path.Join(sc.Dir(), rel))
+}
+
+// lineViews turns items (starting at line offset+1 of their file) into
+// lines for the page. Code fences are kept as written, facts inside them
+// included: they are not facts.
+func lineViews(sc audience.Scope, rel string, items []memline.Item, offset int) []lineView {
+	out := make([]lineView, 0, len(items))
+	fence := false
+	for i, it := range items {
+		lv := lineView{N: offset + i + 1, Text: it.Raw}
+		trimmed := strings.TrimSpace(it.Raw)
+		switch {
+		case strings.HasPrefix(trimmed, "```") || strings.HasPrefix(trimmed, "~~~"):
+			fence = !fence
+			lv.Kind = "code"
+		case fence:
+			lv.Kind = "code"
+		case trimmed == "":
+			lv.Kind = "blank"
+		case strings.HasPrefix(trimmed, "#"):
+			lv.Kind = "heading"
+			lv.Level = min(len(trimmed)-len(strings.TrimLeft(trimmed, "#")), 6)
+			lv.Text = strings.TrimSpace(strings.TrimLeft(trimmed, "#"))
+		case it.Fact:
+			l := it.Line
+			lv.Kind, lv.Text = "fact", l.Text
+			lv.Priority, lv.Date = string(l.Effective()), l.Date
+			lv.Indent = l.Indent != ""
+			if len(l.Sources) > 0 {
+				lv.NSources = len(l.Sources)
+				lv.Sources = entriesURL(sc, l.Sources)
+			}
+		default:
+			lv.Kind = "text"
+		}
+		out = append(out, lv)
+	}
+	return out
+}
+
+// entriesURL links the history entries a line came from.
+func entriesURL(sc audience.Scope, cursors []int) string {
+	parts := make([]string, len(cursors))
+	for i, c := range cursors {
+		parts[i] = strconv.Itoa(c)
+	}
+	return "/entries/" + scopeName(sc) + "?c=" + strings.Join(parts, ",")
+}
+
+func fileTitle(rel string) string {
+	switch rel {
+	case workspace.Soul:
+		return "SOUL.md — voice and character"
+	case workspace.User:
+		return "USER.md — the people"
+	case workspace.Memory:
+		return "MEMORY.md — facts and context"
+	}
+	return rel
+}
+
+// scopeLabel says whose a scope is, in words.
+func scopeLabel(sc audience.Scope) string {
+	if sc == audience.Default {
+		return "The operator's memory (the workspace root)"
+	}
+	parts := strings.Split(string(sc), "-")
+	platform := parts[1]
+	ids := strings.Join(parts[2:], " ")
+	switch audience.Kind(parts[0]) {
+	case audience.Team:
+		return "The team's memory (" + platform + " " + ids + ")"
+	case audience.Person:
+		return "Direct messages (" + platform + " " + ids + ")"
+	case audience.Private:
+		return "A private conversation (" + platform + " " + ids + ")"
+	case audience.Shared:
+		return "A shared channel (" + platform + " " + ids + ")"
+	}
+	return string(sc)
+}
+
+// maxEntries bounds the cursors one provenance page looks up: a line keeps
+// at most memline.MaxSources.
+const maxEntries = 50
+
+type entriesData struct {
+	Name, Label, Back string
+	Entries           []entryView
+	// Missing counts the cursors asked for that are not shown: no longer
+	// in the archive (compacted), or not of this scope.
+	Missing int
+}
+
+type entryView struct {
+	Cursor       int
+	Timestamp    string
+	Conversation string
+	// Messages names the archived messages it was made from ("" unknown).
+	Messages string
+	Content  string
+}
+
+// entries shows the history entries a memory line came from: when they
+// were archived, from which conversation, and what they say. Only entries
+// of the scope the line is in are shown (Dream writes a scope's lines from
+// its own entries alone); any other cursor, like one compacted away,
+// counts as not shown.
+func (s *Server) entries(w http.ResponseWriter, r *http.Request, v *Viewer) {
+	sc, ok := parseScopeName(r.PathValue("scope"))
+	if !ok || !v.mayRead(sc, s.cfg.SharedMemory) {
+		s.notFound(w, r, v, "There is no such memory scope.")
+		return
+	}
+	var cursors []int
+	for p := range strings.SplitSeq(r.URL.Query().Get("c"), ",") {
+		c, err := strconv.Atoi(strings.TrimSpace(p))
+		if err != nil || c <= 0 || slices.Contains(cursors, c) {
+			continue
+		}
+		cursors = append(cursors, c)
+		if len(cursors) == maxEntries {
+			break
+		}
+	}
+	if len(cursors) == 0 {
+		s.notFound(w, r, v, "No history entry was asked for.")
+		return
+	}
+	d := entriesData{Name: scopeName(sc), Label: scopeLabel(sc), Back: scopeURL(sc)}
+	var found []history.Entry
+	if s.deps.History != nil {
+		var err error
+		if found, err = s.deps.History.Entries(cursors...); err != nil {
+			s.failed(w, r, v, "history archive", err)
+			return
+		}
+	}
+	for _, e := range found {
+		if e.Scope != sc {
+			continue
+		}
+		ev := entryView{Cursor: e.Cursor, Timestamp: e.Timestamp, Conversation: e.SessionKey, Content: e.Content}
+		if src, ok := e.Source(); ok {
+			ev.Messages = "messages " + strconv.Itoa(src.From+1) + "–" + strconv.Itoa(src.To) + " of the conversation"
+		}
+		d.Entries = append(d.Entries, ev)
+	}
+	d.Missing = len(cursors) - len(d.Entries)
+	s.render(w, r, v, http.StatusOK, "entries", "Where this came from", "memory", d)
+}
+
+func atoi(s string) int {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 || n > 1_000_000 {
+		return 0
+	}
+	return n
+}

@@ -1,0 +1,449 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"embed"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/dreamgate/dreamgate/audience"
+	"github.com/dreamgate/dreamgate/dream"
+	"github.com/dreamgate/dreamgate/gateway"
+	"github.com/dreamgate/dreamgate/gitstore"
+	"github.com/dreamgate/dreamgate/history"
+	"github.com/dreamgate/dreamgate/llm"
+)
+
+//go:embed templates/*.html static/*
+var assets embed.FS
+
+// Config is the page's settings; cmd fills it from config web.* and the
+// rest of the config.
+type Config struct {
+	// Key signs sessions, sign-in links and form tokens: at least 32
+	// random bytes, kept by cmd in the state directory. A new key ends
+	// every session and link.
+	Key []byte
+	// Token is the operator's access token. "" is allowed on loopback
+	// alone (cmd refuses another address without one): every request from
+	// this machine is then the operator's, as the terminal is.
+	Token string
+	// BaseURL is where browsers reach the page, for the links /web-link
+	// sends (behind a proxy, the proxy's address).
+	BaseURL string
+	// Admins are config admins ("slack:U012AB3CD"): people who may
+	// restore. The operator always may.
+	Admins []string
+	// SharedMemory is memory.scoped false: everyone reads the default
+	// scope, as in chat.
+	SharedMemory bool
+	// DreamCron and DreamTimezone are Dream's schedule, for the overview
+	// ("" when Dream is off).
+	DreamCron, DreamTimezone string
+	// SessionTTL is how long a sign-in lasts (12 hours); LinkTTL how long
+	// a link from /web-link may be used to sign in (15 minutes).
+	SessionTTL, LinkTTL time.Duration
+	// Location is the time zone times are shown in (time.Local).
+	Location *time.Location
+	Now      func() time.Time
+	Logger   *slog.Logger
+}
+
+// Deps are what the pages read, each through the narrow interface it
+// needs; cmd passes the real ones. A nil one leaves its part out, saying
+// so.
+type Deps struct {
+	// Files reads workspace files (memory files, cold memory), confined to
+	// the workspace: *workspace.Root.
+	Files Files
+	// Scopes lists the scope folders the workspace holds (the operator's
+	// memory page lists them all).
+	Scopes func() ([]audience.Scope, error)
+	// Repo is the memory repository (*gitstore.Store); nil when it cannot
+	// be opened.
+	Repo Repo
+	// Dream is the Dreamer (nil when Dream is off; DreamOff then says
+	// why, "" meaning off in the config).
+	Dream    Dream
+	DreamOff string
+	// History reads the archive entries memory lines came from
+	// (*history.Store).
+	History Entries
+	// Budget is the prompt's hot-memory budget per scope
+	// (*gateway.PromptBuilder); nil shows no gauge.
+	Budget Budget
+	// Search is the recall index; nil: the search page says it is off.
+	Search Searcher
+	// Health is what /healthz reports; Usage the tokens used by purpose.
+	Health func() Health
+	Usage  func() map[string]llm.Usage
+}
+
+// Files reads a workspace file by its slash-separated relative path;
+// a missing file is an error matching fs.ErrNotExist.
+type Files interface {
+	ReadFile(rel string) ([]byte, error)
+}
+
+// Repo is what the timeline reads of the memory repository. Errors wrap
+// gitstore's sentinels.
+type Repo interface {
+	// LogBefore lists the newest n commits older than before ("" HEAD)
+	// that match prefix and keep, newest first.
+	LogBefore(before string, n int, prefix string, keep func(path string) bool) ([]gitstore.Commit, error)
+	// Show is a commit and its diff cut to keep.
+	Show(rev string, keep func(path string) bool) (gitstore.Commit, gitstore.Diff, error)
+}
+
+// Dream is what the pages need of the Dreamer.
+type Dream interface {
+	Status(scopes dream.Scopes) dream.Status
+	PlanRestore(rev string, scopes dream.Scopes) (dream.RestorePlan, error)
+	RestoreFrom(rev string, scopes dream.Scopes, origin string) (dream.RestoreResult, error)
+}
+
+// Entries reads archive entries by cursor; a cursor no longer in the
+// archive (compacted) is left out.
+type Entries interface {
+	Entries(cursors ...int) ([]history.Entry, error)
+}
+
+// Budget says what a scope's memory costs in a prompt.
+type Budget interface {
+	HotUsage(s audience.Scope) gateway.HotUsage
+}
+
+// Searcher searches what was said, within the readable scopes only.
+type Searcher interface {
+	Search(ctx context.Context, query string, readable []audience.Scope, limit int) (SearchResults, error)
+}
+
+// SearchResults are a search's matches, best first.
+type SearchResults struct {
+	Matches []SearchMatch
+	// Incomplete: the index is still being built for the first time.
+	Incomplete bool
+}
+
+// SearchMatch is one thing the search found.
+type SearchMatch struct {
+	Scope audience.Scope
+	// Kind is "history" (an archive entry), "message" (an archived
+	// message of a conversation) or "cold" (a cold-memory line).
+	Kind         string
+	Time         time.Time
+	Conversation string
+	// Cursor is an archive entry's, Line a cold-memory line's number.
+	Cursor, Line int
+	Who          string
+	Text         string
+}
+
+// Server serves the pages.
+type Server struct {
+	cfg   Config
+	deps  Deps
+	log   *slog.Logger
+	pages map[string]*template.Template
+	mux   *http.ServeMux
+	// attempts counts failed sign-ins.
+	attempts attempts
+}
+
+// Defaults of Config.
+const (
+	DefaultSessionTTL = 12 * time.Hour
+	DefaultLinkTTL    = 15 * time.Minute
+)
+
+// New builds the server. It refuses a Key shorter than 32 bytes.
+func New(cfg Config, deps Deps) (*Server, error) {
+	if len(cfg.Key) < 32 {
+		return nil, errors.New("web: the signing key must be at least 32 bytes")
+	}
+	if cfg.SessionTTL <= 0 {
+		cfg.SessionTTL = DefaultSessionTTL
+	}
+	if cfg.LinkTTL <= 0 {
+		cfg.LinkTTL = DefaultLinkTTL
+	}
+	if cfg.Location == nil {
+		cfg.Location = time.Local
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{cfg: cfg, deps: deps, log: cfg.Logger}
+	if err := s.parseTemplates(); err != nil {
+		return nil, err
+	}
+	s.routes()
+	return s, nil
+}
+
+func (s *Server) now() time.Time { return s.cfg.Now() }
+
+func (s *Server) routes() {
+	m := http.NewServeMux()
+	static, _ := fs.Sub(assets, "static")
+	m.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	m.HandleFunc("GET /signin", s.signInPage)
+	m.HandleFunc("POST /signin", s.signIn)
+	m.HandleFunc("POST /signout", s.signed(s.signOut))
+	m.HandleFunc("GET /{$}", s.signed(s.overview))
+	m.HandleFunc("GET /memory", s.signed(s.memoryIndex))
+	m.HandleFunc("GET /memory/{scope}", s.signed(s.memoryScope))
+	m.HandleFunc("GET /entries/{scope}", s.signed(s.entries))
+	m.HandleFunc("GET /timeline", s.signed(s.timeline))
+	m.HandleFunc("GET /commit/{sha}", s.signed(s.commit))
+	m.HandleFunc("GET /restore/{sha}", s.signed(s.restoreConfirm))
+	m.HandleFunc("POST /restore/{sha}", s.signed(s.restore))
+	m.HandleFunc("GET /search", s.signed(s.search))
+	s.mux = m
+}
+
+// Handler serves the pages, with the security headers on every answer and,
+// without a token, only to requests that name this machine.
+func (s *Server) Handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		// No script anywhere: nothing but our own stylesheet and images
+		// may load, no page may frame this one, forms post here alone.
+		h.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("X-Frame-Options", "DENY")
+		// A sign-in link's query must never leave in a Referer.
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("Cache-Control", "no-store")
+		h.Set("Cross-Origin-Opener-Policy", "same-origin")
+		h.Set("Cross-Origin-Resource-Policy", "same-origin")
+		if s.cfg.Token == "" && (!loopbackHost(r.Host) || proxied(r)) {
+			http.Error(w, "This page answers on this machine only: set web.token to reach it from elsewhere or through a proxy.", http.StatusForbidden)
+			return
+		}
+		s.mux.ServeHTTP(w, r)
+	})
+}
+
+type ctxKey struct{}
+
+// signed serves h to a signed-in viewer; anyone else goes to the sign-in
+// page (a form post is refused).
+func (s *Server) signed(h func(http.ResponseWriter, *http.Request, *Viewer)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		v := s.viewer(r)
+		if v == nil {
+			if r.Method != http.MethodGet {
+				http.Error(w, "Sign in first.", http.StatusUnauthorized)
+				return
+			}
+			http.Redirect(w, r, "/signin", http.StatusSeeOther)
+			return
+		}
+		if r.Method == http.MethodPost {
+			if err := s.checkPost(r, v); err != nil {
+				s.log.Warn("web: form refused", "path", r.URL.Path, "why", err.Error())
+				http.Error(w, "This form was not sent from this page (or its sign-in ended). Open the page again and retry.", http.StatusForbidden)
+				return
+			}
+		}
+		h(w, r, v)
+	}
+}
+
+// view is what every page's template gets.
+type view struct {
+	Title  string
+	Nav    string // the navigation entry this page is under
+	Viewer *Viewer
+	// Who names the viewer in the header; SignOut offers to sign out
+	// (there is a session to end).
+	Who     string
+	SignOut bool
+	CSRF    string
+	Data    any
+}
+
+func (s *Server) render(w http.ResponseWriter, r *http.Request, v *Viewer, status int, page, title, nav string, data any) {
+	t := s.pages[page]
+	vw := view{Title: title, Nav: nav, Viewer: v, Data: data}
+	if v != nil {
+		vw.CSRF = s.csrfToken(v)
+		vw.SignOut = v.session != "" && v.session != "bearer"
+		vw.Who = "operator"
+		if !v.Operator {
+			vw.Who = v.Audience.Platform + " user " + v.Audience.Person
+		}
+	}
+	var buf bytes.Buffer
+	if err := t.ExecuteTemplate(&buf, "layout", vw); err != nil {
+		s.log.Error("web: render", "page", page, "err", err)
+		http.Error(w, "The page could not be shown; the reason is in the gateway log.", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// notFound is the answer to whatever does not exist for the viewer: a
+// scope, commit or entry of someone else's reads exactly like one that
+// does not exist at all.
+func (s *Server) notFound(w http.ResponseWriter, r *http.Request, v *Viewer, what string) {
+	s.render(w, r, v, http.StatusNotFound, "message", "Not found", "", message{Title: "Not found", Text: what})
+}
+
+// failed says a page could not be built, without the error's text (it may
+// name paths); the log has it.
+func (s *Server) failed(w http.ResponseWriter, r *http.Request, v *Viewer, what string, err error) {
+	s.log.Error("web: "+what, "path", r.URL.Path, "err", err)
+	s.render(w, r, v, http.StatusInternalServerError, "message", "Unavailable", "",
+		message{Title: "Unavailable", Text: "The " + what + " could not be read; the reason is in the gateway log."})
+}
+
+type message struct {
+	Title, Text string
+	// Link, when set, is where to go next.
+	Link, LinkText string
+}
+
+// parseTemplates parses the layout with each page.
+func (s *Server) parseTemplates() error {
+	funcs := template.FuncMap{
+		"when":         s.when,
+		"ago":          s.ago,
+		"scopeURL":     scopeURL,
+		"scopeName":    scopeName,
+		"scopeURLName": func(name string) string { return "/memory/" + name },
+		"anchor":       anchor,
+		"inc":          func(n int) int { return n + 1 },
+		"dec":          func(n int) int { return n - 1 },
+		"kind":         commitKind,
+		"short":        func(sha string) string { return sha[:min(8, len(sha))] },
+		"thousands": func(n int) string {
+			return thousands(n)
+		},
+		"pct": func(a, b int) int {
+			if b <= 0 {
+				return 0
+			}
+			return min(100, a*100/b)
+		},
+	}
+	names, err := fs.Glob(assets, "templates/*.html")
+	if err != nil {
+		return err
+	}
+	s.pages = map[string]*template.Template{}
+	for _, n := range names {
+		base := strings.TrimSuffix(strings.TrimPrefix(n, "templates/"), ".html")
+		if base == "layout" {
+			continue
+		}
+		t, err := template.New(base).Funcs(funcs).ParseFS(assets, "templates/layout.html", n)
+		if err != nil {
+			return fmt.Errorf("web: template %s: %w", base, err)
+		}
+		s.pages[base] = t
+	}
+	return nil
+}
+
+// when shows a time in the page's zone; the zero time is "—".
+func (s *Server) when(t time.Time) string {
+	if t.IsZero() {
+		return "—"
+	}
+	return t.In(s.cfg.Location).Format("2006-01-02 15:04 MST")
+}
+
+// ago says how long ago t was, roughly.
+func (s *Server) ago(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	d := s.now().Sub(t)
+	switch {
+	case d < 0:
+		d = -d
+		return "in " + roughly(d)
+	case d < time.Minute:
+		return "just now"
+	default:
+		return roughly(d) + " ago"
+	}
+}
+
+func roughly(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return "less than a minute"
+	case d < time.Hour:
+		return plural(int(d/time.Minute), "minute")
+	case d < 48*time.Hour:
+		return plural(int(d/time.Hour), "hour")
+	default:
+		return plural(int(d/(24*time.Hour)), "day")
+	}
+}
+
+func plural(n int, unit string) string {
+	if n == 1 {
+		return "1 " + unit
+	}
+	return fmt.Sprintf("%d %ss", n, unit)
+}
+
+func thousands(n int) string {
+	s := fmt.Sprint(n)
+	if n < 0 {
+		return "-" + thousands(-n)
+	}
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+// scopeName is a scope as URLs and pages name it: "default" for the
+// workspace root's files, as `--scope` does.
+func scopeName(sc audience.Scope) string {
+	if sc == audience.Default {
+		return "default"
+	}
+	return string(sc)
+}
+
+func scopeURL(sc audience.Scope) string { return "/memory/" + scopeName(sc) }
+
+// parseScopeName reads a scope from a URL; ok is false for a name no
+// scope can have.
+func parseScopeName(name string) (audience.Scope, bool) {
+	if name == "default" {
+		return audience.Default, true
+	}
+	sc, err := audience.ParseScope(name)
+	if err != nil || sc == audience.Default {
+		return "", false
+	}
+	return sc, true
+}
+
+// randomID is 16 random bytes, base64url.
+func randomID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b) // never fails (crypto/rand's contract since Go 1.24)
+	return base64.RawURLEncoding.EncodeToString(b)
+}

@@ -1,0 +1,144 @@
+package web
+
+import (
+	"errors"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/dreamgate/dreamgate/audience"
+)
+
+// Signing in. The operator types the token (config web.token) once; a
+// person follows the link /web-link sent to their DM and presses the
+// button on the page it opens (a chat's link preview only fetches the
+// link, so it signs nobody in). Either way a session cookie follows,
+// HttpOnly and SameSite=Strict, signed with the page's key, until
+// SessionTTL or sign-out.
+
+type signInData struct {
+	// Who is the person a pending sign-in link signs in ("" none).
+	Who string
+	// Token: the operator's token form is shown.
+	Token bool
+	// Problem says why the last attempt failed.
+	Problem string
+}
+
+// linkCookie holds a sign-in link between the page it opens and the
+// button's post, so the link's value is never written into the page.
+const linkCookie = "dreamgate_link"
+
+const badLink = "This sign-in link has expired or is not valid. Ask the bot for a new one with /web-link in a direct message."
+
+func (s *Server) signInPage(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.Token == "" {
+		http.Redirect(w, r, "/", http.StatusSeeOther)
+		return
+	}
+	if link := r.URL.Query().Get("link"); link != "" {
+		a, err := s.readLink(link)
+		if err != nil {
+			s.render(w, r, nil, http.StatusUnauthorized, "signin", "Sign in", "", signInData{Token: true, Problem: badLink})
+			return
+		}
+		http.SetCookie(w, &http.Cookie{Name: linkCookie, Value: link, Path: "/signin", MaxAge: int(s.cfg.LinkTTL / time.Second),
+			HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: s.secure(r)})
+		s.render(w, r, nil, http.StatusOK, "signin", "Sign in", "", signInData{Who: a.Platform + " user " + a.Person})
+		return
+	}
+	s.render(w, r, nil, http.StatusOK, "signin", "Sign in", "", signInData{Token: true})
+}
+
+// readLink is the person a sign-in link signs in.
+func (s *Server) readLink(link string) (audience.Audience, error) {
+	c, err := s.verify(claimLink, link)
+	if err != nil || c.Kind != claimLink {
+		return audience.Audience{}, errors.New("not a valid link")
+	}
+	a, err := audience.ParseAudience(c.Audience)
+	if err != nil || a.Kind != audience.Person {
+		return audience.Audience{}, errors.New("not a person's link")
+	}
+	return a, nil
+}
+
+func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.Token == "" {
+		http.Redirect(w, r, "/", http.StatusSeeOther)
+		return
+	}
+	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
+		http.Error(w, "Sign in from this page.", http.StatusForbidden)
+		return
+	}
+	if o := r.Header.Get("Origin"); o != "" && o != "null" && !sameHost(o, r.Host) {
+		http.Error(w, "Sign in from this page.", http.StatusForbidden)
+		return
+	}
+	if !s.attempts.allow(s.now()) {
+		s.render(w, r, nil, http.StatusTooManyRequests, "signin", "Sign in", "", signInData{Token: true,
+			Problem: "Too many failed attempts; wait a minute."})
+		return
+	}
+	if r.PostFormValue("link") != "" {
+		ck, err := r.Cookie(linkCookie)
+		var a audience.Audience
+		if err == nil {
+			a, err = s.readLink(ck.Value)
+		}
+		if err != nil {
+			s.attempts.fail(s.now())
+			s.render(w, r, nil, http.StatusUnauthorized, "signin", "Sign in", "", signInData{Token: true, Problem: badLink})
+			return
+		}
+		http.SetCookie(w, &http.Cookie{Name: linkCookie, Value: "", Path: "/signin", MaxAge: -1,
+			HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: s.secure(r)})
+		s.startSession(w, r, claim{Kind: claimPerson, Audience: a.String()})
+		s.log.Info("web: signed in", "who", a.Platform+" user "+a.Person)
+		http.Redirect(w, r, "/", http.StatusSeeOther)
+		return
+	}
+	if !s.tokenMatches(r.PostFormValue("token")) {
+		s.attempts.fail(s.now())
+		s.log.Warn("web: a sign-in with a wrong token")
+		s.render(w, r, nil, http.StatusUnauthorized, "signin", "Sign in", "", signInData{Token: true, Problem: "That is not the token."})
+		return
+	}
+	s.startSession(w, r, claim{Kind: claimOperator, Token: tokenID(s.cfg.Token)})
+	s.log.Info("web: signed in", "who", "the operator")
+	http.Redirect(w, r, "/", http.StatusSeeOther)
+}
+
+func (s *Server) signOut(w http.ResponseWriter, r *http.Request, _ *Viewer) {
+	s.endSession(w, r)
+	http.Redirect(w, r, "/signin", http.StatusSeeOther)
+}
+
+// attempts bounds failed sign-ins: at most maxFailures a minute, from
+// anyone, so a token cannot be guessed at the speed of the network.
+type attempts struct {
+	mu       sync.Mutex
+	window   time.Time
+	failures int
+}
+
+const maxFailures = 20
+
+func (a *attempts) allow(now time.Time) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if now.Sub(a.window) >= time.Minute {
+		a.window, a.failures = now, 0
+	}
+	return a.failures < maxFailures
+}
+
+func (a *attempts) fail(now time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if now.Sub(a.window) >= time.Minute {
+		a.window, a.failures = now, 0
+	}
+	a.failures++
+}

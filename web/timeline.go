@@ -1,0 +1,339 @@
+package web
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/dreamgate/dreamgate/audience"
+	"github.com/dreamgate/dreamgate/dream"
+	"github.com/dreamgate/dreamgate/gateway/dreamtext"
+	"github.com/dreamgate/dreamgate/gitstore"
+)
+
+// The timeline is the memory repository's history as the viewer may see
+// it: the commits that changed a file of a scope they read (Dreams, deep
+// Dreams, hand edits, restores), newest first, a page at a time; each
+// commit's diff cut to those files; and, for admins, the restore of a
+// Dream commit after a page that names every later commit it also undoes.
+
+// timelinePage is how many commits a timeline page lists.
+const timelinePage = 30
+
+// kindFilter is one choice of the timeline's "show" filter: a subject
+// prefix.
+type kindFilter struct{ Key, Prefix, Label string }
+
+var kindFilters = []kindFilter{
+	{"", "", "Everything"},
+	{"dream", dream.SubjectPrefix, "Dreams"},
+	{"deep", deepPrefix, "Deep Dreams"},
+	{"manual", gitstore.ManualSubject, "Hand edits"},
+	{"revert", gitstore.RevertPrefix, "Restores"},
+}
+
+// deepPrefix starts a deep Dream's subject ("dream: deep — …").
+const deepPrefix = dream.SubjectPrefix + " deep"
+
+// commitKind names what made a commit, from its subject.
+func commitKind(subject string) string {
+	switch {
+	case strings.HasPrefix(subject, deepPrefix):
+		return "deep Dream"
+	case strings.HasPrefix(subject, dream.SubjectPrefix):
+		return "Dream"
+	case strings.HasPrefix(subject, gitstore.ManualSubject):
+		return "hand edit"
+	case strings.HasPrefix(subject, gitstore.RevertPrefix):
+		return "restore"
+	case strings.HasPrefix(subject, "init:"):
+		return "setup"
+	}
+	return "change"
+}
+
+type timelineData struct {
+	Commits []gitstore.Commit
+	Kinds   []kindFilter
+	Kind    string
+	Scopes  []scopeLink
+	Scope   string
+	// Older is the link to the next page ("" on the last); Newest to the
+	// first (on a later page).
+	Older, Newest string
+	Off           string
+}
+
+func (s *Server) timeline(w http.ResponseWriter, r *http.Request, v *Viewer) {
+	q := r.URL.Query()
+	d := timelineData{Kinds: kindFilters, Kind: q.Get("kind"), Scope: q.Get("scope")}
+	if s.deps.Repo == nil {
+		d.Off = "The memory repository is not available; the gateway log says why."
+		s.render(w, r, v, http.StatusOK, "timeline", "Timeline", "timeline", d)
+		return
+	}
+	i := slices.IndexFunc(kindFilters, func(k kindFilter) bool { return k.Key == d.Kind })
+	if i < 0 {
+		s.notFound(w, r, v, "There is no such kind of change.")
+		return
+	}
+	prefix := kindFilters[i].Prefix
+	keep := v.keep(s.cfg.SharedMemory)
+	if d.Scope != "" {
+		sc, ok := parseScopeName(d.Scope)
+		if !ok || !v.mayRead(sc, s.cfg.SharedMemory) {
+			s.notFound(w, r, v, "There is no such memory scope.")
+			return
+		}
+		keep = onlyScope(sc)
+	}
+	if scopes, err := s.viewerScopes(v); err == nil && len(scopes) > 1 && len(scopes) <= scopesPageSize {
+		for _, sc := range scopes {
+			d.Scopes = append(d.Scopes, scopeLink{Name: scopeName(sc), Label: scopeLabel(sc)})
+		}
+	}
+	before := q.Get("before")
+	if before != "" && !s.visible(before, v) {
+		s.notFound(w, r, v, "There is no such page of the timeline.")
+		return
+	}
+	cs, err := s.deps.Repo.LogBefore(before, timelinePage+1, prefix, keep)
+	if err != nil {
+		s.failed(w, r, v, "memory repository's history", err)
+		return
+	}
+	if len(cs) > timelinePage {
+		cs = cs[:timelinePage]
+		d.Older = timelineURL(d.Kind, d.Scope, cs[len(cs)-1].SHA)
+	}
+	if before != "" {
+		d.Newest = timelineURL(d.Kind, d.Scope, "")
+	}
+	d.Commits = cs
+	s.render(w, r, v, http.StatusOK, "timeline", "Timeline", "timeline", d)
+}
+
+func timelineURL(kind, scope, before string) string {
+	var q []string
+	if kind != "" {
+		q = append(q, "kind="+kind)
+	}
+	if scope != "" {
+		q = append(q, "scope="+scope)
+	}
+	if before != "" {
+		q = append(q, "before="+before)
+	}
+	if len(q) == 0 {
+		return "/timeline"
+	}
+	return "/timeline?" + strings.Join(q, "&")
+}
+
+func onlyScope(sc audience.Scope) func(string) bool {
+	return func(p string) bool {
+		got, ok := audience.ScopeOfPath(p)
+		return ok && got == sc
+	}
+}
+
+// fullSHA reports whether s is a whole commit id as the pages link them:
+// a prefix could be ambiguous, and which commits it matches is not for
+// every viewer to learn.
+func fullSHA(s string) bool {
+	return len(s) == 40 && strings.Trim(s, "0123456789abcdef") == ""
+}
+
+// visible reports whether sha names a commit the viewer may see.
+func (s *Server) visible(sha string, v *Viewer) bool {
+	if !fullSHA(sha) {
+		return false
+	}
+	keep := v.keep(s.cfg.SharedMemory)
+	_, d, err := s.deps.Repo.Show(sha, keep)
+	return err == nil && (keep == nil || !d.Empty())
+}
+
+type commitData struct {
+	Commit gitstore.Commit
+	Kind   string
+	// Body is the commit message's body, for the operator alone: it was
+	// written for every file of the commit.
+	Body  string
+	Files []gitstore.FileChange
+	Diff  []diffLine
+	// CanRestore: an admin may undo this Dream commit.
+	CanRestore bool
+	// Restored says this commit was just made by a restore from this page.
+	Restored bool
+}
+
+type diffLine struct{ Class, Text string }
+
+// maxDiffLines bounds the diff a commit page shows (a deep Dream moves
+// many lines); the rest is counted.
+const maxDiffLines = 3000
+
+func (s *Server) commit(w http.ResponseWriter, r *http.Request, v *Viewer) {
+	sha := r.PathValue("sha")
+	if s.deps.Repo == nil || !fullSHA(sha) {
+		s.notFound(w, r, v, "There is no such commit.")
+		return
+	}
+	keep := v.keep(s.cfg.SharedMemory)
+	c, diff, err := s.deps.Repo.Show(sha, keep)
+	switch {
+	case isUnknown(err), err == nil && keep != nil && diff.Empty():
+		s.notFound(w, r, v, "There is no such commit.")
+		return
+	case err != nil:
+		s.failed(w, r, v, "commit", err)
+		return
+	}
+	d := commitData{Commit: c, Kind: commitKind(c.Subject), Files: diff.Files, Diff: diffLines(diff.Unified),
+		Restored: r.URL.Query().Get("restored") == "1"}
+	if v.Operator {
+		d.Body = c.Body
+	}
+	d.CanRestore = v.Admin && s.deps.Dream != nil && strings.HasPrefix(c.Subject, dream.SubjectPrefix)
+	s.render(w, r, v, http.StatusOK, "commit", c.Subject, "timeline", d)
+}
+
+func isUnknown(err error) bool {
+	return errors.Is(err, gitstore.ErrUnknownRevision) || errors.Is(err, gitstore.ErrInvalidRevision) ||
+		errors.Is(err, gitstore.ErrAmbiguousRevision)
+}
+
+// diffLines classes each line of a unified diff for its colour.
+func diffLines(unified string) []diffLine {
+	var out []diffLine
+	n := 0
+	for line := range strings.Lines(unified) {
+		line = strings.TrimRight(line, "\n")
+		if n == maxDiffLines {
+			out = append(out, diffLine{"more", "… (the rest of the diff is not shown)"})
+			break
+		}
+		n++
+		class := "ctx"
+		switch {
+		case strings.HasPrefix(line, "diff --git"), strings.HasPrefix(line, "index "),
+			strings.HasPrefix(line, "--- "), strings.HasPrefix(line, "+++ "),
+			strings.HasPrefix(line, "new file"), strings.HasPrefix(line, "deleted file"):
+			class = "file"
+		case strings.HasPrefix(line, "@@"):
+			class = "hunk"
+		case strings.HasPrefix(line, "+"):
+			class = "add"
+		case strings.HasPrefix(line, "-"):
+			class = "del"
+		}
+		out = append(out, diffLine{class, line})
+	}
+	return out
+}
+
+type restoreData struct {
+	Plan   dream.RestorePlan
+	Expect string
+	// Changed says the plan differs from the one the viewer confirmed.
+	Changed bool
+}
+
+// restoreConfirm shows what a restore would do, for an admin to confirm.
+func (s *Server) restoreConfirm(w http.ResponseWriter, r *http.Request, v *Viewer) {
+	plan, ok := s.plan(w, r, v)
+	if !ok {
+		return
+	}
+	s.render(w, r, v, http.StatusOK, "restore", "Undo "+plan.Target.Short+"?", "timeline",
+		restoreData{Plan: plan, Expect: planDigest(plan)})
+}
+
+// restore undoes a Dream commit once an admin confirmed the plan the
+// confirmation page showed; when the plan changed since (a Dream or
+// another restore in between), the new one is shown to confirm instead.
+func (s *Server) restore(w http.ResponseWriter, r *http.Request, v *Viewer) {
+	plan, ok := s.plan(w, r, v)
+	if !ok {
+		return
+	}
+	if planDigest(plan) != r.PostFormValue("expect") {
+		s.render(w, r, v, http.StatusConflict, "restore", "Undo "+plan.Target.Short+"?", "timeline",
+			restoreData{Plan: plan, Expect: planDigest(plan), Changed: true})
+		return
+	}
+	res, err := s.deps.Dream.RestoreFrom(plan.Target.SHA, v.dreamScopes(s.cfg.SharedMemory),
+		"Asked for on the memory page by "+v.who()+".")
+	if err != nil {
+		s.restoreFailed(w, r, v, err)
+		return
+	}
+	s.log.Info("web: restored", "target", res.Target.Short, "commit", res.Revert.Short, "undone", len(res.Undone), "by", v.who())
+	http.Redirect(w, r, "/commit/"+res.Revert.SHA+"?restored=1", http.StatusSeeOther)
+}
+
+// plan finds what restoring the commit in the URL would do, answering
+// the request itself when it cannot be done.
+func (s *Server) plan(w http.ResponseWriter, r *http.Request, v *Viewer) (dream.RestorePlan, bool) {
+	if !v.Admin {
+		s.render(w, r, v, http.StatusForbidden, "message", "Not allowed", "timeline", message{Title: "Not allowed",
+			Text: "Undoing a Dream is for admins. Whoever runs this gateway can make you one by adding you to \"admins\" in its config."})
+		return dream.RestorePlan{}, false
+	}
+	sha := r.PathValue("sha")
+	if s.deps.Dream == nil || !fullSHA(sha) {
+		s.notFound(w, r, v, "There is no such commit.")
+		return dream.RestorePlan{}, false
+	}
+	plan, err := s.deps.Dream.PlanRestore(sha, v.dreamScopes(s.cfg.SharedMemory))
+	if err != nil {
+		s.restoreFailed(w, r, v, err)
+		return dream.RestorePlan{}, false
+	}
+	return plan, true
+}
+
+// restoreFailed says why a restore cannot be planned or made.
+func (s *Server) restoreFailed(w http.ResponseWriter, r *http.Request, v *Viewer, err error) {
+	back := "/commit/" + r.PathValue("sha")
+	say := func(status int, text string) {
+		s.render(w, r, v, status, "message", "Not restored", "timeline", message{Title: "Not restored", Text: text, Link: back, LinkText: "Back to the commit"})
+	}
+	var busy *dream.BusyError
+	switch {
+	case isUnknown(err), errors.Is(err, dream.ErrNotInScopes):
+		s.notFound(w, r, v, "There is no such commit.")
+	case errors.As(err, &busy):
+		say(http.StatusConflict, dreamtext.Busy(err, s.now()))
+	case errors.Is(err, dream.ErrNotDreamCommit):
+		say(http.StatusBadRequest, "Only a Dream's changes can be undone here.")
+	case errors.Is(err, gitstore.ErrNothingToCommit):
+		say(http.StatusConflict, "The memory files already are as they were before this commit: there is nothing to undo.")
+	case errors.Is(err, gitstore.ErrRootCommit), errors.Is(err, gitstore.ErrNotInHistory):
+		say(http.StatusBadRequest, "This commit has no earlier state in the current history to go back to.")
+	default:
+		s.log.Error("web: restore", "path", r.URL.Path, "err", err)
+		say(http.StatusInternalServerError, "The restore failed; the reason is in the gateway log.")
+	}
+}
+
+// planDigest names a plan in the confirmation form, so that the restore
+// made is the one confirmed.
+func planDigest(p dream.RestorePlan) string {
+	h := sha256.New()
+	h.Write([]byte(p.Target.SHA + "\n"))
+	for _, f := range p.Files {
+		h.Write([]byte("f " + f + "\n"))
+	}
+	for _, c := range p.Undone {
+		h.Write([]byte("u " + c.SHA + "\n"))
+	}
+	if p.Uncommitted {
+		h.Write([]byte("hand edits\n"))
+	}
+	return hex.EncodeToString(h.Sum(nil)[:12])
+}
