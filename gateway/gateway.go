@@ -24,6 +24,7 @@ import (
 	"github.com/dreamgate/dreamgate/consolidator"
 	"github.com/dreamgate/dreamgate/gateway/session"
 	"github.com/dreamgate/dreamgate/llm"
+	"github.com/dreamgate/dreamgate/recall"
 )
 
 // Model is what the gateway needs of the LLM client.
@@ -117,6 +118,10 @@ type Deps struct {
 	// Deep, when set, is asked for a deep Dream of each scope the prompt
 	// finds over its memory budget (Prompts' HotMemory).
 	Deep DeepDreams
+	// Recall, when set, gives every turn the recall tool: a search of
+	// what was said before, within the scopes the turn's audience may
+	// read (the default scope alone when memory is shared).
+	Recall recall.Searcher
 	// Dream and MemoryLog are optional: without them the /dream commands
 	// say Dream is off.
 	Dream     Dreamer

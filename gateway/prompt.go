@@ -11,6 +11,7 @@ import (
 	"github.com/dreamgate/dreamgate/channels"
 	"github.com/dreamgate/dreamgate/gateway/session"
 	"github.com/dreamgate/dreamgate/llm"
+	"github.com/dreamgate/dreamgate/recall"
 )
 
 // A turn's prompt is three parts: the tools offered to the sender, the
@@ -103,6 +104,9 @@ func (g *Gateway) statusToolText(in channels.Inbound) (text string, notCounted i
 	if g.scoped(in.Audience) && g.deps.ScopeFiles == nil {
 		text = ""
 	}
+	if r := g.recallTool(in); r != nil {
+		text += toolText([]agent.Tool{r})
+	}
 	if g.deps.TurnTools == nil {
 		return text, 0
 	}
@@ -114,6 +118,15 @@ func (g *Gateway) statusToolText(in channels.Inbound) (text string, notCounted i
 	return text + toolText(extra), notRunning
 }
 
+// recallTool is the recall tool of in's turn, searching the scopes its
+// audience may read; nil without a recall index.
+func (g *Gateway) recallTool(in channels.Inbound) agent.Tool {
+	if g.deps.Recall == nil {
+		return nil
+	}
+	return recall.Tool(g.deps.Recall, g.readable(in.Audience))
+}
+
 // toolsFor returns a turn's tools and their text as the consolidator
 // counts it: the file tools of the sender's memory (fileTools), then the
 // tools chosen per turn (MCP servers) for an admin or not. release lets go
@@ -121,6 +134,10 @@ func (g *Gateway) statusToolText(in channels.Inbound) (text string, notCounted i
 func (g *Gateway) toolsFor(ctx context.Context, in channels.Inbound) (tools []agent.Tool, text string, release func()) {
 	admin := g.isAdmin(in)
 	base, text, release := g.fileTools(in, admin)
+	if r := g.recallTool(in); r != nil {
+		base = append(slices.Clip(base), r)
+		text += toolText([]agent.Tool{r})
+	}
 	if g.deps.TurnTools == nil {
 		return base, text, release
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/dreamgate/dreamgate/llm"
 	"github.com/dreamgate/dreamgate/mcp"
 	"github.com/dreamgate/dreamgate/metrics"
+	"github.com/dreamgate/dreamgate/recall"
 	"github.com/dreamgate/dreamgate/workspace"
 	workspacetemplate "github.com/dreamgate/dreamgate/workspace-template"
 )
@@ -40,6 +41,7 @@ type app struct {
 	ws       *workspace.Root
 	repo     *gitstore.Store
 	mcp      *mcp.Manager // nil until a gateway with MCP servers is built
+	recall   *recall.Index
 	// afterWrite is the test-only kill switch's hook (testkill.go), nil
 	// unless the switch is on.
 	afterWrite func(point string)
@@ -173,6 +175,9 @@ func (a *app) close() {
 	if a.mcp != nil {
 		_ = a.mcp.Close()
 	}
+	if a.recall != nil {
+		_ = a.recall.Close()
+	}
 }
 
 // limited is the model as chat turns and archive calls see it: at most
@@ -218,13 +223,14 @@ func (a *app) gateway(withDream bool) (*gateway.Gateway, *dream.Dreamer) {
 	deps := gateway.Deps{
 		Model:        model,
 		Sessions:     a.sessions,
-		Consolidator: a.observedArchives(cons),
+		Consolidator: a.observedArchives(recallArchives{Consolidator: cons, idx: a.recallIndex()}),
 		Prompts:      a.promptBuilder(),
 		// People who are not admins may write only the memory files.
 		Tools:      agent.FileTools(a.ws, agent.ChatGuestPolicy()),
 		AdminTools: agent.FileTools(a.ws, agent.ChatPolicy()),
 		ScopeFiles: scopeFiles{a.ws},
 		Provenance: a.history,
+		Recall:     a.recallIndex(),
 		Usage:      a.model.Usage,
 		ModelState: a.model.State,
 		Models:     a.modelLines(),

@@ -60,21 +60,15 @@ func (st *Store) messageFiles() ([]messageFile, error) {
 		if !ok || !de.Type().IsRegular() {
 			continue
 		}
-		// The base (unpadded base64url) has no dot; a set-aside file adds
-		// one, before its id.
-		base, id, _ := strings.Cut(name, ".")
-		if base == "" || strings.Contains(id, ".") || (id == "" && strings.Contains(name, ".")) {
-			continue
-		}
-		key, err := base64.RawURLEncoding.DecodeString(base)
-		if err != nil {
+		key, id, ok := parseFileName(name)
+		if !ok {
 			continue
 		}
 		fi, err := de.Info()
 		if err != nil {
 			continue // removed meanwhile
 		}
-		out = append(out, messageFile{key: string(key), id: id, name: name, modified: fi.ModTime()})
+		out = append(out, messageFile{key: key, id: id, name: name, modified: fi.ModTime()})
 	}
 	return out, nil
 }
@@ -123,4 +117,19 @@ func (st *Store) ForgetSetAside(s *Session) {
 		_ = os.Remove(p + ".lock")
 	}
 	_ = s.close()
+}
+
+// parseFileName reads a message file's name without ".jsonl": the key's
+// base (unpadded base64url, which has no dot) and, for a set-aside file,
+// a dot and its id.
+func parseFileName(name string) (key, id string, ok bool) {
+	base, id, _ := strings.Cut(name, ".")
+	if base == "" || strings.Contains(id, ".") || (id == "" && strings.Contains(name, ".")) {
+		return "", "", false
+	}
+	k, err := base64.RawURLEncoding.DecodeString(base)
+	if err != nil {
+		return "", "", false
+	}
+	return string(k), id, true
 }

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"context"
+	"path/filepath"
+
+	"github.com/dreamgate/dreamgate/consolidator"
+	"github.com/dreamgate/dreamgate/gateway"
+	"github.com/dreamgate/dreamgate/gateway/session"
+	"github.com/dreamgate/dreamgate/llm"
+	"github.com/dreamgate/dreamgate/recall"
+)
+
+// recallDir is where the recall index lives: <stateDir>/recall, a cache
+// rebuilt from the archive, the conversations and cold memory.
+func recallDir(stateDir string) string { return filepath.Join(stateDir, "recall") }
+
+// recallIndex is the recall index of the workspace's archive, the state
+// directory's conversations and the scopes' cold memory. Making it opens
+// nothing: the first search does.
+func (a *app) recallIndex() *recall.Index {
+	if a.recall == nil {
+		a.recall = recall.Open(recall.Options{
+			Dir:           recallDir(a.cfg.StateDir),
+			Workspace:     a.cfg.Workspace,
+			History:       a.history,
+			Conversations: recallConversations{a.sessions},
+			SharedMemory:  !a.cfg.Memory.Scoped,
+			Logger:        a.logger.With("component", "recall"),
+		})
+	}
+	return a.recall
+}
+
+// recallConversations reads the session files for the recall index,
+// without their locks.
+type recallConversations struct{ st *session.Store }
+
+func (c recallConversations) Files() ([]recall.ConversationFile, error) {
+	files, err := c.st.ArchiveFiles()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]recall.ConversationFile, len(files))
+	for i, f := range files {
+		out[i] = recall.ConversationFile{Name: f.Name, Key: f.Key, Stamp: f.Stamp}
+	}
+	return out, nil
+}
+
+func (c recallConversations) Read(name string, resume func(string) (int, int64), fn func(int, llm.Message) error) (recall.ConversationRead, error) {
+	r, err := c.st.ReadArchived(name, resume, fn)
+	if err != nil {
+		return recall.ConversationRead{}, err
+	}
+	return recall.ConversationRead{Key: r.Key, ID: r.ID, Audience: r.Audience, Next: r.Next, NextAt: r.NextAt}, nil
+}
+
+// recallArchives tells the recall index when a consolidator call archived
+// something, so that the next search waits for it to be indexed.
+type recallArchives struct {
+	gateway.Consolidator
+	idx *recall.Index
+}
+
+func (c recallArchives) Before(ctx context.Context, s consolidator.Session, p consolidator.Prompt) (consolidator.Prompt, consolidator.Report, error) {
+	p, rep, err := c.Consolidator.Before(ctx, s, p)
+	c.note(rep)
+	return p, rep, err
+}
+
+func (c recallArchives) After(ctx context.Context, s consolidator.Session, p consolidator.Prompt, sent consolidator.Sent) (consolidator.Report, error) {
+	rep, err := c.Consolidator.After(ctx, s, p, sent)
+	c.note(rep)
+	return rep, err
+}
+
+func (c recallArchives) ArchiveTail(ctx context.Context, s consolidator.Session) (consolidator.Report, error) {
+	rep, err := c.Consolidator.ArchiveTail(ctx, s)
+	c.note(rep)
+	return rep, err
+}
+
+func (c recallArchives) note(rep consolidator.Report) {
+	if rep.Rounds > 0 || rep.Raw {
+		c.idx.Changed()
+	}
+}

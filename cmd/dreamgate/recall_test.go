@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/dreamgate/dreamgate/audience"
+	"github.com/dreamgate/dreamgate/gateway/session"
+	"github.com/dreamgate/dreamgate/history"
+	"github.com/dreamgate/dreamgate/llm"
+	"github.com/dreamgate/dreamgate/recall"
+	"github.com/dreamgate/dreamgate/workspace"
+)
+
+// The recall index reads the real session files through cmd's adapter
+// while the gateway holds them: archived messages only, under their
+// audience's scope (the default scope when memory is shared), set-aside
+// conversations too, beside the archive and cold memory.
+func TestRecallReadsTheSessionFiles(t *testing.T) {
+	for _, shared := range []bool{false, true} {
+		ws, state := t.TempDir(), t.TempDir()
+		hist, err := history.Open(filepath.Join(ws, workspace.MemoryDir), history.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sessions, err := session.NewStore(filepath.Join(state, "sessions"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sessions.Close()
+		dm := audience.Audience{Kind: audience.Person, Platform: "slack", Team: "T1", Person: "UANA"}
+		s, err := sessions.Get("slack:DANA")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.SetAudience(dm); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.AppendUser(llm.Message{Role: llm.RoleUser, Content: "my band is K7Q2Z9"}, session.Origin{Channel: "slack", SenderName: "Ana", Audience: dm}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Append(llm.Message{Role: llm.RoleAssistant, Content: "Noted K7Q2Z9."}, llm.Message{Role: llm.RoleUser, Content: "live K7Q2Z9"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.SetLastConsolidated(2, ""); err != nil {
+			t.Fatal(err)
+		}
+		old, _, err := sessions.Rotate("slack:DANA") // /new: the third message is set aside, then archived
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := old.SetLastConsolidated(3, ""); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := hist.AppendIn(dm.Home(), "- Ana's band is K7Q2Z9", "slack:DANA"); err != nil {
+			t.Fatal(err)
+		}
+		cold := filepath.Join(ws, dm.Home().Dir(), workspace.ColdMemory)
+		if err := os.MkdirAll(filepath.Dir(cold), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(cold, []byte("- (2025-01-01) K7Q2Z9 was her first band\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+
+		a := &app{cfg: Config{Workspace: ws, StateDir: state, Memory: MemoryConfig{Scoped: !shared}}, logger: slog.New(slog.DiscardHandler), history: hist, sessions: sessions}
+		idx := a.recallIndex()
+		defer idx.Close()
+		if _, err := idx.Update(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		msgScope := dm.Home()
+		if shared {
+			msgScope = audience.Default
+		}
+		res, err := idx.Search(context.Background(), "k7q2z9", dm.Readable(), 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res2, err := idx.Search(context.Background(), "k7q2z9", []audience.Scope{audience.Default}, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all := append(res.Matches, res2.Matches...)
+		var msgs, others int
+		for _, m := range all {
+			switch {
+			case m.Kind == recall.KindMessage && m.Scope == msgScope:
+				msgs++
+			case m.Kind != recall.KindMessage && m.Scope == dm.Home():
+				others++
+			default:
+				t.Errorf("shared=%v: unexpected match %+v", shared, m)
+			}
+		}
+		if msgs != 3 || others != 2 {
+			t.Errorf("shared=%v: %d messages (want the 3 archived), %d entries and lines (want 2): %+v", shared, msgs, others, all)
+		}
+		if fi, err := os.Stat(recallDir(state)); err != nil || fi.Mode().Perm() != 0o700 {
+			t.Errorf("recall dir: %v %v", fi, err)
+		}
+		for _, m := range all {
+			if m.Kind == recall.KindMessage && m.Index == 0 && m.Who != "Ana" {
+				t.Errorf("the sender's name is not kept: %+v", m)
+			}
+		}
+	}
+}

@@ -1,0 +1,74 @@
+package gateway
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/dreamgate/dreamgate/audience"
+	"github.com/dreamgate/dreamgate/llm"
+	"github.com/dreamgate/dreamgate/recall"
+)
+
+// scopeSearcher records the scopes each search may read and finds one
+// thing in each scope it is given.
+type scopeSearcher struct {
+	mu    sync.Mutex
+	asked [][]audience.Scope
+}
+
+func (s *scopeSearcher) Search(_ context.Context, query string, readable []audience.Scope, _ int) (recall.Results, error) {
+	s.mu.Lock()
+	s.asked = append(s.asked, slices.Clone(readable))
+	s.mu.Unlock()
+	var res recall.Results
+	for _, sc := range readable {
+		res.Matches = append(res.Matches, recall.Match{Scope: sc, Kind: recall.KindCold, Line: 1, Text: query + " in [" + string(sc) + "]"})
+	}
+	return res, nil
+}
+
+// Every turn is offered the recall tool, and it searches the scopes the
+// turn's audience may read: a public channel its team's, a DM its team's
+// and the person's, the operator the default scope; with memory shared,
+// everyone the default scope.
+func TestRecallToolSearchesTheTurnsAudience(t *testing.T) {
+	dm := audience.Audience{Kind: audience.Person, Platform: "slack", Team: "T1", Person: "UANA"}
+	team := audience.Audience{Kind: audience.Team, Platform: "slack", Team: "T1"}
+	for _, shared := range []bool{false, true} {
+		searcher := &scopeSearcher{}
+		env := newTestEnv(t, func(_ context.Context, req llm.Request) (llm.Response, error) {
+			last := req.Messages[len(req.Messages)-1]
+			if last.Role == llm.RoleUser && slices.ContainsFunc(req.Tools, func(d llm.ToolDef) bool { return d.Name == recall.ToolName }) {
+				return llm.Response{ToolCalls: []llm.ToolCall{{ID: "r1", Name: recall.ToolName, Arguments: `{"query":"falcon"}`}}, FinishReason: llm.FinishToolCalls}, nil
+			}
+			return textReply("tool said: " + last.Content), nil
+		}, func(c *Config, d *Deps) {
+			d.Recall = searcher
+			d.ScopeFiles = nil
+			c.SharedMemory = shared
+		})
+		for i, a := range []audience.Audience{team, dm, operator} {
+			in := inbound("c"+string(rune('a'+i)), "what about falcon?")
+			in.Audience = a
+			r := wait(t, must(env.g.Submit(t.Context(), in)))
+			want := a.Readable()
+			if shared {
+				want = []audience.Scope{audience.Default}
+			}
+			searcher.mu.Lock()
+			got := searcher.asked[len(searcher.asked)-1]
+			searcher.mu.Unlock()
+			if !slices.Equal(got, want) {
+				t.Errorf("shared=%v, %s: searched %v, want %v", shared, a, got, want)
+			}
+			for _, s := range want {
+				if !strings.Contains(r.Reply, "falcon in ["+string(s)+"]") {
+					t.Errorf("shared=%v, %s: reply %q lacks the match of %q", shared, a, r.Reply, s)
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,264 @@
+package recall
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/dreamgate/dreamgate/audience"
+	"github.com/dreamgate/dreamgate/history"
+	"github.com/dreamgate/dreamgate/llm"
+	"github.com/gofrs/flock"
+)
+
+// History is the archive the index reads: *history.Store.
+type History interface {
+	// Since returns the valid entries with Cursor > cursor, in file order,
+	// at most limit of them (0 means all).
+	Since(cursor, limit int) ([]history.Entry, error)
+	// LastCursor is the highest cursor handed out so far.
+	LastCursor() (int, error)
+}
+
+// Conversations are the session files the index reads archived messages
+// from; cmd adapts the session store to it. Neither method may take a
+// conversation's lock: the gateway must never be refused its own
+// conversation because the index was read.
+type Conversations interface {
+	// Files lists every message file, current or set aside, with a stamp
+	// that changes whenever the file or its metadata does.
+	Files() ([]ConversationFile, error)
+	// Read reads the archived messages of the file name: it asks resume
+	// where to start in the conversation generation it finds (the values
+	// an earlier Read returned in Next and NextAt, or 0, 0), calls fn with
+	// each message from there on, and says where the next read starts. A
+	// file that changed while it read is an error, and nothing fn saw is
+	// to be kept. fn may be called for messages before the position asked
+	// for (a file edited by hand is read from its start); it skips them.
+	Read(name string, resume func(id string) (from int, at int64), fn func(i int, m llm.Message) error) (ConversationRead, error)
+}
+
+// ConversationFile is a message file as Conversations.Files lists it.
+type ConversationFile struct {
+	Name, Key, Stamp string
+}
+
+// ConversationRead is what Conversations.Read found.
+type ConversationRead struct {
+	Key, ID  string
+	Audience audience.Audience
+	Next     int
+	NextAt   int64
+}
+
+// Options configure an Index.
+type Options struct {
+	// Dir holds the index (a rebuildable cache): the state directory's
+	// recall folder. It is created, owner-only, on first use.
+	Dir string
+	// Workspace is the workspace root, whose scopes' cold-memory files are
+	// indexed; "" indexes none.
+	Workspace string
+	// History and Conversations are the other sources; nil ones are left
+	// out.
+	History       History
+	Conversations Conversations
+	// SharedMemory is config memory.scoped false: every conversation's
+	// messages belong to the default scope, as its archive entries do.
+	// An index built under the other setting is rebuilt.
+	SharedMemory bool
+	// Logger gets the index's few lines (a rebuild and why, a failed
+	// update). Nil discards.
+	Logger *slog.Logger
+	// Wait bounds how long a search waits for an update under way before
+	// it answers from what is indexed; 0 means 2 s.
+	Wait time.Duration
+	// Every is how often at most a search starts an update; 0 means 2 s.
+	Every time.Duration
+	// Now is the clock (tests); nil is time.Now.
+	Now func() time.Time
+}
+
+// Index is the full-text index of total recall. Opening it costs nothing:
+// the database is opened, and brought up to date, on first use. It is
+// safe for concurrent use; Close stops the update it may be running.
+type Index struct {
+	opts   Options
+	logger *slog.Logger
+	ctx    context.Context
+	cancel context.CancelFunc
+	lock   *flock.Flock
+
+	mu sync.Mutex
+	// db is the open database, nil before first use and after a rebuild
+	// was decided; dbFile is the file it was opened on, so a rebuild by
+	// another process (a new file) is noticed.
+	db     *sql.DB
+	dbInfo os.FileInfo
+	// running is closed when the update under way ends; nil when none
+	// runs.
+	running chan struct{}
+	last    time.Time
+	// dirty: the sources changed since the last update started (Changed);
+	// fresh: an update of this process finished.
+	dirty, fresh bool
+	closed       bool
+	wg           sync.WaitGroup
+}
+
+// Open returns the index kept in opts.Dir. It touches no file.
+func Open(opts Options) *Index {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Wait <= 0 {
+		opts.Wait = 2 * time.Second
+	}
+	if opts.Every <= 0 {
+		opts.Every = 2 * time.Second
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Index{
+		opts:   opts,
+		logger: opts.Logger,
+		ctx:    ctx,
+		cancel: cancel,
+		lock:   flock.New(filepath.Join(opts.Dir, lockFile), flock.SetPermissions(0o600)),
+	}
+}
+
+// ErrClosed is returned by an Index used after Close.
+var ErrClosed = errors.New("recall index closed")
+
+// Close stops an update under way, waits for it and closes the database.
+func (x *Index) Close() error {
+	x.mu.Lock()
+	if x.closed {
+		x.mu.Unlock()
+		return nil
+	}
+	x.closed = true
+	x.mu.Unlock()
+	x.cancel()
+	x.wg.Wait()
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.db != nil {
+		err := x.db.Close()
+		x.db = nil
+		return err
+	}
+	return nil
+}
+
+// handle returns the open database, opening it (and creating it, empty,
+// when missing) first. A database that is unusable is an error wrapping
+// errCorrupt; the writer rebuilds it (update).
+func (x *Index) handle(ctx context.Context) (*sql.DB, error) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.closed {
+		return nil, ErrClosed
+	}
+	path := filepath.Join(x.opts.Dir, dbFile)
+	if x.db != nil {
+		// Another process rebuilt the index: a new file at the path.
+		if fi, err := os.Stat(path); err == nil && os.SameFile(fi, x.dbInfo) {
+			return x.db, nil
+		}
+		_ = x.db.Close()
+		x.db = nil
+	}
+	if err := os.MkdirAll(x.opts.Dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create recall dir: %w", err)
+	}
+	db, _, err := openDB(ctx, x.opts.Dir)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("open recall index: %w", err)
+	}
+	x.db, x.dbInfo = db, fi
+	return db, nil
+}
+
+// drop closes the database so the next handle opens the file anew.
+func (x *Index) drop() {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.db != nil {
+		_ = x.db.Close()
+		x.db = nil
+	}
+}
+
+// Changed tells the index that its sources changed (an archive was
+// written): the next search waits for the update that adds it.
+func (x *Index) Changed() {
+	x.mu.Lock()
+	x.dirty = true
+	x.mu.Unlock()
+}
+
+// refresh keeps the index up to date for a search. When the sources
+// changed since the last update (Changed), or none ran in this process
+// yet, it starts one if none runs and waits for it at most Wait, so that
+// what was just archived is found. Otherwise it starts one in the
+// background at most every Every (for what other processes wrote and cold
+// memory), and does not wait: an update that finds nothing new still
+// lists every conversation file. It reports whether an update was still
+// running when it returned.
+func (x *Index) refresh(ctx context.Context) (pending bool) {
+	x.mu.Lock()
+	if x.closed {
+		x.mu.Unlock()
+		return false
+	}
+	now := x.opts.Now()
+	wait := x.dirty || !x.fresh
+	if x.running == nil && (wait || now.Sub(x.last) >= x.opts.Every) {
+		x.last, x.dirty = now, false
+		done := make(chan struct{})
+		x.running = done
+		x.wg.Go(func() {
+			defer close(done)
+			_, err := x.Update(x.ctx)
+			if err != nil && !errors.Is(err, ErrBusy) && x.ctx.Err() == nil {
+				x.logger.Warn("recall index update failed; searching what it holds", "err", err)
+			}
+			x.mu.Lock()
+			x.running = nil
+			x.mu.Unlock()
+		})
+	}
+	running := x.running
+	x.mu.Unlock()
+	if running == nil {
+		return false
+	}
+	if !wait {
+		return true
+	}
+	t := time.NewTimer(x.opts.Wait)
+	defer t.Stop()
+	select {
+	case <-running:
+		return false
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return true
+	}
+}

@@ -1,0 +1,338 @@
+package recall
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/dreamgate/dreamgate/audience"
+)
+
+// Kind is where a match was found.
+type Kind int
+
+// The kinds of match.
+const (
+	// KindHistory is an archive entry (memory/history.jsonl).
+	KindHistory Kind = kindHistory
+	// KindMessage is an archived message of a conversation.
+	KindMessage Kind = kindMessage
+	// KindCold is a line of a scope's cold memory.
+	KindCold Kind = kindCold
+)
+
+// Match is one thing found: its text around the words searched for, when
+// and where it was said, and its scope.
+type Match struct {
+	Scope audience.Scope
+	Kind  Kind
+	// Time is when it was said (a message), archived (an entry) or last
+	// confirmed (a cold-memory line with a date); zero when unknown.
+	Time time.Time
+	// Conversation is the session key of a message, or of the
+	// conversation an archive entry came from ("" when it names none).
+	Conversation string
+	// Cursor is an archive entry's; Index a message's place in its
+	// conversation; Line a cold-memory line's number (from 1).
+	Cursor, Index, Line int
+	// Who said a message: the sender's name, "user" or "assistant".
+	Who string
+	// Text is the part of the text around the first word matched, on one
+	// line.
+	Text string
+}
+
+// Results are a search's matches, best first.
+type Results struct {
+	Matches []Match
+	// Incomplete says the index is still being built for the first time:
+	// what was said long ago may not be found yet.
+	Incomplete bool
+}
+
+// Search limits.
+const (
+	// DefaultLimit and MaxLimit bound a search's matches.
+	DefaultLimit = 10
+	MaxLimit     = 50
+	// perTerm bounds the rows one word contributes in one scope, its
+	// newest: a word in half of everything ever said ranks little, and
+	// reading all of its rows would cost the search its speed.
+	perTerm = 500
+	// allTerms and allTermsTime bound the search for rows holding every
+	// word: when the words are all common and rarely meet, that search
+	// reads most of their rows, so it stops after this long with what it
+	// found (the newest such rows).
+	allTerms     = 100
+	allTermsTime = 30 * time.Millisecond
+)
+
+// ErrUnavailable is returned by Search when the index cannot be read
+// (damaged, and being rebuilt by the update Search started).
+var ErrUnavailable = errors.New("recall index unavailable")
+
+// Search returns what was said in the readable scopes that matches the
+// words of query, at most limit matches (0 means DefaultLimit; at most
+// MaxLimit), best first: those with more of the rarer words first, newer
+// first among equals. Only the given scopes are searched: each scope has a
+// full-text table of its own, chosen by the scope's name, never by the
+// query, so no query, whatever it holds, reaches another scope. A query without a word finds nothing. It first
+// brings the index up to date (see refresh), waiting for that at most
+// Options.Wait.
+func (x *Index) Search(ctx context.Context, query string, readable []audience.Scope, limit int) (Results, error) {
+	if limit <= 0 {
+		limit = DefaultLimit
+	}
+	limit = min(limit, MaxLimit)
+	terms := Terms(query)
+	if len(terms) == 0 || len(readable) == 0 {
+		return Results{}, nil
+	}
+	x.refresh(ctx)
+	db, err := x.handle(ctx)
+	if err != nil {
+		if errors.Is(err, errCorrupt) {
+			return Results{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
+		return Results{}, err
+	}
+	res, err := search(ctx, db, terms, readable, limit)
+	if errors.Is(err, errCorrupt) {
+		// Let the next update rebuild it.
+		x.mu.Lock()
+		x.last = time.Time{}
+		x.mu.Unlock()
+		return Results{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	return res, err
+}
+
+type scoreRow struct {
+	id    int64
+	score float64
+}
+
+func search(ctx context.Context, db *sql.DB, terms []string, readable []audience.Scope, limit int) (Results, error) {
+	var res Results
+	complete, err := getMeta(ctx, db, "complete")
+	if err != nil {
+		return res, err
+	}
+	res.Incomplete = complete != "1"
+	conn, err := db.Conn(ctx) // one snapshot-free connection for the handful of statements
+	if err != nil {
+		return res, classify(err)
+	}
+	defer conn.Close()
+	var ranges [][2]int64
+	scores := map[int64]float64{}
+	seen := map[audience.Scope]bool{}
+	for _, s := range readable {
+		if seen[s] {
+			continue
+		}
+		seen[s] = true
+		var id, n int64
+		err := conn.QueryRowContext(ctx, `SELECT id, docs FROM scopes WHERE name = ?`, string(s)).Scan(&id, &n)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue // nothing said there yet
+		}
+		if err != nil {
+			return res, classify(err)
+		}
+		ranges = append(ranges, [2]int64{id << scopeShift, (id + 1) << scopeShift})
+		var all float64
+		for _, t := range terms {
+			ids, err := matchIDs(ctx, conn, id, matchTerm(t))
+			if err != nil {
+				return res, err
+			}
+			if len(ids) == 0 {
+				continue
+			}
+			// The rarer a word in the scope, the more a row holding it
+			// counts; a word cut at perTerm rows is common, and counts
+			// as if it were in perTerm of them or more.
+			idf := math.Log(1 + float64(max(n, 1))/float64(len(ids)))
+			all += idf
+			for _, id := range ids {
+				scores[id] += idf
+			}
+		}
+		if len(terms) > 1 && all > 0 {
+			// Rows holding every word rank first, also those past a
+			// common word's newest rows.
+			actx, cancel := context.WithTimeout(ctx, allTermsTime)
+			ids, err := matchIDsLimit(actx, conn, id, matchAll(terms), allTerms)
+			cancel()
+			if err != nil && ctx.Err() == nil && actx.Err() != nil {
+				err = nil // out of time: the rows found so far
+			}
+			if err != nil {
+				return res, err
+			}
+			for _, id := range ids {
+				scores[id] = max(scores[id], all) + all
+			}
+		}
+	}
+	if len(scores) == 0 {
+		return res, nil
+	}
+	rows := make([]scoreRow, 0, len(scores))
+	for id, s := range scores {
+		rows = append(rows, scoreRow{id: id, score: s})
+	}
+	// Among equals, newer first: a row's id says when it was said.
+	slices.SortFunc(rows, func(a, b scoreRow) int {
+		if c := cmp.Compare(b.score, a.score); c != 0 {
+			return c
+		}
+		return cmp.Compare(rowTime(b.id), rowTime(a.id))
+	})
+	cut := min(limit, len(rows)) - 1
+	for _, r := range rows[:cut+1] {
+		if !inRanges(r.id, ranges) {
+			// Cannot happen: every row came from a searched scope's table.
+			return res, fmt.Errorf("recall: row %d outside the scopes searched", r.id)
+		}
+		m, err := readMatch(ctx, conn, r.id, terms)
+		if err != nil {
+			return res, err
+		}
+		res.Matches = append(res.Matches, m)
+	}
+	return res, nil
+}
+
+func inRanges(id int64, ranges [][2]int64) bool {
+	for _, r := range ranges {
+		if id >= r[0] && id < r[1] {
+			return true
+		}
+	}
+	return false
+}
+
+// matchIDs returns the newest rows (at most perTerm) of scope id that
+// match q.
+func matchIDs(ctx context.Context, conn *sql.Conn, id int64, q string) ([]int64, error) {
+	return matchIDsLimit(ctx, conn, id, q, perTerm)
+}
+
+// matchIDsLimit returns the newest rows (at most limit) of scope id that
+// match q; with an error, also those read before it.
+func matchIDsLimit(ctx context.Context, conn *sql.Conn, id int64, q string, limit int) ([]int64, error) {
+	t := termsTable(id)
+	rows, err := conn.QueryContext(ctx, `SELECT rowid FROM `+t+` WHERE `+t+` MATCH ? ORDER BY rowid DESC LIMIT ?`, q, limit)
+	if err != nil {
+		return nil, classify(fmt.Errorf("search: %w", err))
+	}
+	defer rows.Close()
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return ids, classify(err)
+		}
+		ids = append(ids, id)
+	}
+	return ids, classify(rows.Err())
+}
+
+func readMatch(ctx context.Context, conn *sql.Conn, id int64, terms []string) (Match, error) {
+	var (
+		kind     int
+		at       int64
+		conv     string
+		pos      int
+		who      string
+		text     string
+		scopeStr string
+	)
+	err := conn.QueryRowContext(ctx, `SELECT d.kind, d.at, d.conv, d.pos, d.who, d.text, s.name FROM docs d
+		JOIN scopes s ON s.id = (d.id >> 40) WHERE d.id = ?`, id).Scan(&kind, &at, &conv, &pos, &who, &text, &scopeStr)
+	if err != nil {
+		return Match{}, classify(fmt.Errorf("read match: %w", err))
+	}
+	m := Match{Scope: audience.Scope(scopeStr), Kind: Kind(kind), Conversation: conv, Who: who, Text: snippet(text, terms)}
+	if at != 0 {
+		m.Time = time.Unix(at, 0)
+	}
+	switch m.Kind {
+	case KindHistory:
+		m.Cursor = pos
+	case KindMessage:
+		m.Index = pos
+	case KindCold:
+		m.Line = pos
+	}
+	return m, nil
+}
+
+// snippetLen is about how many characters of a match's text are shown.
+const snippetLen = 240
+
+// snippet is the part of text around the first word that matches a term,
+// on one line, cut at word boundaries and marked "…" where cut.
+func snippet(text string, terms []string) string {
+	flat := strings.Join(strings.Fields(text), " ")
+	r := []rune(flat)
+	if len(r) <= snippetLen {
+		return flat
+	}
+	hit := firstHit(r, terms)
+	start := max(0, hit-snippetLen/4)
+	end := min(len(r), start+snippetLen)
+	start = max(0, end-snippetLen)
+	for start > 0 && start > hit-snippetLen/2 && r[start-1] != ' ' {
+		start--
+	}
+	for end < len(r) && end < start+snippetLen+20 && r[end] != ' ' {
+		end++
+	}
+	out := strings.TrimSpace(string(r[start:end]))
+	if start > 0 {
+		out = "…" + out
+	}
+	if end < len(r) {
+		out += "…"
+	}
+	return out
+}
+
+// firstHit is the rune offset in r of the first word that matches a
+// term: the same word, or one sharing its stem roughly (the index stems
+// words, so "salaries" finds "salary").
+func firstHit(r []rune, terms []string) int {
+	start := -1
+	for i := 0; i <= len(r); i++ {
+		if i < len(r) && isWordRune(r[i]) {
+			if start < 0 {
+				start = i
+			}
+			continue
+		}
+		if start >= 0 {
+			w := strings.ToLower(string(r[start:i]))
+			for _, t := range terms {
+				if w == t || len([]rune(t)) >= 4 && strings.HasPrefix(w, stem(t)) {
+					return start
+				}
+			}
+			start = -1
+		}
+	}
+	return 0
+}
+
+func stem(t string) string {
+	r := []rune(t)
+	return string(r[:max(3, len(r)-2)])
+}

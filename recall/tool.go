@@ -1,0 +1,130 @@
+package recall
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/dreamgate/dreamgate/agent"
+	"github.com/dreamgate/dreamgate/audience"
+	"github.com/dreamgate/dreamgate/llm"
+)
+
+// ToolName is the chat tool's name.
+const ToolName = "recall"
+
+// Searcher is what the tool searches: *Index.
+type Searcher interface {
+	Search(ctx context.Context, query string, readable []audience.Scope, limit int) (Results, error)
+}
+
+// Tool returns the chat tool that searches s within the readable scopes
+// alone: the scopes of the turn's audience, fixed when the turn builds its
+// tools. Nothing the model sends can name another scope.
+func Tool(s Searcher, readable []audience.Scope) agent.Tool {
+	return &tool{s: s, readable: append([]audience.Scope(nil), readable...)}
+}
+
+type tool struct {
+	s        Searcher
+	readable []audience.Scope
+}
+
+const toolParams = `{"type":"object","properties":{` +
+	`"query":{"type":"string","description":"Words to look for, e.g. a name, a project, a number"},` +
+	`"limit":{"type":"integer","minimum":1,"maximum":50,"description":"At most this many matches (default 10)"}},` +
+	`"required":["query"],"additionalProperties":false}`
+
+func (t *tool) Def() llm.ToolDef {
+	return llm.ToolDef{
+		Name: ToolName,
+		Description: "Search everything said before that this conversation may see: earlier messages, the archive of " +
+			"past conversations and the memory moved out of the memory files. Use it when something asked about is " +
+			"not in the memory shown. Returns the best matches with when and where each was said.",
+		Parameters: json.RawMessage(toolParams),
+	}
+}
+
+func (t *tool) Run(ctx context.Context, args json.RawMessage) (string, error) {
+	var in struct {
+		Query string `json:"query"`
+		Limit int    `json:"limit"`
+	}
+	if err := json.Unmarshal(args, &in); err != nil {
+		return "", fmt.Errorf("arguments must be a JSON object with a string query and an optional integer limit")
+	}
+	if strings.TrimSpace(in.Query) == "" {
+		return "", fmt.Errorf("query is empty: give the words to look for")
+	}
+	if len(Terms(in.Query)) == 0 {
+		return fmt.Sprintf("Nothing to search for in %q: the query has no words.", in.Query), nil
+	}
+	res, err := t.s.Search(ctx, in.Query, t.readable, in.Limit)
+	if errors.Is(err, ErrUnavailable) {
+		return "", errors.New("the search index is being rebuilt; try again in a few minutes")
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return "", ctx.Err()
+		}
+		return "", errors.New("the search failed; try again later")
+	}
+	return formatResults(in.Query, res, len(t.readable) > 1), nil
+}
+
+// formatResults writes one short line per match: when, where, the text.
+// withScope adds each match's scope when the conversation reads several.
+func formatResults(query string, res Results, withScope bool) string {
+	var b strings.Builder
+	if len(res.Matches) == 0 {
+		fmt.Fprintf(&b, "Nothing found for %q in what this conversation may see.", query)
+	} else {
+		fmt.Fprintf(&b, "%d found for %q, best first:\n", len(res.Matches), query)
+		for _, m := range res.Matches {
+			b.WriteString("- ")
+			if !m.Time.IsZero() {
+				b.WriteString(m.Time.Format("2006-01-02 15:04"))
+			} else {
+				b.WriteString("undated")
+			}
+			b.WriteString(", ")
+			b.WriteString(where(m))
+			if withScope {
+				b.WriteString(" [")
+				b.WriteString(scopeLabel(m.Scope))
+				b.WriteString("]")
+			}
+			b.WriteString(": ")
+			b.WriteString(m.Text)
+			b.WriteString("\n")
+		}
+	}
+	if res.Incomplete {
+		b.WriteString("\n(The search index is still being built: older conversations may not be found yet.)")
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+func where(m Match) string {
+	switch m.Kind {
+	case KindMessage:
+		return fmt.Sprintf("%s in conversation %s (message %d)", m.Who, m.Conversation, m.Index)
+	case KindHistory:
+		if m.Conversation != "" {
+			return fmt.Sprintf("archive entry %d from conversation %s", m.Cursor, m.Conversation)
+		}
+		return fmt.Sprintf("archive entry %d", m.Cursor)
+	case KindCold:
+		return fmt.Sprintf("cold memory line %d", m.Line)
+	}
+	return "unknown"
+}
+
+func scopeLabel(s audience.Scope) string {
+	if s == audience.Default {
+		return "default"
+	}
+	return string(s)
+}
