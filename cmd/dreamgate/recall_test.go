@@ -2,15 +2,21 @@ package main
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/gateway/session"
 	"github.com/dreamgate/dreamgate/history"
 	"github.com/dreamgate/dreamgate/llm"
+	"github.com/dreamgate/dreamgate/llm/llmtest"
 	"github.com/dreamgate/dreamgate/recall"
 	"github.com/dreamgate/dreamgate/workspace"
 )
@@ -107,5 +113,53 @@ func TestRecallReadsTheSessionFiles(t *testing.T) {
 				t.Errorf("the sender's name is not kept: %+v", m)
 			}
 		}
+	}
+}
+
+// recallModel is MemoryModel, except that a chat message "recall <words>"
+// calls the recall tool with them and its result is the answer.
+func recallModel(r llmtest.Request) llmtest.Reply {
+	if len(r.Tools) > 0 && len(r.Messages) > 0 {
+		last := r.Messages[len(r.Messages)-1]
+		if last.Role == llm.RoleTool {
+			return llmtest.Text("RESULT " + last.Content)
+		}
+		if q, ok := strings.CutPrefix(llmtest.Spoken(last.Content), "recall "); ok && slices.Contains(r.Tools, recall.ToolName) {
+			return llmtest.ToolCall(recall.ToolName, `{"query":"`+q+`"}`)
+		}
+	}
+	return llmtest.MemoryModel(r)
+}
+
+// Through the built binary: a one-shot chat opens no recall index; what a
+// conversation archived (at /new) is found by the recall tool of a later
+// conversation of the same audience, with when and where it was said.
+func TestRecallThroughTheBinary(t *testing.T) {
+	h := newHarness(t)
+	h.llm.SetResponder(recallModel)
+	if r := h.run("chat", "-m", "hi"); r.code != 0 {
+		t.Fatalf("chat: exit %d: %s", r.code, r.stderr)
+	}
+	dir := recallDir(h.state)
+	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a one-shot chat that did not recall made %s: %v", dir, err)
+	}
+	cmd := exec.Command(binPath, "--config", h.cfgPath, "chat", "--session", "vault")
+	cmd.Env = []string{"HOME=" + h.home, "PATH=" + os.Getenv("PATH"), "TZ=UTC"}
+	cmd.Stdin = strings.NewReader("The vault code word is heron lantern.\n/new\n")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("chat: %v\n%s", err, out)
+	}
+	r := h.run("chat", "--session", "later", "-m", "recall heron lantern")
+	if r.code != 0 {
+		t.Fatalf("recall chat: exit %d: %s", r.code, r.stderr)
+	}
+	for _, want := range []string{"RESULT", "heron lantern", "archive entry", "in conversation terminal:vault (message 0)"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("the recall answer lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("recall dir after a search: %v %v", fi, err)
 	}
 }
