@@ -164,7 +164,7 @@ func (f *fixture) archive(t testing.TB, scope audience.Scope, content, key strin
 
 func (f *fixture) cold(t testing.TB, scope audience.Scope, text string) {
 	t.Helper()
-	path := filepath.Join(f.ws, filepath.FromSlash(scope.Dir()), filepath.FromSlash(workspace.ColdMemory))
+	path := filepath.Join(f.ws, filepath.FromSlash(scope.Dir()), filepath.FromSlash(workspace.Cold))
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		t.Fatal(err)
 	}

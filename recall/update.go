@@ -333,7 +333,7 @@ func (x *Index) updateCold(w *writer) (int, error) {
 	seen := map[audience.Scope]bool{}
 	for _, s := range coldScopes(x.opts.Workspace) {
 		seen[s] = true
-		path := filepath.Join(x.opts.Workspace, filepath.FromSlash(s.Dir()), filepath.FromSlash(workspace.ColdMemory))
+		path := filepath.Join(x.opts.Workspace, filepath.FromSlash(s.Dir()), filepath.FromSlash(workspace.Cold))
 		fi, err := os.Lstat(path)
 		if err != nil || !fi.Mode().IsRegular() {
 			seen[s] = false

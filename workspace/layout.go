@@ -39,12 +39,6 @@ const (
 	// History: where the entries Dream has not read begin, and a table of
 	// them (place, cursor, session) so that a start need not read them.
 	HistoryIndex = "memory/.history_index"
-	// ColdMemory is a scope's cold memory, relative to the scope's folder
-	// (the workspace root for the default scope, scopes/<name>/ for
-	// another): the lines the deep Dream moved out of the memory files,
-	// kept whole, which the prompt does not show and the recall tool
-	// searches.
-	ColdMemory = "memory/COLD.md"
 	// DreamGuide optionally replaces the built-in Dream guidance.
 	DreamGuide = "prompts/dream.md"
 	// GitDir and GitIgnore are the memory repository.

@@ -64,7 +64,7 @@ func TestRecallReadsTheSessionFiles(t *testing.T) {
 		if _, err := hist.AppendIn(dm.Home(), "- Ana's band is K7Q2Z9", "slack:DANA"); err != nil {
 			t.Fatal(err)
 		}
-		cold := filepath.Join(ws, dm.Home().Dir(), workspace.ColdMemory)
+		cold := filepath.Join(ws, dm.Home().Dir(), workspace.Cold)
 		if err := os.MkdirAll(filepath.Dir(cold), 0o700); err != nil {
 			t.Fatal(err)
 		}
