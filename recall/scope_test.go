@@ -119,7 +119,7 @@ func TestScopeFilterProperty(t *testing.T) {
 	}
 	var all []planted
 	cold := map[audience.Scope]string{}
-	for i := range 240 {
+	for i := range 120 {
 		s := scopes[rng.IntN(len(scopes))]
 		word := fmt.Sprintf("tok%dx%d", i, rng.IntN(1000))
 		common := []string{"alpha", "beta", "gamma"}[rng.IntN(3)]
@@ -141,7 +141,7 @@ func TestScopeFilterProperty(t *testing.T) {
 		f.cold(t, s, text)
 	}
 	f.update(t)
-	for range 150 {
+	for range 80 {
 		var readable []audience.Scope
 		for _, s := range scopes {
 			if rng.IntN(4) == 0 {

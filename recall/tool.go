@@ -32,17 +32,15 @@ type tool struct {
 	readable []audience.Scope
 }
 
-const toolParams = `{"type":"object","properties":{` +
-	`"query":{"type":"string","description":"Words to look for, e.g. a name, a project, a number"},` +
-	`"limit":{"type":"integer","minimum":1,"maximum":50,"description":"At most this many matches (default 10)"}},` +
-	`"required":["query"],"additionalProperties":false}`
+// The definition is sent with every chat request: it is kept short.
+const toolParams = `{"type":"object","properties":{"query":{"type":"string","description":"words to find"},` +
+	`"limit":{"type":"integer","description":"at most this many matches (default 10, at most 50)"}},"required":["query"]}`
 
 func (t *tool) Def() llm.ToolDef {
 	return llm.ToolDef{
 		Name: ToolName,
-		Description: "Search everything said before that this conversation may see: earlier messages, the archive of " +
-			"past conversations and the memory moved out of the memory files. Use it when something asked about is " +
-			"not in the memory shown. Returns the best matches with when and where each was said.",
+		Description: "Search what was said before that this conversation may see (earlier messages, the archive, " +
+			"cold memory) when something asked about is not in the memory shown; returns matches with when and where.",
 		Parameters: json.RawMessage(toolParams),
 	}
 }
