@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -160,23 +161,27 @@ func (x *Index) Close() error {
 	return nil
 }
 
-// handle returns the open database, opening it (and creating it, empty,
-// when missing) first. A database that is unusable is an error wrapping
-// errCorrupt; the writer rebuilds it (update).
-func (x *Index) handle(ctx context.Context) (*sql.DB, error) {
+// handle returns the open database, opening it first. Only the writer
+// (create, under the lock) creates a missing one; for a reader it is
+// errNoIndex, so that two processes never both make one.
+func (x *Index) handle(ctx context.Context, create bool) (*sql.DB, error) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.closed {
 		return nil, ErrClosed
 	}
 	path := filepath.Join(x.opts.Dir, dbFile)
+	fi, err := os.Stat(path)
 	if x.db != nil {
-		// Another process rebuilt the index: a new file at the path.
-		if fi, err := os.Stat(path); err == nil && os.SameFile(fi, x.dbInfo) {
+		if err == nil && os.SameFile(fi, x.dbInfo) {
 			return x.db, nil
 		}
+		// Another process rebuilt the index: a new file at the path.
 		_ = x.db.Close()
 		x.db = nil
+	}
+	if errors.Is(err, fs.ErrNotExist) && !create {
+		return nil, errNoIndex
 	}
 	if err := os.MkdirAll(x.opts.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create recall dir: %w", err)
@@ -185,14 +190,16 @@ func (x *Index) handle(ctx context.Context) (*sql.DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	fi, err := os.Stat(path)
-	if err != nil {
+	if fi, err = os.Stat(path); err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("open recall index: %w", err)
 	}
 	x.db, x.dbInfo = db, fi
 	return db, nil
 }
+
+// errNoIndex: there is no index file yet; the writer makes it.
+var errNoIndex = errors.New("no recall index yet")
 
 // drop closes the database so the next handle opens the file anew.
 func (x *Index) drop() {

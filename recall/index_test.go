@@ -314,6 +314,40 @@ func TestOneWriterOthersRead(t *testing.T) {
 	}
 }
 
+// A reader never makes the index: while another process holds the
+// writer's lock and no index exists yet, a search says the index is
+// incomplete and leaves the file to the writer, so two processes never
+// both create one.
+func TestReaderDoesNotCreateTheIndex(t *testing.T) {
+	f := newFixture(t)
+	f.archive(t, audience.Default, "- narwhal", "")
+	f.opts.Wait = time.Millisecond
+	f.reopen(t)
+	writer := Open(f.opts)
+	defer writer.Close()
+	if err := os.MkdirAll(f.opts.Dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := writer.lock.TryLock(); !ok || err != nil {
+		t.Fatalf("lock: %v %v", ok, err)
+	}
+	res, err := f.idx.Search(context.Background(), "narwhal", []audience.Scope{audience.Default}, 5)
+	f.idx.wg.Wait()
+	if err != nil || !res.Incomplete || len(res.Matches) != 0 {
+		t.Fatalf("search while another writes the first index: %+v %v", res, err)
+	}
+	if _, err := os.Stat(filepath.Join(f.opts.Dir, dbFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the reader made the index: %v", err)
+	}
+	if err := writer.lock.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	f.update(t)
+	if got := f.search(t, "narwhal", audience.Default); len(got) != 1 {
+		t.Fatalf("after the writer's update: %+v", got)
+	}
+}
+
 // blockingHistory holds an update in its first read until released.
 type blockingHistory struct {
 	History

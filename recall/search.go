@@ -95,7 +95,10 @@ func (x *Index) Search(ctx context.Context, query string, readable []audience.Sc
 		return Results{}, nil
 	}
 	x.refresh(ctx)
-	db, err := x.handle(ctx)
+	db, err := x.handle(ctx, false)
+	if errors.Is(err, errNoIndex) {
+		return Results{Incomplete: true}, nil // the update refresh started makes it
+	}
 	if err != nil {
 		if errors.Is(err, errCorrupt) {
 			return Results{}, fmt.Errorf("%w: %w", ErrUnavailable, err)

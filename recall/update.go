@@ -89,7 +89,7 @@ func (x *Index) reset() error {
 
 func (x *Index) update(ctx context.Context) (Stats, error) {
 	var st Stats
-	db, err := x.handle(ctx)
+	db, err := x.handle(ctx, true)
 	if err != nil {
 		return st, err
 	}
