@@ -215,6 +215,13 @@ func New(cfg Config, deps Deps) *Gateway {
 	if deps.Now == nil {
 		deps.Now = time.Now
 	}
+	if deps.Prompts != nil {
+		// The prompt names the recall tool exactly when every turn has it
+		// (toolsFor): never a tool the model cannot call, and never
+		// "what is not here you do not remember" beside a search that
+		// would find it.
+		deps.Prompts.hot.Recall = deps.Recall != nil
+	}
 	g := &Gateway{
 		cfg: cfg, deps: deps, logger: deps.Logger, now: deps.Now,
 		admins:   map[string]bool{},

@@ -30,7 +30,8 @@ type HotMemory struct {
 	// tokenizer); required when Tokens is set.
 	Counter TokenCounter
 	// Recall says chat turns have the recall tool, which the prompt then
-	// names as the way to what is not shown.
+	// names as the way to what is not shown. New sets it from
+	// Deps.Recall, whatever the caller gave.
 	Recall bool
 }
 

@@ -72,3 +72,51 @@ func TestRecallToolSearchesTheTurnsAudience(t *testing.T) {
 		}
 	}
 }
+
+// The system prompt names the recall tool exactly when the turn is offered
+// it, whatever the prompt builder was told: never a tool the model cannot
+// call, and never "what is not here you do not remember" beside a search
+// that would find it.
+func TestPromptNamesRecallOnlyWhenOffered(t *testing.T) {
+	for _, offered := range []bool{false, true} {
+		var (
+			mu     sync.Mutex
+			system string
+			tools  []string
+		)
+		env := newTestEnv(t, func(_ context.Context, req llm.Request) (llm.Response, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			system, tools = "", nil
+			for _, m := range req.Messages {
+				if m.Role == llm.RoleSystem {
+					system += m.Content
+				}
+			}
+			for _, d := range req.Tools {
+				tools = append(tools, d.Name)
+			}
+			return textReply("ok"), nil
+		}, func(_ *Config, d *Deps) {
+			// Told the opposite of what is wired.
+			d.Prompts.WithHotMemory(HotMemory{Recall: !offered})
+			if offered {
+				d.Recall = &scopeSearcher{}
+			}
+		})
+		wait(t, must(env.g.Submit(t.Context(), inbound("c", "hello"))))
+		mu.Lock()
+		hasTool := slices.Contains(tools, recall.ToolName)
+		named := strings.Contains(system, "recall tool")
+		mu.Unlock()
+		if hasTool != offered {
+			t.Errorf("offered=%v: tools %v", offered, tools)
+		}
+		if named != offered {
+			t.Errorf("offered=%v: the system prompt names the recall tool: %v", offered, named)
+		}
+		if offered && strings.Contains(system, "If something is not here, you do not remember it") {
+			t.Errorf("offered: the prompt still says what is not shown is not known")
+		}
+	}
+}
