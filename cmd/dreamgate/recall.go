@@ -4,11 +4,13 @@ import (
 	"context"
 	"path/filepath"
 
+	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/consolidator"
 	"github.com/dreamgate/dreamgate/gateway"
 	"github.com/dreamgate/dreamgate/gateway/session"
 	"github.com/dreamgate/dreamgate/llm"
 	"github.com/dreamgate/dreamgate/recall"
+	"github.com/dreamgate/dreamgate/web"
 )
 
 // recallDir is where the recall index lives: <stateDir>/recall, a cache
@@ -85,4 +87,29 @@ func (c recallArchives) note(rep consolidator.Report) {
 	if rep.Rounds > 0 || rep.Raw {
 		c.idx.Changed()
 	}
+}
+
+// webRecall is the recall index as the memory page's search.
+type webRecall struct{ idx *recall.Index }
+
+func (w webRecall) Search(ctx context.Context, query string, readable []audience.Scope, limit int) (web.SearchResults, error) {
+	res, err := w.idx.Search(ctx, query, readable, limit)
+	if err != nil {
+		return web.SearchResults{}, err
+	}
+	out := web.SearchResults{Incomplete: res.Incomplete, Matches: make([]web.SearchMatch, 0, len(res.Matches))}
+	for _, m := range res.Matches {
+		kind := "message"
+		switch m.Kind {
+		case recall.KindHistory:
+			kind = "history"
+		case recall.KindCold:
+			kind = "cold"
+		}
+		out.Matches = append(out.Matches, web.SearchMatch{
+			Scope: m.Scope, Kind: kind, Time: m.Time, Conversation: m.Conversation,
+			Cursor: m.Cursor, Line: m.Line, Who: m.Who, Text: m.Text,
+		})
+	}
+	return out, nil
 }

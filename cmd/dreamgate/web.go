@@ -131,6 +131,7 @@ func startWeb(cfg Config, a *app, d *dream.Dreamer, dreamOff string, health *hea
 		History: a.history,
 		Health:  func() web.Health { return webHealth(health.report()) },
 		Usage:   a.model.Usage,
+		Search:  webRecall{a.recallIndex()},
 	}
 	if a.prompts != nil {
 		deps.Budget = a.prompts

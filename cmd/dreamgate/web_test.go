@@ -27,6 +27,7 @@ func TestWebPageThroughTheBinary(t *testing.T) {
 	h.set("web.addr", addr)
 	h.set("web.token", testWebToken)
 	testkit.WriteFile(t, h.ws, "USER.md", "# User\n\n- The operator likes green tea. <!-- permanent 2026-11-20 src:1 -->\n")
+	testkit.WriteFile(t, h.ws, "memory/COLD.md", "# Cold memory\n\n- The operator once kept a narwhal called Wobblefin. <!-- durable 2026-02-01 -->\n")
 	p := h.startGateway(t)
 	waitWeb(t, p, "http://"+addr)
 
@@ -66,6 +67,17 @@ func TestWebPageThroughTheBinary(t *testing.T) {
 	}
 	if code, page = get("/timeline"); code != http.StatusOK || !strings.Contains(page, "init: memory store") {
 		t.Errorf("timeline: %d\n%s", code, page)
+	}
+	// The search is the recall index's: cold memory is found. The index
+	// is built on the first search, which may answer before it ends.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		code, page = get("/search?q=wobblefin")
+		if code == http.StatusOK && strings.Contains(page, "narwhal called Wobblefin") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("search: %d\n%s", code, page)
+		}
 	}
 	fi, err := os.Stat(filepath.Join(h.state, webKeyFile))
 	if err != nil || fi.Mode().Perm() != 0o600 || fi.Size() != 32 {
