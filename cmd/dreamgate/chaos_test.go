@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -435,13 +436,20 @@ func TestChaos(t *testing.T) {
 			c.gatewayKill(point, 1+i%3)
 		}
 	}
-	for range random {
-		all := append(append([]string{}, turnPoints...), dreamPoints...)
+	// Random kills, tried until random of them reached their point: a
+	// gateway may answer its few messages before it archives, and the
+	// gitstore points are reached only by a Dream's commit.
+	all := append(append([]string{}, turnPoints...), dreamPoints...)
+	for reached, i := 0, 0; reached < random && i < 3*random; i++ {
 		point := all[c.rng.IntN(len(all))]
-		if strings.HasPrefix(point, "dream-") {
+		before := c.ft.faults["kill -9 after "+point]
+		if slices.Contains(dreamPoints, point) {
 			c.dreamKill(point, 1)
 		} else {
 			c.gatewayKill(point, 1+c.rng.IntN(3))
+		}
+		if c.ft.faults["kill -9 after "+point] > before {
+			reached++
 		}
 	}
 

@@ -232,6 +232,14 @@ func memEdit(r Request, prompt string) Reply {
 		n, _ := strconv.Atoi(filesPart[m[4]:m[5]])
 		orig[name] = takeRunes(filesPart[m[1]:], n)
 		order = append(order, name)
+		// A file shown cut (its tool results are cut too) is edited where
+		// it can be seen, as a careful model would: the complete lines
+		// shown are a prefix of the file, which old_text matches.
+		if shown, _, cut := strings.Cut(orig[name], "…[truncated]"); cut {
+			if i := strings.LastIndexByte(shown, '\n'); i >= 0 {
+				orig[name] = shown[:i]
+			}
+		}
 	}
 	files := map[string]string{}
 	for k, v := range orig {
