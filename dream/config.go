@@ -11,6 +11,7 @@ import (
 	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/gitstore"
 	"github.com/dreamgate/dreamgate/history"
+	"github.com/dreamgate/dreamgate/internal/tokens"
 	"github.com/dreamgate/dreamgate/llm"
 	"github.com/dreamgate/dreamgate/workspace"
 )
@@ -32,6 +33,13 @@ const (
 	// confirmed, past which an ephemeral memory line retires to cold
 	// memory (memory.ephemeralDays).
 	DefaultEphemeralDays = 30
+	// DefaultDeepEvery is how many Dreams of a scope (batches that
+	// completed) come between two of its deep Dreams (dream.deepEvery).
+	DefaultDeepEvery = 10
+	// DefaultDeepAtShare is the share of Config.HotTokens past which a
+	// scope's memory gets a deep Dream at once, and which the deep Dream
+	// brings it back under (dream.deepAtShare).
+	DefaultDeepAtShare = 0.8
 )
 
 // Phase 2 applies the findings in chunks of findingsPerChunk, each an
@@ -160,6 +168,16 @@ type Config struct {
 	// EphemeralDays is the age in days past which an ephemeral memory line
 	// retires to cold memory (30).
 	EphemeralDays int
+	// DeepEvery is the number of a scope's Dreams between two of its deep
+	// Dreams (10); DeepAtShare the share of HotTokens past which a scope's
+	// memory gets one at once and which it is brought back under (0.8).
+	DeepEvery   int
+	DeepAtShare float64
+	// HotTokens is the budget in tokens of a scope's memory files in the
+	// prompt (memory.hotTokens; the gateway's number). 0: no budget, so a
+	// deep Dream comes only every DeepEvery Dreams or when asked, and
+	// merges and retires without a size to reach.
+	HotTokens int
 }
 
 func (c Config) withDefaults() Config {
@@ -187,6 +205,12 @@ func (c Config) withDefaults() Config {
 	if c.EphemeralDays <= 0 {
 		c.EphemeralDays = DefaultEphemeralDays
 	}
+	if c.DeepEvery <= 0 {
+		c.DeepEvery = DefaultDeepEvery
+	}
+	if c.DeepAtShare <= 0 || c.DeepAtShare > 1 {
+		c.DeepAtShare = DefaultDeepAtShare
+	}
 	return c
 }
 
@@ -203,6 +227,9 @@ type Deps struct {
 	// restore and a chat edit of the same file are serialised by its one
 	// write lock. Nil: each run opens its own.
 	Files *workspace.Root
+	// Counter counts tokens as the prompt builder does (cmd's one
+	// *consolidator.Counter); nil: Dream's own.
+	Counter TokenCounter
 	// Observer, when set, is told of every finished run (metrics).
 	Observer Observer
 	Logger   *slog.Logger
@@ -241,6 +268,9 @@ func New(cfg Config, deps Deps) (*Dreamer, error) {
 	if deps.Now == nil {
 		deps.Now = time.Now
 	}
+	if deps.Counter == nil {
+		deps.Counter = &tokens.Counter{}
+	}
 	d := &Dreamer{
 		cfg:   cfg,
 		model: deps.Model,
@@ -251,6 +281,7 @@ func New(cfg Config, deps Deps) (*Dreamer, error) {
 		log:   deps.Logger,
 		now:   deps.Now,
 		hook:  deps.Hook,
+		count: deps.Counter,
 	}
 	d.ledger = NewLedger(cfg.Workspace, deps.History, deps.Logger)
 	d.ledger.hook = deps.Hook

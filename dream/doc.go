@@ -141,6 +141,19 @@
 //     words they share (match.go). A killed run's edits are recovered
 //     without this upkeep: the recovery knows the files' hashes before the
 //     run, not their text.
+//   - A deep Dream (deep.go) keeps each scope's memory within its budget
+//     over months: after Config.DeepEvery Dreams of the scope, when its
+//     files pass Config.DeepAtShare of Config.HotTokens (counted with the
+//     prompt's tokenizer, lines as written), and when the prompt builder
+//     asked (Ledger.RequestDeep, kept in memory/.dream_deep so that asking
+//     never waits for a running Dream and a restart does not forget). The
+//     model merges duplicates and corrected lines and moves out what is no
+//     longer true by numbered operations the program applies — so no line
+//     leaves hot memory except to cold memory, and a permanent one never
+//     does; a second, firmer pass when the first leaves the scope over its
+//     target; then the program moves the lowest-priority, oldest lines of
+//     USER.md and MEMORY.md out until it is under. One "dream: deep —"
+//     commit holds the files and cold memory.
 //
 // Phase 2's edits, the snapshot taken before them and the roll-back of a
 // failed run hold the workspace's write lock (workspace.Root.Exclusive),

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/dreamgate/dreamgate/audience"
@@ -54,11 +55,14 @@ const ledgerVersion = 1
 // own Dream). Either way the file wins when they differ: every scope's
 // cursor follows it.
 type Ledger struct {
-	dir  string // the workspace
-	hist History
-	log  *slog.Logger
-	hook func(point string) // nil: none
-	lock flight
+	// deepMu serialises this process's writes of the deep-Dream requests
+	// (memory/.dream_deep), which take no Dream lock.
+	deepMu sync.Mutex
+	dir    string // the workspace
+	hist   History
+	log    *slog.Logger
+	hook   func(point string) // nil: none
+	lock   flight
 }
 
 // NewLedger returns the ledger of the workspace dir whose history is hist.
@@ -104,6 +108,10 @@ type progress struct {
 	Skips []Skip `json:"skips,omitempty"`
 	// LastRun describes the most recent finished run.
 	LastRun *LastRun `json:"last_run,omitempty"`
+	// SinceDeep counts the scope's Dreams (completed batches) since its
+	// last deep Dream; LastDeep is when that was (nil: never).
+	SinceDeep int        `json:"since_deep,omitempty"`
+	LastDeep  *time.Time `json:"last_deep,omitempty"`
 }
 
 // scope returns the named scope's progress, adding it when missing.

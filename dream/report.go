@@ -115,6 +115,8 @@ type Report struct {
 	// ColdLines is the number of memory lines moved to cold memory:
 	// expired ephemeral lines, and what deep Dreams took out.
 	ColdLines int
+	// Deep lists the deep Dreams the run made (or tried), one per scope.
+	Deep []DeepReport
 	// Scopes is what the run did in each memory scope it visited, in the
 	// order of their first batch; the fields above sum them up (Backlog is
 	// that of the scopes the run was about). A workspace of one scope has

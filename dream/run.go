@@ -27,6 +27,7 @@ type Dreamer struct {
 	now   func() time.Time
 	hook  func(point string)
 	obs   Observer // nil: none
+	count TokenCounter
 	// ledger holds Dream's progress, and the Dream lock its writers take.
 	ledger *Ledger
 
@@ -88,6 +89,7 @@ func (d *Dreamer) Run(ctx context.Context, trigger string, scopes Scopes, progre
 		return rep, &RunError{Reason: rep.Reason, Err: err}
 	}
 	err = d.drain(ctx, h, scopes, progress, &rep)
+	d.deepDreams(ctx, h, scopes, &rep)
 	quiet := d.settle(h, scopes, &rep)
 	d.compact(&rep)
 	d.pack(&rep)

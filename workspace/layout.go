@@ -26,6 +26,11 @@ const (
 	// left, skips, last run) and the running Dream's intent, in one record
 	// that only dream.Ledger writes.
 	DreamLedger = "memory/.dream_ledger"
+	// DreamDeep lists the scopes waiting for a deep Dream (asked for by the
+	// prompt builder when a scope's memory passed its budget). Kept apart
+	// from DreamLedger so that asking never waits for a running Dream's
+	// lock; only dream.Ledger writes it.
+	DreamDeep = "memory/.dream_deep"
 	// LegacyDreamState and LegacyDreamIntent held parts of that progress
 	// before the ledger; the ledger reads them once, into itself, and
 	// removes them.
@@ -81,6 +86,7 @@ func ProgramFiles() []string {
 		Cursor,
 		DreamCursor,
 		DreamLedger,
+		DreamDeep,
 		HistoryIndex,
 		LegacyDreamState,
 		LegacyDreamIntent,

@@ -3,6 +3,7 @@ package llmtest
 import (
 	"encoding/json"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"unicode"
@@ -39,6 +40,14 @@ import (
 //     text, in any letter case) and sent as one edit_file call per changed
 //     file, all in one reply; after the tool results, "Done.". It writes no
 //     comment: the program keeps the lines' metadata.
+//   - Deep Dream (no tools, "## Deep Dream"): facts that are the same
+//     (memline.Key), or the same but for their last word (a correction:
+//     "Ana lives in Lisbon." / "Ana lives in Porto."), are merged into the
+//     text of the one confirmed last; and when the request says "This pass
+//     must free … (about N facts)" — only then, like a small model that
+//     shrinks timidly until told firmly — the N lowest facts that are not
+//     merged or permanent move out, ephemeral before durable, oldest (or
+//     undated) first. "DONE" when there is nothing to do.
 //   - Chat turn (tools): after a tool result, "It says: " and the result's
 //     first line. Otherwise the last message is read without the gateway's
 //     "[Now: …]" header and "[Ana] " name: a message with "read" and a path
@@ -61,6 +70,8 @@ func pipelineReply(r Request, analyse func(user string) string, edit func(r Requ
 		return Text(memArchive(user))
 	case len(r.Tools) == 0 && strings.HasPrefix(user, "## Archive entries"):
 		return Text(analyse(user))
+	case len(r.Tools) == 0 && strings.HasPrefix(user, "## Deep Dream"):
+		return Text(memDeep(user))
 	case len(r.Tools) > 0 && strings.HasPrefix(user, "## Findings to apply"):
 		return edit(r, user)
 	case len(r.Tools) > 0:
@@ -482,4 +493,90 @@ func slicesContains(l []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// deepFactRe is one numbered fact of a deep Dream request.
+var deepFactRe = regexp.MustCompile(`^([A-Z][0-9]+) \[(permanent|durable|ephemeral) ([0-9-]+|undated)\] (.+)$`)
+
+// deepMustRe is the firm request of a deep Dream's second pass.
+var deepMustRe = regexp.MustCompile(`This pass must free at least [0-9]+ tokens \(about ([0-9]+) facts\)`)
+
+type deepFact struct {
+	id, prio, date, text string
+}
+
+// memDeep answers a deep Dream request by MemoryModel's rules.
+func memDeep(prompt string) string {
+	var facts []deepFact
+	for _, line := range strings.Split(prompt, "\n") {
+		if m := deepFactRe.FindStringSubmatch(strings.TrimSpace(line)); m != nil {
+			date := m[3]
+			if date == "undated" {
+				date = ""
+			}
+			facts = append(facts, deepFact{id: m[1], prio: m[2], date: date, text: m[4]})
+		}
+	}
+	// Group the facts: the same key, or the same words but the last.
+	group := func(f deepFact) string {
+		k := memline.Key(f.text)
+		if w := strings.Fields(k); len(w) >= 4 {
+			return strings.Join(w[:len(w)-1], " ")
+		}
+		return k
+	}
+	var order []string
+	groups := map[string][]deepFact{}
+	for _, f := range facts {
+		g := group(f)
+		if groups[g] == nil {
+			order = append(order, g)
+		}
+		groups[g] = append(groups[g], f)
+	}
+	var out []string
+	merged := map[string]bool{}
+	for _, g := range order {
+		fs := groups[g]
+		if len(fs) < 2 {
+			continue
+		}
+		newest := fs[0]
+		ids := make([]string, len(fs))
+		for i, f := range fs {
+			ids[i] = f.id
+			merged[f.id] = true
+			if f.date >= newest.date {
+				newest = f
+			}
+		}
+		out = append(out, "MERGE "+strings.Join(ids, " ")+": "+newest.text)
+	}
+	if m := deepMustRe.FindStringSubmatch(prompt); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		var cands []deepFact
+		for _, f := range facts {
+			if !merged[f.id] && f.prio != "permanent" && !strings.HasPrefix(f.id, "S") {
+				cands = append(cands, f)
+			}
+		}
+		rank := map[string]int{"ephemeral": 0, "durable": 1}
+		sort.SliceStable(cands, func(i, j int) bool {
+			if rank[cands[i].prio] != rank[cands[j].prio] {
+				return rank[cands[i].prio] < rank[cands[j].prio]
+			}
+			return cands[i].date < cands[j].date
+		})
+		var ids []string
+		for _, f := range cands[:min(n, len(cands))] {
+			ids = append(ids, f.id)
+		}
+		if len(ids) > 0 {
+			out = append(out, "MOVE "+strings.Join(ids, " "))
+		}
+	}
+	if len(out) == 0 {
+		return "DONE"
+	}
+	return strings.Join(out, "\n")
 }

@@ -1,0 +1,254 @@
+package dream
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dreamgate/dreamgate/internal/memline"
+	"github.com/dreamgate/dreamgate/internal/tokens"
+	"github.com/dreamgate/dreamgate/llm/llmtest"
+	"github.com/dreamgate/dreamgate/internal/testkit"
+)
+
+// monthsOfUser is a USER.md after months: 60 durable facts of 2026, a
+// duplicate, a corrected fact (Lisbon in January, Porto in October), a
+// plan from 40 days before the clock's day, and a permanent rule from two
+// years before.
+func monthsOfUser() string {
+	var b strings.Builder
+	b.WriteString("# User\n\n- Ana wants answers in Portuguese. <!-- permanent 2024-11-01 src:1 -->\n")
+	for i := range 60 {
+		fmt.Fprintf(&b, "- Ana's project number %d uses the codename %s. <!-- durable 2026-%02d-%02d src:%d -->\n",
+			i, strings.Repeat("x", 3+i%5), 1+i%10, 1+i%28, 10+i)
+	}
+	b.WriteString("- Ana lives in Lisbon. <!-- durable 2026-01-10 src:2 -->\n")
+	b.WriteString("- Ana drinks green tea. <!-- durable 2026-02-01 src:3 -->\n")
+	b.WriteString("- Ana is in Berlin until Friday. <!-- ephemeral 2026-10-18 src:4 -->\n")
+	b.WriteString("- ana drinks green tea <!-- durable 2026-09-01 src:5 -->\n")
+	b.WriteString("- Ana lives in Porto. <!-- durable 2026-10-20 src:6 -->\n")
+	return b.String()
+}
+
+// keys are the facts of a memory text, by memline.Key.
+func keys(text string) map[string]bool {
+	out := map[string]bool{}
+	for _, it := range memline.ParseFile([]byte(text)).Items {
+		if it.Fact {
+			out[memline.Key(it.Line.Text)] = true
+		}
+	}
+	return out
+}
+
+// hotOf counts the scope's memory as the deep Dream does.
+func hotOf(t *testing.T, e *env) int {
+	t.Helper()
+	var c tokens.Counter
+	n := 0
+	for _, rel := range []string{"SOUL.md", "USER.md", "memory/MEMORY.md"} {
+		for _, line := range strings.Split(e.read(rel), "\n") {
+			if strings.TrimSpace(line) != "" {
+				n += c.Count(line) + 1
+			}
+		}
+	}
+	return n
+}
+
+// deepEnv is a workspace whose USER.md is monthsOfUser, committed, with
+// the clock on 2026-11-27.
+func deepEnv(t *testing.T) (*env, string) {
+	e := newEnv(t)
+	user := monthsOfUser()
+	testkit.WriteFile(t, e.ws, "USER.md", user)
+	if _, err := e.repo.CommitPaths([]string{"USER.md"}, "months of facts", ""); err != nil {
+		t.Fatal(err)
+	}
+	now := day("2026-11-27")
+	e.now = func() time.Time { return now }
+	return e, user
+}
+
+// Asked for by the prompt, a deep Dream brings a scope over its budget
+// back under its target with the rule-following model: duplicates and a
+// correction merged (the later value and date kept), the expired plan
+// retired, the permanent rule kept, the rest moved out by the model's
+// second, firmer pass; hot and cold memory together hold every fact, and
+// one "dream: deep" commit holds both files.
+func TestDeepDreamBringsAScopeUnderBudget(t *testing.T) {
+	e, before := deepEnv(t)
+	e.srv.SetResponder(llmtest.MemoryModel)
+	d := e.dreamer(Config{HotTokens: 1000})
+	if err := d.Ledger().RequestDeep(DefaultScope); err != nil {
+		t.Fatal(err)
+	}
+	// A restart does not forget the request.
+	d = e.dreamer(Config{HotTokens: 1000})
+	if got := d.Ledger().DeepRequested(); len(got) != 1 || got[0] != DefaultScope {
+		t.Fatalf("requests after a restart = %v", got)
+	}
+	start := hotOf(t, e)
+	if start <= 1000 {
+		t.Fatalf("the test's memory is within its budget already: %d tokens", start)
+	}
+
+	rep, err := d.Run(context.Background(), TriggerManual, AllScopes(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Deep) != 1 {
+		t.Fatalf("deep Dreams = %+v", rep.Deep)
+	}
+	dr := rep.Deep[0]
+	if dr.Passes != 2 || dr.Merged != 2 || dr.Retired != 1 || dr.Reviewed == 0 {
+		t.Errorf("deep Dream = %+v; want 2 passes, 2 merged, 1 retired, some moved out by the model", dr)
+	}
+	if n := hotOf(t, e); n > 800 || dr.After != n {
+		t.Errorf("memory after the deep Dream: %d tokens (report %d), want at most 800 (0.8 of 1000)", n, dr.After)
+	}
+	user, cold := e.read("USER.md"), e.read("memory/COLD.md")
+	for k := range keys(before) {
+		if !keys(user)[k] && !keys(cold)[k] {
+			t.Errorf("fact lost: %q is in neither USER.md nor COLD.md", k)
+		}
+	}
+	if got := e.lineOf("USER.md", "Portuguese"); got != "- Ana wants answers in Portuguese. <!-- permanent 2024-11-01 src:1 -->" {
+		t.Errorf("the permanent rule: %q", got)
+	}
+	if got := e.lineOf("USER.md", "lives"); got != "- Ana lives in Porto. <!-- durable 2026-10-20 src:2,6 -->" {
+		t.Errorf("the corrected fact: %q", got)
+	}
+	if strings.Contains(user, "Lisbon") || !strings.Contains(cold, "Lisbon") {
+		t.Error("the old value is not in cold memory alone")
+	}
+	if strings.Contains(user, "Berlin") || !strings.Contains(cold, "retired: ephemeral") {
+		t.Errorf("the 40-day-old plan did not retire:\n%s", cold)
+	}
+	if n := strings.Count(strings.ToLower(user), "drinks green tea"); n != 1 {
+		t.Errorf("the duplicate: %d lines", n)
+	}
+	c := e.log(1)[0]
+	if !strings.HasPrefix(c.Subject, DeepSubject) || c.Short != dr.Commit || rep.Commit != dr.Commit {
+		t.Errorf("commit %q (%s), report %s / %s", c.Subject, c.Short, dr.Commit, rep.Commit)
+	}
+	if st, err := e.repo.Status(nil); err != nil || !st.Empty() {
+		t.Errorf("files differ from HEAD after the deep Dream: %+v, %v", st, err)
+	}
+	if got := d.Ledger().DeepRequested(); len(got) != 0 {
+		t.Errorf("request still there: %v", got)
+	}
+	if p := e.progress(); p.SinceDeep != 0 || p.LastDeep == nil {
+		t.Errorf("progress: %+v", p)
+	}
+	e.checkWire()
+
+	// Under its target, the next Dream makes no deep Dream.
+	rep, err = d.Run(context.Background(), TriggerManual, AllScopes(), nil)
+	if err != nil || len(rep.Deep) != 0 || rep.Outcome != OutcomeNothingNew {
+		t.Errorf("the next Dream: %+v, %v", rep, err)
+	}
+}
+
+// A model that never shrinks anything still leaves the scope under its
+// target: the program moves the lowest-priority, oldest lines out (never
+// the permanent one), each one into cold memory and the commit, and a
+// restore of the deep Dream brings them back.
+func TestDeepDreamWhoseModelDoesNotShrink(t *testing.T) {
+	e, before := deepEnv(t)
+	e.srv.SetResponder(func(llmtest.Request) llmtest.Reply { return llmtest.Text("DONE") })
+	// Over the share of its budget, the scope is due without a request.
+	d := e.dreamer(Config{HotTokens: 1000, DeepAtShare: 0.5})
+	rep, err := d.Run(context.Background(), TriggerManual, AllScopes(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Deep) != 1 {
+		t.Fatalf("deep Dreams = %+v", rep.Deep)
+	}
+	dr := rep.Deep[0]
+	if dr.Passes != 2 || dr.Budget == 0 || dr.Merged != 0 {
+		t.Errorf("deep Dream = %+v; want 2 passes and lines moved out by the program", dr)
+	}
+	if n := hotOf(t, e); n > 500 {
+		t.Errorf("memory after the deep Dream: %d tokens, want at most 500", n)
+	}
+	user, cold := e.read("USER.md")+e.read("memory/MEMORY.md"), e.read("memory/COLD.md")
+	before += initMemory
+	for k := range keys(before) {
+		if !keys(user)[k] && !keys(cold)[k] {
+			t.Errorf("fact lost: %q is in neither hot nor cold memory", k)
+		}
+	}
+	if h, c, b := len(memline.ParseFile([]byte(user)).Facts()), len(memline.ParseFile([]byte(cold)).Facts()), len(memline.ParseFile([]byte(before)).Facts()); h+c != b {
+		t.Errorf("%d lines in hot and %d in cold memory, want %d in all\n%s\n%s", h, c, b, user, cold)
+	}
+	if !strings.Contains(user, "Portuguese") || !strings.Contains(cold, reasonBudget) {
+		t.Errorf("USER.md:\n%s\nCOLD.md:\n%s", user, cold)
+	}
+	// The undated and oldest durable lines left first: the newest stay.
+	if !strings.Contains(user, "Ana lives in Porto.") {
+		t.Errorf("the newest fact moved out before older ones:\n%s", user)
+	}
+
+	if _, err := d.Restore(dr.Commit, AllScopes()); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.read("USER.md") + e.read("memory/MEMORY.md"); got != before {
+		t.Errorf("USER.md after the restore:\n%s", got)
+	}
+	if _, err := os.Stat(filepath.Join(e.ws, "memory", "COLD.md")); !os.IsNotExist(err) {
+		t.Errorf("cold memory after the restore: %v", err)
+	}
+}
+
+// Every DeepEvery Dreams of a scope, a deep Dream merges and retires even
+// within the budget; the count starts again after it.
+func TestDeepDreamEveryNDreams(t *testing.T) {
+	e, _ := deepEnv(t)
+	e.srv.SetResponder(llmtest.MemoryModel)
+	d := e.dreamer(Config{DeepEvery: 2})
+	for i := range 2 {
+		e.hist.seed(t, i+1, 1, func(int) string { return fmt.Sprintf("- Ana uses tool number %d.", i) })
+		rep, err := d.Run(context.Background(), TriggerManual, AllScopes(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := i == 1; (len(rep.Deep) == 1) != want {
+			t.Fatalf("Dream %d: deep Dreams %+v, want one: %v", i+1, rep.Deep, want)
+		}
+	}
+	if p := e.progress(); p.SinceDeep != 0 {
+		t.Errorf("count after the deep Dream: %d", p.SinceDeep)
+	}
+	user := e.read("USER.md")
+	if strings.Contains(user, "Berlin") || strings.Contains(user, "Lisbon") || strings.Count(strings.ToLower(user), "drinks green tea") != 1 {
+		t.Errorf("USER.md after the deep Dream:\n%s", user)
+	}
+}
+
+func TestParseDeep(t *testing.T) {
+	ops := parseDeep("Sure.\n- MERGE U1, U4: - Ana drinks tea.\n**MOVE** m2 M3\nMERGE U5:\n1. move S1\nDONE")
+	want := []deepOp{{merge: true, ids: []string{"U1", "U4"}, text: "Ana drinks tea."}, {ids: []string{"M2", "M3"}}, {ids: []string{"S1"}}}
+	if fmt.Sprint(ops) != fmt.Sprint(want) {
+		t.Errorf("ops = %+v, want %+v", ops, want)
+	}
+}
+
+// A permanent line is never moved out by the model, an unknown or reused
+// id does nothing, and a merge keeps the best priority, the newest date
+// and every source.
+func TestApplyDeepRules(t *testing.T) {
+	f := &deepFile{rel: fileUser, f: memline.ParseFile([]byte("# User\n- A. <!-- permanent 2025-01-01 src:1 -->\n- B. <!-- ephemeral 2026-03-01 src:2 -->\n- C. <!-- durable 2026-02-01 src:3 -->\n"))}
+	res := applyDeep([]*deepFile{f}, []deepOp{{ids: []string{"U1", "U9"}}, {merge: true, ids: []string{"U2", "U3"}, text: "B and C."}, {ids: []string{"U3"}}})
+	if got := string(f.f.Bytes()); got != "# User\n- A. <!-- permanent 2025-01-01 src:1 -->\n- B and C. <!-- durable 2026-03-01 src:2,3 -->\n" {
+		t.Errorf("file:\n%s", got)
+	}
+	if res.merged != 1 || res.reviewed != 0 || res.refused != 3 || coldCount(res.cold) != 2 {
+		t.Errorf("applied = %+v", res)
+	}
+}
