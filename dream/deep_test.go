@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/dreamgate/dreamgate/internal/memline"
+	"github.com/dreamgate/dreamgate/internal/testkit"
 	"github.com/dreamgate/dreamgate/internal/tokens"
 	"github.com/dreamgate/dreamgate/llm/llmtest"
-	"github.com/dreamgate/dreamgate/internal/testkit"
 )
 
 // monthsOfUser is a USER.md after months: 60 durable facts of 2026, a
