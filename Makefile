@@ -29,7 +29,7 @@ RACE      = $(if $(CC_FOUND),-race,)
 TEST_CGO  = $(if $(CC_FOUND),1,0)
 TEST_NOTE = $(if $(CC_FOUND),race detector on (C compiler $(CC_FOUND)),NO RACE DETECTOR: no C compiler ($(shell $(GO) env CC)) found; install gcc or clang to test with -race)
 
-.PHONY: build run test chaos bench bench-tokens lint release clean
+.PHONY: build run test chaos bench bench-tokens screenshots lint release clean
 
 # Go says nothing while it compiles, and the first time it also fetches and
 # compiles every module: say so, or a first `make run` looks hung.
@@ -65,6 +65,13 @@ bench:
 # bench (which skips it and says so).
 bench-tokens:
 	DREAMGATE_BENCH_TOKENS=1 $(GO) test -run '^$$' -bench '^BenchmarkTokens(ByFacts)?$$' -benchtime 1x -count=1 -timeout 60m ./cmd/dreamgate/
+
+# The memory page's pictures in docs/img (docs/web.md, README), taken by
+# its browser test in headless Chromium through the built binary. Needs
+# Debian's chromium (or DREAMGATE_BROWSER naming a Chrome); the test says
+# it skipped when there is none, and nothing is written.
+screenshots:
+	$(GO) test -count=1 -run '^TestWebPageInABrowser$$' -v ./cmd/dreamgate/ -web-screenshots=$(CURDIR)/docs/img
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

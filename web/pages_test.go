@@ -204,3 +204,19 @@ func TestSecurityHeadersAndNoSecrets(t *testing.T) {
 	mustNotContain(t, page.body, value)
 	mustContain(t, page.body, "slack user UANA")
 }
+
+// A commit body's fenced diff is left out of the page, which shows the
+// diff itself; the rest of the body stays.
+func TestCommitBodyWithoutDiff(t *testing.T) {
+	for _, c := range []struct{ body, want string }{
+		{"USER.md: +1 -0\n1 file changed, 1 insertion(+)\n\n```diff\n+- a\n```\nScope: team-slack-t1",
+			"USER.md: +1 -0\n1 file changed, 1 insertion(+)\n\nScope: team-slack-t1"},
+		{"a: +1 -0\n\n````diff\n+```go\n+x\n+```\n````", "a: +1 -0"},
+		{"Asked for on the memory page by the operator.", "Asked for on the memory page by the operator."},
+		{"```diff\n+- never closed", "```diff\n+- never closed"},
+	} {
+		if got := withoutDiff(c.body); got != c.want {
+			t.Errorf("withoutDiff(%q) = %q, want %q", c.body, got, c.want)
+		}
+	}
+}

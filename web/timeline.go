@@ -196,10 +196,31 @@ func (s *Server) commit(w http.ResponseWriter, r *http.Request, v *Viewer) {
 	d := commitData{Commit: c, Kind: commitKind(c.Subject), Files: diff.Files, Diff: diffLines(diff.Unified),
 		Restored: r.URL.Query().Get("restored") == "1"}
 	if v.Operator {
-		d.Body = c.Body
+		d.Body = withoutDiff(c.Body)
 	}
 	d.CanRestore = v.Admin && s.deps.Dream != nil && strings.HasPrefix(c.Subject, dream.SubjectPrefix)
 	s.render(w, r, v, http.StatusOK, "commit", c.Subject, "timeline", d)
+}
+
+// withoutDiff is a commit body without the fenced diff block Dream's
+// and hand edits' bodies carry (gitstore's Summary): the page shows that
+// diff already, coloured and cut to the viewer's files. The fence is a run
+// of three or more backticks, longer than any in the diff.
+func withoutDiff(body string) string {
+	lines := strings.Split(body, "\n")
+	for i, l := range lines {
+		fence, ok := strings.CutSuffix(l, "diff")
+		if !ok || len(fence) < 3 || strings.Trim(fence, "`") != "" {
+			continue
+		}
+		for j := i + 1; j < len(lines); j++ {
+			if lines[j] == fence {
+				kept := append(lines[:i:i], lines[j+1:]...)
+				return strings.TrimSpace(strings.Join(kept, "\n"))
+			}
+		}
+	}
+	return body
 }
 
 func isUnknown(err error) bool {
