@@ -263,6 +263,9 @@ func (a *app) gateway(withDream bool) (*gateway.Gateway, *dream.Dreamer) {
 		} else {
 			deps.Dream = d
 			deps.MemoryLog = a.repo
+			// A scope over its budget in a prompt gets a deep Dream at
+			// the next Dream.
+			deps.Deep = d.Ledger()
 		}
 	}
 	g := gateway.New(gateway.Config{
@@ -318,7 +321,14 @@ func (a *app) dreamer() (*dream.Dreamer, error) {
 		// Each batch has Dream's own deadline; the run reads at most this
 		// many of them.
 		MaxBatchesPerRun: a.cfg.Dream.MaxBatchesPerRun,
+		EphemeralDays:    a.cfg.Dream.EphemeralDays,
+		DeepEvery:        a.cfg.Dream.DeepEvery,
+		DeepAtShare:      a.cfg.Dream.DeepAtShare,
+		// The prompt's budget, counted with the prompt's tokenizer: a
+		// scope Dream leaves under it is under it in every prompt.
+		HotTokens: a.cfg.hotTokens(),
 	}, dream.Deps{
+		Counter:  a.tokens,
 		Model:    a.observedModel(),
 		History:  a.history,
 		Repo:     repo,

@@ -87,6 +87,14 @@ type DreamConfig struct {
 	// MaxBatchesPerRun bounds how many batches one run reads when a
 	// backlog waits.
 	MaxBatchesPerRun int `json:"maxBatchesPerRun"`
+	// EphemeralDays is the age in days (since last confirmed) past which
+	// an ephemeral memory line retires to cold memory.
+	EphemeralDays int `json:"ephemeralDays"`
+	// DeepEvery is the number of a scope's Dreams between two of its deep
+	// Dreams; DeepAtShare the share of memory.hotTokens past which a
+	// scope gets one at once, and which it is compacted back under.
+	DeepEvery   int     `json:"deepEvery"`
+	DeepAtShare float64 `json:"deepAtShare"`
 }
 
 // MemoryConfig is how memory is kept across audiences.
@@ -229,7 +237,8 @@ func defaultConfig() Config {
 		},
 		Agent: AgentConfig{MaxToolIterations: 20, ConsolidateRatio: 0.5, TargetRatio: 0.3,
 			ConversationTokens: defaultConversationTokens, IdleCompactAfterMinutes: 15},
-		Dream:  DreamConfig{Enabled: true, Cron: "0 */2 * * *", Timezone: "UTC", MaxBatchSize: 20, MaxIterations: 10, MaxBatchesPerRun: 5},
+		Dream: DreamConfig{Enabled: true, Cron: "0 */2 * * *", Timezone: "UTC", MaxBatchSize: 20, MaxIterations: 10, MaxBatchesPerRun: 5,
+			EphemeralDays: dream.DefaultEphemeralDays, DeepEvery: dream.DefaultDeepEvery, DeepAtShare: dream.DefaultDeepAtShare},
 		Memory: MemoryConfig{Scoped: true},
 		Gateway: GatewayConfig{
 			HealthAddr: "127.0.0.1:18790", MaxConcurrentTurns: 8, MaxMessageBytes: 64 << 10, AnswerPendingMinutes: 10,
@@ -439,6 +448,15 @@ func (c *Config) Validate() error {
 	}
 	if c.Dream.MaxBatchesPerRun < 1 {
 		return bad("dream.maxBatchesPerRun", "must be at least 1, got %d", c.Dream.MaxBatchesPerRun)
+	}
+	if c.Dream.EphemeralDays < 1 {
+		return bad("dream.ephemeralDays", "must be at least 1, got %d", c.Dream.EphemeralDays)
+	}
+	if c.Dream.DeepEvery < 1 {
+		return bad("dream.deepEvery", "must be at least 1, got %d", c.Dream.DeepEvery)
+	}
+	if !(c.Dream.DeepAtShare > 0 && c.Dream.DeepAtShare <= 1) {
+		return bad("dream.deepAtShare", "must be a share of memory.hotTokens above 0 and at most 1 (0.8 is 80%%), got %g", c.Dream.DeepAtShare)
 	}
 	for i, a := range c.Admins {
 		ch, id, ok := strings.Cut(a, ":")

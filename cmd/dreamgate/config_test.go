@@ -52,6 +52,17 @@ func TestConfigMistakesAreNamed(t *testing.T) {
 	h.set("memory.hotTokens", 40000)
 	check(h.run("status"), "memory.hotTokens", "got 40000")
 	h.set("memory.hotTokens", 0)
+	h.set("dream.deepAtShare", 1.5)
+	check(h.run("status"), "dream.deepAtShare", "above 0 and at most 1", "got 1.5")
+	h.set("dream.deepAtShare", "high")
+	check(h.run("status"), "dream.deepAtShare: must be a number, not a string")
+	h.set("dream.deepAtShare", 0.7)
+	h.set("dream.deepEvery", 0)
+	check(h.run("status"), "dream.deepEvery", "at least 1, got 0")
+	h.set("dream.deepEvery", 5)
+	h.set("dream.ephemeralDays", -1)
+	check(h.run("status"), "dream.ephemeralDays", "at least 1, got -1")
+	h.set("dream.ephemeralDays", 14)
 	if r := h.run("status"); r.code == 2 {
 		t.Errorf("channels off without tokens refused: %s", r.stderr)
 	}
