@@ -133,8 +133,8 @@ func TestDeepDreamBringsAScopeUnderBudget(t *testing.T) {
 		t.Errorf("the duplicate: %d lines", n)
 	}
 	c := e.log(1)[0]
-	if !strings.HasPrefix(c.Subject, DeepSubject) || c.Short != dr.Commit || rep.Commit != dr.Commit {
-		t.Errorf("commit %q (%s), report %s / %s", c.Subject, c.Short, dr.Commit, rep.Commit)
+	if !strings.HasPrefix(c.Subject, DeepSubject) || c.Short != dr.Commit || rep.Outcome != OutcomeCompleted {
+		t.Errorf("commit %q (%s), report %s, %s", c.Subject, c.Short, dr.Commit, rep.Outcome)
 	}
 	if st, err := e.repo.Status(nil); err != nil || !st.Empty() {
 		t.Errorf("files differ from HEAD after the deep Dream: %+v, %v", st, err)

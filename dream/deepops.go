@@ -253,12 +253,10 @@ func (r *Report) addDeep(s audience.Scope, dr DeepReport) {
 		t.ColdLines += dr.ColdLines
 		t.Usage = t.Usage.Add(dr.Usage)
 		t.Calls += dr.Passes
-		if dr.Commit != "" {
-			if t.Outcome == OutcomeNothingNew || t.Outcome == "" {
-				t.Outcome = OutcomeCompleted
-			}
-			t.Commit = dr.Commit
-			t.Commits = append(t.Commits, dr.Commit)
+		// A deep commit is told apart (Deep), not among the batches'
+		// Commits; a run that made one has not found "nothing new".
+		if dr.Commit != "" && (t.Outcome == OutcomeNothingNew || t.Outcome == "") {
+			t.Outcome = OutcomeCompleted
 		}
 	}
 }

@@ -263,10 +263,13 @@ func (a *app) gateway(withDream bool) (*gateway.Gateway, *dream.Dreamer) {
 		} else {
 			deps.Dream = d
 			deps.MemoryLog = a.repo
-			// A scope over its budget in a prompt gets a deep Dream at
-			// the next Dream.
-			deps.Deep = d.Ledger()
 		}
+	}
+	if a.cfg.Dream.Enabled {
+		// A scope over its budget in a prompt gets a deep Dream at the
+		// next Dream, this process's or the running gateway's (a one-shot
+		// chat records the request in the ledger's file for it).
+		deps.Deep = a.ledger(d)
 	}
 	g := gateway.New(gateway.Config{
 		Workspace:         a.cfg.Workspace,

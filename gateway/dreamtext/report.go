@@ -22,7 +22,14 @@ func Report(r dream.Report) string {
 		b.WriteString("Dream: nothing new to read.")
 		return b.String()
 	case dream.OutcomeCompleted:
-		b.WriteString(doneText(r))
+		if r.Entries > 0 || r.Batches > 0 || len(r.Deep) == 0 {
+			b.WriteString(doneText(r))
+		} else {
+			b.WriteString("Dream: nothing new to read.")
+		}
+		if dt := deepText(r.Deep); dt != "" {
+			b.WriteString(" " + dt)
+		}
 		if r.ManualCommit != "" {
 			fmt.Fprintf(&b, " Hand edits made since the last Dream were saved first (commit %s).", r.ManualCommit)
 		}
@@ -72,6 +79,39 @@ func PublicReport(r dream.Report) string {
 		r.Reason = r.PublicReason
 	}
 	return Report(r)
+}
+
+// deepText says what the run's deep Dreams did ("" when none changed
+// anything), in counts: a deep Dream's scope is not for every reader.
+func deepText(deep []dream.DeepReport) string {
+	var commits []string
+	merged, cold := 0, 0
+	for _, d := range deep {
+		if d.Commit == "" {
+			continue
+		}
+		commits = append(commits, d.Commit)
+		merged += d.Merged
+		cold += d.ColdLines
+	}
+	if len(commits) == 0 {
+		return ""
+	}
+	var parts []string
+	if merged > 0 {
+		parts = append(parts, plural(merged, "line", "lines")+" merged away")
+	}
+	if cold > 0 {
+		parts = append(parts, plural(cold, "line", "lines")+" moved to cold memory")
+	}
+	if len(parts) == 0 {
+		parts = append(parts, "lines rewritten")
+	}
+	word := "commit"
+	if len(commits) > 1 {
+		word = "commits"
+	}
+	return fmt.Sprintf("Deep Dream: %s (%s %s); nothing is deleted, and a restore of the %s puts the lines back.", strings.Join(parts, ", "), word, strings.Join(commits, ", "), word)
 }
 
 // doneText says what the completed batches of a run did.

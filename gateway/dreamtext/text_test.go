@@ -29,6 +29,11 @@ func TestReport(t *testing.T) {
 			Files: []dream.FileChange{{Path: "SOUL.md", Changes: 1}}},
 			"Dream: 1 change to SOUL.md (commit 1a2b3c4d), 1 history entry read."},
 		{"nothing worth changing", dream.Report{Outcome: dream.OutcomeCompleted, Entries: 14}, "Dream: read 14 entries, nothing worth changing."},
+		{"a deep Dream alone", dream.Report{Outcome: dream.OutcomeCompleted, Deep: []dream.DeepReport{{Merged: 2, ColdLines: 40, Commit: "dee9dee9"}}},
+			"Dream: nothing new to read. Deep Dream: 2 lines merged away, 40 lines moved to cold memory (commit dee9dee9); nothing is deleted, and a restore of the commit puts the lines back."},
+		{"a batch and two deep Dreams", dream.Report{Outcome: dream.OutcomeCompleted, Entries: 1, Commit: "1a2b3c4d", Changes: 1,
+			Files: []dream.FileChange{{Path: "USER.md", Changes: 1}}, Deep: []dream.DeepReport{{ColdLines: 1, Commit: "dee9dee9"}, {Merged: 1, Commit: "dee8dee8"}, {Why: "failed"}}},
+			"Dream: 1 change to USER.md (commit 1a2b3c4d), 1 history entry read. Deep Dream: 1 line merged away, 1 line moved to cold memory (commits dee9dee9, dee8dee8); nothing is deleted, and a restore of the commits puts the lines back."},
 		// Phase 1 found something but the files did not change (already
 		// there, or every edit failed): the reply must not say there was
 		// nothing worth changing.
