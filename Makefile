@@ -48,7 +48,7 @@ test:
 	CGO_ENABLED=$(TEST_CGO) $(GO) test $(RACE) -count=1 ./...
 
 # The chaos suite in full: kill -9 after every named write, model faults,
-# socket drops, invariants after each (README, Develop). make test runs a
+# socket drops, invariants after each (docs/development.md). make test runs a
 # bounded part of it.
 chaos:
 	CHAOS=full CGO_ENABLED=$(TEST_CGO) $(GO) test $(RACE) -count=1 -timeout 30m -run 'Chaos' -v ./cmd/dreamgate/
