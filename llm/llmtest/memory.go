@@ -90,7 +90,9 @@ func lastOfRole(msgs []llm.Message, role string) string {
 }
 
 // transcriptLine matches "[2026-04-03 00:02] USER: …" and "TOOL read_file: …".
-var transcriptLine = regexp.MustCompile(`^(?:\[[^\]]*\] )?(USER|ASSISTANT|TOOL|SYSTEM)\b[^:]*: ?(.*)$`)
+// "[…] ASSISTANT [calls recall(query=x)]" has no colon: a turn of its own
+// with nothing to keep.
+var transcriptLine = regexp.MustCompile(`^(?:\[[^\]]*\] )?(USER|ASSISTANT|TOOL|SYSTEM)\b([^:]*)(?:: ?(.*))?$`)
 
 func memArchive(transcript string) string {
 	var facts []string
@@ -98,7 +100,10 @@ func memArchive(transcript string) string {
 	for _, line := range strings.Split(transcript, "\n") {
 		text := line
 		if m := transcriptLine.FindStringSubmatch(line); m != nil {
-			role, text = m[1], m[2]
+			role, text = m[1], m[3]
+			if role == "TOOL" && strings.TrimSpace(m[2]) == recallTool {
+				role = "" // what recall found was archived before
+			}
 		}
 		if role != "USER" && role != "TOOL" {
 			continue
@@ -289,13 +294,45 @@ func memEdit(r Request, prompt string) Reply {
 		if files[name] == orig[name] {
 			continue
 		}
-		args, _ := json.Marshal(map[string]string{"path": name, "old_text": orig[name], "new_text": files[name]})
+		oldText, newText := narrowEdit(orig[name], files[name])
+		args, _ := json.Marshal(map[string]string{"path": name, "old_text": oldText, "new_text": newText})
 		calls = append(calls, llm.ToolCall{Name: "edit_file", Arguments: string(args)})
 	}
 	if len(calls) == 0 {
 		return Text("Nothing to change.")
 	}
 	return Reply{ToolCalls: calls}
+}
+
+// narrowEdit is the smallest edit_file turning before into after that a
+// careful model would send: the lines that differ, with the line before
+// them when they are only added, provided that text is found once in
+// before; else the whole text. (Whole files grow each edit's tokens with
+// the memory, and months of memory made Dream's calls slow.)
+func narrowEdit(before, after string) (oldText, newText string) {
+	p := 0
+	for p < len(before) && p < len(after) && before[p] == after[p] {
+		p++
+	}
+	q := 0
+	for q < len(before)-p && q < len(after)-p && before[len(before)-1-q] == after[len(after)-1-q] {
+		q++
+	}
+	// Whole lines: start after a line break, end before one.
+	p = strings.LastIndexByte(before[:p], '\n') + 1
+	if i := strings.IndexByte(before[len(before)-q:], '\n'); i >= 0 {
+		q -= i
+	} else {
+		q = 0
+	}
+	if p == len(before)-q && p > 0 { // only added: anchor on the line before
+		p = strings.LastIndexByte(before[:p-1], '\n') + 1
+	}
+	oldText, newText = before[p:len(before)-q], after[p:len(after)-q]
+	if oldText == "" || strings.Count(before, oldText) != 1 {
+		return before, after
+	}
+	return oldText, newText
 }
 
 // takeRunes returns the first n runes of s.
@@ -373,10 +410,19 @@ func words(s string) map[string]bool {
 		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
 	}) {
 		if len(w) >= 3 && !stopWords[w] {
-			out[w] = true
+			out[stem(w)] = true
 		}
 	}
 	return out
+}
+
+// stem folds a plural or third-person "s" ("leaves", "leave"), so that a
+// question and the line answering it share their words as a reader sees.
+func stem(w string) string {
+	if len(w) > 4 && strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss") {
+		return w[:len(w)-1]
+	}
+	return w
 }
 
 // memAnswer picks the memory line that best matches the question.
@@ -440,8 +486,8 @@ func recallAnswer(result, question string) string {
 		}
 		// "- when, where: text"
 		_, text, ok := strings.Cut(line, ": ")
-		if !ok {
-			continue
+		if !ok || strings.HasSuffix(strings.TrimSpace(text), "?") {
+			continue // a question asked before answers nothing
 		}
 		n := 0
 		for w := range words(text) {
@@ -466,9 +512,9 @@ func sortedWords(s string) []string {
 	for _, w := range strings.FieldsFunc(strings.ToLower(s), func(r rune) bool {
 		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
 	}) {
-		if keep[w] {
+		if keep[stem(w)] {
 			out = append(out, w)
-			delete(keep, w)
+			delete(keep, stem(w))
 		}
 	}
 	return out
