@@ -105,6 +105,8 @@ func TestDeepDreamBringsAScopeUnderBudget(t *testing.T) {
 		t.Fatalf("deep Dreams = %+v", rep.Deep)
 	}
 	dr := rep.Deep[0]
+	t.Logf("deep Dream: %d -> %d tokens (target %d), %d merged, %d retired, %d moved by the model, %d by the program; %d passes, %d prompt + %d completion tokens",
+		dr.Before, dr.After, dr.Target, dr.Merged, dr.Retired, dr.Reviewed, dr.Budget, dr.Passes, dr.Usage.PromptTokens, dr.Usage.CompletionTokens)
 	if dr.Passes != 2 || dr.Merged != 2 || dr.Retired != 1 || dr.Reviewed == 0 {
 		t.Errorf("deep Dream = %+v; want 2 passes, 2 merged, 1 retired, some moved out by the model", dr)
 	}
