@@ -258,9 +258,22 @@ func (p *PromptBuilder) HotUsage(s audience.Scope) HotUsage {
 	if p.hot.Tokens == 0 {
 		return u
 	}
-	for _, rel := range workspace.MemoryFiles() {
+	// Counted again only when a file changed: the memory page asks at
+	// every view, and counting a full scope's lines is most of its time.
+	var texts [3]string
+	var gens [3]uint64
+	for i, rel := range workspace.MemoryFiles() {
 		skip := s != audience.Default || rel != workspace.Soul
-		text, _ := p.file(path.Join(s.Dir(), rel), rel, skip)
+		texts[i], gens[i] = p.file(path.Join(s.Dir(), rel), rel, skip)
+	}
+	p.mu.Lock()
+	c, ok := p.usage[s]
+	p.mu.Unlock()
+	if ok && c.gens == gens {
+		u.Tokens = c.tokens
+		return u
+	}
+	for _, text := range texts {
 		if text == "" {
 			continue
 		}
@@ -269,5 +282,17 @@ func (p *PromptBuilder) HotUsage(s audience.Scope) HotUsage {
 			u.Tokens += p.hot.Counter.Count(line) + 1
 		}
 	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.usage) >= maxCachedFiles {
+		clear(p.usage)
+	}
+	p.usage[s] = cachedUsage{gens: gens, tokens: u.Tokens}
 	return u
+}
+
+// cachedUsage is a scope's HotUsage tokens for its files' versions.
+type cachedUsage struct {
+	gens   [3]uint64
+	tokens int
 }

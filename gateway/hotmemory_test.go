@@ -304,8 +304,17 @@ func TestHotUsageCountsTheScopeAsThePromptShowsIt(t *testing.T) {
 	if u.Tokens != want {
 		t.Errorf("Tokens = %d, want %d", u.Tokens, want)
 	}
-	if u := p.HotUsage(audience.Default); u.Tokens == 0 || u.Tokens > u.Budget || u.Shown != u.Total || u.Total != 3 {
-		t.Errorf("within budget: %+v", u)
+	if again := p.HotUsage(team); again != u {
+		t.Errorf("asked again without a change: %+v, then %+v", u, again)
+	}
+	within := p.HotUsage(audience.Default)
+	if within.Tokens == 0 || within.Tokens > within.Budget || within.Shown != within.Total || within.Total != 3 {
+		t.Errorf("within budget: %+v", within)
+	}
+	// A changed file is counted again (the count is kept until then).
+	hotFacts(t, ws, audience.Default, 6, memline.Durable)
+	if more := p.HotUsage(audience.Default); more.Total != 6 || more.Tokens <= within.Tokens {
+		t.Errorf("after the file grew from 3 to 6 lines: %+v, before %+v", more, within)
 	}
 	if u := NewPromptBuilder(ws, nil).HotUsage(team); u.Budget != 0 || u.Tokens != 0 || u.Shown != 400 {
 		t.Errorf("without a budget: %+v", u)

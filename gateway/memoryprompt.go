@@ -75,6 +75,7 @@ type PromptBuilder struct {
 	gen   uint64 // counts reads, so a part knows its files' versions
 	files map[string]cachedFile
 	parts map[partKey]cachedPart
+	usage map[audience.Scope]cachedUsage
 	// over are the scopes found over their budget since TakeOverBudget
 	// last asked.
 	over map[audience.Scope]bool
@@ -107,7 +108,7 @@ func NewPromptBuilder(dir string, logger *slog.Logger) *PromptBuilder {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	return &PromptBuilder{dir: dir, logger: logger, files: map[string]cachedFile{},
-		parts: map[partKey]cachedPart{}, over: map[audience.Scope]bool{}}
+		parts: map[partKey]cachedPart{}, usage: map[audience.Scope]cachedUsage{}, over: map[audience.Scope]bool{}}
 }
 
 // WithHotMemory sets how memory fits the prompt; call it before the first

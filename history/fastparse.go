@@ -30,6 +30,19 @@ func scanCanonical(line []byte, keys, scopes *keyTable) (Entry, bool) {
 	return canonical(line, false, keys, scopes)
 }
 
+// cursorOf reads the cursor of a line that begins as every line this
+// package writes does ({"cursor":N,) without parsing the rest; ok is false
+// for any other line, and for one that names "cursor" again (encoding/json
+// would take the last). The line may still be invalid further on.
+func cursorOf(line []byte) (int, bool) {
+	p := canonParser{b: line}
+	if !p.byte('{') || !p.key(`"cursor"`) {
+		return 0, false
+	}
+	c, ok := p.cursor()
+	return c, ok && p.byte(',') && !bytes.Contains(p.b, []byte(`"cursor"`))
+}
+
 func canonical(line []byte, withContent bool, keys, scopes *keyTable) (e Entry, ok bool) {
 	p := canonParser{b: bytes.TrimSpace(line)}
 	if !p.byte('{') || !p.key(`"cursor"`) {

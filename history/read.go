@@ -353,8 +353,44 @@ func (s *Store) Entries(cursors ...int) ([]Entry, error) {
 	defer s.mu.Unlock()
 	var out []Entry
 	err := s.freshLocked(func() (err error) {
+		if low-1 < s.cache.floor {
+			out, err = s.scanCursorsLocked(want)
+			return err
+		}
 		out, err = s.selectLocked(low-1, len(want), func(_ string, _ audience.Scope, c int) bool { return want[c] })
 		return err
 	})
 	return out, err
+}
+
+// scanCursorsLocked reads the entries whose cursors want lists from the
+// file, stopping once it has them all. A line of the usual shape whose
+// cursor is not wanted is skipped on its cursor alone, unparsed: the
+// memory page's provenance of a line Dream has read is then a read of the
+// file, not a parse of every entry (100,000 entries: 400 ms parsed under
+// load). Any other line is parsed, as a scan does.
+func (s *Store) scanCursorsLocked(want map[int]bool) ([]Entry, error) {
+	var out []Entry
+	f, err := os.Open(s.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open history: %w", err)
+	}
+	defer f.Close()
+	n, err := readLines(f, func(line []byte, _ int64) bool {
+		if c, ok := cursorOf(line); ok && !want[c] {
+			return true
+		}
+		if e, ok := s.parseLocked(line); ok && want[e.Cursor] {
+			out = append(out, e)
+		}
+		return len(out) < len(want)
+	})
+	s.readBytes += n
+	if err != nil {
+		return nil, fmt.Errorf("read history: %w", err)
+	}
+	return out, nil
 }

@@ -274,3 +274,47 @@ func TestEntriesByCursor(t *testing.T) {
 		t.Errorf("no cursors: %v, %v", got, err)
 	}
 }
+
+// Below the Dream cursor, Entries skips a line of the usual shape on its
+// cursor alone and parses any other: an entry written with its keys in
+// another order, or naming its cursor twice (the last counts, as
+// encoding/json reads it), is found as a full parse finds it.
+func TestEntriesBelowTheDreamCursorReadOddLines(t *testing.T) {
+	dir := t.TempDir()
+	s := openTestStore(t, dir, nil)
+	for i := range 4 {
+		if _, err := s.Append(fmt.Sprintf("- fact %d", i+1), "terminal:x"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "history.jsonl"), os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{
+		`{"timestamp": "2026-11-27 10:00", "cursor": 5, "content": "- odd order"}`,
+		`{"cursor": 6, "cursor": 7, "timestamp": "2026-11-27 10:00", "content": "- twice"}`,
+		`{"cursor": 8, "timestamp": "2026-11-27 10:00", "content": "- usual, \"cursor\" in the text"}`,
+	} {
+		if _, err := f.WriteString(line + "\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openTestStore(t, dir, nil)
+	if err := s.SetDreamCursor(8); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Entries(2, 5, 7, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := cursors(got); !slices.Equal(c, []int{2, 5, 7, 8}) {
+		t.Fatalf("cursors %v, want [2 5 7 8]", c)
+	}
+	if got[1].Content != "- odd order" || got[2].Content != "- twice" {
+		t.Errorf("entries %+v", got)
+	}
+}

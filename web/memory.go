@@ -141,6 +141,7 @@ func (s *Server) memoryScope(w http.ResponseWriter, r *http.Request, v *Viewer) 
 		return
 	}
 	d.Cold, d.ColdPages = cold, pages
+	d.ColdPage = min(d.ColdPage, pages) // past the last, the last is shown
 	if s.deps.Budget != nil {
 		u := s.deps.Budget.HotUsage(sc)
 		d.Usage = &usageView{HotUsage: u, Low: u.Budget * 8 / 10, High: u.Budget}
@@ -176,12 +177,17 @@ func (s *Server) readCold(sc audience.Scope, page int) (fileView, int, error) {
 		return f, 1, err
 	}
 	f.Exists = true
-	items := memline.ParseFile(data).Items
-	pages := max(1, (len(items)+coldPageLines-1)/coldPageLines)
+	// Only the page's lines are parsed: cold memory grows with every deep
+	// Dream, and a page shows coldPageLines of it. Lines are split as
+	// memline.ParseFile splits them, one item each.
+	text := strings.TrimSuffix(strings.ReplaceAll(string(data), "\r\n", "\n"), "\n")
+	lines := strings.Split(text, "\n")
+	pages := max(1, (len(lines)+coldPageLines-1)/coldPageLines)
 	page = min(page, pages)
 	from := (page - 1) * coldPageLines
-	to := min(from+coldPageLines, len(items))
-	f.Lines = lineViews(sc, workspace.Cold, items[from:to], from)
+	to := min(from+coldPageLines, len(lines))
+	items := memline.ParseFile([]byte(strings.Join(lines[from:to], "\n"))).Items
+	f.Lines = lineViews(sc, workspace.Cold, items, from)
 	return f, pages, nil
 }
 

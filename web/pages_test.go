@@ -220,3 +220,26 @@ func TestCommitBodyWithoutDiff(t *testing.T) {
 		}
 	}
 }
+
+// Cold memory is shown a page of coldPageLines at a time, each line with
+// its number in the file, its priority and date; a page past the last
+// shows the last.
+func TestColdMemoryPages(t *testing.T) {
+	f := newFixture(t, fixtureOpts{token: opToken})
+	var cold strings.Builder
+	for i := 1; i <= 2*coldPageLines+50; i++ {
+		fmt.Fprintf(&cold, "- Old team fact %d. <!-- ephemeral 2025-03-%02d src:1 -->\r\n", i, 1+i%28)
+	}
+	writeFile(t, f.dir, teamScope.Dir()+"/memory/COLD.md", cold.String())
+	c := f.operator()
+	for _, q := range []string{"3", "99"} {
+		page := c.get("/memory/" + string(teamScope) + "?cold=" + q).body
+		last := 2*coldPageLines + 50
+		mustContain(t, page, "Page 3 of 3", `id="memory-COLD-md-L401"`, "Old team fact 401.", fmt.Sprintf("Old team fact %d.", last),
+			fmt.Sprintf(`id="memory-COLD-md-L%d"`, last), "prio-ephemeral", fmt.Sprintf("2025-03-%02d", 1+last%28), "earlier lines")
+		mustNotContain(t, page, "Old team fact 400.", "later lines", "<!--")
+	}
+	page := c.get("/memory/" + string(teamScope) + "?cold=2").body
+	mustContain(t, page, "Page 2 of 3", `id="memory-COLD-md-L201"`, "Old team fact 201.", "Old team fact 400.", "earlier lines", "later lines")
+	mustNotContain(t, page, "Old team fact 200.", "Old team fact 401.")
+}
