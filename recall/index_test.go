@@ -3,9 +3,11 @@ package recall
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -93,6 +95,36 @@ func TestSearchRanksAllWordsThenNewest(t *testing.T) {
 	}
 	if got := f.search(t, "?!* \"\" :", s); len(got) != 0 {
 		t.Errorf("a query without words found %+v", got)
+	}
+}
+
+// In a long text of sentences alike, the snippet shows the rarest word
+// searched for, not the first common one: a message telling ten code
+// words is shown around the project asked about.
+func TestSnippetShowsTheRarestWord(t *testing.T) {
+	f := newFixture(t)
+	s := team1.Home()
+	var told []string
+	for n := 1; n <= 10; n++ {
+		told = append(told, fmt.Sprintf("The code word for project P%04d, as agreed at the planning meeting, is MAPLE%04dX.", n, n))
+	}
+	f.archive(t, s, strings.Join(told, " "), "k")
+	f.archive(t, s, "- the code word changes every month", "k")
+	f.update(t)
+	got := f.search(t, "code word project p0009", s)
+	if len(got) == 0 || !strings.Contains(got[0].Text, "P0009, as agreed at the planning meeting, is MAPLE0009X.") {
+		t.Fatalf("the best match does not show the project asked about: %+v", got)
+	}
+	if strings.HasPrefix(got[0].Text, "The code word for project P0001") {
+		t.Errorf("the snippet starts at the text's first common word: %q", got[0].Text)
+	}
+	// Whole sentences: no fact shown without its value, none begun
+	// mid-sentence.
+	text := strings.TrimSuffix(strings.TrimPrefix(got[0].Text, "…"), "…")
+	for _, sentence := range strings.SplitAfter(text, ". ") {
+		if !regexp.MustCompile(`^The code word for project P(\d{4}), as agreed at the planning meeting, is MAPLE(\d{4})X\. ?$`).MatchString(sentence) {
+			t.Errorf("the snippet %q holds a part of a sentence: %q", got[0].Text, sentence)
+		}
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/dreamgate/dreamgate/audience"
 )
@@ -135,6 +136,9 @@ func search(ctx context.Context, db *sql.DB, terms []string, readable []audience
 	defer conn.Close()
 	var ranges [][2]int64
 	scores := map[int64]float64{}
+	// rows counts each word's rows over the scopes searched (each scope's
+	// newest perTerm at most): the snippet shows the rarest word found.
+	rows := make(map[string]int, len(terms))
 	seen := map[audience.Scope]bool{}
 	for _, s := range readable {
 		if seen[s] {
@@ -156,6 +160,7 @@ func search(ctx context.Context, db *sql.DB, terms []string, readable []audience
 			if err != nil {
 				return res, err
 			}
+			rows[t] += len(ids)
 			if len(ids) == 0 {
 				continue
 			}
@@ -188,24 +193,26 @@ func search(ctx context.Context, db *sql.DB, terms []string, readable []audience
 	if len(scores) == 0 {
 		return res, nil
 	}
-	rows := make([]scoreRow, 0, len(scores))
+	rarest := slices.Clone(terms)
+	slices.SortStableFunc(rarest, func(a, b string) int { return cmp.Compare(rows[a], rows[b]) })
+	ranked := make([]scoreRow, 0, len(scores))
 	for id, s := range scores {
-		rows = append(rows, scoreRow{id: id, score: s})
+		ranked = append(ranked, scoreRow{id: id, score: s})
 	}
 	// Among equals, newer first: a row's id says when it was said.
-	slices.SortFunc(rows, func(a, b scoreRow) int {
+	slices.SortFunc(ranked, func(a, b scoreRow) int {
 		if c := cmp.Compare(b.score, a.score); c != 0 {
 			return c
 		}
 		return cmp.Compare(rowTime(b.id), rowTime(a.id))
 	})
-	cut := min(limit, len(rows)) - 1
-	for _, r := range rows[:cut+1] {
+	cut := min(limit, len(ranked)) - 1
+	for _, r := range ranked[:cut+1] {
 		if !inRanges(r.id, ranges) {
 			// Cannot happen: every row came from a searched scope's table.
 			return res, fmt.Errorf("recall: row %d outside the scopes searched", r.id)
 		}
-		m, err := readMatch(ctx, conn, r.id, terms)
+		m, err := readMatch(ctx, conn, r.id, rarest)
 		if err != nil {
 			return res, err
 		}
@@ -282,23 +289,39 @@ func readMatch(ctx context.Context, conn *sql.Conn, id int64, terms []string) (M
 // snippetLen is about how many characters of a match's text are shown.
 const snippetLen = 240
 
-// snippet is the part of text around the first word that matches a term,
-// on one line, cut at word boundaries and marked "…" where cut.
+// snippet is the part of text that holds the most of the terms (terms
+// come rarest first, and of windows holding as many, the one with the
+// rarer words wins: in a long message of sentences alike, the word that
+// told it apart), on one line, marked "…" where cut. It is cut at
+// sentence ends where the window holds one, else at word boundaries: a
+// snippet that ended mid-sentence, right after the word asked about, would
+// show a fact without its value, and once the answer quoting it is
+// archived, that fragment would be found again as if it were the fact.
 func snippet(text string, terms []string) string {
 	flat := strings.Join(strings.Fields(text), " ")
 	r := []rune(flat)
 	if len(r) <= snippetLen {
 		return flat
 	}
-	hit := firstHit(r, terms)
+	hit, need := bestHit(r, terms)
 	start := max(0, hit-snippetLen/4)
 	end := min(len(r), start+snippetLen)
 	start = max(0, end-snippetLen)
-	for start > 0 && start > hit-snippetLen/2 && r[start-1] != ' ' {
-		start--
+	if k := sentenceStart(r, start, hit); k >= 0 {
+		start = k
+	} else {
+		for start > 0 && start > hit-snippetLen/2 && r[start-1] != ' ' {
+			start--
+		}
 	}
-	for end < len(r) && end < start+snippetLen+20 && r[end] != ' ' {
-		end++
+	if k := sentenceEnd(r, max(need, start+1), end); k >= 0 {
+		end = k
+	} else if k := sentenceEndAfter(r, end, end+snippetLen/4); k >= 0 {
+		end = k // a little longer, to end the sentence
+	} else {
+		for end < len(r) && end < start+snippetLen+20 && r[end] != ' ' {
+			end++
+		}
 	}
 	out := strings.TrimSpace(string(r[start:end]))
 	if start > 0 {
@@ -310,10 +333,81 @@ func snippet(text string, terms []string) string {
 	return out
 }
 
-// firstHit is the rune offset in r of the first word that matches a
-// term: the same word, or one sharing its stem roughly (the index stems
-// words, so "salaries" finds "salary").
-func firstHit(r []rune, terms []string) int {
+// sentenceStart is the first offset in [from, to] where a sentence starts
+// (after ". ", "! " or "? "), or -1; 0 starts one.
+func sentenceStart(r []rune, from, to int) int {
+	for k := from; k <= to && k < len(r); k++ {
+		if k == 0 || k >= 2 && r[k-1] == ' ' && isSentenceEnd(r[k-2]) {
+			return k
+		}
+	}
+	return -1
+}
+
+// sentenceEnd is the last offset in [from, to] where a sentence ends (just
+// after its ".", "!" or "?", before a space or the text's end), or -1.
+func sentenceEnd(r []rune, from, to int) int {
+	for k := min(to, len(r)); k >= from && k > 0; k-- {
+		if isSentenceEnd(r[k-1]) && (k == len(r) || r[k] == ' ') {
+			return k
+		}
+	}
+	return -1
+}
+
+// sentenceEndAfter is the first offset in (from, to] where a sentence
+// ends, or -1.
+func sentenceEndAfter(r []rune, from, to int) int {
+	for k := from + 1; k <= min(to, len(r)); k++ {
+		if isSentenceEnd(r[k-1]) && (k == len(r) || r[k] == ' ') {
+			return k
+		}
+	}
+	return -1
+}
+
+func isSentenceEnd(c rune) bool { return c == '.' || c == '!' || c == '?' }
+
+// termHit is a word of a text matching terms[term], at rune offsets
+// [at, end).
+type termHit struct{ at, end, term int }
+
+// bestHit places a snippet: of the words matching a term, the one whose
+// window (from a quarter of snippetLen before it) holds the most distinct
+// terms, the rarer ones weighing more among windows holding as many, and
+// among those the window placed on the rarest word (so that what follows
+// it is shown too); the first such. It returns that word's offset and the end of the last word
+// counted in its window, which the snippet must show; 0, 0 when no word
+// matches.
+func bestHit(r []rune, terms []string) (at, need int) {
+	hits := termHits(r, terms)
+	bestScore := -1
+	for _, h := range hits {
+		from := max(0, h.at-snippetLen/4)
+		seen := make([]bool, len(terms))
+		score, last := 0, h.end
+		for _, o := range hits {
+			if o.at < from || o.end > from+snippetLen || seen[o.term] {
+				continue
+			}
+			seen[o.term] = true
+			last = max(last, o.end)
+			// One more term outweighs any rarity; terms[0] is the rarest.
+			score += 1000*(len(terms)+1) + (len(terms)-o.term)*(len(terms)+1)
+		}
+		score += len(terms) - h.term
+		if score > bestScore {
+			at, need, bestScore = h.at, last, score
+		}
+	}
+	return at, need
+}
+
+// termHits are the words of r that match a term: the same word, or one
+// sharing its stem roughly (the index stems words, so "salaries" finds
+// "salary").
+func termHits(r []rune, terms []string) []termHit {
+	var hits []termHit
 	start := -1
 	for i := 0; i <= len(r); i++ {
 		if i < len(r) && isWordRune(r[i]) {
@@ -324,15 +418,30 @@ func firstHit(r []rune, terms []string) int {
 		}
 		if start >= 0 {
 			w := strings.ToLower(string(r[start:i]))
-			for _, t := range terms {
-				if w == t || len([]rune(t)) >= 4 && strings.HasPrefix(w, stem(t)) {
-					return start
+			for k, t := range terms {
+				if w == t || stems(t) && strings.HasPrefix(w, stem(t)) {
+					hits = append(hits, termHit{at: start, end: i, term: k})
+					break
 				}
 			}
 			start = -1
 		}
 	}
-	return 0
+	return hits
+}
+
+// stems says whether t may be matched by its stem: a word of four
+// letters or more (a code such as "p0009" is not inflected, and its stem
+// would match every code alike).
+func stems(t string) bool {
+	n := 0
+	for _, c := range t {
+		if !unicode.IsLetter(c) {
+			return false
+		}
+		n++
+	}
+	return n >= 4
 }
 
 func stem(t string) string {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/dreamgate/dreamgate/agent"
 	"github.com/dreamgate/dreamgate/audience"
@@ -72,37 +73,70 @@ func (t *tool) Run(ctx context.Context, args json.RawMessage) (string, error) {
 	return formatResults(in.Query, res, len(t.readable) > 1), nil
 }
 
-// formatResults writes one short line per match: when, where, the text.
-// withScope adds each match's scope when the conversation reads several.
+// maxResultChars bounds the tool's answer, whole match lines only: the
+// result stays in the conversation and costs tokens every turn after, and
+// the archive cuts a longer tool result mid-line (its transcript keeps
+// 4,000 characters of one), which would leave a fact without its value in
+// history — to be found again by the next search as if it were the fact.
+const maxResultChars = 3500
+
+// formatResults writes one short line per match: when, where, the text;
+// the best first, as many as fit in maxResultChars. withScope adds each
+// match's scope when the conversation reads several.
 func formatResults(query string, res Results, withScope bool) string {
 	var b strings.Builder
 	if len(res.Matches) == 0 {
 		fmt.Fprintf(&b, "Nothing found for %q in what this conversation may see.", query)
 	} else {
-		fmt.Fprintf(&b, "%d found for %q, best first:\n", len(res.Matches), query)
+		q := query
+		if utf8.RuneCountInString(q) > 200 {
+			q = string([]rune(q)[:200]) + "…"
+		}
+		lines := make([]string, 0, len(res.Matches))
+		size := 0
 		for _, m := range res.Matches {
-			b.WriteString("- ")
-			if !m.Time.IsZero() {
-				b.WriteString(m.Time.Format("2006-01-02 15:04"))
-			} else {
-				b.WriteString("undated")
+			line := matchLine(m, withScope)
+			n := utf8.RuneCountInString(line) + 1
+			if len(lines) > 0 && size+n > maxResultChars-300 {
+				break // the header and the notes take the rest
 			}
-			b.WriteString(", ")
-			b.WriteString(where(m))
-			if withScope {
-				b.WriteString(" [")
-				b.WriteString(scopeLabel(m.Scope))
-				b.WriteString("]")
-			}
-			b.WriteString(": ")
-			b.WriteString(m.Text)
+			lines = append(lines, line)
+			size += n
+		}
+		fmt.Fprintf(&b, "%d found for %q, best first:\n", len(res.Matches), q)
+		for _, l := range lines {
+			b.WriteString(l)
 			b.WriteString("\n")
+		}
+		if left := len(res.Matches) - len(lines); left > 0 {
+			fmt.Fprintf(&b, "(%d more not shown, to keep this short: search with more words to narrow it.)\n", left)
 		}
 	}
 	if res.Incomplete {
 		b.WriteString("\n(The search index is still being built: older conversations may not be found yet.)")
 	}
 	return strings.TrimRight(b.String(), "\n")
+}
+
+// matchLine is "- when, where [scope]: text".
+func matchLine(m Match, withScope bool) string {
+	var b strings.Builder
+	b.WriteString("- ")
+	if !m.Time.IsZero() {
+		b.WriteString(m.Time.Format("2006-01-02 15:04"))
+	} else {
+		b.WriteString("undated")
+	}
+	b.WriteString(", ")
+	b.WriteString(where(m))
+	if withScope {
+		b.WriteString(" [")
+		b.WriteString(scopeLabel(m.Scope))
+		b.WriteString("]")
+	}
+	b.WriteString(": ")
+	b.WriteString(m.Text)
+	return b.String()
 }
 
 func where(m Match) string {

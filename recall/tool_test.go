@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/dreamgate/dreamgate/audience"
 )
@@ -91,5 +93,50 @@ func TestToolErrorsAreSentences(t *testing.T) {
 		if got == nil || strings.Contains(got.Error(), "/secret") || strings.Contains(got.Error(), "sqlite") {
 			t.Errorf("error %v shown as %v", err, got)
 		}
+	}
+}
+
+// manySearcher finds n long matches.
+type manySearcher struct{ n int }
+
+func (s manySearcher) Search(_ context.Context, q string, readable []audience.Scope, limit int) (Results, error) {
+	var res Results
+	for i := range min(s.n, limit) {
+		res.Matches = append(res.Matches, Match{Scope: readable[0], Kind: KindMessage, Conversation: "slack:C1", Index: i, Who: "Ana",
+			Text: fmt.Sprintf("match %d: ", i) + strings.TrimSpace(strings.Repeat("a long sentence about the thing asked for. ", 6))})
+	}
+	res.Incomplete = true
+	return res, nil
+}
+
+// The answer stays short whatever the limit asked for: whole match lines,
+// best first, and a note of how many were left out; within what the
+// archive keeps of a tool result, so it is never cut mid-line there.
+func TestToolAnswerIsBounded(t *testing.T) {
+	out, err := Tool(manySearcher{n: 50}, []audience.Scope{audience.Default, "team-slack-t1"}).Run(context.Background(), json.RawMessage(`{"query":"thing","limit":50}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := utf8.RuneCountInString(out); n > maxResultChars {
+		t.Errorf("the answer has %d characters, over %d", n, maxResultChars)
+	}
+	lines := strings.Split(out, "\n")
+	shown := 0
+	for _, l := range lines[1:] {
+		if strings.HasPrefix(l, "- ") {
+			if !strings.HasSuffix(l, "asked for.") {
+				t.Errorf("a match line is cut: %q", l)
+			}
+			if !strings.Contains(l, fmt.Sprintf("match %d:", shown)) {
+				t.Errorf("line %d is not the match %d: %q", shown+1, shown, l)
+			}
+			shown++
+		}
+	}
+	if shown == 0 || shown == 50 || !strings.Contains(out, fmt.Sprintf("(%d more not shown", 50-shown)) {
+		t.Errorf("%d matches shown; the answer:\n%s", shown, out)
+	}
+	if !strings.Contains(out, "still being built") {
+		t.Errorf("the incomplete note was dropped:\n%s", out)
 	}
 }
