@@ -169,20 +169,35 @@ func (d *Dreamer) deepDreams(ctx context.Context, h *held, scopes Scopes, rep *R
 
 // deepDue says why the scope needs a deep Dream now ("" when it does not).
 func (d *Dreamer) deepDue(h *held, s audience.Scope, requested bool) (string, error) {
-	if requested {
-		return "asked for: its memory passed its budget in a prompt", nil
-	}
 	if n := h.scope(s).SinceDeep; n >= d.cfg.DeepEvery {
 		return fmt.Sprintf("%d Dreams since the last deep one", n), nil
 	}
 	if d.cfg.HotTokens <= 0 {
+		if requested {
+			return "asked for: its memory passed its budget in a prompt", nil
+		}
 		return "", nil
 	}
 	files, err := d.readDeepFiles(s)
 	if err != nil {
 		return "", err
 	}
-	if n := d.hotTokens(files); n > d.deepTarget() {
+	n := d.hotTokens(files)
+	if left := h.scope(s).DeepLeft; left > 0 && n <= left {
+		// The last deep Dream left what it could not move (permanent
+		// lines, SOUL.md's); nothing grew since. A prompt's request is
+		// answered by that one.
+		if requested {
+			if err := d.ledger.deepDone(s); err != nil {
+				d.log.Warn("deep Dream request not removed", "scope", string(s), "err", err)
+			}
+		}
+		return "", nil
+	}
+	if requested {
+		return "asked for: its memory passed its budget in a prompt", nil
+	}
+	if n > d.deepTarget() {
 		return fmt.Sprintf("its memory holds %d tokens, over %d%% of its budget of %d", n, int(d.cfg.DeepAtShare*100+0.5), d.cfg.HotTokens), nil
 	}
 	return "", nil
@@ -335,7 +350,11 @@ func (d *Dreamer) deep(ctx context.Context, h *held, s audience.Scope, why strin
 		return dr, err
 	}
 	now := d.now()
-	err = h.changeScope(s, func(p *progress) { p.SinceDeep, p.LastDeep = 0, &now })
+	left := 0
+	if dr.Target > 0 && dr.After > dr.Target {
+		left = dr.After
+	}
+	err = h.changeScope(s, func(p *progress) { p.SinceDeep, p.LastDeep, p.DeepLeft = 0, &now, left })
 	if err != nil {
 		d.log.Warn("dream progress not saved", "err", err)
 	}

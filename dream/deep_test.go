@@ -254,3 +254,45 @@ func TestApplyDeepRules(t *testing.T) {
 		t.Errorf("applied = %+v", res)
 	}
 }
+
+// A scope whose permanent lines alone pass the target is left over it
+// (they never move), and its size alone does not call for another deep
+// Dream until it grows.
+func TestDeepDreamOverTargetWithPermanentLinesOnly(t *testing.T) {
+	e := newEnv(t)
+	var b strings.Builder
+	b.WriteString("# User\n\n")
+	for i := range 40 {
+		fmt.Fprintf(&b, "- Rule %d: answer project %d questions in the house style. <!-- permanent 2026-01-%02d -->\n", i, i, 1+i%28)
+	}
+	testkit.WriteFile(t, e.ws, "USER.md", b.String())
+	now := day("2026-11-27")
+	e.now = func() time.Time { return now }
+	e.srv.SetResponder(func(llmtest.Request) llmtest.Reply { return llmtest.Text("MOVE U1 U2") })
+	d := e.dreamer(Config{HotTokens: 1000, DeepAtShare: 0.5})
+	rep, err := d.Run(context.Background(), TriggerManual, AllScopes(), nil)
+	if err != nil || len(rep.Deep) != 1 {
+		t.Fatalf("first Dream: %+v, %v", rep.Deep, err)
+	}
+	if got := e.read("USER.md"); got != b.String() {
+		t.Errorf("permanent lines moved:\n%s", got)
+	}
+	if p := e.progress(); p.DeepLeft != rep.Deep[0].After || p.DeepLeft <= 500 {
+		t.Errorf("progress %+v after %+v", p, rep.Deep[0])
+	}
+	// Nor does a prompt's request (the prompt still cannot show it all).
+	if err := d.Ledger().RequestDeep(DefaultScope); err != nil {
+		t.Fatal(err)
+	}
+	calls := len(e.srv.Requests())
+	rep, err = d.Run(context.Background(), TriggerManual, AllScopes(), nil)
+	if err != nil || len(rep.Deep) != 0 || len(e.srv.Requests()) != calls || len(d.Ledger().DeepRequested()) != 0 {
+		t.Errorf("second Dream: %+v, %v, %d model calls, requests %v", rep.Deep, err, len(e.srv.Requests())-calls, d.Ledger().DeepRequested())
+	}
+	// Once it grows, it is due again.
+	testkit.WriteFile(t, e.ws, "USER.md", b.String()+"- Ana likes long walks in the hills. <!-- durable 2026-11-01 -->\n")
+	rep, err = d.Run(context.Background(), TriggerManual, AllScopes(), nil)
+	if err != nil || len(rep.Deep) != 1 || rep.Deep[0].Budget != 1 {
+		t.Errorf("after it grew: %+v, %v", rep.Deep, err)
+	}
+}

@@ -112,6 +112,11 @@ type progress struct {
 	// last deep Dream; LastDeep is when that was (nil: never).
 	SinceDeep int        `json:"since_deep,omitempty"`
 	LastDeep  *time.Time `json:"last_deep,omitempty"`
+	// DeepLeft is the size in tokens the last deep Dream had to leave the
+	// scope's memory at, over its target (what is left is permanent or
+	// SOUL.md's); 0 when it reached the target. Until the memory grows
+	// past it, its size alone does not call for another.
+	DeepLeft int `json:"deep_left,omitempty"`
 }
 
 // scope returns the named scope's progress, adding it when missing.
