@@ -33,7 +33,7 @@ type cmdRequest struct {
 func commandList() []*command {
 	return []*command{
 		cmdHelp(), cmdNew(), cmdStatus(), cmdStop(),
-		cmdDream(), cmdDreamLog(), cmdDreamRestore(), cmdWhy(),
+		cmdDream(), cmdDreamLog(), cmdDreamRestore(), cmdWhy(), cmdWebLink(),
 	}
 }
 

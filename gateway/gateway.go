@@ -115,6 +115,9 @@ type Deps struct {
 	TurnTools TurnTools
 	// Provenance, when set, gives /why the sources of memory lines.
 	Provenance Provenance
+	// WebLinks, when set (the memory page runs), makes the sign-in links
+	// /web-link sends in a DM.
+	WebLinks WebLinks
 	// Deep, when set, is asked for a deep Dream of each scope the prompt
 	// finds over its memory budget (Prompts' HotMemory).
 	Deep DeepDreams

@@ -16,6 +16,7 @@ import (
 
 	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/dream"
+	"github.com/dreamgate/dreamgate/gateway"
 )
 
 // Who may read what. The rules are chat's: a person signed in with a link
@@ -160,10 +161,15 @@ func tokenID(token string) string {
 // link opens a page whose button signs in, so a chat's link preview, which
 // only fetches it, signs nobody in.
 func (s *Server) SignInLink(a audience.Audience) (string, error) {
+	if s.cfg.Token == "" {
+		// Without a token every request from this machine is the
+		// operator's: a link would sign nobody in as themselves.
+		return "", fmt.Errorf("the memory page has no web.token: %w", gateway.ErrNoWebSignIn)
+	}
 	if a.Kind != audience.Person || a.Validate() != nil {
 		return "", errors.New("a sign-in link is for one person's direct messages")
 	}
-	v := s.sign(claimLink, claim{Kind: claimLink, Audience: a.String(), Expires: s.now().Add(s.cfg.LinkTTL).Unix()})
+	v := s.sign(claimLink, claim{Kind: claimLink, Audience: a.String(), Expires: s.now().Add(s.cfg.LinkTTL).Unix(), Nonce: randomID()})
 	return strings.TrimRight(s.cfg.BaseURL, "/") + "/signin?link=" + v, nil
 }
 

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/dreamgate/dreamgate/audience"
+	"github.com/dreamgate/dreamgate/gateway"
 	"github.com/dreamgate/dreamgate/internal/testkit"
 )
 
@@ -338,6 +340,11 @@ func TestLoopbackWithoutAToken(t *testing.T) {
 			t.Errorf("%s: %d", name, res.code)
 		}
 	}
+	// Nobody is signed in as a person there: a link would be the
+	// operator's page.
+	if _, err := f.srv.SignInLink(ana); !errors.Is(err, gateway.ErrNoWebSignIn) {
+		t.Errorf("a sign-in link without a token: %v", err)
+	}
 	for addr, want := range map[string]bool{"127.0.0.1:8080": true, "[::1]:80": true, "localhost:1": true,
 		"0.0.0.0:8080": false, ":8080": false, "192.168.1.4:80": false, "[::]:80": false, "example.com:80": false} {
 		if LoopbackAddr(addr) != want {
@@ -362,4 +369,41 @@ func TestSharedMemory(t *testing.T) {
 func readFile(t *testing.T, dir, rel string) string {
 	t.Helper()
 	return testkit.ReadFile(t, dir, rel)
+}
+
+// A sign-in link signs in once: a second browser that opened it before the
+// first signed in is refused at its click, and one that opens it after is
+// refused at once; a new link works.
+func TestSignInLinkWorksOnce(t *testing.T) {
+	f := newFixture(t, fixtureOpts{token: opToken})
+	link, err := f.srv.SignInLink(ana)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := url.Parse(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, second := f.anonymous(), f.anonymous()
+	for _, c := range []*client{first, second} {
+		if res := c.get("/signin?" + u.RawQuery); res.code != http.StatusOK || !strings.Contains(res.body, "slack user UANA") {
+			t.Fatalf("the link's page: %d\n%s", res.code, res.body)
+		}
+	}
+	if res := first.post("/signin", url.Values{"link": {"1"}}); res.code != http.StatusSeeOther {
+		t.Fatalf("the first sign-in: %d\n%s", res.code, res.body)
+	}
+	if res := first.get("/memory/" + string(anaScope)); res.code != http.StatusOK {
+		t.Errorf("signed in by the link: %d", res.code)
+	}
+	if res := second.post("/signin", url.Values{"link": {"1"}}); res.code != http.StatusUnauthorized || !strings.Contains(res.body, "used already") {
+		t.Errorf("the link's second use: %d\n%s", res.code, res.body)
+	}
+	if res := second.get("/memory/" + string(anaScope)); res.code != http.StatusSeeOther {
+		t.Errorf("the second browser reads Ana's memory: %d", res.code)
+	}
+	if res := f.anonymous().get("/signin?" + u.RawQuery); res.code != http.StatusUnauthorized {
+		t.Errorf("the used link opened again: %d", res.code)
+	}
+	f.person(ana) // a new link signs in
 }

@@ -157,6 +157,8 @@ type Server struct {
 	mux   *http.ServeMux
 	// attempts counts failed sign-ins.
 	attempts attempts
+	// links are the sign-in links used already.
+	links usedLinks
 }
 
 // Defaults of Config.

@@ -29,7 +29,7 @@ type signInData struct {
 // button's post, so the link's value is never written into the page.
 const linkCookie = "dreamgate_link"
 
-const badLink = "This sign-in link has expired or is not valid. Ask the bot for a new one with /web-link in a direct message."
+const badLink = "This sign-in link has expired, was used already, or is not valid. Ask the bot for a new one with /web-link in a direct message."
 
 func (s *Server) signInPage(w http.ResponseWriter, r *http.Request) {
 	if s.cfg.Token == "" {
@@ -37,7 +37,7 @@ func (s *Server) signInPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if link := r.URL.Query().Get("link"); link != "" {
-		a, err := s.readLink(link)
+		a, _, err := s.readLink(link)
 		if err != nil {
 			s.render(w, r, nil, http.StatusUnauthorized, "signin", "Sign in", "", signInData{Token: true, Problem: badLink})
 			return
@@ -50,17 +50,56 @@ func (s *Server) signInPage(w http.ResponseWriter, r *http.Request) {
 	s.render(w, r, nil, http.StatusOK, "signin", "Sign in", "", signInData{Token: true})
 }
 
-// readLink is the person a sign-in link signs in.
-func (s *Server) readLink(link string) (audience.Audience, error) {
+// readLink is the person a sign-in link signs in, and the link's nonce
+// and expiry, by which it is used once.
+func (s *Server) readLink(link string) (audience.Audience, claim, error) {
 	c, err := s.verify(claimLink, link)
-	if err != nil || c.Kind != claimLink {
-		return audience.Audience{}, errors.New("not a valid link")
+	if err != nil || c.Kind != claimLink || c.Nonce == "" {
+		return audience.Audience{}, c, errors.New("not a valid link")
 	}
 	a, err := audience.ParseAudience(c.Audience)
 	if err != nil || a.Kind != audience.Person {
-		return audience.Audience{}, errors.New("not a person's link")
+		return audience.Audience{}, c, errors.New("not a person's link")
 	}
-	return a, nil
+	if s.links.used(c.Nonce) {
+		return audience.Audience{}, c, errors.New("a link already used")
+	}
+	return a, c, nil
+}
+
+// usedLinks are the nonces of the links that signed someone in, until
+// they expire: a link signs in once. Kept in memory: after a restart a
+// link not yet expired could sign in once more, within its few minutes.
+type usedLinks struct {
+	mu    sync.Mutex
+	nonce map[string]int64 // expiry, Unix seconds
+}
+
+func (u *usedLinks) used(nonce string) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	_, ok := u.nonce[nonce]
+	return ok
+}
+
+// use records a link's nonce; false when it was used already (two posts
+// at once). Expired nonces are dropped: their links are refused anyway.
+func (u *usedLinks) use(c claim, now time.Time) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.nonce == nil {
+		u.nonce = map[string]int64{}
+	}
+	if _, ok := u.nonce[c.Nonce]; ok {
+		return false
+	}
+	for n, exp := range u.nonce {
+		if now.Unix() >= exp {
+			delete(u.nonce, n)
+		}
+	}
+	u.nonce[c.Nonce] = c.Expires
+	return true
 }
 
 func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
@@ -84,8 +123,12 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
 	if r.PostFormValue("link") != "" {
 		ck, err := r.Cookie(linkCookie)
 		var a audience.Audience
+		var c claim
 		if err == nil {
-			a, err = s.readLink(ck.Value)
+			a, c, err = s.readLink(ck.Value)
+		}
+		if err == nil && !s.links.use(c, s.now()) {
+			err = errors.New("a link already used")
 		}
 		if err != nil {
 			s.attempts.fail(s.now())

@@ -55,6 +55,9 @@ type app struct {
 	// Dream is unavailable when it was asked for and could not be built.
 	prompts  *gateway.PromptBuilder
 	dreamOff string
+	// webLinks, set when web.enabled before the gateway is built, gives
+	// /web-link the memory page's sign-in links once the page runs.
+	webLinks *webLinks
 	// tokens is the one tokenizer of the process: the consolidator's
 	// budget and the prompt's memory budget count with it, so its
 	// vocabulary is loaded at most once.
@@ -230,6 +233,7 @@ func (a *app) gateway(withDream bool) (*gateway.Gateway, *dream.Dreamer) {
 		AdminTools: agent.FileTools(a.ws, agent.ChatPolicy()),
 		ScopeFiles: scopeFiles{a.ws},
 		Provenance: a.history,
+		WebLinks:   a.webLinksDep(),
 		Recall:     a.recallIndex(),
 		Usage:      a.model.Usage,
 		ModelState: a.model.State,

@@ -13,10 +13,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/dream"
+	"github.com/dreamgate/dreamgate/gateway"
 	"github.com/dreamgate/dreamgate/web"
 	"github.com/dreamgate/dreamgate/workspace"
 )
@@ -103,6 +105,33 @@ func webKey(stateDir string, logger *slog.Logger) ([]byte, error) {
 	return key, nil
 }
 
+// webLinks gives /web-link the page's sign-in links: the gateway is
+// built before the page (the page reads the gateway's Dream), so the page
+// is set here once it runs.
+type webLinks struct {
+	srv atomic.Pointer[web.Server]
+}
+
+func (l *webLinks) SignInLink(a audience.Audience) (string, error) {
+	s := l.srv.Load()
+	if s == nil {
+		return "", errors.New("the memory page is not running yet")
+	}
+	return s.SignInLink(a)
+}
+
+// webLinksDep is /web-link's source when the page is on, else nil (the
+// command then says the page is off).
+func (a *app) webLinksDep() gateway.WebLinks {
+	if !a.cfg.Web.Enabled {
+		return nil
+	}
+	if a.webLinks == nil {
+		a.webLinks = &webLinks{}
+	}
+	return a.webLinks
+}
+
 // webPage is the running memory page.
 type webPage struct {
 	srv  *web.Server
@@ -157,6 +186,9 @@ func startWeb(cfg Config, a *app, d *dream.Dreamer, dreamOff string, health *hea
 	if err != nil {
 		_ = ln.Close()
 		return nil, err
+	}
+	if a.webLinks != nil {
+		a.webLinks.srv.Store(srv)
 	}
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second,
 		WriteTimeout: time.Minute, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
