@@ -334,6 +334,13 @@ func (s *Server) parseTemplates() error {
 		"dec":          func(n int) int { return n - 1 },
 		"kind":         commitKind,
 		"short":        func(sha string) string { return sha[:min(8, len(sha))] },
+		// count is "1 entry", "2 entries".
+		"count": func(n int, one, many string) string {
+			if n == 1 {
+				return "1 " + one
+			}
+			return thousands(n) + " " + many
+		},
 		"thousands": func(n int) string {
 			return thousands(n)
 		},

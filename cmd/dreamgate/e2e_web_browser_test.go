@@ -43,7 +43,8 @@ func findBrowser() (string, bool) {
 // The memory page in a real browser, served by the binary: the operator
 // signs in with the token, reads the overview, reads a line Dream wrote on
 // the memory page, follows its provenance link to the conversation it came
-// from, opens that Dream's diff on the timeline and undoes it; the
+// from, finds what was said with the search, opens that Dream's diff on the
+// timeline and undoes it; the
 // confirmation names the later Dream the restore also undoes, and the
 // restore is a commit on disk that says it came from the page.
 func TestWebPageInABrowser(t *testing.T) {
@@ -100,7 +101,7 @@ func TestWebPageInABrowser(t *testing.T) {
 		chromedp.SendKeys(chromedp.ID("token"), testWebToken))
 	b.follow("the sign-in form", chromedp.Submit(chromedp.ID("token")))
 	overview := text(b, chromedp.CSS("main"))
-	for _, want := range []string{"test-model", "Dream", "Backlog", "Newest Dream commit"} {
+	for _, want := range []string{"test-model", "Dream", "Backlog", "Newest Dream commit", "1 entry read, 1 change", "1 unread history entry"} {
 		if !strings.Contains(overview, want) {
 			t.Errorf("the overview lacks %q:\n%s", want, overview)
 		}
@@ -132,6 +133,24 @@ func TestWebPageInABrowser(t *testing.T) {
 		t.Errorf("the provenance page shows an entry the line did not come from:\n%s", came)
 	}
 	b.shot("provenance")
+
+	// Search is the recall index, built at the first search: until it
+	// has the archive, the page says so and the search is asked again.
+	b.follow("the Search tab", chromedp.Click(chromedp.CSS(`nav a[href="/search"]`)))
+	b.do("type a search", chromedp.SendKeys(chromedp.CSS(`input[name="q"]`), "tea coffee"))
+	b.follow("the search", chromedp.Submit(chromedp.CSS(`input[name="q"]`)))
+	for deadline := time.Now().Add(time.Minute); ; {
+		found := text(b, chromedp.CSS("main"))
+		if strings.Contains(found, "prefers tea over coffee") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the search found nothing:\n%s", found)
+		}
+		time.Sleep(100 * time.Millisecond)
+		b.follow("the search again", chromedp.Reload())
+	}
+	b.shot("search")
 
 	b.follow("the Timeline tab", chromedp.Click(chromedp.CSS(`nav a[href="/timeline"]`)))
 	timeline := text(b, chromedp.CSS("main"))
