@@ -262,19 +262,29 @@ func readDeepFiles(ws *workspace.Root) ([]*deepFile, error) {
 	return out, nil
 }
 
-// hotTokens is what the files cost: every line with text, as written (its
-// comment included), one token more for its line break. The prompt shows
-// the lines without their comment, so it is at most this.
+// hotTokens is what the files cost in a prompt: every line with text as
+// the prompt shows it (a fact without its comment, with its date: memline
+// Shown), one token more for its line break.
 func (d *Dreamer) hotTokens(files []*deepFile) int {
 	n := 0
 	for _, f := range files {
 		for _, it := range f.f.Items {
-			if strings.TrimSpace(it.Raw) != "" {
-				n += d.count.Count(it.Raw) + 1
-			}
+			n += d.lineTokens(it)
 		}
 	}
 	return n
+}
+
+// lineTokens is what one line costs in a prompt (0 for a blank one).
+func (d *Dreamer) lineTokens(it memline.Item) int {
+	if strings.TrimSpace(it.Raw) == "" {
+		return 0
+	}
+	text := it.Raw
+	if it.Fact && it.Line.HasMeta() {
+		text, _ = it.Line.Shown()
+	}
+	return d.count.Count(text) + 1
 }
 
 // deep makes one deep Dream of the scope and commits it. It holds the
@@ -470,7 +480,7 @@ func (d *Dreamer) moveToBudget(files []*deepFile, target int) []coldSection {
 		if size <= target {
 			break
 		}
-		size -= d.count.Count(c.f.f.Items[c.item].Raw) + 1
+		size -= d.lineTokens(c.f.f.Items[c.item])
 		if gone[c.f] == nil {
 			gone[c.f] = map[int]bool{}
 		}

@@ -45,15 +45,20 @@ func keys(text string) map[string]bool {
 	return out
 }
 
-// hotOf counts the scope's memory as the deep Dream does.
+// hotOf counts the scope's memory as the deep Dream and the prompt do:
+// each line with text as shown, plus one.
 func hotOf(t *testing.T, e *env) int {
 	t.Helper()
 	var c tokens.Counter
 	n := 0
 	for _, rel := range []string{"SOUL.md", "USER.md", "memory/MEMORY.md"} {
-		for _, line := range strings.Split(e.read(rel), "\n") {
-			if strings.TrimSpace(line) != "" {
-				n += c.Count(line) + 1
+		for _, it := range memline.ParseFile([]byte(e.read(rel))).Items {
+			text := it.Raw
+			if it.Fact && it.Line.HasMeta() {
+				text, _ = it.Line.Shown()
+			}
+			if strings.TrimSpace(text) != "" {
+				n += c.Count(text) + 1
 			}
 		}
 	}

@@ -95,21 +95,7 @@ func shownLine(it memline.Item) (text string, dated bool) {
 	if !it.Fact || !it.Line.HasMeta() {
 		return it.Raw, false
 	}
-	l := it.Line
-	bullet := l.Bullet
-	if bullet == "" {
-		bullet = "-"
-	}
-	s := l.Indent + bullet + " " + l.Text
-	t, ok := l.Time()
-	switch {
-	case !ok || l.Effective() == memline.Permanent:
-		return s, false
-	case l.Effective() == memline.Ephemeral:
-		return s + " (" + l.Date + ")", true
-	default:
-		return s + " (" + t.Format("Jan 2006") + ")", true
-	}
+	return it.Line.Shown()
 }
 
 // hotLine is one line of a scope's files, a candidate for the prompt.

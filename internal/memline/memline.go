@@ -121,6 +121,30 @@ func containsInt(s []int, v int) bool {
 	return false
 }
 
+// Shown is the line as a prompt shows it: without its comment, and
+// followed by its date — the day for an ephemeral fact, the month for a
+// durable one, nothing for a permanent or undated one (it does not age);
+// dated says whether a date was added. Priorities are not shown: each
+// word costs tokens at every turn. The prompt builder shows a line this
+// way, and Dream measures a scope's memory with it, so that the two agree
+// on what a budget holds.
+func (l Line) Shown() (text string, dated bool) {
+	bullet := l.Bullet
+	if bullet == "" {
+		bullet = "-"
+	}
+	s := l.Indent + bullet + " " + l.Text
+	t, ok := l.Time()
+	switch {
+	case !ok || l.Effective() == Permanent:
+		return s, false
+	case l.Effective() == Ephemeral:
+		return s + " (" + l.Date + ")", true
+	default:
+		return s + " (" + t.Format("Jan 2006") + ")", true
+	}
+}
+
 // String is the line as it is written in the file: the bullet, the fact
 // and, when there is metadata, the comment (one space after the fact,
 // whatever white space ended it).

@@ -147,3 +147,20 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestShown(t *testing.T) {
+	for in, want := range map[string]string{
+		"- Ana likes tea. <!-- durable 2026-11-26 src:4 -->":     "- Ana likes tea. (Nov 2026)",
+		"  * Off on Friday. <!-- ephemeral 2026-11-26 -->":       "  * Off on Friday. (2026-11-26)",
+		"- Never post on Fridays. <!-- permanent 2026-01-02 -->": "- Never post on Fridays.",
+		"- Undated. <!-- durable src:3 -->":                      "- Undated.",
+	} {
+		l, ok := Parse(in)
+		if !ok {
+			t.Fatalf("Parse(%q) failed", in)
+		}
+		if got, dated := l.Shown(); got != want || dated != strings.Contains(want, "(") {
+			t.Errorf("Shown(%q) = %q, %v; want %q", in, got, dated, want)
+		}
+	}
+}
