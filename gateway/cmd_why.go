@@ -1,9 +1,13 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
+	"strings"
+	"time"
 
 	"github.com/dreamgate/dreamgate/audience"
+	"github.com/dreamgate/dreamgate/recall"
 )
 
 // whyLimit bounds the lines /why shows: a chat reply, not a report.
@@ -14,7 +18,7 @@ func cmdWhy() *command {
 		name: "/why",
 		args: "<words>",
 		help: "where a remembered fact came from: the memory lines holding those words, with their priority, date and source conversations",
-		run: func(_ context.Context, g *Gateway, req cmdRequest) string {
+		run: func(ctx context.Context, g *Gateway, req cmdRequest) string {
 			if len(whyWords(req.args)) == 0 {
 				return "Which fact? Try " + g.commandUsage(req.in, "/why") + " dark mode."
 			}
@@ -28,11 +32,54 @@ func cmdWhy() *command {
 				}
 			}
 			home := g.home(a)
-			return WhyText(req.args, ms, total, func(m WhyMatch) string {
+			text := WhyText(req.args, ms, total, func(m WhyMatch) string {
 				return whyFileName(m) + ", " + g.scopeLabel(a, home, m.Scope)
 			})
+			if total == 0 && err == nil {
+				text += g.whySaid(ctx, req.args, readable)
+			}
+			return text
 		},
 	}
+}
+
+// whySaidLimit bounds what /why shows of past conversations.
+const whySaidLimit = 3
+
+// whySaid is what /why adds when no memory line holds the words: where
+// they were said before, by the recall index, within the readable scopes;
+// "" without an index or a match.
+func (g *Gateway) whySaid(ctx context.Context, query string, readable []audience.Scope) string {
+	if g.deps.Recall == nil {
+		return ""
+	}
+	res, err := g.deps.Recall.Search(ctx, query, readable, whySaidLimit)
+	if err != nil {
+		g.logger.Warn("/why: the recall search failed", "err", err)
+		return ""
+	}
+	if len(res.Matches) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString(" What was said before holds it, though (the recall search of past conversations and cold memory):")
+	for _, m := range res.Matches {
+		when := "undated"
+		if !m.Time.IsZero() {
+			when = m.Time.In(time.Local).Format("2006-01-02 15:04")
+		}
+		b.WriteString("\n- " + when + ", ")
+		switch m.Kind {
+		case recall.KindMessage:
+			b.WriteString(m.Who + " in " + m.Conversation)
+		case recall.KindHistory:
+			b.WriteString("archived from " + cmp.Or(m.Conversation, "a conversation of unknown name"))
+		case recall.KindCold:
+			b.WriteString("cold memory")
+		}
+		b.WriteString(": " + m.Text)
+	}
+	return b.String()
 }
 
 // scopeLabel names scope s for a reader in audience a, whose own scope is

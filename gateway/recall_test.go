@@ -120,3 +120,34 @@ func TestPromptNamesRecallOnlyWhenOffered(t *testing.T) {
 		}
 	}
 }
+
+// /why, when no memory line holds the words, says where they were said
+// before, searching only what the asker may read; when a line holds them,
+// it does not search.
+func TestWhyFallsBackToRecall(t *testing.T) {
+	searcher := &scopeSearcher{}
+	env := newTestEnv(t, func(context.Context, llm.Request) (llm.Response, error) { return textReply("ok"), nil },
+		func(_ *Config, d *Deps) { d.Recall = searcher })
+	got := wait(t, must(env.g.Submit(t.Context(), inbound("c", "/why falcon nest")))).Reply
+	for _, want := range []string{`No remembered line holds "falcon nest".`, "What was said before holds it", "- undated, cold memory: falcon nest in []"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("/why lacks %q:\n%s", want, got)
+		}
+	}
+	searcher.mu.Lock()
+	asked := slices.Clone(searcher.asked)
+	searcher.mu.Unlock()
+	if len(asked) != 1 || !slices.Equal(asked[0], operator.Readable()) {
+		t.Errorf("/why searched %v, want the operator's scopes once", asked)
+	}
+	writeMemory(t, env.ws, audience.Default, "USER.md", "# User\n\n- The falcon nest is on the roof.\n")
+	got = wait(t, must(env.g.Submit(t.Context(), inbound("c", "/why falcon nest")))).Reply
+	if !strings.Contains(got, "The falcon nest is on the roof.") || strings.Contains(got, "said before") {
+		t.Errorf("/why with a memory line:\n%s", got)
+	}
+	searcher.mu.Lock()
+	defer searcher.mu.Unlock()
+	if len(searcher.asked) != 1 {
+		t.Errorf("/why searched the index though memory holds the line: %v", searcher.asked)
+	}
+}
