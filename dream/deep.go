@@ -41,10 +41,25 @@ type TokenCounter interface {
 	Count(s string) int
 }
 
-// deepRequests is memory/.dream_deep: the scopes waiting for a deep Dream.
+// deepRequests is memory/.dream_deep: the scopes waiting for a deep Dream,
+// and the deep Dream whose files are being written, until its commit.
 type deepRequests struct {
-	Scopes []audience.Scope `json:"scopes"`
+	Scopes  []audience.Scope `json:"scopes"`
+	Writing *deepWriting     `json:"writing,omitempty"`
 }
+
+// deepWriting stands while a deep Dream's writes may be on disk with no
+// commit holding them: a process killed then leaves it, and the next Dream
+// commits those files as the deep Dream's (restorable), not as hand edits.
+type deepWriting struct {
+	Scope   audience.Scope `json:"scope"`
+	Why     string         `json:"why"`
+	Started time.Time      `json:"started"`
+}
+
+// PointDeepWrite names the moment after a deep Dream wrote the files and
+// cold memory, before its commit (Deps.Hook).
+const PointDeepWrite = "dream-deep-write"
 
 func (l *Ledger) deepPath() string {
 	return filepath.Join(l.dir, filepath.FromSlash(workspace.DreamDeep))
@@ -91,16 +106,68 @@ func (l *Ledger) readDeep() deepRequests {
 	return req
 }
 
-// deepDone removes the scope's request.
+// deepDone removes the scope's request and the record of its writing.
 func (l *Ledger) deepDone(scope audience.Scope) error {
 	l.deepMu.Lock()
 	defer l.deepMu.Unlock()
 	req := l.readDeep()
-	if !slices.Contains(req.Scopes, scope) {
+	writing := req.Writing != nil && req.Writing.Scope == scope
+	if !slices.Contains(req.Scopes, scope) && !writing {
 		return nil
 	}
 	req.Scopes = slices.DeleteFunc(req.Scopes, func(s audience.Scope) bool { return s == scope })
+	if writing {
+		req.Writing = nil
+	}
 	return writeJSON(l.deepPath(), "deep Dream requests", req)
+}
+
+// setDeepWriting records (w) or clears (nil) the deep Dream being written.
+func (l *Ledger) setDeepWriting(w *deepWriting) error {
+	l.deepMu.Lock()
+	defer l.deepMu.Unlock()
+	req := l.readDeep()
+	req.Writing = w
+	return writeJSON(l.deepPath(), "deep Dream requests", req)
+}
+
+func (l *Ledger) deepWritingNow() *deepWriting {
+	l.deepMu.Lock()
+	defer l.deepMu.Unlock()
+	return l.readDeep().Writing
+}
+
+// recoverDeep commits, as a deep Dream's, the files a deep Dream killed
+// between writing and committing left (before anything else of a Run
+// could commit them as hand edits), and counts that deep Dream as done.
+// A failure is logged: the record stays for the next Run.
+func (d *Dreamer) recoverDeep(h *held) {
+	w := d.ledger.deepWritingNow()
+	if w == nil {
+		return
+	}
+	st, err := d.status(w.Scope)
+	if err != nil {
+		d.log.Warn("an interrupted deep Dream's files could not be compared", "scope", string(w.Scope), "err", err)
+		return
+	}
+	if !st.Empty() {
+		body := fmt.Sprintf("Deep Dream (%s), interrupted after writing the files and before committing them; recorded by the next Dream as it left them. Every line taken out is in %s.\n\n%s",
+			w.Why, workspace.Cold, d.repo.Summary(st, summaryCap))
+		c, err := d.repo.CommitPaths(diffPaths(st), DeepSubject+" recovered after an interruption", withTrailer(body, w.Scope))
+		if err != nil && !errors.Is(err, gitstore.ErrNothingToCommit) {
+			d.log.Warn("an interrupted deep Dream's files could not be committed", "scope", string(w.Scope), "err", err)
+			return
+		}
+		d.log.Info("recorded an interrupted deep Dream's files", "scope", string(w.Scope), "commit", c.Short)
+	}
+	now := d.now()
+	if err := h.changeScope(w.Scope, func(p *progress) { p.SinceDeep, p.LastDeep = 0, &now }); err != nil {
+		d.log.Warn("dream progress not saved", "err", err)
+	}
+	if err := d.ledger.deepDone(w.Scope); err != nil {
+		d.log.Warn("deep Dream record not removed", "scope", string(w.Scope), "err", err)
+	}
 }
 
 // deepDreams runs after a Run's batches: it counts a Dream for each
@@ -353,8 +420,22 @@ func (d *Dreamer) deep(ctx context.Context, h *held, s audience.Scope, why strin
 	if dr.Target > 0 && dr.After > dr.Target {
 		d.log.Warn("deep Dream: the memory stays over its target; what is left is permanent or SOUL.md's", "scope", string(s), "tokens", dr.After, "target", dr.Target)
 	}
+	if err := d.ledger.setDeepWriting(&deepWriting{Scope: s, Why: why, Started: day}); err != nil {
+		return dr, fmt.Errorf("record the deep Dream's writing: %w", err)
+	}
 	if err := writeDeep(ws, day, files, moved); err != nil {
+		if errors.Is(err, errChangedMeanwhile) {
+			// Nothing was written: the chat's edits are not this
+			// Dream's to commit.
+			if cerr := d.ledger.setDeepWriting(nil); cerr != nil {
+				d.log.Warn("deep Dream record not removed", "scope", string(s), "err", cerr)
+			}
+		}
+		// A write that failed half-way is committed by the next Dream.
 		return dr, err
+	}
+	if d.hook != nil {
+		d.hook(PointDeepWrite)
 	}
 	if err := d.commitDeep(r, &dr); err != nil {
 		return dr, err

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -299,5 +300,54 @@ func TestDeepDreamOverTargetWithPermanentLinesOnly(t *testing.T) {
 	rep, err = d.Run(context.Background(), TriggerManual, AllScopes(), nil)
 	if err != nil || len(rep.Deep) != 1 || rep.Deep[0].Budget != 1 {
 		t.Errorf("after it grew: %+v, %v", rep.Deep, err)
+	}
+}
+
+// A deep Dream killed after writing the files and cold memory, before its
+// commit, is committed by the next Dream as a deep Dream (restorable),
+// never as hand edits.
+func TestInterruptedDeepDreamIsRecorded(t *testing.T) {
+	e, before := deepEnv(t)
+	e.srv.SetResponder(func(llmtest.Request) llmtest.Reply { return llmtest.Text("DONE") })
+	cfg := Config{Workspace: e.ws, HotTokens: 1000}
+	d, err := New(cfg, Deps{Model: e.llm, History: e.hist, Repo: e.repo, Now: e.now,
+		Hook: func(point string) {
+			if point == PointDeepWrite {
+				runtime.Goexit()
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan bool)
+	go func() {
+		returned := false
+		defer func() { done <- returned }()
+		_, _ = d.Run(t.Context(), TriggerCron, AllScopes(), nil)
+		returned = true
+	}()
+	if <-done {
+		t.Fatal("the run finished instead of dying after the deep Dream's writes")
+	}
+	if st, _ := e.repo.Status(nil); st.Empty() {
+		t.Fatal("the killed deep Dream left nothing on disk")
+	}
+
+	rep, err := e.dreamer(cfg).Run(t.Context(), TriggerCron, AllScopes(), nil)
+	if err != nil || len(rep.Deep) != 0 {
+		t.Fatalf("next run: %+v, %v", rep.Deep, err)
+	}
+	c := e.log(1)[0]
+	if !strings.HasPrefix(c.Subject, DeepSubject) || !strings.Contains(c.Subject, "recovered") {
+		t.Fatalf("last commit %q", c.Subject)
+	}
+	if st, _ := e.repo.Status(nil); !st.Empty() {
+		t.Errorf("files left uncommitted: %+v", st)
+	}
+	if _, err := e.dreamer(cfg).Restore(c.Short, AllScopes()); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.read("USER.md"); got != before {
+		t.Errorf("USER.md after restoring the recovered deep Dream:\n%s", got)
 	}
 }

@@ -88,6 +88,7 @@ func (d *Dreamer) Run(ctx context.Context, trigger string, scopes Scopes, progre
 		d.log.Error("dream could not recover an interrupted run", "trigger", trigger, "err", err)
 		return rep, &RunError{Reason: rep.Reason, Err: err}
 	}
+	d.recoverDeep(h)
 	err = d.drain(ctx, h, scopes, progress, &rep)
 	d.deepDreams(ctx, h, scopes, &rep)
 	quiet := d.settle(h, scopes, &rep)
