@@ -232,6 +232,13 @@ func TestEvalLongConversationCrossesTheBudget(t *testing.T) {
 	if len(hist) < 4 {
 		t.Errorf("%d history entries; the conversation should cross the budget at least three times", len(hist))
 	}
+	// The first archive reached memory: hot, or cold once a deep Dream
+	// found a later note replacing it (the notes differ in a word or two).
+	hot, _ := os.ReadFile(filepath.Join(kept[0], "memory", "MEMORY.md"))
+	cold, _ := os.ReadFile(filepath.Join(kept[0], "memory", "COLD.md"))
+	if !strings.Contains(string(hot)+string(cold), "Status note 1:") {
+		t.Errorf("the first note is in neither MEMORY.md nor COLD.md:\n%s\n%s", hot, cold)
+	}
 	t.Logf("%d entries, usage %+v", len(hist), rep.Results[0].Usage)
 }
 

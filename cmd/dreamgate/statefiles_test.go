@@ -44,6 +44,9 @@ var stateFiles = []stateFile{
 	{workspace.DreamCursor, "history", "DreamCursor"},
 	{workspace.DreamLedger, "dream", "DreamLedger"},
 	{workspace.DreamLock, "dream", "DreamLock"},
+	// The scopes asked for a deep Dream, apart from the ledger so that
+	// asking never waits for a running Dream; the ledger takes them in.
+	{workspace.DreamDeep, "dream", "DreamDeep"},
 	// Read once by the ledger, into itself, and removed; nothing writes them.
 	{workspace.LegacyDreamState, "dream", "LegacyDreamState"},
 	{workspace.LegacyDreamIntent, "dream", "LegacyDreamIntent"},

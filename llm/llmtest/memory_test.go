@@ -72,7 +72,7 @@ func TestMemoryModelEdit(t *testing.T) {
 	if mem["path"] != "memory/MEMORY.md" || mem["old_text"] != "" || mem["new_text"] != "- We deploy on Fridays." {
 		t.Errorf("MEMORY edit: %v", mem)
 	}
-	if usr["path"] != "USER.md" || usr["old_text"] != user || usr["new_text"] != "# Users\n- Actually I moved to Porto." {
+	if usr["path"] != "USER.md" || editResult(user, usr) != "# Users\n- Actually I moved to Porto." {
 		t.Errorf("USER edit: %v", usr)
 	}
 	// A finding's priority is not part of its fact, and a line that states
@@ -82,7 +82,11 @@ func TestMemoryModelEdit(t *testing.T) {
 		"\n## Current memory files\n" +
 		"\n### USER.md (" + strconv.Itoa(len([]rune(stamped))) + " characters)\n" + stamped + "\n"
 	got2 := MemoryModel(Request{Tools: req.Tools, Messages: []llm.Message{{Role: llm.RoleSystem, Content: "edit"}, {Role: llm.RoleUser, Content: again}}})
-	if len(got2.ToolCalls) != 1 || !strings.Contains(got2.ToolCalls[0].Arguments, `"new_text":"# Users\n- Alice moved to Porto. \u003c!-- durable 2026-04-03 src:2 --\u003e\n- Alice codes in Go."`) {
+	var usr2 map[string]string
+	if len(got2.ToolCalls) == 1 {
+		_ = json.Unmarshal([]byte(got2.ToolCalls[0].Arguments), &usr2)
+	}
+	if editResult(stamped, usr2) != stamped+"\n- Alice codes in Go." {
 		t.Errorf("edit of a stamped file: %+v", got2)
 	}
 	req.Messages = append(req.Messages, llm.Message{Role: llm.RoleAssistant, ToolCalls: got.ToolCalls},
@@ -90,6 +94,14 @@ func TestMemoryModelEdit(t *testing.T) {
 	if got := MemoryModel(req); got.Text != "Done." || len(got.ToolCalls) != 0 {
 		t.Errorf("after the tool results: %+v", got)
 	}
+}
+
+// editResult is what edit_file makes of text: old_text found once, replaced.
+func editResult(text string, args map[string]string) string {
+	if args == nil || strings.Count(text, args["old_text"]) != 1 {
+		return "(old_text not found once)"
+	}
+	return strings.Replace(text, args["old_text"], args["new_text"], 1)
 }
 
 func TestMemoryModelChat(t *testing.T) {
