@@ -1,6 +1,7 @@
 package dream
 
 import (
+	"fmt"
 	"github.com/dreamgate/dreamgate/history"
 	"github.com/dreamgate/dreamgate/internal/memline"
 
@@ -69,8 +70,8 @@ func TestPhase1Input(t *testing.T) {
 		"[2026-04-03 00:02] - User prefers dark mode\n- Decided on PostgreSQL\n",
 		"[2026-04-03 00:05] " + strings.Repeat("é", entryCap) + "…[truncated]\n",
 		"## Today\n2026-04-03 (Friday)\n",
-		"## Current memory/MEMORY.md (32001 characters)\n",
-		"[cut at 32000 characters; the rest of memory/MEMORY.md is not shown]",
+		fmt.Sprintf("## Current memory/MEMORY.md (%d characters)\n", memoryCap+1),
+		fmt.Sprintf("[cut at %d characters; the rest of memory/MEMORY.md is not shown]", memoryCap),
 		"## Current SOUL.md (0 characters)\n(empty)\n",
 		"## Current USER.md (12 characters)\n# User\n- Ana\n",
 	} {
@@ -87,7 +88,7 @@ func TestPhase1Input(t *testing.T) {
 	}
 	// Phase 2 has read_file, and its note says so.
 	p2 := phase2Messages("", []finding{{Tag: tagMemory, Text: "x"}}, files)[1].Content
-	if !strings.Contains(p2, "[cut at 32000 characters; use read_file on memory/MEMORY.md to see the rest]") {
+	if !strings.Contains(p2, fmt.Sprintf("[cut at %d characters; use read_file on memory/MEMORY.md to see the rest]", memoryCap)) {
 		t.Errorf("phase 2 input lacks the read_file cut note")
 	}
 }

@@ -34,11 +34,16 @@ const overridePath = workspace.DreamGuide
 
 // Caps on what goes into a prompt, in characters (runes).
 const (
-	entryCap    = 4_000  // one history entry in phase 1
-	memoryCap   = 32_000 // MEMORY.md
-	profileCap  = 16_000 // SOUL.md and USER.md
-	overrideCap = 32_000 // prompts/dream.md
-	summaryCap  = 6_000  // the unified diff in a commit body
+	entryCap = 4_000 // one history entry in phase 1
+	// A scope's files are shown whole far past any budget a prompt keeps
+	// them to (memory.hotTokens is at most a quarter of the window: 32K
+	// tokens on a 128K model, about 128K characters), so that Dream
+	// deduplicates and corrects against all of them; the deep Dream keeps
+	// them near the budget. Only a file far beyond it is cut, saying so.
+	memoryCap   = 128_000 // MEMORY.md
+	profileCap  = 64_000  // SOUL.md and USER.md
+	overrideCap = 32_000  // prompts/dream.md
+	summaryCap  = 6_000   // the unified diff in a commit body
 )
 
 // The built-in guidance. A non-empty prompts/dream.md replaces both texts;
