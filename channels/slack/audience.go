@@ -22,8 +22,9 @@ import (
 // What a channel is comes from conversations.info (the channels:read,
 // groups:read, mpim:read and im:read scopes), kept convTTL because a
 // channel can be made private or shared. When Slack cannot say, the
-// conversation is Private to itself: its memory is kept apart from the
-// workspace's, the narrowest choice that includes everyone present.
+// conversation is Shared: it keeps a memory of its own and reads none of
+// the workspace's, since people of another organisation may be in it (a
+// private channel would read the team's memory).
 
 const (
 	convTTL = 5 * time.Minute
@@ -94,7 +95,7 @@ func (r *runner) audienceOf(ctx context.Context, w where, channel, user string) 
 	switch kind {
 	case convIM:
 		aud.Kind, aud.Person = audience.Person, user
-	case convShared:
+	case convShared, convUnknown:
 		aud.Kind, aud.Chat = audience.Shared, channel
 	case convPublic:
 		aud.Kind = audience.Team
@@ -126,7 +127,7 @@ func (a *Adapter) conversationKind(ctx context.Context, channel string) convKind
 				a.log.Warn("slack app cannot read what its channels are (it needs the channels:read, groups:read, mpim:read and im:read scopes; reinstall it): every channel's memory is kept apart as a private channel's", "err", err)
 			}
 		default:
-			a.log.Warn("slack cannot tell what a channel is; keeping its memory apart as a private channel's", "chat", channel, "err", err)
+			a.log.Warn("slack cannot tell what a channel is; keeping its memory apart and reading none of the workspace's, as a shared channel's", "chat", channel, "err", err)
 		}
 		a.convs.Put(channel, convUnknown, convFailTTL)
 		return convUnknown

@@ -17,6 +17,10 @@ func teamOf(team string) audience.Audience {
 	return audience.Audience{Kind: audience.Team, Platform: Name, Team: team}
 }
 
+func sharedTo(team, chat string) audience.Audience {
+	return audience.Audience{Kind: audience.Shared, Platform: Name, Team: team, Chat: chat}
+}
+
 func privateTo(team, chat string) audience.Audience {
 	return audience.Audience{Kind: audience.Private, Platform: Name, Team: team, Chat: chat}
 }
@@ -102,8 +106,9 @@ func TestAudienceOfEachConversation(t *testing.T) {
 	}
 }
 
-// A channel Slack cannot describe is kept apart as a private channel, with
-// a warning; an app without the scopes says so once.
+// A channel Slack cannot describe is kept apart as a shared one (its own
+// memory, none of the team's: another organisation may be in it), with a
+// warning; an app without the scopes says so once.
 func TestAudienceWhenSlackCannotSay(t *testing.T) {
 	for _, c := range []struct {
 		name  string
@@ -121,8 +126,8 @@ func TestAudienceWhenSlackCannotSay(t *testing.T) {
 			h := startHarness(t, harnessOpts{cfg: func(c *Config) { c.GroupPolicy = PolicyOpen }, fake: c.fake, logTo: logs})
 			for _, ch := range []string{"C1", "C2"} {
 				h.inject(fakeslack.Event{Channel: ch, ChannelType: "channel", User: "UBOB", Text: "hi"})
-				if in := h.sink.next(t); in.Audience != privateTo(team1, ch) {
-					t.Errorf("%s: audience %q, want private to it", ch, in.Audience)
+				if in := h.sink.next(t); in.Audience != sharedTo(team1, ch) {
+					t.Errorf("%s: audience %q, want shared, its own", ch, in.Audience)
 				}
 			}
 			if n := strings.Count(logs.String(), c.warns); n != c.count {
@@ -166,7 +171,7 @@ func TestAudienceCacheExpires(t *testing.T) {
 		t.Errorf("made private, after the TTL: %q", a)
 	}
 
-	if a := say("C2"); a != privateTo(team1, "C2") {
+	if a := say("C2"); a != sharedTo(team1, "C2") {
 		t.Errorf("lookup failing: %q", a)
 	}
 	h.fake.SetConversation(fakeslack.Conversation{ID: "C2"})
