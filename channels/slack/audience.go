@@ -124,7 +124,7 @@ func (a *Adapter) conversationKind(ctx context.Context, channel string) convKind
 			return convUnknown // stopping: not Slack's failure, nothing to remember
 		case slackErrorCode(err) == "missing_scope":
 			if a.convNoScope.CompareAndSwap(false, true) {
-				a.log.Warn("slack app cannot read what its channels are (it needs the channels:read, groups:read, mpim:read and im:read scopes; reinstall it): every channel's memory is kept apart as a private channel's", "err", err)
+				a.log.Warn("slack app cannot read what its channels are (it needs the channels:read, groups:read, mpim:read and im:read scopes; reinstall it): every channel's memory is kept apart, reading none of the workspace's", "err", err)
 			}
 		default:
 			a.log.Warn("slack cannot tell what a channel is; keeping its memory apart and reading none of the workspace's, as a shared channel's", "chat", channel, "err", err)
