@@ -253,7 +253,8 @@ func tokenPurpose(r llmtest.Request) string {
 	switch {
 	case len(r.Tools) == 0 && strings.HasPrefix(user, "Archive this part of the conversation"):
 		return llm.PurposeArchive
-	case strings.HasPrefix(user, "## Archive entries"), strings.HasPrefix(user, "## Findings to apply"):
+	case strings.HasPrefix(user, "## Archive entries"), strings.HasPrefix(user, "## Findings to apply"),
+		strings.HasPrefix(user, "## Deep Dream"), strings.HasPrefix(user, "## This pass must free"):
 		return "dream"
 	case len(r.Tools) > 0:
 		return llm.PurposeChat
@@ -266,6 +267,9 @@ type tokenFigures struct {
 	turns  int
 	prompt map[string]int // prompt tokens by purpose
 	calls  map[string]int
+	// turnCalls are the chat calls that open a turn (the others carry a
+	// tool's result back).
+	turnCalls int
 	// Chat requests: their cacheable shares (from the second on), the
 	// largest prompt, the tokens the fake's prompt cache held.
 	shares       []float64
@@ -291,6 +295,9 @@ func measureTokens(b *testing.B, reqs []llmtest.Request, turns int) tokenFigures
 		if p != llm.PurposeChat {
 			continue
 		}
+		if r.Messages[len(r.Messages)-1].Role == llm.RoleUser {
+			f.turnCalls++ // a turn's first call; a tool's result follows in another
+		}
 		f.maxChat = max(f.maxChat, r.PromptTokens)
 		f.cachedChat += r.CachedTokens
 		view := providerView(b, r.Body)
@@ -307,8 +314,8 @@ func measureTokens(b *testing.B, reqs []llmtest.Request, turns int) tokenFigures
 			}
 		}
 	}
-	if f.calls[llm.PurposeChat] != turns {
-		b.Errorf("%d chat calls for %d turns: the figures are not per turn", f.calls[llm.PurposeChat], turns)
+	if f.turnCalls != turns {
+		b.Errorf("%d turns' first chat calls for %d turns: the figures are not per turn", f.turnCalls, turns)
 	}
 	if f.calls["other"] > 0 {
 		b.Errorf("%d calls of no known purpose", f.calls["other"])

@@ -349,6 +349,10 @@ func takeRunes(s string, n int) string {
 // (package recall's ToolName).
 const recallTool = "recall"
 
+// maxRecallWords is the most words (as words counts them) of a question
+// the fake searches for.
+const maxRecallWords = 8
+
 func memChat(r Request) Reply {
 	last := r.Messages[len(r.Messages)-1]
 	if last.Role == llm.RoleTool {
@@ -370,7 +374,9 @@ func memChat(r Request) Reply {
 	}
 	if strings.HasSuffix(strings.TrimSpace(msg), "?") && len(r.Messages) > 0 && r.Messages[0].Role == llm.RoleSystem {
 		answer, whole := memAnswerWhole(r.Messages[0].Content, msg)
-		if !whole && slicesContains(r.Tools, recallTool) {
+		// A short, direct question the memory shown does not answer is
+		// searched for; small talk that happens to end in "?" is not.
+		if !whole && len(words(msg)) <= maxRecallWords && slicesContains(r.Tools, recallTool) {
 			args, _ := json.Marshal(map[string]string{"query": strings.Join(sortedWords(msg), " ")})
 			return ToolCall(recallTool, string(args))
 		}
