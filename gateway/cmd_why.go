@@ -35,8 +35,12 @@ func cmdWhy() *command {
 			text := WhyText(req.args, ms, total, func(m WhyMatch) string {
 				return whyFileName(m) + ", " + g.scopeLabel(a, home, m.Scope)
 			})
-			if total == 0 && err == nil {
-				text += g.whySaid(ctx, req.args, readable)
+			if total == 0 && err == nil && g.deps.Recall != nil {
+				said, err := WhySaid(ctx, g.deps.Recall, req.args, readable)
+				if err != nil {
+					g.logger.Warn("/why: the recall search failed", "err", err)
+				}
+				text += said
 			}
 			return text
 		},
@@ -46,20 +50,13 @@ func cmdWhy() *command {
 // whySaidLimit bounds what /why shows of past conversations.
 const whySaidLimit = 3
 
-// whySaid is what /why adds when no memory line holds the words: where
-// they were said before, by the recall index, within the readable scopes;
-// "" without an index or a match.
-func (g *Gateway) whySaid(ctx context.Context, query string, readable []audience.Scope) string {
-	if g.deps.Recall == nil {
-		return ""
-	}
-	res, err := g.deps.Recall.Search(ctx, query, readable, whySaidLimit)
-	if err != nil {
-		g.logger.Warn("/why: the recall search failed", "err", err)
-		return ""
-	}
-	if len(res.Matches) == 0 {
-		return ""
+// WhySaid is what /why (and `dreamgate why`) adds when no memory line
+// holds the words: where they were said before, by the recall index s,
+// within the readable scopes; "" without a match.
+func WhySaid(ctx context.Context, s recall.Searcher, query string, readable []audience.Scope) (string, error) {
+	res, err := s.Search(ctx, query, readable, whySaidLimit)
+	if err != nil || len(res.Matches) == 0 {
+		return "", err
 	}
 	var b strings.Builder
 	b.WriteString(" What was said before holds it, though (the recall search of past conversations and cold memory):")
@@ -79,7 +76,7 @@ func (g *Gateway) whySaid(ctx context.Context, query string, readable []audience
 		}
 		b.WriteString(": " + m.Text)
 	}
-	return b.String()
+	return b.String(), nil
 }
 
 // scopeLabel names scope s for a reader in audience a, whose own scope is

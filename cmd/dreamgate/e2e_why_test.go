@@ -59,6 +59,16 @@ func TestWhyThroughTheBinary(t *testing.T) {
 	if r := h.run("why", "--scope", "default", "noon"); r.code != 1 || !strings.Contains(r.stdout, `No remembered line holds "noon".`) {
 		t.Errorf("why --scope default noon (the team's): exit %d\n%s", r.code, r.stdout)
 	}
+	// No line holds every word: where they were said before, from the
+	// recall index, within the scopes asked about only.
+	r = h.run("why", "--scope", "default", "operator", "ships", "noon")
+	if r.code != 1 || !strings.Contains(r.stdout, "What was said before holds it") ||
+		!strings.Contains(r.stdout, "archived from terminal:main: - The operator ships the spare keys on Fridays.") {
+		t.Errorf("why with the words in the archive only: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if strings.Contains(r.stdout, "team ships") || strings.Contains(r.stdout, "slack:T1:C1") {
+		t.Errorf("why --scope default shows the team's archive:\n%s", r.stdout)
+	}
 	if r := h.run("why"); r.code != 2 {
 		t.Errorf("why without words: exit %d", r.code)
 	}

@@ -10,7 +10,9 @@ import (
 
 	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/gateway"
+	"github.com/dreamgate/dreamgate/gateway/session"
 	"github.com/dreamgate/dreamgate/history"
+	"github.com/dreamgate/dreamgate/recall"
 	"github.com/dreamgate/dreamgate/workspace"
 )
 
@@ -20,7 +22,7 @@ const whyLimit = 50
 // cmdWhy is `why <words>`, the CLI twin of /why: where the remembered
 // lines holding the words came from. The operator reads every scope;
 // --scope narrows it to one.
-func cmdWhy(_ context.Context, e *env, args []string) error {
+func cmdWhy(ctx context.Context, e *env, args []string) error {
 	fs := e.flags("why")
 	scope := scopeFlag(fs)
 	if err := e.parse(fs, args, len(args)); err != nil {
@@ -51,15 +53,45 @@ func cmdWhy(_ context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintln(e.stdout, gateway.WhyText(query, ms, total, func(m gateway.WhyMatch) string {
+	text := gateway.WhyText(query, ms, total, func(m gateway.WhyMatch) string {
 		name := defaultScopeName
 		if m.Scope != audience.Default {
 			name = string(m.Scope)
 		}
 		return filepath.ToSlash(filepath.Join(m.Scope.Dir(), m.File)) + " (scope " + name + ")"
-	}))
+	})
+	if total == 0 {
+		said, err := whySaid(ctx, e, cfg, hist, query, scopes)
+		if err != nil {
+			e.logger(slog.LevelWarn).Warn("the recall search failed", "err", err)
+		}
+		text += said
+	}
+	fmt.Fprintln(e.stdout, text)
 	if total == 0 {
 		return &exitError{code: 1, err: errors.New("")}
 	}
 	return nil
+}
+
+// whySaid searches the recall index, as /why does, for where the words
+// were said before; the search brings the index up to date first, waiting
+// at most a few seconds.
+func whySaid(ctx context.Context, e *env, cfg Config, hist *history.Store, query string, scopes []audience.Scope) (string, error) {
+	logger := e.logger(slog.LevelWarn)
+	sessions, err := session.NewStore(sessionsDir(cfg.StateDir), logger.With("component", "sessions"))
+	if err != nil {
+		return "", err
+	}
+	defer sessions.Close()
+	idx := recall.Open(recall.Options{
+		Dir:           recallDir(cfg.StateDir),
+		Workspace:     cfg.Workspace,
+		History:       hist,
+		Conversations: recallConversations{sessions},
+		SharedMemory:  !cfg.Memory.Scoped,
+		Logger:        logger.With("component", "recall"),
+	})
+	defer idx.Close()
+	return gateway.WhySaid(ctx, idx, query, scopes)
 }
