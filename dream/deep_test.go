@@ -102,6 +102,9 @@ func TestDeepDreamBringsAScopeUnderBudget(t *testing.T) {
 	if start <= 1000 {
 		t.Fatalf("the test's memory is within its budget already: %d tokens", start)
 	}
+	if st := d.Status(AllScopes()); len(st.DeepAsked) != 1 || st.DeepAsked[0] != DefaultScope || st.LastDeep != nil {
+		t.Errorf("status before: asked %v, last deep %v; want the default scope asked, none run", st.DeepAsked, st.LastDeep)
+	}
 
 	rep, err := d.Run(context.Background(), TriggerManual, AllScopes(), nil)
 	if err != nil {
@@ -109,6 +112,9 @@ func TestDeepDreamBringsAScopeUnderBudget(t *testing.T) {
 	}
 	if len(rep.Deep) != 1 {
 		t.Fatalf("deep Dreams = %+v", rep.Deep)
+	}
+	if st := d.Status(AllScopes()); len(st.DeepAsked) != 0 || st.LastDeep == nil {
+		t.Errorf("status after: asked %v, last deep %v; want none asked, one run", st.DeepAsked, st.LastDeep)
 	}
 	dr := rep.Deep[0]
 	t.Logf("deep Dream: %d -> %d tokens (target %d), %d merged, %d retired, %d moved by the model, %d by the program; %d passes, %d prompt + %d completion tokens",

@@ -219,6 +219,11 @@ type Status struct {
 	// summed over them; Skips: theirs, oldest first; Cursor: the least).
 	// Only the scopes asked for are in it; each names its scope.
 	Scopes []ScopeStatus
+	// LastDeep is the most recent deep Dream among the scopes (nil:
+	// none); DeepAsked names the scopes a prompt found over budget,
+	// waiting for theirs.
+	LastDeep  *time.Time
+	DeepAsked []audience.Scope
 }
 
 // ScopeStatus is Dream's progress in one memory scope.
@@ -231,6 +236,10 @@ type ScopeStatus struct {
 	Skips   []Skip
 	Backlog int
 	Cursor  int
+	// LastDeep is when the scope's last deep Dream ran (nil: never);
+	// DeepAsked is set while a prompt's request for one waits.
+	LastDeep  *time.Time
+	DeepAsked bool
 }
 
 // Public is the Status for a chat user who is not the operator: the last

@@ -490,14 +490,22 @@ func (d *Dreamer) Status(scopes Scopes) Status {
 		}
 	}
 	slices.Sort(names)
+	asked := d.ledger.DeepRequested()
 	first := true
 	for _, name := range names {
 		if !scopes.Has(name) {
 			continue
 		}
 		p := rec.scope(name)
-		sc := ScopeStatus{Scope: name, Last: p.LastRun, Skips: p.Skips, Backlog: waiting[name], Cursor: p.Cursor}
+		sc := ScopeStatus{Scope: name, Last: p.LastRun, Skips: p.Skips, Backlog: waiting[name], Cursor: p.Cursor,
+			LastDeep: p.LastDeep, DeepAsked: slices.Contains(asked, name)}
 		s.Scopes = append(s.Scopes, sc)
+		if sc.LastDeep != nil && (s.LastDeep == nil || sc.LastDeep.After(*s.LastDeep)) {
+			s.LastDeep = sc.LastDeep
+		}
+		if sc.DeepAsked {
+			s.DeepAsked = append(s.DeepAsked, name)
+		}
 		s.Backlog += sc.Backlog
 		s.Skips = append(s.Skips, sc.Skips...)
 		if first || sc.Cursor < s.Cursor {

@@ -273,6 +273,12 @@ func Status(s dream.Status, now time.Time) string {
 		k := s.Skips[len(s.Skips)-1]
 		parts = append(parts, fmt.Sprintf("skipped history %d-%d %s ago after repeated failures", k.First, k.Last, ago(now.Sub(k.When))))
 	}
+	if s.LastDeep != nil {
+		parts = append(parts, fmt.Sprintf("last deep Dream %s ago", ago(now.Sub(*s.LastDeep))))
+	}
+	if n := len(s.DeepAsked); n > 0 {
+		parts = append(parts, fmt.Sprintf("a deep Dream is due for %s over its memory budget", plural(n, "scope", "scopes")))
+	}
 	if !s.Next.IsZero() {
 		parts = append(parts, fmt.Sprintf("next: %s (in %s)", showTime(s.Next), ago(s.Next.Sub(now))))
 	} else {

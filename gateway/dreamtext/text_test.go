@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/dream"
 	"github.com/dreamgate/dreamgate/gitstore"
 )
@@ -155,6 +156,7 @@ func TestCommitAndList(t *testing.T) {
 
 func TestStatus(t *testing.T) {
 	now := time.Date(2026, 4, 3, 12, 0, 0, 0, time.UTC)
+	deepAt := now.Add(-72 * time.Hour)
 	tests := []struct {
 		name string
 		s    dream.Status
@@ -168,6 +170,8 @@ func TestStatus(t *testing.T) {
 		{"failed while another runs", dream.Status{Running: true, Since: now.Add(-5 * time.Second),
 			Last: &dream.LastRun{When: now.Add(-time.Hour), Outcome: dream.OutcomeFailed, Reason: "the model's analysis was empty"}},
 			"Dream: dreaming now (started 5s ago); last: 1h ago, failed: the model's analysis was empty; next: not scheduled"},
+		{"deep Dreams", dream.Status{LastDeep: &deepAt, DeepAsked: []audience.Scope{"team-slack-t1"}},
+			"Dream: last: never; last deep Dream 72h ago; a deep Dream is due for 1 scope over its memory budget; next: not scheduled"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
