@@ -39,8 +39,8 @@ build:
 
 # The gateway with the terminal chat (the built-in default channel).
 run: build
-	@echo "make: starting ./$(BIN) gateway $(ARGS)"
-	./$(BIN) gateway $(ARGS)
+	@echo "make: starting ./$(BIN) gateway --terminal $(ARGS)"
+	./$(BIN) gateway --terminal $(ARGS)
 
 test:
 	@echo "make test: $(TEST_NOTE)"

@@ -43,7 +43,11 @@ func cmdStatus() *command {
 					// The prompt also keeps the last archived messages in view.
 					inPrompt = max(inPrompt, bu.Messages)
 				}
-				fmt.Fprintf(&b, "Conversation: %d messages, %d archived, %d in the prompt\n", n, lc, inPrompt)
+				noun := "messages"
+				if n == 1 {
+					noun = "message"
+				}
+				fmt.Fprintf(&b, "Conversation: %d %s, %d archived, %d in the prompt\n", n, noun, lc, inPrompt)
 				// A zero Limit: the budget is off (no context window).
 				if bu.Limit > 0 {
 					fmt.Fprintf(&b, "Prompt: about %s tokens of %s usable (%d%%)%s\n",

@@ -307,6 +307,11 @@ func TestMakeRunSaysWhatItDoes(t *testing.T) {
 	if build < 0 || say < 0 || say > build {
 		t.Errorf("make run does not say, before it compiles, that the first time takes minutes:\n%s", out)
 	}
+	// The terminal chat is make run's channel whatever stdin is: lines
+	// piped into make run are answered, and the end of input stops it.
+	if !slices.ContainsFunc(lines, func(l string) bool { return strings.Contains(l, " gateway --terminal") && !strings.HasPrefix(l, "echo") }) {
+		t.Errorf("make run does not start the gateway with its terminal chat:\n%s", out)
+	}
 }
 
 // make test uses -race only where a C compiler is, and says which.
