@@ -309,7 +309,9 @@ func TestMakeRunSaysWhatItDoes(t *testing.T) {
 	}
 	// The terminal chat is make run's channel whatever stdin is: lines
 	// piped into make run are answered, and the end of input stops it.
-	if !slices.ContainsFunc(lines, func(l string) bool { return strings.Contains(l, " gateway --terminal") && !strings.HasPrefix(l, "echo") }) {
+	if !slices.ContainsFunc(lines, func(l string) bool {
+		return strings.Contains(l, " gateway --terminal") && !strings.HasPrefix(l, "echo")
+	}) {
 		t.Errorf("make run does not start the gateway with its terminal chat:\n%s", out)
 	}
 }

@@ -1,0 +1,254 @@
+package gitstore
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+func (s *Store) indexPath() string { return filepath.Join(s.gitDir, indexFile) }
+
+// indexHeaderLine names the tracking rules: which paths the lines record
+// depends on them, so other rules make the file out of date.
+func (s *Store) indexHeaderLine() string {
+	return indexHeader + "tracked=" + strings.Join(s.tracked, ",") + " patterns=" + strings.Join(s.patterns, ",") + "\n"
+}
+
+// loadIndexFile reads the index file; nil when it is missing, made for other
+// tracking rules or by an earlier version, or damaged in any way.
+func (s *Store) loadIndexFile() *commitIndex {
+	data, err := os.ReadFile(s.indexPath())
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			s.log.Warn("memory repository: commit index unreadable; rebuilding it", "err", err)
+		}
+		return nil
+	}
+	if bytes.HasPrefix(data, []byte(indexHeaderV1)) {
+		s.log.Info("memory repository: rebuilding the commit index in its new format (it records the paths each commit changed)")
+		return nil
+	}
+	x, err := parseIndex(data, s.indexHeaderLine())
+	if err != nil {
+		s.log.Warn("memory repository: commit index damaged or out of date; rebuilding it", "err", err)
+		return nil
+	}
+	return x
+}
+
+func parseIndex(data []byte, header string) (*commitIndex, error) {
+	rest, ok := bytes.CutPrefix(data, []byte(header))
+	if !ok {
+		return nil, errors.New("header does not match")
+	}
+	x := newCommitIndex()
+	x.size = int64(len(data))
+	for n := 2; len(rest) > 0; n++ {
+		line, after, ok := bytes.Cut(rest, []byte("\n"))
+		if !ok {
+			return nil, fmt.Errorf("line %d: unterminated", n)
+		}
+		rest = after
+		if p, ok := bytes.CutPrefix(line, []byte(pathLine)); ok {
+			path, err := parseChecked(string(p))
+			if err == nil {
+				path, err = strconv.Unquote(path)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("line %d: %w", n, err)
+			}
+			if _, dup := x.num[path]; dup {
+				return nil, fmt.Errorf("line %d: path listed twice", n)
+			}
+			x.num[path] = int32(len(x.paths))
+			x.paths = append(x.paths, path)
+			continue
+		}
+		e, err := parseEntry(string(line), len(x.paths))
+		if err != nil {
+			return nil, fmt.Errorf("line %d: %w", n, err)
+		}
+		if e.parent != x.head() {
+			return nil, fmt.Errorf("line %d: parent is not the previous line's commit", n)
+		}
+		if _, dup := x.pos[e.id]; dup {
+			return nil, fmt.Errorf("line %d: commit listed twice", n)
+		}
+		x.pos[e.id] = len(x.entries)
+		x.entries = append(x.entries, e)
+	}
+	x.defined = len(x.paths)
+	return x, nil
+}
+
+// formatPath writes "path <quoted path> <crc32 of the quoted path>".
+func formatPath(p string) string {
+	q := strconv.Quote(p)
+	return fmt.Sprintf("%s%s %08x\n", pathLine, q, crc32.ChecksumIEEE([]byte(q)))
+}
+
+// formatEntry writes "<id> <parent|-> <unix> <offset> <changed|->
+// <quoted subject> <crc32 of all before it>", changed being the numbers of
+// the changed paths, comma-separated.
+func formatEntry(e indexEntry) string {
+	parent := "-"
+	if !e.parent.IsZero() {
+		parent = e.parent.String()
+	}
+	changed := "-"
+	if len(e.changed) > 0 {
+		b := make([]byte, 0, 4*len(e.changed))
+		for i, n := range e.changed {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = strconv.AppendInt(b, int64(n), 10)
+		}
+		changed = string(b)
+	}
+	line := fmt.Sprintf("%s %s %d %d %s %s", e.id, parent, e.when, e.offset, changed, strconv.Quote(e.subject))
+	return fmt.Sprintf("%s %08x\n", line, crc32.ChecksumIEEE([]byte(line)))
+}
+
+// parseChecked returns a line's body when its last field is the body's
+// checksum.
+func parseChecked(line string) (string, error) {
+	body, sum, ok := cutLast(line, " ")
+	if !ok || sum != fmt.Sprintf("%08x", crc32.ChecksumIEEE([]byte(body))) {
+		return "", errors.New("checksum mismatch")
+	}
+	return body, nil
+}
+
+// parseEntry reads a commit line whose path numbers are below paths.
+func parseEntry(line string, paths int) (indexEntry, error) {
+	body, err := parseChecked(line)
+	if err != nil {
+		return indexEntry{}, err
+	}
+	f := strings.SplitN(body, " ", 6)
+	if len(f) != 6 {
+		return indexEntry{}, errors.New("too few fields")
+	}
+	var e indexEntry
+	var ok1, ok2 bool
+	e.id, ok1 = parseHash(f[0])
+	if e.parent, ok2 = parseHash(f[1]); f[1] == "-" {
+		e.parent, ok2 = plumbing.ZeroHash, true
+	}
+	var errs [4]error
+	e.when, errs[0] = strconv.ParseInt(f[2], 10, 64)
+	e.offset, errs[1] = strconv.Atoi(f[3])
+	if f[4] != "-" {
+		for n := range strings.SplitSeq(f[4], ",") {
+			v, err := strconv.ParseInt(n, 10, 32)
+			if err == nil && (v < 0 || v >= int64(paths)) {
+				err = errors.New("names a path not listed before")
+			}
+			if err != nil {
+				errs[2] = err
+				break
+			}
+			e.changed = append(e.changed, int32(v))
+		}
+	}
+	e.subject, errs[3] = strconv.Unquote(f[5])
+	if !ok1 || !ok2 || errors.Join(errs[:]...) != nil {
+		return indexEntry{}, errors.New("malformed fields")
+	}
+	return e, nil
+}
+
+func cutLast(s, sep string) (before, after string, ok bool) {
+	i := strings.LastIndex(s, sep)
+	if i < 0 {
+		return s, "", false
+	}
+	return s[:i], s[i+len(sep):], true
+}
+
+// appendIndexFile appends entries (the last of x) to the file, after the
+// lines of the paths they name first, when the file still is as x last saw
+// it, and rewrites it otherwise (another process wrote it meanwhile).
+func (s *Store) appendIndexFile(x *commitIndex, entries []indexEntry) {
+	fi, err := os.Stat(s.indexPath())
+	if x.size < 0 || err != nil || fi.Size() != x.size {
+		s.saveIndexFile(x)
+		return
+	}
+	var b strings.Builder
+	for _, p := range x.paths[x.defined:] {
+		b.WriteString(formatPath(p))
+	}
+	for _, e := range entries {
+		b.WriteString(formatEntry(e))
+	}
+	f, err := os.OpenFile(s.indexPath(), os.O_WRONLY|os.O_APPEND, 0)
+	if err == nil {
+		// One write: a reader sees the old lines, or torn new ones it
+		// rejects by checksum.
+		_, err = f.WriteString(b.String())
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		s.log.Warn("memory repository: could not update the commit index", "err", err)
+		x.size = -1
+		return
+	}
+	x.size += int64(b.Len())
+	x.defined = len(x.paths)
+}
+
+// saveIndexFile replaces the file with x: the header, the paths, the
+// commits.
+func (s *Store) saveIndexFile(x *commitIndex) {
+	var buf bytes.Buffer
+	w := bufio.NewWriter(&buf)
+	w.WriteString(s.indexHeaderLine())
+	for _, p := range x.paths {
+		w.WriteString(formatPath(p))
+	}
+	for _, e := range x.entries {
+		w.WriteString(formatEntry(e))
+	}
+	_ = w.Flush()
+	if err := replaceFile(s.indexPath(), buf.Bytes()); err != nil {
+		s.log.Warn("memory repository: could not write the commit index", "err", err)
+		x.size = -1
+		return
+	}
+	x.size = int64(buf.Len())
+	x.defined = len(x.paths)
+}
+
+// replaceFile writes p through a temporary file and a rename, so a reader
+// sees the old or the new file. No fsync: a torn or lost index after a
+// crash is rebuilt from the history.
+func replaceFile(p string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(p), "."+filepath.Base(p)+".tmp*")
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), p)
+	}
+	if err != nil {
+		_ = os.Remove(f.Name())
+	}
+	return err
+}
