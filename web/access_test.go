@@ -271,6 +271,24 @@ func TestSignIn(t *testing.T) {
 		t.Errorf("an expired link: %d", res.code)
 	}
 	later.cfg.Now = time.Now
+	// After a restart (another server with the same key), a link made
+	// before it is refused: the used links died with the old process.
+	restarted, err := New(func() Config {
+		c := f.srv.cfg
+		c.Now = func() time.Time { return time.Now().Add(time.Minute) }
+		return c
+	}(), f.srv.deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := restarted.readLink(value); err == nil {
+		t.Error("a link made before a restart signs in after it")
+	}
+	fresh, _ := restarted.SignInLink(ana)
+	_, freshValue, _ := strings.Cut(fresh, "link=")
+	if _, _, err := restarted.readLink(freshValue); err != nil {
+		t.Errorf("a link made after the restart: %v", err)
+	}
 	// A link as a session cookie is refused too.
 	jar := f.anonymous()
 	u, _ := url.Parse(f.http.URL)

@@ -157,8 +157,11 @@ type Server struct {
 	mux   *http.ServeMux
 	// attempts counts failed sign-ins.
 	attempts attempts
-	// links are the sign-in links used already.
-	links usedLinks
+	// links are the sign-in links used already; started is when this
+	// server was made (Unix seconds): a link made before it, by an
+	// earlier process that may have seen it used, signs nobody in.
+	links   usedLinks
+	started int64
 }
 
 // Defaults of Config.
@@ -187,7 +190,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, deps: deps, log: cfg.Logger}
+	s := &Server{cfg: cfg, deps: deps, log: cfg.Logger, started: cfg.Now().Unix()}
 	if err := s.parseTemplates(); err != nil {
 		return nil, err
 	}

@@ -64,12 +64,17 @@ func (s *Server) readLink(link string) (audience.Audience, claim, error) {
 	if s.links.used(c.Nonce) {
 		return audience.Audience{}, c, errors.New("a link already used")
 	}
+	if c.Expires-int64(s.cfg.LinkTTL/time.Second) < s.started {
+		// Made by an earlier process: whether it was used is not known
+		// here, so it is not taken (the person asks for a new one).
+		return audience.Audience{}, c, errors.New("a link from before the page's last start")
+	}
 	return a, c, nil
 }
 
 // usedLinks are the nonces of the links that signed someone in, until
-// they expire: a link signs in once. Kept in memory: after a restart a
-// link not yet expired could sign in once more, within its few minutes.
+// they expire: a link signs in once. Kept in memory; a restart forgets
+// them, so a link made before the server's start is refused (readLink).
 type usedLinks struct {
 	mu    sync.Mutex
 	nonce map[string]int64 // expiry, Unix seconds
