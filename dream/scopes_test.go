@@ -14,6 +14,7 @@ import (
 	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/gitstore"
 	"github.com/dreamgate/dreamgate/history"
+	"github.com/dreamgate/dreamgate/internal/testkit"
 	"github.com/dreamgate/dreamgate/llm"
 	"github.com/dreamgate/dreamgate/llm/llmtest"
 	"github.com/dreamgate/dreamgate/workspace"
@@ -404,13 +405,7 @@ func readCall(path string) llm.ToolCall {
 
 func writeFile(t *testing.T, dir, rel, content string) {
 	t.Helper()
-	p := filepath.Join(dir, filepath.FromSlash(rel))
-	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteFile(t, dir, rel, content)
 }
 
 // Hand edits are committed per scope before that scope's Dream, each

@@ -7,6 +7,7 @@ import (
 	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/channels"
 	"github.com/dreamgate/dreamgate/gateway/session"
+	"github.com/dreamgate/dreamgate/workspace"
 )
 
 // Audiences. Every conversation is answered as an audience, which the
@@ -72,13 +73,30 @@ func (g *Gateway) memoryView(in channels.Inbound) MemoryView {
 }
 
 // ScopeFiles opens a memory scope's folder for a chat turn's file tools.
-// cmd implements it over the workspace (workspace.Root.Scope, which
-// creates a scope's folder on first use).
+// ScopeFolders implements it over the workspace; tests may stub it.
 type ScopeFiles interface {
 	// Tools returns file tools confined to scope's folder, for a sender
 	// who is, or is not, an admin, and a function that lets go of the
 	// folder once the turn is over. An error means no file tools.
 	Tools(scope audience.Scope, admin bool) (tools []agent.Tool, release func(), err error)
+}
+
+// ScopeFolders is the workspace's ScopeFiles: the file tools of a scope's
+// folder (workspace.Root.Scope, which creates it on first use), with the
+// chat policies of the workspace's own tools — memory files only for
+// people who are not admins.
+type ScopeFolders struct{ Root *workspace.Root }
+
+func (s ScopeFolders) Tools(scope audience.Scope, admin bool) ([]agent.Tool, func(), error) {
+	sub, err := s.Root.Scope(scope)
+	if err != nil {
+		return nil, nil, err
+	}
+	pol := agent.ChatGuestPolicy()
+	if admin {
+		pol = agent.ChatPolicy()
+	}
+	return agent.FileTools(sub, pol), func() { _ = sub.Close() }, nil
 }
 
 // fileTools returns the file tools of in's turn, their text and what

@@ -9,27 +9,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dreamgate/dreamgate/agent"
 	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/llm"
 	"github.com/dreamgate/dreamgate/workspace"
 )
-
-// testScopeFiles is cmd's ScopeFiles: the workspace's tools, rooted at a
-// scope's folder.
-type testScopeFiles struct{ ws *workspace.Root }
-
-func (s testScopeFiles) Tools(scope audience.Scope, admin bool) ([]agent.Tool, func(), error) {
-	sub, err := s.ws.Scope(scope)
-	if err != nil {
-		return nil, nil, err
-	}
-	pol := agent.ChatGuestPolicy()
-	if admin {
-		pol = agent.ChatPolicy()
-	}
-	return agent.FileTools(sub, pol), func() { _ = sub.Close() }, nil
-}
 
 var (
 	anaDM   = audience.Audience{Kind: audience.Person, Platform: "slack", Team: "T1", Person: "UANA"}
@@ -74,7 +57,7 @@ func scopeEnv(t testing.TB, f func(context.Context, llm.Request) (llm.Response, 
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { ws.Close() })
-		d.ScopeFiles = testScopeFiles{ws}
+		d.ScopeFiles = ScopeFolders{Root: ws}
 	})
 	return env
 }

@@ -126,16 +126,7 @@ func TestCommitIndexV1Rebuilt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	write := func(rel, text string) {
-		t.Helper()
-		p := filepath.Join(dir, filepath.FromSlash(rel))
-		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := func(rel, text string) { t.Helper(); testkit.WriteFile(t, dir, rel, text) }
 	write("USER.md", "root\n")
 	root, err := s.Commit("dream: root", "")
 	if err != nil {

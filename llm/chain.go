@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"strings"
 	"sync"
@@ -64,11 +65,7 @@ func (m *Named) Client() *Client { return m.client }
 func (m *Named) Stats() map[string]ModelStats {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	out := make(map[string]ModelStats, len(m.stats))
-	for k, v := range m.stats {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(m.stats)
 }
 
 // Status is what the model's chains know of it now.

@@ -193,22 +193,9 @@ func (x *Index) updateConversations(w *writer) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("list conversations: %w", err)
 	}
-	stamps := map[string]string{}
-	rows, err := w.q().QueryContext(w.ctx, `SELECT name, stamp FROM files`)
+	stamps, err := w.stamps(`SELECT name, stamp FROM files`)
 	if err != nil {
-		return 0, classify(err)
-	}
-	for rows.Next() {
-		var name, stamp string
-		if err := rows.Scan(&name, &stamp); err != nil {
-			rows.Close()
-			return 0, classify(err)
-		}
-		stamps[name] = stamp
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return 0, classify(err)
+		return 0, err
 	}
 	n := 0
 	for _, f := range files {
@@ -312,22 +299,9 @@ func (x *Index) updateCold(w *writer) (int, error) {
 	if x.opts.Workspace == "" {
 		return 0, nil
 	}
-	known := map[audience.Scope]string{}
-	rows, err := w.q().QueryContext(w.ctx, `SELECT scope, stamp FROM cold`)
+	known, err := w.stamps(`SELECT scope, stamp FROM cold`)
 	if err != nil {
-		return 0, classify(err)
-	}
-	for rows.Next() {
-		var name, stamp string
-		if err := rows.Scan(&name, &stamp); err != nil {
-			rows.Close()
-			return 0, classify(err)
-		}
-		known[audience.Scope(name)] = stamp
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return 0, classify(err)
+		return 0, err
 	}
 	n := 0
 	seen := map[audience.Scope]bool{}
@@ -340,7 +314,7 @@ func (x *Index) updateCold(w *writer) (int, error) {
 			continue
 		}
 		stamp := strconv.FormatInt(fi.Size(), 10) + ":" + strconv.FormatInt(fi.ModTime().UnixNano(), 10)
-		if known[s] == stamp {
+		if known[string(s)] == stamp {
 			continue
 		}
 		data, err := os.ReadFile(path)
@@ -360,8 +334,8 @@ func (x *Index) updateCold(w *writer) (int, error) {
 			return n, err
 		}
 	}
-	for s := range known {
-		if !seen[s] {
+	for name := range known {
+		if s := audience.Scope(name); !seen[s] {
 			if err := w.dropCold(s); err != nil {
 				return n, err
 			}
@@ -391,4 +365,22 @@ func coldScopes(ws string) []audience.Scope {
 		}
 	}
 	return out
+}
+
+// stamps reads a (name, stamp) table of what was indexed, by name.
+func (w *writer) stamps(query string) (map[string]string, error) {
+	rows, err := w.q().QueryContext(w.ctx, query)
+	if err != nil {
+		return nil, classify(err)
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var name, stamp string
+		if err := rows.Scan(&name, &stamp); err != nil {
+			return nil, classify(err)
+		}
+		out[name] = stamp
+	}
+	return out, classify(rows.Err())
 }

@@ -57,15 +57,33 @@ func WriteFile(name string, data []byte, perm fs.FileMode) error {
 // errors.Is and errors.As.
 func writeIn(r *os.Root, rel string, data []byte, perm fs.FileMode) error {
 	dir := path.Dir(rel)
+	tmp, err := writeTemp(r, dir, data, perm)
+	if err == nil {
+		err = r.Rename(tmp, rel)
+	}
+	if err != nil {
+		if tmp != "" {
+			_ = r.Remove(tmp)
+		}
+		return err
+	}
+	return syncDir(r, dir)
+}
+
+// writeTemp writes data to a new, uniquely named temp file in dir (made
+// when missing), with mode perm whatever the umask, fsynced and closed,
+// and returns its name; after an error the caller removes a name it
+// returned ("" when no file was made).
+func writeTemp(r *os.Root, dir string, data []byte, perm fs.FileMode) (string, error) {
 	if dir != "." {
 		if err := r.MkdirAll(dir, 0o700); err != nil {
-			return err
+			return "", err
 		}
 	}
 	tmp := path.Join(dir, tempPrefix+rand.Text())
 	f, err := r.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 	if err != nil {
-		return err
+		return "", err
 	}
 	_, err = f.Write(data)
 	if err == nil {
@@ -77,14 +95,7 @@ func writeIn(r *os.Root, rel string, data []byte, perm fs.FileMode) error {
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil {
-		err = r.Rename(tmp, rel)
-	}
-	if err != nil {
-		_ = r.Remove(tmp)
-		return err
-	}
-	return syncDir(r, dir)
+	return tmp, err
 }
 
 // syncDir makes a rename or a creation in dir durable. A file system that

@@ -1,7 +1,6 @@
 package workspace
 
 import (
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -90,31 +89,16 @@ func (r *Root) EnsureScope(s audience.Scope) error {
 // the temp name removed.
 func createIn(r *os.Root, rel string, data []byte, perm fs.FileMode) error {
 	dir := path.Dir(rel)
-	if err := r.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	tmp := path.Join(dir, tempPrefix+rand.Text())
-	f, err := r.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Chmod(perm)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
+	tmp, err := writeTemp(r, dir, data, perm)
 	if err == nil {
 		err = r.Link(tmp, rel)
 		if errors.Is(err, fs.ErrExist) {
 			err = nil // another writer was first: its file stays
 		}
 	}
-	_ = r.Remove(tmp)
+	if tmp != "" {
+		_ = r.Remove(tmp)
+	}
 	if err != nil {
 		return err
 	}

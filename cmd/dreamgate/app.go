@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/dreamgate/dreamgate/agent"
-	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/consolidator"
 	"github.com/dreamgate/dreamgate/dream"
 	"github.com/dreamgate/dreamgate/gateway"
@@ -226,12 +225,12 @@ func (a *app) gateway(withDream bool) (*gateway.Gateway, *dream.Dreamer) {
 	deps := gateway.Deps{
 		Model:        model,
 		Sessions:     a.sessions,
-		Consolidator: a.observedArchives(recallArchives{Consolidator: cons, idx: a.recallIndex()}),
+		Consolidator: a.observedArchives(recallArchives(cons, a.recallIndex())),
 		Prompts:      a.promptBuilder(),
 		// People who are not admins may write only the memory files.
 		Tools:      agent.FileTools(a.ws, agent.ChatGuestPolicy()),
 		AdminTools: agent.FileTools(a.ws, agent.ChatPolicy()),
-		ScopeFiles: scopeFiles{a.ws},
+		ScopeFiles: gateway.ScopeFolders{Root: a.ws},
 		Provenance: a.history,
 		WebLinks:   a.webLinksDep(),
 		Recall:     a.recallIndex(),
@@ -286,24 +285,6 @@ func (a *app) gateway(withDream bool) (*gateway.Gateway, *dream.Dreamer) {
 		SharedMemory:      !a.cfg.Memory.Scoped,
 	}, deps)
 	return g, d
-}
-
-// scopeFiles gives a conversation whose memory is a scope of its own the
-// file tools of that scope's folder alone (created on first use), with the
-// same policies as the workspace's: memory files only for people who are
-// not admins.
-type scopeFiles struct{ ws *workspace.Root }
-
-func (s scopeFiles) Tools(scope audience.Scope, admin bool) ([]agent.Tool, func(), error) {
-	sub, err := s.ws.Scope(scope)
-	if err != nil {
-		return nil, nil, err
-	}
-	pol := agent.ChatGuestPolicy()
-	if admin {
-		pol = agent.ChatPolicy()
-	}
-	return agent.FileTools(sub, pol), func() { _ = sub.Close() }, nil
 }
 
 // ledger is Dream's progress: the Dreamer's own when Dream runs (nil

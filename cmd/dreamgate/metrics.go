@@ -69,35 +69,37 @@ func (a *app) observedArchives(c gateway.Consolidator) gateway.Consolidator {
 	if a.metrics == nil {
 		return c
 	}
-	return countedArchives{Consolidator: c, obs: a.metrics}
+	return archiveNotices{Consolidator: c, notice: func(rep consolidator.Report) { a.metrics.Archived(rep.Rounds, rep.Raw) }}
 }
 
-type countedArchives struct {
+// archiveNotices passes every consolidator call on, and tells notice of
+// each report that archived something (rounds, or a raw fallback).
+type archiveNotices struct {
 	gateway.Consolidator
-	obs *metrics.Metrics
+	notice func(consolidator.Report)
 }
 
-func (c countedArchives) Before(ctx context.Context, s consolidator.Session, p consolidator.Prompt) (consolidator.Prompt, consolidator.Report, error) {
+func (c archiveNotices) Before(ctx context.Context, s consolidator.Session, p consolidator.Prompt) (consolidator.Prompt, consolidator.Report, error) {
 	p, rep, err := c.Consolidator.Before(ctx, s, p)
-	c.count(rep)
+	c.tell(rep)
 	return p, rep, err
 }
 
-func (c countedArchives) After(ctx context.Context, s consolidator.Session, p consolidator.Prompt, sent consolidator.Sent) (consolidator.Report, error) {
+func (c archiveNotices) After(ctx context.Context, s consolidator.Session, p consolidator.Prompt, sent consolidator.Sent) (consolidator.Report, error) {
 	rep, err := c.Consolidator.After(ctx, s, p, sent)
-	c.count(rep)
+	c.tell(rep)
 	return rep, err
 }
 
-func (c countedArchives) ArchiveTail(ctx context.Context, s consolidator.Session) (consolidator.Report, error) {
+func (c archiveNotices) ArchiveTail(ctx context.Context, s consolidator.Session) (consolidator.Report, error) {
 	rep, err := c.Consolidator.ArchiveTail(ctx, s)
-	c.count(rep)
+	c.tell(rep)
 	return rep, err
 }
 
-func (c countedArchives) count(rep consolidator.Report) {
+func (c archiveNotices) tell(rep consolidator.Report) {
 	if rep.Rounds > 0 || rep.Raw {
-		c.obs.Archived(rep.Rounds, rep.Raw)
+		c.notice(rep)
 	}
 }
 

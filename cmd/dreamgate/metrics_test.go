@@ -263,7 +263,7 @@ func TestArchivesCountedFromReports(t *testing.T) {
 		`dreamgate_archive_rounds_total`:        6,
 		`dreamgate_archive_raw_fallbacks_total`: 3,
 	})
-	if _, wrapped := (&app{}).observedArchives(stubArchives{}).(countedArchives); wrapped {
+	if _, wrapped := (&app{}).observedArchives(stubArchives{}).(archiveNotices); wrapped {
 		t.Error("without metrics the consolidator is wrapped")
 	}
 }

@@ -60,33 +60,8 @@ func (c recallConversations) Read(name string, resume func(string) (int, int64),
 
 // recallArchives tells the recall index when a consolidator call archived
 // something, so that the next search waits for it to be indexed.
-type recallArchives struct {
-	gateway.Consolidator
-	idx *recall.Index
-}
-
-func (c recallArchives) Before(ctx context.Context, s consolidator.Session, p consolidator.Prompt) (consolidator.Prompt, consolidator.Report, error) {
-	p, rep, err := c.Consolidator.Before(ctx, s, p)
-	c.note(rep)
-	return p, rep, err
-}
-
-func (c recallArchives) After(ctx context.Context, s consolidator.Session, p consolidator.Prompt, sent consolidator.Sent) (consolidator.Report, error) {
-	rep, err := c.Consolidator.After(ctx, s, p, sent)
-	c.note(rep)
-	return rep, err
-}
-
-func (c recallArchives) ArchiveTail(ctx context.Context, s consolidator.Session) (consolidator.Report, error) {
-	rep, err := c.Consolidator.ArchiveTail(ctx, s)
-	c.note(rep)
-	return rep, err
-}
-
-func (c recallArchives) note(rep consolidator.Report) {
-	if rep.Rounds > 0 || rep.Raw {
-		c.idx.Changed()
-	}
+func recallArchives(c gateway.Consolidator, idx *recall.Index) gateway.Consolidator {
+	return archiveNotices{Consolidator: c, notice: func(consolidator.Report) { idx.Changed() }}
 }
 
 // webRecall is the recall index as the memory page's search.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -235,12 +236,7 @@ func webHealth(r healthReport) web.Health {
 		}
 		h.Models = append(h.Models, m)
 	}
-	names := make([]string, 0, len(r.Channels))
-	for n := range r.Channels {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(r.Channels)) {
 		c := r.Channels[n]
 		h.Channels = append(h.Channels, web.ChannelHealth{Name: n, State: c.State, Detail: c.Detail, Since: c.Since})
 	}
