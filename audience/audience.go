@@ -42,13 +42,22 @@ const (
 	Team Kind = "team"
 	// Shared is a channel shared with another organisation (Slack
 	// Connect): people outside the team read it, so it sees nothing of the
-	// team's memory.
+	// team's memory. A channel one of whose members is a guest of the
+	// team is Shared too.
 	Shared Kind = "shared"
+	// Guest is a direct message with a person who is not one of the
+	// team's full members: a guest of the workspace (Slack's multi- and
+	// single-channel guests) or a person of another organisation. The
+	// team's memory is built from channels they cannot read, so their DM
+	// reads their own memory alone. Its home is the person's scope, the
+	// one a Person audience of the same person has: what they said in
+	// their DM stays theirs whatever their standing.
+	Guest Kind = "guest"
 )
 
 func (k Kind) valid() bool {
 	switch k {
-	case Operator, Person, Private, Team, Shared:
+	case Operator, Person, Private, Team, Shared, Guest:
 		return true
 	}
 	return false
@@ -59,6 +68,7 @@ func (k Kind) valid() bool {
 //
 //	Operator  Platform
 //	Person    Platform, Person, and Team unless the platform has none (a Discord DM)
+//	Guest     as Person
 //	Private   Platform, Team, Chat
 //	Team      Platform, Team
 //	Shared    Platform, Chat, and Team when known (the workspace the bot heard it in)
@@ -105,7 +115,7 @@ func (a Audience) Validate() error {
 	)
 	var team, chat, person int
 	switch a.Kind {
-	case Person:
+	case Person, Guest:
 		team, person = optional, required
 	case Private:
 		team, chat = required, required
@@ -157,6 +167,10 @@ func validID(id string) bool {
 	return true
 }
 
+// Direct reports whether a is a direct message with one person (Person
+// or Guest): the only audiences whose words one person alone reads.
+func (a Audience) Direct() bool { return a.Kind == Person || a.Kind == Guest }
+
 // IsZero reports whether a is the zero Audience: none was recorded.
 func (a Audience) IsZero() bool { return a == Audience{} }
 
@@ -164,14 +178,15 @@ func (a Audience) IsZero() bool { return a == Audience{} }
 // platform/kind/team/chat-or-person, trailing empty parts left out
 // ("terminal/operator", "slack/team/T123", "slack/private/T123/C789",
 // "slack/person/T123/U456", "discord/person//U456",
-// "slack/shared/T123/C999"). ParseAudience reads it back. The zero
+// "slack/guest/T123/U789", "slack/shared/T123/C999"). ParseAudience
+// reads it back. The zero
 // Audience is ""; another invalid one is shown for logs but does not parse.
 func (a Audience) String() string {
 	if a.IsZero() {
 		return ""
 	}
 	last := a.Chat
-	if a.Kind == Person {
+	if a.Direct() {
 		last = a.Person
 	}
 	return strings.TrimRight(string(a.Platform)+"/"+string(a.Kind)+"/"+a.Team+"/"+last, "/")
@@ -189,7 +204,7 @@ func ParseAudience(s string) (Audience, error) {
 	}
 	if len(parts) > 3 {
 		switch a.Kind {
-		case Person:
+		case Person, Guest:
 			a.Person = parts[3]
 		case Private, Shared:
 			a.Chat = parts[3]

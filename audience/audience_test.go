@@ -23,6 +23,8 @@ func TestHomeAndReadable(t *testing.T) {
 			"private-slack-t123-c789", []Scope{"team-slack-t123", "private-slack-t123-c789"}},
 		{"slack DM", Audience{Kind: Person, Platform: "slack", Team: "T123", Person: "U456"},
 			"person-slack-t123-u456", []Scope{"team-slack-t123", "person-slack-t123-u456"}},
+		{"slack guest's DM", Audience{Kind: Guest, Platform: "slack", Team: "T123", Person: "U789"},
+			"person-slack-t123-u789", []Scope{"person-slack-t123-u789"}},
 		{"slack connect", Audience{Kind: Shared, Platform: "slack", Team: "T123", Chat: "C999"},
 			"shared-slack-c999", []Scope{"shared-slack-c999"}},
 		{"discord DM", Audience{Kind: Person, Platform: "discord", Person: "80351110224678912"},
@@ -96,6 +98,28 @@ func TestAudiencesStayApart(t *testing.T) {
 	}
 }
 
+// A guest's DM reads its person's scope alone, never the team's; its home
+// is the one the same person's DM has as a member, so their words stay
+// theirs whatever their standing, and no other audience reads it.
+func TestGuestReadsNoTeamMemory(t *testing.T) {
+	team := Audience{Kind: Team, Platform: "slack", Team: "T1"}
+	member := Audience{Kind: Person, Platform: "slack", Team: "T1", Person: "UGUS"}
+	guest := Audience{Kind: Guest, Platform: "slack", Team: "T1", Person: "UGUS"}
+	other := Audience{Kind: Person, Platform: "slack", Team: "T1", Person: "UANA"}
+	if guest.MayRead(team.Home()) {
+		t.Error("a guest's DM reads the team's memory")
+	}
+	if guest.Home() != member.Home() {
+		t.Errorf("a guest's home %q is not the person's %q", guest.Home(), member.Home())
+	}
+	if guest.MayRead(other.Home()) || other.MayRead(guest.Home()) || team.MayRead(guest.Home()) {
+		t.Error("a guest's DM and another audience read each other")
+	}
+	if !guest.Direct() || !member.Direct() || team.Direct() {
+		t.Error("Direct: want true for Person and Guest alone")
+	}
+}
+
 func TestValidate(t *testing.T) {
 	long := strings.Repeat("A", maxIDLen+1)
 	bad := []struct {
@@ -114,6 +138,8 @@ func TestValidate(t *testing.T) {
 		{"private with a person", Audience{Kind: Private, Platform: "slack", Team: "T1", Chat: "C1", Person: "U1"}},
 		{"person without a person", Audience{Kind: Person, Platform: "slack", Team: "T1"}},
 		{"person with a chat", Audience{Kind: Person, Platform: "slack", Team: "T1", Person: "U1", Chat: "D1"}},
+		{"guest without a person", Audience{Kind: Guest, Platform: "slack", Team: "T1"}},
+		{"guest with a chat", Audience{Kind: Guest, Platform: "slack", Team: "T1", Person: "U1", Chat: "D1"}},
 		{"shared without a chat", Audience{Kind: Shared, Platform: "slack", Team: "T1"}},
 		{"operator with a team", Audience{Kind: Operator, Platform: "terminal", Team: "T1"}},
 		{"id with a slash", Audience{Kind: Team, Platform: "slack", Team: "T1/T2"}},
@@ -151,6 +177,7 @@ func TestStringForm(t *testing.T) {
 		{Audience{Kind: Private, Platform: "slack", Team: "T123", Chat: "C789"}, "slack/private/T123/C789"},
 		{Audience{Kind: Person, Platform: "slack", Team: "T123", Person: "U456"}, "slack/person/T123/U456"},
 		{Audience{Kind: Person, Platform: "discord", Person: "1234"}, "discord/person//1234"},
+		{Audience{Kind: Guest, Platform: "slack", Team: "T123", Person: "U789"}, "slack/guest/T123/U789"},
 		{Audience{Kind: Shared, Platform: "slack", Team: "T123", Chat: "C999"}, "slack/shared/T123/C999"},
 		{Audience{Kind: Shared, Platform: "slack", Chat: "C999"}, "slack/shared//C999"},
 	}
@@ -165,7 +192,7 @@ func TestStringForm(t *testing.T) {
 	}
 	for _, s := range []string{
 		"", "slack", "slack/team", "slack/team/T1/", "slack/team/T1/C1", "terminal/operator/", "slack/team//",
-		"slack/private/T1", "slack/person/T1", "slack/boss/T1", "slack/team/T1/C1/x", "/team/T1", "slack//T1",
+		"slack/private/T1", "slack/person/T1", "slack/guest/T1", "slack/boss/T1", "slack/team/T1/C1/x", "/team/T1", "slack//T1",
 		"discord/person/1234", // a person id in the team's place
 	} {
 		if a, err := ParseAudience(s); err == nil {

@@ -27,6 +27,7 @@ const maxScopeLen = 200
 //
 //	Operator  ""  (the default scope)
 //	Person    person-<platform>-<team>-<user>, or person-<platform>-<user> without a team
+//	Guest     as Person: the person's own scope
 //	Private   private-<platform>-<team>-<chat>
 //	Team      team-<platform>-<team>
 //	Shared    shared-<platform>-<chat>
@@ -53,7 +54,7 @@ func (a Audience) home() string {
 	switch a.Kind {
 	case Operator:
 		return ""
-	case Person:
+	case Person, Guest:
 		if a.Team == "" {
 			return "person-" + p + "-" + encodeID(a.Person)
 		}
@@ -75,6 +76,7 @@ func (a Audience) home() string {
 //	Private   [team, private]
 //	Person    [team, person], or [person] without a team (a Discord DM)
 //	Shared    [shared]: people of another organisation read it
+//	Guest     [person]: a guest or an outsider reads no team memory
 //	Operator  [""]
 //
 // An audience that does not Validate may read nothing: nil.

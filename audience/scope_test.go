@@ -100,7 +100,7 @@ func TestEncodeIDOneToOne(t *testing.T) {
 func TestRandomAudiencesRoundTrip(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	ids := []string{"", "T1", "C1", "U1", "t", "1", "..", "a.b", "x:y", "%", "_"}
-	kinds := []Kind{Operator, Person, Private, Team, Shared}
+	kinds := []Kind{Operator, Person, Private, Team, Shared, Guest}
 	valid := 0
 	for range 50000 {
 		a := Audience{

@@ -66,7 +66,7 @@ func (g *Gateway) scoped(a audience.Audience) bool {
 // audience reads, and the name of a DM's person for its heading.
 func (g *Gateway) memoryView(in channels.Inbound) MemoryView {
 	v := MemoryView{Audience: in.Audience, Scopes: g.readable(in.Audience)}
-	if in.Audience.Kind == audience.Person && in.SenderID == in.Audience.Person {
+	if in.Audience.Direct() && in.SenderID == in.Audience.Person {
 		v.Person = in.SenderName
 	}
 	return v

@@ -30,7 +30,7 @@ func cmdWebLink() *command {
 				return "The memory page is off (config web.enabled)."
 			case a.Kind == audience.Operator:
 				return "On this machine the memory page needs no link: open it in a browser here, or sign in with its token (config web.token)."
-			case a.Kind != audience.Person || req.in.SenderID != a.Person:
+			case !a.Direct() || req.in.SenderID != a.Person:
 				// The link signs its holder in as the asker: posted where
 				// others read it, anyone could use it.
 				return "Ask me for " + g.commandUsage(req.in, "/web-link") + " in a direct message: the link signs in whoever holds it, as you."
@@ -44,8 +44,13 @@ func cmdWebLink() *command {
 				return "I could not make a link; the error is in the gateway log."
 			}
 			sees := "the team's memory and yours"
-			if g.cfg.SharedMemory {
+			switch {
+			case g.cfg.SharedMemory:
 				sees = "the one memory everyone shares"
+			case a.Kind == audience.Guest:
+				// A guest or a person of another organisation: the
+				// link reads what their DM reads, their own alone.
+				sees = "your own memory (not the team's: you are a guest here)"
 			}
 			return "Your link to the memory page: " + link + "\n" +
 				"It signs you in once and expires soon; the page shows what this conversation may see: " + sees +

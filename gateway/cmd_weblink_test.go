@@ -25,7 +25,7 @@ func (f *fakeLinks) SignInLink(a audience.Audience) (string, error) {
 	if f.operatorOnly {
 		return "", fmt.Errorf("no token: %w", ErrNoWebSignIn)
 	}
-	if a.Kind != audience.Person {
+	if !a.Direct() {
 		return "", fmt.Errorf("a link for %s", a)
 	}
 	f.asked = append(f.asked, a)
@@ -68,11 +68,15 @@ func TestWebLinkOnlyInAPersonsOwnDM(t *testing.T) {
 			t.Errorf("%s: %q", c.name, got)
 		}
 	}
+	// A guest's link reads what their DM reads: their own memory alone.
+	if got := ask(guestDM, guestDM.Person); !strings.Contains(got, "LINK-UANA") || strings.Contains(got, "the team's memory and yours") || !strings.Contains(got, "your own memory") {
+		t.Errorf("a guest's DM: %q", got)
+	}
 	if got := ask(operator, "U1"); strings.Contains(got, "LINK-") || !strings.Contains(got, "needs no link") {
 		t.Errorf("the operator: %q", got)
 	}
-	if len(links.asked) != 1 || links.asked[0] != anaDM {
-		t.Errorf("links made for %v, want Ana's DM once", links.asked)
+	if len(links.asked) != 2 || links.asked[0] != anaDM || links.asked[1] != guestDM {
+		t.Errorf("links made for %v, want Ana's DM, then her DM as a guest", links.asked)
 	}
 	links.operatorOnly = true
 	if got := ask(anaDM, anaDM.Person); strings.Contains(got, "LINK-") || !strings.Contains(got, "web.token") {

@@ -277,7 +277,7 @@ func scopeHeading(view MemoryView, s audience.Scope) string {
 		return "Memory shared with the team — from " + where + " public channels; everyone in " + who + " may see it"
 	}
 	switch {
-	case a.Kind == audience.Person:
+	case a.Direct():
 		who := view.Person
 		if who == "" {
 			who = "this person"

@@ -20,6 +20,9 @@ var (
 	team2   = audience.Audience{Kind: audience.Team, Platform: "slack", Team: "T2"}
 	connect = audience.Audience{Kind: audience.Shared, Platform: "slack", Team: "T1", Chat: "CX"}
 	discDM  = audience.Audience{Kind: audience.Person, Platform: "discord", Person: "42"}
+	// guestDM is Ana's DM when she is a guest of the workspace (or of
+	// another organisation): her own memory, not the team's.
+	guestDM = audience.Audience{Kind: audience.Guest, Platform: "slack", Team: "T1", Person: "UANA"}
 )
 
 // scopedWorkspace writes a token into every memory file of the workspace
@@ -79,6 +82,7 @@ func TestPromptShowsExactlyTheReadableScopes(t *testing.T) {
 		{team2, []string{"Memory shared with the team"}},
 		{connect, []string{"Memory of this shared channel", "people from other organisations"}},
 		{discDM, []string{"Memory from your direct messages with Ana —"}},
+		{guestDM, []string{"Memory from your direct messages with Ana —"}},
 	}
 	for i, c := range cases {
 		key := fmt.Sprintf("c%d", i)

@@ -157,16 +157,17 @@ func tokenID(token string) string {
 }
 
 // SignInLink returns a link that signs a in (the audience of a DM with the
-// bot, Kind Person) for LinkTTL: what /web-link sends to that person. The
-// link opens a page whose button signs in, so a chat's link preview, which
-// only fetches it, signs nobody in.
+// bot: Person, or Guest, who reads their own memory alone) for LinkTTL:
+// what /web-link sends to that person. The link opens a page whose button
+// signs in, so a chat's link preview, which only fetches it, signs nobody
+// in.
 func (s *Server) SignInLink(a audience.Audience) (string, error) {
 	if s.cfg.Token == "" {
 		// Without a token every request from this machine is the
 		// operator's: a link would sign nobody in as themselves.
 		return "", fmt.Errorf("the memory page has no web.token: %w", gateway.ErrNoWebSignIn)
 	}
-	if a.Kind != audience.Person || a.Validate() != nil {
+	if !a.Direct() || a.Validate() != nil {
 		return "", errors.New("a sign-in link is for one person's direct messages")
 	}
 	v := s.sign(claimLink, claim{Kind: claimLink, Audience: a.String(), Expires: s.now().Add(s.cfg.LinkTTL).Unix(), Nonce: randomID()})
@@ -204,7 +205,7 @@ func (s *Server) viewer(r *http.Request) *Viewer {
 		return &Viewer{Operator: true, Admin: true, session: ck.Value}
 	case claimPerson:
 		a, err := audience.ParseAudience(c.Audience)
-		if err != nil || a.Kind != audience.Person {
+		if err != nil || !a.Direct() {
 			return nil
 		}
 		return &Viewer{Audience: a, Admin: s.isAdmin(a), session: ck.Value}

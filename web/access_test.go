@@ -92,6 +92,14 @@ func TestAPersonsScopeIsNeverShownToAnother(t *testing.T) {
 	// And Ana still reads all of it.
 	page := f.person(ana).get("/memory/" + string(anaScope)).body
 	mustContain(t, page, anaSecret, anaColdSecret)
+	// As a guest of the workspace (or a person of another organisation)
+	// her link reads what her DM then reads: her own memory, never the
+	// team's.
+	guest := f.person(audience.Audience{Kind: audience.Guest, Platform: "slack", Team: "T1", Person: "UANA"})
+	mustContain(t, guest.get("/memory/"+string(anaScope)).body, anaSecret)
+	if res := guest.get("/memory/" + string(teamScope)); res.code != http.StatusNotFound {
+		t.Errorf("a guest read the team's memory: %d", res.code)
+	}
 }
 
 // crawl follows every link of the pages c can reach from the overview,

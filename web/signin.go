@@ -58,7 +58,7 @@ func (s *Server) readLink(link string) (audience.Audience, claim, error) {
 		return audience.Audience{}, c, errors.New("not a valid link")
 	}
 	a, err := audience.ParseAudience(c.Audience)
-	if err != nil || a.Kind != audience.Person {
+	if err != nil || !a.Direct() {
 		return audience.Audience{}, c, errors.New("not a person's link")
 	}
 	if s.links.used(c.Nonce) {
