@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/dreamgate/dreamgate/internal/memline"
 	"github.com/dreamgate/dreamgate/llm"
+	"github.com/dreamgate/dreamgate/memory/memline"
 )
 
 // Tags of phase 1's answer.

@@ -3,7 +3,7 @@ package dream
 import (
 	"fmt"
 	"github.com/dreamgate/dreamgate/history"
-	"github.com/dreamgate/dreamgate/internal/memline"
+	"github.com/dreamgate/dreamgate/memory/memline"
 
 	"reflect"
 	"strings"

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dreamgate/dreamgate/internal/memline"
+	"github.com/dreamgate/dreamgate/memory/memline"
 	"github.com/dreamgate/dreamgate/workspace"
 )
 

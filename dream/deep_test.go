@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dreamgate/dreamgate/internal/memline"
 	"github.com/dreamgate/dreamgate/internal/testkit"
 	"github.com/dreamgate/dreamgate/internal/tokens"
 	"github.com/dreamgate/dreamgate/llm/llmtest"
+	"github.com/dreamgate/dreamgate/memory/memline"
 )
 
 // monthsOfUser is a USER.md after months: 60 durable facts of 2026, a

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/dreamgate/dreamgate/audience"
-	"github.com/dreamgate/dreamgate/internal/memline"
 	"github.com/dreamgate/dreamgate/llm"
+	"github.com/dreamgate/dreamgate/memory/memline"
 )
 
 // cacheKeyDeep keeps the deep Dream's calls on their own prompt cache.

@@ -126,7 +126,7 @@
 //     max(lines added, lines deleted), so a replaced line counts once.
 //   - Every memory line carries its priority (permanent, durable,
 //     ephemeral), the date it was last confirmed and its source history
-//     cursors in a trailing comment (internal/memline). Dream keeps them
+//     cursors in a trailing comment (memory/memline). Dream keeps them
 //     itself after phase 2 (upkeep.go), comparing the scope's files before
 //     and after the edits, never trusting the model with bookkeeping: a
 //     new or changed line is dated today and traced to the entries holding

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/dreamgate/dreamgate/history"
-	"github.com/dreamgate/dreamgate/internal/memline"
 	"github.com/dreamgate/dreamgate/llm/llmtest"
+	"github.com/dreamgate/dreamgate/memory/memline"
 )
 
 func day(s string) time.Time {

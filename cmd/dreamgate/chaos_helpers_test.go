@@ -19,8 +19,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dreamgate/dreamgate/internal/memline"
 	"github.com/dreamgate/dreamgate/internal/testkit"
+	"github.com/dreamgate/dreamgate/memory/memline"
 )
 
 // This file holds the chaos suite's machinery: running the binary with a

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/dreamgate/dreamgate/internal/memline"
 	"github.com/dreamgate/dreamgate/llm"
+	"github.com/dreamgate/dreamgate/memory/memline"
 )
 
 // recallTool is the chat tool that searches what memory no longer shows

@@ -13,7 +13,9 @@
 // known source. Headings, blank lines and prose are not facts and are kept
 // exactly as they are.
 //
-// A leaf: it imports nothing of dreamgate's.
+// Package memory owns the format; this is its leaf: it imports nothing of
+// dreamgate's, so that any layer may read a memory line (the rule-following
+// fake model in llm/llmtest reads them as a model reads a prompt).
 package memline
 
 import (
