@@ -29,7 +29,7 @@ RACE      = $(if $(CC_FOUND),-race,)
 TEST_CGO  = $(if $(CC_FOUND),1,0)
 TEST_NOTE = $(if $(CC_FOUND),race detector on (C compiler $(CC_FOUND)),NO RACE DETECTOR: no C compiler ($(shell $(GO) env CC)) found; install gcc or clang to test with -race)
 
-.PHONY: build run test test-postgres chaos bench bench-tokens bench-recall screenshots lint release clean
+.PHONY: build run test test-postgres chaos bench bench-tokens bench-recall screenshots templ lint release clean
 
 # Go says nothing while it compiles, and the first time it also fetches and
 # compiles every module: say so, or a first `make run` looks hung.
@@ -89,6 +89,14 @@ screenshots:
 # the same at a tenth of that size.
 bench-recall:
 	DREAMGATE_BENCH_1M=1 $(GO) test -run '^$$' -bench '^BenchmarkRecall$$' -benchmem -count=1 -timeout 60m ./recall/
+
+# The memory page's templates (web/*.templ) as Go: the generated *_templ.go
+# files are committed, so building needs no generator; run this after
+# editing a .templ file (web's TestTemplatesGenerated fails while they
+# differ). The version is go.mod's github.com/a-h/templ.
+TEMPL_VERSION = $(shell $(GO) list -m -f '{{.Version}}' github.com/a-h/templ)
+templ:
+	$(GO) run github.com/a-h/templ/cmd/templ@$(TEMPL_VERSION) generate -path web
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

@@ -13,8 +13,13 @@
 // what that DM reads. Whatever a viewer may not read answers as what does
 // not exist. No secret, key or token is ever written into a page.
 //
-// Pages are html/template with embedded CSS, no script at all, so they
-// work offline and under a strict Content-Security-Policy. Each page is
+// Pages are typed templates (*.templ) that templ turns into Go
+// (*_templ.go, committed: building needs no generator; `make templ` after
+// an edit, and TestTemplatesGenerated fails while they differ), with
+// embedded CSS and no script at all, so they work offline and under a
+// strict Content-Security-Policy. They use no reflection: html/template's
+// reflect.Value.MethodByName made the linker keep every exported method of
+// every type in the binary. Each page is
 // bounded: the timeline is paged by commit (gitstore.LogBefore), cold
 // memory by lines, search by matches.
 //

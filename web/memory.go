@@ -116,7 +116,7 @@ func (s *Server) memoryIndex(w http.ResponseWriter, r *http.Request, v *Viewer) 
 	if to < len(scopes) {
 		d.More = page + 1
 	}
-	s.render(w, r, v, http.StatusOK, "memoryindex", "Memory", "memory", d)
+	s.render(w, r, v, http.StatusOK, "Memory", "memory", memoryIndexPage(d))
 }
 
 func (s *Server) memoryScope(w http.ResponseWriter, r *http.Request, v *Viewer) {
@@ -146,7 +146,7 @@ func (s *Server) memoryScope(w http.ResponseWriter, r *http.Request, v *Viewer) 
 		u := s.deps.Budget.HotUsage(sc)
 		d.Usage = &usageView{HotUsage: u, Low: u.Budget * 8 / 10, High: u.Budget}
 	}
-	s.render(w, r, v, http.StatusOK, "memory", "Memory: "+d.Label, "memory", d)
+	s.render(w, r, v, http.StatusOK, "Memory: "+d.Label, "memory", memoryPage(d))
 }
 
 // readMemoryFile reads one of scope sc's files (rel within its folder) as
@@ -345,7 +345,7 @@ func (s *Server) entries(w http.ResponseWriter, r *http.Request, v *Viewer) {
 		d.Entries = append(d.Entries, ev)
 	}
 	d.Missing = len(cursors) - len(d.Entries)
-	s.render(w, r, v, http.StatusOK, "entries", "Where this came from", "memory", d)
+	s.render(w, r, v, http.StatusOK, "Where this came from", "memory", entriesPage(d))
 }
 
 func atoi(s string) int {

@@ -109,7 +109,7 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request, v *Viewer) {
 	}
 	d.Dream = s.dreamPart(v)
 	d.Problems = problems(d.Health, d.Dream, v.Operator)
-	s.render(w, r, v, http.StatusOK, "overview", "Overview", "overview", d)
+	s.render(w, r, v, http.StatusOK, "Overview", "overview", overviewPage(s.clock(), d))
 }
 
 func (s *Server) dreamPart(v *Viewer) dreamPart {

@@ -111,7 +111,7 @@ func TestTimeline(t *testing.T) {
 // Paging walks the whole history a page at a time, each commit once.
 func TestTimelinePages(t *testing.T) {
 	f := newFixture(t, fixtureOpts{token: opToken})
-	for i := range 2 * timelinePage {
+	for i := range 2 * timelinePageSize {
 		f.write(fmt.Sprintf("scopes/team-slack-t1/memory/MEMORY.md"), fmt.Sprintf("# Memory\n\n- fact %d\n", i))
 		if _, err := f.repo.Commit(fmt.Sprintf("dream: 1 change from history %d-%d", 100+i, 100+i), ""); err != nil {
 			t.Fatal(err)
@@ -142,7 +142,7 @@ func TestTimelinePages(t *testing.T) {
 			}
 		}
 	}
-	if len(seen) != len(all) || pages != (len(all)+timelinePage-1)/timelinePage {
+	if len(seen) != len(all) || pages != (len(all)+timelinePageSize-1)/timelinePageSize {
 		t.Errorf("%d pages listed %d commits; the history has %d", pages, len(seen), len(all))
 	}
 }
@@ -156,7 +156,7 @@ func TestCommitPage(t *testing.T) {
 	f := newFixture(t, fixtureOpts{token: opToken, admins: []string{"slack:UBOB"}})
 	team2 := f.commit["team2"]
 	page := f.person(bob).get("/commit/" + team2.SHA).body
-	mustContain(t, page, team2.Subject, `class="add">&#43;- Standup is at 10.`, "scopes/team-slack-t1/memory/MEMORY.md",
+	mustContain(t, page, team2.Subject, `class="add">+- Standup is at 10.`, "scopes/team-slack-t1/memory/MEMORY.md",
 		"/restore/"+team2.SHA) // Bob is an admin
 	mustNotContain(t, page, "Scope: team") // the body is the operator's
 	page = f.person(ana).get("/commit/" + team2.SHA).body

@@ -63,7 +63,7 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request, v *Viewer) {
 	}
 	if s.deps.Search == nil {
 		d.Off = "Search is not available: this gateway has no recall index."
-		s.render(w, r, v, http.StatusOK, "search", "Search", "search", d)
+		s.render(w, r, v, http.StatusOK, "Search", "search", searchPage(s.clock(), d))
 		return
 	}
 	if d.Query != "" {
@@ -92,7 +92,7 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request, v *Viewer) {
 			d.Matches = append(d.Matches, mv)
 		}
 	}
-	s.render(w, r, v, http.StatusOK, "search", "Search", "search", d)
+	s.render(w, r, v, http.StatusOK, "Search", "search", searchPage(s.clock(), d))
 }
 
 // anchor is a line's id on the memory page.

@@ -7,13 +7,12 @@ import (
 	"embed"
 	"encoding/base64"
 	"errors"
-	"fmt"
-	"html/template"
 	"io/fs"
 	"log/slog"
 	"net/http"
-	"strings"
 	"time"
+
+	"github.com/a-h/templ"
 
 	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/dream"
@@ -23,7 +22,7 @@ import (
 	"github.com/dreamgate/dreamgate/llm"
 )
 
-//go:embed templates/*.html static/*
+//go:embed static/*
 var assets embed.FS
 
 // Config is the page's settings; cmd fills it from config web.* and the
@@ -150,11 +149,10 @@ type SearchMatch struct {
 
 // Server serves the pages.
 type Server struct {
-	cfg   Config
-	deps  Deps
-	log   *slog.Logger
-	pages map[string]*template.Template
-	mux   *http.ServeMux
+	cfg  Config
+	deps Deps
+	log  *slog.Logger
+	mux  *http.ServeMux
 	// attempts counts failed sign-ins.
 	attempts attempts
 	// links are the sign-in links used already; started is when this
@@ -191,9 +189,6 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{cfg: cfg, deps: deps, log: cfg.Logger, started: cfg.Now().Unix()}
-	if err := s.parseTemplates(); err != nil {
-		return nil, err
-	}
 	s.routes()
 	return s, nil
 }
@@ -268,7 +263,7 @@ func (s *Server) signed(h func(http.ResponseWriter, *http.Request, *Viewer)) htt
 	}
 }
 
-// view is what every page's template gets.
+// view is what the layout around every page gets.
 type view struct {
 	Title  string
 	Nav    string // the navigation entry this page is under
@@ -278,12 +273,21 @@ type view struct {
 	Who     string
 	SignOut bool
 	CSRF    string
-	Data    any
 }
 
-func (s *Server) render(w http.ResponseWriter, r *http.Request, v *Viewer, status int, page, title, nav string, data any) {
-	t := s.pages[page]
-	vw := view{Title: title, Nav: nav, Viewer: v, Data: data}
+// whoLine is the header's account of the viewer.
+func (vw view) whoLine() string {
+	if vw.Viewer != nil && vw.Viewer.Admin {
+		return vw.Who + " · admin"
+	}
+	return vw.Who
+}
+
+// render writes page inside the layout. Pages are generated typed
+// templates (templ, from the *.templ files beside this one): no
+// reflection, so the linker keeps only the methods the program calls.
+func (s *Server) render(w http.ResponseWriter, r *http.Request, v *Viewer, status int, title, nav string, page templ.Component) {
+	vw := view{Title: title, Nav: nav, Viewer: v}
 	if v != nil {
 		vw.CSRF = s.csrfToken(v)
 		vw.SignOut = v.session != "" && v.session != "bearer"
@@ -293,8 +297,8 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, v *Viewer, statu
 		}
 	}
 	var buf bytes.Buffer
-	if err := t.ExecuteTemplate(&buf, "layout", vw); err != nil {
-		s.log.Error("web: render", "page", page, "err", err)
+	if err := layout(vw, page).Render(r.Context(), &buf); err != nil {
+		s.log.Error("web: render", "path", r.URL.Path, "err", err)
 		http.Error(w, "The page could not be shown; the reason is in the gateway log.", http.StatusInternalServerError)
 		return
 	}
@@ -307,126 +311,21 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, v *Viewer, statu
 // scope, commit or entry of someone else's reads exactly like one that
 // does not exist at all.
 func (s *Server) notFound(w http.ResponseWriter, r *http.Request, v *Viewer, what string) {
-	s.render(w, r, v, http.StatusNotFound, "message", "Not found", "", message{Title: "Not found", Text: what})
+	s.render(w, r, v, http.StatusNotFound, "Not found", "", messagePage(message{Title: "Not found", Text: what}))
 }
 
 // failed says a page could not be built, without the error's text (it may
 // name paths); the log has it.
 func (s *Server) failed(w http.ResponseWriter, r *http.Request, v *Viewer, what string, err error) {
 	s.log.Error("web: "+what, "path", r.URL.Path, "err", err)
-	s.render(w, r, v, http.StatusInternalServerError, "message", "Unavailable", "",
-		message{Title: "Unavailable", Text: "The " + what + " could not be read; the reason is in the gateway log."})
+	s.render(w, r, v, http.StatusInternalServerError, "Unavailable", "",
+		messagePage(message{Title: "Unavailable", Text: "The " + what + " could not be read; the reason is in the gateway log."}))
 }
 
 type message struct {
 	Title, Text string
 	// Link, when set, is where to go next.
 	Link, LinkText string
-}
-
-// parseTemplates parses the layout with each page.
-func (s *Server) parseTemplates() error {
-	funcs := template.FuncMap{
-		"when":         s.when,
-		"ago":          s.ago,
-		"scopeURL":     scopeURL,
-		"scopeName":    scopeName,
-		"scopeURLName": func(name string) string { return "/memory/" + name },
-		"anchor":       anchor,
-		"inc":          func(n int) int { return n + 1 },
-		"dec":          func(n int) int { return n - 1 },
-		"kind":         commitKind,
-		"short":        func(sha string) string { return sha[:min(8, len(sha))] },
-		// count is "1 entry", "2 entries".
-		"count": func(n int, one, many string) string {
-			if n == 1 {
-				return "1 " + one
-			}
-			return thousands(n) + " " + many
-		},
-		"thousands": func(n int) string {
-			return thousands(n)
-		},
-		"pct": func(a, b int) int {
-			if b <= 0 {
-				return 0
-			}
-			return min(100, a*100/b)
-		},
-	}
-	names, err := fs.Glob(assets, "templates/*.html")
-	if err != nil {
-		return err
-	}
-	s.pages = map[string]*template.Template{}
-	for _, n := range names {
-		base := strings.TrimSuffix(strings.TrimPrefix(n, "templates/"), ".html")
-		if base == "layout" {
-			continue
-		}
-		t, err := template.New(base).Funcs(funcs).ParseFS(assets, "templates/layout.html", n)
-		if err != nil {
-			return fmt.Errorf("web: template %s: %w", base, err)
-		}
-		s.pages[base] = t
-	}
-	return nil
-}
-
-// when shows a time in the page's zone; the zero time is "—".
-func (s *Server) when(t time.Time) string {
-	if t.IsZero() {
-		return "—"
-	}
-	return t.In(s.cfg.Location).Format("2006-01-02 15:04 MST")
-}
-
-// ago says how long ago t was, roughly.
-func (s *Server) ago(t time.Time) string {
-	if t.IsZero() {
-		return ""
-	}
-	d := s.now().Sub(t)
-	switch {
-	case d < 0:
-		d = -d
-		return "in " + roughly(d)
-	case d < time.Minute:
-		return "just now"
-	default:
-		return roughly(d) + " ago"
-	}
-}
-
-func roughly(d time.Duration) string {
-	switch {
-	case d < time.Minute:
-		return "less than a minute"
-	case d < time.Hour:
-		return plural(int(d/time.Minute), "minute")
-	case d < 48*time.Hour:
-		return plural(int(d/time.Hour), "hour")
-	default:
-		return plural(int(d/(24*time.Hour)), "day")
-	}
-}
-
-func plural(n int, unit string) string {
-	if n == 1 {
-		return "1 " + unit
-	}
-	return fmt.Sprintf("%d %ss", n, unit)
-}
-
-func thousands(n int) string {
-	s := fmt.Sprint(n)
-	if n < 0 {
-		return "-" + thousands(-n)
-	}
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	return s
 }
 
 // scopeName is a scope as URLs and pages name it: "default" for the

@@ -39,15 +39,15 @@ func (s *Server) signInPage(w http.ResponseWriter, r *http.Request) {
 	if link := r.URL.Query().Get("link"); link != "" {
 		a, _, err := s.readLink(link)
 		if err != nil {
-			s.render(w, r, nil, http.StatusUnauthorized, "signin", "Sign in", "", signInData{Token: true, Problem: badLink})
+			s.render(w, r, nil, http.StatusUnauthorized, "Sign in", "", signInPage(signInData{Token: true, Problem: badLink}))
 			return
 		}
 		http.SetCookie(w, &http.Cookie{Name: linkCookie, Value: link, Path: "/signin", MaxAge: int(s.cfg.LinkTTL / time.Second),
 			HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: s.secure(r)})
-		s.render(w, r, nil, http.StatusOK, "signin", "Sign in", "", signInData{Who: a.Platform + " user " + a.Person})
+		s.render(w, r, nil, http.StatusOK, "Sign in", "", signInPage(signInData{Who: a.Platform + " user " + a.Person}))
 		return
 	}
-	s.render(w, r, nil, http.StatusOK, "signin", "Sign in", "", signInData{Token: true})
+	s.render(w, r, nil, http.StatusOK, "Sign in", "", signInPage(signInData{Token: true}))
 }
 
 // readLink is the person a sign-in link signs in, and the link's nonce
@@ -121,8 +121,8 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !s.attempts.allow(s.now()) {
-		s.render(w, r, nil, http.StatusTooManyRequests, "signin", "Sign in", "", signInData{Token: true,
-			Problem: "Too many failed attempts; wait a minute."})
+		s.render(w, r, nil, http.StatusTooManyRequests, "Sign in", "", signInPage(signInData{Token: true,
+			Problem: "Too many failed attempts; wait a minute."}))
 		return
 	}
 	if r.PostFormValue("link") != "" {
@@ -137,7 +137,7 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
 		}
 		if err != nil {
 			s.attempts.fail(s.now())
-			s.render(w, r, nil, http.StatusUnauthorized, "signin", "Sign in", "", signInData{Token: true, Problem: badLink})
+			s.render(w, r, nil, http.StatusUnauthorized, "Sign in", "", signInPage(signInData{Token: true, Problem: badLink}))
 			return
 		}
 		http.SetCookie(w, &http.Cookie{Name: linkCookie, Value: "", Path: "/signin", MaxAge: -1,
@@ -150,7 +150,7 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
 	if !s.tokenMatches(r.PostFormValue("token")) {
 		s.attempts.fail(s.now())
 		s.log.Warn("web: a sign-in with a wrong token")
-		s.render(w, r, nil, http.StatusUnauthorized, "signin", "Sign in", "", signInData{Token: true, Problem: "That is not the token."})
+		s.render(w, r, nil, http.StatusUnauthorized, "Sign in", "", signInPage(signInData{Token: true, Problem: "That is not the token."}))
 		return
 	}
 	s.startSession(w, r, claim{Kind: claimOperator, Token: tokenID(s.cfg.Token)})

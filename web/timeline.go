@@ -20,8 +20,8 @@ import (
 // commit's diff cut to those files; and, for admins, the restore of a
 // Dream commit after a page that names every later commit it also undoes.
 
-// timelinePage is how many commits a timeline page lists.
-const timelinePage = 30
+// timelinePageSize is how many commits a timeline page lists.
+const timelinePageSize = 30
 
 // kindFilter is one choice of the timeline's "show" filter: a subject
 // prefix.
@@ -72,7 +72,7 @@ func (s *Server) timeline(w http.ResponseWriter, r *http.Request, v *Viewer) {
 	d := timelineData{Kinds: kindFilters, Kind: q.Get("kind"), Scope: q.Get("scope")}
 	if s.deps.Repo == nil {
 		d.Off = "The memory repository is not available; the gateway log says why."
-		s.render(w, r, v, http.StatusOK, "timeline", "Timeline", "timeline", d)
+		s.render(w, r, v, http.StatusOK, "Timeline", "timeline", timelinePage(s.clock(), d))
 		return
 	}
 	i := slices.IndexFunc(kindFilters, func(k kindFilter) bool { return k.Key == d.Kind })
@@ -100,20 +100,20 @@ func (s *Server) timeline(w http.ResponseWriter, r *http.Request, v *Viewer) {
 		s.notFound(w, r, v, "There is no such page of the timeline.")
 		return
 	}
-	cs, err := s.deps.Repo.LogBefore(before, timelinePage+1, prefix, keep)
+	cs, err := s.deps.Repo.LogBefore(before, timelinePageSize+1, prefix, keep)
 	if err != nil {
 		s.failed(w, r, v, "memory repository's history", err)
 		return
 	}
-	if len(cs) > timelinePage {
-		cs = cs[:timelinePage]
+	if len(cs) > timelinePageSize {
+		cs = cs[:timelinePageSize]
 		d.Older = timelineURL(d.Kind, d.Scope, cs[len(cs)-1].SHA)
 	}
 	if before != "" {
 		d.Newest = timelineURL(d.Kind, d.Scope, "")
 	}
 	d.Commits = cs
-	s.render(w, r, v, http.StatusOK, "timeline", "Timeline", "timeline", d)
+	s.render(w, r, v, http.StatusOK, "Timeline", "timeline", timelinePage(s.clock(), d))
 }
 
 func timelineURL(kind, scope, before string) string {
@@ -199,7 +199,7 @@ func (s *Server) commit(w http.ResponseWriter, r *http.Request, v *Viewer) {
 		d.Body = withoutDiff(c.Body)
 	}
 	d.CanRestore = v.Admin && s.deps.Dream != nil && strings.HasPrefix(c.Subject, dream.SubjectPrefix)
-	s.render(w, r, v, http.StatusOK, "commit", c.Subject, "timeline", d)
+	s.render(w, r, v, http.StatusOK, c.Subject, "timeline", commitPage(s.clock(), d))
 }
 
 // withoutDiff is a commit body without the fenced diff block Dream's
@@ -270,8 +270,8 @@ func (s *Server) restoreConfirm(w http.ResponseWriter, r *http.Request, v *Viewe
 	if !ok {
 		return
 	}
-	s.render(w, r, v, http.StatusOK, "restore", "Undo "+plan.Target.Short+"?", "timeline",
-		restoreData{Plan: plan, Expect: planDigest(plan)})
+	s.render(w, r, v, http.StatusOK, "Undo "+plan.Target.Short+"?", "timeline",
+		restorePage(s.clock(), s.csrfToken(v), restoreData{Plan: plan, Expect: planDigest(plan)}))
 }
 
 // restore undoes a Dream commit once an admin confirmed the plan the
@@ -283,8 +283,8 @@ func (s *Server) restore(w http.ResponseWriter, r *http.Request, v *Viewer) {
 		return
 	}
 	if planDigest(plan) != r.PostFormValue("expect") {
-		s.render(w, r, v, http.StatusConflict, "restore", "Undo "+plan.Target.Short+"?", "timeline",
-			restoreData{Plan: plan, Expect: planDigest(plan), Changed: true})
+		s.render(w, r, v, http.StatusConflict, "Undo "+plan.Target.Short+"?", "timeline",
+			restorePage(s.clock(), s.csrfToken(v), restoreData{Plan: plan, Expect: planDigest(plan), Changed: true}))
 		return
 	}
 	res, err := s.deps.Dream.RestoreFrom(plan.Target.SHA, v.dreamScopes(s.cfg.SharedMemory),
@@ -301,8 +301,8 @@ func (s *Server) restore(w http.ResponseWriter, r *http.Request, v *Viewer) {
 // the request itself when it cannot be done.
 func (s *Server) plan(w http.ResponseWriter, r *http.Request, v *Viewer) (dream.RestorePlan, bool) {
 	if !v.Admin {
-		s.render(w, r, v, http.StatusForbidden, "message", "Not allowed", "timeline", message{Title: "Not allowed",
-			Text: "Undoing a Dream is for admins. Whoever runs this gateway can make you one by adding you to \"admins\" in its config."})
+		s.render(w, r, v, http.StatusForbidden, "Not allowed", "timeline", messagePage(message{Title: "Not allowed",
+			Text: "Undoing a Dream is for admins. Whoever runs this gateway can make you one by adding you to \"admins\" in its config."}))
 		return dream.RestorePlan{}, false
 	}
 	sha := r.PathValue("sha")
@@ -322,7 +322,7 @@ func (s *Server) plan(w http.ResponseWriter, r *http.Request, v *Viewer) (dream.
 func (s *Server) restoreFailed(w http.ResponseWriter, r *http.Request, v *Viewer, err error) {
 	back := "/commit/" + r.PathValue("sha")
 	say := func(status int, text string) {
-		s.render(w, r, v, status, "message", "Not restored", "timeline", message{Title: "Not restored", Text: text, Link: back, LinkText: "Back to the commit"})
+		s.render(w, r, v, status, "Not restored", "timeline", messagePage(message{Title: "Not restored", Text: text, Link: back, LinkText: "Back to the commit"}))
 	}
 	var busy *dream.BusyError
 	switch {
