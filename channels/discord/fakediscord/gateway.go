@@ -262,7 +262,8 @@ func (s *Server) handshake(c *gwConn) bool {
 				c.closeWith(closeAuthenticationFailed, "Authentication failed.")
 				return false
 			}
-			if s.cfg.DisallowMessageContent && d.Intents&IntentMessageContent != 0 {
+			if s.cfg.DisallowMessageContent && d.Intents&IntentMessageContent != 0 ||
+				s.cfg.DisallowGuildMembers && d.Intents&IntentGuildMembers != 0 {
 				c.closeWith(closeDisallowedIntents, "Disallowed intent(s).")
 				return false
 			}

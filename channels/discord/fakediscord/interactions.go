@@ -3,9 +3,11 @@ package fakediscord
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -223,17 +225,70 @@ func (s *Server) InjectInteraction(in Interaction) (string, error) {
 		"channel_id": in.ChannelID, "locale": "en-US", "app_permissions": "274877975552",
 		"data": map[string]any{"id": cmd["id"], "name": in.Command, "type": 1, "options": opts},
 	}
+	where, owners := s.interactionContextLocked(c, in.User.ID)
+	if err := usableIn(cmd, where, owners); err != nil {
+		return "", fmt.Errorf("inject interaction: /%s: %w", in.Command, err)
+	}
+	obj["context"], obj["authorizing_integration_owners"] = where, owners
 	if c.GuildID != "" {
 		obj["guild_id"] = c.GuildID
-		obj["member"] = map[string]any{"user": s.userObjectLocked(in.User.ID), "roles": []any{},
+		obj["member"] = map[string]any{"user": s.userObjectLocked(in.User.ID), "roles": s.memberRolesLocked(c.GuildID, in.User.ID),
 			"joined_at": "2024-01-01T00:00:00Z", "deaf": false, "mute": false, "permissions": "0"}
-		obj["context"] = 0
 	} else {
 		obj["user"] = s.userObjectLocked(in.User.ID)
-		obj["context"] = 1
 	}
-	s.dispatchLocked(c.GuildID, "INTERACTION_CREATE", obj)
+	route := c.GuildID
+	if !s.joinedLocked(route) {
+		route = "" // no shard holds a guild the bot is not in
+	}
+	s.dispatchLocked(route, "INTERACTION_CREATE", obj)
 	return id, nil
+}
+
+// Interaction contexts (Discord's numbering): where a command was run.
+const (
+	ContextGuild          = 0 // a guild channel
+	ContextBotDM          = 1 // a DM with the bot
+	ContextPrivateChannel = 2 // a DM or group DM between people, the bot not in it
+)
+
+// Installation types, the keys of authorizing_integration_owners.
+const (
+	installGuild = "0"
+	installUser  = "1"
+)
+
+// interactionContextLocked is where a command run in c by user comes from,
+// as Discord tells it: the context, and the installations that let the
+// command run there. A guild the bot is in authorised it by the guild's
+// installation; anywhere else the bot is not (a guild that did not add
+// it, a DM between people) only the user's own installation of the app
+// can have.
+func (s *Server) interactionContextLocked(c Channel, user string) (int, map[string]any) {
+	switch {
+	case c.GuildID != "" && s.joinedLocked(c.GuildID):
+		return ContextGuild, map[string]any{installGuild: c.GuildID}
+	case c.GuildID != "":
+		return ContextGuild, map[string]any{installUser: user}
+	case s.botSeesLocked(c):
+		return ContextBotDM, map[string]any{installGuild: "0"}
+	}
+	return ContextPrivateChannel, map[string]any{installUser: user}
+}
+
+// usableIn refuses a command whose registration excludes the context or
+// the installation it would run by ("contexts", "integration_types";
+// absent, every one is allowed, as for an app installable both ways).
+func usableIn(cmd map[string]any, where int, owners map[string]any) error {
+	if list, ok := cmd["contexts"].([]any); ok && !slices.Contains(list, any(float64(where))) {
+		return fmt.Errorf("not available in context %d", where)
+	}
+	if _, byGuild := owners[installGuild]; !byGuild {
+		if list, ok := cmd["integration_types"].([]any); ok && !slices.Contains(list, any(float64(1))) {
+			return errors.New("not available to user installations")
+		}
+	}
+	return nil
 }
 
 // getApplication answers GET /oauth2/applications/@me.

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -87,7 +89,7 @@ func (s *Server) messageObjectLocked(m Message, c Channel) map[string]any {
 	}
 	if c.GuildID != "" {
 		obj["guild_id"] = c.GuildID
-		obj["member"] = map[string]any{"roles": []any{}, "joined_at": "2024-01-01T00:00:00Z", "deaf": false, "mute": false}
+		obj["member"] = map[string]any{"roles": s.memberRolesLocked(c.GuildID, m.Author.ID), "joined_at": "2024-01-01T00:00:00Z", "deaf": false, "mute": false}
 	}
 	if m.ReplyTo != "" {
 		ref := map[string]any{"type": 0, "message_id": m.ReplyTo, "channel_id": m.ChannelID}
@@ -148,6 +150,13 @@ func channelObject(c Channel) map[string]any {
 	if c.ParentID != "" {
 		obj["parent_id"] = c.ParentID
 	}
+	if len(c.Recipients) > 0 {
+		rs := []any{}
+		for _, id := range c.Recipients {
+			rs = append(rs, map[string]any{"id": id, "username": id, "discriminator": "0"})
+		}
+		obj["recipients"] = rs
+	}
 	if isThread(c.Type) {
 		obj["thread_metadata"] = map[string]any{"archived": false, "auto_archive_duration": 1440, "locked": false}
 	}
@@ -186,20 +195,24 @@ func (s *Server) guildObjectLocked(id string) map[string]any {
 			chans = append(chans, guildChannelObject(c))
 		}
 	}
-	bot := s.userObjectLocked(s.cfg.BotID)
-	roles := []any{
-		s.everyoneRoleLocked(id),
-		map[string]any{"id": s.BotRoleID(id), "name": bot["username"], "managed": true, "mentionable": true,
-			"permissions": "0", "position": 1, "tags": map[string]any{"bot_id": s.cfg.BotID}},
+	members := []any{s.memberObjectLocked(id, Member{User: User{ID: s.cfg.BotID}, Roles: []string{s.BotRoleID(id)}})}
+	g := s.guildLocked(id)
+	if s.shardLocked(ShardOf(id, s.shardCount)).intents&IntentGuildMembers != 0 {
+		// Discord lists the members (of a guild this small) only to a
+		// session with the Server Members intent.
+		for _, uid := range slices.Sorted(maps.Keys(g.members)) {
+			members = append(members, s.memberObjectLocked(id, g.members[uid]))
+		}
 	}
-	members := []any{map[string]any{"user": bot, "roles": []any{s.BotRoleID(id)},
-		"joined_at": "2024-01-01T00:00:00Z", "deaf": false, "mute": false}}
-	return map[string]any{
-		"id": id, "name": "guild " + id, "unavailable": false, "member_count": 2,
-		"channels": chans, "threads": threads, "roles": roles, "emojis": []any{},
+	obj := s.guildRESTObjectLocked(id)
+	for k, v := range map[string]any{
+		"unavailable": false, "member_count": 1 + len(g.members), "channels": chans, "threads": threads,
 		"members": members, "presences": []any{}, "voice_states": []any{},
-		"joined_at": "2024-01-01T00:00:00Z", "large": false, "owner_id": "OWNER",
+		"joined_at": "2024-01-01T00:00:00Z", "large": false,
+	} {
+		obj[k] = v
 	}
+	return obj
 }
 
 // mustJSON encodes v as Discord does, without escaping <, > and & (mentions

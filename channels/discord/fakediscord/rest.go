@@ -33,6 +33,8 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /api/v9/webhooks/{app}/{token}", s.webhookMessage)
 	mux.HandleFunc("GET /api/v9/users/{id}", s.authed(s.getUser))
 	mux.HandleFunc("GET /api/v9/channels/{id}", s.authed(s.getChannel))
+	mux.HandleFunc("GET /api/v9/guilds/{id}", s.authed(s.getGuild))
+	mux.HandleFunc("GET /api/v9/guilds/{id}/members/{user}", s.authed(s.getMember))
 	mux.HandleFunc("POST /api/v9/channels/{id}/messages", s.authed(s.postMessage))
 	mux.HandleFunc("POST /api/v9/channels/{id}/typing", s.authed(s.postTyping))
 	mux.HandleFunc("GET /api/v9/channels/{id}/messages", s.authed(s.getMessages))
@@ -127,10 +129,15 @@ func (s *Server) getUser(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, s.userObjectLocked(id))
 }
 
+// getChannel answers GET /channels/{id}: a channel of a guild the bot is
+// not in, or a DM between other people, is Missing Access.
 func (s *Server) getChannel(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	c, ok := s.channels[r.PathValue("id")]
 	fail := s.lookupFails[r.PathValue("id")]
+	if ok && !s.botSeesLocked(c) {
+		fail = http.StatusForbidden
+	}
 	s.mu.Unlock()
 	switch {
 	case fail == http.StatusForbidden:

@@ -118,6 +118,11 @@ func (s *Server) InjectMessage(m Message) (string, error) {
 	if !ok {
 		return "", fmt.Errorf("inject message: unknown channel %q", m.ChannelID)
 	}
+	if !s.botSeesLocked(c) {
+		// Discord sends the bot nothing of a guild it is not in, or of a
+		// DM between other people.
+		return "", fmt.Errorf("inject message: the bot is not in channel %q", m.ChannelID)
+	}
 	if m.ID == "" {
 		m.ID = s.newIDLocked()
 	}

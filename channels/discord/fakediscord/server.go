@@ -2,17 +2,24 @@
 // protocol so that the discord adapter (and the end-to-end tests of the built
 // binary) can run offline: the REST API v9 that a bot uses (gateway lookup
 // with the recommended shard count, current user and application, channels
-// with their permission overwrites, messages with their history, edits and deletions, typing, application
-// command registration, interaction callbacks and interaction webhooks), the
-// CDN serving attachments, and the Gateway websocket (HELLO, IDENTIFY with
-// shards, READY, dispatches with sequence numbers per shard, heartbeat ACKs,
-// RESUME with replay, INVALID_SESSION, RECONNECT). Guild events go to the
-// shard (guild_id >> 22) % shard_count, direct messages to shard 0, as
-// Discord routes them.
+// with their permission overwrites, guilds with their roles and owner,
+// members with their roles, messages with their history, edits and
+// deletions, typing, application command registration, interaction
+// callbacks and interaction webhooks), the CDN serving attachments, and the
+// Gateway websocket (HELLO, IDENTIFY with shards and intents, READY,
+// GUILD_CREATE with channels, roles and, for the Server Members intent,
+// members; CHANNEL_, THREAD_, GUILD_ROLE_, GUILD_MEMBER_ and GUILD_UPDATE
+// dispatches; interactions with their context and authorizing
+// installations; sequence numbers per shard, heartbeat ACKs, RESUME with
+// replay, INVALID_SESSION, RECONNECT). Guild events go to the shard
+// (guild_id >> 22) % shard_count, direct messages to shard 0, as Discord
+// routes them; the bot is sent and may read nothing of a guild it is not in
+// or of a DM between other people.
 //
 // It records everything a client did and lets a test script what Discord
 // would do: inject messages (with files), slash command uses and
-// autocompletes, thread creations; answer the next send with a 429 or a
+// autocompletes, thread creations, channel, role, member and owner
+// changes; answer the next send with a 429 or a
 // server error; hold typing calls; drop the websocket, invalidate the
 // session, deliver a message twice. It binds 127.0.0.1:0 only.
 //
@@ -35,6 +42,7 @@ import (
 const (
 	ChannelText          = 0
 	ChannelDM            = 1
+	ChannelGroupDM       = 3
 	ChannelNewsThread    = 10
 	ChannelPublicThread  = 11
 	ChannelPrivateThread = 12
@@ -67,6 +75,8 @@ type Config struct {
 	// intent were not enabled in the developer portal: an IDENTIFY asking for
 	// it is closed with 4014 (disallowed intents).
 	DisallowMessageContent bool
+	// DisallowGuildMembers does the same for the Server Members intent.
+	DisallowGuildMembers bool
 	// TypingResetAfter is the X-RateLimit-Reset-After of a typing answer
 	// (the bucket has 5 calls); default 5 s, as Discord's.
 	TypingResetAfter time.Duration
@@ -86,6 +96,12 @@ type Channel struct {
 	// channel has one denying PermViewChannel to the @everyone role,
 	// whose id is the guild's (Hidden writes it).
 	Overwrites []Overwrite
+	// Recipients are the people of a DM or group DM (ChannelDM,
+	// ChannelGroupDM). Empty is a DM with the bot; a DM whose recipients
+	// do not include the bot is one between people, where the bot is
+	// reached only through its user-installed commands (interaction
+	// context 2) and cannot read the channel.
+	Recipients []string
 }
 
 // Overwrite is one permission overwrite of a channel: for a role
@@ -238,6 +254,8 @@ type Server struct {
 	// everyone holds the @everyone role's permissions of the guilds
 	// where they are not DefaultEveryone (SetEveryone).
 	everyone map[string]int64
+	// guildStates hold the guilds' owners, roles and members.
+	guildStates map[string]*guildState
 
 	sent     []Sent
 	attempts []Attempt
