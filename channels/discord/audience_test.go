@@ -86,7 +86,7 @@ func TestAudienceOfEachConversation(t *testing.T) {
 	}{
 		{"DM", "D1", audience.Audience{Kind: audience.Person, Platform: Name, Person: "U1"}},
 		{"public channel", "C1", serverOf("G1")},
-		{"channel closed to a role, not to @everyone", "C2", serverOf("G1")},
+		{"channel closed to a role the server does not have", "C2", serverOf("G1")},
 		{"public thread of a public channel", "T1", serverOf("G1")},
 		{"private channel (announced)", "CP", privateIn("G1", "CP")},
 		{"private channel (looked up)", "CQ", privateIn("G1", "CQ")},

@@ -251,17 +251,34 @@ func interactionUser(i *discordgo.Interaction) *discordgo.User {
 	return i.User
 }
 
-// interactionPlace is where a slash command was run: the conversation's
-// channel, its thread, and what is known of the channel.
-func (a *Adapter) interactionPlace(ctx context.Context, i *discordgo.Interaction) (chatID, threadID string, info chanInfo, known bool) {
-	chatID, known = i.ChannelID, true
-	if i.GuildID != "" {
-		info, known = a.channelInfo(ctx, i.ChannelID)
-		if info.thread && info.parentID != "" {
-			chatID, threadID = info.parentID, i.ChannelID
+// place is where a slash command was run: the conversation's channel, its
+// thread, what is known of the channel, and whether the bot is apart from
+// it (a person's own installation of the app reached it; see apart).
+type place struct {
+	chatID, threadID string
+	info             chanInfo
+	known, apart     bool
+}
+
+// interactionPlace says where a slash command was run. Where the bot is
+// apart it cannot read the channel, and does not ask.
+func (a *Adapter) interactionPlace(ctx context.Context, i *discordgo.Interaction) place {
+	p := place{chatID: i.ChannelID, known: true, apart: apart(i)}
+	if i.GuildID != "" && !p.apart {
+		p.info, p.known = a.channelInfo(ctx, i.ChannelID)
+		if p.info.thread && p.info.parentID != "" {
+			p.chatID, p.threadID = p.info.parentID, i.ChannelID
 		}
 	}
-	return chatID, threadID, info, known
+	return p
+}
+
+// placeAudience is the audience of the conversation at p, for user.
+func (a *Adapter) placeAudience(ctx context.Context, i *discordgo.Interaction, p place, user string) (audience.Audience, bool) {
+	if p.apart {
+		return a.apartAudience(i, user)
+	}
+	return a.audienceOf(ctx, i.GuildID, i.ChannelID, user, p.info, p.known)
 }
 
 // interactionAudience is the audience of the conversation an interaction
@@ -271,8 +288,7 @@ func (a *Adapter) interactionAudience(ctx context.Context, i *discordgo.Interact
 	if user == nil {
 		return audience.Audience{}, false
 	}
-	_, _, info, known := a.interactionPlace(ctx, i)
-	return a.audienceOf(ctx, i.GuildID, i.ChannelID, user.ID, info, known)
+	return a.placeAudience(ctx, i, a.interactionPlace(ctx, i), user.ID)
 }
 
 // allowListRefusal is what a slash command that allowFrom or allowChannels
@@ -298,8 +314,8 @@ func (a *Adapter) answersPrivately(ctx context.Context, i *discordgo.Interaction
 	if user == nil {
 		return false
 	}
-	chatID, threadID, _, _ := a.interactionPlace(ctx, i)
-	return a.allowListRefusal(i, user, chatID, threadID) != ""
+	p := a.interactionPlace(ctx, i)
+	return a.allowListRefusal(i, user, p.chatID, p.threadID) != ""
 }
 
 // acceptInteraction turns a slash command into the Inbound "/name arg",
@@ -311,7 +327,8 @@ func (a *Adapter) acceptInteraction(ctx context.Context, i *discordgo.Interactio
 		return channels.Inbound{}, false
 	}
 	msgID := interactionPrefix + i.ID
-	chatID, threadID, info, known := a.interactionPlace(ctx, i)
+	p := a.interactionPlace(ctx, i)
+	chatID, threadID := p.chatID, p.threadID
 	key := Name + ":" + chatID
 	if threadID != "" {
 		key += ":thread:" + threadID
@@ -326,7 +343,7 @@ func (a *Adapter) acceptInteraction(ctx context.Context, i *discordgo.Interactio
 		a.log.Info("discord: slash command refused by the allow lists", "user", user.ID, "channel", i.ChannelID)
 		return refuse(text)
 	}
-	aud, ok := a.audienceOf(ctx, i.GuildID, i.ChannelID, user.ID, info, known)
+	aud, ok := a.placeAudience(ctx, i, p, user.ID)
 	if !ok {
 		return refuse("I can't tell who can read this conversation, so I won't answer here.")
 	}

@@ -13,7 +13,11 @@
 // commands (declared when changed, deferred answers through the interaction
 // webhook, sha autocomplete), sharding, and reconnecting with backoff.
 // Each Inbound carries its audience (a DM, a private channel or thread, a
-// server), from the guild and the channel's permission overwrites.
+// server, a place only a user installation reaches): a channel is the
+// server's only when every member may view it, computed from the server's
+// roles and the channel's permission overwrites as Discord computes
+// permissions, and kept current from the gateway's channel, role, member
+// and guild updates.
 // discordgo types never leave this package.
 //
 // Of ours it imports only the channels contract (with its shared Delivery)
@@ -87,6 +91,12 @@ type Config struct {
 	// sharding; AutoShards takes Discord's recommended count.
 	ShardID    int
 	ShardCount int
+	// GuildMembers asks for the privileged Server Members intent (switch
+	// it on in the developer portal first), so that members' roles can be
+	// followed: a channel hidden by a member overwrite from an
+	// administrator or the owner, who see it anyway, stays the server's.
+	// Without it such a channel is private to itself.
+	GuildMembers bool
 	// Stream shows long replies as they are written (throttled edits).
 	Stream bool
 	// MaxFileBytes caps a text attachment read into a turn; 0 means
@@ -170,11 +180,8 @@ type Adapter struct {
 	threadsRead *channels.RecentSet
 	refused     *channels.RecentSet // users already told they are not allowed
 
-	rolesMu  sync.Mutex
-	botRoles map[string]string // guild id -> the bot's managed role there
-	// closedGuilds are the guilds whose @everyone role may not view
-	// channels: there only a channel that lets @everyone in is public.
-	closedGuilds map[string]bool
+	servers *servers // roles, owners, the bot's roles, tracked members
+	members bool     // the Server Members intent is asked for (Config.GuildMembers)
 
 	health    *channels.HealthTracker
 	sendRetry channels.SendRetry     // window from Config.SendRetry; tests inject a clock
@@ -275,8 +282,8 @@ func New(cfg Config) (*Adapter, error) {
 		shardCount:    cfg.ShardCount,
 		interactions:  map[string]*interaction{},
 		refused:       channels.NewRecentSet(recentRefusals),
-		botRoles:      map[string]string{},
-		closedGuilds:  map[string]bool{},
+		servers:       newServers(nil),
+		members:       cfg.GuildMembers,
 		health:        channels.NewHealthTracker(),
 		sendRetry:     channels.SendRetry{Window: cfg.SendRetry},
 	}
@@ -303,6 +310,9 @@ func New(cfg Config) (*Adapter, error) {
 	s.ShouldRetryOnRateLimit = false
 	s.MaxRestRetries = 0
 	s.Identify.Intents = intents
+	if cfg.GuildMembers {
+		s.Identify.Intents |= discordgo.IntentsGuildMembers
+	}
 	return a, nil
 }
 

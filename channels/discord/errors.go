@@ -11,9 +11,10 @@ var ErrInvalidConfig = errors.New("invalid discord configuration")
 var ErrInvalidAuth = errors.New("discord rejected the bot token")
 
 // ErrDisallowedIntents is returned by Run when the gateway refuses the
-// intents (close 4013/4014): the Message Content intent is not enabled for the
-// bot in the developer portal.
-var ErrDisallowedIntents = errors.New("discord refused the gateway intents: enable the Message Content intent for the bot in the Discord developer portal")
+// intents (close 4013/4014): the Message Content intent (or, with
+// guildMembers on, the Server Members intent) is not enabled for the bot in
+// the developer portal.
+var ErrDisallowedIntents = errors.New("discord refused the gateway intents: enable the Message Content intent (and Server Members, with guildMembers on) for the bot in the Discord developer portal")
 
 // ErrGatewayRefused is returned by Run for other gateway close codes that no
 // reconnect can fix (invalid shard, sharding required, invalid API version).

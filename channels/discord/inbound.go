@@ -8,7 +8,6 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 	"github.com/dreamgate/dreamgate/channels"
-	"github.com/dreamgate/dreamgate/internal/backoff"
 )
 
 // Bounds on what the adapter remembers.
@@ -202,108 +201,4 @@ func stripMention(text, bot, botRole string) string {
 		gap = p[start+len(core):]
 	}
 	return b.String()
-}
-
-// channelInfo says what a guild channel is (a thread and its parent,
-// private or not): from the gateway's announcements, else from GET
-// /channels/{id}, kept chanTTL. ok is false when Discord could not say
-// (that is kept chanFailTTL): the caller treats it as a plain channel,
-// private to itself.
-func (a *Adapter) channelInfo(ctx context.Context, id string) (info chanInfo, ok bool) {
-	if info, ok := a.chans.get(id); ok {
-		return info, !info.unknown
-	}
-	var err error
-	for try := 1; try <= lookupTries; try++ {
-		var c *discordgo.Channel
-		c, err = a.session.Channel(id, discordgo.WithContext(ctx))
-		if err == nil && c != nil {
-			return a.chans.learn(c, ""), true
-		}
-		if !transient(err) || try == lookupTries || backoff.Sleep(ctx, backoff.Jitter(a.tune.sendBackoff*time.Duration(try))) != nil {
-			break
-		}
-	}
-	if ctx.Err() == nil {
-		a.log.Warn("discord: channel lookup failed; treating it as a plain channel and keeping its memory apart as a private one", "chat", id, "err", err)
-		a.chans.c.Put(id, chanInfo{unknown: true}, chanFailTTL)
-	}
-	return chanInfo{}, false
-}
-
-// chanInfo is what the adapter needs to know about a channel.
-type chanInfo struct {
-	thread   bool
-	parentID string
-	// private is a private thread, or a channel whose permission
-	// overwrites hide it from @everyone; shown a channel whose overwrites
-	// let @everyone view it where the server's @everyone role may not. A
-	// public thread's privacy is its parent's.
-	private, shown bool
-	// unknown marks a channel Discord would not describe, for a while.
-	unknown bool
-}
-
-// chanTTL is how long what Discord said of a channel stands: the
-// gateway's CHANNEL_UPDATE refreshes it at once, and the TTL catches what
-// the gateway did not say (an update missed while disconnected).
-const chanTTL = 5 * time.Minute
-
-// chanFailTTL is how long a failed lookup stands before Discord is asked
-// again.
-const chanFailTTL = time.Minute
-
-// channelCache maps channel ids to chanInfo, bounded, each entry kept
-// chanTTL.
-type channelCache struct {
-	c *channels.TTLCache[chanInfo]
-}
-
-func newChannelCache(max int, now func() time.Time) *channelCache {
-	return &channelCache{c: channels.NewTTLCache[chanInfo](max, now)}
-}
-
-func (c *channelCache) get(id string) (chanInfo, bool) { return c.c.Get(id) }
-
-// learn keeps what ch says. guild is the guild ch was announced in, for a
-// channel object without its guild_id (GUILD_CREATE lists them so).
-func (c *channelCache) learn(ch *discordgo.Channel, guild string) chanInfo {
-	if ch == nil || ch.ID == "" {
-		return chanInfo{}
-	}
-	if ch.GuildID != "" {
-		guild = ch.GuildID
-	}
-	info := chanInfo{thread: ch.IsThread(), parentID: ch.ParentID}
-	switch {
-	case !info.thread:
-		info.parentID = "" // a category is not a parent that matters here
-		info.private, info.shown = everyoneOverwrite(ch, guild)
-	case ch.Type == discordgo.ChannelTypeGuildPrivateThread:
-		info.private = true
-	}
-	c.c.Put(ch.ID, info, chanTTL)
-	return info
-}
-
-func (c *channelCache) forget(ch *discordgo.Channel) {
-	if ch != nil {
-		c.c.Delete(ch.ID)
-	}
-}
-
-// everyoneOverwrite reads ch's overwrite for the @everyone role, whose id
-// is the guild's: denied VIEW_CHANNEL (a private channel) or allowed it.
-// Without the guild id nobody can tell, and the channel counts as private.
-func everyoneOverwrite(ch *discordgo.Channel, guild string) (denied, allowed bool) {
-	if guild == "" {
-		return true, false
-	}
-	for _, ow := range ch.PermissionOverwrites {
-		if ow != nil && ow.Type == discordgo.PermissionOverwriteTypeRole && ow.ID == guild {
-			denied = ow.Deny&discordgo.PermissionViewChannel != 0
-			allowed = !denied && ow.Allow&discordgo.PermissionViewChannel != 0
-		}
-	}
-	return denied, allowed
 }

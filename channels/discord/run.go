@@ -81,7 +81,7 @@ type item struct {
 // removers. They run in discordgo's read loop (SyncEvents), so they only
 // copy and hand over.
 func (a *Adapter) addHandlers(ctx context.Context, out *channels.Delivery[item], drops chan<- struct{}) []func() {
-	return []func(){
+	return append(a.serverHandlers(),
 		a.session.AddHandler(func(_ *discordgo.Session, r *discordgo.Ready) {
 			if r.User != nil {
 				a.botID.Store(r.User.ID)
@@ -110,46 +110,7 @@ func (a *Adapter) addHandlers(ctx context.Context, out *channels.Delivery[item],
 		a.session.AddHandler(func(_ *discordgo.Session, i *discordgo.InteractionCreate) {
 			a.onInteraction(ctx, i.Interaction, out)
 		}),
-		a.session.AddHandler(func(_ *discordgo.Session, g *discordgo.GuildCreate) {
-			if g.Guild == nil {
-				return
-			}
-			for _, c := range g.Channels {
-				a.chans.learn(c, g.ID)
-			}
-			for _, c := range g.Threads {
-				a.chans.learn(c, g.ID)
-			}
-			for _, r := range g.Roles {
-				a.learnEveryone(g.ID, r)
-			}
-			a.learnBotRole(g.Guild)
-		}),
-		a.session.AddHandler(func(_ *discordgo.Session, g *discordgo.GuildDelete) {
-			if g.Guild != nil && !g.Unavailable {
-				a.rolesMu.Lock()
-				delete(a.botRoles, g.ID)
-				delete(a.closedGuilds, g.ID)
-				a.rolesMu.Unlock()
-			}
-		}),
-		a.session.AddHandler(func(_ *discordgo.Session, r *discordgo.GuildRoleUpdate) {
-			if r.GuildRole != nil {
-				a.learnEveryone(r.GuildID, r.Role)
-			}
-		}),
-		a.session.AddHandler(func(_ *discordgo.Session, c *discordgo.ChannelCreate) { a.chans.learn(c.Channel, "") }),
-		a.session.AddHandler(func(_ *discordgo.Session, c *discordgo.ChannelUpdate) { a.chans.learn(c.Channel, "") }),
-		a.session.AddHandler(func(_ *discordgo.Session, c *discordgo.ChannelDelete) { a.chans.forget(c.Channel) }),
-		a.session.AddHandler(func(_ *discordgo.Session, c *discordgo.ThreadCreate) { a.chans.learn(c.Channel, "") }),
-		a.session.AddHandler(func(_ *discordgo.Session, c *discordgo.ThreadUpdate) { a.chans.learn(c.Channel, "") }),
-		a.session.AddHandler(func(_ *discordgo.Session, c *discordgo.ThreadDelete) { a.chans.forget(c.Channel) }),
-		a.session.AddHandler(func(_ *discordgo.Session, t *discordgo.ThreadListSync) {
-			for _, c := range t.Threads {
-				a.chans.learn(c, t.GuildID)
-			}
-		}),
-	}
+	)
 }
 
 // connect keeps a gateway connection up until ctx ends. It returns nil then,
@@ -316,44 +277,4 @@ func fatalClose(err error) error {
 		return fmt.Errorf("%w: close %d %s", ErrGatewayRefused, ce.Code, ce.Text)
 	}
 	return nil
-}
-
-// learnBotRole remembers the role Discord made for the bot when it joined
-// the guild: the managed role among the bot member's roles. A mention of
-// it counts as a mention of the bot.
-func (a *Adapter) learnBotRole(g *discordgo.Guild) {
-	bot := a.bot()
-	if bot == "" {
-		return
-	}
-	managed := map[string]bool{}
-	for _, r := range g.Roles {
-		if r != nil && r.Managed {
-			managed[r.ID] = true
-		}
-	}
-	for _, m := range g.Members {
-		if m == nil || m.User == nil || m.User.ID != bot {
-			continue
-		}
-		for _, r := range m.Roles {
-			if managed[r] {
-				a.rolesMu.Lock()
-				a.botRoles[g.ID] = r
-				a.rolesMu.Unlock()
-				a.log.Debug("discord: bot role learned", "guild", g.ID, "role", r)
-				return
-			}
-		}
-	}
-}
-
-// botRole is the bot's managed role in guild, "" when not known.
-func (a *Adapter) botRole(guild string) string {
-	if guild == "" {
-		return ""
-	}
-	a.rolesMu.Lock()
-	defer a.rolesMu.Unlock()
-	return a.botRoles[guild]
 }

@@ -3,6 +3,7 @@ package discord
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -189,43 +190,26 @@ func TestChannelCache(t *testing.T) {
 	t.Parallel()
 	clock := testkit.NewClock(time.Unix(1_800_000_000, 0))
 	c := newChannelCache(8, clock.Now)
-	c.learn(&discordgo.Channel{ID: "T", Type: discordgo.ChannelTypeGuildPublicThread, ParentID: "C"}, "G")
-	c.learn(&discordgo.Channel{ID: "C", Type: discordgo.ChannelTypeGuildText, ParentID: "CATEGORY"}, "G")
-	if info, _ := c.get("T"); !info.thread || info.parentID != "C" || info.private {
-		t.Fatalf("thread info = %+v", info)
+	hidden := &discordgo.PermissionOverwrite{ID: "G", Type: discordgo.PermissionOverwriteTypeRole, Deny: discordgo.PermissionViewChannel}
+	c.learn(&discordgo.Channel{ID: "T", Type: discordgo.ChannelTypeGuildPublicThread, ParentID: "C",
+		PermissionOverwrites: []*discordgo.PermissionOverwrite{hidden}})
+	c.learn(&discordgo.Channel{ID: "C", Type: discordgo.ChannelTypeGuildText, ParentID: "CATEGORY",
+		PermissionOverwrites: []*discordgo.PermissionOverwrite{hidden, nil,
+			{ID: "U", Type: discordgo.PermissionOverwriteTypeMember, Allow: discordgo.PermissionViewChannel}}})
+	c.learn(&discordgo.Channel{ID: "P", Type: discordgo.ChannelTypeGuildPrivateThread, ParentID: "C"})
+	if info, _ := c.get("T"); !info.thread || info.parentID != "C" || info.privateThread || info.overwrites != nil {
+		t.Fatalf("a public thread, whose channel's overwrites count: %+v", info)
 	}
-	if info, _ := c.get("C"); info.thread || info.parentID != "" || info.private {
-		t.Fatalf("a text channel's category is not a parent: %+v", info)
+	want := []overwrite{{id: "G", deny: permViewChannel}, {id: "U", member: true, allow: permViewChannel}}
+	if info, _ := c.get("C"); info.thread || info.parentID != "" || !slices.Equal(info.overwrites, want) {
+		t.Fatalf("a text channel (its category is not a parent) = %+v", info)
+	}
+	if info, _ := c.get("P"); !info.privateThread {
+		t.Fatalf("private thread = %+v", info)
 	}
 	c.forget(&discordgo.Channel{ID: "T"})
 	if _, ok := c.get("T"); ok {
 		t.Fatal("forgotten channel still cached")
-	}
-
-	hidden := &discordgo.PermissionOverwrite{ID: "G", Type: discordgo.PermissionOverwriteTypeRole, Deny: discordgo.PermissionViewChannel}
-	for _, tt := range []struct {
-		name           string
-		ch             discordgo.Channel
-		guild          string
-		private, shown bool
-	}{
-		{"no overwrites", discordgo.Channel{ID: "1"}, "G", false, false},
-		{"@everyone may not view", discordgo.Channel{ID: "2", PermissionOverwrites: []*discordgo.PermissionOverwrite{hidden}}, "G", true, false},
-		{"guild from the channel object", discordgo.Channel{ID: "3", GuildID: "G", PermissionOverwrites: []*discordgo.PermissionOverwrite{hidden}}, "", true, false},
-		{"another role may not view", discordgo.Channel{ID: "4", PermissionOverwrites: []*discordgo.PermissionOverwrite{
-			{ID: "MUTED", Type: discordgo.PermissionOverwriteTypeRole, Deny: discordgo.PermissionViewChannel}}}, "G", false, false},
-		{"a member may not view", discordgo.Channel{ID: "5", PermissionOverwrites: []*discordgo.PermissionOverwrite{
-			{ID: "G", Type: discordgo.PermissionOverwriteTypeMember, Deny: discordgo.PermissionViewChannel}}}, "G", false, false},
-		{"@everyone may not write", discordgo.Channel{ID: "6", PermissionOverwrites: []*discordgo.PermissionOverwrite{
-			{ID: "G", Type: discordgo.PermissionOverwriteTypeRole, Deny: discordgo.PermissionSendMessages}}}, "G", false, false},
-		{"guild unknown", discordgo.Channel{ID: "7"}, "", true, false},
-		{"private thread", discordgo.Channel{ID: "8", Type: discordgo.ChannelTypeGuildPrivateThread, ParentID: "C"}, "G", true, false},
-		{"@everyone may view", discordgo.Channel{ID: "9", PermissionOverwrites: []*discordgo.PermissionOverwrite{
-			{ID: "G", Type: discordgo.PermissionOverwriteTypeRole, Allow: discordgo.PermissionViewChannel}}}, "G", false, true},
-	} {
-		if info := c.learn(&tt.ch, tt.guild); info.private != tt.private || info.shown != tt.shown {
-			t.Errorf("%s: private, shown = %v, %v, want %v, %v", tt.name, info.private, info.shown, tt.private, tt.shown)
-		}
 	}
 
 	clock.Advance(chanTTL)
@@ -233,7 +217,7 @@ func TestChannelCache(t *testing.T) {
 		t.Errorf("still cached after its TTL: %+v", info)
 	}
 	for i := range 20 {
-		c.learn(&discordgo.Channel{ID: fmt.Sprint("X", i)}, "G")
+		c.learn(&discordgo.Channel{ID: fmt.Sprint("X", i)})
 	}
 	if n := c.c.Len(); n > 8 {
 		t.Fatalf("cache holds %d entries, bound 8", n)

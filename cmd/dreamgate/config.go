@@ -171,6 +171,7 @@ type DiscordConfig struct {
 	AllowChannels []string   `json:"allowChannels"`
 	SlashCommands bool       `json:"slashCommands"`
 	CommandGuilds []string   `json:"commandGuilds"`
+	GuildMembers  bool       `json:"guildMembers"`
 	MaxFileBytes  int        `json:"maxFileBytes"`
 	Stream        bool       `json:"stream"`
 	ShardID       int        `json:"shardID"`

@@ -292,9 +292,11 @@ func waitShown(t *testing.T, w world, p place, before int, text string, gw *gate
 	}
 }
 
-// The same through Discord: two servers, a public and a private channel, a
-// private thread, and DMs (which belong to no server, so they read only
-// their person's memory).
+// The same through Discord: two servers, a public and a private channel,
+// channels hidden from a role and from a member (#managers, hidden from
+// the interns' role 7077 and from member 666, with its thread; #hr, hidden
+// from member 666 only), and DMs (which belong to no server, so they read
+// only their person's memory). Bob, an intern, reads the public channels.
 func TestScopesThroughDiscord(t *testing.T) {
 	h := newHarness(t)
 	dc, err := fakediscord.Start(fakediscord.Config{})
@@ -302,9 +304,20 @@ func TestScopesThroughDiscord(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(dc.Close)
+	dc.SetRole("1001", fakediscord.Role{ID: "7077", Name: "interns", Permissions: fakediscord.DefaultEveryone})
+	dc.SetMember("1001", fakediscord.User{ID: "502"}, "7077")
+	dc.SetMember("1001", fakediscord.User{ID: "666"})
+	denyView := func(id string, typ int) fakediscord.Overwrite {
+		return fakediscord.Overwrite{ID: id, Type: typ, Deny: fakediscord.PermViewChannel}
+	}
 	dc.AddGuild("1001", fakediscord.Channel{ID: "2001", Name: "general", Type: fakediscord.ChannelText},
 		fakediscord.Channel{ID: "2002", Name: "falcon", Type: fakediscord.ChannelText, Overwrites: []fakediscord.Overwrite{fakediscord.Hidden("1001")}},
-		fakediscord.Channel{ID: "2003", Name: "random", Type: fakediscord.ChannelText})
+		fakediscord.Channel{ID: "2003", Name: "random", Type: fakediscord.ChannelText},
+		fakediscord.Channel{ID: "2004", Name: "managers", Type: fakediscord.ChannelText,
+			Overwrites: []fakediscord.Overwrite{denyView("7077", fakediscord.OverwriteRole), denyView("666", fakediscord.OverwriteMember)}},
+		fakediscord.Channel{ID: "2005", Name: "budget", ParentID: "2004", Type: fakediscord.ChannelPublicThread},
+		fakediscord.Channel{ID: "2006", Name: "hr", Type: fakediscord.ChannelText,
+			Overwrites: []fakediscord.Overwrite{denyView("666", fakediscord.OverwriteMember)}})
 	dc.AddGuild("1002", fakediscord.Channel{ID: "3001", Name: "other", Type: fakediscord.ChannelText})
 	dc.AddChannel(fakediscord.Channel{ID: "4001", Type: fakediscord.ChannelDM})
 	dc.AddChannel(fakediscord.Channel{ID: "4002", Type: fakediscord.ChannelDM})
@@ -325,6 +338,12 @@ func TestScopesThroughDiscord(t *testing.T) {
 			fact: "FACT: The team release train leaves on THURSDAYTRAIN.", secret: "THURSDAYTRAIN", ask: "When does the team release train leave?"},
 		{name: "another server's channel", aud: audience.Audience{Kind: audience.Team, Platform: "discord", Team: "1002"}, key: "discord:3001",
 			fact: "FACT: The other server wifi password is WIFIB9876.", secret: "WIFIB9876", ask: "What is the other server wifi password?"},
+		{name: "#managers", aud: audience.Audience{Kind: audience.Private, Platform: "discord", Team: "1001", Chat: "2004"}, key: "discord:2004",
+			fact: "FACT: The managers bonus pool is BONUSPOOL31.", secret: "BONUSPOOL31", ask: "What is the managers bonus pool?"},
+		{name: "#managers' thread", aud: audience.Audience{Kind: audience.Private, Platform: "discord", Team: "1001", Chat: "2004"}, key: "discord:2004:thread:2005",
+			fact: "FACT: The layoff list code is LAYOFFS8842.", secret: "LAYOFFS8842", ask: "What is the layoff list code?"},
+		{name: "#hr", aud: audience.Audience{Kind: audience.Private, Platform: "discord", Team: "1001", Chat: "2006"}, key: "discord:2006",
+			fact: "FACT: The complaint about member 666 is case HRCASE5521.", secret: "HRCASE5521", ask: "What is the complaint case about member 666?"},
 	}
 	for _, p := range places {
 		w.users[p.key] = "501"
@@ -346,7 +365,14 @@ type discordWorld struct {
 	dm    map[string]bool
 }
 
-func (w *discordWorld) channel(p place) string { return strings.TrimPrefix(p.key, "discord:") }
+// channel is where p's messages are posted: its thread, or its channel.
+func (w *discordWorld) channel(p place) string {
+	ch := strings.TrimPrefix(p.key, "discord:")
+	if _, thread, ok := strings.Cut(ch, ":thread:"); ok {
+		return thread
+	}
+	return ch
+}
 
 func (w *discordWorld) say(t *testing.T, p place, text string) string {
 	t.Helper()

@@ -330,7 +330,7 @@ func addChannels(g *gateway.Gateway, cfg Config, logger *slog.Logger, dreamLog f
 		dc := discord.Config{
 			Token: d.Token, APIURL: d.APIURL,
 			AllowFrom: d.AllowFrom, GroupPolicy: d.GroupPolicy, AllowChannels: d.AllowChannels,
-			MaxFileBytes: d.MaxFileBytes, Images: cfg.LLM.Images, Stream: d.Stream,
+			MaxFileBytes: d.MaxFileBytes, Images: cfg.LLM.Images, Stream: d.Stream, GuildMembers: d.GuildMembers,
 			ShardID: d.ShardID, ShardCount: int(d.ShardCount),
 			SendRetry: time.Duration(d.SendRetryMinutes) * time.Minute,
 			Logger:    logger,
