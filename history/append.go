@@ -8,7 +8,7 @@ import (
 	"strconv"
 
 	"github.com/dreamgate/dreamgate/audience"
-	"github.com/dreamgate/dreamgate/internal/textcut"
+	"github.com/dreamgate/dreamgate/store"
 	"github.com/dreamgate/dreamgate/workspace"
 )
 
@@ -31,19 +31,19 @@ func (s *Store) AppendIn(scope audience.Scope, content, sessionKey string) (Entr
 }
 
 func (s *Store) append(scope audience.Scope, content, sessionKey string, src Source) (Entry, error) {
-	if _, err := audience.ParseScope(string(scope)); err != nil {
-		return Entry{}, fmt.Errorf("append history entry: %w", err)
+	if err := store.CheckScope(scope); err != nil {
+		return Entry{}, err
 	}
-	content = trimRight(content)
+	chars := len([]rune(content))
+	content, cut := store.EntryContent(content)
 	unlock, err := s.lock()
 	if err != nil {
 		return Entry{}, err
 	}
 	defer unlock()
-	if capped, cut := textcut.Chars(content, MaxEntryChars, TruncatedSuffix); cut {
+	if cut {
 		s.warnOnce("oversize", "history entry over the size cap; truncating (further ones not logged)",
-			"chars", len([]rune(content)), "cap", MaxEntryChars)
-		content = capped
+			"chars", chars, "cap", MaxEntryChars)
 	}
 	e, err := s.appendLocked(scope, content, sessionKey, src)
 	if err != nil {
@@ -94,7 +94,7 @@ func (s *Store) appendLocked(scope audience.Scope, content, sessionKey string, s
 		SessionKey: sessionKey,
 		Scope:      scope,
 	}
-	e.setSource(src)
+	e.SetSource(src)
 	line := append(appendEntryJSON(make([]byte, 0, len(content)+128), e), '\n')
 	if _, err := f.Write(line); err != nil {
 		// Take back a partial line rather than leave a torn one behind.

@@ -22,7 +22,9 @@
 // content is read back when a caller asks for that entry.
 //
 // It is a leaf shared by consolidator and dream, which never import each
-// other: it imports only workspace (the layout and the atomic write) and
-// audience (scope names) of dreamgate's packages, and third-party types (flock) never appear in its
-// API.
+// other: it imports only workspace (the layout and the atomic write),
+// audience (scope names) and store (the record types: Entry is store.Entry)
+// of dreamgate's packages, and third-party types (flock) never appear in
+// its API. It is the archive's embedded engine: *Store satisfies
+// store.History, as store/postgres's Archive does.
 package history

@@ -5,50 +5,27 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/dreamgate/dreamgate/audience"
+	"github.com/dreamgate/dreamgate/store"
 )
 
-// Entry is one line of history.jsonl.
-type Entry struct {
-	// Cursor numbers the entry; cursors are strictly increasing in the file.
-	Cursor int `json:"cursor"`
-	// Timestamp is local time, "YYYY-MM-DD HH:MM".
-	Timestamp string `json:"timestamp"`
-	// Content is the archived text: "- fact" lines or a "[RAW] N messages" dump.
-	Content string `json:"content"`
-	// SessionKey names the conversation the entry came from; old nanobot
-	// entries have none.
-	SessionKey string `json:"session_key,omitempty"`
-	// SessionID and Range are dreamgate's own fields, written after
-	// nanobot's four and only on archive entries made from session
-	// messages: the session generation (its id, new at /new) and the
-	// messages archived, Range[0] up to but not including Range[1]. See
-	// Source. Entries without them (nanobot's, Dream's records, older
-	// ones) have "" and [0, 0].
-	SessionID string `json:"session_id,omitempty"`
-	Range     [2]int `json:"range,omitzero"`
-	// Scope is the memory scope of the conversation the entry came from,
-	// written last and only when it is not the default scope: an entry
-	// without one (nanobot's, an operator's, any written before scopes)
-	// belongs to the default scope, the workspace root's files. Dream
-	// reads an entry only into its own scope's files.
-	Scope audience.Scope `json:"scope,omitempty"`
-}
+// Entry is one line of history.jsonl: the archive's record type, which
+// both of the store's engines share.
+type Entry = store.Entry
 
 // TimestampLayout is the history.jsonl timestamp format (minute precision).
-const TimestampLayout = "2006-01-02 15:04"
+const TimestampLayout = store.TimestampLayout
 
 // MaxEntryChars is the hard cap Append applies to any entry (in characters,
 // Unicode code points, as nanobot counts them). Writers cap their own
 // entries more tightly.
-const MaxEntryChars = 64000
+const MaxEntryChars = store.MaxEntryChars
 
 // TruncatedSuffix marks content cut to a cap (nanobot's mark): Append's
 // MaxEntryChars and the archive's own, tighter caps.
-const TruncatedSuffix = "\n... (truncated)"
+const TruncatedSuffix = store.TruncatedSuffix
 
 // lineKind classifies a history.jsonl line; every kind but lineOK and
 // lineBlank is a kind of corruption warned about once per Store.
@@ -257,9 +234,4 @@ func appendPyString(dst []byte, s string) []byte {
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
-}
-
-// trimRight drops trailing whitespace, as Python's str.rstrip does.
-func trimRight(s string) string {
-	return strings.TrimRightFunc(s, unicode.IsSpace)
 }

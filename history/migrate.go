@@ -11,7 +11,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/dreamgate/dreamgate/internal/textcut"
+	"github.com/dreamgate/dreamgate/store"
 	"github.com/dreamgate/dreamgate/workspace"
 )
 
@@ -144,7 +144,7 @@ func parseLegacyHistory(text, fallbackTS string) []Entry {
 				e.Content = rest
 			}
 		}
-		e.Content, _ = textcut.Chars(trimRight(e.Content), MaxEntryChars, TruncatedSuffix)
+		e.Content, _ = store.EntryContent(e.Content)
 		entries = append(entries, e)
 	}
 	return entries

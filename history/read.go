@@ -9,6 +9,7 @@ import (
 	"sort"
 
 	"github.com/dreamgate/dreamgate/audience"
+	"github.com/dreamgate/dreamgate/store"
 )
 
 // parseLocked parses a line and warns (once per kind) about a bad one.
@@ -217,12 +218,8 @@ func (s *Store) SinceIn(scope audience.Scope, cursor, limit int) ([]Entry, error
 }
 
 // Backlog is what one memory scope has not read: its entries after its
-// cursor.
-type Backlog struct {
-	Scope audience.Scope
-	// First is the cursor of the first of them; Count how many there are.
-	First, Count int
-}
+// cursor (store.Backlog).
+type Backlog = store.Backlog
 
 // Backlogs lists the memory scopes that have entries above their cursor,
 // the scope with the oldest such entry first: an entry counts for its

@@ -21,7 +21,7 @@ func TestScopeEncoding(t *testing.T) {
 	}
 	scoped := base
 	scoped.Scope = "person-slack-t1-u2"
-	scoped.setSource(Source{SessionID: "g1", From: 0, To: 4})
+	scoped.SetSource(Source{SessionID: "g1", From: 0, To: 4})
 	got := string(appendEntryJSON(nil, scoped))
 	want := `{"cursor": 7, "timestamp": "2026-04-03 00:02", "content": "- Ana prefers tea", "session_key": "slack:D1", "session_id": "g1", "range": [0, 4], "scope": "person-slack-t1-u2"}`
 	if got != want {

@@ -7,46 +7,15 @@ import (
 	"os"
 
 	"github.com/dreamgate/dreamgate/audience"
+	"github.com/dreamgate/dreamgate/store"
 )
 
-// Source names the session messages an archive entry was made from. It is
-// what makes an archive idempotent across crashes: a process killed after
-// the entry was appended but before the session recorded it finds, on
-// restart, that the range starting at the session's last_consolidated is
-// already in history, and moves last_consolidated instead of archiving the
-// same messages again (see Store.ArchivedAt).
-type Source struct {
-	// SessionID identifies the session generation: /new starts a fresh
-	// file under the same key whose message indexes begin at 0 again, so
-	// the key alone cannot tell its ranges from the old file's.
-	SessionID string
-	// From and To are the message indexes archived: From up to, not
-	// including, To.
-	From, To int
-}
+// Source names the session messages an archive entry was made from
+// (store.Source).
+type Source = store.Source
 
 // errBadSource: AppendFrom was given a source that names no messages.
 var errBadSource = errors.New("source must name a session id and a non-empty message range")
-
-func (src Source) valid() bool {
-	return src.SessionID != "" && src.From >= 0 && src.To > src.From
-}
-
-// Source returns the session messages e was archived from; ok is false for
-// entries that do not say (nanobot's, Dream's own records, older ones).
-func (e Entry) Source() (src Source, ok bool) {
-	if e.SessionID == "" {
-		return Source{}, false
-	}
-	return Source{SessionID: e.SessionID, From: e.Range[0], To: e.Range[1]}, true
-}
-
-func (e *Entry) setSource(src Source) {
-	if src.SessionID == "" {
-		return
-	}
-	e.SessionID, e.Range = src.SessionID, [2]int{src.From, src.To}
-}
 
 // AppendFrom is AppendIn for an archive entry made from session messages:
 // the entry also records src (as session_id and range, after nanobot's
@@ -54,7 +23,7 @@ func (e *Entry) setSource(src Source) {
 // conversation's (audience.Default for the operator's), so that every
 // archive states where its words may go.
 func (s *Store) AppendFrom(scope audience.Scope, content, sessionKey string, src Source) (Entry, error) {
-	if !src.valid() {
+	if !src.Valid() {
 		return Entry{}, fmt.Errorf("append history entry from %+v: %w", src, errBadSource)
 	}
 	return s.append(scope, content, sessionKey, src)

@@ -15,7 +15,7 @@ import (
 func TestArchiveEntryEncodingMatchesPython(t *testing.T) {
 	golden := testkit.ReadFile(t, "testdata", "archive-entry.golden")
 	e := Entry{Cursor: 44, Timestamp: "2026-04-03 00:02", Content: `- Ana prefers "sencha" ☕`, SessionKey: fixtureKey}
-	e.setSource(Source{SessionID: "20260403T000230-0a1b2c3d4e5f", From: 12, To: 40})
+	e.SetSource(Source{SessionID: "20260403T000230-0a1b2c3d4e5f", From: 12, To: 40})
 	got := string(appendEntryJSON(nil, e)) + "\n"
 	if got != golden {
 		t.Errorf("encoding differs from Python's json.dumps(ensure_ascii=False)\n got: %q\nwant: %q", got, golden)

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dreamgate/dreamgate/store"
 	"github.com/dreamgate/dreamgate/workspace"
 	"github.com/gofrs/flock"
 )
@@ -21,6 +22,9 @@ var (
 	lockFile        = path.Base(workspace.HistoryLock)
 	indexFile       = path.Base(workspace.HistoryIndex)
 )
+
+// The archive's embedded engine.
+var _ store.History = (*Store)(nil)
 
 // legacyFile is nanobot's old archive, migrated once.
 const legacyFile = "HISTORY.md"

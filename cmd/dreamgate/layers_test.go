@@ -14,7 +14,7 @@ const module = "github.com/dreamgate/dreamgate"
 // tools work on the workspace's confined root, and so below gitstore too,
 // which still may not import it (see forbidden).
 var layers = []string{
-	"cmd", "metrics", "web", "eval", "gateway", "mcp", "consolidator", "dream", "recall", "memory", "history", "gitstore", "agent", "workspace", "llm", "channels", "workspace-template", "audience",
+	"cmd", "metrics", "web", "eval", "gateway", "mcp", "consolidator", "dream", "recall", "memory", "history", "store", "gitstore", "agent", "workspace", "llm", "channels", "workspace-template", "audience",
 }
 
 // forbidden pairs beyond the order: the two memory stages never import each

@@ -1,0 +1,33 @@
+package postgres_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/dreamgate/dreamgate/internal/pgtest"
+	"github.com/dreamgate/dreamgate/store"
+	"github.com/dreamgate/dreamgate/store/postgres"
+	"github.com/dreamgate/dreamgate/store/storetest"
+)
+
+// open opens the engine on dsn, closed when the test ends.
+func open(t *testing.T, dsn string, now func() time.Time) *postgres.DB {
+	t.Helper()
+	db, err := postgres.Open(context.Background(), dsn, postgres.Options{Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	return db
+}
+
+func TestStorePostgresArchive(t *testing.T) {
+	storetest.RunArchive(t, func(t *testing.T, now func() time.Time) storetest.Archive {
+		dsn := pgtest.DSN(t)
+		return storetest.Archive{
+			History: open(t, dsn, now).Archive(),
+			Reopen:  func(t *testing.T) store.History { return open(t, dsn, now).Archive() },
+		}
+	})
+}
