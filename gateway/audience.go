@@ -62,11 +62,21 @@ func (g *Gateway) scoped(a audience.Audience) bool {
 	return !g.cfg.SharedMemory && a.Kind != audience.Operator
 }
 
+// ownDM reports whether in comes from a DM between the bot and its sender
+// alone: a direct audience (Person or Guest; an adapter gives one only to
+// a DM with the bot — a DM between people that a user's own installation
+// of the app reaches is theirs, not the bot's) whose person is the
+// sender. Only there does /web-link answer, an admin use the operator's
+// tools, and the prompt name the DM's person.
+func ownDM(in channels.Inbound) bool {
+	return in.Audience.Direct() && in.SenderID == in.Audience.Person
+}
+
 // memoryView is what in's prompt may show of memory: the scopes its
 // audience reads, and the name of a DM's person for its heading.
 func (g *Gateway) memoryView(in channels.Inbound) MemoryView {
 	v := MemoryView{Audience: in.Audience, Scopes: g.readable(in.Audience)}
-	if in.Audience.Direct() && in.SenderID == in.Audience.Person {
+	if ownDM(in) {
 		v.Person = in.SenderName
 	}
 	return v

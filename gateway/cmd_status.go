@@ -54,7 +54,12 @@ func cmdStatus() *command {
 						kTokens(bu.Estimate), kTokens(bu.Limit), bu.Estimate*100/max(bu.Limit, 1), notCountedNote(notCounted))
 				}
 			}
-			if g.deps.Usage != nil {
+			switch {
+			case !req.in.Local:
+				// Every audience's calls and Dream's make the totals: a
+				// conversation reads its own.
+				b.WriteString(usageLineFor("Tokens used in this conversation", g.usage.of(req.in.SessionKey)))
+			case g.deps.Usage != nil:
 				b.WriteString(usageLine(g.deps.Usage()))
 			}
 			if g.deps.Dream != nil {
@@ -69,7 +74,7 @@ func cmdStatus() *command {
 				b.WriteString("Dream: off\n")
 			}
 			if g.deps.TurnTools != nil {
-				b.WriteString(g.deps.TurnTools.StatusText())
+				b.WriteString(g.deps.TurnTools.StatusText(g.toolTurn(req.in)))
 			}
 			fmt.Fprintf(&b, "Up: %s", time.Since(g.started).Round(time.Second))
 			return b.String()
@@ -119,9 +124,13 @@ func kTokens(n int) string {
 	return fmt.Sprintf("%.1fk", float64(n)/1000)
 }
 
-func usageLine(u map[string]llm.Usage) string {
+// usageLine is the operator's line of the gateway's tokens.
+func usageLine(u map[string]llm.Usage) string { return usageLineFor("Tokens used", u) }
+
+// usageLineFor says what u, by purpose, used, under label.
+func usageLineFor(label string, u map[string]llm.Usage) string {
 	if len(u) == 0 {
-		return "Tokens used: none yet\n"
+		return label + ": none yet\n"
 	}
 	purposes := make([]string, 0, len(u))
 	var total llm.Usage
@@ -140,6 +149,6 @@ func usageLine(u map[string]llm.Usage) string {
 	if total.CachedTokens > 0 {
 		cached = fmt.Sprintf(" (%s from the provider's cache)", kTokens(total.CachedTokens))
 	}
-	return fmt.Sprintf("Tokens used: %s in%s, %s out in %d calls (%s)\n",
+	return fmt.Sprintf("%s: %s in%s, %s out in %d calls (%s)\n", label,
 		kTokens(total.PromptTokens), cached, kTokens(total.CompletionTokens), total.Calls, strings.Join(parts, ", "))
 }

@@ -30,7 +30,7 @@ func cmdWebLink() *command {
 				return "The memory page is off (config web.enabled)."
 			case a.Kind == audience.Operator:
 				return "On this machine the memory page needs no link: open it in a browser here, or sign in with its token (config web.token)."
-			case !a.Direct() || req.in.SenderID != a.Person:
+			case !ownDM(req.in):
 				// The link signs its holder in as the asker: posted where
 				// others read it, anyone could use it.
 				return "Ask me for " + g.commandUsage(req.in, "/web-link") + " in a direct message: the link signs in whoever holds it, as you."

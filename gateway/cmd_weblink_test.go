@@ -63,6 +63,11 @@ func TestWebLinkOnlyInAPersonsOwnDM(t *testing.T) {
 		{"a public channel", slackTeam, anaDM.Person},
 		{"a private channel", slackPrivate, anaDM.Person},
 		{"Ana's DM, sent by Bob", anaDM, bobDM.Person},
+		// A DM between two people, which only Ana's own installation of
+		// the app reaches (Discord's user-installed commands): the
+		// adapter says it is theirs, not a DM with the bot.
+		{"a DM between Ana and Bob", audience.Audience{Kind: audience.Shared, Platform: "discord", Chat: "4001"}, anaDM.Person},
+		{"a conversation the platform said nothing of", audience.Unknown("discord:4001"), anaDM.Person},
 	} {
 		if got := ask(c.a, c.sender); strings.Contains(got, "LINK-") || !strings.Contains(got, "in a direct message") {
 			t.Errorf("%s: %q", c.name, got)

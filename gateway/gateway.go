@@ -176,6 +176,7 @@ type Gateway struct {
 	started       time.Time
 	toolText      string // Tools, rendered as the consolidator counts them
 	adminToolText string // AdminTools, likewise
+	usage         *convUsage
 
 	// turnCtx is the parent of every turn; cancelled when shutdown runs out
 	// of patience.
@@ -233,6 +234,10 @@ func New(cfg Config, deps Deps) *Gateway {
 		local:    map[string]bool{},
 		room:     make(chan struct{}),
 		started:  deps.Now(),
+		usage:    &convUsage{},
+	}
+	if deps.Consolidator != nil {
+		g.deps.Consolidator = countedConsolidator{Consolidator: deps.Consolidator, usage: g.usage}
 	}
 	for _, a := range cfg.Admins {
 		g.admins[a] = true

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dreamgate/dreamgate/agent"
+	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/channels"
 	"github.com/dreamgate/dreamgate/gateway/session"
 	"github.com/dreamgate/dreamgate/llm"
@@ -66,21 +67,47 @@ func toolText(tools []agent.Tool) string {
 // TurnTools supplies tools chosen for each turn (the MCP servers' tools),
 // beside the fixed Deps.Tools.
 type TurnTools interface {
-	// ForTurn returns the extra tools of a turn whose sender is, or is not,
-	// an admin. It never fails: whatever is unavailable is left out (and
-	// reported by StatusText). Names must not clash with Deps.Tools.
-	ForTurn(ctx context.Context, admin bool) []agent.Tool
-	// StatusText is a block for /status, each line ending in "\n"; "" when
-	// there is nothing to show.
-	StatusText() string
+	// ForTurn returns the extra tools of a turn of t. It never fails:
+	// whatever is unavailable is left out (and reported by StatusText).
+	// Names must not clash with Deps.Tools.
+	ForTurn(ctx context.Context, t ToolTurn) []agent.Tool
+	// StatusText is a block for /status in a turn of t, each line ending
+	// in "\n", showing only what t may use; "" when there is nothing to
+	// show.
+	StatusText(t ToolTurn) string
+}
+
+// ToolTurn is who a turn's extra tools are chosen for (toolTurn).
+type ToolTurn struct {
+	// Scope is the conversation's home scope: a tool that keeps state per
+	// scope keeps this turn's there.
+	Scope audience.Scope
+	// Admin: the sender is an admin (the operator at the terminal is).
+	Admin bool
+	// Operator: the operator at the terminal, or an admin in their own DM
+	// with the bot: a conversation no one else reads, which may use what
+	// only the operator may.
+	Operator bool
+}
+
+// toolTurn is who in's extra tools are for. A per-scope tool's scope is
+// the audience's own home even when memory is shared: what it keeps is
+// kept apart by audience all the same.
+func (g *Gateway) toolTurn(in channels.Inbound) ToolTurn {
+	admin := g.isAdmin(in)
+	return ToolTurn{
+		Scope:    in.Audience.Home(),
+		Admin:    admin,
+		Operator: in.Audience.Kind == audience.Operator || (admin && ownDM(in)),
+	}
 }
 
 // RunningTools is optional for a TurnTools: what ForTurn would return now
-// without starting anything, and how many of the sender's sources are not
+// without starting anything, and how many of the turn's sources are not
 // running (a turn would try to start them). /status counts with it, since
 // showing a status must not start servers.
 type RunningTools interface {
-	RunningTools(admin bool) (tools []agent.Tool, notRunning int)
+	RunningTools(t ToolTurn) (tools []agent.Tool, notRunning int)
 }
 
 // baseTools returns the workspace's file tools for the sender and their
@@ -114,7 +141,7 @@ func (g *Gateway) statusToolText(in channels.Inbound) (text string, notCounted i
 	if !ok {
 		return text, -1
 	}
-	extra, notRunning := rt.RunningTools(admin)
+	extra, notRunning := rt.RunningTools(g.toolTurn(in))
 	return text + toolText(extra), notRunning
 }
 
@@ -141,7 +168,7 @@ func (g *Gateway) toolsFor(ctx context.Context, in channels.Inbound) (tools []ag
 	if g.deps.TurnTools == nil {
 		return base, text, release
 	}
-	extra := g.deps.TurnTools.ForTurn(ctx, admin)
+	extra := g.deps.TurnTools.ForTurn(ctx, g.toolTurn(in))
 	if len(extra) == 0 {
 		return base, text, release
 	}

@@ -9,9 +9,11 @@ import (
 	"time"
 
 	"github.com/dreamgate/dreamgate/agent"
+	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/consolidator"
 	"github.com/dreamgate/dreamgate/llm"
 	"github.com/dreamgate/dreamgate/llm/llmtest"
+	"github.com/dreamgate/dreamgate/workspace"
 )
 
 // /status's budget line comes from the consolidator's report: the gateway
@@ -62,8 +64,8 @@ type runningTools struct {
 	notRunning int
 }
 
-func (r *runningTools) RunningTools(admin bool) ([]agent.Tool, int) {
-	if !admin {
+func (r *runningTools) RunningTools(t ToolTurn) ([]agent.Tool, int) {
+	if !t.Admin {
 		return nil, 0
 	}
 	return []agent.Tool{bigTool{}}, r.notRunning
@@ -184,4 +186,68 @@ func TestStatusSaysTheModelIsUnreachable(t *testing.T) {
 	if got := status(false); got != "Model: test-model" {
 		t.Errorf("/status once the model answers again: %q", got)
 	}
+}
+
+// /status in a conversation counts its own tokens — its chat turns and the
+// archives of its messages — never the gateway's totals, which every
+// audience's calls make: Bob's public channel does not read how much Ana
+// said in her DM. The operator at the terminal reads the totals.
+func TestStatusInAConversationCountsItsOwnTokens(t *testing.T) {
+	model := func(_ context.Context, req llm.Request) (llm.Response, error) {
+		r := textReply("ok")
+		r.Usage = llm.Usage{PromptTokens: 1000, CompletionTokens: 10, Calls: 1}
+		if strings.Contains(req.Messages[len(req.Messages)-1].Content, "long") {
+			r.Usage = llm.Usage{PromptTokens: 90000, CompletionTokens: 900, Calls: 1}
+		}
+		return r, nil
+	}
+	env := newTestEnv(t, model, func(c *Config, d *Deps) {
+		ws, err := workspace.Open(c.Workspace)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ws.Close() })
+		d.ScopeFiles = ScopeFolders{Root: ws}
+		d.Consolidator = &archivingConsolidator{}
+	})
+	env.g.deps.Usage = func() map[string]llm.Usage {
+		return map[string]llm.Usage{"chat": {PromptTokens: 93000, CompletionTokens: 930, Calls: 5}}
+	}
+	say := func(a audience.Audience, key, sender, text string) string {
+		t.Helper()
+		in := withAudience(inbound(key, text), a)
+		in.SenderID = sender
+		return wait(t, mustSubmit(t, env, in)).Reply
+	}
+	say(anaDM, "dm-ana", "UANA", "a long talk about my salary")
+	say(anaDM, "dm-ana", "UANA", "more")
+	say(slackTeam, "general", "UBOB", "hello")
+	say(slackTeam, "general", "UBOB", "hello again")
+
+	got := say(slackTeam, "general", "UBOB", "/status")
+	if want := "Tokens used in this conversation: 2.6k in, 30 out in 4 calls (archive 610, chat 2.0k)\n"; !strings.Contains(got, want) {
+		t.Errorf("#general's /status lacks %q:\n%s", want, got)
+	}
+	if strings.Contains(got, "93.0k") || strings.Contains(got, "91.0k") || strings.Contains(got, "Tokens used:") {
+		t.Errorf("#general's /status shows tokens of other conversations:\n%s", got)
+	}
+	if got := say(anaDM, "dm-ana", "UANA", "/status"); !strings.Contains(got, "Tokens used in this conversation: 91.6k in, 920 out in 4 calls") {
+		t.Errorf("Ana's /status:\n%s", got)
+	}
+	if got := say(slackTeam, "quiet", "UBOB", "/status"); !strings.Contains(got, "Tokens used in this conversation: none yet\n") {
+		t.Errorf("a new conversation's /status:\n%s", got)
+	}
+	in := inbound("terminal", "/status")
+	in.Local = true
+	if got := wait(t, mustSubmit(t, env, in)).Reply; !strings.Contains(got, "Tokens used: 93.0k in, 930 out in 5 calls (chat 93.9k)") {
+		t.Errorf("the operator's /status:\n%s", got)
+	}
+}
+
+// archivingConsolidator archives after every turn, at a cost its report
+// states.
+type archivingConsolidator struct{ fakeConsolidator }
+
+func (*archivingConsolidator) After(context.Context, consolidator.Session, consolidator.Prompt, consolidator.Sent) (consolidator.Report, error) {
+	return consolidator.Report{Usage: llm.Usage{PromptTokens: 300, CompletionTokens: 5, Calls: 1}}, nil
 }

@@ -34,7 +34,7 @@ func (g *Gateway) turn(ctx context.Context, in channels.Inbound) Result {
 	if !ok {
 		return refused
 	}
-	model := &promptMeter{m: g.deps.Model, now: g.now}
+	model := &promptMeter{m: g.deps.Model, now: g.now, count: func(u llm.Usage) { g.usage.add(in.SessionKey, llm.PurposeChat, u) }}
 	res, shown, runErr := g.runAgent(ctx, log, in, model, tools, g.turnMessages(sess, prompt, in))
 	sent := consolidator.Sent{PromptTokens: model.last, Messages: g.record(sess, res)}
 	out := g.reply(log, in, res, shown, runErr)
@@ -313,12 +313,14 @@ func (t *turnStream) shown(reply string) bool {
 
 // promptMeter remembers the provider-reported prompt tokens of the last
 // successful call of one turn: the consolidator's floor for its estimate.
-// It also sums the time the turn's model calls took (metrics).
+// It also sums the time the turn's model calls took (metrics), and counts
+// each call's tokens for the conversation (count).
 type promptMeter struct {
-	m    Model
-	last int
-	now  func() time.Time
-	took time.Duration
+	m     Model
+	last  int
+	now   func() time.Time
+	took  time.Duration
+	count func(llm.Usage)
 }
 
 func (p *promptMeter) Chat(ctx context.Context, req llm.Request) (llm.Response, error) {
@@ -327,6 +329,9 @@ func (p *promptMeter) Chat(ctx context.Context, req llm.Request) (llm.Response, 
 	p.took += p.now().Sub(start)
 	if err == nil && resp.Usage.PromptTokens > 0 {
 		p.last = resp.Usage.PromptTokens
+	}
+	if err == nil && p.count != nil {
+		p.count(resp.Usage)
 	}
 	return resp, err
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/dreamgate/dreamgate/audience"
 )
 
 // Defaults for zero Config and ServerConfig fields.
@@ -16,6 +18,13 @@ const (
 	DefaultTimeout  = 30 * time.Second
 	DefaultMaxDelay = 5 * time.Minute
 	baseDelay       = time.Second
+	// DefaultMaxRunning is how many scopes' processes of a per-scope
+	// server run at once: stdio servers are often Node or Python
+	// programs of 50 MB or more each.
+	DefaultMaxRunning = 4
+	// DefaultIdleStop is how long a scope's process of a per-scope server
+	// is kept after its last use.
+	DefaultIdleStop = 10 * time.Minute
 )
 
 // ServerConfig is one MCP server. Exactly one of Command (a stdio server,
@@ -39,8 +48,72 @@ type ServerConfig struct {
 	// patterns over the server's own tool names); DenyTools are never
 	// offered. Deny wins.
 	AllowTools, DenyTools []string
-	// AdminsOnly offers the server's tools only in turns from admins.
+	// Use says which conversations may use the server and whether they
+	// share one process: the zero value is UseOperator, the narrowest.
+	Use Use
+	// AdminsOnly offers the server's tools only in turns from admins, on
+	// top of Use.
 	AdminsOnly bool
+	// MaxRunning caps how many scopes' processes of a UsePerScope server
+	// run at once; 0 means DefaultMaxRunning.
+	MaxRunning int
+	// IdleStop stops a UsePerScope server's process for a scope that no
+	// turn has used for this long; 0 means DefaultIdleStop.
+	IdleStop time.Duration
+}
+
+// Use is who may use a server's tools, and with what state.
+type Use string
+
+const (
+	// UseOperator (the zero Use): the operator at the terminal and admins
+	// in their own DM with the bot, the conversations no one else reads.
+	// A server whose use is not said is one of these: its state (notes,
+	// files it can read) is nobody else's business.
+	UseOperator Use = ""
+	// UseShared: every conversation, one process for all. What the server
+	// keeps or reads is shown to every audience.
+	UseShared Use = "shared"
+	// UsePerScope: every conversation, with one process per memory scope
+	// (the conversation's home), started in a folder of its own and with
+	// {scope} and {scopeDir} filled in, so no audience reaches another's
+	// state.
+	UsePerScope Use = "perScope"
+)
+
+// Valid reports whether u is one of the uses.
+func (u Use) Valid() bool { return u == UseOperator || u == UseShared || u == UsePerScope }
+
+// ConfigName is u as the config and /healthz spell it.
+func (u Use) ConfigName() string {
+	if u == UseOperator {
+		return "operator"
+	}
+	return string(u)
+}
+
+// String is u in words, for /status.
+func (u Use) String() string {
+	switch u {
+	case UseShared:
+		return "shared"
+	case UsePerScope:
+		return "per scope"
+	default:
+		return "operator"
+	}
+}
+
+// Turn is who a chat turn's tools are chosen for.
+type Turn struct {
+	// Scope is the conversation's home scope: where a per-scope server's
+	// state is kept.
+	Scope audience.Scope
+	// Admin: the sender is an admin (the operator at the terminal is).
+	Admin bool
+	// Operator: the conversation is the operator's at the terminal, or an
+	// admin's own DM with the bot; only these may use UseOperator servers.
+	Operator bool
 }
 
 // Config configures a Manager.
@@ -58,6 +131,10 @@ type Config struct {
 	// MaxDelay caps the wait between restarts of a failing server; 0 means
 	// five minutes.
 	MaxDelay time.Duration
+	// StateDir holds the per-scope servers' folders,
+	// <StateDir>/<server>/<scope>; a per-scope stdio server does not start
+	// without it.
+	StateDir string
 	Logger   *slog.Logger
 	Now      func() time.Time
 }
@@ -129,4 +206,53 @@ func (c ServerConfig) transport() string {
 		return "http"
 	}
 	return "stdio"
+}
+
+// The placeholders of a per-scope server, filled in when a scope's process
+// starts. "${scope}" is not one: that is the environment variable scope.
+const (
+	ScopeName = "{scope}"    // the scope's name ("default" for the operator's)
+	ScopeDir  = "{scopeDir}" // the scope's folder, the process's working directory
+)
+
+// HasPlaceholder reports whether s holds the placeholder p (ScopeName or
+// ScopeDir) outside an environment variable's "${…}".
+func HasPlaceholder(s, p string) bool {
+	return fillScope(s, map[string]string{p: "\x00"}) != s
+}
+
+// fillScope replaces each placeholder of values in s by its value, except
+// where '$' comes before it.
+func fillScope(s string, values map[string]string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		matched := false
+		if s[i] == '{' && (i == 0 || s[i-1] != '$') {
+			for p, v := range values {
+				if strings.HasPrefix(s[i:], p) {
+					b.WriteString(v)
+					i += len(p)
+					matched = true
+					break
+				}
+			}
+		}
+		if !matched {
+			b.WriteByte(s[i])
+			i++
+		}
+	}
+	return b.String()
+}
+
+// scopeFolder is the name of scope's folder under <StateDir>/<server>:
+// the scope's own name, checked again (it becomes a path), or "default".
+func scopeFolder(scope audience.Scope) (string, error) {
+	if scope == audience.Default {
+		return "default", nil
+	}
+	if _, err := audience.ParseScope(string(scope)); err != nil {
+		return "", err
+	}
+	return string(scope), nil
 }

@@ -5,20 +5,17 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"net"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/dreamgate/dreamgate/agent"
+	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/internal/testkit"
 	"github.com/dreamgate/dreamgate/llm"
 	"github.com/dreamgate/dreamgate/llm/llmtest"
@@ -127,7 +124,7 @@ func TestStdioListingAndCallsThroughTheLoop(t *testing.T) {
 	sc.DenyTools = []string{"secret"}
 	m, logs := newManager(t, Config{Servers: []ServerConfig{sc}})
 
-	tools := m.ForTurn(t.Context(), false)
+	tools := m.ForTurn(t.Context(), operator)
 	var want []string
 	for _, n := range mcptest.Tools {
 		if n != "secret" {
@@ -177,73 +174,26 @@ func TestStdioListingAndCallsThroughTheLoop(t *testing.T) {
 			t.Errorf("request offered %v", r.Tools)
 		}
 	}
-	// Arguments and the server are logged; results are not.
+	// The call is logged with its server and the size of its arguments;
+	// neither they nor the result are.
 	l := logs.String()
-	if !strings.Contains(l, "mcp_server=t") || !strings.Contains(l, `hello there`) || !strings.Contains(l, `\"a\":2`) {
-		t.Errorf("the call's arguments were not logged:\n%s", l)
+	if !strings.Contains(l, "mcp_server=t") || !strings.Contains(l, "args_bytes=22") {
+		t.Errorf("the call was not logged with its size:\n%s", l)
 	}
-	if strings.Contains(l, "echo: hello") || strings.Contains(l, `"sum"`) || strings.Contains(l, "failed on purpose") {
-		t.Errorf("a result reached the log:\n%s", l)
+	for _, said := range []string{"hello there", `\"a\":2`, "echo: hello", `"sum"`, "failed on purpose"} {
+		if strings.Contains(l, said) {
+			t.Errorf("the log holds %q, of a call's arguments or result:\n%s", said, l)
+		}
 	}
 	if st := m.Status(); st[0].State != stateReady || st[0].Tools != len(want) {
 		t.Errorf("status = %+v", st)
 	}
 }
 
-func TestHTTPServerWithHeaderSecret(t *testing.T) {
-	var crashed atomic.Int32
-	srv := httptest.NewServer(mcptest.Handler(func() { crashed.Add(1) }, "Authorization", "Bearer s3cret"))
-	t.Cleanup(srv.Close)
-	getenv := func(k string) string {
-		if k == "MCP_TOKEN" {
-			return "s3cret"
-		}
-		return ""
-	}
-	m, logs := newManager(t, Config{Getenv: getenv, Servers: []ServerConfig{{
-		Name: "web", URL: srv.URL, Headers: map[string]string{"Authorization": "Bearer ${MCP_TOKEN}"},
-		AllowTools: []string{"e*", "add"}, Timeout: 20 * time.Second,
-	}}})
-	tools := m.ForTurn(t.Context(), false)
-	if got, want := names(tools), []string{"mcp_web_add", "mcp_web_echo", "mcp_web_env"}; !slices.Equal(got, want) {
-		t.Fatalf("tools = %v, want %v (allowTools)", got, want)
-	}
-	res, _ := loopRun(t, tools, llmtest.ToolCall("mcp_web_echo", `{"text":"over http"}`), llmtest.Text("ok"))
-	if got := toolResults(res); len(got) != 1 || got[0] != "echo: over http" {
-		t.Fatalf("results = %q", got)
-	}
-	if strings.Contains(logs.String(), "s3cret") {
-		t.Error("the header secret reached the log")
-	}
-}
-
-func TestHTTPServerWithoutTheSecretIsReportedDown(t *testing.T) {
-	srv := httptest.NewServer(mcptest.Handler(nil, "Authorization", "Bearer s3cret"))
-	t.Cleanup(srv.Close)
-	m, _ := newManager(t, Config{Servers: []ServerConfig{
-		{Name: "web", URL: srv.URL, Headers: map[string]string{"Authorization": "Bearer ${MCP_TOKEN}"}},
-		{Name: "wrong", URL: srv.URL, Headers: map[string]string{"Authorization": "Bearer nope"}, Timeout: 20 * time.Second},
-	}})
-	if tools := m.ForTurn(t.Context(), true); len(tools) != 0 {
-		t.Fatalf("tools = %v", names(tools))
-	}
-	st := m.Status()
-	if st[0].State != stateDown || !strings.Contains(st[0].Problem, "MCP_TOKEN is not set") {
-		t.Errorf("status = %+v, want down naming the variable", st[0])
-	}
-	if st[1].State != stateDown || st[1].Problem != "could not start" {
-		t.Errorf("status = %+v", st[1])
-	}
-	text := m.StatusText()
-	if !strings.Contains(text, "web (http): down: tools.mcpServers.web.headers.Authorization: environment variable MCP_TOKEN is not set") {
-		t.Errorf("status text:\n%s", text)
-	}
-}
-
 func TestStdioCrashIsRestarted(t *testing.T) {
 	sc, starts := stdioServer(t, "t")
 	m, _ := newManager(t, Config{Servers: []ServerConfig{sc}})
-	tools := m.ForTurn(t.Context(), false)
+	tools := m.ForTurn(t.Context(), operator)
 	res, _ := loopRun(t, tools,
 		llmtest.ToolCall("mcp_t_crash", `{}`),
 		llmtest.ToolCall("mcp_t_echo", `{"text":"again"}`),
@@ -270,9 +220,9 @@ func TestExitBetweenCallsIsNoticed(t *testing.T) {
 	sc, starts := stdioServer(t, "t")
 	clk := testkit.NewClock(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
 	m, _ := newManager(t, Config{Servers: []ServerConfig{sc}, Now: clk.Now})
-	tools := m.ForTurn(t.Context(), false)
+	tools := m.ForTurn(t.Context(), operator)
 	gone := make(chan struct{})
-	s := m.servers[0]
+	s := only(m)
 	s.mu.Lock()
 	s.lostHook = func() { close(gone) }
 	s.mu.Unlock()
@@ -314,7 +264,7 @@ func TestBrokenServerBacksOffAndSparesTheOthers(t *testing.T) {
 	clk := testkit.NewClock(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
 	m, logs := newManager(t, Config{Servers: []ServerConfig{broken, good}, Now: clk.Now})
 
-	turn := func() []string { return names(m.ForTurn(t.Context(), false)) }
+	turn := func() []string { return names(m.ForTurn(t.Context(), operator)) }
 	if got := turn(); len(got) != len(mcptest.Tools) || !strings.HasPrefix(got[0], "mcp_good_") {
 		t.Fatalf("tools = %v, want the good server's", got)
 	}
@@ -334,7 +284,7 @@ func TestBrokenServerBacksOffAndSparesTheOthers(t *testing.T) {
 	if n := countStarts(t, starts); n != 2 {
 		t.Fatalf("starts = %d, want still 2 during the backoff", n)
 	}
-	if text := m.StatusText(); !strings.Contains(text, "broken (stdio): down: could not start; next start in 1s") {
+	if text := m.StatusText(operator); !strings.Contains(text, "broken (stdio, operator): down: could not start; next start in 1s") {
 		t.Errorf("status text:\n%s", text)
 	}
 	// A call of one of its tools meanwhile says so, in one sentence.
@@ -358,7 +308,7 @@ func TestServerStuckAtStartCostsATurnItsTimeoutOnly(t *testing.T) {
 	good, _ := stdioServer(t, "good")
 	good.AllowTools = []string{"echo"}
 	m, _ := newManager(t, Config{Servers: []ServerConfig{stuck, good}})
-	if got := names(m.ForTurn(t.Context(), false)); !slices.Equal(got, []string{"mcp_good_echo"}) {
+	if got := names(m.ForTurn(t.Context(), operator)); !slices.Equal(got, []string{"mcp_good_echo"}) {
 		t.Fatalf("tools = %v", got)
 	}
 	if st := m.Status()[0]; st.State != stateDown || st.Problem != "did not start within 300ms" {
@@ -369,9 +319,9 @@ func TestServerStuckAtStartCostsATurnItsTimeoutOnly(t *testing.T) {
 func TestHangingToolIsCutAtItsTimeout(t *testing.T) {
 	sc, starts := stdioServer(t, "t")
 	m, logs := newManager(t, Config{Servers: []ServerConfig{sc}})
-	tools := m.ForTurn(t.Context(), false)
+	tools := m.ForTurn(t.Context(), operator)
 	// The start is done; only the call is timed.
-	m.servers[0].cfg.Timeout = 300 * time.Millisecond
+	only(m).cfg.Timeout = 300 * time.Millisecond
 	res, _ := loopRun(t, tools,
 		llmtest.ToolCall("mcp_t_slow", `{}`),
 		llmtest.ToolCall("mcp_t_echo", `{"text":"still here"}`),
@@ -391,38 +341,11 @@ func TestHangingToolIsCutAtItsTimeout(t *testing.T) {
 	}
 }
 
-func TestAdminsOnlyServerIsOfferedToAdminsOnly(t *testing.T) {
-	open, _ := stdioServer(t, "open")
-	open.AllowTools = []string{"echo"}
-	admin, adminStarts := stdioServer(t, "ops")
-	admin.AllowTools = []string{"echo"}
-	admin.AdminsOnly = true
-	m, _ := newManager(t, Config{Servers: []ServerConfig{open, admin}})
-
-	if got := names(m.ForTurn(t.Context(), false)); !slices.Equal(got, []string{"mcp_open_echo"}) {
-		t.Fatalf("non-admin tools = %v", got)
-	}
-	if n := countStarts(t, adminStarts); n != 0 {
-		t.Errorf("a non-admin turn started the admins-only server")
-	}
-	// A non-admin's model calling the admin tool by name gets nothing.
-	res, _ := loopRun(t, m.ForTurn(t.Context(), false), llmtest.ToolCall("mcp_ops_echo", `{"text":"x"}`), llmtest.Text("ok"))
-	if got := toolResults(res); len(got) != 1 || !strings.HasPrefix(got[0], `Error: unknown tool "mcp_ops_echo"`) {
-		t.Errorf("results = %q", got)
-	}
-	if got := names(m.ForTurn(t.Context(), true)); !slices.Equal(got, []string{"mcp_open_echo", "mcp_ops_echo"}) {
-		t.Fatalf("admin tools = %v", got)
-	}
-	if text := m.StatusText(); !strings.Contains(text, "ops (stdio, admins only): ready, 1 tool") {
-		t.Errorf("status text:\n%s", text)
-	}
-}
-
 func TestLongResultIsCutWithANote(t *testing.T) {
 	sc, _ := stdioServer(t, "t")
 	sc.AllowTools = []string{"big"}
 	m, _ := newManager(t, Config{Servers: []ServerConfig{sc}})
-	res, _ := loopRun(t, m.ForTurn(t.Context(), false), llmtest.ToolCall("mcp_t_big", `{"n":50000}`), llmtest.Text("ok"))
+	res, _ := loopRun(t, m.ForTurn(t.Context(), operator), llmtest.ToolCall("mcp_t_big", `{"n":50000}`), llmtest.Text("ok"))
 	got := toolResults(res)
 	if len(got) != 1 || !strings.HasSuffix(got[0], "[cut: the result was 50000 characters; only the first 16000 are shown]") {
 		t.Fatalf("result end = %q", got[0][max(0, len(got[0])-100):])
@@ -435,7 +358,7 @@ func TestEnvironmentIsTheBaseAndTheServersOwn(t *testing.T) {
 	sc.Env = append(sc.Env, "GREETING=${WHO}-hi")
 	getenv := func(k string) string { return map[string]string{"WHO": "ann"}[k] }
 	m, _ := newManager(t, Config{Servers: []ServerConfig{sc}, Getenv: getenv})
-	env := find(t, m.ForTurn(t.Context(), false), "mcp_t_env")
+	env := find(t, m.ForTurn(t.Context(), operator), "mcp_t_env")
 	for arg, want := range map[string]string{
 		`{"name":"GREETING"}`:                      "GREETING=ann-hi",
 		`{"name":"DREAMGATE_TEST_GATEWAY_SECRET"}`: "DREAMGATE_TEST_GATEWAY_SECRET is not set",
@@ -444,30 +367,6 @@ func TestEnvironmentIsTheBaseAndTheServersOwn(t *testing.T) {
 		if err != nil || out != want {
 			t.Errorf("env %s = %q, %v; want %q", arg, out, err, want)
 		}
-	}
-}
-
-func TestHTTPServerRestartIsReconnected(t *testing.T) {
-	var h atomic.Pointer[http.Handler]
-	swap := func() {
-		hd := mcptest.Handler(nil, "", "")
-		h.Store(&hd)
-	}
-	swap()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*h.Load()).ServeHTTP(w, r) }))
-	t.Cleanup(srv.Close)
-	m, _ := newManager(t, Config{Servers: []ServerConfig{{Name: "web", URL: srv.URL, Timeout: 20 * time.Second}}})
-	echo := find(t, m.ForTurn(t.Context(), false), "mcp_web_echo")
-	if out, err := echo.Run(t.Context(), json.RawMessage(`{"text":"one"}`)); err != nil || out != "echo: one" {
-		t.Fatalf("first call = %q, %v", out, err)
-	}
-	swap() // a restarted server knows no sessions
-	_, err := echo.Run(t.Context(), json.RawMessage(`{"text":"two"}`))
-	if err == nil || !strings.Contains(err.Error(), "stopped working during the call") {
-		t.Fatalf("call to the restarted server = %v", err)
-	}
-	if out, err := echo.Run(t.Context(), json.RawMessage(`{"text":"three"}`)); err != nil || out != "echo: three" {
-		t.Fatalf("call after reconnecting = %q, %v", out, err)
 	}
 }
 
@@ -542,7 +441,7 @@ func TestClashingNamesAcrossServersKeepTheFirst(t *testing.T) {
 func TestCloseStopsTheServers(t *testing.T) {
 	sc, _ := stdioServer(t, "t")
 	m := New(Config{Servers: []ServerConfig{sc}, BaseEnv: []string{"PATH=" + os.Getenv("PATH")}})
-	tools := m.ForTurn(context.Background(), false)
+	tools := m.ForTurn(context.Background(), operator)
 	if len(tools) == 0 {
 		t.Fatal("no tools")
 	}
@@ -555,43 +454,13 @@ func TestCloseStopsTheServers(t *testing.T) {
 	}
 }
 
-// RunningTools counts what a turn would get without starting anything:
-// /status must not start servers to show the prompt's size.
-func TestRunningToolsStartsNothing(t *testing.T) {
-	open, openStarts := stdioServer(t, "open")
-	open.AllowTools = []string{"echo"}
-	admin, adminStarts := stdioServer(t, "ops")
-	admin.AllowTools = []string{"echo"}
-	admin.AdminsOnly = true
-	m, _ := newManager(t, Config{Servers: []ServerConfig{open, admin}})
-
-	if tools, notRunning := m.RunningTools(true); len(tools) != 0 || notRunning != 2 {
-		t.Errorf("before any turn: tools %v, %d not running; want none, 2", names(tools), notRunning)
-	}
-	if n := countStarts(t, openStarts) + countStarts(t, adminStarts); n != 0 {
-		t.Fatalf("RunningTools started %d servers", n)
-	}
-	m.ForTurn(t.Context(), false)
-	tools, notRunning := m.RunningTools(false)
-	if got := names(tools); !slices.Equal(got, []string{"mcp_open_echo"}) || notRunning != 0 {
-		t.Errorf("non-admin after a turn: tools %v, %d not running", got, notRunning)
-	}
-	tools, notRunning = m.RunningTools(true)
-	if got := names(tools); !slices.Equal(got, []string{"mcp_open_echo"}) || notRunning != 1 {
-		t.Errorf("admin after a non-admin turn: tools %v, %d not running; want the open server's, 1", got, notRunning)
-	}
-	if n := countStarts(t, adminStarts); n != 0 {
-		t.Errorf("RunningTools started the admins-only server")
-	}
-}
-
 // A server that changes its tools while connected (notifications/tools/
 // list_changed) has them listed again: the next turn offers the new tool
 // and can call it, without a restart.
 func TestToolListChangeIsFollowed(t *testing.T) {
 	sc, starts := stdioServer(t, "t")
 	m, logs := newManager(t, Config{Servers: []ServerConfig{sc}})
-	tools := m.ForTurn(t.Context(), false)
+	tools := m.ForTurn(t.Context(), operator)
 	if slices.Contains(names(tools), "mcp_t_late") {
 		t.Fatal("the late tool is there before grow ran")
 	}
@@ -600,13 +469,13 @@ func TestToolListChangeIsFollowed(t *testing.T) {
 		t.Fatalf("grow = %q", got)
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for !slices.Contains(names(m.ForTurn(t.Context(), false)), "mcp_t_late") {
+	for !slices.Contains(names(m.ForTurn(t.Context(), operator)), "mcp_t_late") {
 		if time.Now().After(deadline) {
 			t.Fatalf("the new tool never showed; log:\n%s", logs.String())
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	res, _ = loopRun(t, m.ForTurn(t.Context(), false), llmtest.ToolCall("mcp_t_late", `{}`), llmtest.Text("done"))
+	res, _ = loopRun(t, m.ForTurn(t.Context(), operator), llmtest.ToolCall("mcp_t_late", `{}`), llmtest.Text("done"))
 	if got := toolResults(res); len(got) != 1 || got[0] != "late" {
 		t.Fatalf("late = %q", got)
 	}
@@ -615,29 +484,11 @@ func TestToolListChangeIsFollowed(t *testing.T) {
 	}
 }
 
-// A streamable HTTP server's URL may carry its credentials (user info, a
-// token in the query, both often from ${ENV}): the log line of a server
-// that cannot be reached shows the URL without them.
-func TestHTTPServerURLCredentialsStayOutOfTheLog(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+// only is the one process of m's first server, which must have started.
+func only(m *Manager) *server {
+	s := m.pools[0].lookup(audience.Default)
+	if s == nil {
+		panic("the server never started")
 	}
-	addr := l.Addr().String()
-	l.Close() // nothing listens there now
-	getenv := func(k string) string {
-		return map[string]string{"MCP_USER": "mcp-user-0461", "MCP_PASS": "mcp-pass-0462", "MCP_TOKEN": "mcp-token-0463"}[k]
-	}
-	m, logs := newManager(t, Config{Getenv: getenv, Servers: []ServerConfig{{
-		Name: "web", URL: "http://${MCP_USER}:${MCP_PASS}@" + addr + "/mcp?token=${MCP_TOKEN}", Timeout: 20 * time.Second,
-	}}})
-	if tools := m.ForTurn(t.Context(), false); len(tools) != 0 {
-		t.Fatalf("tools = %v from a server that is not there", names(tools))
-	}
-	logs.WaitFor(t, "MCP server failed to start")
-	for _, secret := range []string{"mcp-user-0461", "mcp-pass-0462", "mcp-token-0463"} {
-		if strings.Contains(logs.String(), secret) {
-			t.Errorf("the log holds %q:\n%s", secret, logs.String())
-		}
-	}
+	return s
 }

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
-	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -14,6 +12,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/llm"
 )
 
@@ -29,13 +28,21 @@ const (
 // stdin is closed before it is sent SIGTERM (and later SIGKILL).
 const terminateAfter = 2 * time.Second
 
-// server is one configured MCP server and its current connection.
+// server is one process of a configured MCP server (one connection, for
+// an HTTP server): its pool's only one, or a per-scope server's for one
+// scope.
 type server struct {
 	m   *Manager
+	p   *pool
 	cfg ServerConfig
 	log *slog.Logger
+	// scope, folder and dir are a per-scope server's: the scope it runs
+	// for, its name in paths and placeholders, and its folder (the stdio
+	// process's working directory).
+	scope       audience.Scope
+	folder, dir string
 
-	mu       sync.Mutex
+	mu       *sync.Mutex        // the pool's
 	sess     *sdk.ClientSession // nil when not connected
 	tools    []*tool
 	state    string // "" means stateIdle
@@ -45,6 +52,11 @@ type server struct {
 	starting chan struct{} // closed when the running start ends
 	stderr   *tail         // of the running stdio process
 	closed   bool
+	// lastUsed is when a turn last asked for the server or called it;
+	// inFlight counts its calls running. A per-scope process is stopped
+	// only when idle (pool.stopIdle, pool.admit).
+	lastUsed time.Time
+	inFlight int
 	// lostHook, when set, runs after a lost connection is recorded (tests
 	// wait on it instead of polling).
 	lostHook func()
@@ -65,7 +77,10 @@ func (e *downError) Error() string {
 	return msg + "."
 }
 
-var errClosed = errors.New("the MCP servers are shut down")
+var (
+	errClosed     = errors.New("the MCP servers are shut down")
+	errNoStateDir = errors.New("a per-scope server needs the state directory for its folders")
+)
 
 // ensure returns the live session and its tools, starting the server when
 // it is not running and its restart delay has passed. Concurrent callers
@@ -76,6 +91,7 @@ func (s *server) ensure(ctx context.Context) (*sdk.ClientSession, []*tool, error
 		s.mu.Unlock()
 		return nil, nil, errClosed
 	}
+	s.lastUsed = s.m.now()
 	if s.sess != nil {
 		defer s.mu.Unlock()
 		return s.sess, s.tools, nil
@@ -84,6 +100,10 @@ func (s *server) ensure(ctx context.Context) (*sdk.ClientSession, []*tool, error
 		if wait := s.retryAt.Sub(s.m.now()); wait > 0 {
 			defer s.mu.Unlock()
 			return nil, nil, &downError{name: s.cfg.Name, problem: s.problem, retryIn: wait}
+		}
+		if err := s.p.admit(s); err != nil {
+			s.mu.Unlock()
+			return nil, nil, err
 		}
 		ch := make(chan struct{})
 		s.starting, s.state = ch, stateStarting
@@ -126,6 +146,8 @@ func (s *server) start(done chan struct{}) {
 		switch {
 		case errors.As(err, &miss):
 			problem = miss.Error()
+		case errors.Is(err, errNoStateDir):
+			problem = errNoStateDir.Error()
 		case ctx.Err() != nil && s.m.ctx.Err() == nil:
 			problem = fmt.Sprintf("did not start within %s", s.cfg.Timeout)
 		}
@@ -190,6 +212,22 @@ func (s *server) lost(sess *sdk.ClientSession, problem string, err error) {
 	s.m.wg.Go(func() { _ = sess.Close() })
 }
 
+// begin and end bracket a call: a process with a call in flight is not
+// stopped for being idle or to make room, and its last use is the call's.
+func (s *server) begin() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.inFlight++
+	s.lastUsed = s.m.now()
+}
+
+func (s *server) end() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.inFlight--
+	s.lastUsed = s.m.now()
+}
+
 // worked resets the failure count after a call the server answered.
 func (s *server) worked() {
 	s.mu.Lock()
@@ -197,13 +235,15 @@ func (s *server) worked() {
 	s.mu.Unlock()
 }
 
-func (s *server) status() ServerStatus {
+// runningLocked reports whether s's process runs or is starting; the
+// caller holds s.mu.
+func (s *server) runningLocked() bool { return s.sess != nil || s.starting != nil }
+
+// status fills st (the pool's names) with s's state.
+func (s *server) status(st ServerStatus) ServerStatus {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := ServerStatus{
-		Name: s.cfg.Name, Transport: s.cfg.transport(), State: s.state,
-		Tools: len(s.tools), AdminsOnly: s.cfg.AdminsOnly, Failures: s.fails,
-	}
+	st.State, st.Tools, st.Failures = s.state, len(s.tools), s.fails
 	if st.State == "" {
 		st.State = stateIdle
 	}
@@ -303,104 +343,4 @@ func (s *server) listTools(ctx context.Context, sess *sdk.ClientSession) ([]*too
 	// must not change the request's prefix, which prompt caches serve.
 	slices.SortFunc(tools, func(a, b *tool) int { return strings.Compare(a.def.Name, b.def.Name) })
 	return tools, nil
-}
-
-func (s *server) transport(stderr *tail) (sdk.Transport, error) {
-	getenv := s.m.cfg.Getenv
-	field := "tools.mcpServers." + s.cfg.Name
-	if s.cfg.URL != "" {
-		endpoint, err := expand(s.cfg.URL, field+".url", getenv)
-		if err != nil {
-			return nil, err
-		}
-		h := http.Header{}
-		for k, v := range s.cfg.Headers {
-			v, err := expand(v, field+".headers."+k, getenv)
-			if err != nil {
-				return nil, err
-			}
-			h.Set(k, v)
-		}
-		base := s.m.cfg.HTTPClient
-		if base == nil {
-			base = &http.Client{}
-		}
-		rt := base.Transport
-		if rt == nil {
-			rt = http.DefaultTransport
-		}
-		hc := *base
-		hc.Transport = headerTransport{base: rt, h: h}
-		return &sdk.StreamableClientTransport{
-			Endpoint: endpoint, HTTPClient: &hc,
-			// Only request/response is used; no server-initiated stream.
-			DisableStandaloneSSE: true,
-		}, nil
-	}
-	args := make([]string, len(s.cfg.Args))
-	for i, a := range s.cfg.Args {
-		var err error
-		if args[i], err = expand(a, fmt.Sprintf("%s.args[%d]", field, i), getenv); err != nil {
-			return nil, err
-		}
-	}
-	env := append([]string(nil), s.m.cfg.BaseEnv...)
-	for _, kv := range s.cfg.Env {
-		k, v, _ := strings.Cut(kv, "=")
-		v, err := expand(v, field+".env."+k, getenv)
-		if err != nil {
-			return nil, err
-		}
-		env = append(env, k+"="+v)
-	}
-	// Not CommandContext: the process outlives the start's context.
-	cmd := exec.Command(s.cfg.Command, args...)
-	cmd.Env = env
-	cmd.Stderr = stderr
-	// A grandchild that keeps stderr open must not keep Close waiting.
-	cmd.WaitDelay = 2 * terminateAfter
-	return &sdk.CommandTransport{Command: cmd, TerminateDuration: terminateAfter}, nil
-}
-
-// headerTransport adds the configured headers (secrets, usually) to every
-// request to an HTTP server.
-type headerTransport struct {
-	base http.RoundTripper
-	h    http.Header
-}
-
-func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	for k, v := range t.h {
-		r.Header[k] = v
-	}
-	return t.base.RoundTrip(r)
-}
-
-// tail keeps the last few KB a stdio server wrote to stderr, for the log
-// line that says why it failed.
-type tail struct {
-	mu  sync.Mutex
-	buf []byte
-}
-
-const tailMax = 2048
-
-func (t *tail) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if len(t.buf) > tailMax {
-		t.buf = append(t.buf[:0], t.buf[len(t.buf)-tailMax:]...)
-	}
-	return len(p), nil
-}
-
-func (t *tail) String() string {
-	if t == nil {
-		return ""
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return strings.TrimSpace(string(t.buf))
 }

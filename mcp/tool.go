@@ -23,12 +23,11 @@ import (
 
 var _ agent.Tool = (*tool)(nil)
 
-// Limits on what a server's tool definition and a call's log line may cost.
+// Limits on what a server's tool definition and its errors may cost.
 const (
-	maxNameLen        = 64 // OpenAI's limit on function names
-	maxDescription    = 2000
-	maxLoggedArgChars = 2000
-	maxErrorChars     = 1000
+	maxNameLen     = 64 // OpenAI's limit on function names
+	maxDescription = 2000
+	maxErrorChars  = 1000
 )
 
 // tool is one tool of one server, as the model sees it.
@@ -99,12 +98,14 @@ func schema(in any) json.RawMessage {
 func (t *tool) Def() llm.ToolDef { return t.def }
 
 // Run calls the tool on its server, starting the server first when needed.
-// The call (start included) is bounded by the server's timeout. Its
-// arguments are logged at info, its result is not.
+// The call (start included) is bounded by the server's timeout. Neither
+// its arguments nor its result are logged (they are what people said and
+// what the server holds): only their sizes, at debug.
 func (t *tool) Run(ctx context.Context, args json.RawMessage) (string, error) {
 	s := t.srv
-	logged, _ := textcut.Chars(string(args), maxLoggedArgChars, "…")
-	s.log.Info("MCP tool call", "tool", t.remote, "args", logged)
+	s.begin()
+	defer s.end()
+	s.log.Debug("MCP tool call", "tool", t.remote, "args_bytes", len(args))
 	callCtx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
 	start := s.m.now()

@@ -247,7 +247,7 @@ func (a *app) gateway(withDream bool) (*gateway.Gateway, *dream.Dreamer) {
 		var tt interface {
 			gateway.TurnTools
 			gateway.RunningTools
-		} = m
+		} = mcpTools{m}
 		deps.TurnTools = tt
 	}
 	var d *dream.Dreamer

@@ -1,12 +1,17 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"maps"
 	"net/url"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/dreamgate/dreamgate/agent"
+	"github.com/dreamgate/dreamgate/gateway"
 	"github.com/dreamgate/dreamgate/mcp"
 )
 
@@ -35,10 +40,42 @@ type MCPServerConfig struct {
 	TimeoutSeconds *int     `json:"timeoutSeconds"`
 	AllowTools     []string `json:"allowTools"`
 	DenyTools      []string `json:"denyTools"`
-	AdminsOnly     bool     `json:"adminsOnly"`
+	// Audience says who may use the server: "shared" (every
+	// conversation, one process), "perScope" (every conversation, a
+	// process per memory scope) or "operator" (the terminal and admins'
+	// own DMs). Absent, it is "operator" — or, with adminsOnly true,
+	// "shared" for admins only, as adminsOnly always meant.
+	Audience string `json:"audience"`
+	// AdminsOnly narrows the server to turns from admins. An explicit
+	// false without an audience is refused: it used to mean everyone.
+	AdminsOnly *bool `json:"adminsOnly"`
+	// MaxRunning (1-64, default 4) and IdleStopMinutes (1-1440, default
+	// 10) are a per-scope server's cap and idle stop.
+	MaxRunning      *int `json:"maxRunning"`
+	IdleStopMinutes *int `json:"idleStopMinutes"`
 }
 
-const maxMCPTimeoutSeconds = 3600
+const (
+	maxMCPTimeoutSeconds = 3600
+	maxMCPRunning        = 64
+	maxMCPIdleMinutes    = 1440
+)
+
+// use is who may use the server (mcp.Use) and whether only admins may.
+func (s MCPServerConfig) use() (mcp.Use, bool) {
+	admins := s.AdminsOnly != nil && *s.AdminsOnly
+	switch s.Audience {
+	case "shared":
+		return mcp.UseShared, admins
+	case "perScope":
+		return mcp.UsePerScope, admins
+	case "":
+		if admins {
+			return mcp.UseShared, true
+		}
+	}
+	return mcp.UseOperator, admins
+}
 
 func (s MCPServerConfig) enabled() bool { return s.Enabled == nil || *s.Enabled }
 
@@ -108,8 +145,72 @@ func (t ToolsConfig) validate() error {
 				return bad(fmt.Sprintf(".denyTools[%d]", i), "invalid tool name or pattern %q", p)
 			}
 		}
+		if err := s.validateAudience(bad); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// validateAudience checks audience, adminsOnly, the per-scope settings
+// and where {scope} and {scopeDir} may stand.
+func (s MCPServerConfig) validateAudience(bad func(sub, format string, args ...any) error) error {
+	switch s.Audience {
+	case "", "shared", "operator", "perScope":
+	default:
+		return bad(".audience", `must be "shared", "perScope" or "operator", got %q`, s.Audience)
+	}
+	if s.Audience == "" && s.AdminsOnly != nil && !*s.AdminsOnly {
+		return bad(".adminsOnly", `false no longer opens a server to every conversation: say who may use it with "audience": "shared", "perScope" or "operator"`)
+	}
+	perScope := s.Audience == "perScope"
+	if v := s.MaxRunning; v != nil && (!perScope || *v < 1 || *v > maxMCPRunning) {
+		if !perScope {
+			return bad(".maxRunning", `is for a per-scope server ("audience": "perScope")`)
+		}
+		return bad(".maxRunning", "must be between 1 and %d, got %d", maxMCPRunning, *v)
+	}
+	if v := s.IdleStopMinutes; v != nil && (!perScope || *v < 1 || *v > maxMCPIdleMinutes) {
+		if !perScope {
+			return bad(".idleStopMinutes", `is for a per-scope server ("audience": "perScope")`)
+		}
+		return bad(".idleStopMinutes", "must be between 1 and %d minutes, got %d", maxMCPIdleMinutes, *v)
+	}
+	isHTTP := strings.TrimSpace(s.URL) != ""
+	told := false // a per-scope HTTP server is told its scope somewhere
+	for _, f := range s.placeholderFields() {
+		hasScope, hasDir := mcp.HasPlaceholder(f.value, mcp.ScopeName), mcp.HasPlaceholder(f.value, mcp.ScopeDir)
+		switch {
+		case (hasScope || hasDir) && !perScope:
+			return bad(f.field, `{scope} and {scopeDir} are filled in only for a per-scope server ("audience": "perScope")`)
+		case hasDir && isHTTP:
+			return bad(f.field, "{scopeDir} is a folder on this machine, which an HTTP server cannot use; use {scope}")
+		}
+		told = told || hasScope
+	}
+	if perScope && isHTTP && !told {
+		return bad(".url", "a per-scope HTTP server needs {scope} in its url or a header, so that it can keep each scope's state apart")
+	}
+	return nil
+}
+
+// placeholderField is a config value that may hold {scope}, by its field.
+type placeholderField struct{ field, value string }
+
+// placeholderFields are the values of the server that are filled in when
+// it starts, in a stable order.
+func (s MCPServerConfig) placeholderFields() []placeholderField {
+	out := []placeholderField{{".url", s.URL}}
+	for i, a := range s.Args {
+		out = append(out, placeholderField{fmt.Sprintf(".args[%d]", i), a})
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
+		out = append(out, placeholderField{".env." + k, s.Env[k]})
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.Headers)) {
+		out = append(out, placeholderField{".headers." + k, s.Headers[k]})
+	}
+	return out
 }
 
 // inheritedEnv are the variables a stdio MCP server gets from the gateway's
@@ -128,7 +229,7 @@ func (a *app) mcpManager() *mcp.Manager {
 	if getenv == nil {
 		getenv = func(string) string { return "" }
 	}
-	cfg := mcp.Config{Getenv: getenv, Logger: a.logger.With("component", "mcp")}
+	cfg := mcp.Config{Getenv: getenv, Logger: a.logger.With("component", "mcp"), StateDir: filepath.Join(a.cfg.StateDir, "mcp")}
 	for _, k := range inheritedEnv {
 		if v := getenv(k); v != "" {
 			cfg.BaseEnv = append(cfg.BaseEnv, k+"="+v)
@@ -148,10 +249,17 @@ func (a *app) mcpManager() *mcp.Manager {
 		s := a.cfg.Tools.MCPServers[name]
 		sc := mcp.ServerConfig{
 			Name: name, Command: s.Command, Args: s.Args, URL: s.URL, Headers: s.Headers,
-			AllowTools: s.AllowTools, DenyTools: s.DenyTools, AdminsOnly: s.AdminsOnly,
+			AllowTools: s.AllowTools, DenyTools: s.DenyTools,
 		}
+		sc.Use, sc.AdminsOnly = s.use()
 		if s.TimeoutSeconds != nil {
 			sc.Timeout = time.Duration(*s.TimeoutSeconds) * time.Second
+		}
+		if s.MaxRunning != nil {
+			sc.MaxRunning = *s.MaxRunning
+		}
+		if s.IdleStopMinutes != nil {
+			sc.IdleStop = time.Duration(*s.IdleStopMinutes) * time.Minute
 		}
 		keys := make([]string, 0, len(s.Env))
 		for k := range s.Env {
@@ -166,4 +274,40 @@ func (a *app) mcpManager() *mcp.Manager {
 	a.mcp = mcp.New(cfg)
 	a.logger.Info("MCP servers configured", "servers", len(cfg.Servers))
 	return a.mcp
+}
+
+// mcpTools is the MCP manager as the gateway asks it for each turn's
+// tools (gateway.TurnTools, gateway.RunningTools): the gateway does not
+// import mcp, and says who a turn is for in its own words.
+type mcpTools struct{ m *mcp.Manager }
+
+func (t mcpTools) ForTurn(ctx context.Context, tt gateway.ToolTurn) []agent.Tool {
+	return t.m.ForTurn(ctx, mcp.Turn(tt))
+}
+
+func (t mcpTools) StatusText(tt gateway.ToolTurn) string { return t.m.StatusText(mcp.Turn(tt)) }
+
+func (t mcpTools) RunningTools(tt gateway.ToolTurn) ([]agent.Tool, int) {
+	return t.m.RunningTools(mcp.Turn(tt))
+}
+
+// whoMayUse says, for dreamgate status, who may use the server and how
+// its processes are shared.
+func (s MCPServerConfig) whoMayUse() string {
+	use, admins := s.use()
+	who := "everyone"
+	if admins {
+		who = "admins only"
+	}
+	switch use {
+	case mcp.UseShared:
+		return who + ", one process for all"
+	case mcp.UsePerScope:
+		n := mcp.DefaultMaxRunning
+		if s.MaxRunning != nil {
+			n = *s.MaxRunning
+		}
+		return fmt.Sprintf("%s, a process per memory scope (at most %d at once)", who, n)
+	}
+	return "the operator and admins' own DMs"
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/dreamgate/dreamgate/channels"
 	"github.com/dreamgate/dreamgate/llm"
 	"github.com/dreamgate/dreamgate/llm/llmtest"
+	"github.com/dreamgate/dreamgate/mcp"
 	"github.com/dreamgate/dreamgate/mcp/mcptest"
 )
 
@@ -29,6 +30,14 @@ func TestMCPConfigErrorsNameTheField(t *testing.T) {
 		{"timeout", `{"x": {"command": "a", "timeoutSeconds": -1}}`, "tools.mcpServers.x.timeoutSeconds"},
 		{"pattern", `{"x": {"command": "a", "denyTools": ["[" ]}}`, "tools.mcpServers.x.denyTools[0]"},
 		{"unknown key", `{"x": {"command": "a", "toolTimeout": 3}}`, "tools.mcpServers.x.toolTimeout: unknown key"},
+		{"audience", `{"x": {"command": "a", "audience": "everyone"}}`, `tools.mcpServers.x.audience: must be "shared", "perScope" or "operator"`},
+		{"adminsOnly false alone", `{"x": {"command": "a", "adminsOnly": false}}`, "tools.mcpServers.x.adminsOnly: false no longer opens"},
+		{"cap of a shared server", `{"x": {"command": "a", "audience": "shared", "maxRunning": 2}}`, "tools.mcpServers.x.maxRunning: is for a per-scope server"},
+		{"cap out of range", `{"x": {"command": "a", "audience": "perScope", "maxRunning": 0}}`, "tools.mcpServers.x.maxRunning: must be between 1 and 64"},
+		{"idle stop of an operator's server", `{"x": {"command": "a", "idleStopMinutes": 5}}`, "tools.mcpServers.x.idleStopMinutes: is for a per-scope server"},
+		{"scope of a shared server", `{"x": {"command": "a", "audience": "shared", "env": {"DIR": "{scopeDir}"}}}`, "tools.mcpServers.x.env.DIR: {scope} and {scopeDir} are filled in only"},
+		{"scope dir of an HTTP server", `{"x": {"url": "https://h/{scope}", "audience": "perScope", "headers": {"X": "{scopeDir}"}}}`, "tools.mcpServers.x.headers.X: {scopeDir} is a folder"},
+		{"HTTP server not told its scope", `{"x": {"url": "https://h/mcp", "audience": "perScope"}}`, "tools.mcpServers.x.url: a per-scope HTTP server needs {scope}"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -46,6 +55,9 @@ func TestMCPConfigErrorsNameTheField(t *testing.T) {
 	ok := `{"tools": {"mcpServers": {
 		"fs": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/srv/docs"], "denyTools": ["write_*"]},
 		"gh": {"type": "streamableHttp", "url": "https://${GH_HOST}/mcp/", "headers": {"Authorization": "Bearer ${GITHUB_TOKEN}"}, "adminsOnly": true, "timeoutSeconds": 60},
+		"notes": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"], "env": {"MEMORY_FILE_PATH": "{scopeDir}/memory.json"}, "audience": "perScope", "maxRunning": 8, "idleStopMinutes": 30},
+		"web": {"url": "https://notes.example/mcp/{scope}", "audience": "perScope"},
+		"fetch": {"command": "uvx", "args": ["mcp-server-fetch"], "audience": "shared", "adminsOnly": false},
 		"off": {"command": "nothing", "enabled": false}}}}`
 	path := filepath.Join(t.TempDir(), "config.json")
 	if err := os.WriteFile(path, []byte(ok), 0o600); err != nil {
@@ -100,8 +112,8 @@ func TestChatUsesAnMCPServer(t *testing.T) {
 	}
 
 	st := h.run("chat", "-m", "/status")
-	if !strings.Contains(st.stdout, "MCP servers:") || !strings.Contains(st.stdout, "- t (stdio): not started") ||
-		!strings.Contains(st.stdout, "- broken (stdio): not started") {
+	if !strings.Contains(st.stdout, "MCP servers:") || !strings.Contains(st.stdout, "- t (stdio, operator): not started") ||
+		!strings.Contains(st.stdout, "- broken (stdio, operator): not started") {
 		t.Errorf("/status:\n%s", st.stdout)
 	}
 
@@ -129,7 +141,7 @@ func TestHealthzDetailsMCPServers(t *testing.T) {
 	a := h.app()
 	g, _ := a.gateway(false)
 	// A turn from an admin asks for the admins-only server, which fails.
-	if tools := a.mcp.ForTurn(t.Context(), true); len(tools) != 0 {
+	if tools := a.mcp.ForTurn(t.Context(), mcp.Turn{Admin: true}); len(tools) != 0 {
 		t.Fatalf("tools from a broken server: %d", len(tools))
 	}
 	hs := &healthState{}
@@ -155,7 +167,9 @@ func TestHealthzDetailsMCPServers(t *testing.T) {
 
 // TestAdminsOnlyMCPServerThroughTheGateway wires the real gateway and MCP
 // manager as the gateway command does: a Slack user who is not an admin
-// gets the open server's tools only; an admin gets both.
+// gets the shared server's tools only; an admin gets the adminsOnly one
+// too, in a channel, as adminsOnly always meant; neither gets a server
+// whose audience is not said, which is the operator's.
 func TestAdminsOnlyMCPServerThroughTheGateway(t *testing.T) {
 	exe, err := os.Executable()
 	if err != nil {
@@ -163,13 +177,14 @@ func TestAdminsOnlyMCPServerThroughTheGateway(t *testing.T) {
 	}
 	h := newHarness(t)
 	h.set("admins", []string{"slack:UBOSS"})
-	server := func(adminsOnly bool) map[string]any {
-		return map[string]any{
-			"command": exe, "env": map[string]string{mcptest.ServeEnv: "stdio"},
-			"allowTools": []string{"echo"}, "adminsOnly": adminsOnly,
+	server := func(key string, v any) map[string]any {
+		s := map[string]any{"command": exe, "env": map[string]string{mcptest.ServeEnv: "stdio"}, "allowTools": []string{"echo"}}
+		if key != "" {
+			s[key] = v
 		}
+		return s
 	}
-	h.set("tools.mcpServers", map[string]any{"open": server(false), "ops": server(true)})
+	h.set("tools.mcpServers", map[string]any{"open": server("audience", "shared"), "ops": server("adminsOnly", true), "quiet": server("", nil)})
 	a := h.app()
 	g, _ := a.gateway(false)
 	t.Cleanup(func() { _ = g.Shutdown(t.Context()) })
@@ -198,11 +213,11 @@ func TestAdminsOnlyMCPServerThroughTheGateway(t *testing.T) {
 		}
 		return reqs[before].Tools
 	}
-	if tools := ask("UANN"); !slices.Contains(tools, "mcp_open_echo") || slices.Contains(tools, "mcp_ops_echo") {
+	if tools := ask("UANN"); !slices.Contains(tools, "mcp_open_echo") || slices.Contains(tools, "mcp_ops_echo") || slices.Contains(tools, "mcp_quiet_echo") {
 		t.Errorf("a non-admin was offered %v", tools)
 	}
-	if tools := ask("UBOSS"); !slices.Contains(tools, "mcp_open_echo") || !slices.Contains(tools, "mcp_ops_echo") {
-		t.Errorf("an admin was offered %v", tools)
+	if tools := ask("UBOSS"); !slices.Contains(tools, "mcp_open_echo") || !slices.Contains(tools, "mcp_ops_echo") || slices.Contains(tools, "mcp_quiet_echo") {
+		t.Errorf("an admin in a channel was offered %v", tools)
 	}
 }
 
@@ -218,15 +233,19 @@ func TestStatusListsMCPServersWithoutSecrets(t *testing.T) {
 		"files": map[string]any{"command": "/opt/SECRET-bin/files", "env": map[string]string{"API_TOKEN": "env-SECRET"}},
 		"web": map[string]any{"url": "https://user:pw-SECRET@mcp.example/mcp", "adminsOnly": true,
 			"headers": map[string]string{"Authorization": "Bearer header-SECRET"}},
-		"old": map[string]any{"command": "old-server", "enabled": false},
+		"old":   map[string]any{"command": "old-server", "enabled": false},
+		"notes": map[string]any{"command": "notes", "audience": "perScope", "maxRunning": 2},
+		"fetch": map[string]any{"command": "fetch", "audience": "shared"},
 	})
 	r = h.run("status")
 	if r.code != 0 {
 		t.Fatalf("status: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	want := "MCP server files: stdio, enabled, everyone\n" +
+	want := "MCP server fetch: stdio, enabled, everyone, one process for all\n" +
+		"MCP server files: stdio, enabled, the operator and admins' own DMs\n" +
+		"MCP server notes: stdio, enabled, everyone, a process per memory scope (at most 2 at once)\n" +
 		"MCP server old: stdio, off (tools.mcpServers.old.enabled is false)\n" +
-		"MCP server web: http, enabled, admins only\n"
+		"MCP server web: http, enabled, admins only, one process for all\n"
 	if !strings.Contains(r.stdout, want) {
 		t.Errorf("status lacks\n%s\nin:\n%s", want, r.stdout)
 	}

@@ -237,13 +237,10 @@ func mcpLines(t ToolsConfig) []string {
 			transport = "http"
 		}
 		line := fmt.Sprintf("MCP server %s: %s, ", name, transport)
-		switch {
-		case !s.enabled():
+		if s.enabled() {
+			line += "enabled, " + s.whoMayUse()
+		} else {
 			line += fmt.Sprintf("off (tools.mcpServers.%s.enabled is false)", name)
-		case s.AdminsOnly:
-			line += "enabled, admins only"
-		default:
-			line += "enabled, everyone"
 		}
 		out = append(out, line)
 	}

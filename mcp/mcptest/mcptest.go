@@ -6,8 +6,12 @@
 // Its tools: echo (text), add (structured result), big (a long text), fail
 // (a tool error), slow (answers only when cancelled), crash (exits the
 // stdio process; calls the crash hook over HTTP), env (reads a variable of
-// the server's environment), secret (for deny lists) and grow (adds the
-// tool late, so the server tells its clients that its list changed).
+// the server's environment), secret (for deny lists), grow (adds the
+// tool late, so the server tells its clients that its list changed), and
+// note and notes, which keep notes and read them back: a stateful server,
+// as a notes or memory server is. The stdio helper keeps its notes in the
+// file NotesEnv names (relative to its working directory), so that they
+// outlive the process; otherwise they live as long as the server.
 //
 // It imports no package of ours.
 package mcptest
@@ -19,6 +23,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -35,10 +40,12 @@ const (
 	// HangEnv, set to "1", makes the helper read its input and never
 	// answer, like a server stuck at start; it exits when stdin closes.
 	HangEnv = "DREAMGATE_MCPTEST_HANG"
+	// NotesEnv names the file of the helper's notes.
+	NotesEnv = "DREAMGATE_MCPTEST_NOTES"
 )
 
 // Tools are the names of the server's tools, in the order it lists them.
-var Tools = []string{"add", "big", "crash", "echo", "env", "fail", "grow", "secret", "slow"}
+var Tools = []string{"add", "big", "crash", "echo", "env", "fail", "grow", "note", "notes", "secret", "slow"}
 
 type echoIn struct {
 	Text string `json:"text" jsonschema:"the text to echo"`
@@ -63,14 +70,61 @@ type envIn struct {
 
 type none struct{}
 
+type noteIn struct {
+	Text string `json:"text" jsonschema:"the note to keep"`
+}
+
+// notebook keeps notes in a file, or in memory when file is "".
+type notebook struct {
+	mu    sync.Mutex
+	file  string
+	notes []string
+}
+
+func (n *notebook) add(note string) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.file == "" {
+		n.notes = append(n.notes, note)
+		return nil
+	}
+	f, err := os.OpenFile(n.file, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintln(f, strings.ReplaceAll(note, "\n", " ")); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func (n *notebook) all() (string, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.file == "" {
+		return strings.Join(n.notes, "\n"), nil
+	}
+	b, err := os.ReadFile(n.file)
+	if os.IsNotExist(err) {
+		return "", nil
+	}
+	return strings.TrimSpace(string(b)), err
+}
+
 func text(s string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
 }
 
-// NewServer builds the test server. crash runs when the crash tool is
-// called (nil: nothing happens).
-func NewServer(crash func()) *mcp.Server {
+// NewServer builds the test server, its notes kept in memory. crash runs
+// when the crash tool is called (nil: nothing happens).
+func NewServer(crash func()) *mcp.Server { return newServer(crash, "") }
+
+// newServer builds the test server, its notes kept in notesFile ("": in
+// memory).
+func newServer(crash func(), notesFile string) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "mcptest", Version: "1"}, nil)
+	addNoteTools(s, &notebook{file: notesFile})
 	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echoes the text."},
 		func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
 			return text("echo: " + in.Text), nil, nil
@@ -124,6 +178,27 @@ func NewServer(crash func()) *mcp.Server {
 	return s
 }
 
+func addNoteTools(s *mcp.Server, book *notebook) {
+	mcp.AddTool(s, &mcp.Tool{Name: "note", Description: "Keeps a note."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in noteIn) (*mcp.CallToolResult, any, error) {
+			if err := book.add(in.Text); err != nil {
+				return nil, nil, err
+			}
+			return text("noted"), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "notes", Description: "Reads every note kept."},
+		func(_ context.Context, _ *mcp.CallToolRequest, _ none) (*mcp.CallToolResult, any, error) {
+			all, err := book.all()
+			if err != nil {
+				return nil, nil, err
+			}
+			if all == "" {
+				return text("no notes"), nil, nil
+			}
+			return text("notes:\n" + all), nil, nil
+		})
+}
+
 // Handler serves NewServer(crash) over streamable HTTP. When header is not
 // empty, requests must carry header: value or get a 401.
 func Handler(crash func(), header, value string) http.Handler {
@@ -139,6 +214,24 @@ func Handler(crash func(), header, value string) http.Handler {
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// PerPathHandler serves over streamable HTTP a test server of its own for
+// each URL path, its notes in memory: a remote server that keeps one state
+// per path, as one told the scope in its URL would.
+func PerPathHandler() http.Handler {
+	var mu sync.Mutex
+	servers := map[string]*mcp.Server{}
+	return mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
+		mu.Lock()
+		defer mu.Unlock()
+		s := servers[r.URL.Path]
+		if s == nil {
+			s = NewServer(nil)
+			servers[r.URL.Path] = s
+		}
+		return s
+	}, nil)
 }
 
 // MaybeServe serves the test server over stdin/stdout and exits when
@@ -162,7 +255,7 @@ func MaybeServe() {
 		_, _ = io.Copy(io.Discard, os.Stdin)
 		os.Exit(0)
 	}
-	srv := NewServer(func() { os.Exit(3) })
+	srv := newServer(func() { os.Exit(3) }, os.Getenv(NotesEnv))
 	if err := srv.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		fmt.Fprintln(os.Stderr, "mcptest:", err)
 		os.Exit(1)
