@@ -201,15 +201,16 @@ type configError struct{ field, problem string }
 func (e *configError) Error() string { return "discord." + e.field + ": " + e.problem }
 func (e *configError) Unwrap() error { return ErrInvalidConfig }
 
-// New validates cfg and builds an adapter; it does not connect.
-func New(cfg Config) (*Adapter, error) {
-	token := strings.TrimSpace(cfg.Token)
-	token = strings.TrimSpace(strings.TrimPrefix(token, "Bot "))
-	if token == "" {
-		return nil, &configError{"token", "required (or set DISCORD_BOT_TOKEN)"}
+// normalized checks cfg, naming the field at fault, and returns it with
+// its defaults: the token without "Bot ", the mention policy, the file
+// limit.
+func (cfg Config) normalized() (Config, error) {
+	cfg.Token = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(cfg.Token), "Bot "))
+	if cfg.Token == "" {
+		return cfg, &configError{"token", "required (or set DISCORD_BOT_TOKEN)"}
 	}
-	if strings.ContainsAny(token, " \t\r\n") {
-		return nil, &configError{"token", "must not contain whitespace"}
+	if strings.ContainsAny(cfg.Token, " \t\r\n") {
+		return cfg, &configError{"token", "must not contain whitespace"}
 	}
 	policy := strings.TrimSpace(cfg.GroupPolicy)
 	switch policy {
@@ -217,40 +218,59 @@ func New(cfg Config) (*Adapter, error) {
 		policy = PolicyMention
 	case PolicyMention, PolicyOpen, PolicyAllowlist:
 	default:
-		return nil, &configError{"groupPolicy", fmt.Sprintf("must be %q, %q or %q, not %q", PolicyMention, PolicyOpen, PolicyAllowlist, cfg.GroupPolicy)}
+		return cfg, &configError{"groupPolicy", fmt.Sprintf("must be %q, %q or %q, not %q", PolicyMention, PolicyOpen, PolicyAllowlist, cfg.GroupPolicy)}
 	}
-	allowChannels := idSet(cfg.AllowChannels)
-	if policy == PolicyAllowlist && allowChannels == nil {
-		return nil, &configError{"allowChannels", `must list at least one channel id when groupPolicy is "allowlist"`}
+	cfg.GroupPolicy = policy
+	if policy == PolicyAllowlist && idSet(cfg.AllowChannels) == nil {
+		return cfg, &configError{"allowChannels", `must list at least one channel id when groupPolicy is "allowlist"`}
 	}
 	if cfg.MaxFileBytes < 0 {
-		return nil, &configError{"maxFileBytes", fmt.Sprintf("must not be negative, got %d", cfg.MaxFileBytes)}
+		return cfg, &configError{"maxFileBytes", fmt.Sprintf("must not be negative, got %d", cfg.MaxFileBytes)}
 	}
 	if cfg.MaxFileBytes == 0 {
 		cfg.MaxFileBytes = DefaultMaxFileBytes
 	}
 	if cfg.SendRetry < 0 {
-		return nil, &configError{"sendRetry", fmt.Sprintf("must not be negative, got %s", cfg.SendRetry)}
+		return cfg, &configError{"sendRetry", fmt.Sprintf("must not be negative, got %s", cfg.SendRetry)}
 	}
 	switch {
 	case cfg.ShardCount < AutoShards:
-		return nil, &configError{"shardCount", fmt.Sprintf(`must be a positive number or "auto", got %d`, cfg.ShardCount)}
+		return cfg, &configError{"shardCount", fmt.Sprintf(`must be a positive number or "auto", got %d`, cfg.ShardCount)}
 	case cfg.ShardID < 0:
-		return nil, &configError{"shardID", fmt.Sprintf("must not be negative, got %d", cfg.ShardID)}
+		return cfg, &configError{"shardID", fmt.Sprintf("must not be negative, got %d", cfg.ShardID)}
 	case cfg.ShardCount > 0 && cfg.ShardID >= cfg.ShardCount:
-		return nil, &configError{"shardID", fmt.Sprintf("must be below shardCount (%d), got %d", cfg.ShardCount, cfg.ShardID)}
+		return cfg, &configError{"shardID", fmt.Sprintf("must be below shardCount (%d), got %d", cfg.ShardCount, cfg.ShardID)}
 	case cfg.ShardCount == 0 && cfg.ShardID != 0:
-		return nil, &configError{"shardID", "needs shardCount"}
+		return cfg, &configError{"shardID", "needs shardCount"}
 	}
+	return cfg, nil
+}
+
+// apiTransport carries REST calls to Discord, or to apiURL when set.
+func apiTransport(apiURL string) (http.RoundTripper, error) {
 	var transport http.RoundTripper = newTransport()
-	if cfg.APIURL != "" {
-		u, err := url.Parse(cfg.APIURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			// The URL is not shown: it may hold credentials.
-			return nil, &configError{"apiURL", "must be an http(s) URL such as http://127.0.0.1:8080"}
-		}
-		transport = rewriteTransport{base: u, next: transport}
+	if apiURL == "" {
+		return transport, nil
 	}
+	u, err := url.Parse(apiURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		// The URL is not shown: it may hold credentials.
+		return nil, &configError{"apiURL", "must be an http(s) URL such as http://127.0.0.1:8080"}
+	}
+	return rewriteTransport{base: u, next: transport}, nil
+}
+
+// New validates cfg and builds an adapter; it does not connect.
+func New(cfg Config) (*Adapter, error) {
+	cfg, err := cfg.normalized()
+	if err != nil {
+		return nil, err
+	}
+	transport, err := apiTransport(cfg.APIURL)
+	if err != nil {
+		return nil, err
+	}
+	token, policy, allowChannels := cfg.Token, cfg.GroupPolicy, idSet(cfg.AllowChannels)
 	logger := cfg.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)

@@ -23,105 +23,45 @@ import (
 // was said. Shown again, the channel is the server's from its next
 // message, and what it said while hidden stays its own.
 func TestDiscordAudienceChangesThroughTheBinary(t *testing.T) {
-	h := newHarness(t)
-	dc, err := fakediscord.Start(fakediscord.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(dc.Close)
-	const guild = "1001"
-	deny := func(id string, typ int) []fakediscord.Overwrite {
-		return []fakediscord.Overwrite{{ID: id, Type: typ, Deny: fakediscord.PermViewChannel}}
-	}
-	channel := func(id, name string, ows []fakediscord.Overwrite) fakediscord.Channel {
-		return fakediscord.Channel{ID: id, GuildID: guild, Name: name, Type: fakediscord.ChannelText, Overwrites: ows}
-	}
-	dc.SetRole(guild, fakediscord.Role{ID: "7077", Name: "interns", Permissions: fakediscord.DefaultEveryone})
-	dc.SetRole(guild, fakediscord.Role{ID: "7088", Name: "mods", Permissions: fakediscord.PermAdministrator})
-	dc.SetRole(guild, fakediscord.Role{ID: "7099", Name: "admins", Permissions: fakediscord.PermAdministrator})
-	dc.SetMember(guild, fakediscord.User{ID: "666"}, "7099")
-	dc.SetMember(guild, fakediscord.User{ID: "501"})
-	dc.AddGuild(guild,
-		channel("2001", "general", nil),
-		channel("2010", "ops", nil),
-		fakediscord.Channel{ID: "2011", Name: "pager", ParentID: "2010", Type: fakediscord.ChannelPublicThread},
-		channel("2012", "modlog", deny("7088", fakediscord.OverwriteRole)),
-		channel("2013", "hr", deny("666", fakediscord.OverwriteMember)),
-	)
-	h.set("channels.terminal.enabled", false)
-	h.set("channels.discord", map[string]any{"enabled": true, "token": dc.Token(), "apiURL": dc.URL(),
-		"slashCommands": false, "stream": false, "guildMembers": true})
-	h.llm.SetResponder(llmtest.MemoryModel)
-	gw := h.startGateway(t)
-	gw.waitConnected(t, "discord")
-	w := &discordWorld{dc: dc, gw: gw, users: map[string]string{}, dm: map[string]bool{}}
-	team := audience.Audience{Kind: audience.Team, Platform: "discord", Team: guild}
-	private := func(chat string) audience.Audience {
-		return audience.Audience{Kind: audience.Private, Platform: "discord", Team: guild, Chat: chat}
-	}
+	w := startRolesWorld(t)
+	dc, team, private := w.dc, w.team(), w.private
 	general := place{name: "#general", aud: team, key: "discord:2001"}
 	ops := place{name: "#ops", key: "discord:2010"}
 	pager := place{name: "#ops' thread", key: "discord:2010:thread:2011"}
-	modlog := place{name: "#modlog", aud: private("2012"), key: "discord:2012"}
-	hr := place{name: "#hr", aud: private("2013"), key: "discord:2013"}
+	modlog := place{name: "#modlog", key: "discord:2012"}
+	hr := place{name: "#hr", key: "discord:2013"}
 	for _, p := range []place{general, ops, pager, modlog, hr} {
 		w.users[p.key] = "501"
 	}
-	memoryOf := func(a audience.Audience) string {
-		b, err := os.ReadFile(filepath.Join(h.ws, filepath.FromSlash(a.Home().Dir()), workspace.Memory))
-		if err != nil && !os.IsNotExist(err) {
-			t.Fatal(err)
-		}
-		return string(b)
-	}
-	// plant says fact in p, has it dreamed there, and checks that it was
-	// dreamed into want's memory and remembered in p by a new conversation.
-	plant := func(p place, fact, secret, ask string, want audience.Audience) {
-		t.Helper()
-		w.say(t, p, fact)
-		if got := w.say(t, p, "/dream"); !strings.HasPrefix(got, "Dream") {
-			t.Errorf("%s: /dream answered %q", p.name, got)
-		}
-		if !strings.Contains(memoryOf(want), secret) {
-			t.Errorf("%s: %s is not in the memory of %s", p.name, secret, want)
-		}
-		w.say(t, p, "/new")
-		if got := w.say(t, p, ask); !strings.Contains(got, secret) {
-			t.Errorf("%s does not remember %s: answered %q", p.name, secret, got)
-		}
-	}
 
-	plant(ops, "FACT: The ops standup room is ROOMALPHA1.", "ROOMALPHA1", "What is the ops standup room?", team)
-
+	w.plant(ops, "FACT: The ops standup room is ROOMALPHA1.", "ROOMALPHA1", "What is the ops standup room?", team)
 	// Hidden from the interns by a CHANNEL_UPDATE; its thread with it.
-	dc.UpdateChannel(channel("2010", "ops", deny("7077", fakediscord.OverwriteRole)))
-	plant(ops, "FACT: The ops incident code is OPSHIDDEN22.", "OPSHIDDEN22", "What is the ops incident code?", private("2010"))
-	plant(pager, "FACT: The pager pin is THREADPIN33.", "THREADPIN33", "What is the pager pin?", private("2010"))
+	dc.UpdateChannel(rolesChannel("2010", "ops", denyView("7077", fakediscord.OverwriteRole)))
+	w.plant(ops, "FACT: The ops incident code is OPSHIDDEN22.", "OPSHIDDEN22", "What is the ops incident code?", private("2010"))
+	w.plant(pager, "FACT: The pager pin is THREADPIN33.", "THREADPIN33", "What is the pager pin?", private("2010"))
 	// Hidden when the mods' role loses ADMINISTRATOR.
-	dc.SetRole(guild, fakediscord.Role{ID: "7088", Name: "mods"})
-	plant(modlog, "FACT: The moderator appeal code is MODAPPEAL44.", "MODAPPEAL44", "What is the moderator appeal code?", modlog.aud)
+	dc.SetRole(rolesGuild, fakediscord.Role{ID: "7088", Name: "mods"})
+	w.plant(modlog, "FACT: The moderator appeal code is MODAPPEAL44.", "MODAPPEAL44", "What is the moderator appeal code?", private("2012"))
 	// Hidden when member 666 loses the admins' role.
-	dc.SetMember(guild, fakediscord.User{ID: "666"})
-	plant(hr, "FACT: The hr review code is HRREVIEW55.", "HRREVIEW55", "What is the hr review code?", hr.aud)
+	dc.SetMember(rolesGuild, fakediscord.User{ID: "666"})
+	w.plant(hr, "FACT: The hr review code is HRREVIEW55.", "HRREVIEW55", "What is the hr review code?", private("2013"))
 	// #ops shown to everyone again: the server's from its next message.
-	dc.UpdateChannel(channel("2010", "ops", nil))
-	visibleFrom, opsShownFrom := len(h.llm.Requests()), len(w.shown(ops))
-	plant(ops, "FACT: The ops lunch order is LUNCHOPEN66.", "LUNCHOPEN66", "What is the ops lunch order?", team)
+	dc.UpdateChannel(rolesChannel("2010", "ops"))
+	visibleFrom, opsShownFrom := len(w.h.llm.Requests()), len(w.shown(ops))
+	w.plant(ops, "FACT: The ops lunch order is LUNCHOPEN66.", "LUNCHOPEN66", "What is the ops lunch order?", team)
 
-	hidden := []string{"OPSHIDDEN22", "THREADPIN33", "MODAPPEAL44", "HRREVIEW55"}
-	asks := []string{"What is the ops incident code?", "What is the pager pin?", "What is the moderator appeal code?", "What is the hr review code?", "/dream-log"}
-	for _, q := range asks {
+	for _, q := range []string{"What is the ops incident code?", "What is the pager pin?", "What is the moderator appeal code?", "What is the hr review code?", "/dream-log"} {
 		w.say(t, general, q)
 		w.say(t, ops, q)
 	}
-	if team := memoryOf(team); !strings.Contains(team, "ROOMALPHA1") || !strings.Contains(team, "LUNCHOPEN66") {
-		t.Errorf("the server's memory lacks what its public channels said:\n%s", team)
+	if mem := w.memoryOf(team); !strings.Contains(mem, "ROOMALPHA1") || !strings.Contains(mem, "LUNCHOPEN66") {
+		t.Errorf("the server's memory lacks what its public channels said:\n%s", mem)
 	}
-	for _, secret := range hidden {
-		if strings.Contains(memoryOf(team), secret) {
+	for _, secret := range []string{"OPSHIDDEN22", "THREADPIN33", "MODAPPEAL44", "HRREVIEW55"} {
+		if strings.Contains(w.memoryOf(team), secret) {
 			t.Errorf("the server's memory holds %s", secret)
 		}
-		for i, r := range h.llm.Requests() {
+		for i, r := range w.h.llm.Requests() {
 			key := chatKey(r)
 			if (key == general.key || key == ops.key && i >= visibleFrom) && strings.Contains(requestText(r), secret) {
 				t.Errorf("a prompt of %s, which everyone reads, holds %s", key, secret)
@@ -139,7 +79,92 @@ func TestDiscordAudienceChangesThroughTheBinary(t *testing.T) {
 		t.Errorf("#ops shown again answers with what it said while hidden: %q", got)
 	}
 	if t.Failed() {
-		t.Logf("gateway log:\n%s", gw.stderr.String())
+		t.Logf("gateway log:\n%s", w.gw.stderr.String())
+	}
+}
+
+const rolesGuild = "1001"
+
+func denyView(id string, typ int) fakediscord.Overwrite {
+	return fakediscord.Overwrite{ID: id, Type: typ, Deny: fakediscord.PermViewChannel}
+}
+
+func rolesChannel(id, name string, ows ...fakediscord.Overwrite) fakediscord.Channel {
+	return fakediscord.Channel{ID: id, GuildID: rolesGuild, Name: name, Type: fakediscord.ChannelText, Overwrites: ows}
+}
+
+// rolesWorld is a gateway, with guildMembers on, in a server whose roles
+// are interns (7077), mods (7088) and admins (7099, held by member 666),
+// both administrators, with channels #general and #ops (every member
+// views them), #ops' thread, #modlog (hidden from the mods) and #hr
+// (hidden from member 666).
+type rolesWorld struct {
+	*discordWorld
+	t *testing.T
+	h *harness
+}
+
+func startRolesWorld(t *testing.T) *rolesWorld {
+	h := newHarness(t)
+	dc, err := fakediscord.Start(fakediscord.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(dc.Close)
+	dc.SetRole(rolesGuild, fakediscord.Role{ID: "7077", Name: "interns", Permissions: fakediscord.DefaultEveryone})
+	dc.SetRole(rolesGuild, fakediscord.Role{ID: "7088", Name: "mods", Permissions: fakediscord.PermAdministrator})
+	dc.SetRole(rolesGuild, fakediscord.Role{ID: "7099", Name: "admins", Permissions: fakediscord.PermAdministrator})
+	dc.SetMember(rolesGuild, fakediscord.User{ID: "666"}, "7099")
+	dc.SetMember(rolesGuild, fakediscord.User{ID: "501"})
+	dc.AddGuild(rolesGuild,
+		rolesChannel("2001", "general"),
+		rolesChannel("2010", "ops"),
+		fakediscord.Channel{ID: "2011", Name: "pager", ParentID: "2010", Type: fakediscord.ChannelPublicThread},
+		rolesChannel("2012", "modlog", denyView("7088", fakediscord.OverwriteRole)),
+		rolesChannel("2013", "hr", denyView("666", fakediscord.OverwriteMember)),
+	)
+	h.set("channels.terminal.enabled", false)
+	h.set("channels.discord", map[string]any{"enabled": true, "token": dc.Token(), "apiURL": dc.URL(),
+		"slashCommands": false, "stream": false, "guildMembers": true})
+	h.llm.SetResponder(llmtest.MemoryModel)
+	gw := h.startGateway(t)
+	gw.waitConnected(t, "discord")
+	return &rolesWorld{discordWorld: &discordWorld{dc: dc, gw: gw, users: map[string]string{}, dm: map[string]bool{}}, t: t, h: h}
+}
+
+func (w *rolesWorld) team() audience.Audience {
+	return audience.Audience{Kind: audience.Team, Platform: "discord", Team: rolesGuild}
+}
+
+func (w *rolesWorld) private(chat string) audience.Audience {
+	return audience.Audience{Kind: audience.Private, Platform: "discord", Team: rolesGuild, Chat: chat}
+}
+
+// memoryOf is the MEMORY.md of a's scope ("" before it has one).
+func (w *rolesWorld) memoryOf(a audience.Audience) string {
+	w.t.Helper()
+	b, err := os.ReadFile(filepath.Join(w.h.ws, filepath.FromSlash(a.Home().Dir()), workspace.Memory))
+	if err != nil && !os.IsNotExist(err) {
+		w.t.Fatal(err)
+	}
+	return string(b)
+}
+
+// plant says fact in p, has it dreamed there, and checks that it was
+// dreamed into want's memory and is remembered in p by a new conversation.
+func (w *rolesWorld) plant(p place, fact, secret, ask string, want audience.Audience) {
+	t := w.t
+	t.Helper()
+	w.say(t, p, fact)
+	if got := w.say(t, p, "/dream"); !strings.HasPrefix(got, "Dream") {
+		t.Errorf("%s: /dream answered %q", p.name, got)
+	}
+	if !strings.Contains(w.memoryOf(want), secret) {
+		t.Errorf("%s: %s is not in the memory of %s", p.name, secret, want)
+	}
+	w.say(t, p, "/new")
+	if got := w.say(t, p, ask); !strings.Contains(got, secret) {
+		t.Errorf("%s does not remember %s: answered %q", p.name, secret, got)
 	}
 }
 
