@@ -59,14 +59,19 @@ type Adapter struct {
 	allowFrom     map[string]bool
 	allowChannels map[string]bool
 
-	seen  *channels.RecentSet // channel+ts of messages already handled
-	told  *channels.RecentSet // users already told they are not on the allow list
-	names *names              // sender names by user id
-	// convs is what conversations.info said each channel is (convKind),
-	// for its audience; convNoScope is set once Slack refused for want of
-	// the scopes, which is said once.
-	convs       *channels.TTLCache[convKind]
+	seen *channels.RecentSet // channel+ts of messages already handled
+	told *channels.RecentSet // users already told they are not on the allow list
+	// people is what users.info said of each person (their name, and
+	// whether they are a guest or of another organisation); convs what
+	// Slack said of each channel, for its audience; convNoScope is set
+	// once Slack refused for want of the *:read scopes, which is said
+	// once.
+	people      *people
+	convs       *convCache
 	convNoScope atomic.Bool
+	// now is the adapter's clock for what it keeps of Slack's answers;
+	// tests set it before Run.
+	now func() time.Time
 	// threads are the threads (channel/ts) seen in this process: the first
 	// message of one reads its earlier messages.
 	threads *channels.RecentSet
@@ -107,8 +112,7 @@ func New(cfg Config) (*Adapter, error) {
 		allowChannels: toSet(cfg.AllowChannels),
 		seen:          channels.NewRecentSet(recentCap),
 		told:          channels.NewRecentSet(recentCap),
-		names:         newNames(),
-		convs:         channels.NewTTLCache[convKind](convCap, nil),
+		now:           time.Now,
 		threads:       channels.NewRecentSet(recentCap),
 		edits:         newEditBudget(editsPerMinute, editBurst),
 		health:        channels.NewHealthTracker(),
@@ -126,6 +130,8 @@ func New(cfg Config) (*Adapter, error) {
 		streamInterval:  streamInterval,
 	}
 	a.gate = &connGate{a: a}
+	clock := func() time.Time { return a.now() }
+	a.people, a.convs = newPeople(clock), newConvCache(clock)
 	opts := []slack.Option{
 		slack.OptionAppLevelToken(cfg.AppToken),
 		slack.OptionHTTPClient(&gatedClient{next: &http.Client{Transport: newTransport()}, gate: a.gate}),

@@ -19,13 +19,13 @@ import (
 )
 
 func TestChannelMentionRepliesInThread(t *testing.T) {
-	h := startHarness(t, harnessOpts{sink: echoReplies(t)})
+	h := startHarness(t, harnessOpts{sink: echoReplies(t), fake: fakeslack.Config{Users: map[string]string{"U1": "Ana"}}})
 	d := h.inject(fakeslack.Event{Type: "app_mention", Channel: "C1", User: "U1", Text: "<@UBOT> hello there"})
 
 	in := h.sink.next(t)
 	want := channels.Inbound{
 		Channel: "slack", ChatID: "C1", ThreadID: d.Event.TS, SessionKey: "slack:C1:" + d.Event.TS,
-		SenderID: "U1", MessageID: d.Event.TS, Text: "hello there", Time: parseTS(d.Event.TS),
+		SenderID: "U1", SenderName: "Ana", MessageID: d.Event.TS, Text: "hello there", Time: parseTS(d.Event.TS),
 		Audience: audience.Audience{Kind: audience.Team, Platform: "slack", Team: fakeslack.DefaultTeamID},
 	}
 	if !reflect.DeepEqual(in, want) {

@@ -4,36 +4,28 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
-	"time"
-
-	"github.com/slack-go/slack"
 
 	"github.com/dreamgate/dreamgate/audience"
 )
 
 // The audience of a conversation: who can read it, from what Slack says of
-// it, never from the text. A DM is its person's; a group DM or a private
-// channel its members' (Private); a public channel the workspace's (Team);
-// a channel shared with another organisation, or with other workspaces of
-// an Enterprise Grid, is Shared, and sees none of the workspace's memory.
-// The workspace is the one the event came from, so two workspaces never
-// meet in one audience.
+// it and of the person speaking, never from the text. A DM is its
+// person's (Person), or, when the person is a guest of the workspace or
+// belongs to another organisation, a Guest's: their own memory alone. A
+// group DM or a private channel is its members' (Private); a public
+// channel the workspace's (Team); a channel shared with another
+// organisation, or with other workspaces of an Enterprise Grid, is Shared,
+// and so is a channel one of whose members is a guest or a person of
+// another organisation: it keeps a memory of its own and sees none of the
+// workspace's, which is made of channels they cannot read. The workspace
+// is the one the event came from, so two workspaces never meet in one
+// audience.
 //
-// What a channel is comes from conversations.info (the channels:read,
-// groups:read, mpim:read and im:read scopes), kept convTTL because a
-// channel can be made private or shared. When Slack cannot say, the
-// conversation is Shared: it keeps a memory of its own and reads none of
-// the workspace's, since people of another organisation may be in it (a
-// private channel would read the team's memory).
-
-const (
-	convTTL = 5 * time.Minute
-	// convFailTTL is how long a failed lookup's answer stands before
-	// Slack is asked again.
-	convFailTTL = time.Minute
-	convCap     = 10000
-	convTimeout = 3 * time.Second
-)
+// Who a person is comes from users.info (people.go); what a channel is,
+// and who is in it, from conversations.info and conversations.members
+// (convs.go: kept a while, forgotten when Slack announces a change). When
+// Slack cannot say, the narrower audience wins: an undescribed person is a
+// guest, an undescribed channel a shared one.
 
 // where is what an event or a slash command says about its conversation.
 type where struct {
@@ -63,17 +55,6 @@ func eventWhere(teamID string, extShared bool, req json.RawMessage) where {
 	return w
 }
 
-// convKind is what conversations.info said of a channel.
-type convKind int
-
-const (
-	convUnknown convKind = iota // Slack could not say
-	convIM
-	convPrivate
-	convPublic
-	convShared
-)
-
 // audienceOf decides the audience of a conversation in channel, where user
 // spoke. ok is false when Slack's ids make no valid audience (never seen:
 // they are uppercase letters and digits), and the message is dropped.
@@ -83,71 +64,35 @@ func (r *runner) audienceOf(ctx context.Context, w where, channel, user string) 
 		team = r.teamID
 	}
 	aud := audience.Audience{Platform: Name, Team: team}
-	kind := convUnknown
+	who := r.a.standing(ctx, team, user)
+	outsider := w.external || who != standingMember
+	dm := w.channelType == "im" || (w.channelType == "" && strings.HasPrefix(channel, "D"))
 	switch {
-	case w.external:
-		kind = convShared
-	case w.channelType == "im" || (w.channelType == "" && strings.HasPrefix(channel, "D")):
-		kind = convIM
-	default:
-		kind = r.a.conversationKind(ctx, channel)
-	}
-	switch kind {
-	case convIM:
+	case dm && outsider:
+		aud.Kind, aud.Person = audience.Guest, user
+	case dm:
 		aud.Kind, aud.Person = audience.Person, user
-	case convShared, convUnknown:
+	case outsider:
+		// A guest or a person of another organisation is in it.
 		aud.Kind, aud.Chat = audience.Shared, channel
-	case convPublic:
-		aud.Kind = audience.Team
 	default:
-		aud.Kind, aud.Chat = audience.Private, channel
+		switch info := r.channelInfo(ctx, team, channel, w.channelType); {
+		case info.kind == convIM:
+			aud.Kind, aud.Person = audience.Person, user
+		case info.kind == convShared, info.kind == convUnknown, info.outsiders:
+			aud.Kind, aud.Chat = audience.Shared, channel
+		case info.kind == convPublic:
+			aud.Kind = audience.Team
+		default:
+			aud.Kind, aud.Chat = audience.Private, channel
+		}
 	}
 	if err := aud.Validate(); err != nil {
 		r.a.log.Warn("slack conversation has no audience; message ignored", "chat", channel, "team", team, "user", user, "err", err)
 		return audience.Audience{}, false
 	}
+	if outsider {
+		r.a.log.Debug("slack conversation with a person who is not a full member", "chat", channel, "user", user, "standing", who.String(), "external", w.external)
+	}
 	return aud, true
-}
-
-// conversationKind asks conversations.info what channel is, through the
-// cache. A failure is convUnknown, kept convFailTTL.
-func (a *Adapter) conversationKind(ctx context.Context, channel string) convKind {
-	if k, ok := a.convs.Get(channel); ok {
-		return k
-	}
-	callCtx, cancel := context.WithTimeout(ctx, min(convTimeout, a.apiTimeout))
-	c, err := a.api.GetConversationInfoContext(callCtx, &slack.GetConversationInfoInput{ChannelID: channel})
-	cancel()
-	if err != nil {
-		switch {
-		case ctx.Err() != nil:
-			return convUnknown // stopping: not Slack's failure, nothing to remember
-		case slackErrorCode(err) == "missing_scope":
-			if a.convNoScope.CompareAndSwap(false, true) {
-				a.log.Warn("slack app cannot read what its channels are (it needs the channels:read, groups:read, mpim:read and im:read scopes; reinstall it): every channel's memory is kept apart, reading none of the workspace's", "err", err)
-			}
-		default:
-			a.log.Warn("slack cannot tell what a channel is; keeping its memory apart and reading none of the workspace's, as a shared channel's", "chat", channel, "err", err)
-		}
-		a.convs.Put(channel, convUnknown, convFailTTL)
-		return convUnknown
-	}
-	k := conversationKindOf(c)
-	a.convs.Put(channel, k, convTTL)
-	return k
-}
-
-// conversationKindOf reads conversations.info's flags. Shared comes first: people of
-// another organisation (or workspace) are in a shared private channel too.
-func conversationKindOf(c *slack.Channel) convKind {
-	switch {
-	case c.IsExtShared || c.IsOrgShared || c.IsShared || c.IsPendingExtShared || c.IsGlobalShared:
-		return convShared
-	case c.IsIM:
-		return convIM
-	case c.IsMpIM || c.IsPrivate || c.IsGroup:
-		return convPrivate
-	default:
-		return convPublic
-	}
 }

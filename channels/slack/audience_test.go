@@ -3,12 +3,9 @@ package slack
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/dreamgate/dreamgate/audience"
-	"github.com/dreamgate/dreamgate/channels"
 	"github.com/dreamgate/dreamgate/channels/slack/fakeslack"
-	"github.com/dreamgate/dreamgate/internal/testkit"
 )
 
 const team1 = fakeslack.DefaultTeamID
@@ -25,13 +22,28 @@ func privateTo(team, chat string) audience.Audience {
 	return audience.Audience{Kind: audience.Private, Platform: Name, Team: team, Chat: chat}
 }
 
+func personIn(team, user string) audience.Audience {
+	return audience.Audience{Kind: audience.Person, Platform: Name, Team: team, Person: user}
+}
+
+func guestIn(team, user string) audience.Audience {
+	return audience.Audience{Kind: audience.Guest, Platform: Name, Team: team, Person: user}
+}
+
+// members are the fake workspace's full members; Ana and Bob belong to a
+// second workspace of the same Enterprise Grid organisation too.
+var members = []fakeslack.Person{
+	{ID: "UANA", Name: "Ana", Teams: []string{"T2"}},
+	{ID: "UBOB", Name: "Bob", Teams: []string{"T2"}},
+}
+
 // Every kind of conversation gets its audience from what Slack says of
 // it: the event's channel_type and envelope, conversations.info, the
 // workspace the event came from.
 func TestAudienceOfEachConversation(t *testing.T) {
 	h := startHarness(t, harnessOpts{
 		cfg: func(c *Config) { c.GroupPolicy = PolicyOpen; c.Commands = testCommands },
-		fake: fakeslack.Config{Conversations: []fakeslack.Conversation{
+		fake: fakeslack.Config{People: members, Conversations: []fakeslack.Conversation{
 			{ID: "C1"},
 			{ID: "G1", Private: true},
 			{ID: "G2", MPIM: true, Private: true},
@@ -46,25 +58,19 @@ func TestAudienceOfEachConversation(t *testing.T) {
 		ev   fakeslack.Event
 		want audience.Audience
 	}{
-		{"DM", fakeslack.Event{Channel: "D1", User: "UANA", Text: "hi"},
-			audience.Audience{Kind: audience.Person, Platform: Name, Team: team1, Person: "UANA"}},
+		{"DM", fakeslack.Event{Channel: "D1", User: "UANA", Text: "hi"}, personIn(team1, "UANA")},
 		{"public channel, message event", fakeslack.Event{Channel: "C1", User: "UBOB", Text: "hi"}, teamOf(team1)},
 		{"public channel, mention (no channel_type)", fakeslack.Event{Type: "app_mention", Channel: "C1", User: "UBOB", Text: "<@UBOT> hi"}, teamOf(team1)},
 		{"private channel", fakeslack.Event{Type: "app_mention", Channel: "G1", User: "UANA", Text: "<@UBOT> hi"}, privateTo(team1, "G1")},
 		{"group DM", fakeslack.Event{Channel: "G2", User: "UANA", Text: "hi"}, privateTo(team1, "G2")},
-		{"Slack Connect channel", fakeslack.Event{Type: "app_mention", Channel: "C2", User: "UANA", Text: "<@UBOT> hi"},
-			audience.Audience{Kind: audience.Shared, Platform: Name, Team: team1, Chat: "C2"}},
-		{"channel shared across the organisation", fakeslack.Event{Type: "app_mention", Channel: "C3", User: "UANA", Text: "<@UBOT> hi"},
-			audience.Audience{Kind: audience.Shared, Platform: Name, Team: team1, Chat: "C3"}},
-		{"private Connect channel", fakeslack.Event{Channel: "G3", User: "UANA", Text: "hi"},
-			audience.Audience{Kind: audience.Shared, Platform: Name, Team: team1, Chat: "G3"}},
-		{"DM with a person of another organisation", fakeslack.Event{Channel: "D2", User: "UEXT", UserTeam: "TOTHER", Text: "hi"},
-			audience.Audience{Kind: audience.Shared, Platform: Name, Team: team1, Chat: "D2"}},
+		{"Slack Connect channel", fakeslack.Event{Type: "app_mention", Channel: "C2", User: "UANA", Text: "<@UBOT> hi"}, sharedTo(team1, "C2")},
+		{"channel shared across the organisation", fakeslack.Event{Type: "app_mention", Channel: "C3", User: "UANA", Text: "<@UBOT> hi"}, sharedTo(team1, "C3")},
+		{"private Connect channel", fakeslack.Event{Channel: "G3", User: "UANA", Text: "hi"}, sharedTo(team1, "G3")},
+		{"DM with a person of another organisation", fakeslack.Event{Channel: "D2", User: "UEXT", UserTeam: "TOTHER", Text: "hi"}, guestIn(team1, "UEXT")},
 		{"thread in a private channel", fakeslack.Event{Type: "app_mention", Channel: "G1", User: "UANA", Text: "<@UBOT> hi", ThreadTS: "1.000001"},
 			privateTo(team1, "G1")},
 		{"public channel of a second workspace", fakeslack.Event{Type: "app_mention", Channel: "C9", Team: "T2", User: "UBOB", Text: "<@UBOT> hi"}, teamOf("T2")},
-		{"DM in a second workspace", fakeslack.Event{Channel: "D9", Team: "T2", User: "UANA", Text: "hi"},
-			audience.Audience{Kind: audience.Person, Platform: Name, Team: "T2", Person: "UANA"}},
+		{"DM in a second workspace", fakeslack.Event{Channel: "D9", Team: "T2", User: "UANA", Text: "hi"}, personIn("T2", "UANA")},
 	}
 	for _, c := range cases {
 		d := h.inject(c.ev)
@@ -90,12 +96,10 @@ func TestAudienceOfEachConversation(t *testing.T) {
 		cmd  fakeslack.SlashCommand
 		want audience.Audience
 	}{
-		{fakeslack.SlashCommand{Command: "/dream-log", User: "UANA", Channel: "D1"},
-			audience.Audience{Kind: audience.Person, Platform: Name, Team: team1, Person: "UANA"}},
+		{fakeslack.SlashCommand{Command: "/dream-log", User: "UANA", Channel: "D1"}, personIn(team1, "UANA")},
 		{fakeslack.SlashCommand{Command: "/dream-log", User: "UBOB", Channel: "C1"}, teamOf(team1)},
 		{fakeslack.SlashCommand{Command: "/dream-log", User: "UANA", Channel: "G1", Team: "T2"}, privateTo("T2", "G1")},
-		{fakeslack.SlashCommand{Command: "/dream-log", User: "UANA", Channel: "C2"},
-			audience.Audience{Kind: audience.Shared, Platform: Name, Team: team1, Chat: "C2"}},
+		{fakeslack.SlashCommand{Command: "/dream-log", User: "UANA", Channel: "C2"}, sharedTo(team1, "C2")},
 	} {
 		if _, _, err := h.fake.InjectSlashCommand(c.cmd); err != nil {
 			t.Fatal(err)
@@ -106,9 +110,84 @@ func TestAudienceOfEachConversation(t *testing.T) {
 	}
 }
 
+// People, not payloads: who a person is comes from users.info (their
+// team_id, is_restricted, is_ultra_restricted, is_stranger), whatever the
+// event or command says. A guest's or an outsider's DM reads their own
+// memory alone (Guest), also through a slash command, which carries no
+// user_team; a channel a guest is in, or speaks in, is an audience of its
+// own; a person Slack cannot describe counts as a guest.
+func TestAudienceOfGuestsAndOutsiders(t *testing.T) {
+	h := startHarness(t, harnessOpts{
+		cfg: func(c *Config) { c.GroupPolicy = PolicyOpen; c.Commands = testCommands },
+		fake: fakeslack.Config{
+			People: append([]fakeslack.Person{
+				{ID: "UGUS", Name: "Gus", Guest: true},
+				{ID: "USOL", Name: "Sol", SingleChannelGuest: true},
+				{ID: "UEVE", Name: "Eve", Team: "TOTHER"},
+				{ID: "USTR", Name: "Str", Stranger: true},
+				{ID: "UGONE", Name: "Gone", Guest: true, Deleted: true},
+			}, members...),
+			Conversations: []fakeslack.Conversation{
+				{ID: "C5", Members: []string{"UANA", "UGUS"}},
+				{ID: "G5", Private: true, Members: []string{"UANA", "USOL"}},
+				{ID: "C6", Members: []string{"UANA", "UBOB", "UGONE"}},
+				{ID: "C7"},
+			},
+		},
+	})
+	cases := []struct {
+		name string
+		ev   fakeslack.Event
+		want audience.Audience
+	}{
+		{"a guest's DM", fakeslack.Event{Channel: "D1", User: "UGUS", Text: "hi"}, guestIn(team1, "UGUS")},
+		{"a single-channel guest's DM", fakeslack.Event{Channel: "D2", User: "USOL", Text: "hi"}, guestIn(team1, "USOL")},
+		{"another organisation's person, by users.info alone", fakeslack.Event{Channel: "D3", User: "UEVE", Text: "hi"}, guestIn(team1, "UEVE")},
+		{"a stranger", fakeslack.Event{Channel: "D4", User: "USTR", Text: "hi"}, guestIn(team1, "USTR")},
+		{"someone Slack does not know", fakeslack.Event{Channel: "D5", User: "UNOBODY", Text: "hi"}, guestIn(team1, "UNOBODY")},
+		{"a public channel with a guest in it", fakeslack.Event{Type: "app_mention", Channel: "C5", User: "UANA", Text: "<@UBOT> hi"}, sharedTo(team1, "C5")},
+		{"a private channel with a guest in it", fakeslack.Event{Channel: "G5", User: "UANA", Text: "hi"}, sharedTo(team1, "G5")},
+		{"a deactivated guest reads nothing", fakeslack.Event{Type: "app_mention", Channel: "C6", User: "UBOB", Text: "<@UBOT> hi"}, teamOf(team1)},
+		{"a guest speaking in a public channel", fakeslack.Event{Channel: "C7", User: "UGUS", Text: "hi"}, sharedTo(team1, "C7")},
+	}
+	for _, c := range cases {
+		h.inject(c.ev)
+		if in := h.sink.next(t); in.Audience != c.want {
+			t.Errorf("%s: audience %q, want %q", c.name, in.Audience, c.want)
+		}
+	}
+	// Slash commands and their payload's team: the person decides. Eve of
+	// another organisation typing /why in her DM reads no team memory.
+	for _, c := range []struct {
+		cmd  fakeslack.SlashCommand
+		want audience.Audience
+	}{
+		{fakeslack.SlashCommand{Command: "/why", Text: "launch", User: "UEVE", Channel: "D3"}, guestIn(team1, "UEVE")},
+		{fakeslack.SlashCommand{Command: "/web-link", User: "UGUS", Channel: "D1"}, guestIn(team1, "UGUS")},
+		{fakeslack.SlashCommand{Command: "/why", Text: "launch", User: "UANA", Channel: "C5"}, sharedTo(team1, "C5")},
+		{fakeslack.SlashCommand{Command: "/why", Text: "launch", User: "UANA", Channel: "D6"}, personIn(team1, "UANA")},
+	} {
+		if _, _, err := h.fake.InjectSlashCommand(c.cmd); err != nil {
+			t.Fatal(err)
+		}
+		if in := h.sink.next(t); in.Audience != c.want {
+			t.Errorf("%s by %s in %s: audience %q, want %q", c.cmd.Command, c.cmd.User, c.cmd.Channel, in.Audience, c.want)
+		}
+	}
+	// A member made a guest is one once what Slack said of them expires.
+	h.fake.SetPerson(fakeslack.Person{ID: "UANA", Name: "Ana", Guest: true})
+	h.a.people.cache.Delete("UANA")
+	h.inject(fakeslack.Event{Channel: "D6", User: "UANA", Text: "hi"})
+	if in := h.sink.next(t); in.Audience != guestIn(team1, "UANA") {
+		t.Errorf("Ana made a guest: audience %q", in.Audience)
+	}
+}
+
 // A channel Slack cannot describe is kept apart as a shared one (its own
 // memory, none of the team's: another organisation may be in it), with a
-// warning; an app without the scopes says so once.
+// warning; an app without the scopes says so once. So is one whose
+// members cannot be listed, and one where the speaker cannot be told from
+// a guest.
 func TestAudienceWhenSlackCannotSay(t *testing.T) {
 	for _, c := range []struct {
 		name  string
@@ -116,10 +195,14 @@ func TestAudienceWhenSlackCannotSay(t *testing.T) {
 		warns string
 		count int
 	}{
-		{"lookup fails", fakeslack.Config{Conversations: []fakeslack.Conversation{
+		{"lookup fails", fakeslack.Config{People: members, Conversations: []fakeslack.Conversation{
 			{ID: "C1", Error: "channel_not_found"}, {ID: "C2", Error: "internal_error"},
 		}}, "slack cannot tell what a channel is", 2},
-		{"no scope", fakeslack.Config{NoConversationsScope: true}, "channels:read, groups:read, mpim:read and im:read", 1},
+		{"members cannot be listed", fakeslack.Config{People: members, Conversations: []fakeslack.Conversation{
+			{ID: "C1", MembersError: "internal_error"}, {ID: "C2", MembersError: "ratelimited"},
+		}}, "slack cannot list a channel's members", 2},
+		{"no scope", fakeslack.Config{People: members, NoConversationsScope: true}, "channels:read, groups:read, mpim:read and im:read", 1},
+		{"no users:read", fakeslack.Config{People: members, NoUsersScope: true}, "no users:read scope", 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			logs := &lockedBuffer{}
@@ -134,49 +217,12 @@ func TestAudienceWhenSlackCannotSay(t *testing.T) {
 				t.Errorf("warned %d times (%q), want %d:\n%s", n, c.warns, c.count, logs.String())
 			}
 			// The failure is remembered for a while, not asked again per message.
+			calls := h.fake.CallCount("conversations.info")
 			h.inject(fakeslack.Event{Channel: "C1", ChannelType: "channel", User: "UBOB", Text: "again"})
 			h.sink.next(t)
-			if n := h.fake.CallCount("conversations.info"); n != 2 {
-				t.Errorf("conversations.info called %d times, want 2", n)
+			if n := h.fake.CallCount("conversations.info"); n != calls {
+				t.Errorf("conversations.info called %d times, want %d", n, calls)
 			}
 		})
-	}
-}
-
-// What Slack said of a channel is kept convTTL: a channel made private is
-// private once that has passed, and one made public again after a failure
-// is public once convFailTTL has.
-func TestAudienceCacheExpires(t *testing.T) {
-	clock := testkit.NewClock(time.Unix(1_800_000_000, 0))
-	h := startHarness(t, harnessOpts{
-		cfg:     func(c *Config) { c.GroupPolicy = PolicyOpen },
-		fake:    fakeslack.Config{Conversations: []fakeslack.Conversation{{ID: "C1"}, {ID: "C2", Error: "internal_error"}}},
-		adapter: func(a *Adapter) { a.convs = channels.NewTTLCache[convKind](convCap, clock.Now) },
-	})
-	say := func(ch string) audience.Audience {
-		t.Helper()
-		h.inject(fakeslack.Event{Type: "app_mention", Channel: ch, User: "UBOB", Text: "<@UBOT> hi"})
-		return h.sink.next(t).Audience
-	}
-	if a := say("C1"); a != teamOf(team1) {
-		t.Fatalf("public channel: %q", a)
-	}
-	h.fake.SetConversation(fakeslack.Conversation{ID: "C1", Private: true})
-	clock.Advance(convTTL - time.Second)
-	if a := say("C1"); a != teamOf(team1) {
-		t.Errorf("within the TTL: %q, want the cached answer", a)
-	}
-	clock.Advance(time.Second)
-	if a := say("C1"); a != privateTo(team1, "C1") {
-		t.Errorf("made private, after the TTL: %q", a)
-	}
-
-	if a := say("C2"); a != sharedTo(team1, "C2") {
-		t.Errorf("lookup failing: %q", a)
-	}
-	h.fake.SetConversation(fakeslack.Conversation{ID: "C2"})
-	clock.Advance(convFailTTL)
-	if a := say("C2"); a != teamOf(team1) {
-		t.Errorf("lookup working again: %q", a)
 	}
 }

@@ -10,8 +10,11 @@
 // the earlier messages of a thread it is mentioned in (Inbound.Context),
 // text files shared with a post read into the turn, and answers streamed
 // into a message edited with chat.update. Each Inbound carries its
-// audience (a DM, a private or public channel of one workspace, a shared
-// channel), from the envelope and conversations.info.
+// audience (a DM, a guest's DM, a private or public channel of one
+// workspace, a shared channel), from the envelope, from who the sender is
+// (users.info) and from what the channel is and who is in it
+// (conversations.info, conversations.members), kept until Slack announces
+// a change (the events manifest.yaml subscribes to).
 //
 // slack-go's types never leave this package. Of ours it imports only the
 // channels contract (with its shared Delivery) and the audience and

@@ -197,6 +197,8 @@ func (r *runner) readEvents(ctx context.Context, sm *socketmode.Client) {
 			log.Info("slack connected")
 		case socketmode.EventTypeHello:
 			r.a.gate.healthy()
+			// Changes announced while no connection was up are lost.
+			r.a.convs.dropAll()
 			log.Debug("slack hello")
 		case socketmode.EventTypeEventsAPI:
 			ack := r.deferredAck(ctx, sm, evt.Request)
@@ -279,6 +281,9 @@ func (r *runner) handleEventsAPI(ctx context.Context, req *socketmode.Request, a
 		payload = req.Payload
 	}
 	w := eventWhere(api.TeamID, api.IsExtSharedChannel, payload)
+	if r.a.audienceEvent(api.InnerEvent.Data) {
+		return
+	}
 	userTeam := ""
 	switch ev := api.InnerEvent.Data.(type) {
 	case *slackevents.AppMentionEvent:
@@ -295,6 +300,7 @@ func (r *runner) handleEventsAPI(ctx context.Context, req *socketmode.Request, a
 		}
 		userTeam = ev.UserTeam
 		w.channelType = ev.ChannelType
+		r.a.noteMessage(ev.Channel, ev.ChannelType, ev.SubType, api.IsExtSharedChannel)
 		if ev.Message != nil {
 			m.edited = ev.Message.Edited != nil
 			m.files = fileRefs(ev.Message.Files)

@@ -50,7 +50,7 @@ func TestMonthsOfFactsStayWithinBudget(t *testing.T) {
 		t.Skip("plays 30 conversations and 30 Dreams")
 	}
 	h := newHarness(t)
-	sl := fakeslack.New(fakeslack.Config{Users: map[string]string{"UANA": "Ana", "UBOB": "Bob"}})
+	sl := fakeslack.New(fakeslack.Config{TeamID: "T1", Users: map[string]string{"UANA": "Ana", "UBOB": "Bob"}})
 	t.Cleanup(sl.Close)
 	h.set("channels.terminal.enabled", false)
 	h.set("channels.slack", map[string]any{

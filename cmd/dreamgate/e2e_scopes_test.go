@@ -186,7 +186,10 @@ func playScopes(t *testing.T, h *harness, w world, places []place, reader place)
 func TestScopesThroughSlack(t *testing.T) {
 	h := newHarness(t)
 	sl := fakeslack.New(fakeslack.Config{
-		Users: map[string]string{"UANA": "Ana", "UBOB": "Bob", "UCARL": "Carl", "UDORA": "Dora"},
+		TeamID: "T1",
+		Users:  map[string]string{"UANA": "Ana", "UBOB": "Bob", "UDORA": "Dora"},
+		// Carl is of the other workspace.
+		People: []fakeslack.Person{{ID: "UCARL", Name: "Carl", Team: "T2"}},
 		Conversations: []fakeslack.Conversation{
 			{ID: "CCONNECT", ExtShared: true},
 			{ID: "GFALCON", Private: true},

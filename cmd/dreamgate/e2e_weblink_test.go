@@ -24,7 +24,7 @@ var signInLinkRe = regexp.MustCompile(`http://[^\s<>|]+/signin\?link=[A-Za-z0-9_
 // link.
 func TestWebLinkThroughSlack(t *testing.T) {
 	h := newHarness(t)
-	sl := fakeslack.New(fakeslack.Config{Users: map[string]string{"UANA": "Ana", "UBOB": "Bob"}})
+	sl := fakeslack.New(fakeslack.Config{TeamID: "T1", Users: map[string]string{"UANA": "Ana", "UBOB": "Bob"}})
 	t.Cleanup(sl.Close)
 	h.set("channels.terminal.enabled", false)
 	h.set("channels.slack", map[string]any{

@@ -1,10 +1,14 @@
 package fakeslack
 
-import "net/http"
+import (
+	"net/http"
+	"slices"
+)
 
-// Conversations: conversations.info, and what events say of their
-// conversation (channel_type, is_ext_shared_channel), both from one
-// description, so the fake never tells the adapter two stories.
+// Conversations: conversations.info, conversations.members, and what
+// events say of their conversation (channel_type,
+// is_ext_shared_channel), all from one description, so the fake never
+// tells the adapter two stories.
 
 // Conversation describes one channel as conversations.info does. A channel
 // the fake was not told about is described by its id's first letter, as
@@ -19,21 +23,77 @@ type Conversation struct {
 	// organisation, PendingExtShared one whose Connect invitation is not
 	// accepted yet; Slack sets is_shared for the first two.
 	ExtShared, OrgShared, PendingExtShared bool
-	// Error, when set, is what conversations.info answers instead of the
-	// channel ("channel_not_found", "internal_error", …).
-	Error string
+	// Members are its people besides the bot, which is a member of every
+	// conversation the fake describes; nil keeps the members it has. A
+	// person who posts in a channel (Inject) is a member from then on,
+	// since Slack lets only members post.
+	Members []string
+	// Error, when set, is what conversations.info and
+	// conversations.members answer instead of the channel
+	// ("channel_not_found", "internal_error", …); MembersError what
+	// conversations.members alone answers.
+	Error, MembersError string
 }
 
 // SetConversation describes a channel for conversations.info and the
 // events injected in it from now on, replacing what was said before (a
-// channel made private, shared, unshared).
+// channel made private, shared, unshared), without an event: Slack's
+// announcements of a change are ConvertToPrivate and the like.
 func (s *Server) SetConversation(c Conversation) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.conversations == nil {
 		s.conversations = map[string]Conversation{}
 	}
+	members := c.Members
+	c.Members = nil
 	s.conversations[c.ID] = c
+	if members != nil {
+		delete(s.members, c.ID)
+	}
+	for _, m := range members {
+		s.addMemberLocked(c.ID, m)
+	}
+}
+
+// Members returns channel's members, the bot first.
+func (s *Server) Members(channel string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.membersLocked(channel))
+}
+
+func (s *Server) membersLocked(channel string) []string {
+	if s.members == nil {
+		s.members = map[string][]string{}
+	}
+	if _, ok := s.members[channel]; !ok {
+		s.members[channel] = []string{s.cfg.BotUserID}
+	}
+	return s.members[channel]
+}
+
+// addMemberLocked makes user a member of channel; it reports false when
+// they were one already.
+func (s *Server) addMemberLocked(channel, user string) bool {
+	m := s.membersLocked(channel)
+	if user == "" || slices.Contains(m, user) {
+		return false
+	}
+	s.members[channel] = append(m, user)
+	return true
+}
+
+// removeMemberLocked takes user out of channel's members; it reports
+// false when they were not one.
+func (s *Server) removeMemberLocked(channel, user string) bool {
+	m := s.membersLocked(channel)
+	i := slices.Index(m, user)
+	if i < 0 {
+		return false
+	}
+	s.members[channel] = slices.Delete(slices.Clone(m), i, i+1)
+	return true
 }
 
 // conversationLocked returns what the fake knows of channel id.
@@ -99,4 +159,32 @@ func (s *Server) conversationInfo(w http.ResponseWriter, r *http.Request, method
 		ch["name"] = "chan-" + c.ID
 	}
 	s.answer(w, method, http.StatusOK, map[string]any{"ok": true, "channel": ch})
+}
+
+// conversationMembers answers conversations.members: the member ids, a
+// page at a time (limit, Slack's default 100, at most 1000), the next
+// page's cursor in response_metadata.
+func (s *Server) conversationMembers(w http.ResponseWriter, r *http.Request, method string) {
+	id := r.PostForm.Get("channel")
+	s.mu.Lock()
+	c := s.conversationLocked(id)
+	members := slices.Clone(s.membersLocked(id))
+	s.mu.Unlock()
+	switch {
+	case id == "":
+		s.fail(w, method, "channel_not_found")
+		return
+	case c.Error != "":
+		s.fail(w, method, c.Error)
+		return
+	case c.MembersError != "":
+		s.fail(w, method, c.MembersError)
+		return
+	}
+	page, next, ok := paginate(members, r.PostForm.Get("cursor"), r.PostForm.Get("limit"), 100)
+	if !ok {
+		s.fail(w, method, "invalid_cursor")
+		return
+	}
+	s.answer(w, method, http.StatusOK, map[string]any{"ok": true, "members": page, "response_metadata": map[string]any{"next_cursor": next}})
 }

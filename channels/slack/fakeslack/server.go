@@ -5,15 +5,21 @@
 // chat.update, chat.delete, chat.postEphemeral, conversations.history and
 // conversations.replies over the accepted posts and seeded messages,
 // conversations.info (public, private, group DM, DM, shared),
-// users.info, files.info with url_private downloads, reactions.add,
-// reactions.remove) over HTTP, slash commands' response_url, and Socket Mode
-// over a websocket (hello, events_api and slash_commands envelopes, acks,
-// PING frames, disconnect requests and hard drops).
+// conversations.members, users.info and users.list (members, guests,
+// people of other organisations), files.info with url_private downloads,
+// reactions.add, reactions.remove) over HTTP, slash commands'
+// response_url, and Socket Mode over a websocket (hello, events_api and
+// slash_commands envelopes, acks, PING frames, disconnect requests and
+// hard drops).
 //
 // It binds 127.0.0.1:0, records every call, post, reaction and ack, and lets a
 // test inject events, script a 429 or a 5xx on the next post (also one that
-// posted before failing), drop the websocket and redeliver an envelope.
-// Waits take a context; nothing sleeps.
+// posted before failing), drop the websocket and redeliver an envelope. A
+// test changes channels as people do in Slack (made private or public,
+// shared and unshared, a new id, people joining and leaving) and the fake
+// announces each change as Slack does, only to an app subscribed to its
+// event (Config.Events, a manifest's bot_events). Waits take a context;
+// nothing sleeps.
 //
 // It imports nothing of ours, so any test (also outside channels/slack) can
 // use it; it is not a test file so that cmd/dreamgate's end-to-end tests can
@@ -66,9 +72,12 @@ type Config struct {
 	// answer missing_scope, as for an app without the *:history scopes.
 	NoHistoryScope bool
 	// Users are the workspace's people for users.info: id -> display name
-	// (the profile's display_name; real_name is "Real " + it). Others are
+	// (the profile's display_name; real_name is "Real " + it), full
+	// members of TeamID. People describes more (guests, people of other
+	// organisations; SetPerson changes them later). Others are
 	// user_not_found.
-	Users map[string]string
+	Users  map[string]string
+	People []Person
 	// NoUsersScope makes users.info answer missing_scope, as for an app
 	// without users:read.
 	NoUsersScope bool
@@ -81,10 +90,17 @@ type Config struct {
 	// Conversations describe channels for conversations.info and the
 	// events in them (SetConversation changes them later).
 	Conversations []Conversation
-	// NoConversationsScope makes conversations.info answer missing_scope,
-	// as for an app without channels:read, groups:read, mpim:read and
-	// im:read.
+	// NoConversationsScope makes conversations.info and
+	// conversations.members answer missing_scope, as for an app without
+	// channels:read, groups:read, mpim:read and im:read.
 	NoConversationsScope bool
+	// Events are the app's bot event subscriptions, as its manifest's
+	// settings.event_subscriptions.bot_events lists them ("app_mention",
+	// "message.im", "message.channels", "channel_shared", …). A post
+	// (InjectPost) and a change to a channel (ConvertToPrivate, Join, …)
+	// send only the events subscribed to, as Slack does; nil subscribes to
+	// every one. Inject sends what it is given whatever the subscriptions.
+	Events []string
 }
 
 // Call is one Web API request.
@@ -192,8 +208,11 @@ type Server struct {
 	seeded       []Message
 	files        map[string]File
 	// conversations are the channels described by Config.Conversations
-	// and SetConversation.
+	// and SetConversation; members their members, in the order they
+	// joined (the bot first).
 	conversations map[string]Conversation
+	members       map[string][]string
+	people        map[string]Person
 	downloads     int
 }
 
@@ -224,6 +243,9 @@ func New(cfg Config) *Server {
 	}
 	for _, c := range cfg.Conversations {
 		s.SetConversation(c)
+	}
+	for _, p := range cfg.People {
+		s.SetPerson(p)
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/api/", s.serveAPI)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -59,29 +58,40 @@ func (s *Server) Inject(ev Event) (Delivery, error) {
 }
 
 // InjectPost sends what Slack sends for one user post in a channel the app
-// listens to: a message event and, when the text mentions the bot, an
-// app_mention event for the same ts, as two envelopes.
+// is in: a message event (to an app subscribed to message.channels,
+// message.groups, message.im or message.mpim, by the channel's kind) and,
+// when the text mentions the bot, an app_mention event for the same ts
+// (to an app subscribed to app_mention), as two envelopes.
 func (s *Server) InjectPost(ev Event) ([]Delivery, error) {
 	if ev.TS == "" {
 		s.mu.Lock()
 		ev.TS = s.nextTSLocked()
 		s.mu.Unlock()
 	}
-	msg := ev
-	msg.Type = "message"
-	d1, err := s.Inject(msg)
-	if err != nil {
-		return nil, err
+	ct := ev.ChannelType
+	if ct == "" {
+		s.mu.Lock()
+		ct = s.conversationLocked(ev.Channel).channelType()
+		s.mu.Unlock()
 	}
-	out := []Delivery{d1}
-	if strings.Contains(ev.Text, "<@"+s.cfg.BotUserID+">") {
+	var out []Delivery
+	if s.Subscribed(messageSubscription(ct)) {
+		msg := ev
+		msg.Type = "message"
+		d, err := s.Inject(msg)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	if s.mentionsBot(ev.Text) && s.Subscribed("app_mention") {
 		m := ev
 		m.Type = "app_mention"
-		d2, err := s.Inject(m)
+		d, err := s.Inject(m)
 		if err != nil {
 			return out, err
 		}
-		out = append(out, d2)
+		out = append(out, d)
 	}
 	return out, nil
 }
@@ -213,6 +223,10 @@ func (s *Server) callbackPayload(eventID string, ev Event) (json.RawMessage, err
 	}
 	s.mu.Lock()
 	conv := s.conversationLocked(ev.Channel)
+	if ev.User != "" && ev.BotID == "" && ev.Channel != "" {
+		// Only members post: a person heard in a channel is one.
+		s.addMemberLocked(ev.Channel, ev.User)
+	}
 	s.mu.Unlock()
 	if typ == "message" {
 		ct := ev.ChannelType
@@ -238,7 +252,12 @@ func (s *Server) callbackPayload(eventID string, ev Event) (json.RawMessage, err
 	if ev.Edited {
 		inner["edited"] = map[string]string{"user": ev.User, "ts": ev.TS}
 	}
-	team := ev.Team
+	return s.wrapCallback(eventID, ev.Team, inner, conv.ExtShared)
+}
+
+// wrapCallback wraps an inner event in the event_callback Slack sends for
+// the workspace team ("" = Config.TeamID).
+func (s *Server) wrapCallback(eventID, team string, inner map[string]any, extShared bool) (json.RawMessage, error) {
 	if team == "" {
 		team = s.cfg.TeamID
 	}
@@ -256,7 +275,7 @@ func (s *Server) callbackPayload(eventID string, ev Event) (json.RawMessage, err
 			"enterprise_id": nil, "team_id": team, "user_id": s.cfg.BotUserID,
 			"is_bot": true, "is_enterprise_install": false,
 		}},
-		"is_ext_shared_channel": conv.ExtShared,
+		"is_ext_shared_channel": extShared,
 		"event_context":         "4-fake-" + eventID,
 	})
 }

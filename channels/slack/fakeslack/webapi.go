@@ -53,9 +53,17 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		if s.botMay(w, method, token, !s.cfg.NoConversationsScope) {
 			s.conversationInfo(w, r, method)
 		}
+	case "conversations.members":
+		if s.botMay(w, method, token, !s.cfg.NoConversationsScope) {
+			s.conversationMembers(w, r, method)
+		}
 	case "users.info":
 		if s.botMay(w, method, token, !s.cfg.NoUsersScope) {
 			s.userInfo(w, r, method)
+		}
+	case "users.list":
+		if s.botMay(w, method, token, !s.cfg.NoUsersScope) {
+			s.userList(w, r, method)
 		}
 	case "files.info":
 		if s.botMay(w, method, token, !s.cfg.NoFilesScope) {
