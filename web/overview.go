@@ -104,7 +104,9 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request, v *Viewer) {
 			d.Health = publicHealth(d.Health)
 		}
 	}
-	if s.deps.Usage != nil {
+	// The gateway's tokens are every audience's conversations' and
+	// Dream's: the operator's to read, as at the terminal's /status.
+	if s.deps.Usage != nil && v.Operator {
 		d.Usage = usageRows(s.deps.Usage())
 	}
 	d.Dream = s.dreamPart(v)

@@ -36,10 +36,11 @@ func TestOverview(t *testing.T) {
 		"Model llama3.2 is unreachable: its last call failed (connection).", "1,200")
 
 	// A person reads their own scopes' Dream and none of the operator's
-	// detail.
+	// detail, nor the gateway's tokens, which every audience's
+	// conversations and Dream make (as /status in a chat).
 	page := f.person(bob).get("/").body
 	mustContain(t, page, "llama3.2", "not answering right now", "/commit/"+f.commit["team2"].SHA)
-	mustNotContain(t, page, "socket closed", "(connection)")
+	mustNotContain(t, page, "socket closed", "(connection)", "Tokens used", "1,200")
 	page = f.person(ana).get("/").body
 	mustContain(t, page, "/commit/"+f.commit["team2"].SHA)
 }
