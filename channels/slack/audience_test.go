@@ -226,3 +226,32 @@ func TestAudienceWhenSlackCannotSay(t *testing.T) {
 		})
 	}
 }
+
+// Interactions (block actions, shortcuts, modal submissions) are no way
+// in: the app declares none (manifest.yaml: interactivity off), and an
+// interactive envelope, even from a person of another organisation, is
+// acked and answers nothing, so it cannot show anyone memory.
+func TestInteractionsAreNoWayIn(t *testing.T) {
+	h := startHarness(t, harnessOpts{fake: fakeslack.Config{People: append([]fakeslack.Person{{ID: "UEVE", Name: "Eve", Team: "TOTHER"}}, members...)}})
+	for _, payload := range []map[string]any{
+		{"type": "shortcut", "callback_id": "why", "trigger_id": "trig-1", "team": map[string]any{"id": team1},
+			"user": map[string]any{"id": "UEVE", "team_id": "TOTHER"}},
+		{"type": "block_actions", "trigger_id": "trig-2", "team": map[string]any{"id": team1},
+			"user": map[string]any{"id": "UEVE", "team_id": "TOTHER"}, "channel": map[string]any{"id": "D1"},
+			"actions": []map[string]any{{"action_id": "why", "value": "release train"}}},
+	} {
+		id, err := h.fake.SendEnvelope("interactive", payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := h.fake.WaitAcked(h.ctx(), id); err != nil {
+			t.Error(err)
+		}
+	}
+	if got := h.sentinel("UANA"); len(got) != 0 {
+		t.Errorf("an interaction was delivered: %+v", got)
+	}
+	if n := len(h.fake.Posts()) + len(h.fake.Responses()) + len(h.fake.Ephemerals()); n != 0 {
+		t.Errorf("an interaction was answered %d times", n)
+	}
+}
