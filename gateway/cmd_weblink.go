@@ -2,22 +2,16 @@ package gateway
 
 import (
 	"context"
-	"errors"
 
 	"github.com/dreamgate/dreamgate/audience"
 )
 
 // WebLinks makes the memory page's sign-in links (package web's Server):
 // a link signs its holder in as the person of a DM with the bot, reading
-// what that DM reads.
+// what that DM reads, or as the operator (the terminal's audience).
 type WebLinks interface {
-	// SignInLink fails with ErrNoWebSignIn when the page signs no person
-	// in (it has no token: it is the operator's, on its machine alone).
 	SignInLink(a audience.Audience) (string, error)
 }
-
-// ErrNoWebSignIn: the memory page runs, but for the operator alone.
-var ErrNoWebSignIn = errors.New("the memory page signs no person in")
 
 func cmdWebLink() *command {
 	return &command{
@@ -29,16 +23,21 @@ func cmdWebLink() *command {
 			case g.deps.WebLinks == nil:
 				return "The memory page is off (config web.enabled)."
 			case a.Kind == audience.Operator:
-				return "On this machine the memory page needs no link: open it in a browser here, or sign in with its token (config web.token)."
+				// The terminal is the operator's, on the gateway's
+				// machine: the link signs in as the operator, as
+				// `dreamgate web-link` prints it.
+				link, err := g.deps.WebLinks.SignInLink(a)
+				if err != nil {
+					g.logger.Error("/web-link failed", "session", req.in.SessionKey, "err", err)
+					return "I could not make a link; the error is in the gateway log."
+				}
+				return "Your link to the memory page: " + link + "\nIt signs you in as the operator once, and expires soon. Do not share it."
 			case !ownDM(req.in):
 				// The link signs its holder in as the asker: posted where
 				// others read it, anyone could use it.
 				return "Ask me for " + g.commandUsage(req.in, "/web-link") + " in a direct message: the link signs in whoever holds it, as you."
 			}
 			link, err := g.deps.WebLinks.SignInLink(a)
-			if errors.Is(err, ErrNoWebSignIn) {
-				return "The memory page is open to the operator alone for now: it needs a token (config web.token) before people can sign in."
-			}
 			if err != nil {
 				g.logger.Error("/web-link failed", "session", req.in.SessionKey, "err", err)
 				return "I could not make a link; the error is in the gateway log."

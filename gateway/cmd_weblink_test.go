@@ -14,29 +14,28 @@ import (
 // fakeLinks makes links as the memory page does, one per audience asked,
 // and records who was given one.
 type fakeLinks struct {
-	mu           sync.Mutex
-	asked        []audience.Audience
-	operatorOnly bool // the page has no token
+	mu    sync.Mutex
+	asked []audience.Audience
 }
 
 func (f *fakeLinks) SignInLink(a audience.Audience) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.operatorOnly {
-		return "", fmt.Errorf("no token: %w", ErrNoWebSignIn)
-	}
-	if !a.Direct() {
+	if !a.Direct() && a.Kind != audience.Operator {
 		return "", fmt.Errorf("a link for %s", a)
 	}
 	f.asked = append(f.asked, a)
+	if a.Kind == audience.Operator {
+		return "http://127.0.0.1:18791/signin?link=LINK-OPERATOR", nil
+	}
 	return "http://127.0.0.1:18791/signin?link=LINK-" + a.Person, nil
 }
 
 // /web-link sends a person, in their DM, a link that signs them in as
 // themselves; in a channel, a group or another person's DM (a sender who
 // is not the DM's person) it sends none and says to ask in a DM; the
-// operator is told the page needs no link; without the page it says the
-// page is off.
+// operator (the terminal) gets a link that signs in as the operator;
+// without the page it says the page is off.
 func TestWebLinkOnlyInAPersonsOwnDM(t *testing.T) {
 	env := scopeEnv(t, func(context.Context, llm.Request) (llm.Response, error) { return textReply("ok"), nil }, false)
 	links := &fakeLinks{}
@@ -77,14 +76,10 @@ func TestWebLinkOnlyInAPersonsOwnDM(t *testing.T) {
 	if got := ask(guestDM, guestDM.Person); !strings.Contains(got, "LINK-UANA") || strings.Contains(got, "the team's memory and yours") || !strings.Contains(got, "your own memory") {
 		t.Errorf("a guest's DM: %q", got)
 	}
-	if got := ask(operator, "U1"); strings.Contains(got, "LINK-") || !strings.Contains(got, "needs no link") {
+	if got := ask(operator, "U1"); !strings.Contains(got, "LINK-OPERATOR") || !strings.Contains(got, "as the operator") {
 		t.Errorf("the operator: %q", got)
 	}
-	if len(links.asked) != 2 || links.asked[0] != anaDM || links.asked[1] != guestDM {
-		t.Errorf("links made for %v, want Ana's DM, then her DM as a guest", links.asked)
-	}
-	links.operatorOnly = true
-	if got := ask(anaDM, anaDM.Person); strings.Contains(got, "LINK-") || !strings.Contains(got, "web.token") {
-		t.Errorf("a page without a token: %q", got)
+	if len(links.asked) != 3 || links.asked[0] != anaDM || links.asked[1] != guestDM || links.asked[2].Kind != audience.Operator {
+		t.Errorf("links made for %v, want Ana's DM, then her DM as a guest, then the operator", links.asked)
 	}
 }

@@ -11,12 +11,12 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/dream"
-	"github.com/dreamgate/dreamgate/gateway"
 )
 
 // Who may read what. The rules are chat's: a person signed in with a link
@@ -109,18 +109,29 @@ const (
 	claimOperator = "op"
 	claimPerson   = "person"
 	claimLink     = "link"
+	// claimOperatorLink is a one-time link that signs the operator in:
+	// `dreamgate web-link` on the gateway's machine, or /web-link in the
+	// terminal chat, make it with the page's key.
+	claimOperatorLink = "oplink"
 )
+
+// signer signs and reads the page's values (sessions, links, form
+// tokens) with its key.
+type signer struct {
+	key   []byte
+	clock func() time.Time
+}
 
 // sign writes c as base64url(json) "." base64url(mac), the mac taken over
 // purpose and the payload, so a link is never taken for a session.
-func (s *Server) sign(purpose string, c claim) string {
+func (s signer) sign(purpose string, c claim) string {
 	payload, _ := json.Marshal(c)
 	p := base64.RawURLEncoding.EncodeToString(payload)
 	return p + "." + base64.RawURLEncoding.EncodeToString(s.mac(purpose, p))
 }
 
 // verify reads a value sign wrote for purpose, unexpired.
-func (s *Server) verify(purpose, value string) (claim, error) {
+func (s signer) verify(purpose, value string) (claim, error) {
 	p, sig, ok := strings.Cut(value, ".")
 	if !ok || len(value) > 2048 {
 		return claim{}, errors.New("not a signed value")
@@ -137,14 +148,14 @@ func (s *Server) verify(purpose, value string) (claim, error) {
 	if err := json.Unmarshal(payload, &c); err != nil {
 		return claim{}, errors.New("bad payload")
 	}
-	if s.now().Unix() >= c.Expires {
+	if s.clock().Unix() >= c.Expires {
 		return claim{}, errors.New("expired")
 	}
 	return c, nil
 }
 
-func (s *Server) mac(purpose, payload string) []byte {
-	m := hmac.New(sha256.New, s.cfg.Key)
+func (s signer) mac(purpose, payload string) []byte {
+	m := hmac.New(sha256.New, s.key)
 	m.Write([]byte(purpose + "\n" + payload))
 	return m.Sum(nil)
 }
@@ -156,36 +167,45 @@ func tokenID(token string) string {
 	return base64.RawURLEncoding.EncodeToString(sum[:9])
 }
 
-// SignInLink returns a link that signs a in (the audience of a DM with the
-// bot: Person, or Guest, who reads their own memory alone) for LinkTTL:
-// what /web-link sends to that person. The link opens a page whose button
-// signs in, so a chat's link preview, which only fetches it, signs nobody
-// in.
+// SignInLink returns a link that signs a in for LinkTTL: for the audience
+// of a DM with the bot (Person, or Guest, who reads their own memory
+// alone), what /web-link sends to that person; for the operator (the
+// terminal's audience), what /web-link answers there. The link opens a
+// page whose button signs in, so a chat's link preview, which only
+// fetches it, signs nobody in.
 func (s *Server) SignInLink(a audience.Audience) (string, error) {
-	if s.cfg.Token == "" {
-		// Without a token every request from this machine is the
-		// operator's: a link would sign nobody in as themselves.
-		return "", fmt.Errorf("the memory page has no web.token: %w", gateway.ErrNoWebSignIn)
+	return Link(s.cfg.Key, s.cfg.BaseURL, a, s.cfg.LinkTTL, s.now())
+}
+
+// Link is a sign-in link for a, made with the page's key as its server
+// makes them, valid for ttl from now: `dreamgate web-link` makes the
+// operator's this way, in a process of its own, from the key it reads in
+// the state directory (so only the gateway's own account can). The page
+// takes it once, and only when it was made after the page started.
+func Link(key []byte, baseURL string, a audience.Audience, ttl time.Duration, now time.Time) (string, error) {
+	if len(key) < 32 {
+		return "", errors.New("web: the signing key must be at least 32 bytes")
 	}
-	if !a.Direct() || a.Validate() != nil {
-		return "", errors.New("a sign-in link is for one person's direct messages")
+	c := claim{Kind: claimLink, Audience: a.String(), Expires: now.Add(ttl).Unix(), Nonce: randomID()}
+	switch {
+	case a.Kind == audience.Operator:
+		c = claim{Kind: claimOperatorLink, Expires: c.Expires, Nonce: c.Nonce}
+	case !a.Direct() || a.Validate() != nil:
+		return "", errors.New("a sign-in link is for one person's direct messages, or the operator")
 	}
-	v := s.sign(claimLink, claim{Kind: claimLink, Audience: a.String(), Expires: s.now().Add(s.cfg.LinkTTL).Unix(), Nonce: randomID()})
-	return strings.TrimRight(s.cfg.BaseURL, "/") + "/signin?link=" + v, nil
+	v := signer{key: key, clock: func() time.Time { return now }}.sign(claimLink, c)
+	return strings.TrimRight(baseURL, "/") + "/signin?link=" + v, nil
 }
 
 const sessionCookie = "dreamgate_session"
 
-// viewer finds who sent r: nil when nobody signed in.
+// viewer finds who sent r: nil when nobody signed in. Only a secret
+// signs anyone in — the token, or a session a sign-in link or the token
+// started; never the address a request comes from or a header it lacks.
 func (s *Server) viewer(r *http.Request) *Viewer {
-	if s.cfg.Token == "" {
-		// Loopback without a token (New refuses anything else): whoever
-		// reaches it is on this machine, as the terminal is.
-		return &Viewer{Operator: true, Admin: true}
-	}
 	if h := r.Header.Get("Authorization"); h != "" {
 		if t, ok := strings.CutPrefix(h, "Bearer "); ok && s.tokenMatches(t) {
-			return &Viewer{Operator: true, Admin: true, session: "bearer"}
+			return &Viewer{Operator: true, Admin: true, session: "bearer " + tokenID(s.cfg.Token)}
 		}
 		return nil
 	}
@@ -247,15 +267,25 @@ func (s *Server) secure(r *http.Request) bool {
 	return r.TLS != nil || strings.HasPrefix(s.cfg.BaseURL, "https://")
 }
 
-// csrfToken is the form token of v's session: a MAC of the session, so it
-// is valid for that sign-in alone and unknown to any other site.
-func (s *Server) csrfToken(v *Viewer) string {
-	return base64.RawURLEncoding.EncodeToString(s.mac("csrf", v.session))
+// csrfWindow is how often a session's form token changes: a form is
+// taken with the token of the window it is posted in or of the one
+// before, so a token lasts at most two windows, and a new sign-in (a new
+// session) makes new ones at once.
+const csrfWindow = 30 * time.Minute
+
+// csrfToken is v's form token now: a MAC of the session and the window,
+// so it is valid for that sign-in alone, for a while, and unknown to any
+// other site.
+func (s *Server) csrfToken(v *Viewer) string { return s.csrfAt(v, s.now()) }
+
+func (s *Server) csrfAt(v *Viewer, t time.Time) string {
+	window := strconv.FormatInt(t.Unix()/int64(csrfWindow/time.Second), 10)
+	return base64.RawURLEncoding.EncodeToString(s.mac("csrf", v.session+"\n"+window))
 }
 
 // checkPost refuses a form post that did not come from our own page: a
-// missing or wrong CSRF token, or a browser saying it came from another
-// site.
+// missing, wrong or outdated CSRF token, or a browser saying it came from
+// another site.
 func (s *Server) checkPost(r *http.Request, v *Viewer) error {
 	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
 		return fmt.Errorf("cross-site request (Sec-Fetch-Site %s)", site)
@@ -263,9 +293,10 @@ func (s *Server) checkPost(r *http.Request, v *Viewer) error {
 	if o := r.Header.Get("Origin"); o != "" && o != "null" && !sameHost(o, r.Host) {
 		return errors.New("cross-origin request")
 	}
-	got := r.PostFormValue("csrf")
-	if got == "" || !hmac.Equal([]byte(got), []byte(s.csrfToken(v))) {
-		return errors.New("missing or wrong CSRF token")
+	got := []byte(r.PostFormValue("csrf"))
+	now := s.now()
+	if len(got) == 0 || !hmac.Equal(got, []byte(s.csrfAt(v, now))) && !hmac.Equal(got, []byte(s.csrfAt(v, now.Add(-csrfWindow)))) {
+		return errors.New("missing, wrong or outdated CSRF token")
 	}
 	return nil
 }
@@ -276,10 +307,8 @@ func sameHost(origin, host string) bool {
 	return ok && strings.EqualFold(rest, host)
 }
 
-// loopbackHost reports whether a Host header names this machine by a
-// loopback address or "localhost": without a token, another name is a
-// page of someone else's site whose name was pointed at 127.0.0.1 (DNS
-// rebinding), and is refused.
+// loopbackHost reports whether a host names this machine by a loopback
+// address or "localhost".
 func loopbackHost(host string) bool {
 	h, _, err := net.SplitHostPort(host)
 	if err != nil {
@@ -293,20 +322,10 @@ func loopbackHost(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// proxied reports whether r came through a proxy that says so: without a
-// token, a page reached through a proxy would be everyone's.
-func proxied(r *http.Request) bool {
-	for _, h := range []string{"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Real-Ip"} {
-		if r.Header.Get(h) != "" {
-			return true
-		}
-	}
-	return false
-}
-
 // LoopbackAddr reports whether a listen address is on loopback alone
 // (127.0.0.0/8, ::1, localhost): the only addresses the page may listen on
-// without a token.
+// without a token (its sign-in links then travel over plain HTTP on this
+// machine alone).
 func LoopbackAddr(addr string) bool {
 	h, _, err := net.SplitHostPort(addr)
 	if err != nil || h == "" {

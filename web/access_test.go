@@ -1,7 +1,6 @@
 package web
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -12,7 +11,6 @@ import (
 	"time"
 
 	"github.com/dreamgate/dreamgate/audience"
-	"github.com/dreamgate/dreamgate/gateway"
 	"github.com/dreamgate/dreamgate/internal/testkit"
 )
 
@@ -341,41 +339,98 @@ func sessionCookieOf(t *testing.T, f *fixture, c *client) string {
 	return ""
 }
 
-// Without a token the page is the operator's, on this machine alone: a
-// request naming another host (a site whose name points at 127.0.0.1)
-// or coming through a proxy is refused.
-func TestLoopbackWithoutAToken(t *testing.T) {
+// Without a token the page still takes nobody for the operator without a
+// secret: not a request from this machine, not one naming another host,
+// not one through a proxy that says so or one that does not. The operator
+// signs in with a one-time link made with the page's key (what `dreamgate
+// web-link` prints); a person with their /web-link, as with a token.
+func TestNoTokenNeedsALink(t *testing.T) {
 	f := newFixture(t, fixtureOpts{})
 	c := f.anonymous()
-	if res := c.get("/memory/" + string(anaScope)); res.code != http.StatusOK || !strings.Contains(res.body, anaSecret) {
-		t.Errorf("the operator on loopback: %d", res.code)
-	}
 	for name, h := range map[string][2]string{
+		"this machine":  {"", ""},
 		"DNS rebinding": {"Host", "evil.example:80"},
 		"a proxy":       {"X-Forwarded-For", "203.0.113.9"},
 		"Forwarded":     {"Forwarded", "for=203.0.113.9"},
 	} {
-		req, _ := http.NewRequest(http.MethodGet, f.http.URL+"/memory/default", nil)
-		if h[0] == "Host" {
+		req, _ := http.NewRequest(http.MethodGet, f.http.URL+"/memory/"+string(anaScope), nil)
+		switch h[0] {
+		case "":
+		case "Host":
 			req.Host = h[1]
-		} else {
+		default:
 			req.Header.Set(h[0], h[1])
 		}
 		res := c.do(req)
-		if res.code != http.StatusForbidden || strings.Contains(res.body, "green tea") {
-			t.Errorf("%s: %d", name, res.code)
+		if res.code != http.StatusSeeOther || res.header.Get("Location") != "/signin" || strings.Contains(res.body, anaSecret) {
+			t.Errorf("%s: %d %q", name, res.code, res.header.Get("Location"))
 		}
 	}
-	// Nobody is signed in as a person there: a link would be the
-	// operator's page.
-	if _, err := f.srv.SignInLink(ana); !errors.Is(err, gateway.ErrNoWebSignIn) {
-		t.Errorf("a sign-in link without a token: %v", err)
+	if res := c.post("/restore/"+f.commit["team2"].SHA, url.Values{"csrf": {"x"}}); res.code != http.StatusUnauthorized {
+		t.Errorf("a restore posted by nobody signed in: %d", res.code)
+	}
+	page := c.get("/signin")
+	mustContain(t, page.body, "dreamgate web-link", "/web-link")
+	mustNotContain(t, page.body, `name="token"`)
+	for _, token := range []string{"", "anything"} {
+		if res := c.post("/signin", url.Values{"token": {token}}); res.code != http.StatusUnauthorized {
+			t.Errorf("the token %q without web.token: %d", token, res.code)
+		}
+	}
+	// The operator's link: the page it opens says whom it signs in; it
+	// signs in once.
+	op := f.operatorByLink()
+	if res := op.get("/memory/" + string(anaScope)); res.code != http.StatusOK || !strings.Contains(res.body, anaSecret) {
+		t.Errorf("the operator signed in by a link: %d", res.code)
+	}
+	mustContain(t, op.get("/").body, "operator · admin", "Sign out")
+	// A person's link works without a token too.
+	if res := f.person(bob).get("/memory/" + string(anaScope)); res.code != http.StatusNotFound {
+		t.Errorf("Bob reads Ana's memory: %d", res.code)
 	}
 	for addr, want := range map[string]bool{"127.0.0.1:8080": true, "[::1]:80": true, "localhost:1": true,
 		"0.0.0.0:8080": false, ":8080": false, "192.168.1.4:80": false, "[::]:80": false, "example.com:80": false} {
 		if LoopbackAddr(addr) != want {
 			t.Errorf("LoopbackAddr(%q) = %v", addr, !want)
 		}
+	}
+}
+
+// A form's token belongs to its session and changes with time: another
+// session's token is refused, a token of the window before is still
+// taken, an older one is not, and the page then carries a new one.
+func TestFormTokensRotate(t *testing.T) {
+	f := newFixture(t, fixtureOpts{token: opToken, admins: []string{"slack:UBOB"}})
+	now := time.Now()
+	f.srv.cfg.Now = func() time.Time { return now }
+	bobC, bob2 := f.person(bob), f.person(bob)
+	first := csrfOf(t, bobC)
+	if other := csrfOf(t, bob2); other == first {
+		t.Fatal("two sessions of one person share a form token")
+	}
+	signOut := func(c *client, token string) int {
+		t.Helper()
+		return c.post("/signout", url.Values{"csrf": {token}}).code
+	}
+	if code := signOut(bobC, csrfOf(t, bob2)); code != http.StatusForbidden {
+		t.Errorf("another session's token: %d", code)
+	}
+	now = now.Add(csrfWindow)
+	if second := csrfOf(t, bobC); second == first {
+		t.Error("the form token did not change after its window")
+	}
+	now = now.Add(csrfWindow)
+	if code := signOut(bobC, first); code != http.StatusForbidden {
+		t.Errorf("a token two windows old: %d", code)
+	}
+	if code := signOut(bobC, csrfOf(t, bobC)); code != http.StatusSeeOther {
+		t.Errorf("the current token: %d", code)
+	}
+	// The window before is still taken (a form opened a little earlier).
+	prev := csrfOf(t, bob2)
+	now = now.Add(csrfWindow)
+	if code := signOut(bob2, prev); code != http.StatusSeeOther {
+		t.Errorf("a token of the window before: %d", code)
 	}
 }
 

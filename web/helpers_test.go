@@ -281,6 +281,15 @@ func (f *fixture) operator() *client {
 	return c
 }
 
+// operatorByLink signs the operator in with a one-time link, as
+// `dreamgate web-link` prints it.
+func (f *fixture) operatorByLink() *client {
+	f.t.Helper()
+	c := f.person(audience.Audience{Kind: audience.Operator})
+	c.name = "operator (link)"
+	return c
+}
+
 // person signs in with the link /web-link would send a.
 func (f *fixture) person(a audience.Audience) *client {
 	f.t.Helper()

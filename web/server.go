@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/a-h/templ"
@@ -32,9 +33,10 @@ type Config struct {
 	// random bytes, kept by cmd in the state directory. A new key ends
 	// every session and link.
 	Key []byte
-	// Token is the operator's access token. "" is allowed on loopback
-	// alone (cmd refuses another address without one): every request from
-	// this machine is then the operator's, as the terminal is.
+	// Token is the operator's access token, typed on the sign-in page or
+	// sent as a bearer token. "" means none: the operator then signs in
+	// with a one-time link (Link, made with Key by `dreamgate web-link`
+	// or /web-link in the terminal chat). Either way a secret.
 	Token string
 	// BaseURL is where browsers reach the page, for the links /web-link
 	// sends (behind a proxy, the proxy's address).
@@ -149,6 +151,7 @@ type SearchMatch struct {
 
 // Server serves the pages.
 type Server struct {
+	signer
 	cfg  Config
 	deps Deps
 	log  *slog.Logger
@@ -189,6 +192,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{cfg: cfg, deps: deps, log: cfg.Logger, started: cfg.Now().Unix()}
+	s.signer = signer{key: cfg.Key, clock: s.now}
 	s.routes()
 	return s, nil
 }
@@ -214,8 +218,9 @@ func (s *Server) routes() {
 	s.mux = m
 }
 
-// Handler serves the pages, with the security headers on every answer and,
-// without a token, only to requests that name this machine.
+// Handler serves the pages, with the security headers on every answer.
+// Who may read what is the session's alone (viewer): no address, host
+// name or missing header signs anyone in.
 func (s *Server) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
@@ -229,15 +234,9 @@ func (s *Server) Handler() http.Handler {
 		h.Set("Cache-Control", "no-store")
 		h.Set("Cross-Origin-Opener-Policy", "same-origin")
 		h.Set("Cross-Origin-Resource-Policy", "same-origin")
-		if s.cfg.Token == "" && (!loopbackHost(r.Host) || proxied(r)) {
-			http.Error(w, "This page answers on this machine only: set web.token to reach it from elsewhere or through a proxy.", http.StatusForbidden)
-			return
-		}
 		s.mux.ServeHTTP(w, r)
 	})
 }
-
-type ctxKey struct{}
 
 // signed serves h to a signed-in viewer; anyone else goes to the sign-in
 // page (a form post is refused).
@@ -290,7 +289,7 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, v *Viewer, statu
 	vw := view{Title: title, Nav: nav, Viewer: v}
 	if v != nil {
 		vw.CSRF = s.csrfToken(v)
-		vw.SignOut = v.session != "" && v.session != "bearer"
+		vw.SignOut = !strings.HasPrefix(v.session, "bearer ")
 		vw.Who = "operator"
 		if !v.Operator {
 			vw.Who = v.Audience.Platform + " user " + v.Audience.Person

@@ -9,17 +9,20 @@ import (
 	"github.com/dreamgate/dreamgate/audience"
 )
 
-// Signing in. The operator types the token (config web.token) once; a
-// person follows the link /web-link sent to their DM and presses the
-// button on the page it opens (a chat's link preview only fetches the
-// link, so it signs nobody in). Either way a session cookie follows,
-// HttpOnly and SameSite=Strict, signed with the page's key, until
-// SessionTTL or sign-out.
+// Signing in. The operator types the token (config web.token) once, or
+// follows a one-time link `dreamgate web-link` printed on the gateway's
+// machine (or /web-link in its terminal chat); a person follows the link
+// /web-link sent to their DM. A link opens a page whose button signs in
+// (a chat's link preview only fetches the link, so it signs nobody in).
+// Either way a session cookie follows, HttpOnly and SameSite=Strict,
+// signed with the page's key, until SessionTTL or sign-out.
 
 type signInData struct {
-	// Who is the person a pending sign-in link signs in ("" none).
-	Who string
-	// Token: the operator's token form is shown.
+	// Who is whom a pending sign-in link signs in ("" none); Operator
+	// says it is the operator.
+	Who      string
+	Operator bool
+	// Token: the operator's token form is shown (web.token is set).
 	Token bool
 	// Problem says why the last attempt failed.
 	Problem string
@@ -29,47 +32,61 @@ type signInData struct {
 // button's post, so the link's value is never written into the page.
 const linkCookie = "dreamgate_link"
 
-const badLink = "This sign-in link has expired, was used already, or is not valid. Ask the bot for a new one with /web-link in a direct message."
+const badLink = "This sign-in link has expired, was used already, or is not valid. Ask for a new one: /web-link in a direct message with the bot (the operator: dreamgate web-link on the gateway's machine)."
 
 func (s *Server) signInPage(w http.ResponseWriter, r *http.Request) {
-	if s.cfg.Token == "" {
-		http.Redirect(w, r, "/", http.StatusSeeOther)
-		return
-	}
+	form := signInData{Token: s.cfg.Token != ""}
 	if link := r.URL.Query().Get("link"); link != "" {
-		a, _, err := s.readLink(link)
+		who, _, err := s.readLink(link)
 		if err != nil {
-			s.render(w, r, nil, http.StatusUnauthorized, "Sign in", "", signInPage(signInData{Token: true, Problem: badLink}))
+			form.Problem = badLink
+			s.render(w, r, nil, http.StatusUnauthorized, "Sign in", "", signInPage(form))
 			return
 		}
 		http.SetCookie(w, &http.Cookie{Name: linkCookie, Value: link, Path: "/signin", MaxAge: int(s.cfg.LinkTTL / time.Second),
 			HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: s.secure(r)})
-		s.render(w, r, nil, http.StatusOK, "Sign in", "", signInPage(signInData{Who: a.Platform + " user " + a.Person}))
+		s.render(w, r, nil, http.StatusOK, "Sign in", "", signInPage(signInData{Who: who.name, Operator: who.session.Kind == claimOperator}))
 		return
 	}
-	s.render(w, r, nil, http.StatusOK, "Sign in", "", signInPage(signInData{Token: true}))
+	s.render(w, r, nil, http.StatusOK, "Sign in", "", signInPage(form))
 }
 
-// readLink is the person a sign-in link signs in, and the link's nonce
-// and expiry, by which it is used once.
-func (s *Server) readLink(link string) (audience.Audience, claim, error) {
+// linkHolder is whom a sign-in link signs in: the session it starts and
+// a name for the page and the log.
+type linkHolder struct {
+	session claim
+	name    string
+}
+
+// readLink is whom a sign-in link signs in, and the link's own claim
+// (its nonce and expiry, by which it is used once).
+func (s *Server) readLink(link string) (linkHolder, claim, error) {
 	c, err := s.verify(claimLink, link)
-	if err != nil || c.Kind != claimLink || c.Nonce == "" {
-		return audience.Audience{}, c, errors.New("not a valid link")
+	if err != nil || c.Nonce == "" {
+		return linkHolder{}, c, errors.New("not a valid link")
 	}
-	a, err := audience.ParseAudience(c.Audience)
-	if err != nil || !a.Direct() {
-		return audience.Audience{}, c, errors.New("not a person's link")
+	var who linkHolder
+	switch c.Kind {
+	case claimOperatorLink:
+		who = linkHolder{session: claim{Kind: claimOperator, Token: tokenID(s.cfg.Token)}, name: "the operator"}
+	case claimLink:
+		a, err := audience.ParseAudience(c.Audience)
+		if err != nil || !a.Direct() {
+			return linkHolder{}, c, errors.New("not a person's link")
+		}
+		who = linkHolder{session: claim{Kind: claimPerson, Audience: a.String()}, name: a.Platform + " user " + a.Person}
+	default:
+		return linkHolder{}, c, errors.New("not a link")
 	}
 	if s.links.used(c.Nonce) {
-		return audience.Audience{}, c, errors.New("a link already used")
+		return linkHolder{}, c, errors.New("a link already used")
 	}
 	if c.Expires-int64(s.cfg.LinkTTL/time.Second) < s.started {
 		// Made by an earlier process: whether it was used is not known
 		// here, so it is not taken (the person asks for a new one).
-		return audience.Audience{}, c, errors.New("a link from before the page's last start")
+		return linkHolder{}, c, errors.New("a link from before the page's last start")
 	}
-	return a, c, nil
+	return who, c, nil
 }
 
 // usedLinks are the nonces of the links that signed someone in, until
@@ -108,10 +125,6 @@ func (u *usedLinks) use(c claim, now time.Time) bool {
 }
 
 func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
-	if s.cfg.Token == "" {
-		http.Redirect(w, r, "/", http.StatusSeeOther)
-		return
-	}
 	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
 		http.Error(w, "Sign in from this page.", http.StatusForbidden)
 		return
@@ -120,41 +133,50 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Sign in from this page.", http.StatusForbidden)
 		return
 	}
+	form := signInData{Token: s.cfg.Token != ""}
 	if !s.attempts.allow(s.now()) {
-		s.render(w, r, nil, http.StatusTooManyRequests, "Sign in", "", signInPage(signInData{Token: true,
-			Problem: "Too many failed attempts; wait a minute."}))
+		form.Problem = "Too many failed attempts; wait a minute."
+		s.render(w, r, nil, http.StatusTooManyRequests, "Sign in", "", signInPage(form))
 		return
 	}
 	if r.PostFormValue("link") != "" {
-		ck, err := r.Cookie(linkCookie)
-		var a audience.Audience
-		var c claim
-		if err == nil {
-			a, c, err = s.readLink(ck.Value)
-		}
-		if err == nil && !s.links.use(c, s.now()) {
-			err = errors.New("a link already used")
-		}
-		if err != nil {
-			s.attempts.fail(s.now())
-			s.render(w, r, nil, http.StatusUnauthorized, "Sign in", "", signInPage(signInData{Token: true, Problem: badLink}))
-			return
-		}
-		http.SetCookie(w, &http.Cookie{Name: linkCookie, Value: "", Path: "/signin", MaxAge: -1,
-			HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: s.secure(r)})
-		s.startSession(w, r, claim{Kind: claimPerson, Audience: a.String()})
-		s.log.Info("web: signed in", "who", a.Platform+" user "+a.Person)
-		http.Redirect(w, r, "/", http.StatusSeeOther)
+		s.signInWithLink(w, r, form)
 		return
 	}
 	if !s.tokenMatches(r.PostFormValue("token")) {
 		s.attempts.fail(s.now())
 		s.log.Warn("web: a sign-in with a wrong token")
-		s.render(w, r, nil, http.StatusUnauthorized, "Sign in", "", signInPage(signInData{Token: true, Problem: "That is not the token."}))
+		form.Problem = "That is not the token."
+		s.render(w, r, nil, http.StatusUnauthorized, "Sign in", "", signInPage(form))
 		return
 	}
 	s.startSession(w, r, claim{Kind: claimOperator, Token: tokenID(s.cfg.Token)})
 	s.log.Info("web: signed in", "who", "the operator")
+	http.Redirect(w, r, "/", http.StatusSeeOther)
+}
+
+// signInWithLink signs in whom the link its page left in a cookie names,
+// once.
+func (s *Server) signInWithLink(w http.ResponseWriter, r *http.Request, form signInData) {
+	ck, err := r.Cookie(linkCookie)
+	var who linkHolder
+	var c claim
+	if err == nil {
+		who, c, err = s.readLink(ck.Value)
+	}
+	if err == nil && !s.links.use(c, s.now()) {
+		err = errors.New("a link already used")
+	}
+	if err != nil {
+		s.attempts.fail(s.now())
+		form.Problem = badLink
+		s.render(w, r, nil, http.StatusUnauthorized, "Sign in", "", signInPage(form))
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: linkCookie, Value: "", Path: "/signin", MaxAge: -1,
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: s.secure(r)})
+	s.startSession(w, r, who.session)
+	s.log.Info("web: signed in", "who", who.name)
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 }
 

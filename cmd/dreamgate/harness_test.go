@@ -22,6 +22,9 @@ import (
 var binPath string
 
 func TestMain(m *testing.M) {
+	// The memory page's door test runs this test binary as a plain HTTP
+	// client under another local account.
+	maybeFetch()
 	// The MCP tests run this test binary as their stdio MCP server.
 	mcptest.MaybeServe()
 	// The unit's sandbox test runs Node through this binary.

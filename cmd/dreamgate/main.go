@@ -33,6 +33,7 @@ Commands:
   dream log [sha]              show the latest Dream change, or that commit
   dream restore [sha]          list Dream commits, or undo one as a new commit
   why [--scope NAME] <words>   where the remembered lines holding the words came from
+  web-link                     a one-time link that signs the operator in to the memory page
   status                       config, workspace, channels, model, last and next Dream;
                                exit 1 when the model cannot be used
   version                      version, commit, build date and Go version (also --version)
@@ -124,6 +125,8 @@ func runEnv(ctx context.Context, e *env, args []string) int {
 		err = cmdStatus(ctx, e, rest[1:])
 	case "why":
 		err = cmdWhy(ctx, e, rest[1:])
+	case "web-link":
+		err = cmdWebLink(ctx, e, rest[1:])
 	case "eval":
 		err = cmdEval(ctx, e, rest[1:])
 	case "version":

@@ -77,7 +77,7 @@ func (w WebConfig) validate() error {
 		}
 	}
 	if w.Enabled && w.Token == "" && !web.LoopbackAddr(w.Addr) {
-		return bad("web.addr", "%s can be reached from other machines, so the memory page needs a token there: set web.token (or web.tokenEnv); without one it listens on loopback only (127.0.0.1)", w.Addr)
+		return bad("web.addr", "%s can be reached from other machines, so the memory page needs a token there: set web.token (or web.tokenEnv); without one it listens on loopback only (127.0.0.1), and the operator signs in with the one-time link `dreamgate web-link` prints", w.Addr)
 	}
 	return nil
 }
@@ -108,17 +108,24 @@ func webKey(stateDir string, logger *slog.Logger) ([]byte, error) {
 
 // webLinks gives /web-link the page's sign-in links: the gateway is
 // built before the page (the page reads the gateway's Dream), so the page
-// is set here once it runs.
+// is set here once it runs. In a process without the page (`dreamgate
+// chat` beside a running gateway) the links are made with the page's key
+// from the state directory, as `dreamgate web-link` makes them.
 type webLinks struct {
-	srv atomic.Pointer[web.Server]
+	srv      atomic.Pointer[web.Server]
+	stateDir string
+	web      WebConfig
 }
 
 func (l *webLinks) SignInLink(a audience.Audience) (string, error) {
-	s := l.srv.Load()
-	if s == nil {
-		return "", errors.New("the memory page is not running yet")
+	if s := l.srv.Load(); s != nil {
+		return s.SignInLink(a)
 	}
-	return s.SignInLink(a)
+	key, err := readWebKey(l.stateDir)
+	if err != nil {
+		return "", err
+	}
+	return web.Link(key, webBaseURL(l.web), a, web.DefaultLinkTTL, time.Now())
 }
 
 // webLinksDep is /web-link's source when the page is on, else nil (the
@@ -128,7 +135,7 @@ func (a *app) webLinksDep() gateway.WebLinks {
 		return nil
 	}
 	if a.webLinks == nil {
-		a.webLinks = &webLinks{}
+		a.webLinks = &webLinks{stateDir: a.cfg.StateDir, web: a.cfg.Web}
 	}
 	return a.webLinks
 }
@@ -198,11 +205,7 @@ func startWeb(cfg Config, a *app, d *dream.Dreamer, dreamOff string, health *hea
 			logger.Error("memory page stopped", "err", err)
 		}
 	}()
-	if cfg.Web.Token == "" {
-		logger.Info("memory page listening, for this machine only (no web.token: every request from it is the operator's)", "url", base)
-	} else {
-		logger.Info("memory page listening", "url", base)
-	}
+	logger.Info("memory page listening; the operator signs in with the link /web-link answers in the terminal chat or `dreamgate web-link` prints", "url", base)
 	return &webPage{srv: srv, http: hs, url: base}, nil
 }
 
