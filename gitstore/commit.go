@@ -1,7 +1,6 @@
 package gitstore
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -16,7 +15,6 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
-	"github.com/go-git/go-git/v5/plumbing/format/index"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/storage"
 )
@@ -329,16 +327,35 @@ func (s *Store) commitPaths(paths []string, subject, body string) (Commit, error
 	if len(edits) == 0 {
 		return Commit{}, ErrNothingToCommit
 	}
+	c, err := s.makeCommit(head, edits, msg)
+	if err != nil {
+		return Commit{}, err
+	}
+	// The commit is made. A stale index only confuses `git status` (it
+	// would show our change reverted as staged); our own reads never use
+	// the index, so this is a warning, not a failed commit.
+	if err := s.writeIndex(files); err != nil {
+		s.log.Warn("memory repository: commit made but the index was not updated",
+			"commit", shortID(c.Hash.String()), "err", err)
+	}
+	return toCommit(c), nil
+}
+
+// makeCommit stores the edits' blobs, the tree of HEAD with the edits
+// applied and a commit of it on top of HEAD, then moves the branch there
+// if it still names HEAD (ErrConcurrentUpdate otherwise) and records the
+// commit in the commit index. The caller holds s.mu and the index lock.
+func (s *Store) makeCommit(head headState, edits map[string]workFile, msg string) (*object.Commit, error) {
 	for p, w := range edits {
 		if w.exists {
 			if err := s.storeObject(plumbing.BlobObject, w.data); err != nil {
-				return Commit{}, fmt.Errorf("store %s: %w", p, err)
+				return nil, fmt.Errorf("store %s: %w", p, err)
 			}
 		}
 	}
 	tree, _, err := s.editTree(head.treeHash(), edits)
 	if err != nil {
-		return Commit{}, err
+		return nil, err
 	}
 	now := s.now()
 	sig := object.Signature{
@@ -352,27 +369,20 @@ func (s *Store) commitPaths(paths []string, subject, body string) (Commit, error
 	}
 	obj := s.repo.Storer.NewEncodedObject()
 	if err := c.Encode(obj); err != nil {
-		return Commit{}, fmt.Errorf("encode commit: %w", err)
+		return nil, fmt.Errorf("encode commit: %w", err)
 	}
 	if c.Hash, err = s.repo.Storer.SetEncodedObject(obj); err != nil {
-		return Commit{}, fmt.Errorf("store commit: %w", err)
+		return nil, fmt.Errorf("store commit: %w", err)
 	}
 	err = s.repo.Storer.CheckAndSetReference(plumbing.NewHashReference(head.name, c.Hash), head.old)
 	if errors.Is(err, storage.ErrReferenceHasChanged) {
-		return Commit{}, fmt.Errorf("move %s: %w", head.name, ErrConcurrentUpdate)
+		return nil, fmt.Errorf("move %s: %w", head.name, ErrConcurrentUpdate)
 	}
 	if err != nil {
-		return Commit{}, fmt.Errorf("move %s: %w", head.name, err)
+		return nil, fmt.Errorf("move %s: %w", head.name, err)
 	}
 	s.indexCommit(c, head, edits)
-	// The commit is made. A stale index only confuses `git status` (it
-	// would show our change reverted as staged); our own reads never use
-	// the index, so this is a warning, not a failed commit.
-	if err := s.writeIndex(files); err != nil {
-		s.log.Warn("memory repository: commit made but the index was not updated",
-			"commit", shortID(c.Hash.String()), "err", err)
-	}
-	return toCommit(c), nil
+	return c, nil
 }
 
 // message builds a git commit message: the subject line, then the body
@@ -503,90 +513,4 @@ func (s *Store) editTree(base plumbing.Hash, edits map[string]workFile) (plumbin
 		}
 	}
 	return obj.Hash(), len(entries), nil
-}
-
-// Lock handling. git takes <gitdir>/index.lock (created exclusively) before
-// it writes the index or moves a branch; taking it too keeps us from
-// interleaving with a git command or another dreamgate process. We hold it
-// for a whole operation (a restore makes two commits) and write the index
-// itself through a temporary file and a rename, so it is never torn.
-const (
-	defaultLockWait = 2 * time.Second  // a git command holds the lock for milliseconds
-	lockStale       = 10 * time.Minute // our writes take milliseconds: an older lock is a crash leftover
-)
-
-type indexLock struct {
-	path string
-}
-
-func (s *Store) lockIndex() (*indexLock, error) {
-	p := filepath.Join(s.gitDir, "index.lock")
-	f, err := s.takeLock(p)
-	if err != nil {
-		return nil, fmt.Errorf("lock index: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		_ = os.Remove(p)
-		return nil, fmt.Errorf("lock index: %w", err)
-	}
-	return &indexLock{path: p}, nil
-}
-
-func (l *indexLock) release() { _ = os.Remove(l.path) }
-
-// writeIndex sets the index entries of the committed paths to what was
-// committed (with the files' stat data, so git sees them clean without
-// rehashing) and replaces the index atomically. The caller holds the lock.
-func (s *Store) writeIndex(files map[string]workFile) (err error) {
-	idx, err := s.repo.Storer.Index()
-	if err != nil {
-		return fmt.Errorf("read index: %w", err)
-	}
-	if idx.Version == 0 {
-		idx.Version = 2
-	}
-	idx.Cache = nil // the cached tree ids would be stale; git rebuilds them
-	idx.ResolveUndo = nil
-	for p, w := range files {
-		idx.Entries = slices.DeleteFunc(idx.Entries, func(e *index.Entry) bool { return e.Name == p })
-		if !w.exists {
-			continue
-		}
-		e := &index.Entry{
-			Name:       p,
-			Hash:       w.hash,
-			Mode:       w.mode,
-			Size:       uint32(w.info.Size()),
-			ModifiedAt: w.info.ModTime(),
-		}
-		fillStat(e, w.info)
-		idx.Entries = append(idx.Entries, e)
-	}
-	f, err := os.CreateTemp(s.gitDir, "index.dreamgate-*")
-	if err != nil {
-		return fmt.Errorf("write index: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			_ = f.Close()
-			_ = os.Remove(f.Name())
-		}
-	}()
-	bw := bufio.NewWriter(f)
-	if err := index.NewEncoder(bw).Encode(idx); err != nil {
-		return fmt.Errorf("encode index: %w", err)
-	}
-	if err := bw.Flush(); err != nil {
-		return fmt.Errorf("write index: %w", err)
-	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("sync index: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("close index: %w", err)
-	}
-	if err := os.Rename(f.Name(), filepath.Join(s.gitDir, "index")); err != nil {
-		return fmt.Errorf("install index: %w", err)
-	}
-	return nil
 }
