@@ -176,8 +176,9 @@ func trimMarker(s string) string {
 // analyse is phase 1: one model call that turns the batch into findings. A
 // non-nil error is the run's result (a *RunError); no findings and no error
 // means the model read the batch and found nothing to keep.
-func (r *run) analyse(ctx context.Context, msgs []llm.Message) ([]finding, error) {
-	d, rep := r.d, r.rep
+func (b *batch) analyse(ctx context.Context, guide string, files []memFile) ([]finding, error) {
+	d, rep := b.d, b.rep
+	msgs := phase1Messages(guide, b.entries, d.now(), files)
 	resp, err := d.model.Chat(ctx, llm.Request{
 		Model:    d.cfg.Model,
 		Messages: msgs,
@@ -188,13 +189,13 @@ func (r *run) analyse(ctx context.Context, msgs []llm.Message) ([]finding, error
 	rep.Phase1 = resp.Usage
 	rep.Usage = rep.Usage.Add(resp.Usage)
 	if err != nil {
-		return nil, r.modelFailure(ctx, "analysis", err)
+		return nil, b.modelFailure(ctx, "analysis", err)
 	}
 	switch {
 	case resp.FinishReason == llm.FinishLength:
-		return nil, r.fail(true, "the analysis was cut off at the model's output limit", errors.New("phase 1 answer cut off (finish_reason length)"))
+		return nil, b.fail(true, "the analysis was cut off at the model's output limit", errors.New("phase 1 answer cut off (finish_reason length)"))
 	case strings.TrimSpace(resp.Content) == "":
-		return nil, r.fail(true, "the model's analysis was empty", errors.New("phase 1 answer empty"))
+		return nil, b.fail(true, "the model's analysis was empty", errors.New("phase 1 answer empty"))
 	}
 	a := parseAnalysis(resp.Content)
 	if len(a.ignored) > 0 {
@@ -207,7 +208,7 @@ func (r *run) analyse(ctx context.Context, msgs []llm.Message) ([]finding, error
 		// Prose, an error text or a format the model made up: taking it
 		// for "nothing to do" would advance the cursor past what the users
 		// said without anyone having read it.
-		return nil, r.fail(true, "the model's analysis did not use the expected format", fmt.Errorf("phase 1 answer has no tagged line (%d lines ignored)", len(a.ignored)))
+		return nil, b.fail(true, "the model's analysis did not use the expected format", fmt.Errorf("phase 1 answer has no tagged line (%d lines ignored)", len(a.ignored)))
 	}
 	rep.Findings = len(a.findings)
 	return a.findings, nil

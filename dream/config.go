@@ -115,9 +115,26 @@ type Repo interface {
 	// Status diffs the tracked files keep accepts (nil: all) in the
 	// workspace against HEAD.
 	Status(keep func(path string) bool) (gitstore.Diff, error)
-	// CommitPaths records the listed tracked files (and no other);
-	// gitstore.ErrNothingToCommit when none changed.
+	// CommitPaths records the listed tracked files as the workspace holds
+	// them (and no other); gitstore.ErrNothingToCommit when none changed.
 	CommitPaths(paths []string, subject, body string) (gitstore.Commit, error)
+	// CommitChanges commits the changes on top of parent and moves the
+	// branch there (gitstore.ErrConcurrentUpdate when it no longer names
+	// parent), writing no workspace file: a step's commit point.
+	CommitChanges(parent string, changes []gitstore.Change, subject, body string) (gitstore.Commit, error)
+	// Checkout writes the files keep accepts that differ between the
+	// commits from and to, where the workspace still holds from's version.
+	Checkout(from, to string, keep func(path string) bool) (gitstore.CheckoutResult, error)
+	// DiffChanges is the diff a commit of changes on top of base would
+	// show.
+	DiffChanges(base string, changes []gitstore.Change) (gitstore.Diff, error)
+	// Head is the commit the branch names; FileAt a file as a commit
+	// holds it (ok false: none); CommitsAfter the commits after base on
+	// the first-parent history, oldest first, with their bodies
+	// (gitstore.ErrNotInHistory when base is not on it).
+	Head() (gitstore.Commit, error)
+	FileAt(rev, path string) (data []byte, ok bool, err error)
+	CommitsAfter(base string, max int) ([]gitstore.Commit, error)
 	// Summary renders a diff as a commit body, the diff capped.
 	Summary(d gitstore.Diff, maxDiffChars int) string
 	// Show resolves a full id or unique prefix to a commit and its diff,
@@ -236,7 +253,9 @@ type Deps struct {
 	Now      func() time.Time
 	// Hook, when set, is called at named points of a run (PointEdit,
 	// PointCommit, PointLedger) so a test can kill the process exactly
-	// there. Nil in normal use.
+	// there. Nil in normal use. (The memory repository reports its own
+	// writes, the branch's move and each file a step writes, through
+	// gitstore.Options.AfterWrite.)
 	Hook func(point string)
 }
 

@@ -3,10 +3,7 @@ package dream
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -14,7 +11,6 @@ import (
 	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/gitstore"
 	"github.com/dreamgate/dreamgate/llm"
-	"github.com/dreamgate/dreamgate/memory/memline"
 	"github.com/dreamgate/dreamgate/workspace"
 )
 
@@ -32,142 +28,15 @@ import (
 // words (Mastra's retry); when that does not do either, the program moves
 // the lowest-priority, oldest lines of USER.md and memory/MEMORY.md to
 // cold memory until it is under (SOUL.md's rules and permanent lines
-// never). Cold memory is written before the files, and one commit ("dream:
-// deep — …") holds both, so /dream-log shows it and /dream-restore undoes
-// it.
+// never). It works on a copy of the scope's files (stage.go) and lands as
+// one step: one commit ("dream: deep — …") holds the files and cold memory
+// and says what the ledger learns (step.go), so a kill between two of its
+// files never leaves a line in both tiers or in neither, /dream-log shows
+// it and /dream-restore undoes it.
 
 // TokenCounter counts the tokens of a text (*consolidator.Counter).
 type TokenCounter interface {
 	Count(s string) int
-}
-
-// deepRequests is memory/.dream_deep: the scopes waiting for a deep Dream,
-// and the deep Dream whose files are being written, until its commit.
-type deepRequests struct {
-	Scopes  []audience.Scope `json:"scopes"`
-	Writing *deepWriting     `json:"writing,omitempty"`
-}
-
-// deepWriting stands while a deep Dream's writes may be on disk with no
-// commit holding them: a process killed then leaves it, and the next Dream
-// commits those files as the deep Dream's (restorable), not as hand edits.
-type deepWriting struct {
-	Scope   audience.Scope `json:"scope"`
-	Why     string         `json:"why"`
-	Started time.Time      `json:"started"`
-}
-
-// PointDeepWrite names the moment after a deep Dream wrote the files and
-// cold memory, before its commit (Deps.Hook).
-const PointDeepWrite = "dream-deep-write"
-
-func (l *Ledger) deepPath() string {
-	return filepath.Join(l.dir, filepath.FromSlash(workspace.DreamDeep))
-}
-
-// RequestDeep asks for a deep Dream of the scope at the next Dream
-// (gateway.DeepDreams). It is recorded on disk, so a restart does not
-// forget it, but not in the ledger's record: asking never waits for a
-// running Dream, only for another request of this process.
-func (l *Ledger) RequestDeep(scope audience.Scope) error {
-	if _, err := audience.ParseScope(string(scope)); err != nil {
-		return fmt.Errorf("deep Dream request: %w", err)
-	}
-	l.deepMu.Lock()
-	defer l.deepMu.Unlock()
-	req := l.readDeep()
-	if slices.Contains(req.Scopes, scope) {
-		return nil
-	}
-	req.Scopes = append(req.Scopes, scope)
-	slices.Sort(req.Scopes)
-	return writeJSON(l.deepPath(), "deep Dream requests", req)
-}
-
-// DeepRequested lists the scopes waiting for a deep Dream.
-func (l *Ledger) DeepRequested() []audience.Scope {
-	l.deepMu.Lock()
-	defer l.deepMu.Unlock()
-	return l.readDeep().Scopes
-}
-
-// readDeep reads the requests; a damaged file or a name that is no scope
-// counts as no request (the prompt builder asks again on its next turn).
-func (l *Ledger) readDeep() deepRequests {
-	var req deepRequests
-	if _, err := readJSON(l.deepPath(), "deep Dream requests", &req); err != nil {
-		l.log.Warn("deep Dream requests unreadable; starting afresh", "err", err)
-		return deepRequests{}
-	}
-	req.Scopes = slices.DeleteFunc(req.Scopes, func(s audience.Scope) bool {
-		_, err := audience.ParseScope(string(s))
-		return err != nil
-	})
-	return req
-}
-
-// deepDone removes the scope's request and the record of its writing.
-func (l *Ledger) deepDone(scope audience.Scope) error {
-	l.deepMu.Lock()
-	defer l.deepMu.Unlock()
-	req := l.readDeep()
-	writing := req.Writing != nil && req.Writing.Scope == scope
-	if !slices.Contains(req.Scopes, scope) && !writing {
-		return nil
-	}
-	req.Scopes = slices.DeleteFunc(req.Scopes, func(s audience.Scope) bool { return s == scope })
-	if writing {
-		req.Writing = nil
-	}
-	return writeJSON(l.deepPath(), "deep Dream requests", req)
-}
-
-// setDeepWriting records (w) or clears (nil) the deep Dream being written.
-func (l *Ledger) setDeepWriting(w *deepWriting) error {
-	l.deepMu.Lock()
-	defer l.deepMu.Unlock()
-	req := l.readDeep()
-	req.Writing = w
-	return writeJSON(l.deepPath(), "deep Dream requests", req)
-}
-
-func (l *Ledger) deepWritingNow() *deepWriting {
-	l.deepMu.Lock()
-	defer l.deepMu.Unlock()
-	return l.readDeep().Writing
-}
-
-// recoverDeep commits, as a deep Dream's, the files a deep Dream killed
-// between writing and committing left (before anything else of a Run
-// could commit them as hand edits), and counts that deep Dream as done.
-// A failure is logged: the record stays for the next Run.
-func (d *Dreamer) recoverDeep(h *held) {
-	w := d.ledger.deepWritingNow()
-	if w == nil {
-		return
-	}
-	st, err := d.status(w.Scope)
-	if err != nil {
-		d.log.Warn("an interrupted deep Dream's files could not be compared", "scope", string(w.Scope), "err", err)
-		return
-	}
-	if !st.Empty() {
-		body := fmt.Sprintf("Deep Dream (%s), interrupted after writing the files and before committing them; recorded by the next Dream as it left them. Every line taken out is in %s.\n\n%s",
-			w.Why, workspace.Cold, d.repo.Summary(st, summaryCap))
-		c, err := d.repo.CommitPaths(diffPaths(st), DeepSubject+" recovered after an interruption", withTrailer(body, w.Scope))
-		if err != nil && !errors.Is(err, gitstore.ErrNothingToCommit) {
-			d.log.Warn("an interrupted deep Dream's files could not be committed", "scope", string(w.Scope), "err", err)
-			return
-		}
-		d.log.Info("recorded an interrupted deep Dream's files", "scope", string(w.Scope), "commit", c.Short)
-	}
-	now := d.now()
-	if err := h.changeScope(w.Scope, func(p *progress) { p.SinceDeep, p.LastDeep = 0, &now }); err != nil {
-		d.log.Warn("dream progress not saved", "err", err)
-	}
-	if err := d.ledger.deepDone(w.Scope); err != nil {
-		d.log.Warn("deep Dream record not removed", "scope", string(w.Scope), "err", err)
-	}
 }
 
 // deepDreams runs after a Run's batches: it counts a Dream for each
@@ -185,12 +54,7 @@ func (d *Dreamer) deepDreams(ctx context.Context, h *held, scopes Scopes, rep *R
 		}
 	}
 	if len(visited) > 0 {
-		err := h.change(func(r *record) {
-			for _, s := range visited {
-				r.scope(s).SinceDeep++
-			}
-		})
-		if err != nil {
+		if err := h.countDreams(visited); err != nil {
 			d.log.Warn("dream progress not saved", "err", err)
 		}
 	}
@@ -222,7 +86,9 @@ func (d *Dreamer) deepDreams(ctx context.Context, h *held, scopes Scopes, rep *R
 			continue
 		}
 		dctx, cancel := context.WithTimeout(ctx, d.cfg.Timeout)
-		dr, err := d.deep(dctx, h, s, why)
+		p := &deepPass{d: d, h: h, scope: s, dr: DeepReport{Why: why, Target: d.deepTarget()}}
+		err = p.run(dctx)
+		dr := p.dr
 		cancel()
 		rep.addDeep(s, dr)
 		if err != nil {
@@ -255,7 +121,7 @@ func (d *Dreamer) deepDue(h *held, s audience.Scope, requested bool) (string, er
 		// lines, SOUL.md's); nothing grew since. A prompt's request is
 		// answered by that one.
 		if requested {
-			if err := d.ledger.deepDone(s); err != nil {
+			if err := h.deepAnswered(s); err != nil {
 				d.log.Warn("deep Dream request not removed", "scope", string(s), "err", err)
 			}
 		}
@@ -298,80 +164,41 @@ type DeepReport struct {
 	Usage  llm.Usage
 }
 
-// deepFile is one memory file of the scope as the deep Dream works on it.
-type deepFile struct {
-	rel  string
-	data []byte // as read
-	f    *memline.File
+// PointDeepWrite names the moment after a deep Dream wrote its copy of the
+// files and cold memory, before its step lands (Deps.Hook): a kill there
+// changes nothing.
+const PointDeepWrite = "dream-deep-write"
+
+// deepPass is one deep Dream of a scope, a stage of a Run: it saves the
+// scope's hand edits, copies its files (stage), retires expired lines,
+// asks the model for its operations (deepops.go) in passes that fit the
+// Dream model's window, moves lines out to reach the target, and lands
+// the copy as one step. A chat that edits the scope's files meanwhile
+// makes it give up (it stays due): merging would undo the chat's edit or
+// the pass's.
+type deepPass struct {
+	d     *Dreamer
+	h     *held
+	scope audience.Scope
+	dr    DeepReport
+	stage *stage
 }
 
-// deepFileIDs prefixes the numbered lines of each file in the prompt.
-var deepFileIDs = map[string]string{fileSoul: "S", fileUser: "U", fileMemory: "M"}
-
-func (d *Dreamer) readDeepFiles(s audience.Scope) ([]*deepFile, error) {
-	ws, done, err := d.scopeRoot(s)
+// run makes the deep Dream and lands it; dr says what it did.
+func (p *deepPass) run(ctx context.Context) error {
+	d, dr := p.d, &p.dr
+	var rep Report
+	base, err := d.handEdits(p.h, p.scope, &rep)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	defer done()
-	return readDeepFiles(ws)
-}
-
-func readDeepFiles(ws *workspace.Root) ([]*deepFile, error) {
-	var out []*deepFile
-	for _, rel := range []string{fileSoul, fileUser, fileMemory} {
-		b, err := ws.ReadFile(rel)
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("read %s: %w", rel, err)
-		}
-		out = append(out, &deepFile{rel: rel, data: b, f: memline.ParseFile(b)})
+	if p.stage, err = d.newStage(p.scope, base.SHA); err != nil {
+		return err
 	}
-	return out, nil
-}
-
-// hotTokens is what the files cost in a prompt: every line with text as
-// the prompt shows it (a fact without its comment, with its date: memline
-// Shown), one token more for its line break.
-func (d *Dreamer) hotTokens(files []*deepFile) int {
-	n := 0
-	for _, f := range files {
-		for _, it := range f.f.Items {
-			n += d.lineTokens(it)
-		}
-	}
-	return n
-}
-
-// lineTokens is what one line costs in a prompt (0 for a blank one).
-func (d *Dreamer) lineTokens(it memline.Item) int {
-	if strings.TrimSpace(it.Raw) == "" {
-		return 0
-	}
-	text := it.Raw
-	if it.Fact && it.Line.HasMeta() {
-		text, _ = it.Line.Shown()
-	}
-	return d.count.Count(text) + 1
-}
-
-// deep makes one deep Dream of the scope and commits it. It holds the
-// Dream lock (h) throughout; the files are read at the start and written
-// at the end under the workspace's write lock, only if no chat tool
-// changed them meanwhile (else it gives up, and stays due).
-func (d *Dreamer) deep(ctx context.Context, h *held, s audience.Scope, why string) (DeepReport, error) {
-	dr := DeepReport{Why: why, Target: d.deepTarget()}
-	r := &run{d: d, h: h, scope: s, parent: ctx, rep: &Report{}}
-	if err := r.commitHandEdits(); err != nil {
-		return dr, err
-	}
-	ws, done, err := d.scopeRoot(s)
+	defer p.stage.close()
+	files, err := readDeepFiles(p.stage.root)
 	if err != nil {
-		return dr, fmt.Errorf("open the scope's folder: %w", err)
-	}
-	defer done()
-	files, err := readDeepFiles(ws)
-	if err != nil {
-		return dr, err
+		return err
 	}
 	day := d.now()
 	dr.Before = d.hotTokens(files)
@@ -382,7 +209,37 @@ func (d *Dreamer) deep(ctx context.Context, h *held, s audience.Scope, why strin
 			dr.Retired += len(out)
 		}
 	}
-	var modelErr error
+	out, err := p.review(ctx, files, day)
+	if err != nil {
+		return err
+	}
+	moved = append(moved, out...)
+	if dr.Target > 0 {
+		out := d.moveToBudget(files, dr.Target)
+		dr.Budget = coldCount(out)
+		moved = append(moved, out...)
+	}
+	dr.After = d.hotTokens(files)
+	dr.ColdLines = coldCount(moved)
+	if dr.Target > 0 && dr.After > dr.Target {
+		d.log.Warn("deep Dream: the memory stays over its target; what is left is permanent or SOUL.md's", "scope", string(p.scope), "tokens", dr.After, "target", dr.Target)
+	}
+	if err := writeStage(p.stage, day, files, moved); err != nil {
+		return err
+	}
+	if d.hook != nil {
+		d.hook(PointDeepWrite)
+	}
+	return p.land()
+}
+
+// review runs the model's passes: a second, firmer one when the first
+// leaves the scope over its target. A model that answers nonsense still
+// leaves the mechanical steps to run; an unreachable one or a cancelled
+// run ends the deep Dream.
+func (p *deepPass) review(ctx context.Context, files []*deepFile, day time.Time) ([]coldSection, error) {
+	d, dr := p.d, &p.dr
+	var moved []coldSection
 	for pass := 1; pass <= 2; pass++ {
 		size := d.hotTokens(files)
 		if pass == 2 && (dr.Target == 0 || size <= dr.Target) {
@@ -392,111 +249,72 @@ func (d *Dreamer) deep(ctx context.Context, h *held, s audience.Scope, why strin
 		ops, usage, err := d.deepCall(ctx, files, day, size, dr.Target, pass == 2)
 		dr.Usage = dr.Usage.Add(usage)
 		if err != nil {
-			modelErr = err
-			break
+			if stopsAll(ctx, err) {
+				return nil, fmt.Errorf("deep Dream model call: %w", err)
+			}
+			d.log.Warn("deep Dream: the model's pass failed; only the mechanical steps run", "scope", string(p.scope), "err", err)
+			return moved, nil
 		}
 		res := applyDeep(files, ops)
 		dr.Merged += res.merged
 		dr.Reviewed += res.reviewed
 		moved = append(moved, res.cold...)
 		if res.refused > 0 {
-			d.log.Info("deep Dream: operations refused (unknown or used line, or a permanent line moved out)", "scope", string(s), "count", res.refused)
+			d.log.Info("deep Dream: operations refused (unknown or used line, or a permanent line moved out)", "scope", string(p.scope), "count", res.refused)
 		}
 	}
-	if modelErr != nil {
-		if stopsAll(ctx, modelErr) {
-			return dr, fmt.Errorf("deep Dream model call: %w", modelErr)
-		}
-		// A model that answers nonsense still leaves the budget to keep.
-		d.log.Warn("deep Dream: the model's pass failed; only the mechanical steps run", "scope", string(s), "err", modelErr)
-	}
-	if dr.Target > 0 {
-		out := d.moveToBudget(files, dr.Target)
-		dr.Budget = coldCount(out)
-		moved = append(moved, out...)
-	}
-	dr.After = d.hotTokens(files)
-	dr.ColdLines = coldCount(moved)
-	if dr.Target > 0 && dr.After > dr.Target {
-		d.log.Warn("deep Dream: the memory stays over its target; what is left is permanent or SOUL.md's", "scope", string(s), "tokens", dr.After, "target", dr.Target)
-	}
-	if err := d.ledger.setDeepWriting(&deepWriting{Scope: s, Why: why, Started: day}); err != nil {
-		return dr, fmt.Errorf("record the deep Dream's writing: %w", err)
-	}
-	if err := writeDeep(ws, day, files, moved); err != nil {
-		if errors.Is(err, errChangedMeanwhile) {
-			// Nothing was written: the chat's edits are not this
-			// Dream's to commit.
-			if cerr := d.ledger.setDeepWriting(nil); cerr != nil {
-				d.log.Warn("deep Dream record not removed", "scope", string(s), "err", cerr)
-			}
-		}
-		// A write that failed half-way is committed by the next Dream.
-		return dr, err
-	}
-	if d.hook != nil {
-		d.hook(PointDeepWrite)
-	}
-	if err := d.commitDeep(r, &dr); err != nil {
-		return dr, err
-	}
-	now := d.now()
-	left := 0
-	if dr.Target > 0 && dr.After > dr.Target {
-		left = dr.After
-	}
-	err = h.changeScope(s, func(p *progress) { p.SinceDeep, p.LastDeep, p.DeepLeft = 0, &now, left })
-	if err != nil {
-		d.log.Warn("dream progress not saved", "err", err)
-	}
-	if err := d.ledger.deepDone(s); err != nil {
-		d.log.Warn("deep Dream request not removed; the next Dream makes another", "scope", string(s), "err", err)
-	}
-	return dr, nil
+	return moved, nil
 }
 
-// errChangedMeanwhile: a chat edited the scope's files while the deep
-// Dream worked on them.
-var errChangedMeanwhile = errors.New("the memory files changed during the deep Dream")
-
-// writeDeep writes cold memory, then the changed files, under the write
-// lock, if the files are still as read.
-func writeDeep(ws *workspace.Root, day time.Time, files []*deepFile, moved []coldSection) error {
-	return ws.Exclusive(func() error {
-		for _, f := range files {
-			cur, err := ws.ReadFile(f.rel)
-			if err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return fmt.Errorf("read %s: %w", f.rel, err)
-			}
-			if !bytes.Equal(cur, f.data) {
-				return fmt.Errorf("%s: %w", f.rel, errChangedMeanwhile)
+// writeStage writes cold memory and the changed files into the copy.
+func writeStage(st *stage, day time.Time, files []*deepFile, moved []coldSection) error {
+	if err := appendCold(st.root, day, moved); err != nil {
+		return err
+	}
+	for _, f := range files {
+		if b := f.f.Bytes(); !bytes.Equal(b, f.data) {
+			if err := writeKeepingMode(st.root, f.rel, b); err != nil {
+				return err
 			}
 		}
-		if err := appendCold(ws, day, moved); err != nil {
-			return err
-		}
-		for _, f := range files {
-			if b := f.f.Bytes(); !bytes.Equal(b, f.data) {
-				if err := writeKeepingMode(ws, f.rel, b); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	})
+	}
+	return nil
 }
 
 // DeepSubject starts the subject of a deep Dream's commit.
 const DeepSubject = SubjectPrefix + " deep —"
 
-func (d *Dreamer) commitDeep(r *run, dr *DeepReport) error {
-	diff, err := d.status(r.scope)
+// land commits the copy as the deep Dream's step.
+func (p *deepPass) land() error {
+	d, dr := p.d, &p.dr
+	changes, err := p.stage.changes()
 	if err != nil {
-		return fmt.Errorf("status after the deep Dream: %w", err)
+		return err
 	}
-	if diff.Empty() {
-		return nil
+	left := 0
+	if dr.Target > 0 && dr.After > dr.Target {
+		left = dr.After
 	}
+	note := stepNote{Kind: stepDeep, Scope: p.scope, DeepLeft: left}
+	if len(changes) == 0 {
+		// Nothing to move: the deep Dream is done all the same.
+		return p.h.landed([]stepNote{note}, p.h.rec.Head, d.now())
+	}
+	diff, err := d.repo.DiffChanges(p.stage.base, changes)
+	if err != nil {
+		return fmt.Errorf("diff the deep Dream's changes: %w", err)
+	}
+	res, err := d.steps(p.h).land(step{note: note, subject: p.subject(), body: p.body(diff),
+		base: p.stage.base, changes: changes})
+	if err != nil {
+		return fmt.Errorf("commit the deep Dream: %w", err)
+	}
+	dr.Commit = res.commit.Short
+	return nil
+}
+
+func (p *deepPass) subject() string {
+	dr := p.dr
 	var parts []string
 	if dr.Merged > 0 {
 		parts = append(parts, plural(dr.Merged, "line", "lines")+" merged")
@@ -507,7 +325,11 @@ func (d *Dreamer) commitDeep(r *run, dr *DeepReport) error {
 	if len(parts) == 0 {
 		parts = append(parts, "lines rewritten")
 	}
-	subject := fmt.Sprintf("%s %s; memory %d → %d tokens", DeepSubject, strings.Join(parts, ", "), dr.Before, dr.After)
+	return fmt.Sprintf("%s %s; memory %d → %d tokens", DeepSubject, strings.Join(parts, ", "), dr.Before, dr.After)
+}
+
+func (p *deepPass) body(diff gitstore.Diff) string {
+	d, dr := p.d, p.dr
 	var b strings.Builder
 	fmt.Fprintf(&b, "Deep Dream: %s.\n", dr.Why)
 	fmt.Fprintf(&b, "Merged away: %d. Retired (ephemeral, past %d days): %d. Moved out by the model's review: %d. Moved out to reach the budget: %d.\n",
@@ -517,72 +339,5 @@ func (d *Dreamer) commitDeep(r *run, dr *DeepReport) error {
 	}
 	b.WriteString("Every line taken out is in " + workspace.Cold + ".\n\n")
 	b.WriteString(d.repo.Summary(diff, summaryCap))
-	c, err := d.repo.CommitPaths(diffPaths(diff), subject, withTrailer(b.String(), r.scope))
-	if errors.Is(err, gitstore.ErrNothingToCommit) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("commit the deep Dream: %w", err)
-	}
-	dr.Commit = c.Short
-	return nil
-}
-
-// moveToBudget moves the lowest-priority, oldest facts of USER.md and
-// memory/MEMORY.md (an undated line counts as the oldest; permanent ones
-// never) to cold memory until the files hold at most target tokens.
-func (d *Dreamer) moveToBudget(files []*deepFile, target int) []coldSection {
-	type cand struct {
-		f    *deepFile
-		item int
-		line memline.Line
-	}
-	var cands []cand
-	for _, f := range files {
-		if f.rel == fileSoul {
-			continue
-		}
-		for _, i := range f.f.Facts() {
-			l := f.f.Items[i].Line
-			if l.Effective() != memline.Permanent {
-				cands = append(cands, cand{f, i, l})
-			}
-		}
-	}
-	slices.SortStableFunc(cands, func(a, b cand) int {
-		if ra, rb := a.line.Effective().Rank(), b.line.Effective().Rank(); ra != rb {
-			return rb - ra // ephemeral first
-		}
-		return strings.Compare(a.line.Date, b.line.Date) // "" (undated) first
-	})
-	size := d.hotTokens(files)
-	gone := map[*deepFile]map[int]bool{}
-	for _, c := range cands {
-		if size <= target {
-			break
-		}
-		size -= d.lineTokens(c.f.f.Items[c.item])
-		if gone[c.f] == nil {
-			gone[c.f] = map[int]bool{}
-		}
-		gone[c.f][c.item] = true
-	}
-	var out []coldSection
-	for _, f := range files {
-		if len(gone[f]) == 0 {
-			continue
-		}
-		sec := coldSection{from: f.rel, reason: reasonBudget}
-		kept := f.f.Items[:0:0]
-		for i, it := range f.f.Items {
-			if gone[f][i] {
-				sec.lines = append(sec.lines, it.Line)
-				continue
-			}
-			kept = append(kept, it)
-		}
-		f.f.Items = kept
-		out = append(out, sec)
-	}
-	return out
+	return b.String()
 }

@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/dreamgate/dreamgate/gitstore"
 	"github.com/dreamgate/dreamgate/internal/testkit"
 	"github.com/dreamgate/dreamgate/internal/tokens"
 	"github.com/dreamgate/dreamgate/llm/llmtest"
@@ -41,6 +41,17 @@ func keys(text string) map[string]bool {
 	for _, it := range memline.ParseFile([]byte(text)).Items {
 		if it.Fact {
 			out[memline.Key(it.Line.Text)] = true
+		}
+	}
+	return out
+}
+
+// texts counts the facts of a memory text, by their text.
+func texts(text string) map[string]int {
+	out := map[string]int{}
+	for _, it := range memline.ParseFile([]byte(text)).Items {
+		if it.Fact {
+			out[strings.TrimSpace(it.Line.Text)]++
 		}
 	}
 	return out
@@ -309,51 +320,57 @@ func TestDeepDreamOverTargetWithPermanentLinesOnly(t *testing.T) {
 	}
 }
 
-// A deep Dream killed after writing the files and cold memory, before its
-// commit, is committed by the next Dream as a deep Dream (restorable),
-// never as hand edits.
-func TestInterruptedDeepDreamIsRecorded(t *testing.T) {
+// A deep Dream is one step: killed after writing its copy, it changed
+// nothing; killed between two of its files (cold memory and USER.md),
+// the next start writes the other from its commit. Either way every fact
+// of USER.md is then in exactly one tier, hot or cold (issue point 2: the
+// half-written state was committed, lines hot and cold at once), and the
+// deep Dream's one commit can be restored.
+func TestDeepDreamKilledBetweenItsFilesIsWhole(t *testing.T) {
 	e, before := deepEnv(t)
-	e.srv.SetResponder(func(llmtest.Request) llmtest.Reply { return llmtest.Text("DONE") })
+	e.srv.SetResponder(llmtest.MemoryModel)
+	e.hot = 1000
 	cfg := Config{Workspace: e.ws, HotTokens: 1000}
-	d, err := New(cfg, Deps{Model: e.llm, History: e.hist, Repo: e.repo, Now: e.now,
-		Hook: func(point string) {
-			if point == PointDeepWrite {
-				runtime.Goexit()
-			}
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan bool)
-	go func() {
-		returned := false
-		defer func() { done <- returned }()
-		_, _ = d.Run(t.Context(), TriggerCron, AllScopes(), nil)
-		returned = true
-	}()
-	if <-done {
-		t.Fatal("the run finished instead of dying after the deep Dream's writes")
-	}
-	if st, _ := e.repo.Status(nil); st.Empty() {
-		t.Fatal("the killed deep Dream left nothing on disk")
+
+	e.killedAt(PointDeepWrite, 1)
+	if st, _ := e.repo.Status(nil); !st.Empty() || len(e.log(10)) != 2 || e.read("USER.md") != before {
+		t.Fatalf("a deep Dream killed before its step landed changed something: %+v", st.Files)
 	}
 
-	rep, err := e.dreamer(cfg).Run(t.Context(), TriggerCron, AllScopes(), nil)
-	if err != nil || len(rep.Deep) != 0 {
-		t.Fatalf("next run: %+v, %v", rep.Deep, err)
-	}
+	e.killedAt(gitstore.PointCheckout, 1)
 	c := e.log(1)[0]
-	if !strings.HasPrefix(c.Subject, DeepSubject) || !strings.Contains(c.Subject, "recovered") {
-		t.Fatalf("last commit %q", c.Subject)
+	if !strings.HasPrefix(c.Subject, DeepSubject) {
+		t.Fatalf("last commit %q, want the deep Dream's", c.Subject)
+	}
+	if st, _ := e.repo.Status(nil); st.Empty() {
+		t.Fatal("after the kill between its files, every file holds the commit's version")
+	}
+	d := e.dreamer(cfg)
+	rep, err := d.Run(t.Context(), TriggerCron, AllScopes(), nil)
+	if err != nil || len(rep.Deep) != 0 || rep.Recovered != c.Short {
+		t.Fatalf("next run: recovered %q, deep %+v, %v", rep.Recovered, rep.Deep, err)
 	}
 	if st, _ := e.repo.Status(nil); !st.Empty() {
 		t.Errorf("files left uncommitted: %+v", st)
 	}
-	if _, err := e.dreamer(cfg).Restore(c.Short, AllScopes()); err != nil {
+	if cs := e.log(2); cs[0].SHA != c.SHA {
+		t.Errorf("commits after the recovery: %q, %q", cs[0].Subject, cs[1].Subject)
+	}
+	// Every fact is still there, and none went to cold memory twice (a
+	// merged line's sources are in cold memory and the merged line hot).
+	hot, cold := keys(e.read("USER.md")), texts(e.read("memory/COLD.md"))
+	for k := range texts(before) {
+		if !hot[memline.Key(k)] && cold[k] == 0 {
+			t.Errorf("%q is in neither tier", k)
+		}
+		if cold[k] > 1 {
+			t.Errorf("%q is in cold memory %d times", k, cold[k])
+		}
+	}
+	if _, err := d.Restore(c.Short, AllScopes()); err != nil {
 		t.Fatal(err)
 	}
 	if got := e.read("USER.md"); got != before {
-		t.Errorf("USER.md after restoring the recovered deep Dream:\n%s", got)
+		t.Errorf("USER.md after restoring the deep Dream:\n%s", got)
 	}
 }

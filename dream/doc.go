@@ -15,20 +15,22 @@
 // within the run's bounds (Config.MaxBatchesPerRun, MaxTokensPerRun), so a
 // scope with a huge backlog cannot starve the others. A scope's batch is
 // its own entries after its cursor (SinceIn); phase 1 reads that scope's
-// files; phase 2's file tools are rooted at that scope's folder (a
-// workspace.Root.Scope, sharing the write lock), so no other scope's file,
-// the root's least, is within reach; the scope's hand edits are committed
-// before its Dream, and its Dream commit holds its paths alone (the body
-// ends "Scope: <name>", except in the default scope, whose commits read as
-// they always did). A scope's folder is made on its first Dream from the
-// template's files (unless a chat made it before), committed as "init:
-// memory scope". Failures, findings left, skips and the intent are the
-// scope's: a failing batch holds back only its own scope (only a cancelled
-// run or an unreachable model stops the others). After the batches, every scope with
+// files; phase 2's file tools are rooted at a copy of that scope's files
+// (stage.go), so no other scope's file, the root's least, is within reach;
+// the scope's hand edits are committed before its Dream, and its Dream
+// commit holds its paths alone (its trailers say "Scope: <name>", except
+// in the default scope, whose commits read as they always did). A scope's
+// first files are committed as the template makes them, "scope created:
+// <name>", before anything a chat wrote there (a hand edit, committed
+// after). Failures, findings left and skips are the scope's: a failing
+// batch holds back only its own scope (only a cancelled run or an
+// unreachable model stops the others). After the batches, every scope with
 // nothing unread moves its cursor to the end of the history, so the
 // frontier (memory/.dream_cursor, the least cursor) and with it compaction
-// never wait for a quiet scope; a scope first seen with unread entries is
-// recorded at the frontier, so the frontier cannot pass them. Report and
+// never wait for a quiet scope; before any write moves the frontier up,
+// every scope with entries past it is recorded at it, so the frontier
+// never passes an entry some scope has not read, whatever order the
+// scopes appear in. Report and
 // Status carry each scope's part (ScopeReport, ScopeStatus) and their
 // sums; Restore undoes a Dream commit's files of the chosen scopes only,
 // and a commit of none of them is, to its caller, unknown. The zero Scopes
@@ -51,17 +53,25 @@
 //     history and a warning in the log) after Config.MaxFailures failed runs;
 //   - its progress, in one record that one type writes (Ledger,
 //     memory/.dream_ledger): per memory scope the cursor, the failures, the
-//     findings left, the skips and the last run, and the running Dream's
-//     intent; memory/.dream_cursor, which nanobot reads, is kept as the
-//     frontier of every scope, and wins when the two differ. Every writer
-//     holds the Dream lock and goes through one recovery path (open);
+//     findings left, the skips, the last run, the deep Dream's count and
+//     request, and the commit whose step it took in last;
+//     memory/.dream_cursor, which nanobot reads, is kept as the frontier
+//     of every scope, and wins when the two differ. Every writer takes the
+//     record's short lock; a Dream, a restore and the retention hold the
+//     Dream lock and go through one recovery path (open);
+//   - whole steps (step.go): a batch, a deep pass, a restore, a scope's
+//     first files and hand edits saved each land as one commit, made
+//     before their files are written and saying in its trailers what the
+//     ledger learns, so that whatever the kill point the step happened
+//     entirely or not at all, and the next start finishes it from the
+//     commit;
 //   - draining a backlog: after a completed batch a run goes on with the
 //     next while unread entries remain, up to Config.MaxBatchesPerRun
 //     batches and Config.MaxTokensPerRun tokens, and reports what is left;
 //     while Dream is off, a Retention keeps the history bounded;
 //   - commits: hand edits first as "manual: edits outside Dream", then
-//     Dream's own edits with the real diff as the body; restore of a Dream
-//     commit;
+//     Dream's own edits with the real diff as the body and the step's
+//     trailers; restore of a Dream commit;
 //   - compaction of the history after every attempt, never dropping an
 //     entry Dream has not read;
 //   - the cron scheduler glue (robfig/cron; its types stay in this package).
@@ -88,26 +98,31 @@
 //     that exhausts a whole budget is the model's failure. A chunk is
 //     complete only when the model answers without a tool call and the
 //     answer was not cut at the length limit.
-//   - A stopped chunk leaves no half-edit: its files are put back as they
-//     were before it. When earlier chunks of the batch completed, their
-//     edits are sound and committed ("dream: … (partial: N of M findings
-//     left)"), the findings left are kept in the ledger, and the
-//     next run applies them without a new analysis; the cursor moves only
-//     when every finding is applied or dropped by the model. A run that
-//     made such progress does not count as a failure of its batch, so a
-//     skip never comes from Dream's own limits. A skip records the findings
-//     never applied in its history entry, and Status (and so /status and
-//     /dream-log) names the entries skipped.
-//   - Before phase 2 edits, the ledger records an intent: the batch, the
-//     files' pre-edit hashes and the findings (updated after each chunk).
-//     A run, a restore or a start (Recover) that finds one under the lock
-//     knows the run that wrote it died: the files as found, when they
-//     differ from HEAD and from the recorded state, are committed as
-//     "dream: N changes from history a-b (recovered after an interrupted
-//     run)" — restorable, never "manual: edits outside Dream" — and the
-//     findings not yet applied become the pending ones. Deps.Hook lets a
-//     test kill the process right after an edit (PointEdit), a commit
-//     (PointCommit) or a ledger write (PointLedger).
+//   - Phase 2 edits a copy of the scope's files, never the files
+//     themselves. A stopped chunk's edits are put back in the copy. When
+//     earlier chunks of the batch completed, their edits are sound and
+//     land ("dream: … (partial: N of M findings left)") with the findings
+//     left in the same commit's trailers, and the next run applies them
+//     without a new analysis; the cursor moves only when every finding is
+//     applied or dropped by the model. A run that made such progress does
+//     not count as a failure of its batch, so a skip never comes from
+//     Dream's own limits. A skip records the findings never applied in its
+//     history entry, and Status (and so /status and /dream-log) names the
+//     entries skipped.
+//   - A finding's edit and its applied mark land in the same commit, so no
+//     finding is applied twice however a run is cut: a kill before the
+//     commit leaves the files, the repository and the ledger as they were
+//     (the batch is read again); a kill after it is finished by the next
+//     run, a restore or a start (Recover), which writes the files of the
+//     commits after the ledger's head where they still hold the parent's
+//     version (a hand edit made in between is kept, and committed as one)
+//     and has the ledger take in their trailers. A chat that edits the
+//     scope's files while phase 2 works is not overwritten: its edit is
+//     committed first, as a hand edit, and the batch's change applied to
+//     it line by line. Deps.Hook lets a test kill the process right after
+//     an edit of the copy (PointEdit), a commit (PointCommit) or a ledger
+//     write (PointLedger); the memory repository reports the branch's move
+//     and each file a step writes.
 //   - Report.Reason tells the operator what to check; PublicReason is the
 //     same without the operator's detail, for chat users other than the
 //     operator.
@@ -138,26 +153,26 @@
 //     metadata (a person's) is given none. Ephemeral lines older than
 //     Config.EphemeralDays then retire to the scope's cold memory
 //     (memory/COLD.md), in the same commit. The lines are matched by the
-//     words they share (match.go). A killed run's edits are recovered
-//     without this upkeep: the recovery knows the files' hashes before the
-//     run, not their text.
+//     words they share (match.go).
 //   - A deep Dream (deep.go) keeps each scope's memory within its budget
 //     over months: after Config.DeepEvery Dreams of the scope, when its
 //     files pass Config.DeepAtShare of Config.HotTokens (counted with the
 //     prompt's tokenizer, lines as written), and when the prompt builder
-//     asked (Ledger.RequestDeep, kept in memory/.dream_deep so that asking
-//     never waits for a running Dream and a restart does not forget). The
+//     asked (Ledger.RequestDeep, in the ledger under its short lock, so
+//     that asking never waits for a running Dream and a restart does not
+//     forget). The
 //     model merges duplicates and corrected lines and moves out what is no
 //     longer true by numbered operations the program applies — so no line
 //     leaves hot memory except to cold memory, and a permanent one never
 //     does; a second, firmer pass when the first leaves the scope over its
 //     target; then the program moves the lowest-priority, oldest lines of
 //     USER.md and MEMORY.md out until it is under. One "dream: deep —"
-//     commit holds the files and cold memory.
+//     step holds the files and cold memory: a kill between the two never
+//     leaves a line in both tiers or in neither.
 //
-// Phase 2's edits, the snapshot taken before them and the roll-back of a
-// failed run hold the workspace's write lock (workspace.Root.Exclusive),
-// as a restore does, so none of them interleaves with a chat edit.
+// A step's compare, commit and writing of its files hold the workspace's
+// write lock (workspace.Root.Exclusive), as a restore does, so none of
+// them interleaves with a chat edit.
 //
 // dream imports history (the archive, through its small History
 // interface, which *history.Store satisfies), workspace, agent, gitstore

@@ -216,7 +216,7 @@ func TestCursorRules(t *testing.T) {
 				if got := e.read("memory/MEMORY.md"); got != initMemory {
 					t.Errorf("MEMORY.md after a failed run = %q", got)
 				}
-				undone := e.logs.Find(slog.LevelInfo, "undid the edits of a failed run")
+				undone := e.logs.Find(slog.LevelInfo, "undid the edits of a stopped chunk")
 				if editedFirst := tc.wantRequests >= 3; editedFirst != (len(undone) == 1) {
 					t.Errorf("edited before failing: %v, undo log lines: %+v", editedFirst, undone)
 				}

@@ -98,6 +98,8 @@ type env struct {
 	logs *testkit.LogRecorder
 	// now, when set, is the Dreamers' clock (else the real one).
 	now func() time.Time
+	// hot is the HotTokens of the Dreamers killedAt makes.
+	hot int
 }
 
 func newEnv(t testing.TB) *env {

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"github.com/dreamgate/dreamgate/audience"
@@ -26,28 +25,32 @@ const DefaultScope = audience.Default
 // (Deps.Hook).
 const PointLedger = "dream-ledger"
 
-// ledgerVersion is the record's format.
-const ledgerVersion = 1
+// ledgerVersion is the record's format: 2 since whole steps (the head
+// commit, deep requests in the record).
+const ledgerVersion = 2
 
-// Ledger is the one owner of Dream's progress: per memory scope the cursor
-// (how far its history is consumed), the failures of the batch that starts
-// after it, the findings a stopped run left to apply, the batches skipped,
-// and the last run; and the running Dream's intent (one Dream at a time).
-// It alone reads and writes them, in one record, memory/.dream_ledger,
-// written atomically; and it is the only caller of the history store's
-// SetDreamCursor. memory/.dream_cursor stays what nanobot reads: the
-// frontier below which every scope has consumed every entry.
+// Ledger is Dream's progress: one record (memory/.dream_ledger) that this
+// type alone writes, per memory scope (by name; DefaultScope is "") the
+// cursor, the failures of the next batch, the findings a stopped batch
+// left, the skips, the last run, the deep Dream's count and whether a
+// prompt asked for one; and the commit of the memory repository whose step
+// it took in last (Head).
 //
-// Its writers (a Dream, a restore, the retention while Dream is off) hold
-// the Dream lock, memory/.dream.lock, which the ledger takes (begin): one
-// writer at a time across goroutines and processes, so a record read at
-// begin is still the record on disk when it is written back. Readers
-// (Status, /metrics) take no lock: the record is replaced atomically.
+// Two locks, each with one job. The Dream lock (memory/.dream.lock, taken
+// by begin, never waiting) is long: one Dream, restore or retention pass
+// at a time across goroutines and processes; only its holder changes the
+// cursors and the memory repository. The record lock
+// (memory/.dream_ledger.lock) is short: held for one read, change and
+// write of the record, by every writer — the Dream lock's holder and a
+// prompt asking for a deep Dream (RequestDeep), which so never waits for a
+// running Dream, only for a write of a few milliseconds. Readers (Status,
+// /metrics) take neither: the record is replaced atomically.
 //
 // A scope missing from the record has read everything up to the frontier
-// (Frontier). A run records every scope with unread entries before it
-// moves the cursors of the scopes with none up to the end of the history,
-// so the least cursor never passes an entry some scope has not read.
+// (Frontier). Before a write moves the frontier up, every scope with
+// entries past the old frontier is recorded at it, so the least cursor
+// never passes an entry some scope has not read, whatever order the scopes
+// appear in.
 //
 // Each write moves memory/.dream_cursor first, when the frontier moved, and
 // then writes the record. A process killed between the two leaves the file
@@ -55,28 +58,29 @@ const ledgerVersion = 1
 // own Dream). Either way the file wins when they differ: every scope's
 // cursor follows it.
 type Ledger struct {
-	// deepMu serialises this process's writes of the deep-Dream requests
-	// (memory/.dream_deep), which take no Dream lock.
-	deepMu sync.Mutex
-	dir    string // the workspace
-	hist   History
-	log    *slog.Logger
-	hook   func(point string) // nil: none
-	lock   flight
+	dir  string // the workspace
+	hist History
+	log  *slog.Logger
+	hook func(point string) // nil: none
+	// lock is the Dream lock; write the record lock.
+	lock  flight
+	write recordLock
 }
 
 // NewLedger returns the ledger of the workspace dir whose history is hist.
 // It touches nothing on disk. A Dreamer makes its own (Dreamer.Ledger); cmd
-// makes one where no Dreamer runs (Dream off) for the retention and
-// /metrics.
+// makes one where no Dreamer runs (Dream off) for the retention, the deep
+// Dream's requests and /metrics.
 func NewLedger(dir string, hist History, logger *slog.Logger) *Ledger {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Ledger{dir: dir, hist: hist, log: logger, lock: flight{path: lockPath(dir)}}
+	return &Ledger{dir: dir, hist: hist, log: logger, lock: flight{path: lockPath(dir)},
+		write: recordLock{path: filepath.Join(dir, filepath.FromSlash(workspace.DreamLedgerLock))}}
 }
 
-// record is the content of memory/.dream_ledger.
+// record is the content of memory/.dream_ledger: a plain value, so that
+// another engine can keep it as it is.
 type record struct {
 	Version int `json:"version"`
 	// Frontier is the value the ledger last wrote to memory/.dream_cursor:
@@ -86,9 +90,18 @@ type record struct {
 	// (DefaultScope is ""). A name audience.ParseScope refuses makes the
 	// record unreadable (damaged), never a path.
 	Scopes map[audience.Scope]*progress `json:"scopes"`
-	// Intent stands while phase 2 may have edits on disk that no commit
-	// holds yet; nil otherwise.
-	Intent *intent `json:"intent,omitempty"`
+	// Head is the full id of the memory repository's commit whose step
+	// the ledger took in last: its files are written and what its
+	// trailers say is recorded here. Commits after it are steps a kill
+	// interrupted (or made with the git command line); the next start
+	// finishes them from the commits. "" before the first step.
+	Head string `json:"head,omitempty"`
+	// Intent and DeepWriting are what versions before whole steps left
+	// while their edits were on disk with no commit holding them (phase 2
+	// edited the files themselves); the recovery commits those edits as
+	// Dream's once. Never written now.
+	Intent      *intent      `json:"intent,omitempty"`
+	DeepWriting *deepWriting `json:"deep_writing,omitempty"`
 }
 
 // progress is one memory scope's Dream progress.
@@ -117,6 +130,9 @@ type progress struct {
 	// SOUL.md's); 0 when it reached the target. Until the memory grows
 	// past it, its size alone does not call for another.
 	DeepLeft int `json:"deep_left,omitempty"`
+	// DeepAsked: a prompt found the scope over its budget and asked for a
+	// deep Dream at the next Dream (RequestDeep).
+	DeepAsked bool `json:"deep_asked,omitempty"`
 }
 
 // scope returns the named scope's progress, adding it when missing.
@@ -147,64 +163,26 @@ func (r *record) frontier() int {
 	return f
 }
 
-// follow makes the record agree with memory/.dream_cursor holding cursor,
-// and reports whether it had to. A frontier moved forward means those
-// entries are consumed in every scope; moved back, that they are to be read
-// again. Failures and findings left for a batch the cursor has passed are
-// dropped: that batch is done.
-func (r *record) follow(cursor int) bool {
-	moved := cursor != r.Frontier
-	for _, p := range r.Scopes {
-		if moved {
-			if cursor > r.Frontier {
-				p.Cursor = max(p.Cursor, cursor)
-			} else {
-				p.Cursor = min(p.Cursor, cursor)
-			}
-		}
-		if p.Failures != nil && p.Failures.First <= p.Cursor {
-			p.Failures = nil
-		}
-		if p.Pending != nil && p.Pending.First <= p.Cursor {
-			p.Pending = nil
-		}
+// cursors are the scopes' cursors, by name.
+func (r *record) cursors() map[audience.Scope]int {
+	out := make(map[audience.Scope]int, len(r.Scopes))
+	for name, p := range r.Scopes {
+		out[name] = p.Cursor
 	}
-	r.Frontier = cursor
-	return moved
-}
-
-// clone deep-copies the record, so a change that fails to reach the disk
-// leaves the held one as it was.
-func (r *record) clone() (record, error) {
-	b, err := json.Marshal(r)
-	if err != nil {
-		return record{}, fmt.Errorf("copy dream ledger: %w", err)
-	}
-	var c record
-	if err := json.Unmarshal(b, &c); err != nil {
-		return record{}, fmt.Errorf("copy dream ledger: %w", err)
-	}
-	return c, nil
+	return out
 }
 
 func (l *Ledger) path() string {
 	return filepath.Join(l.dir, filepath.FromSlash(workspace.DreamLedger))
 }
 
-// Legacy files: Dream's progress before the ledger, migrated into it once.
-func (l *Ledger) legacyPaths() []string {
-	return []string{
-		filepath.Join(l.dir, filepath.FromSlash(workspace.LegacyDreamState)),
-		filepath.Join(l.dir, filepath.FromSlash(workspace.LegacyDreamIntent)),
-	}
-}
-
 // loaded is the record as read, and what reading it found.
 type loaded struct {
 	rec record
-	// exists: the record file was there; legacy: old files were found
-	// (and read into rec when the record was not there); followed: the
-	// cursor file had moved from the record's frontier (from).
+	// exists: the record file was there; legacy: files of earlier
+	// versions were found (and read into rec when the record was not
+	// there; the deep Dream's requests always); followed: the cursor
+	// file had moved from the record's frontier (from).
 	exists, legacy, followed bool
 	from                     int
 	// damaged says what could not be decoded (the record, or an old file
@@ -215,8 +193,8 @@ type loaded struct {
 }
 
 // read reads the record and the cursor file and makes them agree (in
-// memory). Without a record, the old files are read into one. An error
-// means the files could not be read at all.
+// memory). Without a record, the files of earlier versions are read into
+// one. An error means the files could not be read at all.
 func (l *Ledger) read() (loaded, error) {
 	var ld loaded
 	cursor, err := l.hist.DreamCursor()
@@ -230,18 +208,10 @@ func (l *Ledger) read() (loaded, error) {
 	case err != nil:
 		ld.rec, ld.damaged = record{Frontier: cursor}, err
 	}
-	for _, p := range l.legacyPaths() {
-		if _, serr := os.Stat(p); serr == nil {
-			ld.legacy = true
-		}
-	}
-	if !ld.exists && ld.legacy {
-		ld.rec = record{Frontier: cursor}
-		ld.damaged = l.readLegacy(&ld.rec)
-	}
-	if !ld.exists && !ld.legacy {
+	if !ld.exists {
 		ld.rec = record{Frontier: cursor}
 	}
+	ld.legacy, ld.damaged = l.readLegacy(&ld.rec, ld.exists, ld.damaged)
 	ld.rec.Version = ledgerVersion
 	ld.rec.scope(DefaultScope)
 	ld.from = ld.rec.Frontier
@@ -249,36 +219,27 @@ func (l *Ledger) read() (loaded, error) {
 	return ld, nil
 }
 
-// readLegacy fills a new record from memory/.dream_state and
-// memory/.dream_intent, as the Dreams before the ledger left them.
-func (l *Ledger) readLegacy(rec *record) error {
-	paths := l.legacyPaths()
-	var st struct {
-		Failures *batchFailures   `json:"failures,omitempty"`
-		Pending  *pendingFindings `json:"pending,omitempty"`
-		LastRun  *LastRun         `json:"last_run,omitempty"`
-		Skips    []Skip           `json:"skips,omitempty"`
+// put writes rec: every scope with entries past the old frontier is
+// recorded before the frontier moves, then the cursor file moves when the
+// frontier did, then the record, each atomically. The caller holds the
+// record lock.
+func (l *Ledger) put(rec *record) error {
+	if f := rec.frontier(); f > rec.Frontier {
+		bl, _, err := l.hist.Backlogs(rec.Frontier, rec.cursors())
+		if err != nil {
+			return fmt.Errorf("dream backlog before moving the frontier: %w", err)
+		}
+		for _, b := range bl {
+			rec.scope(b.Scope) // at the old frontier: the frontier stays below its entries
+		}
 	}
-	_, serr := readJSON(paths[0], "old dream state", &st)
-	p := rec.scope(DefaultScope)
-	p.Failures, p.Pending, p.LastRun, p.Skips = st.Failures, st.Pending, st.LastRun, st.Skips
-	var in intent
-	ok, ierr := readJSON(paths[1], "old dream intent", &in)
-	if ok {
-		rec.Intent = &in
-	}
-	return errors.Join(serr, ierr)
-}
-
-// write puts rec on disk: the cursor file first when the frontier moved,
-// then the record, each atomically.
-func (l *Ledger) write(rec *record) error {
 	if f := rec.frontier(); f != rec.Frontier {
 		if err := l.hist.SetDreamCursor(f); err != nil {
 			return fmt.Errorf("set dream cursor to %d: %w", f, err)
 		}
 		rec.Frontier = f
 	}
+	rec.Version = ledgerVersion
 	if err := writeJSON(l.path(), "dream ledger", rec); err != nil {
 		return err
 	}
@@ -288,8 +249,30 @@ func (l *Ledger) write(rec *record) error {
 	return nil
 }
 
+// update changes the record under the record lock: it reads the record as
+// it is on disk now (another process may have asked for a deep Dream),
+// applies change and writes it, returning the record written. An error
+// leaves the record as it was (but for a cursor file already moved: the
+// next read follows it).
+func (l *Ledger) update(change func(r *record)) (record, error) {
+	unlock, err := l.write.lock()
+	if err != nil {
+		return record{}, err
+	}
+	defer unlock()
+	ld, err := l.read()
+	if err != nil {
+		return record{}, err
+	}
+	change(&ld.rec)
+	if err := l.put(&ld.rec); err != nil {
+		return record{}, err
+	}
+	return ld.rec, nil
+}
+
 // held is the ledger while its caller holds the Dream lock: the record as
-// read when the lock was taken, kept in step with the disk by change.
+// last read or written, kept in step with the disk by update.
 type held struct {
 	l       *Ledger
 	rec     record
@@ -298,8 +281,8 @@ type held struct {
 
 // begin takes the Dream lock — never waiting: a *BusyError when a Dream, a
 // restore or a retention pass holds it here or in another process — then
-// reads the record, migrating the old files once and following the cursor
-// file. The caller must call end.
+// reads the record, moving the files of earlier versions into it once and
+// following the cursor file. The caller must call end.
 func (l *Ledger) begin(now time.Time) (*held, error) {
 	release, err := l.lock.acquire(now)
 	if err != nil {
@@ -319,24 +302,10 @@ func (l *Ledger) begin(now time.Time) (*held, error) {
 		l.log.Warn("memory/.dream_cursor differs from the Dream ledger (a run killed between the two writes, or another program moved it); following the file",
 			"ledger", ld.from, "file", ld.rec.Frontier)
 	}
-	if !ld.legacy {
-		return h, nil
-	}
-	if !ld.exists {
-		if err := l.write(&h.rec); err != nil {
+	if ld.legacy {
+		if err := l.migrate(h, ld.exists); err != nil {
 			h.end()
-			return nil, fmt.Errorf("migrate dream progress into the ledger: %w", err)
-		}
-	}
-	for i, p := range l.legacyPaths() {
-		name := []string{workspace.LegacyDreamState, workspace.LegacyDreamIntent}[i]
-		switch err := os.Remove(p); {
-		case err == nil:
-			// Once: the file is gone. (A record already there means a
-			// start killed after writing it; it holds the same.)
-			l.log.Info("Dream's progress moved into its ledger", "from", name, "to", workspace.DreamLedger, "read", !ld.exists)
-		case !errors.Is(err, fs.ErrNotExist):
-			l.log.Warn("an old Dream file could not be removed after its move into the ledger", "path", name, "err", err)
+			return nil, err
 		}
 	}
 	return h, nil
@@ -345,35 +314,23 @@ func (l *Ledger) begin(now time.Time) (*held, error) {
 // end releases the Dream lock.
 func (h *held) end() { h.release() }
 
-// scope is a scope's progress as held, for reading; changes go through
-// change.
+// scope is a scope's progress as held, for reading; changes go through the
+// transitions (transitions.go).
 func (h *held) scope(name audience.Scope) progress { return *h.rec.scope(name) }
 
-// intent is the intent as held (nil when none).
-func (h *held) intent() *intent { return h.rec.Intent }
-
-// change applies f to a copy of the record and writes the copy; only once it
-// is on disk does it become the record held. An error leaves both as they
-// were (except a cursor file already moved: the next begin follows it).
-func (h *held) change(f func(r *record)) error {
-	c, err := h.rec.clone()
+// update is Ledger.update keeping the held record in step.
+func (h *held) update(change func(r *record)) error {
+	rec, err := h.l.update(change)
 	if err != nil {
 		return err
 	}
-	f(&c)
-	if err := h.l.write(&c); err != nil {
-		return err
-	}
-	h.rec = c
+	h.rec = rec
 	return nil
 }
 
-// changeScope is change for one scope's progress.
-func (h *held) changeScope(name audience.Scope, f func(p *progress)) error {
-	return h.change(func(r *record) { f(r.scope(name)) })
-}
-
-// Cursor is the highest history cursor the scope has consumed.
+// Cursor is the highest history cursor the scope has consumed: the
+// entries of the scope up to it are in its memory (a scope the ledger does
+// not know yet has read up to the frontier).
 func (l *Ledger) Cursor(scope audience.Scope) (int, error) {
 	ld, err := l.read()
 	if err != nil {
@@ -403,11 +360,7 @@ func (l *Ledger) Backlog() (int, error) {
 // frontier. last is the highest cursor the history held: a scope not
 // listed has read everything of its own up to it.
 func (l *Ledger) backlogs(rec *record) (bl []history.Backlog, last int, err error) {
-	cursors := make(map[audience.Scope]int, len(rec.Scopes))
-	for name, p := range rec.Scopes {
-		cursors[name] = p.Cursor
-	}
-	bl, last, err = l.hist.Backlogs(rec.Frontier, cursors)
+	bl, last, err = l.hist.Backlogs(rec.Frontier, rec.cursors())
 	if err != nil {
 		return nil, 0, fmt.Errorf("dream backlog: %w", err)
 	}

@@ -163,12 +163,12 @@ func TestKilledBetweenCursorAndLedger(t *testing.T) {
 	if c := e.hist.cursor(t); c != 4 {
 		t.Fatalf("cursor file = %d, want 4 (written before the kill)", c)
 	}
-	if r := e.record(); r.Intent == nil || r.Frontier != 0 {
-		t.Fatalf("ledger after the kill = %+v, want the intent and the old frontier still there", r)
+	if r := e.record(); r.Frontier != 0 || r.Head != e.log(10)[1].SHA {
+		t.Fatalf("ledger after the kill = %+v, want the old frontier and head still there", r)
 	}
 
 	rep, err := e.dreamer(Config{}).Run(t.Context(), TriggerCron, AllScopes(), nil)
-	if err != nil || rep.Outcome != OutcomeNothingNew || rep.Recovered != "" {
+	if err != nil || rep.Outcome != OutcomeNothingNew || rep.Recovered != e.log(1)[0].Short {
 		t.Fatalf("next run: %+v, %v", rep, err)
 	}
 	if m.analysisCalls() != 1 {

@@ -27,6 +27,9 @@ type oneEditModel struct {
 	// readFirst makes it read the file before each edit (two calls a
 	// finding).
 	readFirst bool
+	// literal makes it apply every finding it is given, even one whose
+	// fact the file already holds (as a literal model does).
+	literal bool
 
 	mu       sync.Mutex
 	analyses int
@@ -63,7 +66,7 @@ func (m *oneEditModel) respond(r llmtest.Request) llmtest.Reply {
 	var todo []string
 	for _, line := range strings.Split(strings.TrimSpace(list), "\n") {
 		for tag := range headings {
-			if fact, ok := strings.CutPrefix(line, tag); ok && !strings.Contains(files, "- "+fact+"\n") {
+			if fact, ok := strings.CutPrefix(line, tag); ok && (m.literal || !strings.Contains(files, "- "+fact+"\n")) {
 				todo = append(todo, line)
 			}
 		}

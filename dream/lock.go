@@ -75,6 +75,34 @@ func (f *flight) acquire(now time.Time) (release func(), err error) {
 	}, nil
 }
 
+// recordLock is the ledger's short lock: an in-process mutex and a flock
+// on memory/.dream_ledger.lock, both waited for, held for one read, change
+// and write of the record (Ledger.update). It is apart from the Dream lock
+// so that a prompt's request for a deep Dream never waits for a running
+// Dream.
+type recordLock struct {
+	path string
+	mu   sync.Mutex
+}
+
+// lock takes both locks; the returned unlock releases them.
+func (l *recordLock) lock() (unlock func(), err error) {
+	l.mu.Lock()
+	if err := os.MkdirAll(filepath.Dir(l.path), 0o700); err != nil {
+		l.mu.Unlock()
+		return nil, fmt.Errorf("dream ledger lock: %w", err)
+	}
+	fl := flock.New(l.path)
+	if err := fl.Lock(); err != nil {
+		l.mu.Unlock()
+		return nil, fmt.Errorf("dream ledger lock: %w", err)
+	}
+	return func() {
+		_ = fl.Unlock()
+		l.mu.Unlock()
+	}, nil
+}
+
 // runningSince reports an in-process run.
 func (f *flight) runningSince() (time.Time, bool) {
 	f.mu.Lock()

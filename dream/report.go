@@ -69,7 +69,9 @@ type Report struct {
 	// Commit is the short id of the last Dream commit ("" when none), and
 	// Commits those of every batch, oldest first; ManualCommit that of the
 	// commit saving hand edits made before the run; Recovered that of the
-	// commit recording an interrupted Dream's edits, made first.
+	// step an interrupted Dream had committed and the run finished first
+	// (its files written, the ledger told), or of the commit recording the
+	// edits an earlier version's interrupted Dream left on disk.
 	Commit       string
 	Commits      []string
 	ManualCommit string

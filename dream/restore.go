@@ -173,14 +173,7 @@ func (d *Dreamer) noteUndone(h *held, res RestoreResult) {
 	if !hit {
 		return
 	}
-	err := h.change(func(r *record) {
-		for _, p := range r.Scopes {
-			if p.LastRun != nil && undid(p.LastRun.Commit) {
-				p.LastRun.UndoneBy = res.Revert.Short
-			}
-		}
-	})
-	if err != nil {
+	if err := h.undone(undid, res.Revert.Short); err != nil {
 		d.log.Error("dream progress not saved", "err", err)
 	}
 }

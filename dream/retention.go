@@ -104,17 +104,7 @@ func (r Retention) retire(h *held) (retired int, err error) {
 	if retired == 0 {
 		return 0, nil
 	}
-	err = h.change(func(rec *record) {
-		for _, e := range unread[retired:] {
-			// Known at the frontier, so the frontier cannot pass the
-			// entries it keeps.
-			rec.scope(e.Scope)
-		}
-		for _, p := range rec.Scopes {
-			p.Cursor = max(p.Cursor, to)
-		}
-	})
-	if err != nil {
+	if err := h.retired(unread[retired:], to); err != nil {
 		return 0, err
 	}
 	r.Logger.Warn("Dream is off: history entries older than the retention age were retired unread to keep the history bounded",

@@ -3,13 +3,11 @@ package dream
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/dreamgate/dreamgate/audience"
-	"github.com/dreamgate/dreamgate/history"
 	"github.com/dreamgate/dreamgate/llm"
 	"github.com/dreamgate/dreamgate/workspace"
 )
@@ -87,7 +85,6 @@ func (d *Dreamer) Run(ctx context.Context, trigger string, scopes Scopes, progre
 		d.log.Error("dream could not recover an interrupted run", "trigger", trigger, "err", err)
 		return rep, &RunError{Reason: rep.Reason, Err: err}
 	}
-	d.recoverDeep(h)
 	err = d.drain(ctx, h, scopes, progress, &rep)
 	d.deepDreams(ctx, h, scopes, &rep)
 	quiet := d.settle(h, scopes, &rep)
@@ -144,7 +141,7 @@ func (d *Dreamer) drain(ctx context.Context, h *held, scopes Scopes, progress fu
 	for n := 1; len(queue) > 0; n++ {
 		scope := queue[0]
 		queue = queue[1:]
-		b := &run{d: d, h: h, scope: scope, parent: ctx, progress: progress,
+		b := &batch{d: d, h: h, scope: scope, parent: ctx, progress: progress,
 			rep: &Report{Trigger: rep.Trigger, Started: d.now(), MaxFailures: d.cfg.MaxFailures}}
 		bctx, cancel := context.WithTimeout(ctx, d.cfg.Timeout)
 		err := b.do(bctx)
@@ -243,146 +240,10 @@ func (d *Dreamer) settle(h *held, scopes Scopes, rep *Report) (quiet []audience.
 	if !moves {
 		return quiet
 	}
-	err = h.change(func(r *record) {
-		for _, b := range bl {
-			r.scope(b.Scope)
-		}
-		for name, p := range r.Scopes {
-			if _, ok := waiting[name]; !ok && p.Cursor < last {
-				p.Cursor = last
-			}
-		}
-	})
-	if err != nil {
+	if err := h.settle(bl, last); err != nil {
 		d.log.Warn("dream progress not saved", "err", err)
 	}
 	return quiet
-}
-
-// run is the state of one batch of a Dreamer.Run.
-type run struct {
-	d        *Dreamer
-	rep      *Report
-	parent   context.Context
-	progress func(string)
-	// h is the ledger, held for the Run; scope the memory scope the batch
-	// is read for.
-	h     *held
-	scope audience.Scope
-	// public is the public variant of the reason modelCause returned last
-	// (consumed by the next fail or partial finish).
-	public string
-	// batch is the history entries read; findings what phase 2 applies
-	// (the sources and priorities of the lines it writes).
-	batch    []history.Entry
-	findings []finding
-}
-
-// setReason records why the batch failed, with its public variant.
-func (r *run) setReason(reason string) {
-	r.rep.Reason, r.rep.PublicReason = reason, reason
-	if r.public != "" {
-		r.rep.PublicReason, r.public = r.public, ""
-	}
-}
-
-func (r *run) say(msg string) {
-	if r.progress != nil {
-		r.progress(msg)
-	}
-}
-
-// do is one batch; it returns nil or a *RunError and fills the Report. It
-// reads the batch and the files, then runs phase 1 (analyse) — unless an
-// earlier run left findings of this batch to apply — phase 2 (editFiles)
-// and finish, each of which returns the batch's error itself.
-func (r *run) do(ctx context.Context) error {
-	d, rep := r.d, r.rep
-	cursor := r.h.scope(r.scope).Cursor
-	batch, err := d.hist.SinceIn(r.scope, cursor, d.cfg.MaxBatchSize)
-	if err != nil {
-		return r.fail(false, "the history could not be read", fmt.Errorf("read history after %d: %w", cursor, err))
-	}
-	pending := r.pendingFor(batch)
-	if pending != nil {
-		for len(batch) > 0 && batch[len(batch)-1].Cursor > pending.Last {
-			batch = batch[:len(batch)-1]
-		}
-	}
-	if len(batch) == 0 {
-		rep.Outcome = OutcomeNothingNew
-		return nil
-	}
-	r.batch = batch
-	rep.Entries, rep.First, rep.Last = len(batch), batch[0].Cursor, batch[len(batch)-1].Cursor
-	if pending != nil {
-		r.say(fmt.Sprintf("Dreaming: applying %s left from history %d-%d…", plural(len(pending.Findings), "finding", "findings"), rep.First, rep.Last))
-	} else {
-		r.say(fmt.Sprintf("Dreaming: reading %s…", plural(len(batch), "history entry", "history entries")))
-	}
-
-	if err := r.commitHandEdits(); err != nil {
-		return r.fail(false, "the memory repository could not save the hand edits made since the last commit", err)
-	}
-	if err := r.install(); err != nil {
-		return r.fail(false, "the memory files of this conversation's scope could not be created", err)
-	}
-	files, err := readMemoryFiles(r.dir())
-	if err != nil {
-		return r.fail(false, "the memory files could not be read", err)
-	}
-	guide, cut, err := guidance(d.cfg.Workspace)
-	if err != nil {
-		return r.fail(false, "prompts/dream.md could not be read", err)
-	}
-	if cut {
-		d.log.Warn("dream prompt override cut", "path", overridePath, "max_chars", overrideCap)
-	}
-
-	var findings []finding
-	total := 0
-	if pending != nil {
-		findings, total = pending.Findings, pending.Total
-		rep.Findings = len(findings)
-	} else {
-		if findings, err = r.analyse(ctx, phase1Messages(guide, batch, d.now(), files)); err != nil {
-			return err
-		}
-		total = len(findings)
-	}
-	if len(findings) == 0 {
-		return r.complete()
-	}
-	r.findings = findings
-	// The workspace phase 2 edits through, and that finish puts the files
-	// back through when the commit fails: rooted at the scope's folder, so
-	// no other scope's file is within reach; the gateway's own (or a Sub of
-	// it) when it shares one, so that its write lock serialises chat edits
-	// with Dream's; else one for this run.
-	ws, closeWS, err := d.scopeRoot(r.scope)
-	if err != nil {
-		return r.fail(false, "the memory files could not be opened for editing", fmt.Errorf("open workspace for phase 2: %w", err))
-	}
-	defer closeWS()
-	return r.editFiles(ctx, ws, guide, findings, total)
-}
-
-// pendingFor returns the findings an earlier run left for the batch that
-// starts the unread history, or nil (forgetting a record that no longer
-// fits: the cursor moved past it).
-func (r *run) pendingFor(batch []history.Entry) *pendingFindings {
-	p := r.h.scope(r.scope).Pending
-	if p == nil {
-		return nil
-	}
-	if len(batch) == 0 || batch[0].Cursor != p.First || len(p.Findings) == 0 {
-		r.d.log.Warn("dream drops findings left for history it no longer reads next", "first", p.First, "last", p.Last, "findings", len(p.Findings))
-		if err := r.h.changeScope(r.scope, func(p *progress) { p.Pending = nil }); err != nil {
-			r.d.log.Warn("dream progress not saved", "err", err)
-		}
-		return nil
-	}
-	return p
 }
 
 // compact runs after every attempt; its failure does not fail the run.
@@ -450,12 +311,7 @@ func (d *Dreamer) saveLastRun(h *held, rep *Report, scopes Scopes, quiet []audie
 	if len(runs) == 0 {
 		return
 	}
-	err := h.change(func(r *record) {
-		for name, last := range runs {
-			r.scope(name).LastRun = last
-		}
-	})
-	if err != nil {
+	if err := h.ranLast(runs); err != nil {
 		d.log.Error("dream progress not saved", "err", err)
 	}
 }

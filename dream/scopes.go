@@ -1,14 +1,9 @@
 package dream
 
 import (
-	"errors"
-	"fmt"
-	"io/fs"
-	"os"
 	"path"
 	"path/filepath"
 	"slices"
-	"strings"
 
 	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/gitstore"
@@ -65,70 +60,8 @@ func diffPaths(d gitstore.Diff) []string {
 	return out
 }
 
-// dir is the folder of the batch's scope: the workspace, or its
-// scopes/<name>.
-func (r *run) dir() string { return scopeDir(r.d.cfg.Workspace, r.scope) }
-
 func scopeDir(ws string, s audience.Scope) string {
 	return filepath.Join(ws, filepath.FromSlash(s.Dir()))
-}
-
-// install makes the scope's folder, with the template's memory files, on
-// the scope's first Dream when no chat of its audience made it before, and
-// commits those files ("init: memory scope"), so that the scope's first
-// Dream commit shows Dream's edits alone (and its restore does not remove
-// the files).
-func (r *run) install() error {
-	if r.scope == DefaultScope {
-		return nil
-	}
-	if _, err := os.Lstat(r.dir()); err == nil || !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
-	base, closeBase, err := r.d.baseRoot()
-	if err != nil {
-		return err
-	}
-	defer closeBase()
-	if err := base.EnsureScope(r.scope); err != nil {
-		return err
-	}
-	st, err := r.d.status(r.scope)
-	if err != nil || st.Empty() {
-		return err
-	}
-	r.d.log.Info("dream created the memory files of a scope", "scope", r.scope, "files", len(st.Files))
-	_, err = r.d.repo.CommitPaths(diffPaths(st), ScopeInitSubject, scopeTrailer(r.scope))
-	if err != nil && !errors.Is(err, gitstore.ErrNothingToCommit) {
-		return fmt.Errorf("commit the new scope's files: %w", err)
-	}
-	return nil
-}
-
-// ScopeInitSubject is the subject of the commit holding a new scope
-// folder's files, as the template made them.
-const ScopeInitSubject = "init: memory scope"
-
-// scopeTrailer is what a commit body says of its scope: nothing for the
-// default scope (whose commits read as they always did), else
-// "Scope: <name>".
-func scopeTrailer(s audience.Scope) string {
-	if s == DefaultScope {
-		return ""
-	}
-	return "Scope: " + string(s)
-}
-
-// withTrailer ends a commit body with the scope's trailer.
-func withTrailer(body string, s audience.Scope) string {
-	t := scopeTrailer(s)
-	switch {
-	case t == "":
-		return body
-	case body == "":
-		return t
-	}
-	return strings.TrimRight(body, "\n") + "\n\n" + t
 }
 
 // status is the repository's diff of the scope's files alone.

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/gitstore"
@@ -26,13 +25,12 @@ const (
 	person audience.Scope = "person-slack-t1-u2"
 )
 
-// scopedEnv is a test workspace whose memory repository is the path-aware
-// fake, and whose model answers each request from what it reads: phase 1
+// scopedEnv is a test workspace whose memory repository tracks every
+// scope folder's memory files, and whose model answers each request from what it reads: phase 1
 // finds "[USER] <the entries' facts>", phase 2 writes them into USER.md
 // (under the template's or the root's heading) and then says it is done.
 type scopedEnv struct {
 	*env
-	fake *fakeRepo
 	// fail, when it returns true for a phase-1 prompt, makes that
 	// analysis empty (a failure that counts against the batch).
 	fail func(prompt string) bool
@@ -41,7 +39,6 @@ type scopedEnv struct {
 func newScopedEnv(t *testing.T) *scopedEnv {
 	t.Helper()
 	e := &scopedEnv{env: newEnv(t)}
-	e.fake = newFakeRepo(e.ws)
 	e.srv.SetResponder(e.respond)
 	return e
 }
@@ -88,7 +85,7 @@ func (e *scopedEnv) respond(req llmtest.Request) llmtest.Reply {
 func (e *scopedEnv) dreamer(cfg Config) *Dreamer {
 	e.t.Helper()
 	cfg.Workspace = e.ws
-	d, err := New(cfg, Deps{Model: e.llm, History: e.hist, Repo: e.fake, Logger: slog.New(e.logs)})
+	d, err := New(cfg, Deps{Model: e.llm, History: e.hist, Repo: e.repo, Logger: slog.New(e.logs)})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -163,7 +160,7 @@ func TestRunWalksTheScopes(t *testing.T) {
 	}
 	// Each commit holds one scope's paths; Dream's name no person.
 	dreams := 0
-	for _, c := range e.fake.log() {
+	for _, c := range e.commits() {
 		scope, _ := audience.ScopeOfPath(firstOr(c.changed, ""))
 		if !c.inScope(scope) {
 			t.Errorf("commit %q changed %v: more than one scope", c.c.Subject, c.changed)
@@ -173,7 +170,7 @@ func TestRunWalksTheScopes(t *testing.T) {
 			if strings.Contains(c.c.Subject, "Ana") || strings.Contains(c.c.Subject, "scope") {
 				t.Errorf("subject %q", c.c.Subject)
 			}
-			if want := scopeTrailer(scope); !strings.HasSuffix(c.c.Body, want) {
+			if want := (stepNote{Scope: scope}).trailers(); !strings.Contains(c.c.Body, want) {
 				t.Errorf("commit %q body ends %q, want the trailer %q", c.c.Subject, lastLine(c.c.Body), want)
 			}
 		}
@@ -191,6 +188,36 @@ func TestRunWalksTheScopes(t *testing.T) {
 		t.Errorf("frontier %d, want 4", c)
 	}
 	e.checkWire()
+}
+
+// loggedCommit is a commit and the paths it changed.
+type loggedCommit struct {
+	c       gitstore.Commit
+	changed []string
+}
+
+// commits lists the memory repository's commits, newest first.
+func (e *scopedEnv) commits() []loggedCommit {
+	e.t.Helper()
+	var out []loggedCommit
+	for _, c := range e.log(0) {
+		_, diff, err := e.repo.Show(c.SHA, nil)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		out = append(out, loggedCommit{c: c, changed: diffPaths(diff)})
+	}
+	return out
+}
+
+// inScope reports whether every path the commit changed is the scope's.
+func (c loggedCommit) inScope(s audience.Scope) bool {
+	for _, p := range c.changed {
+		if got, ok := audience.ScopeOfPath(p); !ok || got != s {
+			return false
+		}
+	}
+	return true
 }
 
 func firstOr(s []string, def string) string {
@@ -284,6 +311,35 @@ func TestQuietScopeDoesNotHoldTheFrontier(t *testing.T) {
 	}
 	if rep.Dropped == 0 {
 		t.Error("nothing compacted")
+	}
+}
+
+// A new scope's first entry that lands between the unread entries of
+// another scope is read into the new scope's memory (issue point 1: the
+// other scope's batch moved the frontier past it, the new scope was
+// taken to have read up to the frontier, and its fact reached no memory
+// file after any number of Dreams).
+func TestNewScopeBetweenAnothersEntriesIsDreamed(t *testing.T) {
+	e := newScopedEnv(t)
+	e.add(team, "team fact one")
+	d := e.dreamer(Config{})
+	if _, err := d.Run(t.Context(), TriggerCron, AllScopes(), nil); err != nil {
+		t.Fatal(err)
+	}
+	e.add(team, "team fact two")
+	e.add(person, "Ana keeps bees")
+	e.add(team, "team fact three")
+	for range 3 {
+		if _, err := d.Run(t.Context(), TriggerCron, AllScopes(), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, _ := readOptional(e.ws, "scopes/person-slack-t1-u2/USER.md"); !strings.Contains(got, "Ana keeps bees") {
+		t.Errorf("the new scope's fact is in no memory file: person USER.md %q", got)
+	}
+	r := e.record()
+	if r.Scopes[person] == nil || r.Scopes[person].Cursor < 3 {
+		t.Errorf("person's progress %+v", r.Scopes[person])
 	}
 }
 
@@ -425,14 +481,14 @@ func TestHandEditsCommittedPerScope(t *testing.T) {
 	if _, err := d.Run(t.Context(), TriggerCron, AllScopes(), nil); err != nil {
 		t.Fatal(err)
 	}
-	log := e.fake.log()
+	log := e.commits()
 	if log[0].c.Subject == gitstore.ManualSubject || log[1].c.Subject != gitstore.ManualSubject {
 		t.Fatalf("commits: %q, %q", log[0].c.Subject, log[1].c.Subject)
 	}
 	if !slices.Equal(log[1].changed, []string{"scopes/team-slack-t1/SOUL.md"}) || !log[0].inScope(team) {
 		t.Errorf("manual commit changed %v, Dream's %v", log[1].changed, log[0].changed)
 	}
-	if st, _ := e.fake.Status(nil); len(st.Files) != 1 || st.Files[0].Path != "scopes/person-slack-t1-u2/SOUL.md" {
+	if st, _ := e.repo.Status(nil); len(st.Files) != 1 || st.Files[0].Path != "scopes/person-slack-t1-u2/SOUL.md" {
 		t.Errorf("uncommitted after the team's Dream: %+v", st.Files)
 	}
 }
@@ -483,54 +539,11 @@ func TestDefaultScopeReportsAsBefore(t *testing.T) {
 	if sr.Commit != rep.Commit || sr.Entries != rep.Entries || sr.Changes != rep.Changes || sr.Outcome != rep.Outcome {
 		t.Errorf("scope report %+v differs from the run's %+v", sr, rep)
 	}
-	if body := e.fake.log()[0].c.Body; strings.Contains(body, "Scope:") {
+	if body := e.commits()[0].c.Body; strings.Contains(body, "Scope:") {
 		t.Errorf("a default-scope commit body names a scope: %q", body)
 	}
 	if _, err := os.Stat(filepath.Join(e.ws, "scopes")); err == nil {
 		t.Error("a scopes/ folder was made for the default scope")
-	}
-}
-
-// A Dream killed while editing a scope's files is recovered in that scope:
-// the files as found are committed as Dream's, with that scope's paths
-// alone, and the findings left become that scope's.
-func TestRecoverAnInterruptedScope(t *testing.T) {
-	e := newScopedEnv(t)
-	e.add(team, "team fact")
-	d := e.dreamer(Config{})
-	if _, err := d.Run(t.Context(), TriggerCron, AllScopes(), nil); err != nil {
-		t.Fatal(err)
-	}
-	e.add(team, "team fact 2")
-	e.add(team, "team fact 3")
-	before := e.read("scopes/team-slack-t1/USER.md")
-	ws, done, err := d.scopeRoot(team)
-	if err != nil {
-		t.Fatal(err)
-	}
-	snaps, err := snapshot(ws)
-	done()
-	if err != nil {
-		t.Fatal(err)
-	}
-	findings := []finding{{Tag: tagUser, Text: "team fact 2"}, {Tag: tagUser, Text: "team fact 3"}}
-	in := newIntent(team, 2, 3, snaps, findings, 2, time.Now())
-	in.Applied = 1
-	rec := e.record()
-	rec.Intent = &in
-	e.writeRecord(rec)
-	writeFile(t, e.ws, "scopes/team-slack-t1/USER.md", before+"- team fact 2\n")
-	writeFile(t, e.ws, "USER.md", initUser+"- a hand edit of the root\n")
-	if err := d.Recover(); err != nil {
-		t.Fatal(err)
-	}
-	c := e.fake.log()[0]
-	if !strings.HasSuffix(c.c.Subject, RecoveredSuffix) || !slices.Equal(c.changed, []string{"scopes/team-slack-t1/USER.md"}) || !strings.HasSuffix(c.c.Body, "Scope: team-slack-t1") {
-		t.Errorf("recovered commit %q changed %v, body %q", c.c.Subject, c.changed, lastLine(c.c.Body))
-	}
-	r := e.record()
-	if r.Intent != nil || r.Scopes[team].Pending == nil || len(r.Scopes[team].Pending.Findings) != 1 || r.Scopes[audience.Default].Pending != nil {
-		t.Errorf("after recovery: intent %+v, team %+v", r.Intent, r.Scopes[team])
 	}
 }
 
@@ -574,11 +587,11 @@ func TestScopesThroughTheMemoryRepository(t *testing.T) {
 			t.Errorf("commit %q changed %+v: more than one scope", c.Subject, diff.Files)
 		}
 	}
-	want := []string{"dream: 1 change from history 2-2", ScopeInitSubject, "dream: 1 change from history 1-1"}
+	want := []string{"dream: 1 change from history 2-2", ScopeCreatedPrefix + string(team), "dream: 1 change from history 1-1"}
 	if len(subjects) < 3 || !slices.Equal(subjects[:3], want) {
 		t.Errorf("commits %q, want %q first", subjects, want)
 	}
-	if !strings.HasSuffix(cs[0].Body, "Scope: team-slack-t1") {
+	if !strings.Contains(cs[0].Body, "\n\nScope: team-slack-t1\n") {
 		t.Errorf("the team's commit body ends %q", lastLine(cs[0].Body))
 	}
 	res, err := d.Restore(rep.Scopes[1].Commit, OnlyScopes(team))

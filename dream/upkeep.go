@@ -1,7 +1,6 @@
 package dream
 
 import (
-	"errors"
 	"fmt"
 	"io/fs"
 	"time"
@@ -315,52 +314,45 @@ func retire(f *memline.File, day time.Time, days int) []memline.Line {
 }
 
 // upkeep keeps the metadata of the scope's memory lines up to date after
-// phase 2 (snaps: the files before it; applied: the findings it applied),
-// and retires expired ephemeral
-// lines to cold memory, under the workspace's write lock. Cold memory is
-// written first: a kill between the two writes leaves a line in both
-// files, never in neither.
-func (r *run) upkeep(ws *workspace.Root, snaps []fileSnap, applied []finding) error {
-	d := r.d
+// phase 2 (applied: the findings it applied), comparing the batch's copy
+// of the files with the commit it was made from, and retires expired
+// ephemeral lines to cold memory, in the copy: the step commits both.
+func (b *batch) upkeep(applied []finding) error {
+	d, st := b.d, b.stage
 	day := d.now()
-	pv := newProvenance(day, r.batch, applied)
-	return ws.Exclusive(func() error {
-		var files []*editedFile
-		for _, s := range snaps {
-			if s.link || s.rel == workspace.Cold {
-				continue
-			}
-			cur, err := ws.ReadFile(s.rel)
-			if errors.Is(err, fs.ErrNotExist) {
-				continue
-			}
-			if err != nil {
-				return fmt.Errorf("read %s: %w", s.rel, err)
-			}
-			files = append(files, &editedFile{rel: s.rel, before: memline.ParseFile(s.data), after: memline.ParseFile(cur)})
+	pv := newProvenance(day, b.entries, applied)
+	var files []*editedFile
+	for _, rel := range workspace.MemoryFiles() {
+		cur, err := st.read(rel)
+		if err != nil {
+			return fmt.Errorf("read %s: %w", rel, err)
 		}
-		pv.stamp(files)
-		var moved []coldSection
-		for _, f := range files {
-			if out := retire(f.after, day, d.cfg.EphemeralDays); out != nil {
-				f.changed = true
-				moved = append(moved, coldSection{from: f.rel, reason: reasonExpired(d.cfg.EphemeralDays), lines: out})
-			}
+		if cur == nil {
+			continue
 		}
-		if err := appendCold(ws, day, moved); err != nil {
+		files = append(files, &editedFile{rel: rel, before: memline.ParseFile(st.orig[rel]), after: memline.ParseFile(cur)})
+	}
+	pv.stamp(files)
+	var moved []coldSection
+	for _, f := range files {
+		if out := retire(f.after, day, d.cfg.EphemeralDays); out != nil {
+			f.changed = true
+			moved = append(moved, coldSection{from: f.rel, reason: reasonExpired(d.cfg.EphemeralDays), lines: out})
+		}
+	}
+	if err := appendCold(st.root, day, moved); err != nil {
+		return err
+	}
+	for _, f := range files {
+		if !f.changed {
+			continue
+		}
+		if err := writeKeepingMode(st.root, f.rel, f.after.Bytes()); err != nil {
 			return err
 		}
-		for _, f := range files {
-			if !f.changed {
-				continue
-			}
-			if err := writeKeepingMode(ws, f.rel, f.after.Bytes()); err != nil {
-				return err
-			}
-		}
-		r.rep.ColdLines += coldCount(moved)
-		return nil
-	})
+	}
+	b.rep.ColdLines += coldCount(moved)
+	return nil
 }
 
 // writeKeepingMode replaces rel with data, keeping its permission bits (a

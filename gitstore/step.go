@@ -107,6 +107,49 @@ func (s *Store) commitChanges(parent string, changes []Change, subject, body str
 	return toCommit(c), nil
 }
 
+// DiffChanges is the diff a commit of the changes on top of base (a full
+// id or a unique prefix) would show: base's version of each file against
+// its new content, in path order, exactly (line endings count, as in a
+// commit). Changes that leave a file as base has it are not in it. A step
+// renders its commit body from it before it commits.
+func (s *Store) DiffChanges(base string, changes []Change) (Diff, error) {
+	defer s.lock()()
+	c, err := s.resolve(base)
+	if err != nil {
+		return Diff{}, fmt.Errorf("diff changes on %s: %w", base, err)
+	}
+	sorted := slices.Clone(changes)
+	slices.SortFunc(sorted, func(a, b Change) int { return strings.Compare(a.Path, b.Path) })
+	var out Diff
+	var sb strings.Builder
+	for _, ch := range sorted {
+		had, err := s.lookup(c.TreeHash, ch.Path)
+		if err != nil {
+			return Diff{}, err
+		}
+		from := side{blobState: had}
+		if from.data, err = s.content(had); err != nil {
+			return Diff{}, err
+		}
+		to := side{}
+		if !ch.Remove {
+			to = side{blobState: blobState{exists: true, mode: filemode.Regular,
+				hash: plumbing.ComputeHash(plumbing.BlobObject, ch.Data)}, data: ch.Data}
+			if had.exists && had.mode == filemode.Executable {
+				to.mode = had.mode
+			}
+		}
+		if from.blobState == to.blobState {
+			continue
+		}
+		if fc, ok := fileDiff(&sb, ch.Path, from, to, false); ok {
+			out.Files = append(out.Files, fc)
+		}
+	}
+	out.Unified = sb.String()
+	return out, nil
+}
+
 // Head is the commit HEAD names (ErrNoMatchingCommit in a repository
 // without one, which Open never leaves).
 func (s *Store) Head() (Commit, error) {

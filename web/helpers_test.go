@@ -154,7 +154,7 @@ func (f *fixture) plant() {
 		"USER.md": "# User\n\n- The operator likes green tea. <!-- permanent 2026-11-20 src:" + fmt.Sprint(op) + " -->\n",
 	})
 	for _, s := range []audience.Scope{teamScope, anaScope, bobScope} {
-		commit("init "+string(s), dream.ScopeInitSubject, "Scope: "+string(s), map[string]string{
+		commit("init "+string(s), dream.ScopeCreatedPrefix+string(s), "Scope: "+string(s), map[string]string{
 			s.Dir() + "/SOUL.md": "# Soul\n", s.Dir() + "/USER.md": "# Users\n", s.Dir() + "/memory/MEMORY.md": "# Memory\n",
 		})
 	}

@@ -26,16 +26,22 @@ const (
 	// left, skips, last run) and the running Dream's intent, in one record
 	// that only dream.Ledger writes.
 	DreamLedger = "memory/.dream_ledger"
-	// DreamDeep lists the scopes waiting for a deep Dream (asked for by the
-	// prompt builder when a scope's memory passed its budget). Kept apart
-	// from DreamLedger so that asking never waits for a running Dream's
-	// lock; only dream.Ledger writes it.
-	DreamDeep = "memory/.dream_deep"
+	// DreamLedgerLock is the ledger's short lock: held by every writer of
+	// DreamLedger for one write (dream.Ledger), apart from DreamLock, which
+	// a running Dream holds throughout.
+	DreamLedgerLock = "memory/.dream_ledger.lock"
+	// DreamStage holds the copy of a scope's memory files that a Dream
+	// edits (phase 2, the deep Dream): the files themselves change only
+	// when the step is committed, from the commit.
+	DreamStage = "memory/.dream_stage"
 	// LegacyDreamState and LegacyDreamIntent held parts of that progress
 	// before the ledger; the ledger reads them once, into itself, and
 	// removes them.
 	LegacyDreamState  = "memory/.dream_state"
 	LegacyDreamIntent = "memory/.dream_intent"
+	// LegacyDreamDeep listed the scopes waiting for a deep Dream, apart
+	// from the ledger; the ledger reads it once and removes it.
+	LegacyDreamDeep = "memory/.dream_deep"
 	// HistoryLock and DreamLock are the cross-process locks of the history
 	// store and of Dream's single flight.
 	HistoryLock = "memory/.history.lock"
@@ -86,10 +92,11 @@ func ProgramFiles() []string {
 		Cursor,
 		DreamCursor,
 		DreamLedger,
-		DreamDeep,
+		DreamStage + "/",
 		HistoryIndex,
 		LegacyDreamState,
 		LegacyDreamIntent,
+		LegacyDreamDeep,
 		MemoryDir + "/**/*.lock",
 		GitDir + "/",
 		GitIgnore,
@@ -97,5 +104,5 @@ func ProgramFiles() []string {
 }
 
 // PrivateFiles may not even be read by a tool: the memory repository's
-// internals.
-func PrivateFiles() []string { return []string{GitDir + "/"} }
+// internals, and the copy a running Dream edits.
+func PrivateFiles() []string { return []string{GitDir + "/", DreamStage + "/"} }

@@ -214,7 +214,7 @@ func TestLayout(t *testing.T) {
 			t.Errorf("%s is both a memory file and a program file", rel)
 		}
 	}
-	for _, rel := range []string{History, Cursor, DreamCursor, DreamLedger, DreamDeep, LegacyDreamState, LegacyDreamIntent, HistoryIndex, GitIgnore, GitDir + "/"} {
+	for _, rel := range []string{History, Cursor, DreamCursor, DreamLedger, DreamStage + "/", LegacyDreamDeep, LegacyDreamState, LegacyDreamIntent, HistoryIndex, GitIgnore, GitDir + "/"} {
 		if !slices.Contains(ProgramFiles(), rel) {
 			t.Errorf("ProgramFiles lacks %s", rel)
 		}

@@ -231,16 +231,20 @@ func checkFsck(ws string) []string {
 var factLine = regexp.MustCompile(`(?m)^- (.+)$`)
 
 // checkMemory: every fact Dream has consumed (history entries up to the
-// Dream cursor) is in the memory files exactly once: no edit lost, none
-// applied twice. The facts are the "- " lines of the entries; the suite's
-// facts all carry a unique token, so a fact is found by its line.
+// Dream cursor) is in its scope's memory exactly once, in exactly one
+// tier — the memory files (hot) or cold memory (memory/COLD.md, where a
+// deep Dream moves lines): no edit lost, none applied twice, no line left
+// in both tiers by a step cut short. The facts are the "- " lines of the
+// entries; the suite's facts all carry a unique token, so a fact is found
+// by its line.
 func checkMemory(ws string) (consumed int, bad []string) {
 	entries, _ := readChaosHistory(ws)
 	dc := readInt(filepath.Join(ws, "memory", ".dream_cursor"))
 	// Each scope's facts are in its own files: the root's, or
 	// scopes/<name>/'s.
-	scopeLines := map[string]map[string]int{}
-	linesOf := func(scope string) map[string]int {
+	type tiers struct{ hot, cold map[string]int }
+	scopeLines := map[string]tiers{}
+	linesOf := func(scope string) tiers {
 		if l, ok := scopeLines[scope]; ok {
 			return l
 		}
@@ -248,20 +252,7 @@ func checkMemory(ws string) (consumed int, bad []string) {
 		if scope != "" {
 			dir = filepath.Join(ws, "scopes", scope)
 		}
-		var mem strings.Builder
-		for _, f := range []string{"SOUL.md", "USER.md", "memory/MEMORY.md"} {
-			data, _ := os.ReadFile(filepath.Join(dir, f))
-			mem.Write(data)
-			mem.WriteByte('\n')
-		}
-		l := map[string]int{}
-		// A memory line's fact is its text before the metadata comment
-		// Dream keeps (memline).
-		for _, it := range memline.ParseFile([]byte(mem.String())).Items {
-			if it.Fact && it.Line.Indent == "" && it.Line.Bullet == "-" {
-				l[strings.TrimSpace(it.Line.Text)]++
-			}
-		}
+		l := tiers{hot: factLines(dir, "SOUL.md", "USER.md", "memory/MEMORY.md"), cold: factLines(dir, "memory/COLD.md")}
 		scopeLines[scope] = l
 		return l
 	}
@@ -276,12 +267,31 @@ func checkMemory(ws string) (consumed int, bad []string) {
 				continue
 			}
 			consumed++
-			if n := lines[fact]; n != 1 {
-				bad = append(bad, fmt.Sprintf("fact %q is in the memory files %d times", fact, n))
+			if hot, cold := lines.hot[fact], lines.cold[fact]; hot+cold != 1 {
+				bad = append(bad, fmt.Sprintf("fact %q is in the memory files %d times and in cold memory %d times, want once in all", fact, hot, cold))
 			}
 		}
 	}
 	return consumed, bad
+}
+
+// factLines counts the facts of the files (relative to dir) by their text:
+// a memory line's fact is its text before the metadata comment Dream
+// keeps (memline).
+func factLines(dir string, files ...string) map[string]int {
+	var mem strings.Builder
+	for _, f := range files {
+		data, _ := os.ReadFile(filepath.Join(dir, f))
+		mem.Write(data)
+		mem.WriteByte('\n')
+	}
+	l := map[string]int{}
+	for _, it := range memline.ParseFile([]byte(mem.String())).Items {
+		if it.Fact && it.Line.Indent == "" && it.Line.Bullet == "-" {
+			l[strings.TrimSpace(it.Line.Text)]++
+		}
+	}
+	return l
 }
 
 // faultTable counts faults injected and invariant checks, and prints them.

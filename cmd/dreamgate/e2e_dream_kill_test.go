@@ -22,10 +22,12 @@ func (h *harness) runKilledAt(point string, args ...string) (killed bool, stderr
 	return killed, stderr
 }
 
-// A Dream killed right after its first edit reached a memory file: the next
-// run commits the edit as a Dream commit labelled recovered (never as
-// "manual: edits outside Dream"), finishes the batch, and the recovered
-// commit can be restored like any Dream commit.
+// A Dream killed right after its first edit changed nothing: the edit was
+// in its working copy. The next run reads the batch again and commits each
+// fact once, saving no hand edit. A Dream killed right after its step's
+// branch moved is finished by the next run from the commit ("finished what
+// an interrupted Dream had begun"): the files written, the cursor moved,
+// nothing read again; the commit can be restored like any Dream commit.
 func TestKilledDreamIsRecoveredThroughTheBinary(t *testing.T) {
 	h := newHarness(t)
 	if r := h.run("dream", "run"); r.code != 0 || !strings.Contains(r.stdout, "nothing new") {
@@ -38,18 +40,41 @@ func TestKilledDreamIsRecoveredThroughTheBinary(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.llm.SetResponder(llmtest.MemoryModel)
+	facts := func() (user, memory string, n int) {
+		u, _ := os.ReadFile(filepath.Join(h.ws, "USER.md"))
+		m, _ := os.ReadFile(filepath.Join(h.ws, "memory", "MEMORY.md"))
+		all := string(u) + string(m)
+		return string(u), string(m), strings.Count(all, "tea drinker") + strings.Count(all, "called dreamgate")
+	}
 
 	killed, stderr := h.runKilledAt(dream.PointEdit, "dream", "run")
 	if !killed {
 		t.Fatalf("the Dream was not killed at its edit: %s", stderr)
 	}
-	if ledger, err := os.ReadFile(filepath.Join(h.ws, "memory", ".dream_ledger")); err != nil || !strings.Contains(string(ledger), `"intent"`) {
-		t.Fatalf("no intent in the Dream ledger after the kill: %v\n%s", err, ledger)
+	if _, _, n := facts(); n != 0 {
+		t.Fatal("the Dream killed at its edit changed the memory files")
+	}
+	r := h.run("dream", "run")
+	if r.code != 0 || strings.Contains(r.stdout, "interrupted") || strings.Contains(r.stdout, "Hand edits") {
+		t.Fatalf("run after the kill at the edit: %d %q %s", r.code, r.stdout, r.stderr)
+	}
+	if u, m, n := facts(); n != 2 {
+		t.Errorf("facts after the next run: USER.md %q, MEMORY.md %q", u, m)
 	}
 
-	r := h.run("dream", "run")
-	if r.code != 0 || !strings.Contains(r.stdout, "recorded the edits of an interrupted Dream") {
-		t.Fatalf("run after the kill: %d %q %s", r.code, r.stdout, r.stderr)
+	more := `{"cursor": 3, "timestamp": "2026-04-03 11:00", "content": "- My dog is called Pixel", "session_key": "cli:direct"}` + "\n"
+	f, err := os.OpenFile(filepath.Join(h.ws, "memory", "history.jsonl"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = f.WriteString(more)
+	f.Close()
+	if killed, stderr := h.runKilledAt(gitstore.PointRef, "dream", "run"); !killed {
+		t.Fatalf("the Dream was not killed at its branch's move: %s", stderr)
+	}
+	r = h.run("dream", "run")
+	if r.code != 0 || !strings.Contains(r.stdout, "finished what an interrupted Dream had begun") || !strings.Contains(r.stdout, "nothing new") {
+		t.Fatalf("run after the kill at the branch's move: %d %q %s", r.code, r.stdout, r.stderr)
 	}
 	repo, err := h.app().openRepo()
 	if err != nil {
@@ -59,25 +84,16 @@ func TestKilledDreamIsRecoveredThroughTheBinary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var recovered gitstore.Commit
 	for _, c := range cs {
-		if c.Subject == gitstore.ManualSubject {
-			t.Errorf("a Dream's edit was committed as a hand edit: %+v", cs)
-		}
-		if strings.HasSuffix(c.Subject, dream.RecoveredSuffix) {
-			recovered = c
+		if c.Subject == gitstore.ManualSubject || strings.HasSuffix(c.Subject, dream.RecoveredSuffix) {
+			t.Errorf("commits: %+v", cs)
 		}
 	}
-	if recovered.SHA == "" {
-		t.Fatalf("no recovered Dream commit: %+v", cs)
+	if u, m, _ := facts(); strings.Count(u+m, "Pixel") != 1 {
+		t.Errorf("the finished step's fact: USER.md %q, MEMORY.md %q", u, m)
 	}
-	user, _ := os.ReadFile(filepath.Join(h.ws, "USER.md"))
-	memory, _ := os.ReadFile(filepath.Join(h.ws, "memory", "MEMORY.md"))
-	if strings.Count(string(user)+string(memory), "tea drinker") != 1 || strings.Count(string(user)+string(memory), "called dreamgate") != 1 {
-		t.Errorf("facts after recovery: USER.md %q, MEMORY.md %q", user, memory)
-	}
-	if r := h.run("dream", "restore", recovered.Short); r.code != 0 {
-		t.Errorf("restore of the recovered commit: %d %q %s", r.code, r.stdout, r.stderr)
+	if r := h.run("dream", "restore", cs[0].Short); r.code != 0 {
+		t.Errorf("restore of the finished step's commit: %d %q %s", r.code, r.stdout, r.stderr)
 	}
 	checkStateFiles(t, h.ws)
 }

@@ -44,12 +44,15 @@ var stateFiles = []stateFile{
 	{workspace.DreamCursor, "history", "DreamCursor"},
 	{workspace.DreamLedger, "dream", "DreamLedger"},
 	{workspace.DreamLock, "dream", "DreamLock"},
-	// The scopes asked for a deep Dream, apart from the ledger so that
-	// asking never waits for a running Dream; the ledger takes them in.
-	{workspace.DreamDeep, "dream", "DreamDeep"},
+	// The ledger's short lock, held by every write of the record.
+	{workspace.DreamLedgerLock, "dream", "DreamLedgerLock"},
+	// The copy of a scope's files a running Dream edits; removed when the
+	// step lands, and by the next Dream after a kill.
+	{workspace.DreamStage + "/", "dream", "DreamStage"},
 	// Read once by the ledger, into itself, and removed; nothing writes them.
 	{workspace.LegacyDreamState, "dream", "LegacyDreamState"},
 	{workspace.LegacyDreamIntent, "dream", "LegacyDreamIntent"},
+	{workspace.LegacyDreamDeep, "dream", "LegacyDreamDeep"},
 	{workspace.GitDir + "/", "gitstore", ""},
 	{workspace.GitIgnore, "gitstore", ""},
 }

@@ -35,6 +35,9 @@ var killPoints = []string{
 	// in <ref>.lock, then the lock renamed over the ref.
 	"gitstore-ref-lock",
 	"gitstore-ref",
+	// One file a step writes from its commit, after the branch moved
+	// (gitstore): a kill between a deep Dream's COLD.md and USER.md.
+	"gitstore-checkout",
 }
 
 // killHook returns the AfterWrite hook the switch asks for, nil when it is

@@ -15,7 +15,7 @@ import (
 func Report(r dream.Report) string {
 	var b strings.Builder
 	if r.Recovered != "" {
-		fmt.Fprintf(&b, "Dream first recorded the edits of an interrupted Dream (commit %s). ", r.Recovered)
+		fmt.Fprintf(&b, "Dream first finished what an interrupted Dream had begun (commit %s). ", r.Recovered)
 	}
 	switch r.Outcome {
 	case dream.OutcomeNothingNew:

@@ -35,7 +35,7 @@ func TestReportsOfRuns(t *testing.T) {
 			Reason: "the model rejected the request"},
 			"Dream: 1 change to USER.md (commit abcd1234), 3 history entries read. Then the next batch failed: Dream failed: the model rejected the request. The entries will be read again next time (failed 1 of 3 times)."},
 		{"recovered first", dream.Report{Outcome: dream.OutcomeCompleted, Recovered: "5eed5eed", Entries: 4, Batches: 1, Changes: 1, Files: user, Commit: "abcd1234", Commits: []string{"abcd1234"}},
-			"Dream first recorded the edits of an interrupted Dream (commit 5eed5eed). Dream: 1 change to USER.md (commit abcd1234), 4 history entries read."},
+			"Dream first finished what an interrupted Dream had begun (commit 5eed5eed). Dream: 1 change to USER.md (commit abcd1234), 4 history entries read."},
 		{"two commits", dream.Report{Outcome: dream.OutcomeCompleted, Entries: 6, Batches: 2, Changes: 2, Files: []dream.FileChange{{Path: "USER.md", Changes: 2}},
 			Commit: "bbbb2222", Commits: []string{"aaaa1111", "bbbb2222"}},
 			"Dream: 2 changes to USER.md (commits aaaa1111, bbbb2222), 6 history entries in 2 batches read."},

@@ -19,18 +19,18 @@ import (
 const skipSessionKey = "dream"
 
 // chunkFailed records a stopped chunk as the batch's failure.
-func (r *run) chunkFailed(ctx context.Context, err error) error {
+func (b *batch) chunkFailed(ctx context.Context, err error) error {
 	var ce *chunkError
 	if !errors.As(err, &ce) {
 		return err // recorded by fail already
 	}
-	counted, reason, cause := r.classify(ctx, ce)
-	return r.fail(counted, reason, cause)
+	counted, reason, cause := b.classify(ctx, ce)
+	return b.fail(counted, reason, cause)
 }
 
 // classify turns a stopped chunk into the reason a user reads, the error
 // for the log, and whether it counts against the batch.
-func (r *run) classify(ctx context.Context, ce *chunkError) (counted bool, reason string, err error) {
+func (b *batch) classify(ctx context.Context, ce *chunkError) (counted bool, reason string, err error) {
 	res := ce.res
 	switch {
 	case ce.cutOff:
@@ -52,27 +52,27 @@ func (r *run) classify(ctx context.Context, ce *chunkError) (counted bool, reaso
 	if err == nil {
 		err = fmt.Errorf("phase 2 stopped: %s", res.Stop)
 	}
-	return r.modelCause(ctx, "editing", err)
+	return b.modelCause(ctx, "editing", err)
 }
 
 // modelFailure records a failed model call of a phase.
-func (r *run) modelFailure(ctx context.Context, phase string, err error) error {
-	counted, reason, err := r.modelCause(ctx, phase, err)
-	return r.fail(counted, reason, err)
+func (b *batch) modelFailure(ctx context.Context, phase string, err error) error {
+	counted, reason, err := b.modelCause(ctx, phase, err)
+	return b.fail(counted, reason, err)
 }
 
 // modelCause classifies a failed model call of a phase.
-func (r *run) modelCause(ctx context.Context, phase string, err error) (counted bool, reason string, _ error) {
+func (b *batch) modelCause(ctx context.Context, phase string, err error) (counted bool, reason string, _ error) {
 	err = fmt.Errorf("%s: %w", phase, err)
 	switch {
-	case r.parent.Err() != nil:
+	case b.parent.Err() != nil:
 		// Shutdown or a cancelled request: not the batch's fault.
 		return false, "the Dream was cancelled", err
 	case ctx.Err() != nil:
-		return true, fmt.Sprintf("the Dream took longer than its limit of %s", r.d.cfg.Timeout), err
+		return true, fmt.Sprintf("the Dream took longer than its limit of %s", b.d.cfg.Timeout), err
 	}
 	// The cause and what to check are the operator's business.
-	r.public = sentence(llm.PublicMessage(err))
+	b.public = sentence(llm.PublicMessage(err))
 	switch {
 	case errors.Is(err, llm.ErrUnavailable):
 		// An unreachable model says nothing about the batch; counting it
@@ -87,15 +87,15 @@ func (r *run) modelCause(ctx context.Context, phase string, err error) (counted 
 // doing, not an outage or a cancellation) adds to the batch's count, and the
 // MaxFailures-th one skips the batch. A stopped chunk (*chunkError) is
 // classified first.
-func (r *run) fail(counted bool, reason string, err error) error {
-	rep := r.rep
+func (b *batch) fail(counted bool, reason string, err error) error {
+	rep := b.rep
 	rep.Outcome = OutcomeFailed
-	r.setReason(reason)
+	b.setReason(reason)
 	if !counted || rep.Entries == 0 {
 		return &RunError{Reason: reason, Err: err}
 	}
 	f := batchFailures{First: rep.First, Last: rep.Last}
-	if cur := r.h.scope(r.scope).Failures; cur != nil && cur.First == rep.First {
+	if cur := b.h.scope(b.scope).Failures; cur != nil && cur.First == rep.First {
 		f = *cur
 	}
 	// The batch may have grown since the first failure; only the entries
@@ -103,14 +103,14 @@ func (r *run) fail(counted bool, reason string, err error) error {
 	f.Last, f.Reason = min(f.Last, rep.Last), reason
 	f.Count++
 	rep.Failures = f.Count
-	if serr := r.h.changeScope(r.scope, func(p *progress) { p.Failures = &f }); serr != nil {
+	if serr := b.h.batchFailed(b.scope, f); serr != nil {
 		// The count starts again; the batch is retried all the same.
-		r.d.log.Warn("dream could not record the failure of a batch", "err", serr)
+		b.d.log.Warn("dream could not record the failure of a batch", "err", serr)
 	}
-	if f.Count < r.d.cfg.MaxFailures {
+	if f.Count < b.d.cfg.MaxFailures {
 		return &RunError{Reason: reason, Err: err}
 	}
-	return r.skip(f, err)
+	return b.skip(f, err)
 }
 
 // skip gives up on the entries every failed attempt read (f.First to
@@ -118,13 +118,13 @@ func (r *run) fail(counted bool, reason string, err error) error {
 // skip silently), then move the cursor past them. Entries that joined the
 // batch later are read again by the next run. Findings left by an earlier
 // partial run are named in the record, so they stay readable.
-func (r *run) skip(f batchFailures, cause error) error {
-	d, rep := r.d, r.rep
+func (b *batch) skip(f batchFailures, cause error) error {
+	d, rep := b.d, b.rep
 	rep.Last = f.Last
 	content := fmt.Sprintf("[DREAM-SKIPPED] history entries %d-%d were not read into memory after %d failed Dream runs; last reason: %s.",
 		rep.First, rep.Last, f.Count, rep.Reason)
 	left := 0
-	if p := r.h.scope(r.scope).Pending; p != nil && p.First == rep.First {
+	if p := b.h.scope(b.scope).Pending; p != nil && p.First == rep.First {
 		left = len(p.Findings)
 		lines := make([]string, len(p.Findings))
 		for i, fd := range p.Findings {
@@ -133,25 +133,18 @@ func (r *run) skip(f batchFailures, cause error) error {
 		content += fmt.Sprintf(" %d of its findings were not applied:\n%s", left, strings.Join(lines, "\n"))
 		content, _ = capText(content, skipRecordCap)
 	}
-	rec, err := d.hist.AppendIn(r.scope, content, skipSessionKey)
+	rec, err := d.hist.AppendIn(b.scope, content, skipSessionKey)
 	if err != nil {
 		return &RunError{Reason: rep.Reason, Err: errors.Join(cause, fmt.Errorf("record skipped batch: %w", err))}
 	}
 	// When the record is the very next entry, step over it too: reading it
 	// would cost a model call and teach the memory nothing.
 	to := rep.Last
-	if next, err := d.hist.SinceIn(r.scope, rep.Last, 1); err == nil && len(next) == 1 && next[0].Cursor == rec.Cursor {
+	if next, err := d.hist.SinceIn(b.scope, rep.Last, 1); err == nil && len(next) == 1 && next[0].Cursor == rec.Cursor {
 		to = rec.Cursor
 	}
 	skipped := Skip{When: d.now(), First: rep.First, Last: rep.Last, Reason: rep.PublicReason, Findings: left}
-	err = r.h.changeScope(r.scope, func(p *progress) {
-		p.Cursor, p.Failures, p.Pending = to, nil, nil
-		p.Skips = append(p.Skips, skipped)
-		if n := len(p.Skips); n > maxSkipsKept {
-			p.Skips = append([]Skip(nil), p.Skips[n-maxSkipsKept:]...)
-		}
-	})
-	if err != nil {
+	if err := b.h.skipped(b.scope, to, skipped); err != nil {
 		return &RunError{Reason: rep.Reason, Err: errors.Join(cause, fmt.Errorf("move the dream cursor past a skipped batch: %w", err))}
 	}
 	rep.Outcome = OutcomeSkipped
@@ -163,14 +156,14 @@ func (r *run) skip(f batchFailures, cause error) error {
 // skipRecordCap bounds the history entry that records a skipped batch.
 const skipRecordCap = 8_000
 
-// putBack undoes a failed phase 2's edits (the batch will be read again).
-func (r *run) putBack(ws *workspace.Root, snaps []fileSnap) {
+// putBack undoes a stopped chunk's edits of the batch's copy.
+func (b *batch) putBack(ws *workspace.Root, snaps []fileSnap) {
 	restored, err := putBack(ws, snaps)
 	if len(restored) > 0 {
-		r.d.log.Info("dream undid the edits of a failed run", "files", strings.Join(restored, ","))
+		b.d.log.Info("dream undid the edits of a stopped chunk", "files", strings.Join(restored, ","))
 	}
 	if err != nil {
-		r.d.log.Error("dream could not undo the edits of a failed run", "err", err)
+		b.d.log.Error("dream could not undo the edits of a stopped chunk", "err", err)
 	}
 }
 
