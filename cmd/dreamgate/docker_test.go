@@ -107,8 +107,9 @@ func dockerStages(t *testing.T) (names []string, lines map[string][]string) {
 // The health and metrics port is reachable from outside the container
 // and published on the host's loopback by default; compose needs no API
 // key (a local model has none); a missing config.json stops compose
-// instead of becoming a directory; the MCP servers of docs/mcp.md have
-// their runtimes in the image's mcp target.
+// instead of becoming a directory; the service drops every capability
+// and cannot gain privileges; the MCP servers of docs/mcp.md have their
+// runtimes in the image's mcp target.
 func TestDockerFilesAgree(t *testing.T) {
 	names, stages := dockerStages(t)
 	all := strings.Join(readLines(t, "Dockerfile"), "\n")
@@ -134,6 +135,13 @@ func TestDockerFilesAgree(t *testing.T) {
 	for _, want := range []string{"type: bind", "source: ./config.json", "create_host_path: false", "read_only: true"} {
 		if !strings.Contains(compose, want) {
 			t.Errorf("compose.yaml's config mount lacks %q: a missing config.json would become a directory", want)
+		}
+	}
+	// The gateway needs no capability and must never gain one, nor may
+	// what it starts (MCP servers): a lines test, comments left out.
+	for _, want := range []string{"cap_drop: [ALL]", `security_opt: ["no-new-privileges:true"]`} {
+		if !slices.Contains(readLines(t, "compose.yaml"), want) {
+			t.Errorf("compose.yaml's service lacks %q", want)
 		}
 	}
 
