@@ -31,7 +31,7 @@ func TestMain(m *testing.M) {
 
 // stdioServer is a server config that runs the test binary as the MCP
 // server; starts, when not "", is the file that counts its starts.
-func stdioServer(t *testing.T, name string) (ServerConfig, string) {
+func stdioServer(t testing.TB, name string) (ServerConfig, string) {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
@@ -46,7 +46,7 @@ func stdioServer(t *testing.T, name string) (ServerConfig, string) {
 	}, starts
 }
 
-func countStarts(t *testing.T, path string) int {
+func countStarts(t testing.TB, path string) int {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if os.IsNotExist(err) {
@@ -58,7 +58,7 @@ func countStarts(t *testing.T, path string) int {
 	return strings.Count(string(b), "\n")
 }
 
-func newManager(t *testing.T, cfg Config) (*Manager, *testkit.Buffer) {
+func newManager(t testing.TB, cfg Config) (*Manager, *testkit.Buffer) {
 	t.Helper()
 	logs := &testkit.Buffer{}
 	if cfg.Logger == nil {
