@@ -160,6 +160,8 @@ type ArchiveReader interface {
 	// Entries returns the entries whose cursors are listed; a cursor no
 	// entry has (compacted away, never written) is left out.
 	Entries(cursors ...int) ([]Entry, error)
+	// Len is the number of entries held.
+	Len() (int, error)
 	// Backlogs lists the scopes with entries above their cursor (above
 	// after for a scope missing from cursors), the oldest such entry
 	// first, and the highest cursor the archive held when it looked.

@@ -17,11 +17,12 @@ import (
 	"github.com/dreamgate/dreamgate/gateway/dreamtext"
 	"github.com/dreamgate/dreamgate/gateway/session"
 	"github.com/dreamgate/dreamgate/gitstore"
-	"github.com/dreamgate/dreamgate/history"
 	"github.com/dreamgate/dreamgate/llm"
 	"github.com/dreamgate/dreamgate/mcp"
 	"github.com/dreamgate/dreamgate/metrics"
 	"github.com/dreamgate/dreamgate/recall"
+	"github.com/dreamgate/dreamgate/store"
+	"github.com/dreamgate/dreamgate/store/postgres"
 	"github.com/dreamgate/dreamgate/workspace"
 	workspacetemplate "github.com/dreamgate/dreamgate/workspace-template"
 )
@@ -34,8 +35,10 @@ type app struct {
 
 	// model serves every purpose through its chain of models (one model,
 	// the llm keys', unless the config names several).
-	model    *llm.Router
-	history  *history.Store
+	model   *llm.Router
+	history store.History
+	// db is the PostgreSQL engine's database, nil on the embedded engine.
+	db       *postgres.DB
 	sessions *session.Store
 	ws       *workspace.Root
 	repo     *gitstore.Store
@@ -128,8 +131,12 @@ func newApp(cfg Config, logger *slog.Logger) (*app, error) {
 	}
 	a.model = newModels(cfg, logger)
 	var err error
-	if a.history, err = history.Open(filepath.Join(cfg.Workspace, filepath.FromSlash(workspace.MemoryDir)), history.Options{Logger: logger.With("component", "history"), AfterWrite: a.afterWrite}); err != nil {
-		return nil, fmt.Errorf("open history: %w", err)
+	if a.db, err = openDatabase(cfg, logger); err != nil {
+		return nil, err
+	}
+	if a.history, err = openArchive(cfg, a.db, logger, a.afterWrite); err != nil {
+		a.close()
+		return nil, err
 	}
 	if a.sessions, err = session.NewStore(sessionsDir(cfg.StateDir), logger.With("component", "sessions")); err != nil {
 		return nil, err
@@ -179,6 +186,9 @@ func (a *app) close() {
 	}
 	if a.recall != nil {
 		_ = a.recall.Close()
+	}
+	if a.db != nil {
+		a.db.Close()
 	}
 }
 

@@ -29,6 +29,7 @@ type Config struct {
 	Web       WebConfig     `json:"web"`
 	Channels  ChannelsCfg   `json:"channels"`
 	Tools     ToolsConfig   `json:"tools"`
+	Store     StoreConfig   `json:"store"`
 	// Models are named models; Use says which serve each purpose. Without
 	// them the llm keys are the one model of every purpose.
 	Models map[string]ModelConfig `json:"models"`
@@ -41,6 +42,16 @@ type Config struct {
 	// fromEnv maps a field ("llm.baseURL") to the environment variable
 	// that set it, so an error names what the user actually wrote.
 	fromEnv map[string]string
+}
+
+// StoreConfig chooses where program state is kept: the files of the
+// workspace and the state directory (the embedded engine, the default) or
+// a PostgreSQL database.
+type StoreConfig struct {
+	// Postgres is the database's DSN (postgres://… or key=value pairs);
+	// empty keeps the embedded engine. Never logged: it may hold a
+	// password.
+	Postgres string `json:"postgres"`
 }
 
 type LLMConfig struct {
@@ -343,6 +354,8 @@ var envVars = []struct{ name, field string }{
 	// The container image sets it: its health and metrics address must
 	// be reachable from outside the container, whatever config is mounted.
 	{"DREAMGATE_HEALTH_ADDR", "gateway.healthAddr"},
+	// A DSN with a password is better kept out of the config file.
+	{"DREAMGATE_POSTGRES_URL", "store.postgres"},
 }
 
 // applyEnv lets secrets, the endpoint and the model come from the
@@ -356,6 +369,7 @@ func applyEnv(cfg *Config, getenv func(string) string) {
 		"channels.slack.appToken": &cfg.Channels.Slack.AppToken,
 		"channels.discord.token":  &cfg.Channels.Discord.Token,
 		"gateway.healthAddr":      &cfg.Gateway.HealthAddr,
+		"store.postgres":          &cfg.Store.Postgres,
 	}
 	for _, ev := range envVars {
 		if v := getenv(ev.name); v != "" {

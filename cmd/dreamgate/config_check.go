@@ -17,6 +17,7 @@ import (
 	"github.com/dreamgate/dreamgate/channels/slack"
 	"github.com/dreamgate/dreamgate/dream"
 	"github.com/dreamgate/dreamgate/llm"
+	"github.com/dreamgate/dreamgate/store/postgres"
 	"github.com/dreamgate/dreamgate/workspace"
 )
 
@@ -115,6 +116,11 @@ func (c *Config) Validate() error {
 	}
 	if err := c.Tools.validate(); err != nil {
 		return err
+	}
+	if c.Store.Postgres != "" {
+		if err := postgres.CheckDSN(c.Store.Postgres); err != nil {
+			return bad("store.postgres", "%v", err)
+		}
 	}
 	if err := c.Web.validate(); err != nil {
 		return err

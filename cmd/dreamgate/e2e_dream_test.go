@@ -84,7 +84,7 @@ func TestDreamRunLogRestoreThroughTheBinary(t *testing.T) {
 	if !strings.Contains(r.stdout, "USER.md") || !strings.Contains(r.stdout, "1 history entr") {
 		t.Errorf("dream run said %q", r.stdout)
 	}
-	cursor, _ := os.ReadFile(filepath.Join(h.ws, "memory", ".dream_cursor"))
+	cursor := readDreamCursor(t, h.ws)
 	if strings.TrimSpace(string(cursor)) != "1" {
 		t.Errorf(".dream_cursor = %q, want the batch's last cursor 1", cursor)
 	}
@@ -143,7 +143,7 @@ func TestDreamRunLogRestoreThroughTheBinary(t *testing.T) {
 	if notes, _ := os.ReadFile(filepath.Join(h.ws, "notes.txt")); string(notes) != "mine, untracked" {
 		t.Error("an untracked file was touched")
 	}
-	if cursor2, _ := os.ReadFile(filepath.Join(h.ws, "memory", ".dream_cursor")); string(cursor2) != string(cursor) {
+	if cursor2 := readDreamCursor(t, h.ws); string(cursor2) != string(cursor) {
 		t.Error("restore must not roll the Dream cursor back")
 	}
 	// An unknown sha is one sentence, exit 1.

@@ -26,6 +26,9 @@ type historyLine struct {
 
 func readHistory(t *testing.T, ws string) []historyLine {
 	t.Helper()
+	if lines, ok := readHistoryFromDatabase(t, ws); ok {
+		return lines
+	}
 	f, err := os.Open(filepath.Join(ws, "memory", "history.jsonl"))
 	if err != nil {
 		t.Fatal(err)

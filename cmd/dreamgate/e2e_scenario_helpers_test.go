@@ -102,6 +102,9 @@ func waitUntil(t *testing.T, what string, log *testkit.Buffer, cond func() bool)
 // far, read while another process may be appending: a line not complete
 // yet is skipped.
 func historyKeys(ws string) []string {
+	if keys, ok := historyKeysFromDatabase(ws); ok {
+		return keys
+	}
 	data, err := os.ReadFile(filepath.Join(ws, "memory", "history.jsonl"))
 	if err != nil {
 		return nil

@@ -19,7 +19,7 @@ func TestScopeFlagThroughTheBinary(t *testing.T) {
 	if _, err := a.history.AppendIn(team, "- The team ships on Fridays at noon.", "slack:C1"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.history.Append("- The operator keeps the spare keys in the blue box.", "terminal:main"); err != nil {
+	if _, err := a.history.AppendIn(audience.Default, "- The operator keeps the spare keys in the blue box.", "terminal:main"); err != nil {
 		t.Fatal(err)
 	}
 	a.close()

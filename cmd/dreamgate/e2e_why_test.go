@@ -21,7 +21,7 @@ func TestWhyThroughTheBinary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	oe, err := a.history.Append("- The operator ships the spare keys on Fridays.", "terminal:main")
+	oe, err := a.history.AppendIn(audience.Default, "- The operator ships the spare keys on Fridays.", "terminal:main")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,6 +29,12 @@ func TestMain(m *testing.M) {
 	mcptest.MaybeServe()
 	// The unit's sandbox test runs Node through this binary.
 	maybeExecUnderMDWE()
+	if bin := os.Getenv(builtBinEnv); bin != "" {
+		// The PostgreSQL pass (engine_test.go) runs this test binary
+		// again, with the binary its parent built.
+		binPath = bin
+		os.Exit(m.Run())
+	}
 	dir, err := os.MkdirTemp("", "dreamgate-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -80,6 +86,7 @@ func newHarness(t testing.TB) *harness {
 		"agent":   map[string]any{"idleCompactAfterMinutes": 0},
 		"gateway": map[string]any{"healthAddr": ""},
 	}
+	h.useEngine()
 	h.writeConfig()
 	return h
 }

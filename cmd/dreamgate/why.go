@@ -11,9 +11,8 @@ import (
 	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/gateway"
 	"github.com/dreamgate/dreamgate/gateway/session"
-	"github.com/dreamgate/dreamgate/history"
 	"github.com/dreamgate/dreamgate/recall"
-	"github.com/dreamgate/dreamgate/workspace"
+	"github.com/dreamgate/dreamgate/store"
 )
 
 // whyLimit bounds the lines `dreamgate why` shows.
@@ -44,10 +43,16 @@ func cmdWhy(ctx context.Context, e *env, args []string) error {
 		}
 		scopes = append([]audience.Scope{audience.Default}, known...)
 	}
-	hist, err := history.Open(filepath.Join(cfg.Workspace, filepath.FromSlash(workspace.MemoryDir)),
-		history.Options{Logger: e.logger(slog.LevelWarn).With("component", "history")})
+	db, err := openDatabase(cfg, e.logger(slog.LevelWarn))
 	if err != nil {
-		return fmt.Errorf("open history: %w", err)
+		return err
+	}
+	if db != nil {
+		defer db.Close()
+	}
+	hist, err := openArchive(cfg, db, e.logger(slog.LevelWarn), nil)
+	if err != nil {
+		return err
 	}
 	ms, total, err := gateway.FindWhy(cfg.Workspace, scopes, query, whyLimit, hist)
 	if err != nil {
@@ -77,7 +82,7 @@ func cmdWhy(ctx context.Context, e *env, args []string) error {
 // whySaid searches the recall index, as /why does, for where the words
 // were said before; the search brings the index up to date first, waiting
 // at most a few seconds.
-func whySaid(ctx context.Context, e *env, cfg Config, hist *history.Store, query string, scopes []audience.Scope) (string, error) {
+func whySaid(ctx context.Context, e *env, cfg Config, hist store.History, query string, scopes []audience.Scope) (string, error) {
 	logger := e.logger(slog.LevelWarn)
 	sessions, err := session.NewStore(sessionsDir(cfg.StateDir), logger.With("component", "sessions"))
 	if err != nil {

@@ -208,6 +208,17 @@ func (a *Archive) Backlogs(after int, cursors map[audience.Scope]int) ([]store.B
 	return out, last, nil
 }
 
+// Len implements store.ArchiveReader.
+func (a *Archive) Len() (int, error) {
+	ctx, cancel := a.db.call()
+	defer cancel()
+	var n int
+	if err := a.db.pool.QueryRow(ctx, `SELECT count(*) FROM archive_entries`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count history entries: %w", err)
+	}
+	return n, nil
+}
+
 // DreamCursor implements store.DreamCursor.
 func (a *Archive) DreamCursor() (int, error) {
 	ctx, cancel := a.db.call()

@@ -142,3 +142,12 @@ func redactErr(err error, dsn string) string {
 
 // errNoRows reports pgx's "no rows" as such.
 func errNoRows(err error) bool { return errors.Is(err, pgx.ErrNoRows) }
+
+// CheckDSN reports, without connecting, whether dsn is one pgx can use;
+// the error holds no password.
+func CheckDSN(dsn string) error {
+	if _, err := pgxpool.ParseConfig(dsn); err != nil {
+		return fmt.Errorf("not a PostgreSQL DSN (postgres://user@host/db or host=… dbname=…): %s", redactErr(err, dsn))
+	}
+	return nil
+}

@@ -154,6 +154,9 @@ func archiveAppendOrder(t *testing.T, open OpenArchive) {
 	if got := cursorsOf(chk(t, h).entries(h.Since(1, 1))); !slices.Equal(got, []int{2}) {
 		t.Fatalf("Since(1, 1) = %v", got)
 	}
+	if n := chk(t, h).n(h.Len()); n != 3 {
+		t.Fatalf("Len = %d, want 3", n)
+	}
 	if n := chk(t, h).n(h.LastCursor()); n != 3 {
 		t.Fatalf("LastCursor = %d, want 3", n)
 	}
@@ -361,6 +364,9 @@ func archiveCompact(t *testing.T, open OpenArchive) {
 	}
 	if got := cursorsOf(chk(t, h).entries(h.Since(0, 0))); !slices.Equal(got, []int{7, 8, 9, 10}) {
 		t.Fatalf("after compaction: %v", got)
+	}
+	if n := chk(t, h).n(h.Len()); n != 4 {
+		t.Fatalf("Len after compaction = %d, want 4", n)
 	}
 	if n := chk(t, h).n(h.Compact(0)); n != 0 {
 		t.Fatalf("Compact(0) dropped %d", n)

@@ -1,0 +1,62 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dreamgate/dreamgate/internal/pgtest"
+	"github.com/dreamgate/dreamgate/llm/llmtest"
+)
+
+// With store.postgres the archive goes to the database, through the built
+// binary: a conversation archived by /new is an entry there, and the
+// workspace's history.jsonl holds none.
+func TestPostgresArchiveThroughTheBinary(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	h := newHarness(t)
+	h.set("store.postgres", dsn)
+	pgWorkspaces.Store(h.ws, dsn)
+	h.llm.Push(llmtest.Text("Noted."), llmtest.Text("- The user prefers tea over coffee"))
+	if r := h.run("chat", "-m", "I prefer tea over coffee."); r.code != 0 {
+		t.Fatalf("chat: %d %s", r.code, r.stderr)
+	}
+	if r := h.run("chat", "-m", "/new"); r.code != 0 {
+		t.Fatalf("/new: %d %s", r.code, r.stderr)
+	}
+	hist := readHistory(t, h.ws)
+	if len(hist) != 1 || !strings.Contains(hist[0].Content, "tea over coffee") || hist[0].SessionID == "" {
+		t.Fatalf("the database's archive = %+v", hist)
+	}
+	// The template's empty history.jsonl stays empty.
+	if data, _ := os.ReadFile(filepath.Join(h.ws, "memory", "history.jsonl")); len(data) != 0 {
+		t.Fatalf("the workspace's history.jsonl holds entries: the archive went to the files:\n%s", data)
+	}
+	r := h.run("status")
+	if r.code != 0 || !strings.Contains(r.stdout, "1 entry") {
+		t.Fatalf("status: %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// A DSN that does not parse is a config error naming the field (exit 2);
+// a database that cannot be reached fails the command in a sentence that
+// names store.postgres. Neither shows the password.
+func TestStoreDSNErrors(t *testing.T) {
+	h := newHarness(t)
+	h.set("store.postgres", "postgres://ana:s3cret@127.0.0.1:bad/dg")
+	r := h.run("chat", "-m", "hi")
+	if r.code != 2 || !strings.Contains(r.stderr, "store.postgres") || strings.Contains(r.stderr, "s3cret") {
+		t.Fatalf("a DSN that does not parse: exit %d\n%s", r.code, r.stderr)
+	}
+	h.set("store.postgres", "postgres://ana:s3cret@127.0.0.1:1/dg?connect_timeout=2")
+	r = h.run("chat", "-m", "hi")
+	if r.code == 0 || !strings.Contains(r.stderr, "store.postgres") || strings.Contains(r.stderr, "s3cret") {
+		t.Fatalf("an unreachable database: exit %d\n%s", r.code, r.stderr)
+	}
+	h.set("store.postgres", "")
+	env := []string{"DREAMGATE_POSTGRES_URL=postgres://ana:s3cret@127.0.0.1:1/dg?connect_timeout=2"}
+	if r := h.runEnv(env, "chat", "-m", "hi"); r.code == 0 || strings.Contains(r.stderr, "s3cret") {
+		t.Fatalf("DREAMGATE_POSTGRES_URL to an unreachable database: exit %d\n%s", r.code, r.stderr)
+	}
+}

@@ -1,0 +1,52 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"time"
+
+	"github.com/dreamgate/dreamgate/history"
+	"github.com/dreamgate/dreamgate/store"
+	"github.com/dreamgate/dreamgate/store/postgres"
+	"github.com/dreamgate/dreamgate/workspace"
+)
+
+// Program state has two engines (store): the workspace's and the state
+// directory's files, the default, and a PostgreSQL database when
+// store.postgres (or DREAMGATE_POSTGRES_URL) names one. Without a DSN pgx
+// is neither configured nor dialled: a one-process user's commands pay
+// nothing for the second engine but its package initialisation.
+
+// connectTimeout bounds connecting to the database and migrating it.
+const connectTimeout = time.Minute
+
+// openDatabase opens the PostgreSQL engine when the config names a
+// database, and returns nil otherwise. Its errors hold no password.
+func openDatabase(cfg Config, logger *slog.Logger) (*postgres.DB, error) {
+	if cfg.Store.Postgres == "" {
+		return nil, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), connectTimeout)
+	defer cancel()
+	db, err := postgres.Open(ctx, cfg.Store.Postgres, postgres.Options{Logger: logger.With("component", "store")})
+	if err != nil {
+		return nil, fmt.Errorf("open the program state in PostgreSQL (store.postgres): %w", err)
+	}
+	return db, nil
+}
+
+// openArchive returns the archive of the engine db says: the database's,
+// or memory/history.jsonl's when db is nil.
+func openArchive(cfg Config, db *postgres.DB, logger *slog.Logger, afterWrite func(string)) (store.History, error) {
+	if db != nil {
+		return db.Archive(), nil
+	}
+	h, err := history.Open(filepath.Join(cfg.Workspace, filepath.FromSlash(workspace.MemoryDir)),
+		history.Options{Logger: logger.With("component", "history"), AfterWrite: afterWrite})
+	if err != nil {
+		return nil, fmt.Errorf("open history: %w", err)
+	}
+	return h, nil
+}
