@@ -211,6 +211,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /memory/{scope}", s.signed(s.memoryScope))
 	m.HandleFunc("GET /entries/{scope}", s.signed(s.entries))
 	m.HandleFunc("GET /timeline", s.signed(s.timeline))
+	m.HandleFunc("GET /commit", s.signed(s.openCommit))
 	m.HandleFunc("GET /commit/{sha}", s.signed(s.commit))
 	m.HandleFunc("GET /restore/{sha}", s.signed(s.restoreConfirm))
 	m.HandleFunc("POST /restore/{sha}", s.signed(s.restore))

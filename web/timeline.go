@@ -56,11 +56,11 @@ func commitKind(subject string) string {
 }
 
 type timelineData struct {
-	Commits []gitstore.Commit
-	Kinds   []kindFilter
-	Kind    string
-	Scopes  []scopeLink
-	Scope   string
+	Rows   []timelineRow
+	Kinds  []kindFilter
+	Kind   string
+	Scopes []scopeLink
+	Scope  string
 	// Older is the link to the next page ("" on the last); Newest to the
 	// first (on a later page).
 	Older, Newest string
@@ -112,8 +112,23 @@ func (s *Server) timeline(w http.ResponseWriter, r *http.Request, v *Viewer) {
 	if before != "" {
 		d.Newest = timelineURL(d.Kind, d.Scope, "")
 	}
-	d.Commits = cs
+	for _, c := range cs {
+		row := timelineRow{Commit: c}
+		// The diff as the viewer may see it: its scopes and its lines.
+		if _, diff, err := s.deps.Repo.Show(c.SHA, keep); err == nil {
+			row.changeOf = summarize(diff)
+		} else {
+			s.log.Warn("web: a timeline commit's diff", "commit", c.Short, "err", err)
+		}
+		d.Rows = append(d.Rows, row)
+	}
 	s.render(w, r, v, http.StatusOK, "Timeline", "timeline", timelinePage(s.clock(), d))
+}
+
+// timelineRow is one commit of the timeline with what it changed.
+type timelineRow struct {
+	gitstore.Commit
+	changeOf
 }
 
 func timelineURL(kind, scope, before string) string {
@@ -152,9 +167,8 @@ func (s *Server) visible(sha string, v *Viewer) bool {
 	if !fullSHA(sha) {
 		return false
 	}
-	keep := v.keep(s.cfg.SharedMemory)
-	_, d, err := s.deps.Repo.Show(sha, keep)
-	return err == nil && (keep == nil || !d.Empty())
+	_, ok := s.visibleCommit(sha, v)
+	return ok
 }
 
 type commitData struct {
@@ -179,8 +193,12 @@ const maxDiffLines = 3000
 
 func (s *Server) commit(w http.ResponseWriter, r *http.Request, v *Viewer) {
 	sha := r.PathValue("sha")
-	if s.deps.Repo == nil || !fullSHA(sha) {
+	if s.deps.Repo == nil {
 		s.notFound(w, r, v, "There is no such commit.")
+		return
+	}
+	if !fullSHA(sha) {
+		s.openShort(w, r, v, sha)
 		return
 	}
 	keep := v.keep(s.cfg.SharedMemory)
@@ -200,6 +218,64 @@ func (s *Server) commit(w http.ResponseWriter, r *http.Request, v *Viewer) {
 	}
 	d.CanRestore = v.Admin && s.deps.Dream != nil && strings.HasPrefix(c.Subject, dream.SubjectPrefix)
 	s.render(w, r, v, http.StatusOK, c.Subject, "timeline", commitPage(s.clock(), d))
+}
+
+// openShort opens a commit by a short id, as git takes one: a prefix of
+// at least 4 hex digits naming one commit. Only the commits the viewer may
+// see count, so a prefix tells nobody of another's commits: one of them
+// is the page it redirects to, several are listed to choose from, none is
+// not found.
+func (s *Server) openShort(w http.ResponseWriter, r *http.Request, v *Viewer, prefix string) {
+	prefix = strings.ToLower(prefix)
+	if len(prefix) < 4 || len(prefix) > 40 || strings.Trim(prefix, "0123456789abcdef") != "" {
+		s.notFound(w, r, v, "There is no such commit: a commit id is 4 to 40 hex digits.")
+		return
+	}
+	var candidates []string
+	c, _, err := s.deps.Repo.Show(prefix, nil)
+	var many *gitstore.AmbiguousRevisionError
+	switch {
+	case err == nil:
+		candidates = []string{c.SHA}
+	case errors.As(err, &many):
+		candidates = many.Candidates
+	case isUnknown(err):
+	default:
+		s.failed(w, r, v, "commit", err)
+		return
+	}
+	var shown []gitstore.Commit
+	for _, sha := range candidates {
+		if c, ok := s.visibleCommit(sha, v); ok {
+			shown = append(shown, c)
+		}
+	}
+	switch len(shown) {
+	case 0:
+		s.notFound(w, r, v, "There is no such commit.")
+	case 1:
+		http.Redirect(w, r, "/commit/"+shown[0].SHA, http.StatusSeeOther)
+	default:
+		s.render(w, r, v, http.StatusMultipleChoices, "Which commit?", "timeline", ambiguousPage(s.clock(), prefix, shown))
+	}
+}
+
+// visibleCommit is the commit sha (a full id) when the viewer may see it.
+func (s *Server) visibleCommit(sha string, v *Viewer) (gitstore.Commit, bool) {
+	keep := v.keep(s.cfg.SharedMemory)
+	c, d, err := s.deps.Repo.Show(sha, keep)
+	return c, err == nil && (keep == nil || !d.Empty())
+}
+
+// openCommit is the timeline's "open commit" form: the id typed, as a
+// commit page's address.
+func (s *Server) openCommit(w http.ResponseWriter, r *http.Request, v *Viewer) {
+	sha := strings.TrimSpace(r.URL.Query().Get("sha"))
+	if sha == "" || strings.Trim(strings.ToLower(sha), "0123456789abcdef") != "" || len(sha) > 40 {
+		s.notFound(w, r, v, "There is no such commit: a commit id is 4 to 40 hex digits.")
+		return
+	}
+	http.Redirect(w, r, "/commit/"+strings.ToLower(sha), http.StatusSeeOther)
 }
 
 // withoutDiff is a commit body without the fenced diff block Dream's
