@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/dreamgate/dreamgate/channels"
+	"github.com/dreamgate/dreamgate/internal/editdist"
 )
 
 // command is one slash command: a small handler with its help line.
@@ -122,7 +123,7 @@ func (g *Gateway) unknownCommand(in channels.Inbound, name string) string {
 	}
 	slices.Sort(names)
 	for _, n := range names {
-		if d := editDistance(name, n); d < bestDist {
+		if d := editdist.Distance(name, n); d < bestDist {
 			best, bestDist = n, d
 		}
 	}
@@ -138,28 +139,6 @@ func (g *Gateway) unknownCommand(in channels.Inbound, name string) string {
 		return fmt.Sprintf("Unknown command %s. Did you mean %s?", name, g.commandUsage(in, best))
 	}
 	return fmt.Sprintf("Unknown command %s. Try %s for the list.", name, g.commandUsage(in, "/help"))
-}
-
-// editDistance is the Levenshtein distance between two short strings.
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
 }
 
 // refuseAdmin says who may run an admin command and how to become one:

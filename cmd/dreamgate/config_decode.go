@@ -9,6 +9,9 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"unicode/utf8"
+
+	"github.com/dreamgate/dreamgate/internal/editdist"
 )
 
 // Reading config.json strictly. encoding/json matches a key to a field
@@ -285,8 +288,8 @@ func nearestKey(key string, names []string) string {
 	best, bestDist := "", 0
 	for _, n := range names {
 		l := strings.ToLower(n)
-		d := editDistance(k, l)
-		ok := d <= max(1, min(3, len(k)/3))
+		d := editdist.Distance(k, l)
+		ok := d <= max(1, min(3, utf8.RuneCountInString(k)/3))
 		if !ok && len(k) >= 4 && len(l) >= 4 && (strings.HasPrefix(l, k) || strings.HasPrefix(k, l)) {
 			ok = true
 		}
@@ -295,27 +298,6 @@ func nearestKey(key string, names []string) string {
 		}
 	}
 	return best
-}
-
-// editDistance is Levenshtein's distance between a and b, in bytes.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 func joinKey(path, key string) string {

@@ -72,6 +72,8 @@ func TestConfigFileIsReadStrictly(t *testing.T) {
 			want: []string{"slack: unknown key here; did you mean channels.slack?"}},
 		{name: "key in the wrong object", body: `{"llm": {"cron": "0 * * * *"}}`,
 			want: []string{"llm.cron: unknown key here; did you mean dream.cron?"}},
+		{name: "misspelt with an accent", body: `{"dream": {"crön": "0 * * * *"}}`,
+			want: []string{"dream.crön: unknown key; did you mean dream.cron?"}},
 		{name: "nothing near", body: `{"gateway": {"zzzzzz": 1}}`,
 			want: []string{"gateway.zzzzzz: unknown key"}},
 		{name: "key inside a list", body: `{"admins": ["slack:U1"], "channels": {"terminal": {"enabled": true, "colour": 1}}}`,
