@@ -13,6 +13,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/storage"
 	"github.com/go-git/go-git/v5/storage/filesystem"
+
+	"github.com/dreamgate/dreamgate/internal/backoff"
 )
 
 // Reference writes. go-git's filesystem storage rewrites a loose ref in
@@ -250,8 +252,7 @@ func (l *refLock) release() {
 // lockStale for a crash leftover: our writes hold one for milliseconds.
 func (s *Store) takeLock(p string) (*os.File, error) {
 	deadline := time.Now().Add(s.lockWait)
-	delay := 5 * time.Millisecond
-	for {
+	for try := 0; ; try++ {
 		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 		if err == nil {
 			return f, nil
@@ -270,8 +271,7 @@ func (s *Store) takeLock(p string) (*os.File, error) {
 		}
 		// Polling is how git waits for a lock too: there is nothing to
 		// subscribe to.
-		time.Sleep(delay)
-		delay = min(2*delay, 100*time.Millisecond)
+		time.Sleep(backoff.Delay(try, 5*time.Millisecond, 100*time.Millisecond))
 	}
 }
 

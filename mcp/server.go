@@ -13,6 +13,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/dreamgate/dreamgate/audience"
+	"github.com/dreamgate/dreamgate/internal/backoff"
 	"github.com/dreamgate/dreamgate/llm"
 )
 
@@ -184,10 +185,7 @@ func (s *server) down(problem string) {
 	s.state, s.problem = stateDown, problem
 	delay := time.Duration(0)
 	if s.fails > 1 {
-		delay = s.m.cfg.MaxDelay
-		if shift := s.fails - 2; shift < 20 {
-			delay = min(baseDelay<<shift, s.m.cfg.MaxDelay)
-		}
+		delay = backoff.Delay(s.fails-2, baseDelay, s.m.cfg.MaxDelay)
 	}
 	s.retryAt = s.m.now().Add(delay)
 }
