@@ -145,7 +145,10 @@ func TestStateFilesHaveOneWriter(t *testing.T) {
 					}
 				}
 			case *ast.CallExpr:
-				if sel, ok := n.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "SetDreamCursor" && rel != "dream/ledger.go" {
+				// The conformance suite (store/storetest) drives each engine's
+				// archive directly, as a test does: it is no writer of a
+				// workspace.
+				if sel, ok := n.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "SetDreamCursor" && rel != "dream/ledger.go" && pkg != "store/storetest" {
 					t.Errorf("%s: %s calls SetDreamCursor; only the Dream ledger (dream/ledger.go) moves the Dream cursor", rel, fset.Position(n.Pos()))
 				}
 			case *ast.BasicLit:
