@@ -99,10 +99,11 @@ type Config struct {
 	MaxRounds int
 	// Model names the model for archive calls; "" is the client's default.
 	Model string
-	// SharedMemory is config memory.scoped set to false: every
-	// conversation is archived into, and reads, the default scope, as
-	// before scopes existed, so everything anyone says may reach everyone.
-	SharedMemory bool
+	// Scopes says which memory scope a conversation is archived into and
+	// which scopes' entries its prompt may show (*memory.Memory, where
+	// the shared-memory setting is decided); nil: each audience's own
+	// (audience.Home, audience.MayRead).
+	Scopes Scopes
 	// Counter counts tokens; nil is a Counter of its own. Pass the one
 	// the prompt's memory budget counts with, so the vocabulary is loaded
 	// once.
@@ -269,22 +270,27 @@ func (c *Consolidator) lockSession(ctx context.Context, s Session) (func(), erro
 	}
 }
 
-// home is the scope s's archive entries are written in: its audience's
-// Home, or the default scope in shared mode.
-func (c *Consolidator) home(s Session) audience.Scope {
-	if c.cfg.SharedMemory {
-		return audience.Default
-	}
-	return s.Audience().Home()
+// Scopes says which memory scopes a conversation's audience is archived
+// into and reads (*memory.Memory).
+type Scopes interface {
+	Home(a audience.Audience) audience.Scope
+	MayRead(a audience.Audience, s audience.Scope) bool
 }
 
-// readable reports whether s's prompt may show an entry of scope: one of
-// its audience's Readable scopes, or in shared mode the default scope.
-func (c *Consolidator) readable(s Session, scope audience.Scope) bool {
-	if c.cfg.SharedMemory {
-		return scope == audience.Default
+// home is the scope s's archive entries are written in.
+func (c *Consolidator) home(s Session) audience.Scope {
+	if c.cfg.Scopes == nil {
+		return s.Audience().Home()
 	}
-	return s.Audience().MayRead(scope)
+	return c.cfg.Scopes.Home(s.Audience())
+}
+
+// readable reports whether s's prompt may show an entry of scope.
+func (c *Consolidator) readable(s Session, scope audience.Scope) bool {
+	if c.cfg.Scopes == nil {
+		return s.Audience().MayRead(scope)
+	}
+	return c.cfg.Scopes.MayRead(s.Audience(), scope)
 }
 
 func clampLC(lc, n int) int {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/llm"
+	"github.com/dreamgate/dreamgate/memory"
 )
 
 var (
@@ -29,7 +30,7 @@ func TestArchiveWritesTheSessionsHomeScope(t *testing.T) {
 					m = newFakeModel(t, step{err: &llm.Error{Kind: llm.ErrUnavailable, Reason: "HTTP 503"}})
 				}
 				cfg := baseConfig
-				cfg.SharedMemory = shared
+				cfg.Scopes = memory.New(nil, shared)
 				c, store := newTestConsolidator(t, m, cfg)
 				s := newSession("slack:C1", user("hello"), assistant("hi"))
 				s.aud = aud
@@ -59,7 +60,7 @@ func TestArchiveWritesTheSessionsHomeScope(t *testing.T) {
 func TestRecentHistoryShowsReadableScopesOnly(t *testing.T) {
 	for _, shared := range []bool{false, true} {
 		cfg := baseConfig
-		cfg.SharedMemory = shared
+		cfg.Scopes = memory.New(nil, shared)
 		c, store := newTestConsolidator(t, newFakeModel(t), cfg)
 		write := func(scope audience.Scope, text string) {
 			t.Helper()

@@ -13,6 +13,7 @@ import (
 	"github.com/dreamgate/dreamgate/history"
 	"github.com/dreamgate/dreamgate/internal/tokens"
 	"github.com/dreamgate/dreamgate/llm"
+	"github.com/dreamgate/dreamgate/memory"
 	"github.com/dreamgate/dreamgate/workspace"
 )
 
@@ -244,6 +245,10 @@ type Deps struct {
 	// restore and a chat edit of the same file are serialised by its one
 	// write lock. Nil: each run opens its own.
 	Files *workspace.Root
+	// Memory reads the scopes' memory files for the prompts and measures
+	// what they cost in a prompt (cmd's one *memory.Memory); nil: read
+	// from Config.Workspace.
+	Memory *memory.Memory
 	// Counter counts tokens as the prompt builder does (cmd's one
 	// *consolidator.Counter); nil: Dream's own.
 	Counter TokenCounter
@@ -290,12 +295,16 @@ func New(cfg Config, deps Deps) (*Dreamer, error) {
 	if deps.Counter == nil {
 		deps.Counter = &tokens.Counter{}
 	}
+	if deps.Memory == nil {
+		deps.Memory = memory.New(memory.NewDisk(cfg.Workspace), false)
+	}
 	d := &Dreamer{
 		cfg:   cfg,
 		model: deps.Model,
 		hist:  deps.History,
 		repo:  hookRepo(deps.Repo, deps.Hook),
 		files: deps.Files,
+		mem:   deps.Memory,
 		obs:   deps.Observer,
 		log:   deps.Logger,
 		now:   deps.Now,

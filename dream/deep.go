@@ -115,7 +115,7 @@ func (d *Dreamer) deepDue(h *held, s audience.Scope, requested bool) (string, er
 	if err != nil {
 		return "", err
 	}
-	n := d.hotTokens(files)
+	n := d.hotTokens(s, files)
 	if left := h.scope(s).DeepLeft; left > 0 && n <= left {
 		// The last deep Dream left what it could not move (permanent
 		// lines, SOUL.md's); nothing grew since. A prompt's request is
@@ -201,7 +201,7 @@ func (p *deepPass) run(ctx context.Context) error {
 		return err
 	}
 	day := d.now()
-	dr.Before = d.hotTokens(files)
+	dr.Before = d.hotTokens(p.scope, files)
 	var moved []coldSection
 	for _, f := range files {
 		if out := retire(f.f, day, d.cfg.EphemeralDays); out != nil {
@@ -215,11 +215,11 @@ func (p *deepPass) run(ctx context.Context) error {
 	}
 	moved = append(moved, out...)
 	if dr.Target > 0 {
-		out := d.moveToBudget(files, dr.Target)
+		out := d.moveToBudget(p.scope, files, dr.Target)
 		dr.Budget = coldCount(out)
 		moved = append(moved, out...)
 	}
-	dr.After = d.hotTokens(files)
+	dr.After = d.hotTokens(p.scope, files)
 	dr.ColdLines = coldCount(moved)
 	if dr.Target > 0 && dr.After > dr.Target {
 		d.log.Warn("deep Dream: the memory stays over its target; what is left is permanent or SOUL.md's", "scope", string(p.scope), "tokens", dr.After, "target", dr.Target)
@@ -241,7 +241,7 @@ func (p *deepPass) review(ctx context.Context, files []*deepFile, day time.Time)
 	d, dr := p.d, &p.dr
 	var moved []coldSection
 	for pass := 1; pass <= 2; pass++ {
-		size := d.hotTokens(files)
+		size := d.hotTokens(p.scope, files)
 		if pass == 2 && (dr.Target == 0 || size <= dr.Target) {
 			break
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/dreamgate/dreamgate/internal/testkit"
 	"github.com/dreamgate/dreamgate/internal/tokens"
 	"github.com/dreamgate/dreamgate/llm/llmtest"
+	"github.com/dreamgate/dreamgate/memory"
 	"github.com/dreamgate/dreamgate/memory/memline"
 )
 
@@ -62,19 +63,11 @@ func texts(text string) map[string]int {
 func hotOf(t *testing.T, e *env) int {
 	t.Helper()
 	var c tokens.Counter
-	n := 0
-	for _, rel := range []string{"SOUL.md", "USER.md", "memory/MEMORY.md"} {
-		for _, it := range memline.ParseFile([]byte(e.read(rel))).Items {
-			text := it.Raw
-			if it.Fact && it.Line.HasMeta() {
-				text, _ = it.Line.Shown()
-			}
-			if strings.TrimSpace(text) != "" {
-				n += c.Count(text) + 1
-			}
-		}
+	var texts []string
+	for _, rel := range memory.HotFiles() {
+		texts = append(texts, memory.ShownText(DefaultScope, rel, []byte(e.read(rel))))
 	}
-	return n
+	return memory.Cost(&c, texts...) // as the prompt counts
 }
 
 // deepEnv is a workspace whose USER.md is monthsOfUser, committed, with

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/dreamgate/dreamgate/audience"
+	"github.com/dreamgate/dreamgate/memory"
 	"github.com/dreamgate/dreamgate/memory/memline"
 	"github.com/dreamgate/dreamgate/workspace"
 )
@@ -27,15 +28,21 @@ type deepFile struct {
 // deepFileIDs prefixes the numbered lines of each file in the prompt.
 var deepFileIDs = map[string]string{fileSoul: "S", fileUser: "U", fileMemory: "M"}
 
+// readDeepFiles reads scope s's hot files as they stand, through the
+// memory (never through a link), to measure them.
 func (d *Dreamer) readDeepFiles(s audience.Scope) ([]*deepFile, error) {
-	ws, done, err := d.scopeRoot(s)
-	if err != nil {
-		return nil, err
+	var out []*deepFile
+	for _, rel := range []string{fileSoul, fileUser, fileMemory} {
+		b, err := d.mem.Read(s, rel)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("read %s: %w", rel, err)
+		}
+		out = append(out, &deepFile{rel: rel, data: b, f: memline.ParseFile(b)})
 	}
-	defer done()
-	return readDeepFiles(ws)
+	return out, nil
 }
 
+// readDeepFiles reads the hot files of the Dream's working copy ws.
 func readDeepFiles(ws *workspace.Root) ([]*deepFile, error) {
 	var out []*deepFile
 	for _, rel := range []string{fileSoul, fileUser, fileMemory} {
@@ -48,35 +55,26 @@ func readDeepFiles(ws *workspace.Root) ([]*deepFile, error) {
 	return out, nil
 }
 
-// hotTokens is what the files cost in a prompt: every line with text as
-// the prompt shows it (a fact without its comment, with its date: memline
-// Shown), one token more for its line break.
-func (d *Dreamer) hotTokens(files []*deepFile) int {
-	n := 0
-	for _, f := range files {
-		for _, it := range f.f.Items {
-			n += d.lineTokens(it)
-		}
+// hotTokens is what scope s's files cost in a prompt, counted as the
+// prompt counts them (memory.Cost).
+func (d *Dreamer) hotTokens(s audience.Scope, files []*deepFile) int {
+	texts := make([]string, len(files))
+	for i, f := range files {
+		texts[i] = memory.ShownText(s, f.rel, f.f.Bytes())
 	}
-	return n
+	return memory.Cost(d.count, texts...)
 }
 
-// lineTokens is what one line costs in a prompt (0 for a blank one).
+// lineTokens is what one line costs in a prompt (memory.LineCost).
 func (d *Dreamer) lineTokens(it memline.Item) int {
-	if strings.TrimSpace(it.Raw) == "" {
-		return 0
-	}
-	text := it.Raw
-	if it.Fact && it.Line.HasMeta() {
-		text, _ = it.Line.Shown()
-	}
-	return d.count.Count(text) + 1
+	text, _ := memory.ShownLine(it)
+	return memory.LineCost(d.count, text)
 }
 
 // moveToBudget moves the lowest-priority, oldest facts of USER.md and
 // memory/MEMORY.md (an undated line counts as the oldest; permanent ones
 // never) to cold memory until the files hold at most target tokens.
-func (d *Dreamer) moveToBudget(files []*deepFile, target int) []coldSection {
+func (d *Dreamer) moveToBudget(s audience.Scope, files []*deepFile, target int) []coldSection {
 	type cand struct {
 		f    *deepFile
 		item int
@@ -100,7 +98,7 @@ func (d *Dreamer) moveToBudget(files []*deepFile, target int) []coldSection {
 		}
 		return strings.Compare(a.line.Date, b.line.Date) // "" (undated) first
 	})
-	size := d.hotTokens(files)
+	size := d.hotTokens(s, files)
 	gone := map[*deepFile]map[int]bool{}
 	for _, c := range cands {
 		if size <= target {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/llm"
+	"github.com/dreamgate/dreamgate/memory"
 	"github.com/dreamgate/dreamgate/workspace"
 )
 
@@ -20,6 +21,7 @@ type Dreamer struct {
 	hist  History
 	repo  Repo
 	files *workspace.Root // nil: opened per run
+	mem   *memory.Memory
 	log   *slog.Logger
 	now   func() time.Time
 	hook  func(point string)

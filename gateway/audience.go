@@ -38,29 +38,16 @@ func (g *Gateway) audienceOf(in channels.Inbound) audience.Audience {
 	return audience.Unknown(in.SessionKey)
 }
 
-// home is the scope a's conversations are archived in: its Home, or the
-// default scope when memory is shared (config memory.scoped false).
-func (g *Gateway) home(a audience.Audience) audience.Scope {
-	if g.cfg.SharedMemory {
-		return audience.Default
-	}
-	return a.Home()
-}
+// home is the scope a's conversations are archived in (memory.Home).
+func (g *Gateway) home(a audience.Audience) audience.Scope { return g.mem.Home(a) }
 
-// readable lists the scopes a's prompts show, widest first, its home last:
-// its Readable scopes, or the default scope alone when memory is shared.
-func (g *Gateway) readable(a audience.Audience) []audience.Scope {
-	if g.cfg.SharedMemory {
-		return []audience.Scope{audience.Default}
-	}
-	return a.Readable()
-}
+// readable lists the scopes a's prompts show, widest first, its home last
+// (memory.Readable).
+func (g *Gateway) readable(a audience.Audience) []audience.Scope { return g.mem.Readable(a) }
 
-// scoped reports whether a's memory is a scope of its own: every audience
-// but the operator's, unless memory is shared.
-func (g *Gateway) scoped(a audience.Audience) bool {
-	return !g.cfg.SharedMemory && a.Kind != audience.Operator
-}
+// scoped reports whether a's memory is a scope folder of its own
+// (memory.OwnFolder).
+func (g *Gateway) scoped(a audience.Audience) bool { return g.mem.OwnFolder(a) }
 
 // ownDM reports whether in comes from a DM between the bot and its sender
 // alone: a direct audience (Person or Guest; an adapter gives one only to

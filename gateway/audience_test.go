@@ -11,6 +11,7 @@ import (
 	"github.com/dreamgate/dreamgate/channels"
 	"github.com/dreamgate/dreamgate/history"
 	"github.com/dreamgate/dreamgate/llm"
+	"github.com/dreamgate/dreamgate/memory"
 )
 
 var (
@@ -95,7 +96,7 @@ func TestAudienceChangeArchivesUnderTheOldAudience(t *testing.T) {
 // In shared mode (memory.scoped false) an audience change changes nothing:
 // every audience's scope is the default one.
 func TestAudienceChangeInSharedModeKeepsTheConversation(t *testing.T) {
-	env := newTestEnv(t, archiveRaw, func(c *Config, _ *Deps) { c.SharedMemory = true })
+	env := newTestEnv(t, archiveRaw, func(c *Config, d *Deps) { d.Memory = memory.New(memory.NewDisk(c.Workspace), true) })
 	for _, a := range []audience.Audience{slackPrivate, slackTeam} {
 		if r := wait(t, mustSubmit(t, env, withAudience(inbound("c", "hello "+string(a.Kind)), a))); r.Err != nil {
 			t.Fatal(r.Err)

@@ -44,7 +44,7 @@ func cmdWebLink() *command {
 			}
 			sees := "the team's memory and yours"
 			switch {
-			case g.cfg.SharedMemory:
+			case g.mem.Shared():
 				sees = "the one memory everyone shares"
 			case a.Kind == audience.Guest:
 				// A guest or a person of another organisation: the

@@ -24,16 +24,15 @@ func cmdWhy() *command {
 			}
 			a := req.in.Audience
 			readable := g.readable(a)
-			ms, total, err := FindWhy(g.cfg.Workspace, readable, req.args, whyLimit, g.deps.Provenance)
+			ms, total, err := FindWhy(g.mem, readable, req.args, whyLimit, g.deps.Provenance)
 			if err != nil {
 				g.logger.Error("/why failed", "session", req.in.SessionKey, "err", err)
 				if len(ms) == 0 {
 					return "I could not read memory to answer; the error is in the gateway log."
 				}
 			}
-			home := g.home(a)
 			text := WhyText(req.args, ms, total, func(m WhyMatch) string {
-				return whyFileName(m) + ", " + g.scopeLabel(a, home, m.Scope)
+				return whyFileName(m) + ", " + g.mem.Label(m.Scope, a)
 			})
 			if total == 0 && err == nil && g.deps.Recall != nil {
 				said, err := WhySaid(ctx, g.deps.Recall, req.args, readable)
@@ -77,17 +76,4 @@ func WhySaid(ctx context.Context, s recall.Searcher, query string, readable []au
 		b.WriteString(": " + m.Text)
 	}
 	return b.String(), nil
-}
-
-// scopeLabel names scope s for a reader in audience a, whose own scope is
-// home, as the prompt's headings do.
-func (g *Gateway) scopeLabel(a audience.Audience, home, s audience.Scope) string {
-	switch {
-	case s == audience.Default && len(g.readable(a)) == 1:
-		return "memory"
-	case s == home && a.Kind != audience.Team:
-		return "this conversation's memory"
-	default:
-		return "the team's memory"
-	}
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/dreamgate/dreamgate/consolidator"
 	"github.com/dreamgate/dreamgate/gateway/session"
 	"github.com/dreamgate/dreamgate/llm"
+	"github.com/dreamgate/dreamgate/memory"
 	"github.com/dreamgate/dreamgate/recall"
 )
 
@@ -89,10 +90,6 @@ type Config struct {
 	// answered when received within this, and asked to be sent again when
 	// older (inbox.go); 0 turns the search off.
 	AnswerPending time.Duration
-	// SharedMemory is config memory.scoped set to false: every audience
-	// reads, and is archived into, the default scope (audience.go), and
-	// chat file tools reach the workspace root for everyone.
-	SharedMemory bool
 }
 
 // Deps are the parts the gateway is wired with.
@@ -101,6 +98,12 @@ type Deps struct {
 	Sessions     *session.Store
 	Consolidator Consolidator
 	Prompts      *PromptBuilder
+	// Memory is the workspace's memory: which scopes an audience reads
+	// and is archived into (with memory shared, the default scope for
+	// everyone, whose chat file tools then reach the workspace root),
+	// their labels and files. nil: Prompts', else scoped memory read from
+	// Config.Workspace.
+	Memory *memory.Memory
 	// Tools are the tools of chat turns; AdminTools, when set, replace
 	// them in turns from admins (see turnTools).
 	Tools      []agent.Tool
@@ -169,6 +172,7 @@ type Result struct {
 type Gateway struct {
 	cfg           Config
 	deps          Deps
+	mem           *memory.Memory // deps.Memory
 	logger        *slog.Logger
 	now           func() time.Time
 	admins        map[string]bool
@@ -219,6 +223,12 @@ func New(cfg Config, deps Deps) *Gateway {
 	if deps.Now == nil {
 		deps.Now = time.Now
 	}
+	if deps.Memory == nil && deps.Prompts != nil {
+		deps.Memory = deps.Prompts.mem
+	}
+	if deps.Memory == nil {
+		deps.Memory = memory.New(memory.NewDisk(cfg.Workspace), false)
+	}
 	if deps.Prompts != nil {
 		// The prompt names the recall tool exactly when every turn has it
 		// (toolsFor): never a tool the model cannot call, and never
@@ -227,7 +237,7 @@ func New(cfg Config, deps Deps) *Gateway {
 		deps.Prompts.hot.Recall = deps.Recall != nil
 	}
 	g := &Gateway{
-		cfg: cfg, deps: deps, logger: deps.Logger, now: deps.Now,
+		cfg: cfg, deps: deps, mem: deps.Memory, logger: deps.Logger, now: deps.Now,
 		admins:   map[string]bool{},
 		channels: map[string]channels.Channel{},
 		workers:  map[string]*worker{},

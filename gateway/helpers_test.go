@@ -87,7 +87,7 @@ func newTestEnv(t testing.TB, f func(ctx context.Context, req llm.Request) (llm.
 	deps := Deps{
 		Model:    model,
 		Sessions: sessions,
-		Prompts:  NewPromptBuilder(ws, nil),
+		Prompts:  NewPromptBuilder(ws, nil, nil),
 		Tools:    agent.FileTools(aw, agent.ChatPolicy()),
 	}
 	if mod != nil {

@@ -2,14 +2,13 @@ package gateway
 
 import (
 	"fmt"
-	"path"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/dreamgate/dreamgate/audience"
+	"github.com/dreamgate/dreamgate/memory"
 	"github.com/dreamgate/dreamgate/memory/memline"
-	"github.com/dreamgate/dreamgate/workspace"
 )
 
 // Hot memory: a prompt shows each memory scope's files (SOUL.md, USER.md,
@@ -85,19 +84,6 @@ func (h hotPart) omitted(recall bool) string {
 // shown only when some line has one.
 const datedNote = "A date after a memory line is when it was last confirmed (the day for something short-lived, else the month)."
 
-// shownLine is a memory file's line as the prompt shows it: a fact without
-// its metadata comment, followed by when it was last confirmed — the day
-// for an ephemeral fact (a plan's day depends on it), the month for a
-// durable one, nothing for a permanent one (it does not age). Priorities
-// are not shown: the prompt already holds the most important lines, and
-// each word costs tokens at every turn. Anything else is as written.
-func shownLine(it memline.Item) (text string, dated bool) {
-	if !it.Fact || !it.Line.HasMeta() {
-		return it.Raw, false
-	}
-	return it.Line.Shown()
-}
-
 // hotLine is one line of a scope's files, a candidate for the prompt.
 type hotLine struct {
 	file, index int // where it is
@@ -119,7 +105,7 @@ func fitScope(rels, texts []string, budget int, counter TokenCounter) (hotPart, 
 			continue
 		}
 		for i, it := range memline.ParseFile([]byte(text)).Items {
-			s, dated := shownLine(it)
+			s, dated := memory.ShownLine(it)
 			hl := hotLine{file: fi, index: i, text: s, dated: dated}
 			trimmed := strings.TrimSpace(it.Raw)
 			switch {
@@ -162,7 +148,7 @@ func choose(lines []hotLine, keep []bool, budget int, counter TokenCounter) (sho
 	order := make([]int, 0, len(lines))
 	for i, l := range lines {
 		if l.structure {
-			tokens += counter.Count(l.text) + 1
+			tokens += memory.LineCost(counter, l.text)
 			continue
 		}
 		keep[i] = false
@@ -188,7 +174,7 @@ func choose(lines []hotLine, keep []bool, budget int, counter TokenCounter) (sho
 		return b - a
 	})
 	for _, i := range order {
-		c := counter.Count(lines[i].text) + 1
+		c := memory.LineCost(counter, lines[i].text)
 		if tokens+c > budget {
 			break
 		}
@@ -237,7 +223,7 @@ type HotUsage struct {
 }
 
 // HotUsage says what scope s's memory files cost in a prompt, counted as
-// the prompt counts them.
+// the prompt counts them (memory.Cost).
 func (p *PromptBuilder) HotUsage(s audience.Scope) HotUsage {
 	part := p.part(s, false)
 	u := HotUsage{Budget: p.hot.Tokens, Shown: part.shown, Total: part.total}
@@ -246,39 +232,31 @@ func (p *PromptBuilder) HotUsage(s audience.Scope) HotUsage {
 	}
 	// Counted again only when a file changed: the memory page asks at
 	// every view, and counting a full scope's lines is most of its time.
-	var texts [3]string
-	var gens [3]uint64
-	for i, rel := range workspace.MemoryFiles() {
-		skip := s != audience.Default || rel != workspace.Soul
-		texts[i], gens[i] = p.file(path.Join(s.Dir(), rel), rel, skip)
+	files, _ := p.mem.Hot(s) // part logged what it could not read
+	var stamps [3]string
+	texts := make([]string, len(files))
+	for i, f := range files {
+		stamps[i], texts[i] = f.Stamp, f.Text
 	}
 	p.mu.Lock()
 	c, ok := p.usage[s]
 	p.mu.Unlock()
-	if ok && c.gens == gens {
+	if ok && c.stamps == stamps {
 		u.Tokens = c.tokens
 		return u
 	}
-	for _, text := range texts {
-		if text == "" {
-			continue
-		}
-		for _, it := range memline.ParseFile([]byte(text)).Items {
-			line, _ := shownLine(it)
-			u.Tokens += p.hot.Counter.Count(line) + 1
-		}
-	}
+	u.Tokens = memory.Cost(p.hot.Counter, texts...)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if len(p.usage) >= maxCachedFiles {
 		clear(p.usage)
 	}
-	p.usage[s] = cachedUsage{gens: gens, tokens: u.Tokens}
+	p.usage[s] = cachedUsage{stamps: stamps, tokens: u.Tokens}
 	return u
 }
 
 // cachedUsage is a scope's HotUsage tokens for its files' versions.
 type cachedUsage struct {
-	gens   [3]uint64
+	stamps [3]string
 	tokens int
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/consolidator"
 	"github.com/dreamgate/dreamgate/llm"
+	"github.com/dreamgate/dreamgate/memory"
 	"github.com/dreamgate/dreamgate/memory/memline"
 	"github.com/dreamgate/dreamgate/workspace"
 )
@@ -85,7 +86,7 @@ func TestHotMemoryOverBudgetShowsTheMostImportantNewestLines(t *testing.T) {
 	lines := hotFacts(t, ws, audience.Default, 400, memline.Durable, memline.Ephemeral, memline.Permanent, memline.Durable)
 	counter := consolidator.NewCounter()
 	const budget = 2000
-	p := NewPromptBuilder(ws, nil).WithHotMemory(HotMemory{Tokens: budget, Counter: counter, Recall: true})
+	p := NewPromptBuilder(ws, nil, nil).WithHotMemory(HotMemory{Tokens: budget, Counter: counter, Recall: true})
 	view := MemoryView{Audience: operator, Scopes: []audience.Scope{audience.Default}}
 	prompt := p.Fixed(view)
 
@@ -111,7 +112,7 @@ func TestHotMemoryOverBudgetShowsTheMostImportantNewestLines(t *testing.T) {
 	}
 	// Whole lines, as rendered: the fact and its date, nothing cut.
 	for i, s := range shown {
-		want, _ := shownLine(memline.Item{Fact: true, Line: lines[i], Raw: lines[i].String()})
+		want, _ := memory.ShownLine(memline.Item{Fact: true, Line: lines[i], Raw: lines[i].String()})
 		if s != want {
 			t.Errorf("fact %d shown as %q, want %q", i, s, want)
 		}
@@ -168,7 +169,7 @@ func TestHotMemoryWithinBudgetShowsEveryLine(t *testing.T) {
 		t.Fatalf("the file is only %d bytes", len(data))
 	}
 	for _, budget := range []int{0, 100000} {
-		p := NewPromptBuilder(ws, nil).WithHotMemory(HotMemory{Tokens: budget, Counter: consolidator.NewCounter()})
+		p := NewPromptBuilder(ws, nil, nil).WithHotMemory(HotMemory{Tokens: budget, Counter: consolidator.NewCounter()})
 		prompt := p.Fixed(MemoryView{Audience: operator, Scopes: []audience.Scope{audience.Default}})
 		if n := len(shownFacts(prompt)); n != 1000 {
 			t.Errorf("budget %d: %d of 1000 facts shown", budget, n)
@@ -199,13 +200,13 @@ func TestHotMemoryRendersLinesWithoutTheirComment(t *testing.T) {
 		if l, ok := memline.Parse(c.line); ok {
 			it.Fact, it.Line = true, l
 		}
-		if got, _ := shownLine(it); got != c.want {
+		if got, _ := memory.ShownLine(it); got != c.want {
 			t.Errorf("%q shown as %q, want %q", c.line, got, c.want)
 		}
 	}
 	ws := t.TempDir()
 	hotFacts(t, ws, audience.Default, 3, memline.Durable)
-	prompt := NewPromptBuilder(ws, nil).Fixed(MemoryView{Audience: operator, Scopes: []audience.Scope{audience.Default}})
+	prompt := NewPromptBuilder(ws, nil, nil).Fixed(MemoryView{Audience: operator, Scopes: []audience.Scope{audience.Default}})
 	if strings.Count(prompt, datedNote) != 1 {
 		t.Errorf("the note on dates is not shown once:\n%s", prompt)
 	}
@@ -281,7 +282,7 @@ func TestHotUsageCountsTheScopeAsThePromptShowsIt(t *testing.T) {
 	hotFacts(t, ws, team, 400, memline.Durable, memline.Ephemeral)
 	hotFacts(t, ws, audience.Default, 3, memline.Durable)
 	counter := consolidator.NewCounter()
-	p := NewPromptBuilder(ws, nil).WithHotMemory(HotMemory{Tokens: 2000, Counter: counter})
+	p := NewPromptBuilder(ws, nil, nil).WithHotMemory(HotMemory{Tokens: 2000, Counter: counter})
 
 	u := p.HotUsage(team)
 	if u.Budget != 2000 || u.Tokens <= u.Budget || u.Total != 400 || u.Shown >= u.Total || u.Shown == 0 {
@@ -295,7 +296,7 @@ func TestHotUsageCountsTheScopeAsThePromptShowsIt(t *testing.T) {
 	}
 	want := 0
 	for _, it := range memline.ParseFile([]byte(strings.TrimSpace(string(data)))).Items {
-		s, _ := shownLine(it)
+		s, _ := memory.ShownLine(it)
 		if strings.Contains(s, "<!--") {
 			t.Fatalf("shown with its comment: %q", s)
 		}
@@ -316,7 +317,7 @@ func TestHotUsageCountsTheScopeAsThePromptShowsIt(t *testing.T) {
 	if more := p.HotUsage(audience.Default); more.Total != 6 || more.Tokens <= within.Tokens {
 		t.Errorf("after the file grew from 3 to 6 lines: %+v, before %+v", more, within)
 	}
-	if u := NewPromptBuilder(ws, nil).HotUsage(team); u.Budget != 0 || u.Tokens != 0 || u.Shown != 400 {
+	if u := NewPromptBuilder(ws, nil, nil).HotUsage(team); u.Budget != 0 || u.Tokens != 0 || u.Shown != 400 {
 		t.Errorf("without a budget: %+v", u)
 	}
 }

@@ -381,7 +381,7 @@ func newInboxGateway(t *testing.T, dir string, f func(context.Context, llm.Reque
 	}
 	t.Cleanup(func() { sessions.Close() })
 	g := New(Config{MaxToolIterations: 2, AnswerPending: 10 * time.Minute}, Deps{
-		Model: llmtest.NewModel(t).Then(f), Sessions: sessions, Prompts: NewPromptBuilder(t.TempDir(), nil),
+		Model: llmtest.NewModel(t).Then(f), Sessions: sessions, Prompts: NewPromptBuilder(t.TempDir(), nil, nil),
 	})
 	rec := newRecorder("test")
 	g.AddChannel(rec)

@@ -1,11 +1,9 @@
 package gateway
 
 import (
-	"bytes"
 	"fmt"
 	"log/slog"
 	"os"
-	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -14,8 +12,8 @@ import (
 
 	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/internal/textcut"
+	"github.com/dreamgate/dreamgate/memory"
 	"github.com/dreamgate/dreamgate/workspace"
-	workspacetemplate "github.com/dreamgate/dreamgate/workspace-template"
 )
 
 // The fixed prefix of a system prompt: who the assistant is, its
@@ -42,7 +40,7 @@ Only what is written below or in this conversation is known to you. If something
 const agentsHeading = "# Instructions (AGENTS.md)"
 
 // memoryTitles name the memory files in headings.
-var memoryTitles = map[string]string{workspace.Soul: "Soul", workspace.User: "Users", workspace.Memory: "Long-term memory"}
+var memoryTitles = map[string]string{memory.Soul: "Soul", memory.User: "Users", memory.Long: "Long-term memory"}
 
 func memoryTitle(rel string) string {
 	if t := memoryTitles[rel]; t != "" {
@@ -68,12 +66,12 @@ const maxCachedFiles = 1024
 // summary) is rendered by the consolidator and follows the prefix.
 type PromptBuilder struct {
 	dir    string
+	mem    *memory.Memory
 	logger *slog.Logger
 	hot    HotMemory
 
 	mu    sync.Mutex
-	gen   uint64 // counts reads, so a part knows its files' versions
-	files map[string]cachedFile
+	files map[string]cachedFile // AGENTS.md
 	parts map[partKey]cachedPart
 	usage map[audience.Scope]cachedUsage
 	// over are the scopes found over their budget since TakeOverBudget
@@ -84,8 +82,7 @@ type PromptBuilder struct {
 type cachedFile struct {
 	size    int64
 	modTime time.Time
-	gen     uint64
-	text    string // "" when missing or left out
+	text    string // "" when missing
 }
 
 // partKey names a scope's part: with, or without, the template's SOUL.md
@@ -97,17 +94,21 @@ type partKey struct {
 }
 
 type cachedPart struct {
-	gens [3]uint64 // of its files, in workspace.MemoryFiles order
-	part hotPart
+	stamps [3]string // of its files, in memory.HotFiles order
+	part   hotPart
 }
 
-// NewPromptBuilder reads prompts from the workspace dir, showing every
-// memory line until WithHotMemory sets a budget.
-func NewPromptBuilder(dir string, logger *slog.Logger) *PromptBuilder {
+// NewPromptBuilder reads the instructions from the workspace dir and the
+// memory of scopes from mem (nil: mem read from dir), showing every memory
+// line until WithHotMemory sets a budget.
+func NewPromptBuilder(dir string, mem *memory.Memory, logger *slog.Logger) *PromptBuilder {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &PromptBuilder{dir: dir, logger: logger, files: map[string]cachedFile{},
+	if mem == nil {
+		mem = memory.New(memory.NewDisk(dir), false)
+	}
+	return &PromptBuilder{dir: dir, mem: mem, logger: logger, files: map[string]cachedFile{},
 		parts: map[partKey]cachedPart{}, usage: map[audience.Scope]cachedUsage{}, over: map[audience.Scope]bool{}}
 }
 
@@ -169,7 +170,7 @@ func (p *PromptBuilder) Fixed(view MemoryView) string {
 		own := i == len(view.Scopes)-1
 		parts[i] = p.part(s, own && !soulShown)
 		for _, f := range parts[i].files {
-			soulShown = soulShown || f.rel == workspace.Soul
+			soulShown = soulShown || f.rel == memory.Soul
 		}
 		dated = dated || parts[i].dated
 	}
@@ -209,24 +210,25 @@ func (p *PromptBuilder) identity(text string) string {
 // one of its files changed. soulTmpl shows the template's SOUL.md when the
 // scope has none of its own.
 func (p *PromptBuilder) part(s audience.Scope, soulTmpl bool) hotPart {
-	rels := workspace.MemoryFiles()
-	texts := make([]string, len(rels))
-	var gens [3]uint64
-	for i, rel := range rels {
-		// The default scope's SOUL.md is shown even as the template made
-		// it (the operator's voice); a scope's files only once written.
-		skip := s != audience.Default || rel != workspace.Soul
-		texts[i], gens[i] = p.file(path.Join(s.Dir(), rel), rel, skip)
-		if texts[i] == "" && soulTmpl && rel == workspace.Soul {
-			texts[i] = templateText(rel)
+	files, readErr := p.mem.Hot(s)
+	rels := make([]string, len(files))
+	texts := make([]string, len(files))
+	var stamps [3]string
+	for i, f := range files {
+		rels[i], texts[i], stamps[i] = f.Rel, f.Text, f.Stamp
+		if texts[i] == "" && soulTmpl && f.Rel == memory.Soul {
+			texts[i] = memory.TemplateText(f.Rel)
 		}
 	}
 	key := partKey{scope: s, soulTmpl: soulTmpl}
 	p.mu.Lock()
 	c, ok := p.parts[key]
 	p.mu.Unlock()
-	if ok && c.gens == gens {
+	if ok && c.stamps == stamps {
 		return c.part
+	}
+	if readErr != nil {
+		p.logger.Warn("cannot read a memory file for the prompt; it is left out", "scope", memory.Name(s), "err", readErr)
 	}
 	part, over := fitScope(rels, texts, p.hot.Tokens, p.hot.Counter)
 	p.mu.Lock()
@@ -234,7 +236,7 @@ func (p *PromptBuilder) part(s audience.Scope, soulTmpl bool) hotPart {
 	if len(p.parts) >= maxCachedFiles {
 		clear(p.parts)
 	}
-	p.parts[key] = cachedPart{gens: gens, part: part}
+	p.parts[key] = cachedPart{stamps: stamps, part: part}
 	if over {
 		p.over[s] = true
 		p.logger.Info("a memory scope is over its budget in the prompt; its least important, oldest lines are left out",
@@ -297,53 +299,35 @@ func scopeHeading(view MemoryView, s audience.Scope) string {
 // instructions every audience shares, cut (and marked so) when longer
 // than maxAgentsChars.
 func (p *PromptBuilder) writeAgents(b *strings.Builder) {
-	if text, _ := p.file(workspace.Agents, workspace.Agents, false); text != "" {
+	if text := p.file(workspace.Agents); text != "" {
 		text, _ = textcut.Chars(text, maxAgentsChars, "\n... (AGENTS.md is cut here: it is longer than this prompt shows)")
 		fmt.Fprintf(b, "\n\n%s\n\n%s", agentsHeading, text)
 	}
 }
 
 // file returns the text of the workspace file at rel (slash-separated,
-// workspace-relative), trimmed, and the read it comes from; "" when it is
-// missing, or when skipIfTemplate and it is still the template's file tpl.
-func (p *PromptBuilder) file(rel, tpl string, skipIfTemplate bool) (string, uint64) {
+// workspace-relative: AGENTS.md, which is no scope's memory), trimmed;
+// "" when it is missing.
+func (p *PromptBuilder) file(rel string) string {
 	full := filepath.Join(p.dir, filepath.FromSlash(rel))
 	fi, err := os.Stat(full)
 	if err != nil {
-		return "", 0
+		return ""
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if c, ok := p.files[rel]; ok && c.size == fi.Size() && c.modTime.Equal(fi.ModTime()) {
-		return c.text, c.gen
+		return c.text
 	}
 	data, err := os.ReadFile(full)
 	if err != nil {
 		p.logger.Warn("cannot read workspace file for prompt", "file", rel, "err", err)
-		return "", 0
+		return ""
 	}
-	text := ""
-	if !skipIfTemplate || !sameAsTemplate(tpl, data) {
-		text = strings.TrimSpace(string(data))
-	}
+	text := strings.TrimSpace(string(data))
 	if len(p.files) >= maxCachedFiles {
 		clear(p.files) // read again as turns come: a stat and a read each
 	}
-	p.gen++
-	p.files[rel] = cachedFile{size: fi.Size(), modTime: fi.ModTime(), gen: p.gen, text: text}
-	return text, p.gen
-}
-
-// templateText is the template's file rel as the prompt shows it.
-func templateText(rel string) string {
-	tpl, err := workspacetemplate.Read(rel)
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(string(tpl))
-}
-
-func sameAsTemplate(path string, data []byte) bool {
-	tpl, err := workspacetemplate.Read(path)
-	return err == nil && bytes.Equal(bytes.TrimSpace(tpl), bytes.TrimSpace(data))
+	p.files[rel] = cachedFile{size: fi.Size(), modTime: fi.ModTime(), text: text}
+	return text
 }

@@ -151,7 +151,8 @@ func (g *Gateway) recallTool(in channels.Inbound) agent.Tool {
 	if g.deps.Recall == nil {
 		return nil
 	}
-	return recall.Tool(g.deps.Recall, g.readable(in.Audience))
+	a := in.Audience
+	return recall.Tool(g.deps.Recall, g.readable(a), func(s audience.Scope) string { return g.mem.Label(s, a) })
 }
 
 // toolsFor returns a turn's tools and their text as the consolidator

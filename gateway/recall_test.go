@@ -9,6 +9,7 @@ import (
 
 	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/llm"
+	"github.com/dreamgate/dreamgate/memory"
 	"github.com/dreamgate/dreamgate/recall"
 )
 
@@ -48,7 +49,7 @@ func TestRecallToolSearchesTheTurnsAudience(t *testing.T) {
 		}, func(c *Config, d *Deps) {
 			d.Recall = searcher
 			d.ScopeFiles = nil
-			c.SharedMemory = shared
+			d.Memory = memory.New(memory.NewDisk(c.Workspace), shared)
 		})
 		for i, a := range []audience.Audience{team, dm, operator} {
 			in := inbound("c"+string(rune('a'+i)), "what about falcon?")

@@ -11,6 +11,7 @@ import (
 
 	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/llm"
+	"github.com/dreamgate/dreamgate/memory"
 	"github.com/dreamgate/dreamgate/workspace"
 )
 
@@ -54,7 +55,7 @@ func scopeEnv(t testing.TB, f func(context.Context, llm.Request) (llm.Response, 
 	t.Helper()
 	var env *testEnv
 	env = newTestEnv(t, f, func(c *Config, d *Deps) {
-		c.SharedMemory = shared
+		d.Memory = memory.New(memory.NewDisk(c.Workspace), shared)
 		ws, err := workspace.Open(c.Workspace)
 		if err != nil {
 			t.Fatal(err)

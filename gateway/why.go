@@ -4,17 +4,15 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path"
-	"path/filepath"
 	"slices"
 	"strings"
 	"unicode"
 
 	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/history"
+	"github.com/dreamgate/dreamgate/memory"
 	"github.com/dreamgate/dreamgate/memory/memline"
-	"github.com/dreamgate/dreamgate/workspace"
 )
 
 // Provenance: every memory line Dream writes names the history entries it
@@ -36,8 +34,8 @@ type Provenance interface {
 // WhyMatch is a remembered line that holds every word asked about.
 type WhyMatch struct {
 	Scope audience.Scope
-	// File is the line's file within its scope's folder: a memory file
-	// or workspace.Cold.
+	// File is the line's file within its scope's folder: a hot file or
+	// memory.Cold.
 	File string
 	Line memline.Line
 	// Sources are the line's history entries in the archive, of scopes
@@ -47,16 +45,13 @@ type WhyMatch struct {
 	Hidden, Gone int
 }
 
-// whyFiles are the files /why searches in each scope, hot memory first.
-func whyFiles() []string { return append(workspace.MemoryFiles(), workspace.Cold) }
-
-// FindWhy returns the lines of the memory files and cold memory of scopes,
-// in the workspace dir, that hold every word of query (letters and digits,
-// any case), at most limit of them (hot memory first, in file order), with
-// their sources read through hist (nil: none are looked up), and how many
-// lines matched in all. A file still as the template made it is not
-// searched: its lines are examples, not memories.
-func FindWhy(dir string, scopes []audience.Scope, query string, limit int, hist Provenance) ([]WhyMatch, int, error) {
+// FindWhy returns the lines of the memory files and cold memory of scopes
+// (memory.TierFiles, read through mem) that hold every word of query
+// (letters and digits, any case), at most limit of them (hot memory first,
+// in file order), with their sources read through hist (nil: none are
+// looked up), and how many lines matched in all. A file still as the
+// template made it is not searched: its lines are examples, not memories.
+func FindWhy(mem *memory.Memory, scopes []audience.Scope, query string, limit int, hist Provenance) ([]WhyMatch, int, error) {
 	words := whyWords(query)
 	if len(words) == 0 {
 		return nil, 0, nil
@@ -64,15 +59,15 @@ func FindWhy(dir string, scopes []audience.Scope, query string, limit int, hist 
 	var out []WhyMatch
 	total := 0
 	for _, s := range scopes {
-		for _, rel := range whyFiles() {
-			data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(path.Join(s.Dir(), rel))))
+		for _, rel := range memory.TierFiles() {
+			data, err := mem.Read(s, rel)
 			if errors.Is(err, fs.ErrNotExist) {
 				continue
 			}
 			if err != nil {
 				return nil, 0, fmt.Errorf("read %s: %w", path.Join(s.Dir(), rel), err)
 			}
-			if rel != workspace.Cold && sameAsTemplate(rel, data) {
+			if rel != memory.Cold && memory.SameAsTemplate(rel, data) {
 				continue
 			}
 			for _, it := range memline.ParseFile(data).Items {
@@ -196,7 +191,7 @@ func confirmed(l memline.Line) string {
 
 // whyFileName is how a match's file reads: its name, or "cold memory".
 func whyFileName(m WhyMatch) string {
-	if m.File == workspace.Cold {
+	if m.File == memory.Cold {
 		return "cold memory (" + m.File + ")"
 	}
 	return m.File

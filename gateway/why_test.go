@@ -80,7 +80,7 @@ func TestWhyShowsSourcesWithinTheAudience(t *testing.T) {
 	dm := ask(anaDM, "dark mode")
 	for _, want := range []string{
 		`2 remembered lines hold "dark mode":`,
-		"- Ana secretly prefers dark mode too.\n  permanent, last confirmed 2026-11-20 — USER.md, this conversation's memory\n  from slack:T1:DANA",
+		"- Ana secretly prefers dark mode too.\n  permanent, last confirmed 2026-11-20 — USER.md, your direct messages' memory\n  from slack:T1:DANA",
 		"from slack:T1:DANA, archived ", // the team line's DM source: readable here
 	} {
 		if !strings.Contains(dm, want) {

@@ -15,6 +15,7 @@ import (
 	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/history"
 	"github.com/dreamgate/dreamgate/llm"
+	"github.com/dreamgate/dreamgate/memory"
 	"github.com/dreamgate/dreamgate/workspace"
 )
 
@@ -165,7 +166,7 @@ func BenchmarkRecall(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			opts := Options{Dir: filepath.Join(state, "recall"), Workspace: ws, History: hist, Conversations: convs, Every: time.Hour}
+			opts := Options{Dir: filepath.Join(state, "recall"), Memory: memory.New(memory.NewDisk(ws), false), History: hist, Conversations: convs, Every: time.Hour}
 			idx := Open(opts)
 			defer idx.Close()
 			ctx := context.Background()

@@ -14,6 +14,7 @@ import (
 	"github.com/dreamgate/dreamgate/history"
 	"github.com/dreamgate/dreamgate/internal/testkit"
 	"github.com/dreamgate/dreamgate/llm"
+	"github.com/dreamgate/dreamgate/memory"
 	"github.com/dreamgate/dreamgate/workspace"
 )
 
@@ -132,7 +133,7 @@ func newFixture(t testing.TB) *fixture {
 	}
 	f.opts = Options{
 		Dir:           filepath.Join(f.state, "recall"),
-		Workspace:     f.ws,
+		Memory:        memory.New(memory.NewDisk(f.ws), false),
 		History:       f.hist,
 		Conversations: f.convs,
 		Logger:        f.logs.Logger(),

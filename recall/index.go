@@ -15,6 +15,7 @@ import (
 	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/history"
 	"github.com/dreamgate/dreamgate/llm"
+	"github.com/dreamgate/dreamgate/memory"
 	"github.com/gofrs/flock"
 )
 
@@ -63,17 +64,16 @@ type Options struct {
 	// Dir holds the index (a rebuildable cache): the state directory's
 	// recall folder. It is created, owner-only, on first use.
 	Dir string
-	// Workspace is the workspace root, whose scopes' cold-memory files are
-	// indexed; "" indexes none.
-	Workspace string
+	// Memory is the workspace's memory: each scope's cold memory is
+	// indexed (nil indexes none), and it says which scope a conversation's
+	// messages belong to — with memory shared, the default scope for all,
+	// as its archive entries do (an index built under the other setting
+	// is rebuilt).
+	Memory *memory.Memory
 	// History and Conversations are the other sources; nil ones are left
 	// out.
 	History       History
 	Conversations Conversations
-	// SharedMemory is config memory.scoped false: every conversation's
-	// messages belong to the default scope, as its archive entries do.
-	// An index built under the other setting is rebuilt.
-	SharedMemory bool
 	// Logger gets the index's few lines (a rebuild and why, a failed
 	// update). Nil discards.
 	Logger *slog.Logger

@@ -14,6 +14,7 @@ import (
 
 	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/history"
+	"github.com/dreamgate/dreamgate/memory"
 )
 
 // Each source is found with when and where it was said and its scope.
@@ -251,7 +252,7 @@ func TestRebuildWhenMissingOrUnusable(t *testing.T) {
 			}
 		},
 		"other memory setting": func(t *testing.T, f *fixture) {
-			f.opts.SharedMemory = true
+			f.opts.Memory = memory.New(memory.NewDisk(f.ws), true)
 		},
 	}
 	for name, spoil := range damage {
@@ -275,7 +276,7 @@ func TestRebuildWhenMissingOrUnusable(t *testing.T) {
 				t.Errorf("rebuild logged: %v, want %v (%+v)", logged, wantRebuilt, f.logs.Records())
 			}
 			home := team1.Home()
-			if f.opts.SharedMemory {
+			if f.opts.Memory.Shared() {
 				home = audience.Default
 			}
 			if got := f.search(t, "wombat", audience.Default, home); len(got) != 2 {
@@ -405,7 +406,7 @@ func TestSearchDuringFirstBuildSaysIncomplete(t *testing.T) {
 	if err != nil || !res.Incomplete || len(res.Matches) != 0 {
 		t.Fatalf("during the build: %+v %v", res, err)
 	}
-	if out := formatResults("okapi", res, false); !strings.Contains(out, "still being built") {
+	if out := formatResults("okapi", res, nil); !strings.Contains(out, "still being built") {
 		t.Errorf("tool text: %q", out)
 	}
 	close(release)

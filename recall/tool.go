@@ -11,6 +11,7 @@ import (
 	"github.com/dreamgate/dreamgate/agent"
 	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/llm"
+	"github.com/dreamgate/dreamgate/memory"
 )
 
 // ToolName is the chat tool's name.
@@ -23,14 +24,20 @@ type Searcher interface {
 
 // Tool returns the chat tool that searches s within the readable scopes
 // alone: the scopes of the turn's audience, fixed when the turn builds its
-// tools. Nothing the model sends can name another scope.
-func Tool(s Searcher, readable []audience.Scope) agent.Tool {
-	return &tool{s: s, readable: append([]audience.Scope(nil), readable...)}
+// tools. Nothing the model sends can name another scope. label says whose
+// a match's scope is, for the turn's audience (memory.Memory.Label); nil
+// names it (memory.Name).
+func Tool(s Searcher, readable []audience.Scope, label func(audience.Scope) string) agent.Tool {
+	if label == nil {
+		label = memory.Name
+	}
+	return &tool{s: s, readable: append([]audience.Scope(nil), readable...), label: label}
 }
 
 type tool struct {
 	s        Searcher
 	readable []audience.Scope
+	label    func(audience.Scope) string
 }
 
 // The definition is sent with every chat request: it is kept short.
@@ -70,7 +77,11 @@ func (t *tool) Run(ctx context.Context, args json.RawMessage) (string, error) {
 		}
 		return "", errors.New("the search failed; try again later")
 	}
-	return formatResults(in.Query, res, len(t.readable) > 1), nil
+	var label func(audience.Scope) string
+	if len(t.readable) > 1 {
+		label = t.label
+	}
+	return formatResults(in.Query, res, label), nil
 }
 
 // maxResultChars bounds the tool's answer, whole match lines only: the
@@ -81,9 +92,9 @@ func (t *tool) Run(ctx context.Context, args json.RawMessage) (string, error) {
 const maxResultChars = 3500
 
 // formatResults writes one short line per match: when, where, the text;
-// the best first, as many as fit in maxResultChars. withScope adds each
-// match's scope when the conversation reads several.
-func formatResults(query string, res Results, withScope bool) string {
+// the best first, as many as fit in maxResultChars. label, when the
+// conversation reads several scopes, adds whose each match's is.
+func formatResults(query string, res Results, label func(audience.Scope) string) string {
 	var b strings.Builder
 	if len(res.Matches) == 0 {
 		fmt.Fprintf(&b, "Nothing found for %q in what this conversation may see.", query)
@@ -95,7 +106,7 @@ func formatResults(query string, res Results, withScope bool) string {
 		lines := make([]string, 0, len(res.Matches))
 		size := 0
 		for _, m := range res.Matches {
-			line := matchLine(m, withScope)
+			line := matchLine(m, label)
 			n := utf8.RuneCountInString(line) + 1
 			if len(lines) > 0 && size+n > maxResultChars-300 {
 				break // the header and the notes take the rest
@@ -118,8 +129,8 @@ func formatResults(query string, res Results, withScope bool) string {
 	return strings.TrimRight(b.String(), "\n")
 }
 
-// matchLine is "- when, where [scope]: text".
-func matchLine(m Match, withScope bool) string {
+// matchLine is "- when, where [whose]: text".
+func matchLine(m Match, label func(audience.Scope) string) string {
 	var b strings.Builder
 	b.WriteString("- ")
 	if !m.Time.IsZero() {
@@ -129,9 +140,9 @@ func matchLine(m Match, withScope bool) string {
 	}
 	b.WriteString(", ")
 	b.WriteString(where(m))
-	if withScope {
+	if label != nil {
 		b.WriteString(" [")
-		b.WriteString(scopeLabel(m.Scope))
+		b.WriteString(label(m.Scope))
 		b.WriteString("]")
 	}
 	b.WriteString(": ")
@@ -152,11 +163,4 @@ func where(m Match) string {
 		return fmt.Sprintf("cold memory line %d", m.Line)
 	}
 	return "unknown"
-}
-
-func scopeLabel(s audience.Scope) string {
-	if s == audience.Default {
-		return "default"
-	}
-	return string(s)
 }

@@ -13,7 +13,7 @@ import (
 )
 
 func TestToolDefinition(t *testing.T) {
-	d := Tool(nil, nil).Def()
+	d := Tool(nil, nil, nil).Def()
 	var schema struct {
 		Type       string                     `json:"type"`
 		Properties map[string]json.RawMessage `json:"properties"`
@@ -33,7 +33,7 @@ func TestToolDefinition(t *testing.T) {
 func TestToolSearchesItsAudienceOnly(t *testing.T) {
 	f := secretsFixture(t)
 	readable := anaDM.Readable()
-	tool := Tool(f.idx, readable)
+	tool := Tool(f.idx, readable, nil)
 	readable[0], readable[1] = audience.Default, private.Home() // the caller's slice changing later changes nothing
 	run := func(args string) string {
 		t.Helper()
@@ -89,7 +89,7 @@ func (s failingSearcher) Search(context.Context, string, []audience.Scope, int) 
 // Errors reach the model as one sentence, never the index's own words.
 func TestToolErrorsAreSentences(t *testing.T) {
 	for _, err := range []error{ErrUnavailable, errors.New("sqlite: disk I/O error at /secret/path")} {
-		_, got := Tool(failingSearcher{err}, []audience.Scope{audience.Default}).Run(context.Background(), json.RawMessage(`{"query":"x"}`))
+		_, got := Tool(failingSearcher{err}, []audience.Scope{audience.Default}, nil).Run(context.Background(), json.RawMessage(`{"query":"x"}`))
 		if got == nil || strings.Contains(got.Error(), "/secret") || strings.Contains(got.Error(), "sqlite") {
 			t.Errorf("error %v shown as %v", err, got)
 		}
@@ -113,7 +113,7 @@ func (s manySearcher) Search(_ context.Context, q string, readable []audience.Sc
 // best first, and a note of how many were left out; within what the
 // archive keeps of a tool result, so it is never cut mid-line there.
 func TestToolAnswerIsBounded(t *testing.T) {
-	out, err := Tool(manySearcher{n: 50}, []audience.Scope{audience.Default, "team-slack-t1"}).Run(context.Background(), json.RawMessage(`{"query":"thing","limit":50}`))
+	out, err := Tool(manySearcher{n: 50}, []audience.Scope{audience.Default, "team-slack-t1"}, nil).Run(context.Background(), json.RawMessage(`{"query":"thing","limit":50}`))
 	if err != nil {
 		t.Fatal(err)
 	}

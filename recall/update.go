@@ -5,14 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"time"
 
 	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/history"
 	"github.com/dreamgate/dreamgate/llm"
-	"github.com/dreamgate/dreamgate/workspace"
+	"github.com/dreamgate/dreamgate/memory"
 )
 
 // ErrBusy is returned by Update when another process (or another call)
@@ -94,7 +93,7 @@ func (x *Index) update(ctx context.Context) (Stats, error) {
 		return st, err
 	}
 	mode := "scoped"
-	if x.opts.SharedMemory {
+	if x.shared() {
 		mode = "shared"
 	}
 	was, err := getMeta(ctx, db, "memory")
@@ -260,8 +259,8 @@ func (x *Index) readConversation(w *writer, f ConversationFile) (int, error) {
 		return 0, errSkip
 	}
 	scope = read.Audience.Home()
-	if x.opts.SharedMemory {
-		scope = audience.Default
+	if x.opts.Memory != nil {
+		scope = x.opts.Memory.Home(read.Audience)
 	}
 	if _, err := audience.ParseScope(string(scope)); err != nil {
 		// An audience with no home: its words are kept nowhere.
@@ -293,31 +292,39 @@ func (x *Index) readConversation(w *writer, f ConversationFile) (int, error) {
 	return len(added), nil
 }
 
+// shared reports whether memory is shared (config memory.scoped false).
+func (x *Index) shared() bool { return x.opts.Memory != nil && x.opts.Memory.Shared() }
+
 // updateCold reindexes each scope's cold-memory file that changed since it
-// was indexed, line by line, and forgets those removed.
+// was indexed, line by line, and forgets those removed. The files are read
+// through the memory (never through a link).
 func (x *Index) updateCold(w *writer) (int, error) {
-	if x.opts.Workspace == "" {
+	mem := x.opts.Memory
+	if mem == nil {
 		return 0, nil
 	}
 	known, err := w.stamps(`SELECT scope, stamp FROM cold`)
 	if err != nil {
 		return 0, err
 	}
+	scopes, err := mem.Scopes()
+	if err != nil {
+		x.logger.Warn("cannot list the memory scopes; their cold memory is left as indexed", "err", err)
+		return 0, nil
+	}
 	n := 0
 	seen := map[audience.Scope]bool{}
-	for _, s := range coldScopes(x.opts.Workspace) {
-		seen[s] = true
-		path := filepath.Join(x.opts.Workspace, filepath.FromSlash(s.Dir()), filepath.FromSlash(workspace.Cold))
-		fi, err := os.Lstat(path)
-		if err != nil || !fi.Mode().IsRegular() {
-			seen[s] = false
+	for _, s := range scopes {
+		v, err := mem.Files().Version(s, memory.Cold)
+		if err != nil || v.Missing() {
 			continue
 		}
-		stamp := strconv.FormatInt(fi.Size(), 10) + ":" + strconv.FormatInt(fi.ModTime().UnixNano(), 10)
+		seen[s] = true
+		stamp := v.String()
 		if known[string(s)] == stamp {
 			continue
 		}
-		data, err := os.ReadFile(path)
+		data, err := mem.Read(s, memory.Cold)
 		if err != nil {
 			x.logger.Warn("cannot read a cold-memory file; left as indexed", "scope", string(s), "err", err)
 			continue
@@ -325,7 +332,7 @@ func (x *Index) updateCold(w *writer) (int, error) {
 		if err := w.dropCold(s); err != nil {
 			return n, err
 		}
-		k, err := w.addCold(s, string(data), fi.ModTime())
+		k, err := w.addCold(s, string(data), v.Mod)
 		n += k
 		if err != nil {
 			return n, err
@@ -345,26 +352,6 @@ func (x *Index) updateCold(w *writer) (int, error) {
 		}
 	}
 	return n, nil
-}
-
-// coldScopes lists the scopes that may have a cold-memory file: the
-// default one and every folder under scopes/ whose name is a scope's (a
-// link is no scope's folder).
-func coldScopes(ws string) []audience.Scope {
-	out := []audience.Scope{audience.Default}
-	des, err := os.ReadDir(filepath.Join(ws, audience.ScopesDir))
-	if err != nil {
-		return out
-	}
-	for _, de := range des {
-		if !de.IsDir() {
-			continue
-		}
-		if s, err := audience.ParseScope(de.Name()); err == nil && s != audience.Default {
-			out = append(out, s)
-		}
-	}
-	return out
 }
 
 // stamps reads a (name, stamp) table of what was indexed, by name.

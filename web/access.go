@@ -17,6 +17,7 @@ import (
 
 	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/dream"
+	"github.com/dreamgate/dreamgate/memory"
 )
 
 // Who may read what. The rules are chat's: a person signed in with a link
@@ -40,31 +41,26 @@ type Viewer struct {
 	session string
 }
 
-// readable lists the scopes the viewer reads (for a person; the operator
-// reads all: nil with all true).
-func (v Viewer) readable(shared bool) (scopes []audience.Scope, all bool) {
-	switch {
-	case v.Operator:
+// readable lists the scopes the viewer reads: a person's as their DM's
+// prompts read (memory.Readable: the default scope alone when memory is
+// shared); the operator reads all (nil with all true).
+func (v Viewer) readable(mem *memory.Memory) (scopes []audience.Scope, all bool) {
+	if v.Operator {
 		return nil, true
-	case shared:
-		// memory.scoped false: everyone's conversations read the root's
-		// files, so everyone's page does.
-		return []audience.Scope{audience.Default}, false
-	default:
-		return v.Audience.Readable(), false
 	}
+	return mem.Readable(v.Audience), false
 }
 
 // mayRead reports whether the viewer reads scope s.
-func (v Viewer) mayRead(s audience.Scope, shared bool) bool {
-	scopes, all := v.readable(shared)
+func (v Viewer) mayRead(s audience.Scope, mem *memory.Memory) bool {
+	scopes, all := v.readable(mem)
 	return all || slices.Contains(scopes, s)
 }
 
 // keep is the path filter of the memory repository for the viewer: nil
 // (every file) for the operator, else the files of their scopes.
-func (v Viewer) keep(shared bool) func(string) bool {
-	scopes, all := v.readable(shared)
+func (v Viewer) keep(mem *memory.Memory) func(string) bool {
+	scopes, all := v.readable(mem)
 	if all {
 		return nil
 	}
@@ -75,8 +71,8 @@ func (v Viewer) keep(shared bool) func(string) bool {
 }
 
 // dreamScopes are the viewer's scopes as Dream takes them.
-func (v Viewer) dreamScopes(shared bool) dream.Scopes {
-	scopes, all := v.readable(shared)
+func (v Viewer) dreamScopes(mem *memory.Memory) dream.Scopes {
+	scopes, all := v.readable(mem)
 	if all {
 		return dream.AllScopes()
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/dreamgate/dreamgate/gitstore"
 	"github.com/dreamgate/dreamgate/history"
 	"github.com/dreamgate/dreamgate/internal/tokens"
+	"github.com/dreamgate/dreamgate/memory"
 	"github.com/dreamgate/dreamgate/workspace"
 )
 
@@ -283,12 +284,12 @@ func (s *benchSite) build(b *testing.B) error {
 		return err
 	}
 	var counter tokens.Counter
-	budget := gateway.NewPromptBuilder(dir, slog.New(slog.DiscardHandler)).WithHotMemory(gateway.HotMemory{Tokens: 4000, Counter: &counter})
+	mem := memory.New(memory.NewDisk(dir), false)
+	budget := gateway.NewPromptBuilder(dir, mem, slog.New(slog.DiscardHandler)).WithHotMemory(gateway.HotMemory{Tokens: 4000, Counter: &counter})
 	key := make([]byte, 32)
 	copy(key, "a bench key that is 32 bytes lon")
 	s.srv, err = New(Config{Key: key, Token: opToken, DreamCron: "0 */2 * * *", DreamTimezone: "UTC", Location: time.UTC}, Deps{
-		Files:  root,
-		Scopes: func() ([]audience.Scope, error) { return listScopes(dir) },
+		Memory: mem,
 		Repo:   repo, Dream: d, History: hs, Budget: budget, Health: testHealth,
 		Search: &fakeSearch{docs: []SearchMatch{{Scope: teamScope, Kind: "history", Cursor: 5, Text: "the release on fridays"}}},
 	})

@@ -25,6 +25,7 @@ import (
 	"github.com/dreamgate/dreamgate/history"
 	"github.com/dreamgate/dreamgate/internal/testkit"
 	"github.com/dreamgate/dreamgate/llm"
+	"github.com/dreamgate/dreamgate/memory"
 	"github.com/dreamgate/dreamgate/workspace"
 )
 
@@ -101,11 +102,10 @@ func newFixture(t *testing.T, o fixtureOpts) *fixture {
 	key := make([]byte, 32)
 	copy(key, "a test key that is 32 bytes long")
 	f.srv, err = New(Config{
-		Key: key, Token: o.token, Admins: o.admins, SharedMemory: o.shared,
+		Key: key, Token: o.token, Admins: o.admins,
 		DreamCron: "0 */2 * * *", DreamTimezone: "UTC", Location: time.UTC,
 	}, Deps{
-		Files:  root,
-		Scopes: func() ([]audience.Scope, error) { return listScopes(f.dir) },
+		Memory: memory.New(memory.NewDisk(f.dir), o.shared),
 		Repo:   f.repo, Dream: f.dream, History: f.hist, Search: f.search,
 		Budget: fixedBudget{}, Health: testHealth, Usage: func() map[string]llm.Usage {
 			return map[string]llm.Usage{"chat": {PromptTokens: 1200, CompletionTokens: 300, Calls: 4}}
@@ -175,20 +175,6 @@ func (f *fixture) plant() {
 	commit("manual", gitstore.ManualSubject, "", map[string]string{
 		"scopes/team-slack-t1/SOUL.md": "# Soul\n\nBe brief.\n",
 	})
-}
-
-func listScopes(dir string) ([]audience.Scope, error) {
-	entries, err := os.ReadDir(filepath.Join(dir, audience.ScopesDir))
-	if err != nil {
-		return nil, err
-	}
-	var out []audience.Scope
-	for _, e := range entries {
-		if s, err := audience.ParseScope(e.Name()); err == nil && e.IsDir() {
-			out = append(out, s)
-		}
-	}
-	return out, nil
 }
 
 // noModel is a model that is never asked: these pages run no Dream.

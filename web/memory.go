@@ -4,7 +4,6 @@ import (
 	"errors"
 	"io/fs"
 	"net/http"
-	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -12,8 +11,8 @@ import (
 	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/gateway"
 	"github.com/dreamgate/dreamgate/history"
+	"github.com/dreamgate/dreamgate/memory"
 	"github.com/dreamgate/dreamgate/memory/memline"
-	"github.com/dreamgate/dreamgate/workspace"
 )
 
 // The memory of a scope as it is now: its memory files line by line (each
@@ -79,21 +78,13 @@ type lineView struct {
 }
 
 // viewerScopes are the scopes the viewer reads, widest first: for the
-// operator the default scope and every scope folder.
+// operator every scope there is (memory.Scopes).
 func (s *Server) viewerScopes(v *Viewer) ([]audience.Scope, error) {
-	scopes, all := v.readable(s.cfg.SharedMemory)
+	scopes, all := v.readable(s.deps.Memory)
 	if !all {
 		return scopes, nil
 	}
-	out := []audience.Scope{audience.Default}
-	if s.deps.Scopes != nil && !s.cfg.SharedMemory {
-		more, err := s.deps.Scopes()
-		if err != nil {
-			return out, err
-		}
-		out = append(out, more...)
-	}
-	return out, nil
+	return s.deps.Memory.Scopes()
 }
 
 func (s *Server) memoryIndex(w http.ResponseWriter, r *http.Request, v *Viewer) {
@@ -111,7 +102,7 @@ func (s *Server) memoryIndex(w http.ResponseWriter, r *http.Request, v *Viewer) 
 	to := min(from+scopesPageSize, len(scopes))
 	d := memoryIndexData{Page: page}
 	for _, sc := range scopes[from:to] {
-		d.Scopes = append(d.Scopes, scopeLink{Name: scopeName(sc), Label: scopeLabel(sc), URL: scopeURL(sc)})
+		d.Scopes = append(d.Scopes, scopeLink{Name: scopeName(sc), Label: s.scopeLabel(sc), URL: scopeURL(sc)})
 	}
 	if to < len(scopes) {
 		d.More = page + 1
@@ -121,12 +112,12 @@ func (s *Server) memoryIndex(w http.ResponseWriter, r *http.Request, v *Viewer) 
 
 func (s *Server) memoryScope(w http.ResponseWriter, r *http.Request, v *Viewer) {
 	sc, ok := parseScopeName(r.PathValue("scope"))
-	if !ok || !v.mayRead(sc, s.cfg.SharedMemory) {
+	if !ok || !v.mayRead(sc, s.deps.Memory) {
 		s.notFound(w, r, v, "There is no such memory scope.")
 		return
 	}
-	d := memoryData{Name: scopeName(sc), Label: scopeLabel(sc)}
-	for _, rel := range workspace.MemoryFiles() {
+	d := memoryData{Name: scopeName(sc), Label: s.scopeLabel(sc)}
+	for _, rel := range memory.HotFiles() {
 		f, err := s.readMemoryFile(sc, rel)
 		if err != nil {
 			s.failed(w, r, v, "memory file", err)
@@ -168,8 +159,8 @@ func (s *Server) readMemoryFile(sc audience.Scope, rel string) (fileView, error)
 // readCold reads page (from 1) of scope sc's cold memory, and how many
 // pages it has.
 func (s *Server) readCold(sc audience.Scope, page int) (fileView, int, error) {
-	f := fileView{Rel: workspace.Cold, Title: "Cold memory"}
-	data, err := s.read(sc, workspace.Cold)
+	f := fileView{Rel: memory.Cold, Title: "Cold memory"}
+	data, err := s.read(sc, memory.Cold)
 	if errors.Is(err, fs.ErrNotExist) {
 		return f, 1, nil
 	}
@@ -187,15 +178,12 @@ func (s *Server) readCold(sc audience.Scope, page int) (fileView, int, error) {
 	from := (page - 1) * coldPageLines
 	to := min(from+coldPageLines, len(lines))
 	items := memline.ParseFile([]byte(strings.Join(lines[from:to], "\n"))).Items
-	f.Lines = lineViews(sc, workspace.Cold, items, from)
+	f.Lines = lineViews(sc, memory.Cold, items, from)
 	return f, pages, nil
 }
 
 func (s *Server) read(sc audience.Scope, rel string) ([]byte, error) {
-	if s.deps.Files == nil {
-		return nil, fs.ErrNotExist
-	}
-	return s.deps.Files.ReadFile(path.Join(sc.Dir(), rel))
+	return s.deps.Memory.Read(sc, rel)
 }
 
 // lineViews turns items (starting at line offset+1 of their file) into
@@ -247,35 +235,22 @@ func entriesURL(sc audience.Scope, cursors []int) string {
 
 func fileTitle(rel string) string {
 	switch rel {
-	case workspace.Soul:
+	case memory.Soul:
 		return "SOUL.md — voice and character"
-	case workspace.User:
+	case memory.User:
 		return "USER.md — the people"
-	case workspace.Memory:
+	case memory.Long:
 		return "MEMORY.md — facts and context"
 	}
 	return rel
 }
 
-// scopeLabel says whose a scope is, in words.
-func scopeLabel(sc audience.Scope) string {
-	if sc == audience.Default {
-		return "The operator's memory (the workspace root)"
-	}
-	parts := strings.Split(string(sc), "-")
-	platform := parts[1]
-	ids := strings.Join(parts[2:], " ")
-	switch audience.Kind(parts[0]) {
-	case audience.Team:
-		return "The team's memory (" + platform + " " + ids + ")"
-	case audience.Person:
-		return "Direct messages (" + platform + " " + ids + ")"
-	case audience.Private:
-		return "A private conversation (" + platform + " " + ids + ")"
-	case audience.Shared:
-		return "A shared channel (" + platform + " " + ids + ")"
-	}
-	return string(sc)
+// scopeLabel says whose a scope is, in words (memory.Label, as the
+// operator is told: the page names the scope in its URL), opening a page's
+// title.
+func (s *Server) scopeLabel(sc audience.Scope) string {
+	l := s.deps.Memory.Label(sc, audience.Audience{})
+	return strings.ToUpper(l[:1]) + l[1:]
 }
 
 // maxEntries bounds the cursors one provenance page looks up: a line keeps
@@ -306,7 +281,7 @@ type entryView struct {
 // counts as not shown.
 func (s *Server) entries(w http.ResponseWriter, r *http.Request, v *Viewer) {
 	sc, ok := parseScopeName(r.PathValue("scope"))
-	if !ok || !v.mayRead(sc, s.cfg.SharedMemory) {
+	if !ok || !v.mayRead(sc, s.deps.Memory) {
 		s.notFound(w, r, v, "There is no such memory scope.")
 		return
 	}
@@ -325,7 +300,7 @@ func (s *Server) entries(w http.ResponseWriter, r *http.Request, v *Viewer) {
 		s.notFound(w, r, v, "No history entry was asked for.")
 		return
 	}
-	d := entriesData{Name: scopeName(sc), Label: scopeLabel(sc), Back: scopeURL(sc)}
+	d := entriesData{Name: scopeName(sc), Label: s.scopeLabel(sc), Back: scopeURL(sc)}
 	var found []history.Entry
 	if s.deps.History != nil {
 		var err error

@@ -123,14 +123,14 @@ func (s *Server) dreamPart(v *Viewer) dreamPart {
 		}
 		return p
 	}
-	st := s.deps.Dream.Status(v.dreamScopes(s.cfg.SharedMemory))
+	st := s.deps.Dream.Status(v.dreamScopes(s.deps.Memory))
 	if !v.Operator {
 		st = st.Public()
 	}
 	p.Status = st
 	p.Line = dreamtext.Status(st, s.now())
 	if s.deps.Repo != nil {
-		cs, err := s.deps.Repo.LogBefore("", 1, dream.SubjectPrefix, v.keep(s.cfg.SharedMemory))
+		cs, err := s.deps.Repo.LogBefore("", 1, dream.SubjectPrefix, v.keep(s.deps.Memory))
 		if err != nil {
 			s.log.Warn("web: newest Dream commit", "err", err)
 		} else if len(cs) == 1 {

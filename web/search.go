@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/dreamgate/dreamgate/audience"
-	"github.com/dreamgate/dreamgate/workspace"
+	"github.com/dreamgate/dreamgate/memory"
 )
 
 // Search is the recall search, over what the viewer's scopes hold: the
@@ -50,12 +50,12 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request, v *Viewer) {
 	}
 	if len(scopes) > 1 && len(scopes) <= scopesPageSize {
 		for _, sc := range scopes {
-			d.Scopes = append(d.Scopes, scopeLink{Name: scopeName(sc), Label: scopeLabel(sc)})
+			d.Scopes = append(d.Scopes, scopeLink{Name: scopeName(sc), Label: s.scopeLabel(sc)})
 		}
 	}
 	if d.Scope != "" {
 		sc, ok := parseScopeName(d.Scope)
-		if !ok || !v.mayRead(sc, s.cfg.SharedMemory) {
+		if !ok || !v.mayRead(sc, s.deps.Memory) {
 			s.notFound(w, r, v, "There is no such memory scope.")
 			return
 		}
@@ -76,18 +76,18 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request, v *Viewer) {
 		}
 		d.Searched, d.Incomplete = true, res.Incomplete
 		for _, m := range res.Matches {
-			if !v.mayRead(m.Scope, s.cfg.SharedMemory) {
+			if !v.mayRead(m.Scope, s.deps.Memory) {
 				// The index answers for the scopes it was given alone;
 				// this is the page's own guarantee, not a second guess.
 				continue
 			}
-			mv := matchView{Kind: m.Kind, Scope: scopeName(m.Scope), Label: scopeLabel(m.Scope),
+			mv := matchView{Kind: m.Kind, Scope: scopeName(m.Scope), Label: s.scopeLabel(m.Scope),
 				Conversation: m.Conversation, Who: m.Who, Text: m.Text, Time: m.Time}
 			switch m.Kind {
 			case "history":
 				mv.Link = entriesURL(m.Scope, []int{m.Cursor})
 			case "cold":
-				mv.Link = scopeURL(m.Scope) + "?cold=" + strconv.Itoa((m.Line-1)/coldPageLines+1) + "#" + anchor(workspace.Cold, m.Line)
+				mv.Link = scopeURL(m.Scope) + "?cold=" + strconv.Itoa((m.Line-1)/coldPageLines+1) + "#" + anchor(memory.Cold, m.Line)
 			}
 			d.Matches = append(d.Matches, mv)
 		}

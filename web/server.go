@@ -21,6 +21,7 @@ import (
 	"github.com/dreamgate/dreamgate/gitstore"
 	"github.com/dreamgate/dreamgate/history"
 	"github.com/dreamgate/dreamgate/llm"
+	"github.com/dreamgate/dreamgate/memory"
 )
 
 //go:embed static/*
@@ -44,9 +45,6 @@ type Config struct {
 	// Admins are config admins ("slack:U012AB3CD"): people who may
 	// restore. The operator always may.
 	Admins []string
-	// SharedMemory is memory.scoped false: everyone reads the default
-	// scope, as in chat.
-	SharedMemory bool
 	// DreamCron and DreamTimezone are Dream's schedule, for the overview
 	// ("" when Dream is off).
 	DreamCron, DreamTimezone string
@@ -63,12 +61,11 @@ type Config struct {
 // needs; cmd passes the real ones. A nil one leaves its part out, saying
 // so.
 type Deps struct {
-	// Files reads workspace files (memory files, cold memory), confined to
-	// the workspace: *workspace.Root.
-	Files Files
-	// Scopes lists the scope folders the workspace holds (the operator's
-	// memory page lists them all).
-	Scopes func() ([]audience.Scope, error)
+	// Memory is the workspace's memory: its scopes (the operator's page
+	// lists them all), who reads which (with memory shared, everyone the
+	// default scope, as in chat), their labels and files. nil shows no
+	// memory.
+	Memory *memory.Memory
 	// Repo is the memory repository (*gitstore.Store); nil when it cannot
 	// be opened.
 	Repo Repo
@@ -87,12 +84,6 @@ type Deps struct {
 	// Health is what /healthz reports; Usage the tokens used by purpose.
 	Health func() Health
 	Usage  func() map[string]llm.Usage
-}
-
-// Files reads a workspace file by its slash-separated relative path;
-// a missing file is an error matching fs.ErrNotExist.
-type Files interface {
-	ReadFile(rel string) ([]byte, error)
 }
 
 // Repo is what the timeline reads of the memory repository. Errors wrap
@@ -184,6 +175,9 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	}
 	if cfg.Location == nil {
 		cfg.Location = time.Local
+	}
+	if deps.Memory == nil {
+		deps.Memory = memory.New(nil, false)
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -328,14 +322,8 @@ type message struct {
 	Link, LinkText string
 }
 
-// scopeName is a scope as URLs and pages name it: "default" for the
-// workspace root's files, as `--scope` does.
-func scopeName(sc audience.Scope) string {
-	if sc == audience.Default {
-		return "default"
-	}
-	return string(sc)
-}
+// scopeName is a scope as URLs and pages name it (memory.Name).
+func scopeName(sc audience.Scope) string { return memory.Name(sc) }
 
 func scopeURL(sc audience.Scope) string { return "/memory/" + scopeName(sc) }
 

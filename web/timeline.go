@@ -81,10 +81,10 @@ func (s *Server) timeline(w http.ResponseWriter, r *http.Request, v *Viewer) {
 		return
 	}
 	prefix := kindFilters[i].Prefix
-	keep := v.keep(s.cfg.SharedMemory)
+	keep := v.keep(s.deps.Memory)
 	if d.Scope != "" {
 		sc, ok := parseScopeName(d.Scope)
-		if !ok || !v.mayRead(sc, s.cfg.SharedMemory) {
+		if !ok || !v.mayRead(sc, s.deps.Memory) {
 			s.notFound(w, r, v, "There is no such memory scope.")
 			return
 		}
@@ -92,7 +92,7 @@ func (s *Server) timeline(w http.ResponseWriter, r *http.Request, v *Viewer) {
 	}
 	if scopes, err := s.viewerScopes(v); err == nil && len(scopes) > 1 && len(scopes) <= scopesPageSize {
 		for _, sc := range scopes {
-			d.Scopes = append(d.Scopes, scopeLink{Name: scopeName(sc), Label: scopeLabel(sc)})
+			d.Scopes = append(d.Scopes, scopeLink{Name: scopeName(sc), Label: s.scopeLabel(sc)})
 		}
 	}
 	before := q.Get("before")
@@ -116,7 +116,7 @@ func (s *Server) timeline(w http.ResponseWriter, r *http.Request, v *Viewer) {
 		row := timelineRow{Commit: c}
 		// The diff as the viewer may see it: its scopes and its lines.
 		if _, diff, err := s.deps.Repo.Show(c.SHA, keep); err == nil {
-			row.changeOf = summarize(diff)
+			row.changeOf = s.summarize(diff)
 		} else {
 			s.log.Warn("web: a timeline commit's diff", "commit", c.Short, "err", err)
 		}
@@ -201,7 +201,7 @@ func (s *Server) commit(w http.ResponseWriter, r *http.Request, v *Viewer) {
 		s.openShort(w, r, v, sha)
 		return
 	}
-	keep := v.keep(s.cfg.SharedMemory)
+	keep := v.keep(s.deps.Memory)
 	c, diff, err := s.deps.Repo.Show(sha, keep)
 	switch {
 	case isUnknown(err), err == nil && keep != nil && diff.Empty():
@@ -262,7 +262,7 @@ func (s *Server) openShort(w http.ResponseWriter, r *http.Request, v *Viewer, pr
 
 // visibleCommit is the commit sha (a full id) when the viewer may see it.
 func (s *Server) visibleCommit(sha string, v *Viewer) (gitstore.Commit, bool) {
-	keep := v.keep(s.cfg.SharedMemory)
+	keep := v.keep(s.deps.Memory)
 	c, d, err := s.deps.Repo.Show(sha, keep)
 	return c, err == nil && (keep == nil || !d.Empty())
 }
@@ -363,7 +363,7 @@ func (s *Server) restore(w http.ResponseWriter, r *http.Request, v *Viewer) {
 			restorePage(s.clock(), s.csrfToken(v), restoreData{Plan: plan, Expect: planDigest(plan), Changed: true}))
 		return
 	}
-	res, err := s.deps.Dream.RestoreFrom(plan.Target.SHA, v.dreamScopes(s.cfg.SharedMemory),
+	res, err := s.deps.Dream.RestoreFrom(plan.Target.SHA, v.dreamScopes(s.deps.Memory),
 		"Asked for on the memory page by "+v.who()+".")
 	if err != nil {
 		s.restoreFailed(w, r, v, err)
@@ -386,7 +386,7 @@ func (s *Server) plan(w http.ResponseWriter, r *http.Request, v *Viewer) (dream.
 		s.notFound(w, r, v, "There is no such commit.")
 		return dream.RestorePlan{}, false
 	}
-	plan, err := s.deps.Dream.PlanRestore(sha, v.dreamScopes(s.cfg.SharedMemory))
+	plan, err := s.deps.Dream.PlanRestore(sha, v.dreamScopes(s.deps.Memory))
 	if err != nil {
 		s.restoreFailed(w, r, v, err)
 		return dream.RestorePlan{}, false

@@ -19,6 +19,7 @@ import (
 	"github.com/dreamgate/dreamgate/gitstore"
 	"github.com/dreamgate/dreamgate/llm"
 	"github.com/dreamgate/dreamgate/mcp"
+	"github.com/dreamgate/dreamgate/memory"
 	"github.com/dreamgate/dreamgate/metrics"
 	"github.com/dreamgate/dreamgate/recall"
 	"github.com/dreamgate/dreamgate/store"
@@ -41,6 +42,7 @@ type app struct {
 	db       *postgres.DB
 	sessions *session.Store
 	ws       *workspace.Root
+	mem      *memory.Memory
 	repo     *gitstore.Store
 	mcp      *mcp.Manager // nil until a gateway with MCP servers is built
 	recall   *recall.Index
@@ -125,7 +127,7 @@ func workspaceSetUp(cfg Config) (bool, error) {
 
 func newApp(cfg Config, logger *slog.Logger) (*app, error) {
 	a := &app{cfg: cfg, logger: logger, afterWrite: killHook(cfg.getenv, logger), now: testClock(cfg.getenv, logger),
-		tokens: consolidator.NewCounter()}
+		tokens: consolidator.NewCounter(), mem: memoryOf(cfg)}
 	if _, err := openWorkspace(cfg, logger, false); err != nil {
 		return nil, err
 	}
@@ -210,7 +212,7 @@ func (a *app) consolidator(model gateway.Model) *consolidator.Consolidator {
 		ArchiveMaxTokens:     archive.maxTokens,
 		ConsolidateRatio:     a.cfg.Agent.ConsolidateRatio,
 		TargetRatio:          a.cfg.Agent.TargetRatio,
-		SharedMemory:         !a.cfg.Memory.Scoped,
+		Scopes:               a.mem,
 		ConversationTokens:   a.cfg.Agent.ConversationTokens,
 		Counter:              a.tokens,
 	}, a.logger.With("component", "consolidator"))
@@ -221,7 +223,7 @@ func (a *app) consolidator(model gateway.Model) *consolidator.Consolidator {
 // what a scope costs there.
 func (a *app) promptBuilder() *gateway.PromptBuilder {
 	if a.prompts == nil {
-		a.prompts = gateway.NewPromptBuilder(a.cfg.Workspace, a.logger).WithHotMemory(gateway.HotMemory{
+		a.prompts = gateway.NewPromptBuilder(a.cfg.Workspace, a.mem, a.logger).WithHotMemory(gateway.HotMemory{
 			Tokens: a.cfg.hotTokens(), Counter: a.tokens,
 		})
 	}
@@ -237,6 +239,7 @@ func (a *app) gateway(withDream bool) (*gateway.Gateway, *dream.Dreamer) {
 		Sessions:     a.sessions,
 		Consolidator: a.observedArchives(recallArchives(cons, a.recallIndex())),
 		Prompts:      a.promptBuilder(),
+		Memory:       a.mem,
 		// People who are not admins may write only the memory files.
 		Tools:      agent.FileTools(a.ws, agent.ChatGuestPolicy()),
 		AdminTools: agent.FileTools(a.ws, agent.ChatPolicy()),
@@ -292,7 +295,6 @@ func (a *app) gateway(withDream bool) (*gateway.Gateway, *dream.Dreamer) {
 		Admins:            a.cfg.Admins,
 		AnswerPending:     time.Duration(a.cfg.Gateway.AnswerPendingMinutes) * time.Minute,
 		MaxMessageBytes:   a.cfg.Gateway.MaxMessageBytes,
-		SharedMemory:      !a.cfg.Memory.Scoped,
 	}, deps)
 	return g, d
 }
@@ -331,6 +333,7 @@ func (a *app) dreamer() (*dream.Dreamer, error) {
 		History:  a.history,
 		Repo:     repo,
 		Files:    a.ws,
+		Memory:   a.mem,
 		Observer: a.dreamObserver(),
 		Logger:   a.logger.With("component", "dream"),
 		Hook:     a.afterWrite, // the test-only kill switch (testkill.go)

@@ -233,7 +233,7 @@ func cmdGateway(ctx context.Context, e *env, args []string) error {
 // workspace from before scopes, or a new one), what scoped memory means for
 // the files the workspace has: nothing is moved.
 func noteScopes(cfg Config, logger *slog.Logger) {
-	if !cfg.Memory.Scoped {
+	if memoryOf(cfg).Shared() {
 		logger.Info("memory is shared (memory.scoped is false): every conversation reads and writes the workspace root's memory files, so everything anyone says may reach everyone")
 		return
 	}

@@ -24,10 +24,9 @@ func (a *app) recallIndex() *recall.Index {
 	if a.recall == nil {
 		a.recall = recall.Open(recall.Options{
 			Dir:           recallDir(a.cfg.StateDir),
-			Workspace:     a.cfg.Workspace,
+			Memory:        a.mem,
 			History:       a.history,
 			Conversations: recallConversations{a.sessions},
-			SharedMemory:  !a.cfg.Memory.Scoped,
 			Logger:        a.logger.With("component", "recall"),
 		})
 	}

@@ -1,15 +1,11 @@
 package main
 
 import (
-	"errors"
 	"flag"
-	"fmt"
-	"os"
-	"path/filepath"
-	"slices"
 
 	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/dream"
+	"github.com/dreamgate/dreamgate/memory"
 )
 
 // The operator at the terminal sees every memory scope; `--scope NAME`
@@ -17,26 +13,25 @@ import (
 // scopes/ (team-slack-t0123abcd, person-slack-t0123abcd-u0456efgh, …), or
 // "default" for the workspace root's files.
 
-// defaultScopeName names the default scope on the command line.
-const defaultScopeName = "default"
-
 // scopeChoice is what --scope chose: one scope, or every one.
 type scopeChoice struct {
 	scope audience.Scope
 	one   bool
 }
 
+// memoryOf is the workspace's memory as the config keeps it: the one
+// place memory.scoped is read; everything else asks the value it makes.
+func memoryOf(cfg Config) *memory.Memory {
+	return memory.New(memory.NewDisk(cfg.Workspace), !cfg.Memory.Scoped)
+}
+
 // scopeFlag adds --scope to fs.
 func scopeFlag(fs *flag.FlagSet) *scopeChoice {
 	c := &scopeChoice{}
 	fs.Func("scope", `only this memory scope: a folder name under scopes/, or "default" for the workspace root's files (default: every scope)`, func(v string) error {
-		if v == defaultScopeName {
-			c.scope, c.one = audience.Default, true
-			return nil
-		}
-		s, err := audience.ParseScope(v)
-		if err != nil || s == audience.Default {
-			return errors.New(`not a memory scope: use a folder name under scopes/ (e.g. team-slack-t0123abcd) or "default"`)
+		s, err := memory.ParseName(v)
+		if err != nil {
+			return err
 		}
 		c.scope, c.one = s, true
 		return nil
@@ -64,28 +59,4 @@ func (c *scopeChoice) keep() func(path string) bool {
 }
 
 // name is the scope as the operator types it.
-func (c *scopeChoice) name() string {
-	if c.scope == audience.Default {
-		return defaultScopeName
-	}
-	return string(c.scope)
-}
-
-// knownScopes lists the scope folders the workspace ws holds, sorted.
-func knownScopes(ws string) ([]audience.Scope, error) {
-	entries, err := os.ReadDir(filepath.Join(ws, audience.ScopesDir))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("list the memory scopes: %w", err)
-	}
-	var out []audience.Scope
-	for _, e := range entries {
-		if s, err := audience.ParseScope(e.Name()); err == nil && s != audience.Default && e.IsDir() {
-			out = append(out, s)
-		}
-	}
-	slices.Sort(out)
-	return out, nil
-}
+func (c *scopeChoice) name() string { return memory.Name(c.scope) }

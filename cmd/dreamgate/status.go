@@ -140,13 +140,15 @@ func cmdStatus(ctx context.Context, e *env, args []string) (err error) {
 // scopesLine says how memory is kept: shared, or per audience with the
 // scope folders the workspace holds (their names, up to ten).
 func scopesLine(cfg Config) string {
-	if !cfg.Memory.Scoped {
+	mem := memoryOf(cfg)
+	if mem.Shared() {
 		return "Memory: shared by every conversation (memory.scoped is false)"
 	}
-	scopes, err := knownScopes(cfg.Workspace)
+	all, err := mem.Scopes()
 	if err != nil {
 		return "Memory scopes: unreadable (" + err.Error() + ")"
 	}
+	scopes := all[1:] // after the default scope
 	if len(scopes) == 0 {
 		return "Memory scopes: default (the workspace root's files) only so far"
 	}

@@ -163,8 +163,7 @@ func startWeb(cfg Config, a *app, d *dream.Dreamer, dreamOff string, health *hea
 		base = "http://" + ln.Addr().String()
 	}
 	deps := web.Deps{
-		Files:   a.ws,
-		Scopes:  func() ([]audience.Scope, error) { return knownScopes(cfg.Workspace) },
+		Memory:  a.mem,
 		History: a.history,
 		Health:  func() web.Health { return webHealth(health.report()) },
 		Usage:   a.model.Usage,
@@ -184,7 +183,7 @@ func startWeb(cfg Config, a *app, d *dream.Dreamer, dreamOff string, health *hea
 		deps.DreamOff = dreamOff
 	}
 	wcfg := web.Config{
-		Key: key, Token: cfg.Web.Token, BaseURL: base, Admins: cfg.Admins, SharedMemory: !cfg.Memory.Scoped,
+		Key: key, Token: cfg.Web.Token, BaseURL: base, Admins: cfg.Admins,
 		Logger: logger.With("component", "web"), Now: a.now,
 	}
 	if cfg.Dream.Enabled {

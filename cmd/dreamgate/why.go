@@ -11,6 +11,7 @@ import (
 	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/gateway"
 	"github.com/dreamgate/dreamgate/gateway/session"
+	"github.com/dreamgate/dreamgate/memory"
 	"github.com/dreamgate/dreamgate/recall"
 	"github.com/dreamgate/dreamgate/store"
 )
@@ -35,13 +36,12 @@ func cmdWhy(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	mem := memoryOf(cfg)
 	scopes := []audience.Scope{scope.scope}
 	if !scope.one {
-		known, err := knownScopes(cfg.Workspace)
-		if err != nil {
+		if scopes, err = mem.Scopes(); err != nil {
 			return err
 		}
-		scopes = append([]audience.Scope{audience.Default}, known...)
 	}
 	db, err := openDatabase(cfg, e.logger(slog.LevelWarn))
 	if err != nil {
@@ -54,19 +54,15 @@ func cmdWhy(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	ms, total, err := gateway.FindWhy(cfg.Workspace, scopes, query, whyLimit, hist)
+	ms, total, err := gateway.FindWhy(mem, scopes, query, whyLimit, hist)
 	if err != nil {
 		return err
 	}
 	text := gateway.WhyText(query, ms, total, func(m gateway.WhyMatch) string {
-		name := defaultScopeName
-		if m.Scope != audience.Default {
-			name = string(m.Scope)
-		}
-		return filepath.ToSlash(filepath.Join(m.Scope.Dir(), m.File)) + " (scope " + name + ")"
+		return filepath.ToSlash(filepath.Join(m.Scope.Dir(), m.File)) + " (scope " + memory.Name(m.Scope) + ")"
 	})
 	if total == 0 {
-		said, err := whySaid(ctx, e, cfg, hist, query, scopes)
+		said, err := whySaid(ctx, e, cfg, mem, hist, query, scopes)
 		if err != nil {
 			e.logger(slog.LevelWarn).Warn("the recall search failed", "err", err)
 		}
@@ -82,7 +78,7 @@ func cmdWhy(ctx context.Context, e *env, args []string) error {
 // whySaid searches the recall index, as /why does, for where the words
 // were said before; the search brings the index up to date first, waiting
 // at most a few seconds.
-func whySaid(ctx context.Context, e *env, cfg Config, hist store.History, query string, scopes []audience.Scope) (string, error) {
+func whySaid(ctx context.Context, e *env, cfg Config, mem *memory.Memory, hist store.History, query string, scopes []audience.Scope) (string, error) {
 	logger := e.logger(slog.LevelWarn)
 	sessions, err := session.NewStore(sessionsDir(cfg.StateDir), logger.With("component", "sessions"))
 	if err != nil {
@@ -91,10 +87,9 @@ func whySaid(ctx context.Context, e *env, cfg Config, hist store.History, query 
 	defer sessions.Close()
 	idx := recall.Open(recall.Options{
 		Dir:           recallDir(cfg.StateDir),
-		Workspace:     cfg.Workspace,
+		Memory:        mem,
 		History:       hist,
 		Conversations: recallConversations{sessions},
-		SharedMemory:  !cfg.Memory.Scoped,
 		Logger:        logger.With("component", "recall"),
 	})
 	defer idx.Close()

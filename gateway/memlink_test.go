@@ -1,0 +1,46 @@
+package gateway
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dreamgate/dreamgate/audience"
+	"github.com/dreamgate/dreamgate/memory"
+	"github.com/dreamgate/dreamgate/workspace"
+)
+
+// A scope's memory file that is a symbolic link (a committed link a
+// restore brought back, or one planted by hand) is never followed: the
+// prompt shows nothing of it and /why finds nothing in it, though the file
+// it points at holds the words.
+func TestAMemoryLinkIsNeverFollowed(t *testing.T) {
+	ws := t.TempDir()
+	secret := filepath.Join(t.TempDir(), "secret.md")
+	if err := os.WriteFile(secret, []byte("- The vault code is 4711.\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	team := slackTeam.Home()
+	writeMemory(t, ws, team, workspace.Soul, "- Answer briefly.\n")
+	for _, rel := range []string{workspace.User, workspace.Cold} {
+		p := filepath.Join(ws, filepath.FromSlash(team.Dir()), filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(secret, p); err != nil {
+			t.Skipf("no symbolic links here: %v", err)
+		}
+	}
+	prompt := NewPromptBuilder(ws, nil, nil).Fixed(MemoryView{Audience: slackTeam, Scopes: []audience.Scope{team}})
+	if strings.Contains(prompt, "4711") {
+		t.Errorf("the prompt followed a link:\n%s", prompt)
+	}
+	if !strings.Contains(prompt, "Answer briefly.") {
+		t.Errorf("the scope's own file is missing:\n%s", prompt)
+	}
+	ms, total, _ := FindWhy(memory.New(memory.NewDisk(ws), false), []audience.Scope{team}, "vault code", 8, nil)
+	if total != 0 || len(ms) != 0 {
+		t.Errorf("/why followed a link: %+v", ms)
+	}
+}
