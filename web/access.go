@@ -8,8 +8,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -279,16 +281,10 @@ func (s *Server) csrfAt(v *Viewer, t time.Time) string {
 	return base64.RawURLEncoding.EncodeToString(s.mac("csrf", v.session+"\n"+window))
 }
 
-// checkPost refuses a form post that did not come from our own page: a
-// missing, wrong or outdated CSRF token, or a browser saying it came from
-// another site.
+// checkPost refuses a form post without this sign-in's current (or last)
+// CSRF token. A post from another site never gets here: the page's
+// cross-origin protection (crossOrigin) refused it first.
 func (s *Server) checkPost(r *http.Request, v *Viewer) error {
-	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
-		return fmt.Errorf("cross-site request (Sec-Fetch-Site %s)", site)
-	}
-	if o := r.Header.Get("Origin"); o != "" && o != "null" && !sameHost(o, r.Host) {
-		return errors.New("cross-origin request")
-	}
 	got := []byte(r.PostFormValue("csrf"))
 	now := s.now()
 	if len(got) == 0 || !hmac.Equal(got, []byte(s.csrfAt(v, now))) && !hmac.Equal(got, []byte(s.csrfAt(v, now.Add(-csrfWindow)))) {
@@ -297,10 +293,24 @@ func (s *Server) checkPost(r *http.Request, v *Viewer) error {
 	return nil
 }
 
-// sameHost reports whether the Origin header names host.
-func sameHost(origin, host string) bool {
-	_, rest, ok := strings.Cut(origin, "://")
-	return ok && strings.EqualFold(rest, host)
+// crossOrigin is the page's cross-origin protection for every form post
+// (Go's http.CrossOriginProtection: a browser's Sec-Fetch-Site, else its
+// Origin against the Host asked for): a post another site made a browser
+// send is refused, with the sign-in and sign-out posts too. Behind a proxy
+// the browser's origin is the page's configured URL, not the address the
+// page listens on, so that origin is trusted as the page's own.
+func crossOrigin(baseURL string, log *slog.Logger) (*http.CrossOriginProtection, error) {
+	p := http.NewCrossOriginProtection()
+	if u, err := url.Parse(baseURL); err == nil && u.Scheme != "" && u.Host != "" {
+		if err := p.AddTrustedOrigin(u.Scheme + "://" + u.Host); err != nil {
+			return nil, fmt.Errorf("web: the page's URL %q: %w", baseURL, err)
+		}
+	}
+	p.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		log.Warn("web: a form posted from another site refused", "path", r.URL.Path)
+		http.Error(w, "This form was not sent from this page. Open the page again and retry.", http.StatusForbidden)
+	}))
+	return p, nil
 }
 
 // loopbackHost reports whether a host names this machine by a loopback

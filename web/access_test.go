@@ -488,3 +488,29 @@ func TestSignInLinkWorksOnce(t *testing.T) {
 	}
 	f.person(ana) // a new link signs in
 }
+
+// Behind a proxy the browser's origin is the page's configured URL, not
+// the address the page listens on: a form posted from there is the
+// page's own, even from a browser that sends Origin without
+// Sec-Fetch-Site; one from another site is refused, signing in included.
+func TestCrossOriginBehindAProxy(t *testing.T) {
+	f := newFixture(t, fixtureOpts{token: opToken, baseURL: "https://memory.example.com/", admins: []string{"slack:UBOB"}})
+	anon := f.anonymous()
+	proxied := map[string]string{"Origin": "https://memory.example.com"}
+	if res := anon.postWith("/signin", url.Values{"token": {opToken}}, proxied); res.code != http.StatusSeeOther {
+		t.Errorf("signing in through the proxy: %d %s", res.code, res.body)
+	}
+	c := f.person(bob)
+	if res := c.postWith("/signout", url.Values{"csrf": {csrfOf(t, c)}}, proxied); res.code != http.StatusSeeOther {
+		t.Errorf("a form posted through the proxy: %d %s", res.code, res.body)
+	}
+	for name, h := range map[string]map[string]string{
+		"another origin":    {"Origin": "https://evil.example"},
+		"another site":      {"Origin": "https://evil.example", "Sec-Fetch-Site": "cross-site"},
+		"a same-site other": {"Sec-Fetch-Site": "same-site", "Origin": "https://other.example.com"},
+	} {
+		if res := f.anonymous().postWith("/signin", url.Values{"token": {opToken}}, h); res.code != http.StatusForbidden {
+			t.Errorf("signing in from %s: %d", name, res.code)
+		}
+	}
+}

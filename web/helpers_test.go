@@ -69,9 +69,11 @@ type fixture struct {
 }
 
 type fixtureOpts struct {
-	token  string // "" for loopback without a token
-	admins []string
-	shared bool
+	token string // "" for no token
+	// baseURL is the page's configured URL (web.url), "" none.
+	baseURL string
+	admins  []string
+	shared  bool
 }
 
 func newFixture(t *testing.T, o fixtureOpts) *fixture {
@@ -102,7 +104,7 @@ func newFixture(t *testing.T, o fixtureOpts) *fixture {
 	key := make([]byte, 32)
 	copy(key, "a test key that is 32 bytes long")
 	f.srv, err = New(Config{
-		Key: key, Token: o.token, Admins: o.admins,
+		Key: key, Token: o.token, Admins: o.admins, BaseURL: o.baseURL,
 		DreamCron: "0 */2 * * *", DreamTimezone: "UTC", Location: time.UTC,
 	}, Deps{
 		Memory: memory.New(memory.NewDisk(f.dir), o.shared),

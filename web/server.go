@@ -147,6 +147,8 @@ type Server struct {
 	deps Deps
 	log  *slog.Logger
 	mux  *http.ServeMux
+	// pages is mux behind the cross-origin protection (crossOrigin).
+	pages http.Handler
 	// attempts counts failed sign-ins.
 	attempts attempts
 	// links are the sign-in links used already; started is when this
@@ -187,7 +189,12 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, deps: deps, log: cfg.Logger, started: cfg.Now().Unix()}
 	s.signer = signer{key: cfg.Key, clock: s.now}
+	cop, err := crossOrigin(cfg.BaseURL, cfg.Logger)
+	if err != nil {
+		return nil, err
+	}
 	s.routes()
+	s.pages = cop.Handler(s.mux)
 	return s, nil
 }
 
@@ -229,7 +236,7 @@ func (s *Server) Handler() http.Handler {
 		h.Set("Cache-Control", "no-store")
 		h.Set("Cross-Origin-Opener-Policy", "same-origin")
 		h.Set("Cross-Origin-Resource-Policy", "same-origin")
-		s.mux.ServeHTTP(w, r)
+		s.pages.ServeHTTP(w, r)
 	})
 }
 

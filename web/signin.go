@@ -125,14 +125,6 @@ func (u *usedLinks) use(c claim, now time.Time) bool {
 }
 
 func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
-	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
-		http.Error(w, "Sign in from this page.", http.StatusForbidden)
-		return
-	}
-	if o := r.Header.Get("Origin"); o != "" && o != "null" && !sameHost(o, r.Host) {
-		http.Error(w, "Sign in from this page.", http.StatusForbidden)
-		return
-	}
 	form := signInData{Token: s.cfg.Token != ""}
 	if !s.attempts.allow(s.now()) {
 		form.Problem = "Too many failed attempts; wait a minute."
