@@ -52,34 +52,48 @@ func (s *Store) append(scope audience.Scope, content, sessionKey string, src Sou
 	return e, nil
 }
 
-func (s *Store) appendLocked(scope audience.Scope, content, sessionKey string, src Source) (Entry, error) {
+// openAppendLocked opens the file for appending, ending a torn last line
+// first, and returns it with its size and whether it was created. The
+// caller holds the lock and closes the file.
+func (s *Store) openAppendLocked() (f *os.File, size int64, created bool, err error) {
 	_, statErr := os.Stat(s.path)
-	created := errors.Is(statErr, fs.ErrNotExist)
-	f, err := os.OpenFile(s.path, os.O_RDWR|os.O_CREATE|os.O_APPEND, fileMode)
+	created = errors.Is(statErr, fs.ErrNotExist)
+	f, err = os.OpenFile(s.path, os.O_RDWR|os.O_CREATE|os.O_APPEND, fileMode)
 	if err != nil {
-		return Entry{}, fmt.Errorf("open: %w", err)
+		return nil, 0, false, fmt.Errorf("open: %w", err)
 	}
-	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return Entry{}, fmt.Errorf("stat: %w", err)
+		f.Close()
+		return nil, 0, false, fmt.Errorf("stat: %w", err)
 	}
-	size := fi.Size()
+	size = fi.Size()
 	if size > 0 {
 		var last [1]byte
 		if _, err := f.ReadAt(last[:], size-1); err != nil {
-			return Entry{}, fmt.Errorf("read tail: %w", err)
+			f.Close()
+			return nil, 0, false, fmt.Errorf("read tail: %w", err)
 		}
 		if last[0] != '\n' {
 			// A crash tore the last line (we hold the lock, so nobody is
 			// writing it). End it, so it is skipped as one bad line instead of
 			// swallowing the entry written after it.
 			if _, err := f.Write([]byte{'\n'}); err != nil {
-				return Entry{}, fmt.Errorf("end torn line: %w", err)
+				f.Close()
+				return nil, 0, false, fmt.Errorf("end torn line: %w", err)
 			}
 			size++
 		}
 	}
+	return f, size, created, nil
+}
+
+func (s *Store) appendLocked(scope audience.Scope, content, sessionKey string, src Source) (Entry, error) {
+	f, size, created, err := s.openAppendLocked()
+	if err != nil {
+		return Entry{}, err
+	}
+	defer f.Close()
 	if err := s.refreshLocked(); err != nil {
 		return Entry{}, err
 	}

@@ -123,6 +123,18 @@ func Open(memoryDir string, opts Options) (*Store, error) {
 	return s, nil
 }
 
+// Owns reports whether rel (slash-separated, relative to the workspace)
+// is one of the files a Store writes: the archive, its cursors, its index
+// and its lock. A copy of a workspace leaves them to the archive's own
+// copy (store.CopyArchive).
+func Owns(rel string) bool {
+	switch rel {
+	case workspace.History, workspace.Cursor, workspace.DreamCursor, workspace.HistoryIndex, workspace.HistoryLock:
+		return true
+	}
+	return false
+}
+
 // Path is the history file's path.
 func (s *Store) Path() string { return s.path }
 

@@ -34,6 +34,8 @@ Commands:
   dream restore [sha]          list Dream commits, or undo one as a new commit
   why [--scope NAME] <words>   where the remembered lines holding the words came from
   web-link                     a one-time link that signs the operator in to the memory page
+  migrate --to-postgres [DSN]  copy the program state from the files into PostgreSQL (again: no change)
+  export DIR                   write the program state back as files: DIR/workspace, DIR/state
   status                       config, workspace, channels, model, last and next Dream;
                                exit 1 when the model cannot be used
   version                      version, commit, build date and Go version (also --version)
@@ -125,6 +127,10 @@ func runEnv(ctx context.Context, e *env, args []string) int {
 		err = cmdStatus(ctx, e, rest[1:])
 	case "why":
 		err = cmdWhy(ctx, e, rest[1:])
+	case "migrate":
+		err = cmdMigrate(ctx, e, rest[1:])
+	case "export":
+		err = cmdExport(ctx, e, rest[1:])
 	case "web-link":
 		err = cmdWebLink(ctx, e, rest[1:])
 	case "eval":

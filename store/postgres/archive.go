@@ -270,3 +270,56 @@ func limitArg(n int) *int {
 	}
 	return &n
 }
+
+var _ store.ArchiveImporter = (*Archive)(nil)
+
+// Import implements store.ArchiveImporter: the entries above the last
+// cursor go in with COPY, in one transaction that also moves the counter.
+func (a *Archive) Import(entries []store.Entry) (int, error) {
+	added := 0
+	err := a.db.tx(func(ctx context.Context, tx pgx.Tx) error {
+		var last int
+		if err := tx.QueryRow(ctx, `SELECT greatest(value, (SELECT coalesce(max(cursor), 0) FROM archive_entries))
+			FROM archive_counters WHERE name = 'last' FOR UPDATE`).Scan(&last); err != nil {
+			return err
+		}
+		var rows [][]any
+		top := last
+		for _, e := range entries {
+			if e.Cursor <= top {
+				continue
+			}
+			if err := store.CheckScope(e.Scope); err != nil {
+				return fmt.Errorf("entry %d: %w", e.Cursor, err)
+			}
+			top = e.Cursor
+			rows = append(rows, []any{e.Cursor, e.Timestamp, e.Content, e.SessionKey, e.SessionID, e.Range[0], e.Range[1], string(e.Scope)})
+		}
+		if len(rows) == 0 {
+			return nil
+		}
+		n, err := tx.CopyFrom(ctx, pgx.Identifier{"archive_entries"},
+			[]string{"cursor", "stamp", "content", "session_key", "session_id", "range_from", "range_to", "scope"},
+			pgx.CopyFromRows(rows))
+		if err != nil {
+			return err
+		}
+		added = int(n)
+		_, err = tx.Exec(ctx, `UPDATE archive_counters SET value = greatest(value, $1) WHERE name = 'last'`, top)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("import history entries: %w", err)
+	}
+	return added, nil
+}
+
+// RaiseLastCursor implements store.ArchiveImporter.
+func (a *Archive) RaiseLastCursor(n int) error {
+	ctx, cancel := a.db.call()
+	defer cancel()
+	if _, err := a.db.pool.Exec(ctx, `UPDATE archive_counters SET value = greatest(value, $1) WHERE name = 'last'`, n); err != nil {
+		return fmt.Errorf("raise the last history cursor: %w", err)
+	}
+	return nil
+}

@@ -49,6 +49,7 @@ func RunArchive(t *testing.T, open OpenArchive) {
 		{"TwoHandles", archiveTwoHandles},
 		{"ConcurrentAppends", archiveConcurrent},
 		{"TornWrite", archiveTorn},
+		{"Import", archiveImport},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open) })
@@ -472,3 +473,50 @@ func archiveTorn(t *testing.T, open OpenArchive) {
 }
 
 func chk(t *testing.T, h store.History) checked { return checked{t, h} }
+
+// Import takes entries with their cursors, skips those at or below the
+// last cursor (a second copy adds nothing), and numbering goes on past
+// the highest imported or raised cursor.
+func archiveImport(t *testing.T, open OpenArchive) {
+	a := open(t, fixedNow)
+	im, ok := a.History.(store.ArchiveImporter)
+	if !ok {
+		t.Fatal("the engine's archive is not a store.ArchiveImporter")
+	}
+	team := audience.Scope("team-slack-t1")
+	in := []store.Entry{
+		{Cursor: 3, Timestamp: "2026-01-02 10:00", Content: "- three", SessionKey: "slack:C1", SessionID: "g1", Range: [2]int{0, 4}, Scope: team},
+		{Cursor: 7, Timestamp: "2026-01-03 11:00", Content: "- seven", SessionKey: "terminal:main"},
+		{Cursor: 8, Timestamp: "2026-01-04 12:00", Content: "- eight \"quoted\"\n- and more"},
+	}
+	n, err := im.Import(in)
+	if err != nil || n != 3 {
+		t.Fatalf("Import = %d, %v", n, err)
+	}
+	got := chk(t, im).entries(im.Since(0, 0))
+	if !slices.Equal(got, in) {
+		t.Fatalf("imported %+v\nwant %+v", got, in)
+	}
+	if n, err := im.Import(in); err != nil || n != 0 {
+		t.Fatalf("a second Import of the same entries added %d, %v", n, err)
+	}
+	if err := im.RaiseLastCursor(12); err != nil {
+		t.Fatal(err)
+	}
+	if err := im.RaiseLastCursor(5); err != nil {
+		t.Fatal(err)
+	}
+	if n := chk(t, im).n(im.LastCursor()); n != 12 {
+		t.Fatalf("LastCursor after raising to 12 then 5 = %d", n)
+	}
+	e := chk(t, im).in(audience.Default, "- next", "k")
+	if e.Cursor != 13 {
+		t.Fatalf("the next append's cursor is %d, want 13", e.Cursor)
+	}
+	if n, err := im.Import([]store.Entry{{Cursor: 20, Content: "- bad", Scope: "../x"}}); err == nil || n != 0 {
+		t.Fatalf("Import took a bad scope: %d, %v", n, err)
+	}
+	if got := chk(t, a.Reopen(t)).entries(a.Reopen(t).Since(8, 0)); len(got) != 1 || got[0].Cursor != 13 {
+		t.Fatalf("after a refused import: %+v", got)
+	}
+}

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+
+	"github.com/dreamgate/dreamgate/history"
+	"github.com/dreamgate/dreamgate/store"
+	"github.com/dreamgate/dreamgate/store/postgres"
+	"github.com/dreamgate/dreamgate/workspace"
+)
+
+// cmdMigrate is `migrate --to-postgres [DSN]`: a one-process workspace's
+// program state, kept in files, copied into a PostgreSQL database (the
+// DSN given, or store.postgres / DREAMGATE_POSTGRES_URL). The files are
+// left as they were. Run twice, the second run changes nothing.
+func cmdMigrate(ctx context.Context, e *env, args []string) error {
+	fs := e.flags("migrate")
+	toPostgres := fs.Bool("to-postgres", false, "copy the program state from the files into PostgreSQL")
+	if err := e.parse(fs, args, 1); err != nil {
+		return err
+	}
+	if !*toPostgres {
+		return &exitError{code: 2, err: errors.New("usage: dreamgate migrate --to-postgres [DSN]")}
+	}
+	cfg, err := e.config()
+	if err != nil {
+		return err
+	}
+	dsn := cfg.Store.Postgres
+	if fs.NArg() == 1 {
+		dsn = fs.Arg(0)
+	}
+	if dsn == "" {
+		return &exitError{code: 2, err: errors.New("dreamgate migrate --to-postgres: name the database: a DSN argument, store.postgres in the config or DREAMGATE_POSTGRES_URL")}
+	}
+	if err := postgres.CheckDSN(dsn); err != nil {
+		return &exitError{code: 2, err: fmt.Errorf("dreamgate migrate --to-postgres: %w", err)}
+	}
+	if ok, err := workspaceSetUp(cfg); err != nil || !ok {
+		if err == nil {
+			err = fmt.Errorf("no workspace at %s to migrate", cfg.Workspace)
+		}
+		return err
+	}
+	logger := e.logger(slog.LevelWarn)
+	src, err := history.Open(filepath.Join(cfg.Workspace, filepath.FromSlash(workspace.MemoryDir)), history.Options{Logger: logger.With("component", "history")})
+	if err != nil {
+		return fmt.Errorf("open history: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	db, err := postgres.Open(ctx, dsn, postgres.Options{Logger: logger.With("component", "store")})
+	cancel()
+	if err != nil {
+		return fmt.Errorf("open the PostgreSQL database: %w", err)
+	}
+	defer db.Close()
+	got, err := copyProgramState(programState{archive: db.Archive()}, programState{archive: src})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(e.stdout, got.sentence("into PostgreSQL"))
+	if cfg.Store.Postgres == "" {
+		fmt.Fprintln(e.stdout, "The files are left as they were. Set store.postgres (or DREAMGATE_POSTGRES_URL) to this database to use it.")
+	}
+	return nil
+}
+
+// programState is one engine's program state, as a copy reads or writes
+// it.
+type programState struct {
+	archive store.History
+}
+
+// stateCopy says what a copy did.
+type stateCopy struct {
+	archive store.ArchiveCopy
+}
+
+// copyProgramState copies src's program state into dst through the
+// store's copies (store.CopyArchive, …): the one copy between engines,
+// which migrate and export (and a backup) share. It is idempotent.
+func copyProgramState(dst, src programState) (stateCopy, error) {
+	var c stateCopy
+	into, ok := dst.archive.(store.ArchiveImporter)
+	if !ok {
+		return c, errors.New("copy the history archive: the destination cannot take entries as they are")
+	}
+	var err error
+	if c.archive, err = store.CopyArchive(into, src.archive); err != nil {
+		return c, fmt.Errorf("copy the history archive: %w", err)
+	}
+	return c, nil
+}
+
+// sentence tells the person what the copy did.
+func (c stateCopy) sentence(where string) string {
+	a := c.archive
+	if a.Entries == 0 && !a.DreamMoved {
+		return fmt.Sprintf("Nothing to copy %s: its %d history entries and the Dream cursor (%d) are there already.", where, a.Skipped, a.DreamCursor)
+	}
+	return fmt.Sprintf("Copied %s: %s (%d there already), the Dream cursor at %d.", where, plural(a.Entries, "history entry", "history entries"), a.Skipped, a.DreamCursor)
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}

@@ -1,0 +1,83 @@
+package store
+
+import (
+	"fmt"
+)
+
+// ArchiveImporter is an archive that takes entries as they are, cursors
+// and all: the destination of a copy between engines (dreamgate migrate
+// --to-postgres, dreamgate export, a backup). Both engines' archives are
+// importers.
+type ArchiveImporter interface {
+	History
+	// Import adds the entries whose cursors are above the archive's last
+	// cursor, in the order given (which must be rising), durably, and
+	// skips the others: they were copied before. It returns how many it
+	// added; the last cursor becomes the last one added.
+	Import(entries []Entry) (added int, err error)
+	// RaiseLastCursor makes the last cursor handed out at least n, so
+	// that numbering goes on past cursors the source handed out and
+	// dropped.
+	RaiseLastCursor(n int) error
+}
+
+// copyPage is how many entries a copy reads and writes at a time.
+const copyPage = 5000
+
+// ArchiveCopy says what CopyArchive did.
+type ArchiveCopy struct {
+	// Entries were added; Skipped were in the destination already.
+	Entries, Skipped int
+	// DreamCursor is the Dream cursor the destination now holds, and
+	// DreamMoved whether the copy set it.
+	DreamCursor int
+	DreamMoved  bool
+}
+
+// CopyArchive copies every entry of src into dst with its cursor, then
+// the last cursor and the Dream cursor. It is the one copy of the archive
+// between engines, and it is idempotent: a second run adds nothing and
+// moves nothing. An entry dst holds at a cursor is never replaced.
+func CopyArchive(dst ArchiveImporter, src History) (ArchiveCopy, error) {
+	var r ArchiveCopy
+	after := 0
+	for {
+		page, err := src.Since(after, copyPage)
+		if err != nil {
+			return r, fmt.Errorf("read the source archive: %w", err)
+		}
+		if len(page) == 0 {
+			break
+		}
+		added, err := dst.Import(page)
+		if err != nil {
+			return r, fmt.Errorf("write the archive: %w", err)
+		}
+		r.Entries += added
+		r.Skipped += len(page) - added
+		after = page[len(page)-1].Cursor
+	}
+	last, err := src.LastCursor()
+	if err != nil {
+		return r, fmt.Errorf("read the source's last cursor: %w", err)
+	}
+	if err := dst.RaiseLastCursor(last); err != nil {
+		return r, fmt.Errorf("write the last cursor: %w", err)
+	}
+	dc, err := src.DreamCursor()
+	if err != nil {
+		return r, fmt.Errorf("read the source's Dream cursor: %w", err)
+	}
+	was, err := dst.DreamCursor()
+	if err != nil {
+		return r, fmt.Errorf("read the Dream cursor: %w", err)
+	}
+	r.DreamCursor = dc
+	if was != dc {
+		if err := dst.SetDreamCursor(dc); err != nil {
+			return r, fmt.Errorf("write the Dream cursor: %w", err)
+		}
+		r.DreamMoved = true
+	}
+	return r, nil
+}
