@@ -160,6 +160,9 @@ type step struct {
 	note    stepNote
 	subject string
 	body    string
+	// also are the other scopes whose files the step changes (a move's
+	// sources; note.Scope is its target).
+	also []audience.Scope
 	// base is the full id of the commit the changes were built on.
 	base    string
 	changes []gitstore.Change
@@ -219,7 +222,7 @@ func (d *Dreamer) steps(h *held) stepStore { return fileSteps{d: d, h: h} }
 
 func (f fileSteps) land(s step) (landing, error) {
 	d := f.d
-	keep := OnlyScopes(s.note.Scope).pathIn
+	keep := OnlyScopes(append([]audience.Scope{s.note.Scope}, s.also...)...).pathIn
 	var out landing
 	base := s.base
 	err := d.exclusive(func() error {

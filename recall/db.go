@@ -27,7 +27,7 @@ const lockFile = "index.lock"
 
 // schemaVersion changes whenever the schema or what is indexed changes: an
 // index of another version is rebuilt.
-const schemaVersion = "3"
+const schemaVersion = "4"
 
 // Document kinds.
 const (
@@ -94,6 +94,11 @@ var schema = []string{
 	`CREATE TABLE convs(ident TEXT PRIMARY KEY, next INTEGER NOT NULL, at INTEGER NOT NULL)`,
 	`CREATE TABLE files(name TEXT PRIMARY KEY, stamp TEXT NOT NULL)`,
 	`CREATE TABLE cold(scope TEXT PRIMARY KEY, stamp TEXT NOT NULL)`,
+	// ranges: the conversation messages each archive entry was made from
+	// (its generation's ident, lo up to but not including hi) and the
+	// scope the entry is in, which those messages are searched in.
+	`CREATE TABLE ranges(ident TEXT NOT NULL, lo INTEGER NOT NULL, hi INTEGER NOT NULL, scope TEXT NOT NULL)`,
+	`CREATE INDEX ranges_ident ON ranges(ident)`,
 }
 
 // openDB opens the index database in dir, creating it with the schema

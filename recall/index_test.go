@@ -430,3 +430,44 @@ func TestSearchAfterChangedFindsTheNewArchive(t *testing.T) {
 		t.Errorf("after Changed: %+v", got)
 	}
 }
+
+// Entries moved to another scope (history.Store.Rescope) are found in
+// their new scope alone once the index is reset, and so are the
+// conversation messages they were archived from, also by a second index
+// (another process) that had the old one open.
+func TestResetAfterEntriesMoved(t *testing.T) {
+	f := newFixture(t)
+	teamScope, privScope := team1.Home(), private.Home()
+	// The channel was private already, but the gateway held it as the
+	// team's: its message and entry went to the team's scope.
+	f.convs.say("slack:CPRIV", team1, 0, user("Ana", "the merger code name is BLUEHERON"))
+	if _, err := f.hist.AppendFrom(teamScope, "- the merger code name is BLUEHERON", "slack:CPRIV", history.Source{SessionID: "gen0", From: 0, To: 1}); err != nil {
+		t.Fatal(err)
+	}
+	f.update(t)
+	if got := f.search(t, "BLUEHERON", teamScope); len(got) != 2 {
+		t.Fatalf("before the move the team finds %d, want the entry and the message", len(got))
+	}
+	other := Open(f.opts)
+	t.Cleanup(func() { _ = other.Close() })
+	if _, err := other.Search(context.Background(), "BLUEHERON", []audience.Scope{teamScope}, MaxLimit); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.hist.Rescope(func(e history.Entry) bool { return e.SessionKey == "slack:CPRIV" }, privScope); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.idx.Reset(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	f.update(t)
+	for _, idx := range []*Index{f.idx, other} {
+		res, err := idx.Search(context.Background(), "BLUEHERON", []audience.Scope{teamScope}, MaxLimit)
+		if err != nil || len(res.Matches) != 0 {
+			t.Errorf("the team's search after the move: %+v, %v", res.Matches, err)
+		}
+		res, err = idx.Search(context.Background(), "BLUEHERON", []audience.Scope{privScope}, MaxLimit)
+		if err != nil || len(res.Matches) != 2 {
+			t.Errorf("the private channel's search after the move: %+v, %v", res.Matches, err)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package recall
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -75,6 +76,24 @@ func (x *Index) Update(ctx context.Context) (Stats, error) {
 		x.mu.Unlock()
 	}
 	return st, err
+}
+
+// Reset removes the index, once no other process is updating it, so that
+// the next search rebuilds it from the archive, the conversations and
+// cold memory: for a change an update cannot see, such as archive entries
+// moved to another scope (an update reads only entries after the last one
+// indexed). A process searching the old index notices the new one at its
+// next search.
+func (x *Index) Reset(ctx context.Context) error {
+	if err := os.MkdirAll(x.opts.Dir, 0o700); err != nil {
+		return fmt.Errorf("create recall dir: %w", err)
+	}
+	ok, err := x.lock.TryLockContext(ctx, 50*time.Millisecond)
+	if err != nil || !ok {
+		return fmt.Errorf("lock recall index: %w", cmp.Or(err, ctx.Err(), ErrBusy))
+	}
+	defer func() { _ = x.lock.Unlock() }()
+	return x.reset()
 }
 
 // reset removes the index's files; the caller holds the lock.
@@ -157,6 +176,11 @@ func (x *Index) updateHistory(w *writer) (int, error) {
 			if err := w.add(e.Scope, doc{kind: kindHistory, at: historyTime(e.Timestamp), conv: e.SessionKey, pos: e.Cursor, text: e.Content}); err != nil {
 				return n, err
 			}
+			if src, ok := e.Source(); ok && src.Valid() {
+				if err := w.exec(`INSERT INTO ranges(ident, lo, hi, scope) VALUES (?, ?, ?, ?)`, ident(e.SessionKey, src.SessionID), src.From, src.To, string(e.Scope)); err != nil {
+					return n, err
+				}
+			}
 			n++
 			done = e.Cursor
 			if w.full() {
@@ -216,6 +240,55 @@ func (x *Index) updateConversations(w *writer) (int, error) {
 	return n, nil
 }
 
+// archivedRanges are the archive entries a conversation generation's
+// messages were archived into: a message is searched in its entry's
+// scope, which is its conversation's unless the operator moved the entry
+// (dreamgate memory move).
+type archivedRanges []struct {
+	lo, hi int
+	scope  audience.Scope
+}
+
+// scopeOf is the scope of message pos: its entry's, else home (not
+// archived in an entry the index has read yet).
+func (r archivedRanges) scopeOf(pos int, home audience.Scope) audience.Scope {
+	for _, a := range r {
+		if pos >= a.lo && pos < a.hi {
+			return a.scope
+		}
+	}
+	return home
+}
+
+// archivedIn reads the ranges of the generation ident; in shared mode
+// every message is the default scope's, and none is read.
+func (x *Index) archivedIn(w *writer, id string) (archivedRanges, error) {
+	if x.opts.Memory != nil && x.opts.Memory.Shared() {
+		return nil, nil
+	}
+	rows, err := w.q().QueryContext(w.ctx, `SELECT lo, hi, scope FROM ranges WHERE ident = ?`, id)
+	if err != nil {
+		return nil, classify(fmt.Errorf("read archived ranges: %w", err))
+	}
+	defer rows.Close()
+	var out archivedRanges
+	for rows.Next() {
+		var r struct {
+			lo, hi int
+			scope  audience.Scope
+		}
+		var name string
+		if err := rows.Scan(&r.lo, &r.hi, &name); err != nil {
+			return nil, classify(err)
+		}
+		if s, err := audience.ParseScope(name); err == nil {
+			r.scope = s
+			out = append(out, r)
+		}
+	}
+	return out, classify(rows.Err())
+}
+
 // errSkip: a conversation could not be read this time (it changed while
 // read, or is unreadable); the next update tries again.
 var errSkip = errors.New("conversation skipped")
@@ -266,8 +339,12 @@ func (x *Index) readConversation(w *writer, f ConversationFile) (int, error) {
 		// An audience with no home: its words are kept nowhere.
 		return 0, errSkip
 	}
+	archived, err := x.archivedIn(w, ident(f.Key, read.ID))
+	if err != nil {
+		return 0, err
+	}
 	for _, d := range added {
-		if err := w.add(scope, d); err != nil {
+		if err := w.add(archived.scopeOf(d.pos, scope), d); err != nil {
 			return 0, err
 		}
 		if w.full() {

@@ -377,3 +377,82 @@ func (w *audienceWorld) publicMadePrivate(t *testing.T) {
 		t.Errorf("#general was shown the private channel's fact:\n%s", prompt)
 	}
 }
+
+// mention sends a bare app_mention in p as its person, as Slack does when
+// the app hears of a post only by its mention, and waits for the answer.
+func (w *audienceWorld) mention(t *testing.T, p place, text string) string {
+	t.Helper()
+	before := len(w.shown(p))
+	if _, err := w.sl.Inject(fakeslack.Event{Type: "app_mention", Channel: w.channel(p), User: w.users[p.key], Text: "<@" + w.sl.BotUserID() + "> " + text}); err != nil {
+		t.Fatal(err)
+	}
+	return waitShown(t, w, p, before, text, w.gw)
+}
+
+// Facts archived into a wider scope before a change was seen are not left
+// there: #late is made private, and a mention reaches the gateway before
+// Slack's announcement does, so what Ana says is archived and dreamed as
+// the team's. The operator's `dreamgate memory move` puts the
+// conversation's entries and the lines traced to them in the private
+// channel's scope, as one commit: the team's memory, its prompts and the
+// recall tool no longer hold them, the private channel's memory does, and
+// the team's earlier commits still do (docs/privacy.md says so).
+func TestSlackMisfiledFactsMovedThroughTheBinary(t *testing.T) {
+	w := startAudienceWorld(t, fakeslack.Conversation{ID: "CLATE", Members: []string{"UANA", "UBOB"}})
+	late := w.at("Ana in #late", "CLATE", "UANA")
+	if _, prompt := w.ask(t, late, teamAsk); !strings.Contains(prompt, teamSecret) {
+		t.Fatalf("#late is not the team's at first:\n%s", prompt)
+	}
+	w.sl.SetConversation(fakeslack.Conversation{ID: "CLATE", Private: true}) // the announcement is still on its way
+	w.mention(t, late, "FACT: The merger code name is BLUEHERON.")
+	if got := w.mention(t, late, "/dream"); !strings.HasPrefix(got, "Dream") {
+		t.Fatalf("/dream in #late: %q", got)
+	}
+	team := slackT1(audience.Team, "", "").Home()
+	private := slackT1(audience.Private, "CLATE", "").Home()
+	if got := scopeFile(t, w.h, team); !strings.Contains(got, "BLUEHERON") {
+		t.Fatalf("the misfiled fact is not in the team's memory, so this test shows nothing:\n%s", got)
+	}
+
+	dry := w.h.run("memory", "move", "--conversation", "slack:CLATE", "--to", string(private), "--dry-run")
+	if dry.code != 0 || !strings.Contains(dry.stdout, "Would move") || !strings.Contains(dry.stdout, "BLUEHERON") {
+		t.Fatalf("dry run: exit %d\n%s%s", dry.code, dry.stdout, dry.stderr)
+	}
+	if got := scopeFile(t, w.h, team); !strings.Contains(got, "BLUEHERON") {
+		t.Error("a dry run moved the fact")
+	}
+	r := w.h.run("memory", "move", "--conversation", "slack:CLATE", "--to", string(private))
+	if r.code != 0 || !strings.Contains(r.stdout, "Moved") || !strings.Contains(r.stdout, "earlier commits still hold") {
+		t.Fatalf("memory move: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if got := scopeFile(t, w.h, team); strings.Contains(got, "BLUEHERON") {
+		t.Errorf("after the move the team's memory still holds the fact:\n%s", got)
+	}
+	if got := scopeFile(t, w.h, private); !strings.Contains(got, "BLUEHERON") {
+		t.Errorf("after the move the private channel's memory lacks the fact:\n%s", got)
+	}
+	if why := w.h.run("why", "--scope", string(private), "merger code name"); why.code != 0 || !strings.Contains(why.stdout, "BLUEHERON") {
+		t.Errorf("dreamgate why in the private scope: exit %d\n%s", why.code, why.stdout)
+	}
+	bob := w.at("Bob in #general", "CGENERAL", "UBOB")
+	answer, prompt := w.ask(t, bob, "What is the merger code name?")
+	if strings.Contains(prompt, "BLUEHERON") || strings.Contains(answer, "BLUEHERON") {
+		t.Errorf("the team's prompt or recall still finds the moved fact: %q\n%s", answer, prompt)
+	}
+	if subject, err := git(t, w.h.ws, "log", "-1", "--format=%s"); err != nil || !strings.HasPrefix(subject, "move:") {
+		t.Errorf("the last commit is %q (%v), want the move's", subject, err)
+	}
+	if old, err := git(t, w.h.ws, "show", "HEAD~1:"+team.Dir()+"/"+workspace.Memory); err != nil || !strings.Contains(old, "BLUEHERON") {
+		t.Errorf("the team's earlier commit does not hold the fact (%v), yet the docs say it does:\n%s", err, old)
+	}
+	again := w.h.run("memory", "move", "--conversation", "slack:CLATE", "--to", string(private))
+	if again.code != 0 || !strings.Contains(again.stdout, "Nothing of slack:CLATE to move") {
+		t.Errorf("asked again: exit %d\n%s%s", again.code, again.stdout, again.stderr)
+	}
+	if bad := w.h.run("memory", "move", "--conversation", "slack:CLATE", "--to", "../etc"); bad.code != 2 || !strings.Contains(bad.stderr, "not a memory scope") {
+		t.Errorf("a bad scope: exit %d\n%s", bad.code, bad.stderr)
+	}
+	if t.Failed() {
+		t.Logf("gateway log:\n%s", w.gw.stderr.String())
+	}
+}

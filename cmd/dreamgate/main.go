@@ -33,6 +33,9 @@ Commands:
   dream log [sha]              show the latest Dream change, or that commit
   dream restore [sha]          list Dream commits, or undo one as a new commit
   why [--scope NAME] <words>   where the remembered lines holding the words came from
+  memory move --conversation KEY --to SCOPE [--from SCOPE] [--since TIME] [--dry-run]
+                               move a conversation's archive entries and the memory lines
+                               traced to them to the scope it belongs in (as one commit)
   web-link                     a one-time link that signs the operator in to the memory page
   migrate --to-postgres [DSN]  copy the program state from the files into PostgreSQL (again: no change)
   export DIR                   write the program state back as files: DIR/workspace, DIR/state
@@ -131,6 +134,8 @@ func runEnv(ctx context.Context, e *env, args []string) int {
 		err = cmdMigrate(ctx, e, rest[1:])
 	case "export":
 		err = cmdExport(ctx, e, rest[1:])
+	case "memory":
+		err = cmdMemory(ctx, e, rest[1:])
 	case "web-link":
 		err = cmdWebLink(ctx, e, rest[1:])
 	case "eval":

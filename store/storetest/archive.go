@@ -50,6 +50,7 @@ func RunArchive(t *testing.T, open OpenArchive) {
 		{"ConcurrentAppends", archiveConcurrent},
 		{"TornWrite", archiveTorn},
 		{"Import", archiveImport},
+		{"Rescope", archiveRescope},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open) })
@@ -518,5 +519,58 @@ func archiveImport(t *testing.T, open OpenArchive) {
 	}
 	if got := chk(t, a.Reopen(t)).entries(a.Reopen(t).Since(8, 0)); len(got) != 1 || got[0].Cursor != 13 {
 		t.Fatalf("after a refused import: %+v", got)
+	}
+}
+
+// Rescope moves exactly the entries picked, and only their scope; the
+// move is seen by another handle, by the scope reads and the backlogs;
+// a bad scope changes nothing.
+func archiveRescope(t *testing.T, open OpenArchive) {
+	a := open(t, fixedNow)
+	r, ok := a.History.(store.ArchiveRescoper)
+	if !ok {
+		t.Fatal("the engine's archive is not a store.ArchiveRescoper")
+	}
+	c := chk(t, r)
+	team, private := audience.Scope("team-slack-t1"), audience.Scope("private-slack-t1-c1")
+	c.from(team, "- one", "slack:C1", store.Source{SessionID: "g1", From: 0, To: 2})
+	c.in(team, "- two", "slack:C2")
+	c.in(audience.Default, "- three", "slack:C1:1712.5")
+	c.in(private, "- four", "slack:C1")
+	before := c.entries(r.Since(0, 0))
+	inC1 := func(e store.Entry) bool {
+		return e.SessionKey == "slack:C1" || strings.HasPrefix(e.SessionKey, "slack:C1:")
+	}
+	moved, err := r.Rescope(inC1, private)
+	if err != nil || !slices.Equal(cursorsOf(moved), []int{1, 3}) {
+		t.Fatalf("Rescope moved %v, %v; want 1 and 3 (4 is there already)", cursorsOf(moved), err)
+	}
+	if moved[0] != before[0] || moved[1] != before[2] {
+		t.Errorf("Rescope returned %+v, want the entries as they were", moved)
+	}
+	after := c.entries(a.Reopen(t).Since(0, 0))
+	for i, e := range after {
+		want := before[i]
+		if inC1(want) {
+			want.Scope = private
+		}
+		if e != want {
+			t.Errorf("entry %d after the move: %+v, want %+v", e.Cursor, e, want)
+		}
+	}
+	if got := c.entries(r.SinceIn(private, 0, 0)); !slices.Equal(cursorsOf(got), []int{1, 3, 4}) {
+		t.Errorf("the private scope holds %v", cursorsOf(got))
+	}
+	bl, _ := must2(t)(r.Backlogs(0, nil))
+	for _, b := range bl {
+		if b.Scope == audience.Default || (b.Scope == team && b.Count != 1) {
+			t.Errorf("backlogs after the move: %+v", bl)
+		}
+	}
+	if _, err := r.Rescope(inC1, "../x"); err == nil {
+		t.Error("Rescope took a bad scope")
+	}
+	if moved, err := r.Rescope(inC1, private); err != nil || len(moved) != 0 {
+		t.Errorf("a second Rescope moved %v, %v", cursorsOf(moved), err)
 	}
 }
