@@ -1,6 +1,9 @@
 package slack
 
 import (
+	"context"
+	"log/slog"
+
 	"github.com/slack-go/slack/slackevents"
 )
 
@@ -60,12 +63,17 @@ func (a *Adapter) noteMessage(channel, channelType, subtype string, extShared bo
 	}
 }
 
-// audienceChanged forgets what was known of the channels.
+// audienceChanged forgets what was known of the channels. People joining
+// and leaving are logged at debug: a large workspace has many.
 func (a *Adapter) audienceChanged(why string, channels ...string) {
 	for _, ch := range channels {
 		if ch != "" {
 			a.convs.drop(ch)
 		}
 	}
-	a.log.Info("slack channel may have a new audience; it is looked up again before its next turn", "event", why, "chat", channels)
+	level := slog.LevelInfo
+	if why == "member_joined_channel" || why == "member_left_channel" {
+		level = slog.LevelDebug
+	}
+	a.log.Log(context.Background(), level, "slack channel may have a new audience; it is looked up again before its next turn", "event", why, "chat", channels)
 }
