@@ -108,6 +108,18 @@ type Config struct {
 	// the prompt's memory budget counts with, so the vocabulary is loaded
 	// once.
 	Counter *Counter
+	// Folded, when set, says how far Dream has read each memory scope into
+	// memory (*dream.Ledger): the Recent history leaves out a scope's
+	// entries up to its own cursor, whatever another scope has yet to
+	// read. Nil: every entry past memory/.dream_cursor (the frontier of
+	// every scope) is shown.
+	Folded Folded
+}
+
+// Folded says how far Dream has read a memory scope: the scope's entries
+// up to its cursor are in the scope's memory files.
+type Folded interface {
+	Cursor(scope audience.Scope) (int, error)
 }
 
 // safetyMargin is kept free below the context window besides the reply:

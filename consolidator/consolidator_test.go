@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/history"
 	"github.com/dreamgate/dreamgate/llm"
 )
@@ -822,6 +823,28 @@ func TestRecentHistory(t *testing.T) {
 	// nothing about it was sent in an archive request.
 	if strings.Contains(got, "archive request") {
 		t.Errorf("the Recent history cut note claims an archive request: %.120q", got[max(len(got)-120, 0):])
+	}
+}
+
+// foldedAt is a Folded whose scopes have read up to the cursors given.
+type foldedAt map[audience.Scope]int
+
+func (f foldedAt) Cursor(s audience.Scope) (int, error) { return f[s], nil }
+
+// The Recent history leaves out the entries Dream read into their own
+// scope's memory, though another scope holds the frontier back.
+func TestRecentHistoryFollowsEachScopesCursor(t *testing.T) {
+	cfg := baseConfig
+	cfg.Folded = foldedAt{"": 3}
+	c, store := newTestConsolidator(t, newFakeModel(t), cfg)
+	for i := range 4 {
+		if _, err := store.Append(fmt.Sprintf("- fact %d", i+1), "k"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := c.recentHistory(newSession("k"))
+	if err != nil || got != "- [2026-04-03 00:02] - fact 4" {
+		t.Errorf("Recent history = %q, %v; want fact 4 alone (1-3 are in the scope's memory)", got, err)
 	}
 }
 

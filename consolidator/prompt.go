@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/history"
 )
 
@@ -95,7 +96,7 @@ const (
 )
 
 // recentHistory is the body of a session's "Recent history" block: its
-// entries Dream has not read yet, of the newest 50 those of a scope its
+// entries Dream has not read yet into their scope's memory (Config.Folded), of the newest 50 those of a scope its
 // audience may read (a conversation whose audience changed keeps its
 // earlier entries under its earlier scope), as many of those as fit in 8K
 // tokens, oldest first, one "- [timestamp] content" item each. "" when
@@ -106,8 +107,9 @@ func (c *Consolidator) recentHistory(s Session) (string, error) {
 		return "", fmt.Errorf("recent history: %w", err)
 	}
 	entries := all[:0:0]
+	folded := c.foldedUpTo()
 	for _, e := range all {
-		if c.readable(s, e.Scope) {
+		if c.readable(s, e.Scope) && e.Cursor > folded(e.Scope) {
 			entries = append(entries, e)
 		}
 	}
@@ -136,6 +138,28 @@ func (c *Consolidator) recentHistory(s Session) (string, error) {
 		return cutToBytes(last, recentMaxTokens, recentCutNote), nil
 	}
 	return strings.Join(lines[first:], "\n"), nil
+}
+
+// foldedUpTo returns each scope's Dream cursor as Config.Folded says, read
+// once a scope for the prompt; 0 (all unread) without Folded or when it
+// cannot say, so that an entry is never hidden on a guess.
+func (c *Consolidator) foldedUpTo() func(audience.Scope) int {
+	if c.cfg.Folded == nil {
+		return func(audience.Scope) int { return 0 }
+	}
+	seen := map[audience.Scope]int{}
+	return func(s audience.Scope) int {
+		if n, ok := seen[s]; ok {
+			return n
+		}
+		n, err := c.cfg.Folded.Cursor(s)
+		if err != nil {
+			c.logger.Warn("how far Dream read a scope is unknown; its Recent history shows every entry past the frontier", "err", err)
+			n = 0
+		}
+		seen[s] = n
+		return n
+	}
 }
 
 // recentCountsCap bounds the cache of Recent history line counts: when it

@@ -173,12 +173,41 @@ func trimMarker(s string) string {
 	return s
 }
 
-// analyse is phase 1: one model call that turns the batch into findings. A
-// non-nil error is the run's result (a *RunError); no findings and no error
-// means the model read the batch and found nothing to keep.
+// analyse is phase 1: the batch's entries, whole, with the scope's files,
+// in as many model calls as fit the Dream model's window (phase1Parts),
+// each turned into findings. A non-nil error is the batch's result (a
+// *RunError); no findings and no error means the model read every entry
+// and found nothing to keep.
 func (b *batch) analyse(ctx context.Context, guide string, files []memFile) ([]finding, error) {
 	d, rep := b.d, b.rep
-	msgs := phase1Messages(guide, b.entries, d.now(), files)
+	today := d.now()
+	empty := phase1Messages(guide, nil, today, files)
+	fixed := d.count.Count(empty[0].Content) + d.count.Count(empty[1].Content)
+	parts := d.phase1Parts(b.entries, d.room(fixed))
+	if len(parts) > 1 {
+		d.log.Info("dream reads the batch in parts that fit the model's window", "entries", len(b.entries), "calls", len(parts))
+	}
+	var out []finding
+	seen := map[finding]bool{}
+	for _, part := range parts {
+		found, err := b.analysePart(ctx, phase1Messages(guide, part, today, files))
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range found {
+			if !seen[f] {
+				seen[f] = true
+				out = append(out, f)
+			}
+		}
+	}
+	rep.Findings = len(out)
+	return out, nil
+}
+
+// analysePart is one call of phase 1.
+func (b *batch) analysePart(ctx context.Context, msgs []llm.Message) ([]finding, error) {
+	d, rep := b.d, b.rep
 	resp, err := d.model.Chat(ctx, llm.Request{
 		Model:    d.cfg.Model,
 		Messages: msgs,
@@ -186,7 +215,7 @@ func (b *batch) analyse(ctx context.Context, guide string, files []memFile) ([]f
 		CacheKey: cacheKeyAnalysis,
 	})
 	rep.Calls++
-	rep.Phase1 = resp.Usage
+	rep.Phase1 = rep.Phase1.Add(resp.Usage)
 	rep.Usage = rep.Usage.Add(resp.Usage)
 	if err != nil {
 		return nil, b.modelFailure(ctx, "analysis", err)
@@ -207,9 +236,8 @@ func (b *batch) analyse(ctx context.Context, guide string, files []memFile) ([]f
 	if len(a.findings) == 0 && a.skips == 0 {
 		// Prose, an error text or a format the model made up: taking it
 		// for "nothing to do" would advance the cursor past what the users
-		// said without anyone having read it.
+		// said without anything having read it.
 		return nil, b.fail(true, "the model's analysis did not use the expected format", fmt.Errorf("phase 1 answer has no tagged line (%d lines ignored)", len(a.ignored)))
 	}
-	rep.Findings = len(a.findings)
 	return a.findings, nil
 }

@@ -196,6 +196,13 @@ type Config struct {
 	// deep Dream comes only every DeepEvery Dreams or when asked, and
 	// merges and retires without a size to reach.
 	HotTokens int
+	// Window is the Dream model's context window in tokens (the smallest
+	// of its chain) and MaxTokens its reply allowance (window.go): phase 1
+	// reads a batch in as many calls as fit, a long entry in parts, and a
+	// deep Dream shows a scope's lines in as many calls as fit (0:
+	// DefaultWindow and DefaultMaxTokens).
+	Window    int
+	MaxTokens int
 }
 
 func (c Config) withDefaults() Config {
@@ -228,6 +235,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.DeepAtShare <= 0 || c.DeepAtShare > 1 {
 		c.DeepAtShare = DefaultDeepAtShare
+	}
+	if c.Window <= 0 {
+		c.Window = DefaultWindow
+	}
+	if c.MaxTokens <= 0 || c.MaxTokens >= c.Window {
+		c.MaxTokens = min(DefaultMaxTokens, c.Window/4)
 	}
 	return c
 }

@@ -158,10 +158,11 @@ type DeepReport struct {
 	// Before and After are the scope's memory in tokens; Target what it
 	// was to reach (0: no budget).
 	Before, After, Target int
-	// Passes counts the model's passes (0, 1 or 2).
-	Passes int
-	Commit string
-	Usage  llm.Usage
+	// Passes counts the model's passes (0, 1 or 2), Calls the calls they
+	// made (a pass over a memory too big for one call makes several).
+	Passes, Calls int
+	Commit        string
+	Usage         llm.Usage
 }
 
 // PointDeepWrite names the moment after a deep Dream wrote its copy of the
@@ -234,9 +235,12 @@ func (p *deepPass) run(ctx context.Context) error {
 }
 
 // review runs the model's passes: a second, firmer one when the first
-// leaves the scope over its target. A model that answers nonsense still
-// leaves the mechanical steps to run; an unreachable one or a cancelled
-// run ends the deep Dream.
+// leaves the scope over its target. A pass shows the model the scope's
+// facts in as many calls as fit the Dream model's window (deepGroups),
+// each asked its share of what is to be freed, and applies their
+// operations together. A model that answers nonsense still leaves the
+// mechanical steps to run; an unreachable one or a cancelled run ends the
+// deep Dream.
 func (p *deepPass) review(ctx context.Context, files []*deepFile, day time.Time) ([]coldSection, error) {
 	d, dr := p.d, &p.dr
 	var moved []coldSection
@@ -246,8 +250,7 @@ func (p *deepPass) review(ctx context.Context, files []*deepFile, day time.Time)
 			break
 		}
 		dr.Passes++
-		ops, usage, err := d.deepCall(ctx, files, day, size, dr.Target, pass == 2)
-		dr.Usage = dr.Usage.Add(usage)
+		ops, refused, err := p.pass(ctx, files, day, size, pass == 2)
 		if err != nil {
 			if stopsAll(ctx, err) {
 				return nil, fmt.Errorf("deep Dream model call: %w", err)
@@ -259,11 +262,42 @@ func (p *deepPass) review(ctx context.Context, files []*deepFile, day time.Time)
 		dr.Merged += res.merged
 		dr.Reviewed += res.reviewed
 		moved = append(moved, res.cold...)
-		if res.refused > 0 {
-			d.log.Info("deep Dream: operations refused (unknown or used line, or a permanent line moved out)", "scope", string(p.scope), "count", res.refused)
+		if n := res.refused + refused; n > 0 {
+			d.log.Info("deep Dream: operations refused (unknown, unseen or used line, or a permanent line moved out)", "scope", string(p.scope), "count", n)
 		}
 	}
 	return moved, nil
+}
+
+// pass makes the calls of one pass and returns their operations, all on
+// the numbering of the files as they are now.
+func (p *deepPass) pass(ctx context.Context, files []*deepFile, day time.Time, size int, stronger bool) ([]deepOp, int, error) {
+	d, dr := p.d, &p.dr
+	over := max(0, size-dr.Target)
+	if dr.Target == 0 {
+		over = 0
+	}
+	empty := deepMessages(files, func(string) bool { return false }, day, size, dr.Target, over, stronger)
+	groups := d.deepGroups(files, d.room(d.count.Count(empty[0].Content)+d.count.Count(empty[1].Content)))
+	if len(groups) > 1 {
+		d.log.Info("deep Dream shows the memory in calls that fit the model's window", "scope", string(p.scope), "calls", len(groups))
+	}
+	var ops []deepOp
+	refused := 0
+	for _, g := range groups {
+		share := over
+		if size > 0 && len(groups) > 1 {
+			share = (over*g.tokens + size - 1) / size
+		}
+		o, r, usage, err := d.deepCall(ctx, files, g.shown, day, size, dr.Target, share, stronger)
+		dr.Usage = dr.Usage.Add(usage)
+		dr.Calls++
+		if err != nil {
+			return nil, 0, err
+		}
+		ops, refused = append(ops, o...), refused+r
+	}
+	return ops, refused, nil
 }
 
 // writeStage writes cold memory and the changed files into the copy.

@@ -367,3 +367,67 @@ func TestDeepDreamKilledBetweenItsFilesIsWhole(t *testing.T) {
 		t.Errorf("USER.md after restoring the deep Dream:\n%s", got)
 	}
 }
+
+// A deep Dream's prompt fits the Dream model's window (issue point 11: at
+// 10,000 facts its one call held 234K tokens against a 128K window): the
+// scope's facts are shown in as many calls as fit, each fact in one call
+// of a pass, and the memory still ends within its target.
+func TestDeepDreamFitsTheWindowInCalls(t *testing.T) {
+	e := newEnv(t)
+	var b strings.Builder
+	b.WriteString("# User\n\n")
+	const facts = 600
+	for i := range facts {
+		fmt.Fprintf(&b, "- Ana's project P%03d is called Heron%03d and ships in spring. <!-- durable 2026-%02d-01 src:%d -->\n", i, i, 1+i%11, i+1)
+	}
+	testkit.WriteFile(t, e.ws, "USER.md", b.String())
+	if _, err := e.repo.CommitPaths([]string{"USER.md"}, "months of facts", ""); err != nil {
+		t.Fatal(err)
+	}
+	now := day("2026-11-27")
+	e.now = func() time.Time { return now }
+	e.srv.SetResponder(llmtest.MemoryModel)
+	cfg := Config{HotTokens: 4000, Window: 8000, MaxTokens: 500}
+	d := e.dreamer(cfg)
+	if err := d.Ledger().RequestDeep(DefaultScope); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := d.Run(t.Context(), TriggerManual, AllScopes(), nil)
+	if err != nil || len(rep.Deep) != 1 || rep.Deep[0].Commit == "" {
+		t.Fatalf("run: %+v, %v", rep.Deep, err)
+	}
+	var count tokens.Counter
+	calls, shown := 0, map[string]int{}
+	for _, r := range e.srv.Requests() {
+		user := r.Messages[len(r.Messages)-1].Content
+		if !strings.HasPrefix(user, "## Deep Dream") {
+			continue
+		}
+		if n := count.Count(r.Messages[0].Content) + count.Count(user); n > cfg.Window-cfg.MaxTokens {
+			t.Errorf("a deep Dream call holds %d tokens, over the window's %d", n, cfg.Window-cfg.MaxTokens)
+		}
+		if strings.Contains(user, "This pass must free") {
+			continue // the second pass numbers what the first left
+		}
+		calls++
+		for line := range strings.Lines(user) {
+			if id, _, ok := strings.Cut(line, " ["); ok && strings.HasPrefix(id, "U") {
+				shown[id]++
+			}
+		}
+	}
+	if calls < 2 {
+		t.Errorf("%d calls in the first pass, want the facts in several", calls)
+	}
+	if len(shown) != facts {
+		t.Errorf("the first pass showed %d facts, want %d", len(shown), facts)
+	}
+	for id, n := range shown {
+		if n != 1 {
+			t.Errorf("%s shown %d times in one pass", id, n)
+		}
+	}
+	if got := hotOf(t, e); got > int(float64(cfg.HotTokens)*DefaultDeepAtShare) {
+		t.Errorf("memory after the deep Dream: %d tokens, over its target", got)
+	}
+}

@@ -36,15 +36,18 @@ Facts you do not name stay as they are. Answer DONE alone when nothing needs doi
 // target, about how many facts that is).
 const deepStronger = "## This pass must free at least %d tokens (about %d facts)\nYour last pass left the memory over its target. Move out the ephemeral facts first, then the oldest durable facts that matter least, and merge harder. Permanent facts stay.\n\n"
 
-// deepMessages numbers the facts of the files (S, U, M and the position of
-// the fact in its file) and asks for the operations.
-func deepMessages(files []*deepFile, today time.Time, size, target int, stronger bool) []llm.Message {
+// deepMessages asks for the operations on the facts of the files that
+// shown admits (nil: all), numbered by file (S, U, M) and position in it:
+// one call of a pass (deepGroups cuts a scope too big for one call). size
+// and target are the whole memory's; over is what this call is asked to
+// free (its share of size - target).
+func deepMessages(files []*deepFile, shown func(id string) bool, today time.Time, size, target, over int, stronger bool) []llm.Message {
 	var b strings.Builder
 	facts := 0
 	for _, f := range files {
 		facts += len(f.f.Facts())
 	}
-	over := size - target
+	// What a fact costs on average, to say how many facts over is.
 	perFact := 1
 	if facts > 0 {
 		perFact = max(1, size/facts)
@@ -63,23 +66,32 @@ func deepMessages(files []*deepFile, today time.Time, size, target int, stronger
 	}
 	for _, f := range files {
 		idx := f.f.Facts()
-		if len(idx) == 0 {
-			continue
-		}
-		fmt.Fprintf(&b, "\n## %s\n", f.rel)
+		header := false
 		for n, i := range idx {
-			l := f.f.Items[i].Line
-			when := l.Date
-			if when == "" {
-				when = "undated"
+			id := deepFileIDs[f.rel] + strconv.Itoa(n+1)
+			if shown != nil && !shown(id) {
+				continue
 			}
-			fmt.Fprintf(&b, "%s%d [%s %s] %s\n", deepFileIDs[f.rel], n+1, l.Effective(), when, strings.TrimSpace(l.Text))
+			if !header {
+				fmt.Fprintf(&b, "\n## %s\n", f.rel)
+				header = true
+			}
+			b.WriteString(deepLine(id, f.f.Items[i].Line))
 		}
 	}
 	return []llm.Message{
 		{Role: llm.RoleSystem, Content: deepGuidance + "\n\n" + deepRules},
 		{Role: llm.RoleUser, Content: b.String()},
 	}
+}
+
+// deepLine is a fact as the deep Dream's prompt lists it.
+func deepLine(id string, l memline.Line) string {
+	when := l.Date
+	if when == "" {
+		when = "undated"
+	}
+	return fmt.Sprintf("%s [%s %s] %s\n", id, l.Effective(), when, strings.TrimSpace(l.Text))
 }
 
 // deepOp is one operation of the model's answer.
@@ -116,27 +128,42 @@ func deepIDs(s string) []string {
 	return strings.FieldsFunc(strings.ToUpper(s), func(r rune) bool { return r == ' ' || r == ',' || r == '\t' })
 }
 
-// deepCall asks the model for one pass's operations.
-func (d *Dreamer) deepCall(ctx context.Context, files []*deepFile, today time.Time, size, target int, stronger bool) ([]deepOp, llm.Usage, error) {
+// deepCall asks the model for the operations of one call of a pass, on
+// the facts shown admits; an operation naming a fact it was not shown is
+// dropped (refused counts them).
+func (d *Dreamer) deepCall(ctx context.Context, files []*deepFile, shown func(id string) bool, today time.Time, size, target, over int, stronger bool) (ops []deepOp, refused int, usage llm.Usage, err error) {
 	resp, err := d.model.Chat(ctx, llm.Request{
 		Model:    d.cfg.Model,
-		Messages: deepMessages(files, today, size, target, stronger),
+		Messages: deepMessages(files, shown, today, size, target, over, stronger),
 		Purpose:  llm.PurposeDreamAnalysis,
 		CacheKey: cacheKeyDeep,
 	})
 	if err != nil {
-		return nil, resp.Usage, err
+		return nil, 0, resp.Usage, err
 	}
 	if resp.FinishReason == llm.FinishLength {
 		// A cut answer's last operation may be cut too; the whole ones
 		// stand.
 		d.log.Info("deep Dream: the model's answer was cut at its output limit")
 	}
-	ops := parseDeep(resp.Content)
+	ops = parseDeep(resp.Content)
 	if len(ops) == 0 && !strings.Contains(strings.ToUpper(resp.Content), "DONE") {
-		return nil, resp.Usage, errors.New("the deep Dream's answer holds no operation")
+		return nil, 0, resp.Usage, errors.New("the deep Dream's answer holds no operation")
 	}
-	return ops, resp.Usage, nil
+	if shown != nil {
+		for i := range ops {
+			kept := ops[i].ids[:0]
+			for _, id := range ops[i].ids {
+				if shown(id) {
+					kept = append(kept, id)
+				} else {
+					refused++
+				}
+			}
+			ops[i].ids = kept
+		}
+	}
+	return ops, refused, resp.Usage, nil
 }
 
 // deepApplied is what the operations of a pass did.
@@ -252,7 +279,7 @@ func (r *Report) addDeep(s audience.Scope, dr DeepReport) {
 		t.Deep = append(t.Deep, dr)
 		t.ColdLines += dr.ColdLines
 		t.Usage = t.Usage.Add(dr.Usage)
-		t.Calls += dr.Passes
+		t.Calls += dr.Calls
 		// A deep commit is told apart (Deep), not among the batches'
 		// Commits; a run that made one has not found "nothing new".
 		if dr.Commit != "" && (t.Outcome == OutcomeNothingNew || t.Outcome == "") {

@@ -10,7 +10,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/dreamgate/dreamgate/history"
 	"github.com/dreamgate/dreamgate/internal/textcut"
 	"github.com/dreamgate/dreamgate/llm"
 	"github.com/dreamgate/dreamgate/workspace"
@@ -34,7 +33,6 @@ const overridePath = workspace.DreamGuide
 
 // Caps on what goes into a prompt, in characters (runes).
 const (
-	entryCap = 4_000 // one history entry in phase 1
 	// A scope's files are shown whole far past any budget a prompt keeps
 	// them to (memory.hotTokens is at most a quarter of the window: 32K
 	// tokens on a 128K model, about 128K characters), so that Dream
@@ -143,17 +141,18 @@ func system(guidance, rules string) string {
 	return guidance + "\n\n" + rules
 }
 
-// phase1Messages builds the analysis request: the batch, today's date and
-// the current files.
-func phase1Messages(guide string, batch []history.Entry, today time.Time, files []memFile) []llm.Message {
+// phase1Messages builds an analysis request: the archive entries (as
+// phase1Parts renders them, whole or a part of one), today's date and the
+// current files.
+func phase1Messages(guide string, entries []string, today time.Time, files []memFile) []llm.Message {
 	if guide == "" {
 		guide = phase1Guidance
 	}
 	var b strings.Builder
 	b.WriteString("## Archive entries (oldest first)\n")
-	for _, e := range batch {
-		content, _ := capText(strings.TrimSpace(e.Content), entryCap)
-		fmt.Fprintf(&b, "[%s] %s\n", e.Timestamp, content)
+	for _, e := range entries {
+		b.WriteString(e)
+		b.WriteByte('\n')
 	}
 	fmt.Fprintf(&b, "\n## Today\n%s\n", today.Format("2006-01-02 (Monday)"))
 	writeFiles(&b, files, "## Current %s (%d characters)\n", phase1CutNote)

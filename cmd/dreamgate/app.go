@@ -215,6 +215,9 @@ func (a *app) consolidator(model gateway.Model) *consolidator.Consolidator {
 		Scopes:               a.mem,
 		ConversationTokens:   a.cfg.Agent.ConversationTokens,
 		Counter:              a.tokens,
+		// The Recent history shows a scope's entries its own Dream has
+		// not read, not those past the frontier of every scope.
+		Folded: a.ledger(nil),
 	}, a.logger.With("component", "consolidator"))
 }
 
@@ -313,6 +316,9 @@ func (a *app) dreamer() (*dream.Dreamer, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Phase 1 and the deep Dream fit their calls into the analysis chain's
+	// smallest window.
+	window := a.cfg.budget(llm.PurposeDreamAnalysis)
 	return dream.New(dream.Config{
 		Workspace:     a.cfg.Workspace,
 		Model:         a.cfg.Dream.Model,
@@ -327,6 +333,8 @@ func (a *app) dreamer() (*dream.Dreamer, error) {
 		// The prompt's budget, counted with the prompt's tokenizer: a
 		// scope Dream leaves under it is under it in every prompt.
 		HotTokens: a.cfg.hotTokens(),
+		Window:    window.window,
+		MaxTokens: window.maxTokens,
 	}, dream.Deps{
 		Counter:  a.tokens,
 		Model:    a.observedModel(),
