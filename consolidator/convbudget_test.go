@@ -162,3 +162,26 @@ func TestArchiveCallsShareACacheKey(t *testing.T) {
 		}
 	}
 }
+
+// A conversation of prose holding more bytes than its budget has tokens
+// (12.6 KB under 12,000 tokens, about 3,000 of them) is settled by the
+// bound alone (tokens.Bound): no archive and no vocabulary loaded, as a
+// one-shot chat in it needs none.
+func TestProseOverItsBudgetInBytesNeedsNoTokenizer(t *testing.T) {
+	cfg := Config{ContextWindow: 128000, MaxTokens: 4096, Model: "archiver", ConversationTokens: 12000}
+	c, _ := newTestConsolidator(t, newFakeModel(t), cfg)
+	s := newSession("k")
+	size := 0
+	for size < 12600 {
+		u, a := "Ana prefers tea over coffee, and she answers email only in the mornings.", "Noted: tea, not coffee, and email in the mornings only."
+		s.append(user(u), assistant(a))
+		size += len(u) + len(a)
+	}
+	_, rep, err := c.Before(t.Context(), s, Prompt{Fixed: "system prompt"})
+	if err != nil || rep.Rounds != 0 {
+		t.Fatalf("archived below budget: %+v, %v", rep, err)
+	}
+	if c.counter.Loaded() {
+		t.Errorf("%d bytes of prose loaded the tokenizer under a budget of %d tokens", size, cfg.ConversationTokens)
+	}
+}

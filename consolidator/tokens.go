@@ -35,11 +35,14 @@ func (c *Counter) Message(m llm.Message) int {
 	return n
 }
 
-// MessageUpperBound bounds Message(m) without the tokenizer.
+// MessageUpperBound bounds Message(m) without the tokenizer: its texts'
+// tokens.Bound (about two thirds of their bytes for prose, never fewer
+// than their tokens), so that a conversation of a few thousand tokens, in
+// more bytes than its budget has tokens, still needs no exact count.
 func MessageUpperBound(m llm.Message) int {
-	n := MessageOverhead + len(m.Content) + len(m.ToolCallID) + len(m.Name)
+	n := MessageOverhead + tokens.Bound(m.Content) + len(m.ToolCallID) + len(m.Name)
 	for _, tc := range m.ToolCalls {
-		n += len(tc.ID) + len(tc.Name) + len(tc.Arguments)
+		n += len(tc.ID) + len(tc.Name) + tokens.Bound(tc.Arguments)
 	}
 	return n
 }
