@@ -12,7 +12,7 @@ import (
 )
 
 // open opens the engine on dsn, closed when the test ends.
-func open(t *testing.T, dsn string, now func() time.Time) *postgres.DB {
+func open(t testing.TB, dsn string, now func() time.Time) *postgres.DB {
 	t.Helper()
 	db, err := postgres.Open(context.Background(), dsn, postgres.Options{Now: now})
 	if err != nil {
