@@ -1,7 +1,9 @@
 package store
 
 import (
+	"bytes"
 	"fmt"
+	"slices"
 )
 
 // ArchiveImporter is an archive that takes entries as they are, cursors
@@ -80,4 +82,79 @@ func CopyArchive(dst ArchiveImporter, src History) (ArchiveCopy, error) {
 		r.DreamMoved = true
 	}
 	return r, nil
+}
+
+// ConversationCopy says what CopyConversations did.
+type ConversationCopy struct {
+	// Conversations were made or brought up to date; Lines were added.
+	Conversations, Lines int
+}
+
+// CopyConversations copies every generation of src into dst: its lines
+// dst lacks, its metadata when it differs, and whether it is live. Set-aside
+// generations go first, so a key's live one is made last. It is the one
+// copy of conversations between engines, and idempotent: a second run
+// changes nothing.
+func CopyConversations(dst Conversations, src ConversationReader) (ConversationCopy, error) {
+	var r ConversationCopy
+	all, err := src.List()
+	if err != nil {
+		return r, fmt.Errorf("list the source's conversations: %w", err)
+	}
+	slices.SortStableFunc(all, func(a, b Conversation) int {
+		switch {
+		case a.Live == b.Live:
+			return 0
+		case a.Live:
+			return 1
+		}
+		return -1
+	})
+	for _, c := range all {
+		changed, n, err := copyConversation(dst, src, c)
+		if err != nil {
+			return r, fmt.Errorf("copy conversation %s (%s): %w", c.Key, c.ID, err)
+		}
+		r.Lines += n
+		if changed {
+			r.Conversations++
+		}
+	}
+	return r, nil
+}
+
+func copyConversation(dst Conversations, src ConversationReader, c Conversation) (changed bool, added int, err error) {
+	have, ok, err := dst.Generation(c.Key, c.ID)
+	if err != nil {
+		return false, 0, err
+	}
+	if ok && have.Lines > c.Lines {
+		return false, 0, fmt.Errorf("the destination holds %d messages, the source %d", have.Lines, c.Lines)
+	}
+	if have.Lines < c.Lines {
+		lines, err := src.Lines(c.Key, c.ID, have.Lines, 0)
+		if err != nil {
+			return false, 0, err
+		}
+		if len(lines) != c.Lines-have.Lines {
+			return false, 0, fmt.Errorf("the source gave %d messages of %d", len(lines), c.Lines-have.Lines)
+		}
+		if err := dst.Append(c.Key, c.ID, have.Lines, lines); err != nil {
+			return false, 0, err
+		}
+		added, changed = len(lines), true
+	}
+	if c.Meta != nil && !bytes.Equal(c.Meta, have.Meta) {
+		if err := dst.PutMeta(c.Key, c.ID, c.Meta); err != nil {
+			return false, 0, err
+		}
+		changed = true
+	}
+	if !c.Live && (!ok || have.Live) && (changed || ok) {
+		if err := dst.SetAside(c.Key, c.ID); err != nil {
+			return false, 0, err
+		}
+		changed = true
+	}
+	return changed, added, nil
 }

@@ -140,7 +140,8 @@ func newApp(cfg Config, logger *slog.Logger) (*app, error) {
 		a.close()
 		return nil, err
 	}
-	if a.sessions, err = session.NewStore(sessionsDir(cfg.StateDir), logger.With("component", "sessions")); err != nil {
+	if a.sessions, err = openSessions(cfg, a.db, logger); err != nil {
+		a.close()
 		return nil, err
 	}
 	a.sessions.SetAfterWrite(a.afterWrite)

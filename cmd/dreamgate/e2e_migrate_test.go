@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/dreamgate/dreamgate/audience"
+	"github.com/dreamgate/dreamgate/gateway/session"
+	"github.com/dreamgate/dreamgate/llm/llmtest"
 	"github.com/dreamgate/dreamgate/history"
 	"github.com/dreamgate/dreamgate/internal/pgtest"
 	"github.com/dreamgate/dreamgate/store"
@@ -47,9 +50,23 @@ func TestPostgresMigrateAndExportRoundTrip(t *testing.T) {
 	}
 	want, _ := files.Since(0, 0)
 	wantLast, _ := files.LastCursor()
+	// Two conversations, one of them set aside by /new.
+	h.llm.Push(llmtest.Text("Noted."), llmtest.Text("- tea"), llmtest.Text("Hi again."))
+	for _, msg := range []string{"I prefer tea.", "/new", "hello"} {
+		if r := h.run("chat", "-m", msg); r.code != 0 {
+			t.Fatalf("chat %q: %d %s", msg, r.code, r.stderr)
+		}
+	}
+	want, _ = files.Since(0, 0)
+	wantLast, _ = files.LastCursor()
+	convs := session.NewFiles(filepath.Join(h.state, "sessions"))
+	wantConvs, err := convs.List()
+	if err != nil || len(wantConvs) != 2 {
+		t.Fatalf("conversations on files: %+v %v", wantConvs, err)
+	}
 
 	r := h.run("migrate", "--to-postgres", dsn)
-	if r.code != 0 || !strings.Contains(r.stdout, "25 history entries") || strings.Contains(r.stdout+r.stderr, "password") {
+	if r.code != 0 || !strings.Contains(r.stdout, "26 history entries") || !strings.Contains(r.stdout, "2 conversations (4 messages)") {
 		t.Fatalf("migrate: %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 	r = h.run("migrate", "--to-postgres", dsn)
@@ -83,6 +100,32 @@ func TestPostgresMigrateAndExportRoundTrip(t *testing.T) {
 	}
 	if last, _ := back.LastCursor(); last != wantLast {
 		t.Fatalf("exported last cursor %d, want %d", last, wantLast)
+	}
+	back2 := session.NewFiles(filepath.Join(out, "state", "sessions"))
+	gotConvs, err := back2.List()
+	if err != nil || len(gotConvs) != len(wantConvs) {
+		t.Fatalf("exported conversations %+v %v, want %+v", gotConvs, err, wantConvs)
+	}
+	for _, w := range wantConvs {
+		g, ok, _ := back2.Generation(w.Key, w.ID)
+		a, _ := back2.Lines(w.Key, w.ID, 0, 0)
+		b, _ := convs.Lines(w.Key, w.ID, 0, 0)
+		// A conversation whose metadata was never written comes back with
+		// the record of its ID (a load would have given it a new one).
+		sameMeta := w.Meta == nil || string(g.Meta) == string(w.Meta)
+		if !ok || g.Live != w.Live || !sameMeta || len(a) != len(b) || string(bytes.Join(a, nil)) != string(bytes.Join(b, nil)) {
+			t.Fatalf("exported conversation %s/%s = %+v, want %+v", w.Key, w.ID, g, w)
+		}
+	}
+	h.llm.Push(llmtest.Text("Still here."))
+	h.set("stateDir", filepath.Join(out, "state"))
+	h.set("workspace", filepath.Join(out, "workspace"))
+	h.set("store.postgres", "")
+	if r := h.run("chat", "-m", "and now?"); r.code != 0 {
+		t.Fatalf("a chat on the exported files: %d %s", r.code, r.stderr)
+	}
+	if s, _, _ := back2.Live("terminal:default"); s.Lines != 4 {
+		t.Fatalf("the exported conversation after one more turn holds %d messages, want 4", s.Lines)
 	}
 	if _, err := os.Stat(filepath.Join(out, "workspace", "USER.md")); err != nil {
 		t.Fatalf("the exported workspace has no memory files: %v", err)

@@ -8,11 +8,13 @@ import (
 
 	"github.com/dreamgate/dreamgate/internal/pgtest"
 	"github.com/dreamgate/dreamgate/llm/llmtest"
+	"github.com/dreamgate/dreamgate/store/postgres"
 )
 
-// With store.postgres the archive goes to the database, through the built
-// binary: a conversation archived by /new is an entry there, and the
-// workspace's history.jsonl holds none.
+// With store.postgres the archive and the conversations go to the
+// database, through the built binary: a conversation archived by /new is
+// an entry there, the conversation is rows there, and the workspace's
+// history.jsonl and the state directory's sessions hold nothing.
 func TestPostgresArchiveThroughTheBinary(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	h := newHarness(t)
@@ -32,6 +34,18 @@ func TestPostgresArchiveThroughTheBinary(t *testing.T) {
 	// The template's empty history.jsonl stays empty.
 	if data, _ := os.ReadFile(filepath.Join(h.ws, "memory", "history.jsonl")); len(data) != 0 {
 		t.Fatalf("the workspace's history.jsonl holds entries: the archive went to the files:\n%s", data)
+	}
+	if files, _ := filepath.Glob(filepath.Join(h.state, "sessions", "*.jsonl")); len(files) != 0 {
+		t.Fatalf("the conversation went to the files: %v", files)
+	}
+	db, err := postgres.Open(t.Context(), dsn, postgres.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	convs, err := db.Conversations().List()
+	if err != nil || len(convs) != 1 || convs[0].Key != "terminal:default" || convs[0].Live || convs[0].Lines != 2 {
+		t.Fatalf("the database's conversations (the one /new set aside; the new one has no message yet) = %+v, %v", convs, err)
 	}
 	r := h.run("status")
 	if r.code != 0 || !strings.Contains(r.stdout, "1 entry") {

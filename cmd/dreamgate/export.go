@@ -11,7 +11,9 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/dreamgate/dreamgate/gateway/session"
 	"github.com/dreamgate/dreamgate/history"
+	"github.com/dreamgate/dreamgate/store"
 	"github.com/dreamgate/dreamgate/workspace"
 )
 
@@ -60,7 +62,12 @@ func cmdExport(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("open the exported history: %w", err)
 	}
-	got, err := copyProgramState(programState{archive: dst}, programState{archive: src})
+	var conv store.Conversations = session.NewFiles(sessionsDir(cfg.StateDir))
+	if db != nil {
+		conv = db.Conversations()
+	}
+	got, err := copyProgramState(programState{archive: dst, conversations: session.NewFiles(sessionsDir(stateOut))},
+		programState{archive: src, conversations: conv})
 	if err != nil {
 		return err
 	}
@@ -90,10 +97,11 @@ func exportSkipsWorkspace(rel string) bool {
 	return history.Owns(rel) || strings.HasSuffix(rel, ".lock")
 }
 
-// exportSkipsState: locks, and the recall index, a cache rebuilt from
-// the rest.
+// exportSkipsState: locks, the recall index (a cache rebuilt from the
+// rest) and the conversations, which the export writes from the engine.
 func exportSkipsState(rel string) bool {
-	return strings.HasSuffix(rel, ".lock") || rel == "recall" || strings.HasPrefix(rel, "recall/")
+	top, _, _ := strings.Cut(rel, "/")
+	return strings.HasSuffix(rel, ".lock") || top == "recall" || top == "sessions"
 }
 
 // copyTree copies the regular files and directories under src into dst,

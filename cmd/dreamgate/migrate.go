@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"path/filepath"
 
+	"github.com/dreamgate/dreamgate/gateway/session"
 	"github.com/dreamgate/dreamgate/history"
 	"github.com/dreamgate/dreamgate/store"
 	"github.com/dreamgate/dreamgate/store/postgres"
@@ -58,7 +59,8 @@ func cmdMigrate(ctx context.Context, e *env, args []string) error {
 		return fmt.Errorf("open the PostgreSQL database: %w", err)
 	}
 	defer db.Close()
-	got, err := copyProgramState(programState{archive: db.Archive()}, programState{archive: src})
+	got, err := copyProgramState(programState{archive: db.Archive(), conversations: db.Conversations()},
+		programState{archive: src, conversations: session.NewFiles(sessionsDir(cfg.StateDir))})
 	if err != nil {
 		return err
 	}
@@ -72,12 +74,14 @@ func cmdMigrate(ctx context.Context, e *env, args []string) error {
 // programState is one engine's program state, as a copy reads or writes
 // it.
 type programState struct {
-	archive store.History
+	archive       store.History
+	conversations store.Conversations
 }
 
 // stateCopy says what a copy did.
 type stateCopy struct {
-	archive store.ArchiveCopy
+	archive       store.ArchiveCopy
+	conversations store.ConversationCopy
 }
 
 // copyProgramState copies src's program state into dst through the
@@ -93,16 +97,21 @@ func copyProgramState(dst, src programState) (stateCopy, error) {
 	if c.archive, err = store.CopyArchive(into, src.archive); err != nil {
 		return c, fmt.Errorf("copy the history archive: %w", err)
 	}
+	if c.conversations, err = store.CopyConversations(dst.conversations, src.conversations); err != nil {
+		return c, fmt.Errorf("copy the conversations: %w", err)
+	}
 	return c, nil
 }
 
 // sentence tells the person what the copy did.
 func (c stateCopy) sentence(where string) string {
-	a := c.archive
-	if a.Entries == 0 && !a.DreamMoved {
-		return fmt.Sprintf("Nothing to copy %s: its %d history entries and the Dream cursor (%d) are there already.", where, a.Skipped, a.DreamCursor)
+	a, v := c.archive, c.conversations
+	if a.Entries == 0 && !a.DreamMoved && v.Conversations == 0 {
+		return fmt.Sprintf("Nothing to copy %s: its %d history entries, the Dream cursor (%d) and every conversation are there already.", where, a.Skipped, a.DreamCursor)
 	}
-	return fmt.Sprintf("Copied %s: %s (%d there already), the Dream cursor at %d.", where, plural(a.Entries, "history entry", "history entries"), a.Skipped, a.DreamCursor)
+	return fmt.Sprintf("Copied %s: %s (%d there already), the Dream cursor at %d; %s (%s).", where,
+		plural(a.Entries, "history entry", "history entries"), a.Skipped, a.DreamCursor,
+		plural(v.Conversations, "conversation", "conversations"), plural(v.Lines, "message", "messages"))
 }
 
 func plural(n int, one, many string) string {

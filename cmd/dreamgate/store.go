@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/dreamgate/dreamgate/gateway/session"
 	"github.com/dreamgate/dreamgate/history"
 	"github.com/dreamgate/dreamgate/store"
 	"github.com/dreamgate/dreamgate/store/postgres"
@@ -35,6 +36,16 @@ func openDatabase(cfg Config, logger *slog.Logger) (*postgres.DB, error) {
 		return nil, fmt.Errorf("open the program state in PostgreSQL (store.postgres): %w", err)
 	}
 	return db, nil
+}
+
+// openSessions returns the conversations of the engine db says: the
+// database's, or the state directory's files when db is nil.
+func openSessions(cfg Config, db *postgres.DB, logger *slog.Logger) (*session.Store, error) {
+	logger = logger.With("component", "sessions")
+	if db != nil {
+		return session.NewStoreOn(db.Conversations(), logger), nil
+	}
+	return session.NewStore(sessionsDir(cfg.StateDir), logger)
 }
 
 // openArchive returns the archive of the engine db says: the database's,

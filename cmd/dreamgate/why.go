@@ -10,10 +10,10 @@ import (
 
 	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/gateway"
-	"github.com/dreamgate/dreamgate/gateway/session"
 	"github.com/dreamgate/dreamgate/memory"
 	"github.com/dreamgate/dreamgate/recall"
 	"github.com/dreamgate/dreamgate/store"
+	"github.com/dreamgate/dreamgate/store/postgres"
 )
 
 // whyLimit bounds the lines `dreamgate why` shows.
@@ -62,7 +62,7 @@ func cmdWhy(ctx context.Context, e *env, args []string) error {
 		return filepath.ToSlash(filepath.Join(m.Scope.Dir(), m.File)) + " (scope " + memory.Name(m.Scope) + ")"
 	})
 	if total == 0 {
-		said, err := whySaid(ctx, e, cfg, mem, hist, query, scopes)
+		said, err := whySaid(ctx, e, cfg, mem, db, hist, query, scopes)
 		if err != nil {
 			e.logger(slog.LevelWarn).Warn("the recall search failed", "err", err)
 		}
@@ -78,9 +78,9 @@ func cmdWhy(ctx context.Context, e *env, args []string) error {
 // whySaid searches the recall index, as /why does, for where the words
 // were said before; the search brings the index up to date first, waiting
 // at most a few seconds.
-func whySaid(ctx context.Context, e *env, cfg Config, mem *memory.Memory, hist store.History, query string, scopes []audience.Scope) (string, error) {
+func whySaid(ctx context.Context, e *env, cfg Config, mem *memory.Memory, db *postgres.DB, hist store.History, query string, scopes []audience.Scope) (string, error) {
 	logger := e.logger(slog.LevelWarn)
-	sessions, err := session.NewStore(sessionsDir(cfg.StateDir), logger.With("component", "sessions"))
+	sessions, err := openSessions(cfg, db, logger)
 	if err != nil {
 		return "", err
 	}

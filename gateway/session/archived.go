@@ -41,6 +41,9 @@ type ArchiveFile struct {
 // ArchiveFiles lists the message files of every conversation, current or
 // set aside. It reads the directory and stats the files; it opens none.
 func (st *Store) ArchiveFiles() ([]ArchiveFile, error) {
+	if st.conv != nil {
+		return st.archiveFilesDB()
+	}
 	files, err := st.messageFiles()
 	if err != nil {
 		return nil, fmt.Errorf("list sessions: %w", err)
@@ -94,6 +97,9 @@ var ErrChanged = errors.New("the conversation's files changed while they were re
 // hand) is read from the start again; fn is then called for the messages
 // before it too, and the caller skips those it has.
 func (st *Store) ReadArchived(name string, resume func(id string) (from int, at int64), fn func(i int, m llm.Message) error) (Archived, error) {
+	if st.conv != nil {
+		return st.readArchivedDB(name, resume, fn)
+	}
 	prefix := filepath.Join(st.dir, name)
 	f, err := os.Open(prefix + ".jsonl")
 	if err != nil {

@@ -26,6 +26,17 @@ type SetAside struct {
 // A process killed between /new and the end of the archive leaves its old
 // tail unarchived in one of these; a later disk scan finds it here.
 func (st *Store) ListSetAside() ([]SetAside, error) {
+	if st.conv != nil {
+		aside, err := st.listDB(true)
+		if err != nil {
+			return nil, fmt.Errorf("list set-aside sessions: %w", err)
+		}
+		out := make([]SetAside, 0, len(aside))
+		for _, c := range aside {
+			out = append(out, SetAside{Key: c.Key, ID: c.ID, Modified: c.Modified, prefix: st.base(c.Key) + "." + c.ID})
+		}
+		return out, nil
+	}
 	files, err := st.messageFiles()
 	if err != nil {
 		return nil, fmt.Errorf("list set-aside sessions: %w", err)
@@ -85,6 +96,21 @@ func (st *Store) OpenSetAside(a SetAside) (*Session, error) {
 	if s, ok := st.aside[a.prefix]; ok {
 		return s, nil
 	}
+	if st.conv != nil {
+		c, ok, err := st.conv.Generation(a.Key, a.ID)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, fmt.Errorf("set-aside session %s %s is gone", a.Key, a.ID)
+		}
+		s, err := st.loadGeneration(c, a.prefix)
+		if err != nil {
+			return nil, err
+		}
+		st.aside[a.prefix] = s
+		return s, nil
+	}
 	// Another process may be archiving it (its own /new, or its scan).
 	fl, err := takeLock(a.prefix+".lock", a.Key)
 	if err != nil {
@@ -110,7 +136,7 @@ func (st *Store) ForgetSetAside(s *Session) {
 		return
 	}
 	delete(st.aside, p)
-	if s.LastConsolidated() >= s.Len() {
+	if st.conv == nil && s.LastConsolidated() >= s.Len() {
 		// Done for good: its lock file would only pile up, one per /new.
 		// A process that opened it meanwhile locks an unlinked file and
 		// then finds nothing left to archive.

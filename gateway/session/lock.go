@@ -95,6 +95,9 @@ func (a fileStamp) same(b fileStamp) bool {
 func (s *Session) sleep() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.conv != nil {
+		return false // no handle or lock to let go of
+	}
 	if s.asleep || s.stale {
 		return false
 	}

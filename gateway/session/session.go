@@ -44,6 +44,7 @@ import (
 
 	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/llm"
+	"github.com/dreamgate/dreamgate/store"
 	"github.com/dreamgate/dreamgate/workspace"
 	"github.com/gofrs/flock"
 )
@@ -107,6 +108,8 @@ type Session struct {
 	// again to look one up.
 	headRead bool
 	answered int
+	// conv keeps this conversation in a database (db.go); nil: in files.
+	conv store.Conversations
 }
 
 // Key is the session key, e.g. "slack:C1:1712.55".
@@ -297,6 +300,9 @@ func (s *Session) Append(msgs ...llm.Message) error {
 // writeLines appends one JSON line per value to the message file and
 // returns where each landed. The caller holds s.mu.
 func (s *Session) writeLines(lines ...any) ([]lineRef, error) {
+	if s.conv != nil {
+		return s.writeRows(lines...)
+	}
 	var buf bytes.Buffer
 	if s.needsNewline {
 		buf.WriteByte('\n')
@@ -354,6 +360,9 @@ func (s *Session) cutTornWrite(good int64, cause error) {
 }
 
 func (s *Session) writeMetaLocked() error {
+	if s.conv != nil {
+		return s.writeMetaRow()
+	}
 	if err := s.wakeLocked(); err != nil {
 		return err
 	}
@@ -423,6 +432,9 @@ func writeAtomic(path string, data []byte) error {
 func (s *Session) SaveID() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.conv != nil {
+		return s.saveIDRow()
+	}
 	if raw, err := os.ReadFile(s.prefix + ".meta.json"); err == nil {
 		var onDisk struct {
 			ID string `json:"id"`

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/dreamgate/dreamgate/internal/leftovers"
+	"github.com/dreamgate/dreamgate/store"
 	"github.com/dreamgate/dreamgate/workspace"
 )
 
@@ -36,6 +37,9 @@ type Store struct {
 	wrap  func(io.Writer) io.Writer // WrapWrites
 	// afterWrite is SetAfterWrite's hook, nil in production.
 	afterWrite func(point string)
+	// conv keeps the conversations in a database (NewStoreOn, db.go); nil
+	// keeps them in files under dir.
+	conv store.Conversations
 }
 
 // NewStore opens (creating) the sessions directory.
@@ -138,6 +142,17 @@ type OnDisk struct {
 // file, loaded or not (conversations set aside by /new are not listed). It
 // reads the directory and stats the files; it opens none.
 func (st *Store) ListOnDisk() ([]OnDisk, error) {
+	if st.conv != nil {
+		live, err := st.listDB(false)
+		if err != nil {
+			return nil, fmt.Errorf("list sessions: %w", err)
+		}
+		out := make([]OnDisk, 0, len(live))
+		for _, c := range live {
+			out = append(out, OnDisk{Key: c.Key, Modified: c.Modified})
+		}
+		return out, nil
+	}
 	files, err := st.messageFiles()
 	if err != nil {
 		return nil, fmt.Errorf("list sessions: %w", err)
@@ -183,6 +198,9 @@ func (st *Store) Evict(s *Session) bool {
 func (st *Store) Rotate(key string) (old, fresh *Session, err error) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	if st.conv != nil {
+		return st.rotateDB(key)
+	}
 	if old, err = st.liveLocked(key); err != nil {
 		return nil, nil, err
 	}
@@ -234,6 +252,9 @@ func (st *Store) prefix(key string) string {
 // only once no other process writes to it); the caller registers it in
 // st.open.
 func (st *Store) load(key string) (*Session, error) {
+	if st.conv != nil {
+		return st.loadDB(key)
+	}
 	fl, err := takeLock(st.prefix(key)+".lock", key)
 	if err != nil {
 		return nil, err
@@ -306,6 +327,7 @@ func (st *Store) create(key, base string) *Session {
 		meta:   meta{Key: key, ID: newID(), Created: st.now().UTC()},
 
 		afterWrite: st.afterWrite,
+		conv:       st.conv,
 	}
 }
 

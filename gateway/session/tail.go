@@ -210,6 +210,9 @@ func (s *Session) readFromMark(f *os.File, m *tailMark, lc int) (ok bool, why st
 // readHeadLocked returns messages [0, s.base) from the file: the archived
 // ones not held in memory. The caller holds s.mu.
 func (s *Session) readHeadLocked() ([]llm.Message, error) {
+	if s.conv != nil {
+		return s.readHeadRows()
+	}
 	f, err := os.Open(s.prefix + ".jsonl")
 	if err != nil {
 		return nil, fmt.Errorf("open session %s: %w", s.meta.Key, err)

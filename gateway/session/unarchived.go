@@ -17,6 +17,9 @@ import (
 // refused its own conversation because another command looked. A
 // conversation being written meanwhile is read as far as it got.
 func (st *Store) Unarchived() (map[string]int, error) {
+	if st.conv != nil {
+		return st.unarchivedDB()
+	}
 	list, err := st.ListOnDisk()
 	if err != nil {
 		return nil, err

@@ -31,3 +31,10 @@ func TestStorePostgresArchive(t *testing.T) {
 		}
 	})
 }
+
+func TestStorePostgresConversationContract(t *testing.T) {
+	storetest.RunConversations(t, func(t *testing.T) (store.Conversations, func(*testing.T) store.Conversations) {
+		dsn := pgtest.DSN(t)
+		return open(t, dsn, nil).Conversations(), func(t *testing.T) store.Conversations { return open(t, dsn, nil).Conversations() }
+	})
+}

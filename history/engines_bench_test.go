@@ -1,4 +1,4 @@
-package postgres_test
+package history_test
 
 import (
 	"fmt"
@@ -11,7 +11,19 @@ import (
 	"github.com/dreamgate/dreamgate/history"
 	"github.com/dreamgate/dreamgate/internal/pgtest"
 	"github.com/dreamgate/dreamgate/store"
+	"github.com/dreamgate/dreamgate/store/postgres"
 )
+
+// openPostgres opens the PostgreSQL engine on dsn, closed when b ends.
+func openPostgres(b *testing.B, dsn string) *postgres.DB {
+	b.Helper()
+	db, err := postgres.Open(b.Context(), dsn, postgres.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(db.Close)
+	return db
+}
 
 // benchEntries is the workspace size of the copy benchmarks.
 const benchEntries = 100_000
@@ -52,7 +64,7 @@ func BenchmarkCopyArchive100K(b *testing.B) {
 	b.Run("files-to-postgres", func(b *testing.B) {
 		for b.Loop() {
 			b.StopTimer()
-			db := open(b, pgtest.DSN(b), nil)
+			db := openPostgres(b, pgtest.DSN(b))
 			b.StartTimer()
 			r, err := store.CopyArchive(db.Archive(), files)
 			if err != nil || r.Entries != benchEntries {
@@ -62,7 +74,7 @@ func BenchmarkCopyArchive100K(b *testing.B) {
 		b.ReportMetric(float64(benchEntries)*float64(b.N)/b.Elapsed().Seconds(), "entries/s")
 	})
 	b.Run("postgres-to-files", func(b *testing.B) {
-		db := open(b, pgtest.DSN(b), nil)
+		db := openPostgres(b, pgtest.DSN(b))
 		if _, err := store.CopyArchive(db.Archive(), files); err != nil {
 			b.Fatal(err)
 		}
@@ -88,7 +100,7 @@ func BenchmarkCopyArchive100K(b *testing.B) {
 // (ArchivedAt, then AppendFrom). p50 and p99 of each turn's time.
 func BenchmarkArchiveTurn(b *testing.B) {
 	files := fillFiles(b, benchEntries)
-	db := open(b, pgtest.DSN(b), nil)
+	db := openPostgres(b, pgtest.DSN(b))
 	if _, err := store.CopyArchive(db.Archive(), files); err != nil {
 		b.Fatal(err)
 	}
