@@ -11,9 +11,9 @@ import (
 
 	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/gateway/session"
-	"github.com/dreamgate/dreamgate/llm/llmtest"
 	"github.com/dreamgate/dreamgate/history"
 	"github.com/dreamgate/dreamgate/internal/pgtest"
+	"github.com/dreamgate/dreamgate/llm/llmtest"
 	"github.com/dreamgate/dreamgate/store"
 	"github.com/dreamgate/dreamgate/workspace"
 )
