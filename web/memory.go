@@ -101,8 +101,10 @@ func (s *Server) memoryIndex(w http.ResponseWriter, r *http.Request, v *Viewer) 
 	from := min((page-1)*scopesPageSize, len(scopes))
 	to := min(from+scopesPageSize, len(scopes))
 	d := memoryIndexData{Page: page}
+	nm := s.namer(r)
+	defer nm.done()
 	for _, sc := range scopes[from:to] {
-		d.Scopes = append(d.Scopes, scopeLink{Name: scopeName(sc), Label: s.scopeLabel(sc), URL: scopeURL(sc)})
+		d.Scopes = append(d.Scopes, scopeLink{Name: scopeName(sc), Label: s.scopeLabel(nm, sc), URL: scopeURL(sc)})
 	}
 	if to < len(scopes) {
 		d.More = page + 1
@@ -116,7 +118,9 @@ func (s *Server) memoryScope(w http.ResponseWriter, r *http.Request, v *Viewer) 
 		s.notFound(w, r, v, "There is no such memory scope.")
 		return
 	}
-	d := memoryData{Name: scopeName(sc), Label: s.scopeLabel(sc)}
+	nm := s.namer(r)
+	defer nm.done()
+	d := memoryData{Name: scopeName(sc), Label: s.scopeLabel(nm, sc)}
 	for _, rel := range memory.HotFiles() {
 		f, err := s.readMemoryFile(sc, rel)
 		if err != nil {
@@ -248,9 +252,14 @@ func fileTitle(rel string) string {
 // scopeLabel says whose a scope is, in words (memory.Label, as the
 // operator is told: the page names the scope in its URL), opening a page's
 // title.
-func (s *Server) scopeLabel(sc audience.Scope) string {
+// With nm, the person's or channel's name the platform gives follows.
+func (s *Server) scopeLabel(nm *namer, sc audience.Scope) string {
 	l := s.deps.Memory.Label(sc, audience.Audience{})
-	return strings.ToUpper(l[:1]) + l[1:]
+	l = strings.ToUpper(l[:1]) + l[1:]
+	if name := nm.scope(sc); name != "" {
+		l += " — " + name
+	}
+	return l
 }
 
 // maxEntries bounds the cursors one provenance page looks up: a line keeps
@@ -269,6 +278,8 @@ type entryView struct {
 	Cursor       int
 	Timestamp    string
 	Conversation string
+	// ConversationName is its channel's name on the platform ("" none).
+	ConversationName string
 	// Messages names the archived messages it was made from ("" unknown).
 	Messages string
 	Content  string
@@ -300,7 +311,9 @@ func (s *Server) entries(w http.ResponseWriter, r *http.Request, v *Viewer) {
 		s.notFound(w, r, v, "No history entry was asked for.")
 		return
 	}
-	d := entriesData{Name: scopeName(sc), Label: s.scopeLabel(sc), Back: scopeURL(sc)}
+	nm := s.namer(r)
+	defer nm.done()
+	d := entriesData{Name: scopeName(sc), Label: s.scopeLabel(nm, sc), Back: scopeURL(sc)}
 	var found []history.Entry
 	if s.deps.History != nil {
 		var err error
@@ -313,7 +326,8 @@ func (s *Server) entries(w http.ResponseWriter, r *http.Request, v *Viewer) {
 		if e.Scope != sc {
 			continue
 		}
-		ev := entryView{Cursor: e.Cursor, Timestamp: e.Timestamp, Conversation: e.SessionKey, Content: e.Content}
+		ev := entryView{Cursor: e.Cursor, Timestamp: e.Timestamp, Conversation: e.SessionKey, Content: e.Content,
+			ConversationName: nm.conversation(e.SessionKey, e.Scope)}
 		if src, ok := e.Source(); ok {
 			ev.Messages = "messages " + strconv.Itoa(src.From+1) + "–" + strconv.Itoa(src.To) + " of the conversation"
 		}

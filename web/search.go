@@ -33,8 +33,8 @@ type searchData struct {
 }
 
 type matchView struct {
-	Kind, Scope, Label, Conversation, Who, Text, Link string
-	Time                                              time.Time
+	Kind, Scope, Label, Conversation, ConversationName, Who, Text, Link string
+	Time                                                                time.Time
 }
 
 func (s *Server) search(w http.ResponseWriter, r *http.Request, v *Viewer) {
@@ -50,7 +50,7 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request, v *Viewer) {
 	}
 	if len(scopes) > 1 && len(scopes) <= scopesPageSize {
 		for _, sc := range scopes {
-			d.Scopes = append(d.Scopes, scopeLink{Name: scopeName(sc), Label: s.scopeLabel(sc)})
+			d.Scopes = append(d.Scopes, scopeLink{Name: scopeName(sc), Label: s.scopeLabel(nil, sc)})
 		}
 	}
 	if d.Scope != "" {
@@ -74,6 +74,8 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request, v *Viewer) {
 			s.failed(w, r, v, "recall index", err)
 			return
 		}
+		nm := s.namer(r)
+		defer nm.done()
 		d.Searched, d.Incomplete = true, res.Incomplete
 		for _, m := range res.Matches {
 			if !v.mayRead(m.Scope, s.deps.Memory) {
@@ -81,8 +83,9 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request, v *Viewer) {
 				// this is the page's own guarantee, not a second guess.
 				continue
 			}
-			mv := matchView{Kind: m.Kind, Scope: scopeName(m.Scope), Label: s.scopeLabel(m.Scope),
-				Conversation: m.Conversation, Who: m.Who, Text: m.Text, Time: m.Time}
+			mv := matchView{Kind: m.Kind, Scope: scopeName(m.Scope), Label: s.scopeLabel(nm, m.Scope),
+				Conversation: m.Conversation, ConversationName: nm.conversation(m.Conversation, m.Scope),
+				Who: m.Who, Text: m.Text, Time: m.Time}
 			switch m.Kind {
 			case "history":
 				mv.Link = entriesURL(m.Scope, []int{m.Cursor})

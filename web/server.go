@@ -79,6 +79,9 @@ type Deps struct {
 	// Budget is the prompt's hot-memory budget per scope
 	// (*gateway.PromptBuilder); nil shows no gauge.
 	Budget Budget
+	// Names names the people and channels of the ids shown (the running
+	// Slack and Discord adapters); nil: ids alone.
+	Names Names
 	// Search is the recall index; nil: the search page says it is off.
 	Search Searcher
 	// Health is what /healthz reports; Usage the tokens used by purpose.
@@ -294,7 +297,9 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, v *Viewer, statu
 		vw.SignOut = !strings.HasPrefix(v.session, "bearer ")
 		vw.Who = "operator"
 		if !v.Operator {
-			vw.Who = v.Audience.Platform + " user " + v.Audience.Person
+			nm := s.namer(r)
+			vw.Who = nm.viewer(v.Audience)
+			nm.done()
 		}
 	}
 	var buf bytes.Buffer

@@ -45,7 +45,13 @@ func (s *Server) signInPage(w http.ResponseWriter, r *http.Request) {
 		}
 		http.SetCookie(w, &http.Cookie{Name: linkCookie, Value: link, Path: "/signin", MaxAge: int(s.cfg.LinkTTL / time.Second),
 			HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: s.secure(r)})
-		s.render(w, r, nil, http.StatusOK, "Sign in", "", signInPage(signInData{Who: who.name, Operator: who.session.Kind == claimOperator}))
+		name := who.name
+		if a, err := audience.ParseAudience(who.session.Audience); err == nil && who.session.Kind == claimPerson {
+			nm := s.namer(r)
+			name = nm.viewer(a)
+			nm.done()
+		}
+		s.render(w, r, nil, http.StatusOK, "Sign in", "", signInPage(signInData{Who: name, Operator: who.session.Kind == claimOperator}))
 		return
 	}
 	s.render(w, r, nil, http.StatusOK, "Sign in", "", signInPage(form))

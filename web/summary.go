@@ -28,13 +28,13 @@ type changeOf struct {
 	Summary string
 }
 
-func (s *Server) summarize(d gitstore.Diff) changeOf {
+func (s *Server) summarize(nm *namer, d gitstore.Diff) changeOf {
 	var out changeOf
 	var seen []audience.Scope
 	for _, f := range d.Files {
 		if sc, ok := audience.ScopeOfPath(f.Path); ok && !slices.Contains(seen, sc) {
 			seen = append(seen, sc)
-			out.Scopes = append(out.Scopes, scopeLink{Name: scopeName(sc), Label: s.scopeLabel(sc), URL: scopeURL(sc)})
+			out.Scopes = append(out.Scopes, scopeLink{Name: scopeName(sc), Label: s.scopeLabel(nm, sc), URL: scopeURL(sc)})
 		}
 	}
 	added, removed := changedLines(d.Unified)

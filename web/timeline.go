@@ -92,7 +92,7 @@ func (s *Server) timeline(w http.ResponseWriter, r *http.Request, v *Viewer) {
 	}
 	if scopes, err := s.viewerScopes(v); err == nil && len(scopes) > 1 && len(scopes) <= scopesPageSize {
 		for _, sc := range scopes {
-			d.Scopes = append(d.Scopes, scopeLink{Name: scopeName(sc), Label: s.scopeLabel(sc)})
+			d.Scopes = append(d.Scopes, scopeLink{Name: scopeName(sc), Label: s.scopeLabel(nil, sc)})
 		}
 	}
 	before := q.Get("before")
@@ -112,11 +112,13 @@ func (s *Server) timeline(w http.ResponseWriter, r *http.Request, v *Viewer) {
 	if before != "" {
 		d.Newest = timelineURL(d.Kind, d.Scope, "")
 	}
+	nm := s.namer(r)
+	defer nm.done()
 	for _, c := range cs {
 		row := timelineRow{Commit: c}
 		// The diff as the viewer may see it: its scopes and its lines.
 		if _, diff, err := s.deps.Repo.Show(c.SHA, keep); err == nil {
-			row.changeOf = s.summarize(diff)
+			row.changeOf = s.summarize(nm, diff)
 		} else {
 			s.log.Warn("web: a timeline commit's diff", "commit", c.Short, "err", err)
 		}

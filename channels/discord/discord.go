@@ -174,6 +174,9 @@ type Adapter struct {
 	botID   atomic.Value // string; from GET /users/@me and READY
 
 	chans *channelCache
+	// names are people's and channels' names, for the memory page
+	// (pagenames.go).
+	names *channels.TTLCache[string]
 	seen  *channels.RecentSet // message ids already handled
 	// threadsRead holds the threads whose earlier messages were read into
 	// a context already.
@@ -289,6 +292,7 @@ func New(cfg Config) (*Adapter, error) {
 		tune:          defaultTuning,
 		watch:         &openWatch{},
 		chans:         newChannelCache(maxCachedChannels, nil),
+		names:         channels.NewTTLCache[string](maxCachedChannels, nil),
 		seen:          channels.NewRecentSet(recentMessages),
 		threadsRead:   channels.NewRecentSet(recentThreadsKnown),
 		maxFileBytes:  cfg.MaxFileBytes,

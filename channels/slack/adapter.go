@@ -69,6 +69,8 @@ type Adapter struct {
 	people      *people
 	convs       *convCache
 	convNoScope atomic.Bool
+	// chanNames are channels' names, for the memory page (pagenames.go).
+	chanNames *channels.TTLCache[string]
 	// now is the adapter's clock for what it keeps of Slack's answers;
 	// tests set it before Run.
 	now func() time.Time
@@ -132,6 +134,7 @@ func New(cfg Config) (*Adapter, error) {
 	a.gate = &connGate{a: a}
 	clock := func() time.Time { return a.now() }
 	a.people, a.convs = newPeople(clock), newConvCache(clock)
+	a.chanNames = channels.NewTTLCache[string](convCap, clock)
 	opts := []slack.Option{
 		slack.OptionAppLevelToken(cfg.AppToken),
 		slack.OptionHTTPClient(&gatedClient{next: &http.Client{Transport: newTransport()}, gate: a.gate}),

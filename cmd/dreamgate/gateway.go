@@ -124,7 +124,8 @@ func cmdGateway(ctx context.Context, e *env, args []string) error {
 	if dreamer != nil {
 		dreamLog = dreamCommits(a.repo, g.MemoryKeep)
 	}
-	if err := addChannels(g, cfg, logger, dreamLog); err != nil {
+	names, err := addChannels(g, cfg, logger, dreamLog)
+	if err != nil {
 		return err
 	}
 	if !withTerminal && !cfg.Channels.Slack.Enabled && !cfg.Channels.Discord.Enabled {
@@ -146,7 +147,7 @@ func cmdGateway(ctx context.Context, e *env, args []string) error {
 	// The memory page is up before /healthz says "ok".
 	var page *webPage
 	if cfg.Web.Enabled {
-		if page, err = startWeb(cfg, a, dreamer, a.dreamOff, health, logger); err != nil {
+		if page, err = startWeb(cfg, a, dreamer, a.dreamOff, health, names, logger); err != nil {
 			return err
 		}
 		defer func() {
@@ -309,9 +310,11 @@ func dreamCommits(repo *gitstore.Store, keepFor func(audience.Audience) func(str
 	}
 }
 
-// addChannels adds the configured chat platforms; dreamLog (nil without
-// Dream) feeds Discord's sha autocomplete.
-func addChannels(g *gateway.Gateway, cfg Config, logger *slog.Logger, dreamLog func(context.Context, audience.Audience, int) ([]discord.DreamCommit, error)) error {
+// addChannels adds the configured chat platforms, and returns them as the
+// memory page's names; dreamLog (nil without Dream) feeds Discord's sha
+// autocomplete.
+func addChannels(g *gateway.Gateway, cfg Config, logger *slog.Logger, dreamLog func(context.Context, audience.Audience, int) ([]discord.DreamCommit, error)) (webNames, error) {
+	names := webNames{}
 	if s := cfg.Channels.Slack; s.Enabled {
 		ad, err := slack.New(slack.Config{
 			BotToken: s.BotToken, AppToken: s.AppToken, APIURL: s.APIURL,
@@ -322,9 +325,10 @@ func addChannels(g *gateway.Gateway, cfg Config, logger *slog.Logger, dreamLog f
 			SendRetry: time.Duration(s.SendRetryMinutes) * time.Minute,
 		})
 		if err != nil {
-			return &configError{path: cfg.path, msg: err.Error()}
+			return nil, &configError{path: cfg.path, msg: err.Error()}
 		}
 		g.AddChannel(ad)
+		names[ad.Name()] = ad
 	}
 	if d := cfg.Channels.Discord; d.Enabled {
 		dc := discord.Config{
@@ -340,11 +344,12 @@ func addChannels(g *gateway.Gateway, cfg Config, logger *slog.Logger, dreamLog f
 		}
 		ad, err := discord.New(dc)
 		if err != nil {
-			return &configError{path: cfg.path, msg: err.Error()}
+			return nil, &configError{path: cfg.path, msg: err.Error()}
 		}
 		g.AddChannel(ad)
+		names[ad.Name()] = ad
 	}
-	return nil
+	return names, nil
 }
 
 // healthState serves GET /healthz and GET /readyz, and GET /metrics

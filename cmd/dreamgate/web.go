@@ -140,6 +140,27 @@ func (a *app) webLinksDep() gateway.WebLinks {
 	return a.webLinks
 }
 
+// webNames gives the memory page the names the running chat adapters
+// know (their PersonName and ChatName), by platform.
+type webNames map[string]interface {
+	PersonName(ctx context.Context, team, person string) string
+	ChatName(ctx context.Context, team, chat string) string
+}
+
+func (n webNames) PersonName(ctx context.Context, platform, team, person string) string {
+	if ad := n[platform]; ad != nil {
+		return ad.PersonName(ctx, team, person)
+	}
+	return ""
+}
+
+func (n webNames) ChatName(ctx context.Context, platform, team, chat string) string {
+	if ad := n[platform]; ad != nil {
+		return ad.ChatName(ctx, team, chat)
+	}
+	return ""
+}
+
 // webPage is the running memory page.
 type webPage struct {
 	srv  *web.Server
@@ -149,7 +170,7 @@ type webPage struct {
 
 // startWeb serves the memory page on web.addr until stop. d is nil when
 // Dream does not run (dreamOff says why).
-func startWeb(cfg Config, a *app, d *dream.Dreamer, dreamOff string, health *healthState, logger *slog.Logger) (*webPage, error) {
+func startWeb(cfg Config, a *app, d *dream.Dreamer, dreamOff string, health *healthState, names webNames, logger *slog.Logger) (*webPage, error) {
 	key, err := webKey(cfg.StateDir, logger)
 	if err != nil {
 		return nil, err
@@ -168,6 +189,7 @@ func startWeb(cfg Config, a *app, d *dream.Dreamer, dreamOff string, health *hea
 		Health:  func() web.Health { return webHealth(health.report()) },
 		Usage:   a.model.Usage,
 		Search:  webRecall{a.recallIndex()},
+		Names:   names,
 	}
 	if a.prompts != nil {
 		deps.Budget = a.prompts
