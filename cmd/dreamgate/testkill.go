@@ -22,15 +22,16 @@ const testKillEnv = "DREAMGATE_TEST_KILL_AFTER"
 // the library that makes it through its AfterWrite hook. A new write gets a
 // name here and one hook call where it happens.
 var killPoints = []string{
-	"session-append",  // a line of a session's message file (gateway/session)
-	"session-meta",    // a session's metadata record (gateway/session)
-	"history-append",  // an archive entry in history.jsonl, before its session records it (history)
-	"history-cursor",  // memory/.cursor after an append (history)
-	"history-compact", // the rewrite of history.jsonl by compaction (history)
-	"dream-edit",      // one edit_file of Dream's phase 2 (dream)
-	"dream-commit",    // a commit of the memory repository by Dream (dream)
-	"dream-cursor",    // memory/.dream_cursor, moved by the Dream ledger (history)
-	"dream-ledger",    // memory/.dream_ledger, Dream's progress and intent (dream)
+	"session-append",   // a line of a session's message file (gateway/session)
+	"session-meta",     // a session's metadata record (gateway/session)
+	"history-append",   // an archive entry in history.jsonl, before its session records it (history)
+	"history-cursor",   // memory/.cursor after an append (history)
+	"history-compact",  // the rewrite of history.jsonl by compaction (history)
+	"dream-edit",       // one edit_file of Dream's phase 2, in its copy of the files (dream)
+	"dream-deep-write", // a deep Dream's copy of the files written, before its step lands (dream)
+	"dream-commit",     // a commit of the memory repository by Dream, the branch moved (dream)
+	"dream-cursor",     // memory/.dream_cursor, moved by the Dream ledger (history)
+	"dream-ledger",     // memory/.dream_ledger, Dream's progress and intent (dream)
 	// The memory repository's ref write (gitstore): the new value synced
 	// in <ref>.lock, then the lock renamed over the ref.
 	"gitstore-ref-lock",
