@@ -187,45 +187,51 @@ func TestCursorRules(t *testing.T) {
 			if rep.Outcome != tc.wantOutcome {
 				t.Fatalf("outcome = %s (reason %q, err %v), want %s", rep.Outcome, rep.Reason, err, tc.wantOutcome)
 			}
-			if (err != nil) != (tc.wantOutcome == OutcomeFailed) {
-				t.Errorf("err = %v for outcome %s", err, rep.Outcome)
-			}
-			if err != nil && !errors.Is(err, ErrRunFailed) {
-				t.Errorf("err = %v, want ErrRunFailed", err)
-			}
-			if c := e.hist.cursor(t); c != tc.wantCursor {
-				t.Errorf("cursor = %d, want %d", c, tc.wantCursor)
-			}
-			if n := len(e.log(10)) - 1; n != tc.wantCommits {
-				t.Errorf("commits = %d, want %d", n, tc.wantCommits)
-			}
-			if rep.Failures != tc.wantFailures {
-				t.Errorf("failures = %d, want %d", rep.Failures, tc.wantFailures)
-			}
-			if n := len(e.srv.Requests()); n != tc.wantRequests {
-				t.Errorf("requests = %d, want %d", n, tc.wantRequests)
-			}
-			if !strings.Contains(rep.Reason, tc.wantReason) {
-				t.Errorf("reason = %q, want %q", rep.Reason, tc.wantReason)
-			}
-			if strings.Contains(rep.Reason, llmtest.BodyMarker) {
-				t.Errorf("reason carries the provider body: %q", rep.Reason)
-			}
-			if tc.wantOutcome == OutcomeFailed {
-				// A failed run leaves no half-edit behind.
-				if got := e.read("memory/MEMORY.md"); got != initMemory {
-					t.Errorf("MEMORY.md after a failed run = %q", got)
-				}
-				undone := e.logs.Find(slog.LevelInfo, "undid the edits of a stopped chunk")
-				if editedFirst := tc.wantRequests >= 3; editedFirst != (len(undone) == 1) {
-					t.Errorf("edited before failing: %v, undo log lines: %+v", editedFirst, undone)
-				}
-				if rep.Reason == "" || rep.Entries == 0 {
-					t.Errorf("a failed run's report lacks its reason or its entries: %+v", rep)
-				}
-			}
+			checkCursorCase(t, e, rep, err, tc.wantOutcome, tc.wantCursor, tc.wantCommits, tc.wantFailures, tc.wantRequests, tc.wantReason)
 			e.checkWire()
 		})
+	}
+}
+
+// checkCursorCase asserts what a TestCursorRules case's run left.
+func checkCursorCase(t *testing.T, e *env, rep Report, err error, wantOutcome Outcome, wantCursor, wantCommits, wantFailures, wantRequests int, wantReason string) {
+	t.Helper()
+	if (err != nil) != (wantOutcome == OutcomeFailed) {
+		t.Errorf("err = %v for outcome %s", err, rep.Outcome)
+	}
+	if err != nil && !errors.Is(err, ErrRunFailed) {
+		t.Errorf("err = %v, want ErrRunFailed", err)
+	}
+	if c := e.hist.cursor(t); c != wantCursor {
+		t.Errorf("cursor = %d, want %d", c, wantCursor)
+	}
+	if n := len(e.log(10)) - 1; n != wantCommits {
+		t.Errorf("commits = %d, want %d", n, wantCommits)
+	}
+	if rep.Failures != wantFailures {
+		t.Errorf("failures = %d, want %d", rep.Failures, wantFailures)
+	}
+	if n := len(e.srv.Requests()); n != wantRequests {
+		t.Errorf("requests = %d, want %d", n, wantRequests)
+	}
+	if !strings.Contains(rep.Reason, wantReason) {
+		t.Errorf("reason = %q, want %q", rep.Reason, wantReason)
+	}
+	if strings.Contains(rep.Reason, llmtest.BodyMarker) {
+		t.Errorf("reason carries the provider body: %q", rep.Reason)
+	}
+	if wantOutcome == OutcomeFailed {
+		// A failed run leaves no half-edit behind.
+		if got := e.read("memory/MEMORY.md"); got != initMemory {
+			t.Errorf("MEMORY.md after a failed run = %q", got)
+		}
+		undone := e.logs.Find(slog.LevelInfo, "undid the edits of a stopped chunk")
+		if editedFirst := wantRequests >= 3; editedFirst != (len(undone) == 1) {
+			t.Errorf("edited before failing: %v, undo log lines: %+v", editedFirst, undone)
+		}
+		if rep.Reason == "" || rep.Entries == 0 {
+			t.Errorf("a failed run's report lacks its reason or its entries: %+v", rep)
+		}
 	}
 }
 

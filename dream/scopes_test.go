@@ -314,37 +314,6 @@ func TestQuietScopeDoesNotHoldTheFrontier(t *testing.T) {
 	}
 }
 
-// A new scope's first entry that lands between the unread entries of
-// another scope is read into the new scope's memory (issue point 1: a run
-// about the other scope alone moved the frontier past it, the new scope
-// was taken to have read up to the frontier, and its fact reached no
-// memory file after any number of Dreams).
-func TestNewScopeBetweenAnothersEntriesIsDreamed(t *testing.T) {
-	e := newScopedEnv(t)
-	e.add(audience.Default, "operator fact one")
-	d := e.dreamer(Config{})
-	if _, err := d.Run(t.Context(), TriggerCron, AllScopes(), nil); err != nil {
-		t.Fatal(err)
-	}
-	e.add(audience.Default, "operator fact two")
-	e.add(person, "Ana keeps bees")
-	e.add(audience.Default, "operator fact three")
-	if _, err := d.Run(t.Context(), TriggerManual, OnlyScopes(audience.Default), nil); err != nil {
-		t.Fatal(err)
-	}
-	if c := e.hist.cursor(t); c >= 3 {
-		t.Errorf("the frontier moved to %d, past the new scope's entry 3", c)
-	}
-	for range 2 {
-		if _, err := d.Run(t.Context(), TriggerCron, AllScopes(), nil); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if got, _ := readOptional(e.ws, "scopes/person-slack-t1-u2/USER.md"); !strings.Contains(got, "Ana keeps bees") {
-		t.Errorf("the new scope's fact is in no memory file: person USER.md %q", got)
-	}
-}
-
 // The run's batch bound applies across scopes, one batch per scope in
 // turn: a scope with a huge backlog does not starve the others.
 func TestRunIsFairAcrossScopes(t *testing.T) {
