@@ -131,7 +131,13 @@ func cmdDream() *command {
 				if arch.err != nil && rep.Outcome != dream.OutcomeNothingNew {
 					text = archiveFailedNote + " " + text
 				}
-				g.send(channels.ReplyTo(in, channels.KindReply, text))
+				// A Dream that did not run or failed is the line's failure
+				// (a script piping /dream exits 1), not its answer.
+				kind := channels.KindReply
+				if rep.Outcome == dream.OutcomeFailed || rep.Outcome == "" {
+					kind = channels.KindError
+				}
+				g.send(channels.ReplyTo(in, kind, text))
 			})
 			return ""
 		},

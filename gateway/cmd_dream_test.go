@@ -73,6 +73,20 @@ func (r *recorder) reply(t testing.TB) string {
 	}
 }
 
+// failure is the next message sent as a failure (channels.KindError),
+// passing over progress lines; an answer instead fails the test.
+func (r *recorder) failure(t testing.TB) string {
+	t.Helper()
+	for {
+		switch o := r.next(t); o.Kind {
+		case channels.KindError:
+			return o.Text
+		case channels.KindReply:
+			t.Fatalf("an answer where a failure was due: %q", o.Text)
+		}
+	}
+}
+
 // /dream right after a few facts means "remember this": the conversation
 // is archived first, then Dream reads it. With nothing left, the reply says
 // why and how conversations reach Dream.
@@ -160,15 +174,17 @@ func TestDreamFailureAndSkipsInChat(t *testing.T) {
 	env := newTestEnv(t, func(context.Context, llm.Request) (llm.Response, error) { return textReply("noted"), nil }, func(c *Config, deps *Deps) {
 		deps.Dream, deps.MemoryLog = failedDreamer{}, noCommits{}
 	})
+	// A failed Dream is the line's failure (a script piping /dream exits
+	// 1), not an answer.
 	wait(t, must(env.g.Submit(t.Context(), inbound("d", "/dream"))))
-	got := env.ch.reply(t)
+	got := env.ch.failure(t)
 	if strings.Contains(got, "llm.apiKey") || strings.Contains(got, "401") || !strings.Contains(got, "the operator has been told") {
 		t.Errorf("/dream in a shared channel = %q", got)
 	}
 	local := inbound("d", "/dream")
 	local.Local = true
 	wait(t, must(env.g.Submit(t.Context(), local)))
-	if got := env.ch.reply(t); !strings.Contains(got, "check llm.apiKey") {
+	if got := env.ch.failure(t); !strings.Contains(got, "check llm.apiKey") {
 		t.Errorf("/dream at the terminal = %q, want the cause for the operator", got)
 	}
 	wait(t, must(env.g.Submit(t.Context(), inbound("d", "/dream-log"))))

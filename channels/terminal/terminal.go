@@ -51,6 +51,12 @@ type Config struct {
 	// shown, not obeyed, so a model cannot drive the person's terminal.
 	// Output that is not a terminal keeps the exact text.
 	OutTerminal, ErrTerminal bool
+	// Edit gives the person line editing and history (arrow keys, Home,
+	// End, Up for the lines typed before) when In is a terminal: it is put
+	// in raw mode while the chat reads it, and what is printed meanwhile
+	// goes above the line being typed. Out must be the same terminal. When
+	// In is not a terminal, lines are read as they come.
+	Edit bool
 }
 
 // Adapter is the terminal channel.
@@ -65,8 +71,17 @@ type Adapter struct {
 	left    atomic.Pointer[time.Time]
 	// midLine is set while streamed text on Out has not ended its line.
 	midLine bool
-	// notSent counts the lines read but not sent (refused, too long).
+	// ed reads the lines while the person edits them (Config.Edit); nil
+	// without one and once the input has ended. pending is a streamed
+	// reply's unfinished line, held back while ed is on: the line being
+	// typed is drawn again after each line printed.
+	ed      *editor
+	pending strings.Builder
+	// notSent counts the lines read but not sent (refused, too long);
+	// failed the lines answered with an error (the model call failed, the
+	// turn was stopped or cut short by a shutdown).
 	notSent atomic.Int64
+	failed  atomic.Int64
 }
 
 var (
@@ -150,8 +165,14 @@ func (a *Adapter) Run(ctx context.Context, sink channels.Sink) error {
 		return a.leave(ctx)
 	}
 	lines := make(chan string)
+	ed := a.startEditor()
+	defer a.stopEditor()
 	go func() {
 		defer close(lines)
+		if ed != nil {
+			a.editLines(ctx, ed, a.maxLine(), lines)
+			return
+		}
 		a.readLines(ctx, a.cfg.In, a.maxLine(), lines)
 	}()
 	a.prompt()
@@ -161,6 +182,7 @@ func (a *Adapter) Run(ctx context.Context, sink channels.Sink) error {
 			return nil
 		case line, ok := <-lines:
 			if !ok {
+				a.stopEditor()
 				// Ctrl-D leaves the cursor after the prompt: end that line
 				// so the shell's prompt starts on its own.
 				if a.cfg.Prompt != "" {
@@ -174,6 +196,7 @@ func (a *Adapter) Run(ctx context.Context, sink channels.Sink) error {
 				continue
 			}
 			if strings.EqualFold(text, QuitCommand) {
+				a.stopEditor()
 				return a.leave(ctx)
 			}
 			// Piped lines (InOrder) wait for room in a full queue, so a
@@ -194,12 +217,21 @@ func (a *Adapter) Run(ctx context.Context, sink channels.Sink) error {
 // should say so in its exit status.
 func (a *Adapter) NotSent() int { return int(a.notSent.Load()) }
 
+// Failed is how many lines were answered with an error (channels.KindError:
+// the model call failed, the turn was stopped or cut short by a shutdown)
+// instead of an answer. A program that ends after the input does should
+// say so in its exit status too: a script wants to know either way.
+func (a *Adapter) Failed() int { return int(a.failed.Load()) }
+
 // Send prints a reply to stdout, an error or progress line to stderr. A
 // reply already streamed only has its line ended.
 func (a *Adapter) Send(_ context.Context, out channels.Outbound) error {
 	w := a.cfg.Out
 	if out.Kind == channels.KindError || out.Kind == channels.KindProgress {
 		w = a.cfg.Err
+	}
+	if out.Kind == channels.KindError {
+		a.failed.Add(1)
 	}
 	if out.Streamed && out.Kind == channels.KindReply {
 		a.mu.Lock()
@@ -238,7 +270,12 @@ func (s *stream) Write(fragment string) {
 	}
 	s.a.mu.Lock()
 	defer s.a.mu.Unlock()
-	fmt.Fprint(s.a.cfg.Out, s.a.safe(s.a.cfg.Out, text))
+	text = s.a.safe(s.a.cfg.Out, text)
+	if s.a.ed != nil {
+		s.a.streamEdited(text)
+		return
+	}
+	fmt.Fprint(s.a.cfg.Out, text)
 	s.a.midLine = !strings.HasSuffix(text, "\n")
 }
 
@@ -251,6 +288,10 @@ func (s *stream) Break() {
 }
 
 func (a *Adapter) endLineLocked() {
+	if a.pending.Len() > 0 {
+		a.printLocked(a.cfg.Out, a.pending.String()+"\n")
+		a.pending.Reset()
+	}
 	if a.midLine {
 		fmt.Fprintln(a.cfg.Out)
 		a.midLine = false
@@ -271,7 +312,7 @@ func (a *Adapter) write(w io.Writer, text string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.endLineLocked() // a stream cut short leaves its line open
-	fmt.Fprintln(w, a.safe(w, strings.TrimRight(text, "\n")))
+	a.printLocked(w, a.safe(w, strings.TrimRight(text, "\n"))+"\n")
 }
 
 // safe returns text as it may be written to w.
@@ -288,5 +329,8 @@ func (a *Adapter) prompt() {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.ed != nil {
+		return // the editor draws it
+	}
 	fmt.Fprint(a.cfg.Out, a.cfg.Prompt)
 }

@@ -81,6 +81,11 @@ func TestSendSeparatesRepliesFromErrors(t *testing.T) {
 	if errOut.String() != "Dreaming…\nThe model is unavailable.\n" {
 		t.Errorf("stderr = %q", errOut.String())
 	}
+	// The failed line counts for the exit status; the answer and the
+	// progress line do not.
+	if n := a.Failed(); n != 1 {
+		t.Errorf("Failed = %d, want the one error", n)
+	}
 }
 
 func TestRefusedDeliveryIsSaidOnStderr(t *testing.T) {

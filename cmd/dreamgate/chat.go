@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/dreamgate/dreamgate/channels/terminal"
+	"github.com/dreamgate/dreamgate/gateway"
 )
 
 // cmdChat is the terminal chat: interactive, or one turn with -m.
@@ -42,43 +43,48 @@ func cmdChat(ctx context.Context, e *env, args []string) error {
 	// A one-shot turn does not open the memory repository unless the
 	// message is a command that needs it.
 	g, _ := a.gateway(cfg.Dream.Enabled && (*message == "" || needsDream(*message)))
-
 	if *message != "" {
-		term := terminal.New(terminal.Config{Out: e.stdout, Err: e.stderr, Session: *sessionName, OutTerminal: e.isTTY(e.stdout), ErrTerminal: e.isTTY(e.stderr)})
-		g.AddChannel(term)
-		done, err := g.Submit(ctx, term.Inbound(*message))
-		if err != nil {
-			return err
-		}
-		var res struct {
-			err        error
-			unanswered bool
-		}
-		select {
-		case r := <-done:
-			res.err, res.unanswered = r.Err, r.Unanswered
-		case <-ctx.Done():
-			res.err = ctx.Err()
-		}
-		// Shutdown waits for background work such as the archive of /new:
-		// a one-shot run must not exit before it is written.
-		sctx, cancel := shutdownContext()
-		defer cancel()
-		_ = g.Shutdown(sctx)
-		if res.err != nil || res.unanswered {
-			// The one-sentence explanation is already on stderr (a
-			// failure) or is the reply (no answer): a script must not
-			// take the notice for the model's answer.
-			return &exitError{code: 1, err: errors.New("")}
-		}
-		return nil
+		return oneTurn(ctx, e, g, *sessionName, *message)
 	}
+	return chatLines(ctx, e, g, *sessionName)
+}
 
+// oneTurn is `chat -m`: one message, its reply on stdout.
+func oneTurn(ctx context.Context, e *env, g *gateway.Gateway, sessionName, message string) error {
+	term := terminal.New(terminal.Config{Out: e.stdout, Err: e.stderr, Session: sessionName, OutTerminal: e.isTTY(e.stdout), ErrTerminal: e.isTTY(e.stderr)})
+	g.AddChannel(term)
+	done, err := g.Submit(ctx, term.Inbound(message))
+	if err != nil {
+		return err
+	}
+	var res gateway.Result
+	select {
+	case res = <-done:
+	case <-ctx.Done():
+		res.Err = ctx.Err()
+	}
+	// Shutdown waits for background work such as the archive of /new:
+	// a one-shot run must not exit before it is written.
+	sctx, cancel := shutdownContext()
+	defer cancel()
+	_ = g.Shutdown(sctx)
+	if res.Err != nil || res.Unanswered || term.Failed() > 0 {
+		// The one-sentence explanation is already on stderr (a
+		// failure) or is the reply (no answer): a script must not
+		// take the notice for the model's answer.
+		return &exitError{code: 1, err: errors.New("")}
+	}
+	return nil
+}
+
+// chatLines is the chat on stdin: a person at a terminal, or lines piped in.
+func chatLines(ctx context.Context, e *env, g *gateway.Gateway, sessionName string) error {
 	prompt := ""
 	if e.stdinIsTTY() {
 		prompt = "> "
 	}
-	t := terminal.New(terminal.Config{In: e.stdin, Out: e.stdout, Err: e.stderr, Session: *sessionName, Prompt: prompt, Interactive: e.stdinIsTTY(), Stream: e.streamReplies(), OutTerminal: e.isTTY(e.stdout), ErrTerminal: e.isTTY(e.stderr)})
+	t := terminal.New(terminal.Config{In: e.stdin, Out: e.stdout, Err: e.stderr, Session: sessionName, Prompt: prompt, Interactive: e.stdinIsTTY(), Stream: e.streamReplies(), OutTerminal: e.isTTY(e.stdout), ErrTerminal: e.isTTY(e.stderr),
+		Edit: e.streamReplies()})
 	g.AddChannel(t)
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -88,9 +94,18 @@ func cmdChat(ctx context.Context, e *env, args []string) error {
 	case <-t.EOF():
 	case <-ctx.Done():
 	}
+	// A /dream still running when the input ends finishes; a signal cuts it
+	// short (it rolls back and keeps its batch for the next Dream).
+	go func() {
+		select {
+		case <-ctx.Done():
+			g.CancelBackground()
+		case <-ran:
+		}
+	}()
 	sctx, cancel := e.chatShutdownContext(ctx, !e.stdinIsTTY())
 	defer cancel()
-	err = g.Shutdown(sctx)
+	err := g.Shutdown(sctx)
 	stop()
 	<-ran
 	if err != nil {
@@ -99,14 +114,21 @@ func cmdChat(ctx context.Context, e *env, args []string) error {
 	return notSentError(t)
 }
 
-// notSentError makes lines of input that were not sent (each already
-// named on stderr) fail the command: a script must not take a partial run
-// for a whole one.
+// notSentError makes lines of input that were not sent, or were answered
+// with an error instead of an answer (each already said on stderr), fail
+// the command: a script must not take a partial run for a whole one.
 func notSentError(t *terminal.Adapter) error {
+	var parts []string
 	if n := t.NotSent(); n > 0 {
-		return &exitError{code: 1, err: fmt.Errorf("dreamgate: %d line(s) of input were not sent", n)}
+		parts = append(parts, fmt.Sprintf("%d line(s) of input were not sent", n))
 	}
-	return nil
+	if n := t.Failed(); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d line(s) of input were not answered", n))
+	}
+	if len(parts) == 0 {
+		return nil
+	}
+	return &exitError{code: 1, err: errors.New("dreamgate: " + strings.Join(parts, "; "))}
 }
 
 // maxSessionName and maxSessionBytes bound --session: the conversation's

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -134,5 +135,68 @@ func TestScriptedStopSaysNothingIsRunning(t *testing.T) {
 	}
 	if want := "re: line 0\nNothing is running here.\nre: line 1\n"; out.String() != want {
 		t.Errorf("piped: stdout %q, want %q", out.String(), want)
+	}
+}
+
+// pipe runs dreamgate with the harness config and input on stdin.
+func (h *harness) pipe(t *testing.T, input string, args ...string) runResult {
+	t.Helper()
+	cmd := exec.Command(binPath, append([]string{"--config", h.cfgPath}, args...)...)
+	cmd.Env = []string{"HOME=" + h.home, "PATH=" + os.Getenv("PATH"), "TZ=UTC"}
+	cmd.Stdin = strings.NewReader(input)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		if _, ok := err.(*exec.ExitError); !ok {
+			t.Fatal(err)
+		}
+	}
+	return runResult{stdout: out.String(), stderr: errb.String(), code: cmd.ProcessState.ExitCode()}
+}
+
+// A piped /dream, even as the last line, runs to its end before the end of
+// the input stops the gateway (make run pipes into gateway --terminal):
+// the fact told before it is in memory and the reply says so.
+func TestPipedDreamFinishesBeforeTheEnd(t *testing.T) {
+	for _, args := range [][]string{{"gateway", "--terminal"}, {"chat"}} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			h := newHarness(t)
+			h.llm.SetResponder(llmtest.MemoryModel)
+			r := h.pipe(t, "I live in Lisbon with my cat.\n/dream\n", args...)
+			if r.code != 0 {
+				t.Fatalf("exit %d; stdout:\n%s\nstderr:\n%s", r.code, r.stdout, tail(r.stderr, 2000))
+			}
+			if !strings.Contains(r.stdout, "Dream: 1 change to USER.md") {
+				t.Errorf("the Dream's reply is missing; stdout:\n%s\nstderr:\n%s", r.stdout, tail(r.stderr, 2000))
+			}
+			user, _ := os.ReadFile(filepath.Join(h.ws, "USER.md"))
+			if !strings.Contains(string(user), "I live in Lisbon with my cat.") {
+				t.Errorf("USER.md lacks the fact:\n%s", user)
+			}
+		})
+	}
+}
+
+// A line whose model call fails is answered with one sentence on stderr,
+// and the run's exit status is 1 (the lines around it are answered): a
+// script that pipes questions wants to know.
+func TestPipedLineWhoseModelCallFailsFailsTheRun(t *testing.T) {
+	for _, args := range [][]string{{"gateway", "--terminal"}, {"chat"}} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			h := newHarness(t)
+			h.llm.SetResponder(func(r llmtest.Request) llmtest.Reply {
+				if text := llmtest.Spoken(r.Messages[len(r.Messages)-1].Content); text == "line 1" {
+					return llmtest.Status(400, "") // refused: not retried
+				}
+				return llmtest.Text("re: " + llmtest.Spoken(r.Messages[len(r.Messages)-1].Content))
+			})
+			r := h.pipe(t, pipedScript(3), args...)
+			if r.code != 1 || !strings.Contains(r.stderr, "1 line(s) of input were not answered") {
+				t.Errorf("exit %d; stderr:\n%s", r.code, tail(r.stderr, 2000))
+			}
+			if !strings.Contains(r.stdout, "re: line 0\n") || !strings.Contains(r.stdout, "re: line 2\n") {
+				t.Errorf("the other lines are not answered; stdout:\n%s", r.stdout)
+			}
+		})
 	}
 }

@@ -44,130 +44,196 @@ func cmdGateway(ctx context.Context, e *env, args []string) error {
 	// Under systemd or in a container stdin is not a person: the terminal
 	// chat would read EOF at once and show as stopped in /healthz. It runs
 	// at a terminal, or where asked for with --terminal.
-	withTerminal := cfg.Channels.Terminal.Enabled && (e.stdinIsTTY() || *forceTerminal)
-	interactive := withTerminal && e.stdinIsTTY()
-
-	// With the chat at a terminal, log lines would land in the middle of
-	// what the person reads and types: they go to a file instead, unless
-	// stderr is redirected anyway.
-	var logger *slog.Logger
-	logPath := ""
-	if interactive && e.isTTY(e.stderr) {
-		logPath = filepath.Join(cfg.StateDir, "gateway.log")
-		f, err := openLogFile(logPath)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		logger = fileLogger(f, e.getenv)
-	} else {
-		logger = e.logger(slog.LevelInfo)
-	}
-
-	// /healthz answers first, before anything slow, so supervisors see the
-	// process alive at once; it reports "starting" until the channels run.
-	health := &healthState{}
-	healthURL := ""
-	if cfg.Gateway.HealthAddr != "" {
-		ln, err := net.Listen("tcp", cfg.Gateway.HealthAddr)
-		if err != nil {
-			return fmt.Errorf("gateway.healthAddr %s: %w", cfg.Gateway.HealthAddr, err)
-		}
-		srv := &http.Server{Handler: health.handler(), ReadHeaderTimeout: 5 * time.Second}
-		go func() {
-			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				logger.Error("health server stopped", "err", err)
-			}
-		}()
-		healthURL = "http://" + ln.Addr().String() + "/healthz"
-		logger.Info("health endpoint listening", "addr", ln.Addr().String())
-		defer func() {
-			sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			defer cancel()
-			_ = srv.Shutdown(sctx)
-		}()
-	}
-
-	a, err := newApp(cfg, logger)
+	p := &gatewayProcess{e: e, cfg: cfg, health: &healthState{}}
+	p.withTerminal = cfg.Channels.Terminal.Enabled && (e.stdinIsTTY() || *forceTerminal)
+	p.interactive = p.withTerminal && e.stdinIsTTY()
+	closeLog, err := p.openLog()
 	if err != nil {
 		return err
 	}
-	defer a.close()
+	defer closeLog()
+
+	// /healthz answers first, before anything slow, so supervisors see the
+	// process alive at once; it reports "starting" until the channels run.
+	stopHealth, err := p.startHealth()
+	if err != nil {
+		return err
+	}
+	defer stopHealth()
+	if p.a, err = newApp(cfg, p.logger); err != nil {
+		return err
+	}
+	defer p.a.close()
+	if err := p.build(); err != nil {
+		return err
+	}
+	stopServing, err := p.serve()
+	defer stopServing()
+	if err != nil {
+		return err
+	}
+	return p.run(ctx)
+}
+
+// gatewayProcess is one `dreamgate gateway`: its parts, built in order and
+// stopped in reverse.
+type gatewayProcess struct {
+	e                         *env
+	cfg                       Config
+	logger                    *slog.Logger
+	logPath                   string // the log file, when the chat owns the terminal
+	withTerminal, interactive bool
+
+	health    *healthState
+	healthURL string
+	a         *app
+	g         *gateway.Gateway
+	dreamer   *dream.Dreamer // nil when Dream is off or unavailable
+	term      *terminal.Adapter
+	names     webNames // the chat platforms, which name people and channels
+	ledger    *dream.Ledger
+	sched     *dream.Scheduler
+	page      *webPage
+}
+
+// openLog chooses where the log goes. With the chat at a terminal, log
+// lines would land in the middle of what the person reads and types: they
+// go to a file instead, unless stderr is redirected anyway.
+func (p *gatewayProcess) openLog() (closeLog func(), err error) {
+	if !p.interactive || !p.e.isTTY(p.e.stderr) {
+		p.logger = p.e.logger(slog.LevelInfo)
+		return func() {}, nil
+	}
+	p.logPath = filepath.Join(p.cfg.StateDir, "gateway.log")
+	f, err := openLogFile(p.logPath)
+	if err != nil {
+		return nil, err
+	}
+	p.logger = fileLogger(f, p.e.getenv)
+	return func() { f.Close() }, nil
+}
+
+// startHealth serves /healthz, /readyz and /metrics on gateway.healthAddr.
+func (p *gatewayProcess) startHealth() (stop func(), err error) {
+	addr := p.cfg.Gateway.HealthAddr
+	if addr == "" {
+		return func() {}, nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("gateway.healthAddr %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: p.health.handler(), ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			p.logger.Error("health server stopped", "err", err)
+		}
+	}()
+	p.healthURL = "http://" + ln.Addr().String() + "/healthz"
+	p.logger.Info("health endpoint listening", "addr", ln.Addr().String())
+	return func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}, nil
+}
+
+// build makes the gateway and its channels from the app.
+func (p *gatewayProcess) build() error {
+	cfg, a, logger := p.cfg, p.a, p.logger
 	if cfg.Gateway.HealthAddr != "" {
 		a.metrics = metrics.New()
 	}
-	g, dreamer := a.gateway(cfg.Dream.Enabled)
-	if dreamer != nil {
+	p.g, p.dreamer = a.gateway(cfg.Dream.Enabled)
+	if p.dreamer != nil {
 		// A Dream killed with the last process left edits uncommitted:
 		// record them now rather than at the next scheduled run.
-		if err := dreamer.Recover(); err != nil {
+		if err := p.dreamer.Recover(); err != nil {
 			logger.Warn("dream could not finish an interrupted run at start; the next Dream tries again", "err", err)
 		}
 	}
 	// Accepted messages not yet in their session, for the next start to
 	// answer after a crash; only the process that owns the channels keeps it.
 	if cfg.Gateway.AnswerPendingMinutes > 0 {
-		if err := g.OpenInbox(inboxPath(cfg)); err != nil {
+		if err := p.g.OpenInbox(inboxPath(cfg)); err != nil {
 			return err
 		}
 	}
-	var termCh *terminal.Adapter
-	if withTerminal {
-		prompt := ""
-		if interactive {
+	if p.withTerminal {
+		e, prompt := p.e, ""
+		if p.interactive {
 			prompt = "> "
 		}
-		termCh = terminal.New(terminal.Config{In: e.stdin, Out: e.stdout, Err: e.stderr, Prompt: prompt, Interactive: e.stdinIsTTY(), Stream: e.streamReplies(), OutTerminal: e.isTTY(e.stdout), ErrTerminal: e.isTTY(e.stderr)})
-		g.AddChannel(termCh)
+		p.term = terminal.New(terminal.Config{In: e.stdin, Out: e.stdout, Err: e.stderr, Prompt: prompt, Interactive: e.stdinIsTTY(), Stream: e.streamReplies(), OutTerminal: e.isTTY(e.stdout), ErrTerminal: e.isTTY(e.stderr),
+			Edit: e.streamReplies()})
+		p.g.AddChannel(p.term)
 	}
 	var dreamLog func(context.Context, audience.Audience, int) ([]discord.DreamCommit, error)
-	if dreamer != nil {
-		dreamLog = dreamCommits(a.repo, g.MemoryKeep)
+	if p.dreamer != nil {
+		dreamLog = dreamCommits(a.repo, p.g.MemoryKeep)
 	}
-	names, err := addChannels(g, cfg, logger, dreamLog)
+	names, err := addChannels(p.g, cfg, logger, dreamLog)
 	if err != nil {
 		return err
 	}
-	if !withTerminal && !cfg.Channels.Slack.Enabled && !cfg.Channels.Discord.Enabled {
+	p.names = names
+	if !p.withTerminal && !cfg.Channels.Slack.Enabled && !cfg.Channels.Discord.Enabled {
 		// Under a service manager this is a gateway nobody can reach; it
 		// still runs (Dream, the idle archive, /healthz), but say so.
 		logger.Warn("no channel to talk through: Slack and Discord are off, and the terminal chat runs only at a terminal or with --terminal; set channels.slack.enabled or channels.discord.enabled")
 	}
+	return nil
+}
 
-	ledger := a.ledger(dreamer)
-	var sched *dream.Scheduler
-	if dreamer != nil {
-		sched, err = dream.NewScheduler(cfg.Dream.Cron, cfg.Dream.Timezone, dreamer, logger.With("component", "dream"))
-		if err != nil {
-			return &configError{path: cfg.path, field: "dream.cron", msg: err.Error()}
+// serve starts what answers beside the channels: the Dream schedule, the
+// memory page, and /healthz's view of the gateway. stop undoes what was
+// started, also after an error.
+func (p *gatewayProcess) serve() (stop func(), err error) {
+	cfg, a, logger := p.cfg, p.a, p.logger
+	var stops []func()
+	stop = func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
 		}
-		sched.Start()
-		logger.Info("dream scheduled", "cron", cfg.Dream.Cron, "timezone", cfg.Dream.Timezone, "next", sched.Next())
+	}
+	p.ledger = a.ledger(p.dreamer)
+	if p.dreamer != nil {
+		p.sched, err = dream.NewScheduler(cfg.Dream.Cron, cfg.Dream.Timezone, p.dreamer, logger.With("component", "dream"))
+		if err != nil {
+			return stop, &configError{path: cfg.path, field: "dream.cron", msg: err.Error()}
+		}
+		p.sched.Start()
+		logger.Info("dream scheduled", "cron", cfg.Dream.Cron, "timezone", cfg.Dream.Timezone, "next", p.sched.Next())
 	}
 	// The memory page is up before /healthz says "ok".
-	var page *webPage
 	if cfg.Web.Enabled {
-		if page, err = startWeb(cfg, a, dreamer, a.dreamOff, health, names, logger); err != nil {
-			return err
+		if p.page, err = startWeb(cfg, a, p.dreamer, a.dreamOff, p.health, p.names, logger); err != nil {
+			return stop, err
 		}
-		defer func() {
+		stops = append(stops, func() {
 			sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer cancel()
-			page.stop(sctx)
-		}()
+			p.page.stop(sctx)
+		})
 	}
-	health.set(g, a.model)
+	p.health.set(p.g, a.model)
 	if cfg.severalModels() {
-		health.chains.Store(a.model)
+		p.health.chains.Store(a.model)
 	}
 	if a.metrics != nil {
-		health.metrics.set(a.metrics.Handler(metricsSources(g, a.model, ledger)))
+		p.health.metrics.set(a.metrics.Handler(metricsSources(p.g, a.model, p.ledger)))
 	}
-	health.mcp.Store(a.mcp)
-	if interactive {
-		printBanner(e.stderr, cfg, healthURL, page.address(), logPath)
+	p.health.mcp.Store(a.mcp)
+	if p.interactive {
+		printBanner(p.e.stderr, cfg, p.healthURL, p.page.address(), p.logPath)
 	}
+	return stop, nil
+}
 
+// run runs the gateway until a signal, or until the person at the terminal
+// chat leaves, then stops it: the turns first, then the channels.
+func (p *gatewayProcess) run(ctx context.Context) error {
+	cfg, g, logger := p.cfg, p.g, p.logger
 	// The channels outlive the signal: Shutdown first drains the turns
 	// (their replies go out through still-connected channels), then the
 	// channels are stopped.
@@ -176,22 +242,22 @@ func cmdGateway(ctx context.Context, e *env, args []string) error {
 	ran := make(chan struct{})
 	go func() { _ = g.Run(runCtx); close(ran) }()
 	retained := make(chan struct{})
-	if dreamer == nil {
+	if p.dreamer == nil {
 		// Nothing reads the history while Dream is off: keep it bounded.
-		ret := dream.Retention{Ledger: ledger, Logger: logger.With("component", "dream")}
+		ret := dream.Retention{Ledger: p.ledger, Logger: logger.With("component", "dream")}
 		go func() { ret.Run(runCtx, 0); close(retained) }()
 	} else {
 		close(retained)
 	}
 	if cfg.severalModels() {
-		logger.Info("gateway running", "models", modelsLine(cfg), "workspace", cfg.Workspace, "terminal", withTerminal)
+		logger.Info("gateway running", "models", modelsLine(cfg), "workspace", cfg.Workspace, "terminal", p.withTerminal)
 	} else {
-		logger.Info("gateway running", "model", cfg.LLM.Model, "workspace", cfg.Workspace, "terminal", withTerminal)
+		logger.Info("gateway running", "model", cfg.LLM.Model, "workspace", cfg.Workspace, "terminal", p.withTerminal)
 	}
 	noteScopes(cfg, logger)
 	var left <-chan struct{} // nil: never, without a terminal chat
-	if termCh != nil {
-		left = termCh.EOF()
+	if p.term != nil {
+		left = p.term.EOF()
 	}
 	select {
 	case <-ctx.Done():
@@ -199,17 +265,17 @@ func cmdGateway(ctx context.Context, e *env, args []string) error {
 	case <-left:
 		logger.Info("shutting down", "reason", "terminal input ended")
 	}
-	health.stopping.Store(true)
-	g.CancelBackground() // a /dream from chat rolls back and keeps its batch
+	p.health.stopping.Store(true)
+	p.cancelBackground(ctx, ran)
 
-	sctx, cancel := e.chatShutdownContext(ctx, termCh != nil && !interactive)
+	sctx, cancel := p.e.chatShutdownContext(ctx, p.term != nil && !p.interactive)
 	defer cancel()
 	serr := g.Shutdown(sctx)
 	stop()
 	<-ran
 	<-retained
-	if sched != nil {
-		if err := sched.Stop(sctx); err != nil {
+	if p.sched != nil {
+		if err := p.sched.Stop(sctx); err != nil {
 			logger.Warn("dream scheduler stop", "err", err)
 		}
 	}
@@ -220,10 +286,28 @@ func cmdGateway(ctx context.Context, e *env, args []string) error {
 		// manager to report (or restart on).
 		logger.Warn("stopped after cancelling the turns still running", "err", serr)
 	}
-	if termCh != nil {
-		return notSentError(termCh)
+	if p.term != nil {
+		return notSentError(p.term)
 	}
 	return nil
+}
+
+// cancelBackground cancels a /dream started from chat (it rolls back and
+// keeps its batch) as the gateway stops — unless a script's piped input
+// ended: what it asked for, a /dream among it too, is done first, and only
+// a signal cuts that short. ran is closed once the gateway has stopped.
+func (p *gatewayProcess) cancelBackground(ctx context.Context, ran <-chan struct{}) {
+	if p.term == nil || p.interactive || ctx.Err() != nil {
+		p.g.CancelBackground()
+		return
+	}
+	go func() {
+		select {
+		case <-ctx.Done():
+			p.g.CancelBackground()
+		case <-ran:
+		}
+	}()
 }
 
 // inboxPath is where the gateway keeps its inbox (gateway.OpenInbox): one

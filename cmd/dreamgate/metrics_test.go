@@ -99,7 +99,7 @@ func TestMetricsAfterAScriptedConversation(t *testing.T) {
 		llmtest.Reply{Status: 400},
 	)
 	it.say(t, "/dream")
-	it.stdout.WaitFor(t, "Dream failed")
+	it.stderr.WaitFor(t, "Dream failed") // a failure, on stderr
 	checkMetrics(t, "after the failed Dream", scrapeMetrics(t, metricsURL), map[string]float64{
 		`dreamgate_dream_backlog_entries`:                               1,
 		`dreamgate_dream_runs_total{outcome="failed"}`:                  1,

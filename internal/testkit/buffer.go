@@ -41,11 +41,19 @@ func (b *Buffer) String() string {
 // test if that takes longer than 20 seconds.
 func (b *Buffer) WaitFor(t testing.TB, what string) {
 	t.Helper()
+	b.WaitForCount(t, what, 1)
+}
+
+// WaitForCount returns once what has been written contains what n times
+// (not overlapping), and fails the test if that takes longer than 20
+// seconds.
+func (b *Buffer) WaitForCount(t testing.TB, what string, n int) {
+	t.Helper()
 	deadline := time.NewTimer(waitLimit)
 	defer deadline.Stop()
 	for {
 		b.mu.Lock()
-		has := strings.Contains(b.buf.String(), what)
+		has := strings.Count(b.buf.String(), what) >= n
 		if b.changed == nil {
 			b.changed = make(chan struct{})
 		}
@@ -57,7 +65,7 @@ func (b *Buffer) WaitFor(t testing.TB, what string) {
 		select {
 		case <-changed:
 		case <-deadline.C:
-			t.Fatalf("waited %s for %q; got:\n%s", waitLimit, what, b.String())
+			t.Fatalf("waited %s for %q (%d times); got:\n%s", waitLimit, what, n, b.String())
 		}
 	}
 }
