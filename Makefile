@@ -29,7 +29,7 @@ RACE      = $(if $(CC_FOUND),-race,)
 TEST_CGO  = $(if $(CC_FOUND),1,0)
 TEST_NOTE = $(if $(CC_FOUND),race detector on (C compiler $(CC_FOUND)),NO RACE DETECTOR: no C compiler ($(shell $(GO) env CC)) found; install gcc or clang to test with -race)
 
-.PHONY: build run test test-postgres chaos bench bench-tokens bench-recall screenshots templ lint release clean
+.PHONY: build run test test-postgres chaos bench bench-tokens bench-recall screenshots templ size lint release clean
 
 # Go says nothing while it compiles, and the first time it also fetches and
 # compiles every module: say so, or a first `make run` looks hung.
@@ -97,6 +97,16 @@ bench-recall:
 TEMPL_VERSION = $(shell $(GO) list -m -f '{{.Version}}' github.com/a-h/templ)
 templ:
 	$(GO) run github.com/a-h/templ/cmd/templ@$(TEMPL_VERSION) generate -path web
+
+# What each package adds to the binary (docs/development.md, "Binary size and
+# one-shot memory"): make build's stripped size, then the symbol bytes of an
+# unstripped build of the same code summed by package (Go modules whole,
+# ours one by one; "std" holds the runtime and the function tables).
+size: build
+	@ls -l $(BIN)
+	CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=false -o $(BIN).syms $(PKG)
+	@$(GO) tool nm -size $(BIN).syms | awk '$$2 < 10000000 { n = $$4; sub(/^(type:\.eq\.|type:\.hash\.|type:\*|type:|go:itab\.\*|go:itab\.|go:string\.)/, "", n); sub(/\[.*/, "", n); k = split(n, p, "/"); sub(/\..*/, "", p[k]); pkg = p[1]; for (i = 2; i <= k; i++) pkg = pkg "/" p[i]; if (pkg ~ /^github\.com\/dreamgate\/dreamgate/) m = pkg; else if (pkg ~ /^(github\.com|golang\.org|gopkg\.in|go\.uber\.org|dario\.cat)\//) m = p[1] "/" p[2] "/" p[3]; else if (pkg ~ /^modernc\.org\//) m = p[1] "/" p[2]; else m = "std"; s[m] += $$2; t += $$2 } END { for (m in s) printf "%7.2f MB  %s\n", s[m] / 1e6, m; printf "%7.2f MB  (all symbols)\n", t / 1e6 }' | sort -rn | head -40
+	@rm -f $(BIN).syms
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
