@@ -141,13 +141,12 @@ type Repo interface {
 	// Show resolves a full id or unique prefix to a commit and its diff,
 	// cut to the files keep accepts (nil: all).
 	Show(rev string, keep func(path string) bool) (gitstore.Commit, gitstore.Diff, error)
-	// RestoreNoted puts the files keep accepts back to their state before
-	// rev, as a new commit whose message carries note ("" none), and lists
-	// the later commits whose changes to them this also undoes. Files keep
-	// refuses are not touched.
-	RestoreNoted(rev string, keep func(path string) bool, note string) (gitstore.Commit, []gitstore.Commit, error)
-	// PlanRestore says what RestoreNoted would do now, changing nothing.
+	// PlanRestore says what undoing rev's change to the files keep
+	// accepts does, line by line, on the files as they stand; PlanUndo the
+	// same on HEAD's, with the changes a restore's step commits on it.
+	// Neither changes anything.
 	PlanRestore(rev string, keep func(path string) bool) (gitstore.RestorePlan, error)
+	PlanUndo(rev string, keep func(path string) bool) (gitstore.RestorePlan, error)
 	// Pack packs the loose objects once they pass git's gc --auto
 	// threshold and reports how many it packed (0 below it, the usual
 	// case, which costs one directory listing).

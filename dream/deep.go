@@ -102,6 +102,16 @@ func (d *Dreamer) deepDreams(ctx context.Context, h *held, scopes Scopes, rep *R
 
 // deepDue says why the scope needs a deep Dream now ("" when it does not).
 func (d *Dreamer) deepDue(h *held, s audience.Scope, requested bool) (string, error) {
+	if held, err := d.stillHeld(h, s); held || err != nil {
+		// A restore brought back what a deep Dream had taken out: not
+		// undone again for its size, its age or a prompt's request.
+		if held && requested {
+			if err := h.deepAnswered(s); err != nil {
+				d.log.Warn("deep Dream request not removed", "scope", string(s), "err", err)
+			}
+		}
+		return "", err
+	}
 	if n := h.scope(s).SinceDeep; n >= d.cfg.DeepEvery {
 		return fmt.Sprintf("%d Dreams since the last deep one", n), nil
 	}

@@ -213,7 +213,7 @@ func TestDeepDreamWhoseModelDoesNotShrink(t *testing.T) {
 		t.Errorf("the newest fact moved out before older ones:\n%s", user)
 	}
 
-	if _, err := d.Restore(dr.Commit, AllScopes()); err != nil {
+	if _, err := d.Restore(dr.Commit, AllScopes(), RestoreOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if got := e.read("USER.md") + e.read("memory/MEMORY.md"); got != before {
@@ -360,7 +360,7 @@ func TestDeepDreamKilledBetweenItsFilesIsWhole(t *testing.T) {
 			t.Errorf("%q is in cold memory %d times", k, cold[k])
 		}
 	}
-	if _, err := d.Restore(c.Short, AllScopes()); err != nil {
+	if _, err := d.Restore(c.Short, AllScopes(), RestoreOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if got := e.read("USER.md"); got != before {

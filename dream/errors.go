@@ -26,8 +26,9 @@ var (
 	// The error is a *RunError that also matches ErrRunFailed.
 	ErrBatchSkipped = errors.New("dream batch skipped after repeated failures")
 
-	// ErrNotDreamCommit: Restore was asked for a commit whose subject does
-	// not start with "dream:"; only Dream's own changes can be undone.
+	// ErrNotDreamCommit: Restore was asked for a commit whose change
+	// cannot be undone: only a Dream's, a restore's and one of hand edits
+	// can (UndoablePrefixes), not the repository's or a scope's first.
 	ErrNotDreamCommit = errors.New("not a Dream commit")
 
 	// ErrNotInScopes: Restore was asked for a commit that changed no file

@@ -133,6 +133,10 @@ type progress struct {
 	// DeepAsked: a prompt found the scope over its budget and asked for a
 	// deep Dream at the next Dream (RequestDeep).
 	DeepAsked bool `json:"deep_asked,omitempty"`
+	// DeepHeld is set by a restore that undid a deep Dream: the size in
+	// tokens the scope's memory must grow past before it is compacted
+	// again (by a deep Dream, or by a batch's aging); 0 when not held.
+	DeepHeld int `json:"deep_held,omitempty"`
 }
 
 // scope returns the named scope's progress, adding it when missing.

@@ -218,7 +218,7 @@ func TestRestoreMarksTheLastRunUndone(t *testing.T) {
 	e := newEnv(t)
 	d := e.dreamer(Config{})
 	first := e.dreamEdit(d, "USER.md", "- Name: Ana.\n", "- Name: Ana.\n- Likes tea.\n")
-	res, err := d.Restore(first.Commit, AllScopes())
+	res, err := d.Restore(first.Commit, AllScopes(), RestoreOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,7 +52,7 @@ func TestTwoDreamsInOneProcess(t *testing.T) {
 	if rep.Outcome != "" {
 		t.Errorf("refused run has outcome %q", rep.Outcome)
 	}
-	if _, err := d.Restore("abcd", AllScopes()); !errors.Is(err, ErrAlreadyRunning) {
+	if _, err := d.Restore("abcd", AllScopes(), RestoreOptions{}); !errors.Is(err, ErrAlreadyRunning) {
 		t.Errorf("Restore during a Dream: %v", err)
 	}
 	if st := d.Status(AllScopes()); !st.Running || !st.Since.Equal(start) {

@@ -294,12 +294,12 @@ func TestEarlierVersionsInterruptedDreamIsRecovered(t *testing.T) {
 	if in := e.record().Intent; in != nil {
 		t.Errorf("intent still in the ledger: %+v", in)
 	}
-	res, err := d.Restore(recovered.Short, AllScopes())
+	res, err := d.Restore(recovered.Short, AllScopes(), RestoreOptions{})
 	if err != nil {
 		t.Fatalf("restore of the recovered commit: %v", err)
 	}
-	if len(res.Undone) == 0 || res.Undone[0].SHA != cs[0].SHA {
-		t.Errorf("undone = %+v, want the later Dream commit named", res.Undone)
+	if res.Plan.Conflicts() != 0 || len(res.Files) == 0 {
+		t.Errorf("restore of the recovered commit = %+v, want its lines out, no conflict (the later Dream only appended)", res.Plan)
 	}
 }
 
@@ -358,7 +358,7 @@ func TestRestoreRecoversFirst(t *testing.T) {
 	e.hist.seed(t, 2, 2, func(int) string { return "- y" })
 	m.findings = plantedFindings(5)[2:]
 	e.killedAt(PointCommit, 1)
-	if _, err := d.Restore(first.Short, AllScopes()); err != nil {
+	if _, err := d.Restore(first.Short, AllScopes(), RestoreOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range e.log(10) {

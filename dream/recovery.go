@@ -91,6 +91,7 @@ func (f fileSteps) finish() ([]gitstore.Commit, error) {
 	var notes []stepNote
 	for _, c := range after {
 		if n := parseNote(c.Body); n.Kind != "" {
+			n.Commit = c.Short
 			notes = append(notes, n)
 		}
 	}

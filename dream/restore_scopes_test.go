@@ -42,7 +42,7 @@ func TestRestoreKeepsToTheTargetsScope(t *testing.T) {
 			}
 
 			dm := OnlyScopes(team, person)
-			res, err := d.Restore(personCommit, dm)
+			res, err := d.Restore(personCommit, dm, RestoreOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -55,9 +55,9 @@ func TestRestoreKeepsToTheTargetsScope(t *testing.T) {
 			if !slices.Equal(res.Files, []string{"scopes/person-slack-t1-u2/USER.md"}) {
 				t.Errorf("restored files %q", res.Files)
 			}
-			for _, c := range res.Undone {
+			for _, c := range res.Plan.Later {
 				if c.Short == teamCommit {
-					t.Errorf("the team's commit is named as undone: %+v", res.Undone)
+					t.Errorf("the team's commit is named as a later change: %+v", res.Plan.Later)
 				}
 			}
 			if _, diff, err := repo.Show(res.Revert.SHA, nil); err != nil || len(diff.Files) != 1 {
@@ -67,59 +67,58 @@ func TestRestoreKeepsToTheTargetsScope(t *testing.T) {
 	}
 }
 
-// PlanRestore names what RestoreFrom then does, through the memory
-// repository and the fake alike, with the same answer for a commit of a
-// scope the asker does not read; RestoreFrom's origin is in the revert
-// commit's message.
-func TestPlanRestoreThenRestoreFrom(t *testing.T) {
-	for _, which := range []string{"gitstore"} {
-		t.Run(which, func(t *testing.T) {
-			e := newScopedEnv(t)
-			var repo Repo = e.repo
-			d, err := New(Config{Workspace: e.ws}, Deps{Model: e.llm, History: e.hist, Repo: repo})
-			if err != nil {
-				t.Fatal(err)
-			}
-			e.add(person, "Ana salary band is K7Q2Z9")
-			e.add(team, "team ships on fridays")
-			rep, err := d.Run(t.Context(), TriggerCron, AllScopes(), nil)
-			if err != nil || len(rep.Scopes) != 2 {
-				t.Fatalf("run: %+v, %v", rep, err)
-			}
-			personCommit, teamCommit := rep.Scopes[0].Commit, rep.Scopes[1].Commit
-			e.add(person, "Ana moved to Porto")
-			if _, err := d.Run(t.Context(), TriggerCron, AllScopes(), nil); err != nil {
-				t.Fatal(err)
-			}
+// PlanRestore names what Restore then does, with the same answer for a
+// commit of a scope the asker does not read; the origin is in the revert
+// commit's message, with the scope's trailer.
+func TestPlanRestoreThenRestore(t *testing.T) {
+	e := newScopedEnv(t)
+	repo := e.repo
+	d, err := New(Config{Workspace: e.ws}, Deps{Model: e.llm, History: e.hist, Repo: repo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.add(person, "Ana salary band is K7Q2Z9")
+	e.add(team, "team ships on fridays")
+	rep, err := d.Run(t.Context(), TriggerCron, AllScopes(), nil)
+	if err != nil || len(rep.Scopes) != 2 {
+		t.Fatalf("run: %+v, %v", rep, err)
+	}
+	personCommit, teamCommit := rep.Scopes[0].Commit, rep.Scopes[1].Commit
+	e.add(person, "Ana moved to Porto")
+	if _, err := d.Run(t.Context(), TriggerCron, AllScopes(), nil); err != nil {
+		t.Fatal(err)
+	}
 
-			// The team's channel may not even learn the person's commit exists.
-			if _, err := d.PlanRestore(personCommit, OnlyScopes(team)); !errors.Is(err, gitstore.ErrUnknownRevision) {
-				t.Errorf("the team planned a restore of the person's commit: %v", err)
-			}
-			plan, err := d.PlanRestore(personCommit, OnlyScopes(team, person))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if plan.Target.Short != personCommit || plan.Uncommitted || len(plan.Undone) != 1 ||
-				!slices.Equal(plan.Files, []string{"scopes/person-slack-t1-u2/USER.md"}) {
-				t.Errorf("plan = %+v", plan)
-			}
-			res, err := d.RestoreFrom(personCommit, OnlyScopes(team, person), "Asked for on the memory page by the operator.")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !slices.Equal(shortIDs(res.Undone), shortIDs(plan.Undone)) || !slices.Equal(res.Files, plan.Files) {
-				t.Errorf("restore undid %q and restored %q; the plan said %q and %q",
-					shortIDs(res.Undone), res.Files, shortIDs(plan.Undone), plan.Files)
-			}
-			if slices.Contains(shortIDs(res.Undone), teamCommit) {
-				t.Error("the team's commit was undone")
-			}
-			full, _, err := repo.Show(res.Revert.SHA, nil)
-			if err != nil || !strings.Contains(full.Body, "Asked for on the memory page by the operator.") {
-				t.Errorf("the revert commit's body does not say where it came from: %q, %v", full.Body, err)
-			}
-		})
+	// The team's channel may not even learn the person's commit exists.
+	if _, err := d.PlanRestore(personCommit, OnlyScopes(team)); !errors.Is(err, gitstore.ErrUnknownRevision) {
+		t.Errorf("the team planned a restore of the person's commit: %v", err)
+	}
+	plan, err := d.PlanRestore(personCommit, OnlyScopes(team, person))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan.Target.Short != personCommit || plan.Uncommitted || plan.Conflicts() != 0 || len(plan.Files) != 1 ||
+		plan.Files[0].Path != "scopes/person-slack-t1-u2/USER.md" || len(plan.Files[0].Removed) != 1 ||
+		!strings.HasPrefix(plan.Files[0].Removed[0], "- Ana salary band is K7Q2Z9") {
+		t.Errorf("plan = %+v", plan)
+	}
+	res, err := d.Restore(personCommit, OnlyScopes(team, person), RestoreOptions{Origin: "Asked for on the memory page by the operator."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(res.Files, []string{plan.Files[0].Path}) || !slices.Equal(res.Plan.Files[0].Removed, plan.Files[0].Removed) {
+		t.Errorf("restore did %+v; the plan said %+v", res.Plan.Files, plan.Files)
+	}
+	if got := e.read("scopes/person-slack-t1-u2/USER.md"); strings.Contains(got, "K7Q2Z9") || !strings.Contains(got, "Porto") {
+		t.Errorf("the person's USER.md after the restore:\n%s", got)
+	}
+	if slices.Contains(shortIDs(res.Plan.Later), teamCommit) {
+		t.Error("the team's commit is named")
+	}
+	full, _, err := repo.Show(res.Revert.SHA, nil)
+	if err != nil || !strings.Contains(full.Body, "Asked for on the memory page by the operator.") ||
+		!strings.Contains(full.Body, "Reverts: ") || !strings.Contains(full.Body, "Scope: "+string(person)) {
+		t.Errorf("the revert commit's body does not say what it undid and where it came from: %q, %v", full.Body, err)
 	}
 }
 

@@ -51,34 +51,41 @@ func TestRestore(t *testing.T) {
 		t.Errorf("Dream commits = %+v, want %s then %s", cs, second.Commit, first.Commit)
 	}
 
-	res, err := d.Restore(first.Commit, AllScopes())
+	res, err := d.Restore(first.Commit, AllScopes(), RestoreOptions{})
 	if err != nil {
 		t.Fatalf("Restore: %v", err)
 	}
-	if got := e.read("USER.md"); got != initUser {
-		t.Errorf("USER.md after restore = %q", got)
+	// The first Dream's line goes; the second's stays.
+	if got := e.read("USER.md"); strings.Contains(got, "Likes tea") || !strings.Contains(got, "- Name: Ana.\n- Has a cat.") {
+		t.Errorf("USER.md after restore = %q, want the cat kept and the tea gone", got)
 	}
-	if res.Revert.Subject != gitstore.RevertPrefix+first.Commit {
-		t.Errorf("revert subject = %q", res.Revert.Subject)
+	if res.Revert.Subject != gitstore.RevertPrefix+first.Commit || e.log(1)[0].SHA != res.Revert.SHA {
+		t.Errorf("revert %q is not HEAD with its subject", res.Revert.Subject)
 	}
-	if e.log(1)[0].SHA != res.Revert.SHA {
-		t.Error("the revert commit is not HEAD")
-	}
-	if len(res.Files) != 1 || res.Files[0] != "USER.md" {
-		t.Errorf("restored files = %v", res.Files)
+	if len(res.Files) != 1 || res.Files[0] != "USER.md" || len(res.Plan.Files) != 1 || !strings.HasPrefix(res.Plan.Files[0].Removed[0], "- Likes tea.") {
+		t.Errorf("restored files = %v, plan %+v", res.Files, res.Plan.Files)
 	}
 	if e.hist.cursor(t) != cursor {
 		t.Errorf("cursor rolled back to %d, want %d", e.hist.cursor(t), cursor)
 	}
-	if res.Target.Short != first.Commit || len(res.Undone) != 1 || res.Undone[0].Short != second.Commit {
-		t.Errorf("restore result: target %s, undone %+v; want %s, and %s undone with it", res.Target.Short, res.Undone, first.Commit, second.Commit)
+	if res.Target.Short != first.Commit || res.Plan.Conflicts() != 0 || len(res.Held) != 0 {
+		t.Errorf("restore result: target %s, plan %+v, held %+v; want %s without conflicts or hold", res.Target.Short, res.Plan, res.Held, first.Commit)
+	}
+
+	// A restore can be undone: the line comes back where it stood.
+	back, err := d.Restore(res.Revert.Short, AllScopes(), RestoreOptions{})
+	if err != nil {
+		t.Fatalf("Restore of the restore: %v", err)
+	}
+	if got := e.read("USER.md"); back.Target.SHA != res.Revert.SHA || !strings.Contains(got, "- Has a cat.") || !strings.Contains(got, "- Likes tea.") {
+		t.Errorf("USER.md after undoing the restore = %q", got)
 	}
 
 	errorCases := []struct {
 		name, rev string
 		want      error
 	}{
-		{"a revert commit", res.Revert.Short, ErrNotDreamCommit},
+		{"a restore whose change is undone already", res.Revert.Short, gitstore.ErrNothingToCommit},
 		{"the initial commit", e.log(10)[len(e.log(10))-1].Short, ErrNotDreamCommit},
 		{"unknown", "deadbeef", gitstore.ErrUnknownRevision},
 		{"not hex", "xyz!", gitstore.ErrInvalidRevision},
@@ -86,7 +93,7 @@ func TestRestore(t *testing.T) {
 	for _, tc := range errorCases {
 		t.Run(tc.name, func(t *testing.T) {
 			head := e.log(1)[0].SHA
-			_, err := d.Restore(tc.rev, AllScopes())
+			_, err := d.Restore(tc.rev, AllScopes(), RestoreOptions{})
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("Restore(%q) = %v, want %v", tc.rev, err, tc.want)
 			}
@@ -129,7 +136,7 @@ func TestRestoreWaitsForWorkspaceWrites(t *testing.T) {
 	<-writing
 	done := make(chan error, 1)
 	go func() {
-		_, err := d.Restore(first.Commit, AllScopes())
+		_, err := d.Restore(first.Commit, AllScopes(), RestoreOptions{})
 		done <- err
 	}()
 	select {

@@ -476,13 +476,13 @@ func TestRestoreOfSomeScopes(t *testing.T) {
 		t.Fatalf("run: %+v, %v", rep, err)
 	}
 	teamCommit, personCommit := rep.Scopes[0].Commit, rep.Scopes[1].Commit
-	if _, err := d.Restore(teamCommit, OnlyScopes(person)); !errors.Is(err, ErrNotInScopes) || !errors.Is(err, gitstore.ErrUnknownRevision) {
+	if _, err := d.Restore(teamCommit, OnlyScopes(person), RestoreOptions{}); !errors.Is(err, ErrNotInScopes) || !errors.Is(err, gitstore.ErrUnknownRevision) {
 		t.Errorf("restoring the team's commit for the person: %v", err)
 	}
-	if _, err := d.Restore(teamCommit, Scopes{}); !errors.Is(err, ErrNotInScopes) {
+	if _, err := d.Restore(teamCommit, Scopes{}, RestoreOptions{}); !errors.Is(err, ErrNotInScopes) {
 		t.Errorf("restoring for no scope: %v", err)
 	}
-	res, err := d.Restore(teamCommit, OnlyScopes(team, person))
+	res, err := d.Restore(teamCommit, OnlyScopes(team, person), RestoreOptions{})
 	if err != nil || !slices.Equal(res.Files, []string{"scopes/team-slack-t1/USER.md"}) {
 		t.Fatalf("restore: %+v, %v", res, err)
 	}
@@ -565,14 +565,14 @@ func TestScopesThroughTheMemoryRepository(t *testing.T) {
 	if !strings.Contains(cs[0].Body, "\n\nScope: team-slack-t1\n") {
 		t.Errorf("the team's commit body ends %q", lastLine(cs[0].Body))
 	}
-	res, err := d.Restore(rep.Scopes[1].Commit, OnlyScopes(team))
+	res, err := d.Restore(rep.Scopes[1].Commit, OnlyScopes(team), RestoreOptions{})
 	if err != nil || !slices.Equal(res.Files, []string{"scopes/team-slack-t1/USER.md"}) {
 		t.Fatalf("restore: %+v, %v", res, err)
 	}
 	if strings.Contains(e.read("scopes/team-slack-t1/USER.md"), "team fact") || !strings.Contains(e.read("USER.md"), "operator fact") {
 		t.Error("the team's restore undid the wrong edits")
 	}
-	if _, err := d.Restore(rep.Scopes[0].Commit, OnlyScopes(team)); !errors.Is(err, gitstore.ErrUnknownRevision) {
+	if _, err := d.Restore(rep.Scopes[0].Commit, OnlyScopes(team), RestoreOptions{}); !errors.Is(err, gitstore.ErrUnknownRevision) {
 		t.Errorf("restoring the root's commit for the team: %v", err)
 	}
 	if st, err := repo.Status(nil); err != nil || !st.Empty() {

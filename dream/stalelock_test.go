@@ -39,7 +39,7 @@ func TestStaleGitLockIsClearedUnderTheDreamLock(t *testing.T) {
 	cleared("dream")
 
 	leave()
-	if _, err := d.Restore(first.Commit, AllScopes()); err != nil {
+	if _, err := d.Restore(first.Commit, AllScopes(), RestoreOptions{}); err != nil {
 		t.Fatalf("Restore with a stale index.lock: %v", err)
 	}
 	cleared("restore")

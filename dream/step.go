@@ -57,6 +57,17 @@ type stepNote struct {
 	// A deep Dream: the size it had to leave the memory at, over its
 	// target (0: it reached it).
 	DeepLeft int
+	// A restore (restore.go): the commit it undoes (short id), the commit
+	// whose change is back when it undoes a restore, and the hold of a
+	// restored deep Dream (tokens; -1 ends one).
+	Reverts, Redoes string
+	Hold            int
+	// Commit is the short id of the step's commit, known once it is made
+	// (not a trailer).
+	Commit string
+	// extra are further trailers the step's commit carries (a restore's,
+	// which gitstore reads), not read back into the note.
+	extra []string
 }
 
 // Trailer keys. "Scope" is older than whole steps: every commit of a
@@ -69,6 +80,9 @@ const (
 	trailerLeft     = "Dream-Left"
 	trailerFinding  = "Dream-Finding"
 	trailerDeepLeft = "Dream-Deep-Left"
+	trailerReverts  = gitstore.TrailerReverts
+	trailerRedoes   = "Dream-Redoes"
+	trailerHold     = "Dream-Hold"
 )
 
 // trailers renders the note as the last paragraph of a commit message:
@@ -97,8 +111,15 @@ func (n stepNote) trailers() string {
 		}
 	case stepDeep:
 		add(trailerDeepLeft, strconv.Itoa(n.DeepLeft))
+	case stepRestore:
+		if n.Redoes != "" {
+			add(trailerRedoes, n.Redoes)
+		}
+		if n.Hold != 0 {
+			add(trailerHold, strconv.Itoa(n.Hold))
+		}
 	}
-	return strings.Join(lines, "\n")
+	return strings.Join(append(n.extra, lines...), "\n")
 }
 
 // withNote ends a commit body with the note's trailers.
@@ -146,6 +167,12 @@ func parseNote(body string) stepNote {
 			}
 		case trailerDeepLeft:
 			n.DeepLeft, _ = strconv.Atoi(value)
+		case trailerReverts:
+			n.Reverts = shortOf(value)
+		case trailerRedoes:
+			n.Redoes = value
+		case trailerHold:
+			n.Hold, _ = strconv.Atoi(value)
 		}
 	}
 	if n.Kind == stepBatch && n.Last == 0 {
@@ -264,6 +291,7 @@ func (f fileSteps) land(s step) (landing, error) {
 	}
 	head := out.commit.SHA
 	notes := []stepNote{s.note}
+	notes[0].Commit = out.commit.Short
 	if head == "" {
 		head = out.manual.SHA
 		notes = nil

@@ -147,6 +147,8 @@ func (r *record) took(n stepNote, when time.Time) {
 		if r.DeepWriting != nil && r.DeepWriting.Scope == n.Scope {
 			r.DeepWriting = nil
 		}
+	case stepRestore:
+		r.restored(n)
 	}
 }
 

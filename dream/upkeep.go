@@ -334,7 +334,13 @@ func (b *batch) upkeep(applied []finding) error {
 	}
 	pv.stamp(files)
 	var moved []coldSection
+	// A restored deep Dream holds: what it brought back is not retired
+	// again until the memory grows past the hold.
+	held := b.h != nil && b.h.scope(b.scope).DeepHeld > 0
 	for _, f := range files {
+		if held {
+			break
+		}
 		if out := retire(f.after, day, d.cfg.EphemeralDays); out != nil {
 			f.changed = true
 			moved = append(moved, coldSection{from: f.rel, reason: reasonExpired(d.cfg.EphemeralDays), lines: out})

@@ -18,7 +18,8 @@ import (
 // about (dream.Scopes: the zero value is none).
 type Dreamer interface {
 	Run(ctx context.Context, trigger string, scopes dream.Scopes, progress func(string)) (dream.Report, error)
-	Restore(rev string, scopes dream.Scopes) (dream.RestoreResult, error)
+	Restore(rev string, scopes dream.Scopes, opts dream.RestoreOptions) (dream.RestoreResult, error)
+	PlanRestore(rev string, scopes dream.Scopes) (dream.RestorePlan, error)
 	Status(scopes dream.Scopes) dream.Status
 }
 
@@ -44,10 +45,12 @@ type MemoryLog interface {
 	// changed none of keep's files is not the asker's to see (the caller
 	// answers as for an unknown one).
 	Show(rev string, keep func(path string) bool) (gitstore.Commit, gitstore.Diff, error)
-	Log(n int, subjectPrefix string, keep func(path string) bool) ([]gitstore.Commit, error)
-	// LatestAfter finds the newest commit after sha whose subject starts
-	// with subjectPrefix (a restore that undid the latest Dream commit).
-	LatestAfter(sha, subjectPrefix string, keep func(path string) bool) (gitstore.Commit, bool, error)
+	// LogPrefixes lists the newest n commits whose subject starts with any
+	// of prefixes (the changes /dream-restore can undo).
+	LogPrefixes(n int, prefixes []string, keep func(path string) bool) ([]gitstore.Commit, error)
+	// UndoneBy finds the restore, still in effect, that undid the commit
+	// sha (a full id): its trailers name it.
+	UndoneBy(sha string, keep func(path string) bool) (gitstore.Commit, bool, error)
 }
 
 // memoryKeep chooses the memory files a Dream command from in may show and

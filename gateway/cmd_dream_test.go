@@ -39,8 +39,12 @@ func (d *archiveDreamer) Run(context.Context, string, dream.Scopes, func(string)
 	return rep, nil
 }
 
-func (d *archiveDreamer) Restore(string, dream.Scopes) (dream.RestoreResult, error) {
+func (d *archiveDreamer) Restore(string, dream.Scopes, dream.RestoreOptions) (dream.RestoreResult, error) {
 	return dream.RestoreResult{}, gitstore.ErrUnknownRevision
+}
+
+func (d *archiveDreamer) PlanRestore(string, dream.Scopes) (dream.RestorePlan, error) {
+	return dream.RestorePlan{}, gitstore.ErrUnknownRevision
 }
 
 func (d *archiveDreamer) Status(dream.Scopes) dream.Status {
@@ -58,8 +62,10 @@ func (noCommits) Latest(string, func(string) bool) (gitstore.Commit, gitstore.Di
 func (noCommits) Show(string, func(string) bool) (gitstore.Commit, gitstore.Diff, error) {
 	return gitstore.Commit{}, gitstore.Diff{}, gitstore.ErrUnknownRevision
 }
-func (noCommits) Log(int, string, func(string) bool) ([]gitstore.Commit, error) { return nil, nil }
-func (noCommits) LatestAfter(string, string, func(string) bool) (gitstore.Commit, bool, error) {
+func (noCommits) LogPrefixes(int, []string, func(string) bool) ([]gitstore.Commit, error) {
+	return nil, nil
+}
+func (noCommits) UndoneBy(string, func(string) bool) (gitstore.Commit, bool, error) {
 	return gitstore.Commit{}, false, nil
 }
 
@@ -154,8 +160,12 @@ func (failedDreamer) Run(context.Context, string, dream.Scopes, func(string)) (d
 	return rep, &dream.RunError{Reason: rep.Reason}
 }
 
-func (failedDreamer) Restore(string, dream.Scopes) (dream.RestoreResult, error) {
+func (failedDreamer) Restore(string, dream.Scopes, dream.RestoreOptions) (dream.RestoreResult, error) {
 	return dream.RestoreResult{}, gitstore.ErrUnknownRevision
+}
+
+func (failedDreamer) PlanRestore(string, dream.Scopes) (dream.RestorePlan, error) {
+	return dream.RestorePlan{}, gitstore.ErrUnknownRevision
 }
 
 func (failedDreamer) Status(dream.Scopes) dream.Status {

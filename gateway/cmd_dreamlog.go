@@ -51,14 +51,12 @@ func cmdDreamLog() *command {
 			if err != nil {
 				return g.memoryError("/dream-log", req.args, err)
 			}
-			if req.args == "" {
-				if r, ok, err := g.deps.MemoryLog.LatestAfter(c.SHA, gitstore.RevertPrefix, keep); err != nil {
-					g.logger.Info("/dream-log: cannot read the latest commits", "err", err)
-				} else if ok {
-					// Offering to undo it again would undo whatever
-					// changed since the restore as well.
-					return dreamtext.UndoneCommit(c, d, r) + skips
-				}
+			// Undone only when a restore's trailers name it: a restore of
+			// another commit, another scope's, is not this one's undo.
+			if r, ok, err := g.deps.MemoryLog.UndoneBy(c.SHA, keep); err != nil {
+				g.logger.Info("/dream-log: cannot read the restores since", "err", err)
+			} else if ok {
+				return dreamtext.Chat().UndoneCommit(c, d, r) + skips
 			}
 			return dreamtext.Chat().Commit(c, d) + skips
 		},

@@ -52,7 +52,7 @@ func (l scopedLog) Show(rev string, keep func(string) bool) (gitstore.Commit, gi
 	return gitstore.Commit{}, gitstore.Diff{}, gitstore.ErrUnknownRevision
 }
 
-func (l scopedLog) Log(n int, _ string, keep func(string) bool) ([]gitstore.Commit, error) {
+func (l scopedLog) LogPrefixes(n int, _ []string, keep func(string) bool) ([]gitstore.Commit, error) {
 	var out []gitstore.Commit
 	for _, fc := range l.commits {
 		if d := l.cut(fc, keep); !d.Empty() && len(out) < n {
@@ -62,7 +62,7 @@ func (l scopedLog) Log(n int, _ string, keep func(string) bool) ([]gitstore.Comm
 	return out, nil
 }
 
-func (l scopedLog) LatestAfter(string, string, func(string) bool) (gitstore.Commit, bool, error) {
+func (l scopedLog) UndoneBy(string, func(string) bool) (gitstore.Commit, bool, error) {
 	return gitstore.Commit{}, false, nil
 }
 
@@ -73,7 +73,12 @@ type scopedDreamer struct {
 	log scopedLog
 }
 
-func (d *scopedDreamer) Restore(rev string, scopes dream.Scopes) (dream.RestoreResult, error) {
+func (d *scopedDreamer) PlanRestore(rev string, scopes dream.Scopes) (dream.RestorePlan, error) {
+	res, err := d.Restore(rev, scopes, dream.RestoreOptions{})
+	return dream.RestorePlan{RestorePlan: res.Plan}, err
+}
+
+func (d *scopedDreamer) Restore(rev string, scopes dream.Scopes, _ dream.RestoreOptions) (dream.RestoreResult, error) {
 	keep := func(p string) bool {
 		s, ok := audience.ScopeOfPath(p)
 		return ok && scopes.Has(s)
@@ -88,6 +93,7 @@ func (d *scopedDreamer) Restore(rev string, scopes dream.Scopes) (dream.RestoreR
 	res := dream.RestoreResult{Target: c, Revert: gitstore.Commit{SHA: strings.Repeat("9", 40), Short: "99999999"}}
 	for _, f := range diff.Files {
 		res.Files = append(res.Files, f.Path)
+		res.Plan.Files = append(res.Plan.Files, gitstore.FileUndo{Path: f.Path, Removed: []string{"- a line"}})
 	}
 	return res, nil
 }
@@ -147,10 +153,10 @@ func TestDreamLogShowsOnlyReadableScopes(t *testing.T) {
 	if got := ask(slackTeam, "/dream-log"); !strings.Contains(got, "TEAMFACT") || !strings.Contains(got, mixed.c.Short) {
 		t.Errorf("the team's /dream-log does not show the team's part of the latest commit it may read:\n%s", got)
 	}
-	if got := ask(slackTeam, "/dream-restore "+mixed.c.Short); !strings.HasPrefix(got, "Restored") || !strings.Contains(got, "MEMORY.md") || strings.Contains(got, "USER.md") {
+	if got := ask(slackTeam, "/dream-restore "+mixed.c.Short); !strings.HasPrefix(got, "Undid") || !strings.Contains(got, "MEMORY.md") || strings.Contains(got, "USER.md") {
 		t.Errorf("a restore of the mixed commit from the team's channel = %q, want the team's MEMORY.md alone", got)
 	}
-	if got := ask(slackTeam, "/dream-restore "+anaC.c.Short); !strings.HasPrefix(got, "No Dream commit") {
+	if got := ask(slackTeam, "/dream-restore "+anaC.c.Short); !strings.HasPrefix(got, "No memory change") {
 		t.Errorf("a restore of Ana's commit from the team's channel = %q", got)
 	}
 	op := ask(operator, "/dream-log")

@@ -53,7 +53,12 @@ func Commands() []channels.Command {
 	list := commandList()
 	out := make([]channels.Command, 0, len(list))
 	for _, c := range list {
-		arg := strings.Trim(c.args, "[]<> ")
+		// The platform's one option is the first argument ("sha"); what
+		// follows it ("keep|all") is typed after it in the same text.
+		arg := ""
+		if f := strings.Fields(c.args); len(f) > 0 {
+			arg = strings.Trim(f[0], "[]<> ")
+		}
 		out = append(out, channels.Command{Name: strings.TrimPrefix(c.name, "/"), Description: c.help, Arg: arg, Admin: c.admin})
 	}
 	return out

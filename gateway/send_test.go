@@ -131,8 +131,11 @@ func (d *blockingDreamer) Run(ctx context.Context, _ string, _ dream.Scopes, _ f
 	close(d.canceled)
 	return dream.Report{Outcome: dream.OutcomeFailed, Reason: "the Dream was cancelled"}, ctx.Err()
 }
-func (d *blockingDreamer) Restore(string, dream.Scopes) (dream.RestoreResult, error) {
+func (d *blockingDreamer) Restore(string, dream.Scopes, dream.RestoreOptions) (dream.RestoreResult, error) {
 	return dream.RestoreResult{}, nil
+}
+func (d *blockingDreamer) PlanRestore(string, dream.Scopes) (dream.RestorePlan, error) {
+	return dream.RestorePlan{}, nil
 }
 func (d *blockingDreamer) Status(dream.Scopes) dream.Status { return dream.Status{} }
 

@@ -377,25 +377,34 @@ func BenchmarkStore10k(b *testing.B) {
 					b.Fatal(err)
 				}
 				b.StartTimer()
-				if _, _, err := f.store.Restore(c.Short, nil); err != nil {
+				if _, err := f.store.Restore(c.Short, nil, gitstore.RestoreOptions{}); err != nil {
 					b.Fatal(err)
 				}
 			}
 		})
 		b.Run(kind+"/RestoreDeep", func(b *testing.B) {
-			// Restore the state before a commit half-way down (5,000 commits
-			// back): the walk to it dominates.
+			// Undo a commit half-way down (5,000 commits back), whose line
+			// later commits changed again, undoing it whole: finding it and
+			// the later commits dominates.
 			f := fixture(b, kind)
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
 				bumpMemory(b, f.dir, i) // so there is something to restore each time
-				if _, err := f.store.Commit("dream: 1 change(s) from history bench", ""); err != nil {
+				c, err := f.store.Commit("dream: 1 change(s) from history bench", "")
+				if err != nil {
 					b.Fatal(err)
 				}
 				b.StartTimer()
-				if _, _, err := f.store.Restore(f.mid.SHA, nil); err != nil {
+				if _, err := f.store.Restore(f.mid.SHA, nil, gitstore.RestoreOptions{Resolution: gitstore.UndoAll}); err != nil && !errors.Is(err, gitstore.ErrNothingToCommit) {
 					b.Fatal(err)
 				}
+				b.StopTimer()
+				// The next round undoes the commit just made too, so the
+				// files change every round.
+				if _, err := f.store.Restore(c.SHA, nil, gitstore.RestoreOptions{}); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
 			}
 		})
 		b.Run(kind+"/Open", func(b *testing.B) {
@@ -437,7 +446,8 @@ func BenchmarkStore10k(b *testing.B) {
 // BenchmarkStoreScale measures the two operations whose cost used to grow
 // with the length of the history, at 1,000 and 10,000 commits:
 // LatestNoMatch (/dream-log when no commit matches: the worst case of
-// Latest) and RestoreDeep (/dream-restore of the commit half-way down);
+// Latest) and RestoreDeep (/dream-restore of the commit half-way down: its
+// plan, then the restore undoing it whole);
 // IndexRebuild is what the first of them costs when the commit index has to
 // be rebuilt from the history.
 // With DREAMGATE_BENCH_100K=1 it also runs at 100,000 commits, loose only:
@@ -490,8 +500,13 @@ func BenchmarkStoreScale(b *testing.B) {
 						b.Fatal(err)
 					}
 					b.StartTimer()
-					if _, undone, err := f.store.Restore(f.mid.SHA, nil); err != nil || len(undone) < n/2 {
-						b.Fatal(len(undone), err)
+					plan, err := f.store.PlanRestore(f.mid.SHA, nil)
+					if err != nil || plan.Conflicts() == 0 || len(plan.Later) == 0 {
+						b.Fatal(plan, err)
+					}
+					_, err = f.store.Restore(f.mid.SHA, nil, gitstore.RestoreOptions{Resolution: gitstore.UndoAll})
+					if err != nil && !errors.Is(err, gitstore.ErrNothingToCommit) {
+						b.Fatal(err)
 					}
 				}
 			})

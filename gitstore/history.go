@@ -89,6 +89,32 @@ func (s *Store) matchingBetween(n int, prefix string, from, stop plumbing.Hash, 
 }
 
 func (s *Store) search(n int, prefix string, from, stop plumbing.Hash, keep func(string) bool) ([]*object.Commit, error) {
+	return s.searchSubjects(n, func(subject string) bool { return strings.HasPrefix(subject, prefix) }, from, stop, keep)
+}
+
+// LogPrefixes is Log of the commits whose subject starts with any of
+// prefixes (none: no commit).
+func (s *Store) LogPrefixes(n int, prefixes []string, keep func(path string) bool) ([]Commit, error) {
+	defer s.lock()()
+	match := func(subject string) bool {
+		return slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(subject, p) })
+	}
+	cs, err := s.searchSubjects(n, match, plumbing.ZeroHash, plumbing.ZeroHash, keep)
+	if errors.Is(err, errIndexStale) {
+		s.forgetIndex(err.Error())
+		cs, err = s.searchSubjects(n, match, plumbing.ZeroHash, plumbing.ZeroHash, keep)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("log: %w", err)
+	}
+	out := make([]Commit, 0, len(cs))
+	for _, c := range cs {
+		out = append(out, toCommit(c))
+	}
+	return out, nil
+}
+
+func (s *Store) searchSubjects(n int, match func(subject string) bool, from, stop plumbing.Hash, keep func(string) bool) ([]*object.Commit, error) {
 	x, err := s.commits()
 	if err != nil {
 		return nil, err
@@ -104,7 +130,7 @@ func (s *Store) search(n int, prefix string, from, stop plumbing.Hash, keep func
 	admits := x.admits(keep)
 	var out []*object.Commit
 	for i := start; i >= 0 && (n <= 0 || len(out) < n) && x.entries[i].id != stop; i-- {
-		if e := &x.entries[i]; strings.HasPrefix(e.subject, prefix) && admits(e) {
+		if e := &x.entries[i]; match(e.subject) && admits(e) {
 			c, err := s.indexedCommit(*e)
 			if err != nil {
 				return nil, err

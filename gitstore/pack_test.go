@@ -57,7 +57,7 @@ func TestPack(t *testing.T) {
 			t.Fatalf("the dangling commit was lost by packing: %v", err)
 		}
 	}
-	if _, _, err := s.Restore(before[5].Short, nil); err != nil {
+	if _, err := s.Restore(before[5].Short, nil, gitstore.RestoreOptions{Resolution: gitstore.UndoAll}); err != nil {
 		t.Fatal(err)
 	}
 	testkit.WriteFile(t, dir, "USER.md", "after packing\n")

@@ -2,6 +2,7 @@ package gitstore_test
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -69,8 +70,8 @@ func TestLogBeforeRefusesWhatIsNotAFullIDOnTheHistory(t *testing.T) {
 	}
 }
 
-// PlanRestore names what Restore then does: the same files and the same
-// later commits, and it changes nothing itself.
+// PlanRestore names what Restore then does: the same files and lines,
+// and it changes nothing itself.
 func TestPlanRestoreIsWhatRestoreDoes(t *testing.T) {
 	s, dir := scopedStore(t)
 	h := makeScopedHistory(t, s, dir)
@@ -85,34 +86,36 @@ func TestPlanRestoreIsWhatRestoreDoes(t *testing.T) {
 	if got, _ := s.Log(1, "", nil); got[0].SHA != headBefore[0].SHA {
 		t.Fatal("PlanRestore committed something")
 	}
-	revert, undone, err := s.RestoreNoted(h.team1.SHA, inTeam, "Asked for on the memory page by the operator.")
+	r, err := s.Restore(h.team1.SHA, inTeam, gitstore.RestoreOptions{Note: "Asked for on the memory page by the operator."})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(shas(plan.Undone), shas(undone)) {
-		t.Errorf("planned undone %q, restore undid %q", subjects(plan.Undone), subjects(undone))
+	if fmt.Sprint(plan.Files) != fmt.Sprint(r.Plan.Files) {
+		t.Errorf("planned %+v, restore did %+v", plan.Files, r.Plan.Files)
 	}
-	if want := shas([]gitstore.Commit{h.mixed, h.team2}); !slices.Equal(shas(undone), want) {
-		t.Errorf("undone = %q, want mixed and team2", subjects(undone))
-	}
-	_, d, err := s.Show(revert.SHA, nil)
+	_, d, err := s.Show(r.Commit.SHA, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(plan.Files, diffPaths(d)) {
-		t.Errorf("planned files %q, restore changed %q", plan.Files, diffPaths(d))
+	var planned []string
+	for _, f := range plan.Files {
+		planned = append(planned, f.Path)
 	}
-	full, _, _ := s.Show(revert.SHA, nil)
+	if !slices.Equal(planned, diffPaths(d)) {
+		t.Errorf("planned files %q, restore changed %q", planned, diffPaths(d))
+	}
+	full, _, _ := s.Show(r.Commit.SHA, nil)
 	if !strings.Contains(full.Body, "\n\nAsked for on the memory page by the operator.\n\n") {
 		t.Errorf("the revert commit's body does not carry the note:\n%s", full.Body)
 	}
 	checkGit(t, s, dir)
 
-	// Hand edits are announced; a plan with nothing to restore says so.
-	testkit.WriteFile(t, dir, personUser, "- edited by hand\n")
+	// Hand edits are announced and planned on; a plan with nothing to
+	// restore says so.
+	testkit.WriteFile(t, dir, personUser, "- prefers SECRET-TEA\n- edited by hand\n")
 	plan, err = s.PlanRestore(h.person2.SHA, inPerson)
-	if err != nil || !plan.Uncommitted {
-		t.Errorf("plan with a hand edit = %+v, %v; want Uncommitted", plan, err)
+	if err != nil || !plan.Uncommitted || len(plan.Files) != 1 || fmt.Sprint(plan.Files[0].Removed) != "[- prefers SECRET-TEA]" {
+		t.Errorf("plan with a hand edit = %+v, %v; want Uncommitted, the Dream's line removed", plan, err)
 	}
 	if st, _ := s.Status(nil); !slices.Equal(diffPaths(st), []string{personUser}) {
 		t.Errorf("PlanRestore touched the hand edit: status %q", diffPaths(st))

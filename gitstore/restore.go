@@ -3,10 +3,6 @@ package gitstore
 import (
 	"errors"
 	"fmt"
-	"io/fs"
-	"maps"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -14,290 +10,382 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 )
 
-// Restore puts the tracked files keep accepts (nil: every tracked file)
-// back to their state just before rev (the tree of rev's first parent) and
-// records that as a new commit "revert: undo <short id>" holding those
-// files alone. It is a snapshot restore, not an inverse patch: every such
-// file gets its content from that tree, and one that did not exist then is
-// deleted. Files keep refuses are neither read nor written nor named: a
-// restore for one scope's files never undoes another's.
+// RestoreOptions say how a Restore is made.
+type RestoreOptions struct {
+	// Resolution decides where a later change touched the lines the
+	// restore would undo: KeepLater (the default) or UndoAll.
+	Resolution Resolution
+	// Note is a sentence for the revert commit's message, after its first
+	// paragraph: where the restore was asked for and by whom ("Asked for
+	// on the memory page by the operator."). "" adds nothing.
+	Note string
+	// Trailers are further "Key: value" lines for the commit's trailers
+	// (the caller's, such as the memory scopes the restore is about).
+	Trailers []string
+}
+
+// Restored is a restore made: its commit and what it did.
+type Restored struct {
+	Commit Commit
+	// Plan is what it did, with the resolution it was made with; it was
+	// planned after the hand edits were saved.
+	Plan RestorePlan
+}
+
+// Restore undoes the change of the commit rev to the tracked files keep
+// accepts (nil: every tracked file), line by line, as a new commit
+// "revert: undo <short id>": in each file the commit changed, the lines it
+// added go and the lines it removed or changed come back where they
+// stand as it left them; the other lines, later changes and hand edits
+// included, stay; the files it did not change are neither read nor
+// written. Where a later change touched the same lines, opts.Resolution
+// decides (the plan names those places). A restore commit can itself be
+// restored: that brings the change back.
 //
 // Nothing is lost on the way. History is never rewritten. Edits of the
-// files keep accepts not yet committed are first committed as ManualSubject
-// (they are then among the undone commits, recoverable from that commit).
-// Files the repository does not track are never touched.
+// files keep accepts not yet committed are first committed as
+// ManualSubject (they stay: the undo is planned on top of them). Files the
+// repository does not track are never touched. The commit's trailers
+// record what was undone (Reverts, Reverted, Kept-Later, Undid-Later;
+// UndoneBy reads them), followed by opts.Trailers.
 //
-// undone lists, newest first, every commit after rev on the first-parent
-// history (including that manual commit) that changed at least one file
-// the restore changes: its change to that file is discarded too. Commits
-// after rev that touched only files the restore leaves alone are not listed.
-// They come from the commit index, so their Body is empty: a restore deep
-// in the history would otherwise read thousands of commit objects.
+// The commit is made before the files are written (CommitChanges, then
+// Checkout): a failure to write a file after it returns the commit with
+// the error, and a later Checkout from the commit's parent writes the
+// rest.
 //
 // rev resolves as in Show; it must be on the first-parent history of HEAD
-// (ErrNotInHistory). A root commit has no earlier state: ErrRootCommit. When
-// the files already are in that state, ErrNothingToCommit and no revert
-// commit (the manual commit, if one was needed, stays).
-func (s *Store) Restore(rev string, keep func(path string) bool) (restore Commit, undone []Commit, err error) {
-	return s.RestoreNoted(rev, keep, "")
-}
-
-// RestoreNoted is Restore with a note in the revert commit's message, after
-// its first paragraph: where the restore was asked for and by whom
-// ("Asked for on the memory page by the operator."), for whoever reads the
-// history later. "" adds nothing.
-func (s *Store) RestoreNoted(rev string, keep func(path string) bool, note string) (restore Commit, undone []Commit, err error) {
+// (ErrNotInHistory). A root commit has no earlier state: ErrRootCommit.
+// When the undo changes nothing (the change is gone already, or every
+// line of it was changed since and the later lines are kept),
+// ErrNothingToCommit and no revert commit (the manual commit, if one was
+// needed, stays).
+func (s *Store) Restore(rev string, keep func(path string) bool, opts RestoreOptions) (Restored, error) {
 	defer s.lock()()
-	restore, undone, err = s.restore(rev, keep, strings.TrimSpace(note))
+	r, err := s.restore(rev, keep, opts)
 	if err != nil {
-		return Commit{}, nil, fmt.Errorf("restore %s: %w", strings.TrimSpace(rev), err)
+		return r, fmt.Errorf("restore %s: %w", strings.TrimSpace(rev), err)
 	}
-	return restore, undone, nil
+	return r, nil
 }
 
-// RestorePlan is what a Restore would do if asked now.
-type RestorePlan struct {
-	// Files are the tracked files it would put back (or delete), in path
-	// order, as HEAD has them.
-	Files []string
-	// Undone lists, newest first, the later commits whose changes to those
-	// files it would discard (their Body empty, as Restore's).
-	Undone []Commit
-	// Uncommitted says some file the filter accepts has edits not yet
-	// committed: Restore would first save them as ManualSubject and then
-	// discard them too (that commit, and any file they touch, are not in
-	// Files and Undone yet).
-	Uncommitted bool
-}
-
-// PlanRestore says what Restore(rev, keep) would do now, changing nothing:
-// the files it would restore and the later commits it would undo, so that a
-// person can be asked to confirm. Errors are Restore's (ErrNothingToCommit
-// when the files already are as before rev and none has uncommitted
-// edits). A commit made between the plan and the restore changes what the
-// restore does: compare the plans when that matters.
+// PlanRestore says what Restore(rev, keep, …) would do now, changing
+// nothing, so that a person can be asked to choose and confirm: every file
+// and line it would change, and the places where a later change touched
+// the same lines. Uncommitted hand edits are planned on as they stand
+// (Restore saves them first, then plans the same). Errors are Restore's.
 func (s *Store) PlanRestore(rev string, keep func(path string) bool) (RestorePlan, error) {
 	defer s.lock()()
-	plan, err := s.planRestoreNow(rev, keep)
+	target, err := s.resolveRestorable(rev)
 	if err != nil {
 		return RestorePlan{}, fmt.Errorf("plan restore of %s: %w", strings.TrimSpace(rev), err)
+	}
+	d, err := s.status(keep)
+	if err != nil {
+		return RestorePlan{}, fmt.Errorf("plan restore of %s: %w", strings.TrimSpace(rev), err)
+	}
+	plan, err := s.planUndo(target, keep, s.workingVersion)
+	if err != nil {
+		return RestorePlan{}, fmt.Errorf("plan restore of %s: %w", strings.TrimSpace(rev), err)
+	}
+	plan.Uncommitted = !d.Empty()
+	return plan, nil
+}
+
+// resolveRestorable finds rev and checks it has an earlier state on the
+// current history.
+func (s *Store) resolveRestorable(rev string) (*object.Commit, error) {
+	target, err := s.resolve(rev)
+	if err != nil {
+		return nil, err
+	}
+	if len(target.ParentHashes) == 0 {
+		return nil, ErrRootCommit
+	}
+	if _, _, err := s.commitsAfter(target); err != nil {
+		return nil, err
+	}
+	return target, nil
+}
+
+func (s *Store) restore(rev string, keep func(string) bool, opts RestoreOptions) (Restored, error) {
+	target, err := s.resolveRestorable(rev)
+	if err != nil {
+		return Restored{}, err
+	}
+	// Save hand edits first: they stay, and the history shows them apart.
+	if err := s.lockedSave(keep); err != nil {
+		return Restored{}, err
+	}
+	head, err := s.head()
+	if err != nil {
+		return Restored{}, err
+	}
+	plan, err := s.planUndo(target, keep, s.committedVersion(head))
+	if err != nil {
+		return Restored{}, err
+	}
+	plan.Base, plan.Resolution = head.commit.Hash.String(), opts.Resolution
+	changes := plan.Changes(opts.Resolution)
+	if len(changes) == 0 {
+		return Restored{}, fmt.Errorf("undoing %s changes no line now: %w", plan.Target.Short, ErrNothingToCommit)
+	}
+	// The commit first, then its files: a kill in between leaves a commit
+	// whose files the caller's next start writes (Checkout).
+	body := plan.Message(opts.Resolution, opts.Note) + "\n\n" + strings.Join(append(plan.Trailers(opts.Resolution), opts.Trailers...), "\n")
+	c, err := s.commitChanges(plan.Base, changes, RevertPrefix+plan.Target.Short, body)
+	if err != nil {
+		return Restored{}, fmt.Errorf("commit the restore: %w", err)
+	}
+	if _, err := s.checkout(plan.Base, c.SHA, keep); err != nil {
+		return Restored{Commit: c, Plan: plan}, fmt.Errorf("write the restored files: %w", err)
+	}
+	return Restored{Commit: c, Plan: plan}, nil
+}
+
+// lockedSave is saveManualEdits under the index lock.
+func (s *Store) lockedSave(keep func(string) bool) error {
+	lock, err := s.lockIndex()
+	if err != nil {
+		return err
+	}
+	defer lock.release()
+	return s.saveManualEdits(keep)
+}
+
+// PlanUndo is PlanRestore on the files as HEAD holds them (hand edits not
+// yet committed are left out), with Base set to HEAD: the plan a caller
+// commits itself (gitstore.Change from Changes, on Base, with CommitChanges
+// and Checkout), having saved the hand edits first.
+func (s *Store) PlanUndo(rev string, keep func(path string) bool) (RestorePlan, error) {
+	defer s.lock()()
+	target, err := s.resolveRestorable(rev)
+	if err != nil {
+		return RestorePlan{}, fmt.Errorf("plan the undo of %s: %w", strings.TrimSpace(rev), err)
+	}
+	head, err := s.head()
+	if err != nil {
+		return RestorePlan{}, fmt.Errorf("plan the undo of %s: %w", strings.TrimSpace(rev), err)
+	}
+	plan, err := s.planUndo(target, keep, s.committedVersion(head))
+	if err != nil {
+		return RestorePlan{}, fmt.Errorf("plan the undo of %s: %w", strings.TrimSpace(rev), err)
+	}
+	plan.Base = head.commit.Hash.String()
+	return plan, nil
+}
+
+// version reads a file as it stands now, for the plan: in the workspace
+// (PlanRestore) or in HEAD (Restore, after saving the hand edits).
+type version func(path string) (blobState, []byte, error)
+
+func (s *Store) workingVersion(p string) (blobState, []byte, error) {
+	w, err := s.readWorking(p)
+	return w.blobState, w.data, err
+}
+
+func (s *Store) committedVersion(head headState) version {
+	return func(p string) (blobState, []byte, error) {
+		b, err := s.lookup(head.treeHash(), p)
+		if err != nil {
+			return blobState{}, nil, err
+		}
+		data, err := s.content(b)
+		return b, data, err
+	}
+}
+
+// planUndo compares, for each tracked file keep accepts that target
+// changed, the version before target, target's and the one standing now.
+func (s *Store) planUndo(target *object.Commit, keep func(string) bool, now version) (RestorePlan, error) {
+	plan := RestorePlan{Target: toCommit(target)}
+	parent, err := object.GetCommit(s.repo.Storer, target.ParentHashes[0])
+	if err != nil {
+		return plan, fmt.Errorf("read parent of %s: %w", plan.Target.Short, err)
+	}
+	changes, err := s.diffTrees(parent.TreeHash, target.TreeHash, "")
+	if err != nil {
+		return plan, err
+	}
+	later, x, err := s.commitsAfter(target)
+	if err != nil {
+		return plan, err
+	}
+	var conflicted []string
+	for _, ch := range changes {
+		if !s.tracks(ch.path) || keep != nil && !keep(ch.path) {
+			continue
+		}
+		between, err := s.laterVersions(later, x, ch.path)
+		if err != nil {
+			return plan, err
+		}
+		f, err := s.fileUndo(ch, between, now)
+		if err != nil {
+			return plan, err
+		}
+		if f.out[KeepLater].changes || f.out[UndoAll].changes {
+			plan.Files = append(plan.Files, f)
+		}
+		if len(f.Conflicts) > 0 {
+			conflicted = append(conflicted, f.Path)
+		}
+	}
+	if len(plan.Files) == 0 {
+		return plan, fmt.Errorf("the change of %s is undone already: %w", plan.Target.Short, ErrNothingToCommit)
+	}
+	if len(conflicted) > 0 {
+		plan.Later = touching(x, later, conflicted)
 	}
 	return plan, nil
 }
 
-func (s *Store) planRestoreNow(rev string, keep func(string) bool) (RestorePlan, error) {
-	target, err := s.resolve(rev)
-	if err != nil {
-		return RestorePlan{}, err
+// maxFollowed bounds the later versions of a file the undo follows one by
+// one; past them it goes from the last one followed to the file now at
+// once (a commit thousands of changes back would otherwise read every
+// version of the file).
+const maxFollowed = 200
+
+// laterVersions are the versions of the file p the later commits made,
+// oldest first (at most maxFollowed; the ones that are not lines of text
+// left out): the undo follows the commit's lines through each.
+func (s *Store) laterVersions(later []indexEntry, x *commitIndex, p string) ([]FileText, error) {
+	n, ok := x.num[p]
+	if !ok {
+		return nil, nil
 	}
-	if len(target.ParentHashes) == 0 {
-		return RestorePlan{}, ErrRootCommit
+	var out []FileText
+	for _, e := range later {
+		if len(out) == maxFollowed {
+			break
+		}
+		if !slices.Contains(e.changed, n) {
+			continue
+		}
+		c, err := object.GetCommit(s.repo.Storer, e.id)
+		if err != nil {
+			return nil, fmt.Errorf("read commit %s: %w", shortID(e.id.String()), err)
+		}
+		b, err := s.lookup(c.TreeHash, p)
+		if err != nil {
+			return nil, err
+		}
+		data, err := s.content(b)
+		if err != nil {
+			return nil, err
+		}
+		if lineFile(b, data) {
+			out = append(out, FileText{data, b.exists})
+		}
 	}
-	d, err := s.status(keep)
-	if err != nil {
-		return RestorePlan{}, err
-	}
-	p, err := s.compareForRestore(target, keep)
-	if errors.Is(err, ErrNothingToCommit) && !d.Empty() {
-		return RestorePlan{Uncommitted: true}, nil
-	}
-	if err != nil {
-		return RestorePlan{}, err
-	}
-	out := RestorePlan{Uncommitted: !d.Empty()}
-	for _, f := range p.files {
-		out.Files = append(out.Files, f.path)
-	}
-	out.Undone = touching(p.idx, p.later, out.Files)
 	return out, nil
 }
 
-func (s *Store) restore(rev string, keep func(string) bool, note string) (Commit, []Commit, error) {
-	target, err := s.resolve(rev)
+// fileUndo plans the undo of one file's change, followed through the
+// versions later commits made (between) to the one now.
+func (s *Store) fileUndo(ch treeChange, between []FileText, now version) (FileUndo, error) {
+	f := FileUndo{Path: ch.path}
+	cur, curData, err := now(ch.path)
 	if err != nil {
-		return Commit{}, nil, err
+		return f, err
 	}
-	if len(target.ParentHashes) == 0 {
-		return Commit{}, nil, ErrRootCommit
-	}
-	// One lock from finding the later commits to the revert commit: no
-	// other writer may slip a commit in whose change the restore would then
-	// discard without naming it.
-	lock, err := s.lockIndex()
+	f.was = cur
+	base, err := s.content(ch.from)
 	if err != nil {
-		return Commit{}, nil, err
+		return f, err
 	}
-	defer lock.release()
-	plan, err := s.planRestore(target, keep)
+	left, err := s.content(ch.to)
 	if err != nil {
-		return Commit{}, nil, err
+		return f, err
 	}
-	plan.note = note
-	if err := s.applyRestore(plan.files); err != nil {
-		return Commit{}, nil, err
+	if !lineFile(ch.from, base) || !lineFile(ch.to, left) || !lineFile(cur, curData) {
+		// Not lines of text (a binary, a link): put back whole where it
+		// still is as the commit left it. A link is never brought back:
+		// memory files are read through none.
+		f.Whole = true
+		back := fileOut{exists: ch.from.exists, mode: ch.from.mode, data: base, changes: cur != ch.from}
+		switch {
+		case ch.from.exists && ch.from.mode != filemode.Regular && ch.from.mode != filemode.Executable:
+			f.Conflicts = []LineConflict{{}}
+		case cur == ch.to:
+			f.out = [2]fileOut{back, back}
+		default:
+			f.Conflicts = []LineConflict{{}}
+			f.out = [2]fileOut{{}, back}
+		}
+		f.Deleted, f.Created = cur.exists && f.out[KeepLater].changes && !ch.from.exists, !cur.exists && f.out[KeepLater].changes
+		return f, nil
 	}
-	c, undone, err := s.commitRestore(plan)
-	if err != nil {
-		// Until the revert commit exists, a failure puts the files back as
-		// HEAD has them (all of it is committed by now, hand edits
-		// included), so a half-done restore is never mistaken later for
-		// edits made by hand.
-		s.unapplyRestore(plan.files)
-		return Commit{}, nil, err
+	mode := cur.mode
+	if !cur.exists {
+		mode = ch.from.mode
 	}
-	return c, undone, nil
+	f = undoText(FileText{base, ch.from.exists}, FileText{left, ch.to.exists}, between, FileText{curData, cur.exists}, mode)
+	f.Path, f.was = ch.path, cur
+	return f, nil
 }
 
-// restorePlan is what a restore will do.
-type restorePlan struct {
-	target *object.Commit
-	short  string
-	files  []fileRestore // the tracked files that differ, in path order
-	later  []indexEntry  // the commits after target, oldest first (with the manual commit)
-	idx    *commitIndex  // the index later is from
-	note   string        // RestoreNoted's note for the commit message
+// FileText is one version of a file: its bytes, and whether there is a
+// file at all.
+type FileText struct {
+	Data   []byte
+	Exists bool
 }
 
-// fileRestore takes a tracked file from its HEAD version (now) to its
-// version before the target (want).
-type fileRestore struct {
-	path      string
-	want, now blobState
+// UndoLines is the line-level undo on its own: it undoes on current the
+// change a commit made from base to target, conflicts resolved as res
+// says, and returns the file it leaves and what it did (without a Path).
+// Restore does this for each file of a commit.
+func UndoLines(base, target, current FileText, res Resolution) (FileText, FileUndo) {
+	f := undoText(base, target, nil, current, filemode.Regular)
+	o := f.out[res]
+	return FileText{Data: o.data, Exists: o.exists}, f
 }
 
-// planRestore checks that target is on the first-parent history, saves
-// hand edits of the files keep accepts, and compares those files in the
-// tree before target with HEAD's: those two trees are all it reads (the
-// later commits come from the commit index). The caller holds the index
-// lock.
-func (s *Store) planRestore(target *object.Commit, keep func(string) bool) (restorePlan, error) {
-	p := restorePlan{target: target, short: shortID(target.Hash.String())}
-	if _, _, err := s.commitsAfter(target); err != nil {
-		return p, err
+// undoText plans the undo of a text file's change, followed through the
+// versions between to the one now (cur); mode is the mode the file keeps.
+func undoText(base, left FileText, between []FileText, cur FileText, mode filemode.FileMode) FileUndo {
+	var f FileUndo
+	versions := make([]fileLines, 0, len(between)+1)
+	for _, v := range append(slices.Clone(between), cur) {
+		versions = append(versions, splitLines(v.Data, v.Exists))
 	}
-	// Save hand edits first, so the restore cannot silently discard them.
-	if err := s.saveManualEdits(keep); err != nil {
-		return p, err
-	}
-	return s.compareForRestore(target, keep)
-}
-
-// compareForRestore finds the commits after target and compares the
-// files keep accepts in the tree before target with HEAD's: those two trees
-// are all it reads. It writes nothing.
-func (s *Store) compareForRestore(target *object.Commit, keep func(string) bool) (restorePlan, error) {
-	p := restorePlan{target: target, short: shortID(target.Hash.String())}
-	later, x, err := s.commitsAfter(target)
-	if err != nil {
-		return p, err
-	}
-	p.later, p.idx = later, x
-	before, err := object.GetCommit(s.repo.Storer, target.ParentHashes[0])
-	if err != nil {
-		return p, fmt.Errorf("read parent of %s: %w", p.short, err)
-	}
-	head, err := s.head()
-	if err != nil {
-		return p, err
-	}
-	wants, err := s.treeFiles(before.TreeHash, keep)
-	if err != nil {
-		return p, err
-	}
-	nows, err := s.treeFiles(head.treeHash(), keep)
-	if err != nil {
-		return p, err
-	}
-	paths := slices.Collect(maps.Keys(wants))
-	for path := range nows {
-		if _, ok := wants[path]; !ok {
-			paths = append(paths, path)
+	r := revertLines(splitLines(base.Data, base.Exists), splitLines(left.Data, left.Exists), versions...)
+	for _, p := range r.parts {
+		f.Removed = append(f.Removed, p.removed...)
+		f.Restored = append(f.Restored, p.restored...)
+		if p.kind == partConflict {
+			f.Conflicts = append(f.Conflicts, LineConflict{Now: p.now, Left: p.left, Before: p.before})
 		}
 	}
-	slices.Sort(paths)
-	for _, path := range paths {
-		if want, now := wants[path], nows[path]; want != now {
-			p.files = append(p.files, fileRestore{path, want, now})
-		}
+	for _, res := range []Resolution{KeepLater, UndoAll} {
+		t := r.result(res)
+		data := t.bytes()
+		o := fileOut{exists: t.exists, mode: mode, data: data}
+		o.changes = t.exists != cur.Exists || t.exists && string(data) != string(cur.Data)
+		f.out[res] = o
 	}
-	if len(p.files) == 0 {
-		return p, fmt.Errorf("the memory files already are as before %s: %w", p.short, ErrNothingToCommit)
-	}
-	return p, nil
+	kl := f.out[KeepLater]
+	f.Deleted, f.Created = cur.Exists && !kl.exists, !cur.Exists && kl.exists
+	return f
 }
 
-// applyRestore writes the planned versions of the files. On a failure it
-// puts back the ones it got to, as HEAD has them.
-func (s *Store) applyRestore(files []fileRestore) error {
-	for i, r := range files {
-		if err := s.writeVersion(r.path, r.want); err != nil {
-			s.unapplyRestore(files[:i+1])
-			return err
-		}
+// lineFile says a version can be undone line by line: absent, or a
+// regular file of text.
+func lineFile(b blobState, data []byte) bool {
+	if !b.exists {
+		return true
 	}
-	return nil
+	return (b.mode == filemode.Regular || b.mode == filemode.Executable || b.mode == filemode.Deprecated) && isText(data)
 }
 
-// unapplyRestore puts files back as HEAD has them.
-func (s *Store) unapplyRestore(files []fileRestore) {
-	for _, r := range files {
-		if err := s.writeVersion(r.path, r.now); err != nil {
-			s.log.Error("memory repository: could not undo a failed restore", "path", r.path, "err", err)
-		}
-	}
+// fileOut is a file as the undo leaves it.
+type fileOut struct {
+	changes bool // it differs from the file now
+	exists  bool
+	mode    filemode.FileMode
+	data    []byte
 }
-
-// commitRestore records the restored files as the revert commit, naming in
-// its body the later commits whose changes it discards.
-func (s *Store) commitRestore(p restorePlan) (Commit, []Commit, error) {
-	changed := make([]string, 0, len(p.files))
-	lines := make([]string, 0, len(p.files))
-	for _, r := range p.files {
-		changed = append(changed, r.path)
-		if r.want.exists {
-			lines = append(lines, "- "+r.path+": restored")
-		} else {
-			lines = append(lines, "- "+r.path+": deleted (it did not exist before "+p.short+")")
-		}
-	}
-	undone := touching(p.idx, p.later, changed)
-	// The body describes the restored files alone: the others may be
-	// another audience's.
-	d, err := s.status(func(path string) bool { return slices.Contains(changed, path) })
-	if err != nil {
-		return Commit{}, nil, err
-	}
-	var body strings.Builder
-	fmt.Fprintf(&body, "Restored the memory files to their state before %s (%s).\n\n", p.short, toCommit(p.target).Subject)
-	if p.note != "" {
-		body.WriteString(p.note + "\n\n")
-	}
-	body.WriteString(strings.Join(lines, "\n") + "\n")
-	if len(undone) > 0 {
-		body.WriteString("\nThis also undoes later commits:\n")
-		for i, c := range undone {
-			if i == maxUndoneListed {
-				fmt.Fprintf(&body, "- … and %d more\n", len(undone)-i)
-				break
-			}
-			body.WriteString("- " + c.Short + " " + c.Subject + "\n")
-		}
-	}
-	if sum := s.Summary(d, 0); sum != "" {
-		body.WriteString("\n" + sum)
-	}
-	c, err := s.commitPaths(changed, RevertPrefix+p.short, body.String())
-	if err != nil {
-		return Commit{}, nil, fmt.Errorf("commit the restore: %w", err)
-	}
-	return c, undone, nil
-}
-
-// maxUndoneListed bounds the later commits a restore commit's message
-// names: a restore thousands of commits back would otherwise write a
-// message of megabytes, which every later read of HEAD decodes (a
-// /dream-log took 0.7 ms and 1.6 MB instead of 0.1 ms and 10 KB).
-const maxUndoneListed = 50
 
 // saveManualEdits commits uncommitted changes of the tracked files keep
 // accepts (byte for byte: even a change of line endings only is kept) as
@@ -350,12 +438,17 @@ func (s *Store) commitsAfter(target *object.Commit) ([]indexEntry, *commitIndex,
 }
 
 // touching keeps the commits of later (oldest first, entries of x) that
-// changed any of paths, newest first. The commit index knows which tracked
-// files each commit changed against its first parent, so no tree is read.
+// changed any of paths, newest first, at most maxLaterNamed. The commit
+// index knows which tracked files each commit changed against its first
+// parent, so no tree is read.
 func touching(x *commitIndex, later []indexEntry, paths []string) []Commit {
-	admits := x.admits(func(p string) bool { return slices.Contains(paths, p) })
+	want := map[string]bool{}
+	for _, p := range paths {
+		want[p] = true
+	}
+	admits := x.admits(func(p string) bool { return want[p] })
 	var out []Commit
-	for i := len(later) - 1; i >= 0; i-- {
+	for i := len(later) - 1; i >= 0 && len(out) < maxLaterNamed; i-- {
 		if admits(&later[i]) {
 			out = append(out, later[i].commit())
 		}
@@ -363,46 +456,6 @@ func touching(x *commitIndex, later []indexEntry, paths []string) []Commit {
 	return out
 }
 
-// writeVersion makes the workspace file at p the given committed version
-// (atomically, through the Store's Files), or removes it when that version
-// does not exist. A symbolic link is recreated directly: Files writes
-// regular files only.
-func (s *Store) writeVersion(p string, v blobState) error {
-	full := filepath.Join(s.dir, filepath.FromSlash(p))
-	if !v.exists {
-		if err := s.files.Remove(p); err != nil {
-			return fmt.Errorf("remove %s: %w", p, err)
-		}
-		return nil
-	}
-	data, err := s.readBlob(v.hash)
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(full), 0o700); err != nil {
-		return fmt.Errorf("restore %s: %w", p, err)
-	}
-	switch v.mode {
-	case filemode.Symlink:
-		if err := os.Remove(full); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("restore %s: %w", p, err)
-		}
-		if err := os.Symlink(filepath.FromSlash(string(data)), full); err != nil {
-			return fmt.Errorf("restore %s: %w", p, err)
-		}
-		return nil
-	case filemode.Regular, filemode.Executable, filemode.Deprecated:
-		// Owner-only, as every file of the workspace: it is made of
-		// conversations.
-		perm := fs.FileMode(0o600)
-		if v.mode == filemode.Executable {
-			perm = 0o700
-		}
-		if err := s.files.WriteFile(p, data, perm); err != nil {
-			return fmt.Errorf("restore %s: %w", p, err)
-		}
-		return nil
-	default:
-		return fmt.Errorf("restore %s: unsupported file mode %o", p, uint32(v.mode))
-	}
-}
+// maxLaterNamed bounds the later commits a plan names: a restore far back
+// in a long history would otherwise list thousands.
+const maxLaterNamed = 10

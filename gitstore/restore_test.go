@@ -13,149 +13,230 @@ import (
 	"github.com/dreamgate/dreamgate/internal/testkit"
 )
 
-func TestRestore(t *testing.T) {
-	s, dir := openStore(t)
-	noise := workspaceNoise(t, dir) // untracked notes.txt, ignored history.jsonl, ...
-
-	state := func() map[string]string {
-		m := map[string]string{}
-		for _, p := range s.Tracked() {
-			b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(p)))
-			if err != nil {
-				m[p] = "<missing>"
-				continue
-			}
-			m[p] = string(b)
-		}
-		return m
-	}
-	write := func(files map[string]string) {
-		for p, c := range files {
-			testkit.WriteFile(t, dir, p, c)
-		}
-	}
-
-	write(map[string]string{"SOUL.md": "soul 0\n", "USER.md": "user 0\n", "memory/MEMORY.md": "mem 0\n"})
-	base := mustCommit(t, s, "manual: base")
-	before := state()
-
-	write(map[string]string{"memory/MEMORY.md": "mem 0\nmem A\n"})
-	a := mustCommit(t, s, "dream: A")
-	write(map[string]string{"USER.md": "user B\n"})
-	mustCommit(t, s, "dream: B")
-	write(map[string]string{"memory/MEMORY.md": "mem 0\nmem A\nmem C\n"})
-	c := mustCommit(t, s, "dream: C")
-	write(map[string]string{"USER.md": "user 0\n"}) // D puts USER.md back as it was before A
-	mustCommit(t, s, "dream: D")
-	// An edit by hand, not committed yet: it must survive in history.
-	write(map[string]string{"SOUL.md": "soul by hand\n"})
-
-	restore, undone, err := s.Restore(a.Short, nil)
+// restore is Restore with the default resolution (the later lines kept).
+func restore(t *testing.T, s *gitstore.Store, rev string, keep func(string) bool) gitstore.Restored {
+	t.Helper()
+	r, err := s.Restore(rev, keep, gitstore.RestoreOptions{})
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("Restore(%s): %v", rev, err)
 	}
+	return r
+}
 
-	// The tracked files are exactly as before A.
-	if got := state(); !mapsEqual(got, before) {
-		t.Errorf("files after restore = %q, want %q", got, before)
+func fileState(t *testing.T, s *gitstore.Store, dir string) map[string]string {
+	m := map[string]string{}
+	for _, p := range s.Tracked() {
+		b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(p)))
+		if err != nil {
+			m[p] = "<missing>"
+			continue
+		}
+		m[p] = string(b)
+	}
+	return m
+}
+
+// The case: undoing a Dream that changed USER.md changes USER.md
+// alone, and there only the Dream's own line; a hand-added MEMORY.md line
+// and a later Dream's line stay.
+func TestRestoreUndoesOnlyItsChange(t *testing.T) {
+	s, dir := openStore(t)
+	noise := workspaceNoise(t, dir)
+	testkit.WriteFile(t, dir, "SOUL.md", "soul\n")
+	testkit.WriteFile(t, dir, "USER.md", "# User\n- Ana\n")
+	testkit.WriteFile(t, dir, "memory/MEMORY.md", "# Memory\n- standup at 10\n")
+	mustCommit(t, s, "manual: base")
+	testkit.WriteFile(t, dir, "USER.md", "# User\n- Ana\n- Ana prefers tea\n")
+	a := mustCommit(t, s, "dream: A")
+	testkit.WriteFile(t, dir, "USER.md", "# User\n- Ana\n- Ana prefers tea\n- Ana lives in Lisbon\n")
+	mustCommit(t, s, "dream: B")
+	// A line added by hand, not committed yet.
+	testkit.WriteFile(t, dir, "memory/MEMORY.md", "# Memory\n- standup at 10\n- release on Fridays\n")
+
+	r := restore(t, s, a.Short, nil)
+
+	want := map[string]string{
+		"SOUL.md":          "soul\n",
+		"USER.md":          "# User\n- Ana\n- Ana lives in Lisbon\n",
+		"memory/MEMORY.md": "# Memory\n- standup at 10\n- release on Fridays\n",
+	}
+	if got := fileState(t, s, dir); !mapsEqual(got, want) {
+		t.Errorf("files after the restore = %q\nwant %q", got, want)
 	}
 	assertNoise(t, dir, noise)
-
 	log, err := s.Log(3, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"revert: undo " + a.Short, gitstore.ManualSubject, "dream: D"}; !slices.Equal(subjects(log), want) {
-		t.Fatalf("log = %q, want %q", subjects(log), want)
+	if got := subjects(log); !slices.Equal(got, []string{"revert: undo " + a.Short, gitstore.ManualSubject, "dream: B"}) {
+		t.Fatalf("log = %q", got)
 	}
-	manual := log[1]
-	if !sameCommit(log[0], restore) {
-		t.Errorf("Restore returned %+v, log has %+v", restore, log[0])
+	if !sameCommit(log[0], r.Commit) {
+		t.Errorf("Restore returned %+v, log has %+v", r.Commit, log[0])
 	}
-	// Undone: every later commit that changed a file the restore changed
-	// (SOUL.md by the hand edit, MEMORY.md by C); B and D touched only
-	// USER.md, which the restore leaves alone (D had already put it back).
-	if got, want := shas(undone), []string{manual.SHA, c.SHA}; !slices.Equal(got, want) {
-		t.Errorf("undone = %q, want %q (manual, C)", subjects(undone), []string{manual.Subject, c.Subject})
+	_, d, err := s.Show(r.Commit.SHA, nil)
+	if err != nil || !slices.Equal(diffPaths(d), []string{"USER.md"}) {
+		t.Errorf("the revert commit changed %q (%v); want USER.md alone", diffPaths(d), err)
 	}
-
-	// The hand edit is kept in the manual commit.
-	_, md, err := s.Show(manual.SHA, nil)
-	if err != nil {
-		t.Fatal(err)
+	if len(r.Plan.Files) != 1 || !slices.Equal(r.Plan.Files[0].Removed, []string{"- Ana prefers tea"}) || len(r.Plan.Files[0].Restored) != 0 {
+		t.Errorf("plan = %+v", r.Plan.Files)
 	}
-	if !strings.Contains(md.Unified, "+soul by hand") {
-		t.Errorf("the manual commit lost the hand edit:\n%s", md.Unified)
-	}
-	// The revert commit names what it did.
 	for _, want := range []string{
-		"state before " + a.Short + " (dream: A)",
-		"- SOUL.md: restored", "- memory/MEMORY.md: restored",
-		"- " + manual.Short + " " + gitstore.ManualSubject,
-		"- " + c.Short + " dream: C",
-		"memory/MEMORY.md: +0 -2",
+		"Undid " + a.Short + " (dream: A) line by line",
+		"- USER.md: 1 line taken out, 0 lines put back\n",
+		"\n\nReverts: " + a.SHA + "\nReverted: USER.md -1 +0",
 	} {
-		if !strings.Contains(restore.Body, want) {
-			t.Errorf("revert body lacks %q:\n%s", want, restore.Body)
+		if !strings.Contains(r.Commit.Body, want) {
+			t.Errorf("revert body lacks %q:\n%s", want, r.Commit.Body)
 		}
 	}
 	if status, err := s.Status(nil); err != nil || !status.Empty() {
 		t.Errorf("Status after restore = %+v, %v; want clean", status, err)
 	}
 	checkGit(t, s, dir)
-	if hasGit() {
-		// The tracked files of the new commit are those of A's parent.
-		if out, err := tryGit(t, dir, "diff", "--exit-code", base.SHA, "HEAD", "--", "SOUL.md", "USER.md", "memory/MEMORY.md"); err != nil {
-			t.Errorf("HEAD differs from the state before A: %v\n%s", err, out)
-		}
-	}
 
 	t.Run("again: nothing to do", func(t *testing.T) {
-		_, _, err := s.Restore(a.SHA, nil)
-		if !errors.Is(err, gitstore.ErrNothingToCommit) {
+		if _, err := s.Restore(a.SHA, nil, gitstore.RestoreOptions{}); !errors.Is(err, gitstore.ErrNothingToCommit) {
 			t.Fatalf("second Restore = %v, want ErrNothingToCommit", err)
 		}
-		checkGit(t, s, dir)
 	})
-
 	t.Run("undo the restore", func(t *testing.T) {
-		// A restore is a commit like any other: restoring the state before
-		// it brings back D's state plus the hand edit.
-		_, _, err := s.Restore(restore.Short, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := map[string]string{"SOUL.md": "soul by hand\n", "USER.md": "user 0\n", "memory/MEMORY.md": "mem 0\nmem A\nmem C\n"}
-		if got := state(); !mapsEqual(got, want) {
+		restore(t, s, r.Commit.Short, nil)
+		want["USER.md"] = "# User\n- Ana\n- Ana prefers tea\n- Ana lives in Lisbon\n"
+		if got := fileState(t, s, dir); !mapsEqual(got, want) {
 			t.Errorf("files = %q, want %q", got, want)
 		}
-		assertNoise(t, dir, noise)
 		checkGit(t, s, dir)
 	})
-
-	t.Run("root commit", func(t *testing.T) {
-		all, err := s.Log(0, "", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		root := all[len(all)-1]
-		if _, _, err := s.Restore(root.Short, nil); !errors.Is(err, gitstore.ErrRootCommit) {
-			t.Fatalf("Restore(root) = %v, want ErrRootCommit", err)
+	t.Run("a hand edit commit", func(t *testing.T) {
+		manual := log[1]
+		restore(t, s, manual.Short, nil)
+		if got := testkit.ReadFile(t, dir, "memory/MEMORY.md"); got != "# Memory\n- standup at 10\n" {
+			t.Errorf("MEMORY.md after undoing the hand edit = %q", got)
 		}
 	})
+}
 
-	t.Run("unknown and invalid", func(t *testing.T) {
-		head := state()
-		if _, _, err := s.Restore(unknownPrefix(t, s), nil); !errors.Is(err, gitstore.ErrUnknownRevision) {
-			t.Errorf("Restore(unknown) = %v, want ErrUnknownRevision", err)
+func TestRestoreErrors(t *testing.T) {
+	s, dir := openStore(t)
+	testkit.WriteFile(t, dir, "SOUL.md", "soul\n")
+	mustCommit(t, s, "dream: soul")
+	before := fileState(t, s, dir)
+	all, err := s.Log(0, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rev, want := range map[string]error{
+		all[len(all)-1].Short: gitstore.ErrRootCommit,
+		unknownPrefix(t, s):   gitstore.ErrUnknownRevision,
+		"xyz":                 gitstore.ErrInvalidRevision,
+	} {
+		if _, err := s.Restore(rev, nil, gitstore.RestoreOptions{}); !errors.Is(err, want) {
+			t.Errorf("Restore(%s) = %v, want %v", rev, err, want)
 		}
-		if _, _, err := s.Restore("xyz", nil); !errors.Is(err, gitstore.ErrInvalidRevision) {
-			t.Errorf("Restore(xyz) = %v, want ErrInvalidRevision", err)
+		if _, err := s.PlanRestore(rev, nil); !errors.Is(err, want) {
+			t.Errorf("PlanRestore(%s) = %v, want %v", rev, err, want)
 		}
-		if got := state(); !mapsEqual(got, head) {
-			t.Errorf("a failed restore changed files: %q", got)
-		}
-	})
+	}
+	if got := fileState(t, s, dir); !mapsEqual(got, before) {
+		t.Errorf("a failed restore changed files: %q", got)
+	}
+}
+
+// Two Dreams append to the same file, one after the other: undoing the
+// first keeps the second's line, with no conflict (git's three-way merge
+// would call it one).
+func TestRestoreNeighbouringAppends(t *testing.T) {
+	s, dir := openStore(t)
+	testkit.WriteFile(t, dir, "memory/MEMORY.md", "- a\n")
+	mustCommit(t, s, "manual: base")
+	testkit.WriteFile(t, dir, "memory/MEMORY.md", "- a\n- b\n")
+	b := mustCommit(t, s, "dream: b")
+	testkit.WriteFile(t, dir, "memory/MEMORY.md", "- a\n- b\n- c\n")
+	mustCommit(t, s, "dream: c")
+	plan, err := s.PlanRestore(b.SHA, nil)
+	if err != nil || plan.Conflicts() != 0 || len(plan.Later) != 0 {
+		t.Fatalf("plan = %+v, %v; want no conflict", plan, err)
+	}
+	restore(t, s, b.SHA, nil)
+	if got := testkit.ReadFile(t, dir, "memory/MEMORY.md"); got != "- a\n- c\n" {
+		t.Errorf("MEMORY.md = %q, want the later append kept", got)
+	}
+	checkGit(t, s, dir)
+}
+
+// A later change to the line the commit changed is a conflict: the plan
+// shows it (the lines now, as the commit left them, as before it) and the
+// later commit; the person keeps the later line or undoes it too.
+func TestRestoreConflict(t *testing.T) {
+	setup := func(t *testing.T) (*gitstore.Store, string, gitstore.Commit, gitstore.Commit) {
+		s, dir := openStore(t)
+		testkit.WriteFile(t, dir, "USER.md", "- office Harbour\n- tea\n")
+		mustCommit(t, s, "manual: base")
+		testkit.WriteFile(t, dir, "USER.md", "- office Canal Road\n- tea\n- cats\n")
+		a := mustCommit(t, s, "dream: A")
+		testkit.WriteFile(t, dir, "USER.md", "- office Dock\n- tea\n- cats\n")
+		b := mustCommit(t, s, "dream: B")
+		return s, dir, a, b
+	}
+	s, dir, a, b := setup(t)
+	plan, err := s.PlanRestore(a.SHA, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan.Conflicts() != 1 || len(plan.Files) != 1 {
+		t.Fatalf("plan = %+v", plan)
+	}
+	f := plan.Files[0]
+	c := f.Conflicts[0]
+	if !slices.Equal(c.Now, []string{"- office Dock"}) || !slices.Equal(c.Left, []string{"- office Canal Road"}) || !slices.Equal(c.Before, []string{"- office Harbour"}) {
+		t.Errorf("conflict = %+v", c)
+	}
+	if !slices.Equal(f.Removed, []string{"- cats"}) {
+		t.Errorf("removed = %q, want the commit's line no later change touched", f.Removed)
+	}
+	if !slices.Equal(shas(plan.Later), []string{b.SHA}) {
+		t.Errorf("later = %q, want B", subjects(plan.Later))
+	}
+	r := restore(t, s, a.SHA, nil)
+	if got := testkit.ReadFile(t, dir, "USER.md"); got != "- office Dock\n- tea\n" {
+		t.Errorf("USER.md kept later = %q", got)
+	}
+	if !strings.Contains(r.Commit.Body, "\nKept-Later: USER.md 1") || !strings.Contains(r.Commit.Body, "(1 place): kept the later lines") {
+		t.Errorf("body:\n%s", r.Commit.Body)
+	}
+	checkGit(t, s, dir)
+
+	s, dir, a, _ = setup(t)
+	r, err = s.Restore(a.SHA, nil, gitstore.RestoreOptions{Resolution: gitstore.UndoAll})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := testkit.ReadFile(t, dir, "USER.md"); got != "- office Harbour\n- tea\n" {
+		t.Errorf("USER.md undone whole = %q", got)
+	}
+	if !strings.Contains(r.Commit.Body, "\nUndid-Later: USER.md 1") || !strings.Contains(r.Commit.Body, "Reverted: USER.md -2 +1") {
+		t.Errorf("body:\n%s", r.Commit.Body)
+	}
+	checkGit(t, s, dir)
+}
+
+// Every later line of the commit's was changed since, and the person keeps
+// them: nothing to undo, no commit.
+func TestRestoreKeepingEveryLaterLineIsNothing(t *testing.T) {
+	s, dir := openStore(t)
+	testkit.WriteFile(t, dir, "USER.md", "- a\n")
+	mustCommit(t, s, "manual: base")
+	testkit.WriteFile(t, dir, "USER.md", "- b\n")
+	a := mustCommit(t, s, "dream: A")
+	testkit.WriteFile(t, dir, "USER.md", "- c\n")
+	mustCommit(t, s, "dream: B")
+	if _, err := s.Restore(a.SHA, nil, gitstore.RestoreOptions{}); !errors.Is(err, gitstore.ErrNothingToCommit) {
+		t.Fatalf("Restore keeping the later line = %v, want ErrNothingToCommit", err)
+	}
+	if log, _ := s.Log(1, "", nil); log[0].Subject != "dream: B" {
+		t.Errorf("a restore that did nothing committed: %q", subjects(log))
+	}
 }
 
 func TestRestoreNotInHistory(t *testing.T) {
@@ -164,7 +245,7 @@ func TestRestoreNotInHistory(t *testing.T) {
 	mustCommit(t, s, "dream: soul")
 	a, _, _ := craftAmbiguity(t, dir) // commits that exist but are on no branch
 	testkit.WriteFile(t, dir, "USER.md", "by hand\n")
-	_, _, err := s.Restore(a.String(), nil)
+	_, err := s.Restore(a.String(), nil, gitstore.RestoreOptions{})
 	if !errors.Is(err, gitstore.ErrNotInHistory) {
 		t.Fatalf("Restore(off-history commit) = %v, want ErrNotInHistory", err)
 	}
@@ -177,37 +258,43 @@ func TestRestoreNotInHistory(t *testing.T) {
 	}
 }
 
-func TestRestoreDeletesFileThatDidNotExist(t *testing.T) {
+// A file the commit made goes again when nothing else was written into
+// it; one that grew since keeps the later lines.
+func TestRestoreOfAFileTheCommitMade(t *testing.T) {
 	_, dir := openStore(t)
-	// The workspace starts tracking one more file later on.
-	s2, err := gitstore.Open(dir, gitstore.Options{
-		Tracked: append(slices.Clone(gitstore.TestTracked), "memory/PROJECTS.md"),
+	s, err := gitstore.Open(dir, gitstore.Options{
+		Tracked: append(slices.Clone(gitstore.TestTracked), "memory/PROJECTS.md", "memory/COLD.md"),
 		Now:     newClock().now,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	testkit.WriteFile(t, dir, "memory/PROJECTS.md", "- dreamgate\n")
-	x := mustCommit(t, s2, "dream: projects")
+	testkit.WriteFile(t, dir, "memory/COLD.md", "- old plan\n")
+	x := mustCommit(t, s, "dream: projects")
+	testkit.WriteFile(t, dir, "memory/COLD.md", "- old plan\n- written by hand\n")
 	testkit.WriteFile(t, dir, "notes.txt", "keep me\n")
 
-	r, undone, err := s2.Restore(x.Short, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := restore(t, s, x.Short, nil)
 	if _, err := os.Stat(filepath.Join(dir, "memory", "PROJECTS.md")); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("memory/PROJECTS.md still exists after restoring the state before it was added (%v)", err)
+		t.Errorf("memory/PROJECTS.md still exists after undoing the commit that made it (%v)", err)
 	}
-	if len(undone) != 0 {
-		t.Errorf("undone = %q, want none", subjects(undone))
+	if got := testkit.ReadFile(t, dir, "memory/COLD.md"); got != "- written by hand\n" {
+		t.Errorf("memory/COLD.md = %q, want the hand-written line kept", got)
 	}
-	if !strings.Contains(r.Body, "- memory/PROJECTS.md: deleted (it did not exist before "+x.Short+")") {
-		t.Errorf("body:\n%s", r.Body)
+	var deleted []string
+	for _, f := range r.Plan.Files {
+		if f.Deleted {
+			deleted = append(deleted, f.Path)
+		}
+	}
+	if !slices.Equal(deleted, []string{"memory/PROJECTS.md"}) {
+		t.Errorf("deleted = %q", deleted)
 	}
 	if got := testkit.ReadFile(t, dir, "notes.txt"); got != "keep me\n" {
 		t.Errorf("notes.txt = %q", got)
 	}
-	checkGit(t, s2, dir)
+	checkGit(t, s, dir)
 }
 
 func shas(cs []gitstore.Commit) []string {
@@ -230,7 +317,10 @@ func mapsEqual(a, b map[string]string) bool {
 	return true
 }
 
-func TestRestoreFailureLeavesFilesAsCommitted(t *testing.T) {
+// A restore is committed before its files are written: one that cannot
+// write a file (a plain file sits where its folder should be) stands as a
+// commit, says so, and Checkout writes the rest once it can.
+func TestRestoreCommitsBeforeItsFiles(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "ws")
 	s, err := gitstore.Open(dir, gitstore.Options{Tracked: []string{"SOUL.md", "a/b.md"}, Now: newClock().now})
 	if err != nil {
@@ -244,88 +334,50 @@ func TestRestoreFailureLeavesFilesAsCommitted(t *testing.T) {
 		t.Fatal(err)
 	}
 	y := mustCommit(t, s, "dream: y")
-	// A plain file now sits where the restore needs the directory a/: the
-	// restore writes SOUL.md first, then fails on a/b.md.
 	testkit.WriteFile(t, dir, "a", "blocker\n")
 
-	if _, _, err := s.Restore(y.Short, nil); err == nil {
-		t.Fatal("Restore succeeded although a/b.md cannot be written")
-	}
-	if got := testkit.ReadFile(t, dir, "SOUL.md"); got != "v2\n" {
-		t.Errorf("SOUL.md = %q after a failed restore, want it back as committed (v2)", got)
+	r, err := s.Restore(y.Short, nil, gitstore.RestoreOptions{})
+	if err == nil || r.Commit.SHA == "" {
+		t.Fatalf("Restore = %+v, %v; want its commit and an error for the file it could not write", r.Commit, err)
 	}
 	if got := testkit.ReadFile(t, dir, "a"); got != "blocker\n" {
 		t.Errorf("the blocking file was touched: %q", got)
 	}
-	if st, err := s.Status(nil); err != nil || !st.Empty() {
-		t.Errorf("Status after a failed restore = %+v, %v; want clean", st, err)
+	if log, _ := s.Log(1, "", nil); log[0].SHA != r.Commit.SHA {
+		t.Errorf("the restore's commit is not HEAD: %q", subjects(log))
 	}
-	if log, _ := s.Log(1, "", nil); len(log) != 1 || log[0].SHA != y.SHA {
-		t.Errorf("a failed restore committed: %q", subjects(log))
+	if err := os.Remove(filepath.Join(dir, "a")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Checkout(y.SHA, r.Commit.SHA, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := testkit.ReadFile(t, dir, "SOUL.md") + testkit.ReadFile(t, dir, "a/b.md"); got != "v1\nx\n" {
+		t.Errorf("files after the checkout: %q", got)
+	}
+	if st, err := s.Status(nil); err != nil || !st.Empty() {
+		t.Errorf("Status after the checkout = %+v, %v; want clean", st, err)
 	}
 	checkGit(t, s, dir)
 }
 
-// A restore far back names at most 50 of the later commits it undoes in
-// its message, and how many more: the message of HEAD is read by every
-// later /dream-log.
-func TestRestoreCommitNamesBoundedLaterCommits(t *testing.T) {
+// A restore far back in a long history names at most 10 later commits,
+// the ones that changed a file where it conflicts.
+func TestRestorePlanNamesBoundedLaterCommits(t *testing.T) {
 	s, dir := openStore(t)
 	testkit.WriteFile(t, dir, "memory/MEMORY.md", "mem 0\n")
+	mustCommit(t, s, "manual: base")
+	testkit.WriteFile(t, dir, "memory/MEMORY.md", "mem first\n")
 	first := mustCommit(t, s, "dream: 0")
 	for i := 1; i <= 60; i++ {
 		testkit.WriteFile(t, dir, "memory/MEMORY.md", fmt.Sprintf("mem %d\n", i))
 		mustCommit(t, s, fmt.Sprintf("dream: %d", i))
 	}
-	restore, undone, err := s.Restore(first.Short, nil)
+	plan, err := s.PlanRestore(first.SHA, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(undone) != 60 {
-		t.Fatalf("undone %d later commits, want 60", len(undone))
-	}
-	c, _, err := s.Show(restore.SHA, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n := strings.Count(c.Body, " dream: "); n != 50 || !strings.Contains(c.Body, "- … and 10 more\n") {
-		t.Fatalf("restore message lists %d lines:\n%s", n, c.Body)
-	}
-}
-
-// LatestAfter finds a restore made after a commit (the latest Dream commit
-// it undid), however many commits back that one is, and none made before.
-func TestLatestAfterFindsTheRestoreThatUndidACommit(t *testing.T) {
-	s, dir := openStore(t)
-	write := func(i int) { testkit.WriteFile(t, dir, "memory/MEMORY.md", fmt.Sprintf("mem %d\n", i)) }
-	write(0)
-	d0 := mustCommit(t, s, "dream: 0")
-	if _, ok, err := s.LatestAfter(d0.SHA, gitstore.RevertPrefix, nil); err != nil || ok {
-		t.Fatalf("no restore yet: found %v, %v", ok, err)
-	}
-	write(1)
-	d1 := mustCommit(t, s, "dream: 1")
-	revert, _, err := s.Restore(d1.Short, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r, ok, err := s.LatestAfter(d1.SHA, gitstore.RevertPrefix, nil); err != nil || !ok || r.SHA != revert.SHA {
-		t.Fatalf("restore after d1: %+v %v %v, want %s", r, ok, err, revert.Short)
-	}
-	write(2)
-	d2 := mustCommit(t, s, "dream: 2")
-	if r, ok, err := s.LatestAfter(d2.SHA, gitstore.RevertPrefix, nil); err != nil || ok {
-		t.Fatalf("restore only before d2: found %+v %v %v", r, ok, err)
-	}
-	for i := range 105 {
-		write(100 + i)
-		mustCommit(t, s, gitstore.ManualSubject)
-	}
-	revert2, _, err := s.Restore(d2.Short, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r, ok, err := s.LatestAfter(d2.SHA, gitstore.RevertPrefix, nil); err != nil || !ok || r.SHA != revert2.SHA {
-		t.Fatalf("d2 far back: %+v %v %v, want %s", r, ok, err, revert2.Short)
+	if len(plan.Later) != 10 || plan.Later[0].Subject != "dream: 60" {
+		t.Fatalf("later = %q", subjects(plan.Later))
 	}
 }

@@ -216,9 +216,9 @@ func TestScopedStatusAndCommitPaths(t *testing.T) {
 	checkGit(t, s, dir, " M "+personUser)
 }
 
-// A restore for one scope puts back that scope's files alone, saves that
-// scope's hand edits alone, names only that scope's later commits, and
-// writes a revert commit whose files, diff and body are that scope's.
+// A restore for one scope undoes the commit in that scope's files alone,
+// saves that scope's hand edits alone (they stay), and writes a revert
+// commit whose files, diff and body are that scope's.
 func TestScopedRestore(t *testing.T) {
 	s, dir := scopedStore(t)
 	h := makeScopedHistory(t, s, dir)
@@ -226,13 +226,9 @@ func TestScopedRestore(t *testing.T) {
 	testkit.WriteFile(t, dir, teamDir+"SOUL.md", "- be brief\n")  // the team's, uncommitted
 	personBefore := readAll(t, dir, personDir)
 
-	revert, undone, err := s.Restore(h.team1.Short, inTeam)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The team's files are as before team1: as the scope's first commit
-	// made them, the hand-edited SOUL.md too.
-	for p, want := range map[string]string{teamMemory: "# Memory\n", teamUser: "# User\n", teamDir + "SOUL.md": "# Soul\n"} {
+	r := restore(t, s, h.team1.Short, inTeam)
+	// team1's line goes, the team's later line (team2's) and hand edit stay.
+	for p, want := range map[string]string{teamMemory: "# Memory\n- standup at 10\n", teamUser: "- the team is in Lisbon\n", teamDir + "SOUL.md": "- be brief\n"} {
 		if got := testkit.ReadFile(t, dir, p); got != want {
 			t.Errorf("%s = %q after the restore, want %q", p, got, want)
 		}
@@ -245,13 +241,10 @@ func TestScopedRestore(t *testing.T) {
 		t.Fatal(err)
 	}
 	manual := log[1]
-	if log[0].SHA != revert.SHA || manual.Subject != gitstore.ManualSubject {
+	if log[0].SHA != r.Commit.SHA || manual.Subject != gitstore.ManualSubject {
 		t.Fatalf("log = %q", subjects(log))
 	}
-	if got, want := shas(undone), shas([]gitstore.Commit{manual, h.mixed, h.team2}); !slices.Equal(got, want) {
-		t.Errorf("undone = %q, want the team's manual, mixed and team2", subjects(undone))
-	}
-	for _, c := range []gitstore.Commit{manual, revert} {
+	for _, c := range []gitstore.Commit{manual, r.Commit} {
 		_, d, err := s.Show(c.SHA, nil)
 		if err != nil || slices.ContainsFunc(diffPaths(d), func(p string) bool { return !inTeam(p) }) {
 			t.Errorf("%s changed %q, %v; want the team's files alone", c.Subject, diffPaths(d), err)
@@ -265,28 +258,20 @@ func TestScopedRestore(t *testing.T) {
 		t.Errorf("Status after the team's restore = %q; want the person's hand edit, untouched", diffPaths(st))
 	}
 
-	// The person's restore of person1 does not undo the team's restore or
-	// name any team commit.
+	// The person's restore of person1 changes none of the team's files.
 	teamBefore := readAll(t, dir, teamDir)
-	_, undone, err = s.Restore(h.person1.SHA, inPerson)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range undone {
-		_, d, _ := s.Show(c.SHA, inPerson)
-		if d.Empty() {
-			t.Errorf("the person's restore names %s %q, which changed none of the person's files", c.Short, c.Subject)
-		}
-	}
+	r = restore(t, s, h.person1.SHA, inPerson)
 	if got := readAll(t, dir, teamDir); !mapsEqual(got, teamBefore) {
 		t.Errorf("the person's restore changed the team's files: %q, were %q", got, teamBefore)
 	}
-	if got := testkit.ReadFile(t, dir, personMemory); got != "# Memory\n" {
-		t.Errorf("the person's MEMORY.md = %q after the restore, want the scope's first version", got)
+	// person1 replaced the heading with its line, and mixed appended
+	// one: the heading comes back, mixed's line stays.
+	if got := testkit.ReadFile(t, dir, personMemory); got != "# Memory\n- SECRET-PROMOTION\n" {
+		t.Errorf("the person's MEMORY.md = %q after the restore", got)
 	}
 
 	// A restore that changes nothing of the files it may touch.
-	if _, _, err := s.Restore(h.root.SHA, inTeam); !errors.Is(err, gitstore.ErrNothingToCommit) {
+	if _, err := s.Restore(h.root.SHA, inTeam, gitstore.RestoreOptions{}); !errors.Is(err, gitstore.ErrNothingToCommit) {
 		t.Errorf("restore of the root's commit for the team: %v, want ErrNothingToCommit", err)
 	}
 	checkGit(t, s, dir)
@@ -380,7 +365,7 @@ func TestScopeFoldersAreFound(t *testing.T) {
 		t.Errorf("the removal commit holds %q", diffPaths(d))
 	}
 	// Restoring the state before it brings the folder back.
-	if _, _, err := s.Restore(gone.Short, inTeam); err != nil {
+	if _, err := s.Restore(gone.Short, inTeam, gitstore.RestoreOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if got := testkit.ReadFile(t, dir, teamMemory); got != "- the team ships on Fridays\n" {

@@ -135,10 +135,11 @@ func csrfOf(t *testing.T, c *client) string {
 	return formValue(t, csrfRe, c.get("/").body)
 }
 
-// A restore asks first, naming what it also undoes; the form is refused
-// without its token, with another session's, from another site, and
-// when the memory changed since it was shown; then the restore is a commit
-// that says it came from this page.
+// A restore asks first, naming every file and line it changes; the form
+// is refused without its token, with another session's, from another
+// site, and when the memory changed since it was shown; then the restore
+// is a commit that says it came from this page, and the later Dream's line
+// and the hand edit stay.
 func TestRestoreConfirmsAndIsProtected(t *testing.T) {
 	f := newFixture(t, fixtureOpts{token: opToken, admins: []string{"slack:UBOB"}})
 	team1, team2 := f.commit["team1"], f.commit["team2"]
@@ -147,10 +148,10 @@ func TestRestoreConfirmsAndIsProtected(t *testing.T) {
 	if confirm.code != http.StatusOK {
 		t.Fatalf("confirmation: %d\n%s", confirm.code, confirm.body)
 	}
-	// It names the later Dream of the same files, and the file.
-	mustContain(t, confirm.body, "/commit/"+team2.SHA, team2.Subject, "scopes/team-slack-t1/memory/MEMORY.md")
-	// The hand edit of SOUL.md is the team's too, and restored with it.
-	mustContain(t, confirm.body, "/commit/"+f.commit["manual"].SHA)
+	// It names the file and the lines that go; the later Dream of the same
+	// file and the hand edit of SOUL.md are not undone, nor named.
+	mustContain(t, confirm.body, "scopes/team-slack-t1/memory/MEMORY.md", `<span class="del">-- The team ships on Fridays.`, "Undo it</button>")
+	mustNotContain(t, confirm.body, "/commit/"+team2.SHA, "/commit/"+f.commit["manual"].SHA, `value="all"`)
 	token, expect := formValue(t, csrfRe, confirm.body), formValue(t, expectRe, confirm.body)
 	path := "/restore/" + team1.SHA
 
@@ -216,8 +217,8 @@ func TestRestoreConfirmsAndIsProtected(t *testing.T) {
 		}
 	}
 	page := bobC.get(loc).body
-	mustContain(t, page, "Restored")
-	if got := readFile(t, f.dir, "scopes/team-slack-t1/memory/MEMORY.md"); got != "# Memory\n" {
+	mustContain(t, page, "Undone: this commit took out the lines")
+	if got := readFile(t, f.dir, "scopes/team-slack-t1/memory/MEMORY.md"); got != "# Memory\n- Standup is at 10. <!-- ephemeral 2026-11-23 src:6 -->\n" {
 		t.Errorf("the team's MEMORY.md after the restore: %q", got)
 	}
 	if got := readFile(t, f.dir, anaScope.Dir()+"/USER.md"); !strings.Contains(got, anaSecret) {
@@ -225,7 +226,7 @@ func TestRestoreConfirmsAndIsProtected(t *testing.T) {
 	}
 	// Once done, doing it again has nothing to undo.
 	again := bobC.get(path)
-	if again.code != http.StatusConflict || !strings.Contains(again.body, "nothing to undo") {
+	if again.code != http.StatusConflict || !strings.Contains(again.body, "changes nothing now") {
 		t.Errorf("a second confirmation: %d", again.code)
 	}
 }
@@ -512,5 +513,33 @@ func TestCrossOriginBehindAProxy(t *testing.T) {
 		if res := f.anonymous().postWith("/signin", url.Values{"token": {opToken}}, h); res.code != http.StatusForbidden {
 			t.Errorf("signing in from %s: %d", name, res.code)
 		}
+	}
+}
+
+// Where a later change rewrote a line the commit added, the confirmation
+// shows the line now and as it was before, with a button for each choice;
+// "undo it whole" takes the later line out too.
+func TestRestoreChoosesWhereLaterChangesTouchedTheLines(t *testing.T) {
+	f := newFixture(t, fixtureOpts{token: opToken, admins: []string{"slack:UBOB"}})
+	team1 := f.commit["team1"]
+	mem := "scopes/team-slack-t1/memory/MEMORY.md"
+	f.write(mem, strings.Replace(readFile(t, f.dir, mem), "- The team ships on Fridays.", "- The team ships on Thursdays now.", 1))
+	if _, err := f.repo.CommitPaths([]string{mem}, "dream: 1 change from history 9-9", "Scope: team-slack-t1"); err != nil {
+		t.Fatal(err)
+	}
+	bobC := f.person(bob)
+	confirm := bobC.get("/restore/" + team1.SHA)
+	if confirm.code != http.StatusOK {
+		t.Fatalf("confirmation: %d\n%s", confirm.code, confirm.body)
+	}
+	mustContain(t, confirm.body, "Where later changes touched the same lines", "The team ships on Thursdays now.",
+		`value="keep"`, `value="all"`, "Undo it whole")
+	token, expect := formValue(t, csrfRe, confirm.body), formValue(t, expectRe, confirm.body)
+	res := bobC.post("/restore/"+team1.SHA, url.Values{"csrf": {token}, "expect": {expect}, "resolution": {"all"}})
+	if res.code != http.StatusSeeOther {
+		t.Fatalf("restore: %d\n%s", res.code, res.body)
+	}
+	if got := readFile(t, f.dir, mem); strings.Contains(got, "Thursdays") || strings.Contains(got, "Fridays") || !strings.Contains(got, "Standup is at 10.") {
+		t.Errorf("MEMORY.md after undoing it whole: %q", got)
 	}
 }

@@ -164,8 +164,9 @@ func TestCommitPage(t *testing.T) {
 	mustNotContain(t, page, "/restore/") // Ana is not
 	page = f.operator().get("/commit/" + f.commit["ana"].SHA).body
 	mustContain(t, page, anaBodySecret, "/restore/"+f.commit["ana"].SHA)
-	// A hand edit is no Dream: nothing to undo here.
-	mustNotContain(t, f.operator().get("/commit/"+f.commit["manual"].SHA).body, "/restore/")
+	// A hand edit can be undone too; a scope's first files cannot.
+	mustContain(t, f.operator().get("/commit/"+f.commit["manual"].SHA).body, "/restore/"+f.commit["manual"].SHA)
+	mustNotContain(t, f.operator().get("/commit/"+f.commit["init "+string(teamScope)].SHA).body, "/restore/")
 }
 
 func TestSearchPage(t *testing.T) {

@@ -103,7 +103,7 @@ type Repo interface {
 type Dream interface {
 	Status(scopes dream.Scopes) dream.Status
 	PlanRestore(rev string, scopes dream.Scopes) (dream.RestorePlan, error)
-	RestoreFrom(rev string, scopes dream.Scopes, origin string) (dream.RestoreResult, error)
+	Restore(rev string, scopes dream.Scopes, opts dream.RestoreOptions) (dream.RestoreResult, error)
 }
 
 // Entries reads archive entries by cursor; a cursor no longer in the

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -17,8 +18,10 @@ import (
 // The timeline is the memory repository's history as the viewer may see
 // it: the commits that changed a file of a scope they read (Dreams, deep
 // Dreams, hand edits, restores), newest first, a page at a time; each
-// commit's diff cut to those files; and, for admins, the restore of a
-// Dream commit after a page that names every later commit it also undoes.
+// commit's diff cut to those files; and, for admins, the undo of a commit
+// (a Dream's, a restore's, hand edits') after a page that names every file
+// and line it changes and lets them choose where later changes touched
+// the same lines.
 
 // timelinePageSize is how many commits a timeline page lists.
 const timelinePageSize = 30
@@ -218,7 +221,7 @@ func (s *Server) commit(w http.ResponseWriter, r *http.Request, v *Viewer) {
 	if v.Operator {
 		d.Body = withoutDiff(c.Body)
 	}
-	d.CanRestore = v.Admin && s.deps.Dream != nil && strings.HasPrefix(c.Subject, dream.SubjectPrefix)
+	d.CanRestore = v.Admin && s.deps.Dream != nil && dream.Undoable(c.Subject) && !diff.Empty()
 	s.render(w, r, v, http.StatusOK, c.Subject, "timeline", commitPage(s.clock(), d))
 }
 
@@ -352,9 +355,11 @@ func (s *Server) restoreConfirm(w http.ResponseWriter, r *http.Request, v *Viewe
 		restorePage(s.clock(), s.csrfToken(v), restoreData{Plan: plan, Expect: planDigest(plan)}))
 }
 
-// restore undoes a Dream commit once an admin confirmed the plan the
-// confirmation page showed; when the plan changed since (a Dream or
-// another restore in between), the new one is shown to confirm instead.
+// restore undoes a commit's change once an admin confirmed the plan the
+// confirmation page showed, with the choice made there where later changes
+// touched the same lines ("keep" the later lines, or undo "all"); when the
+// plan changed since (a Dream or another restore in between), the new one
+// is shown to confirm instead.
 func (s *Server) restore(w http.ResponseWriter, r *http.Request, v *Viewer) {
 	plan, ok := s.plan(w, r, v)
 	if !ok {
@@ -365,13 +370,17 @@ func (s *Server) restore(w http.ResponseWriter, r *http.Request, v *Viewer) {
 			restorePage(s.clock(), s.csrfToken(v), restoreData{Plan: plan, Expect: planDigest(plan), Changed: true}))
 		return
 	}
-	res, err := s.deps.Dream.RestoreFrom(plan.Target.SHA, v.dreamScopes(s.deps.Memory),
-		"Asked for on the memory page by "+v.who()+".")
+	opts := dream.RestoreOptions{Origin: "Asked for on the memory page by " + v.who() + "."}
+	if r.PostFormValue("resolution") == "all" {
+		opts.Resolution = gitstore.UndoAll
+	}
+	res, err := s.deps.Dream.Restore(plan.Target.SHA, v.dreamScopes(s.deps.Memory), opts)
 	if err != nil {
 		s.restoreFailed(w, r, v, err)
 		return
 	}
-	s.log.Info("web: restored", "target", res.Target.Short, "commit", res.Revert.Short, "undone", len(res.Undone), "by", v.who())
+	s.log.Info("web: restored", "target", res.Target.Short, "commit", res.Revert.Short, "files", len(res.Files),
+		"conflicts", res.Plan.Conflicts(), "by", v.who())
 	http.Redirect(w, r, "/commit/"+res.Revert.SHA+"?restored=1", http.StatusSeeOther)
 }
 
@@ -409,9 +418,9 @@ func (s *Server) restoreFailed(w http.ResponseWriter, r *http.Request, v *Viewer
 	case errors.As(err, &busy):
 		say(http.StatusConflict, dreamtext.Busy(err, s.now()))
 	case errors.Is(err, dream.ErrNotDreamCommit):
-		say(http.StatusBadRequest, "Only a Dream's changes can be undone here.")
+		say(http.StatusBadRequest, "Only a Dream's changes, a restore and hand edits can be undone here.")
 	case errors.Is(err, gitstore.ErrNothingToCommit):
-		say(http.StatusConflict, "The memory files already are as they were before this commit: there is nothing to undo.")
+		say(http.StatusConflict, "Undoing this commit changes nothing now: its change is undone already, or every line of it was changed since.")
 	case errors.Is(err, gitstore.ErrRootCommit), errors.Is(err, gitstore.ErrNotInHistory):
 		say(http.StatusBadRequest, "This commit has no earlier state in the current history to go back to.")
 	default:
@@ -420,16 +429,38 @@ func (s *Server) restoreFailed(w http.ResponseWriter, r *http.Request, v *Viewer
 	}
 }
 
+// undoLines are the lines an undo takes out ("-") and puts back ("+") in
+// one file, as the confirmation shows them.
+func undoLines(f gitstore.FileUndo) []diffLine {
+	out := make([]diffLine, 0, len(f.Removed)+len(f.Restored))
+	for _, l := range f.Removed {
+		out = append(out, diffLine{"del", "-" + l})
+	}
+	for _, l := range f.Restored {
+		out = append(out, diffLine{"add", "+" + l})
+	}
+	return out
+}
+
+// sideLines are one side of a conflict as shown: its lines, or that there
+// is none.
+func sideLines(lines []string) []string {
+	if len(lines) == 0 {
+		return []string{"(no line)"}
+	}
+	return lines
+}
+
 // planDigest names a plan in the confirmation form, so that the restore
 // made is the one confirmed.
 func planDigest(p dream.RestorePlan) string {
 	h := sha256.New()
 	h.Write([]byte(p.Target.SHA + "\n"))
 	for _, f := range p.Files {
-		h.Write([]byte("f " + f + "\n"))
-	}
-	for _, c := range p.Undone {
-		h.Write([]byte("u " + c.SHA + "\n"))
+		fmt.Fprintf(h, "f %s %d %q %q\n", f.Path, len(f.Conflicts), f.Removed, f.Restored)
+		for _, c := range f.Conflicts {
+			fmt.Fprintf(h, "c %q %q\n", c.Now, c.Before)
+		}
 	}
 	if p.Uncommitted {
 		h.Write([]byte("hand edits\n"))

@@ -15,7 +15,7 @@ import (
 // cmdDream is `dream run|log|restore`, the CLI twins of /dream,
 // /dream-log and /dream-restore. The CLI user is local and so an admin.
 func cmdDream(ctx context.Context, e *env, args []string) error {
-	const usage = "usage: dreamgate dream run | log [sha] | restore [sha]   (each takes --scope NAME and -h)"
+	const usage = "usage: dreamgate dream run | log [sha] | restore [sha [keep|all]]   (each takes --scope NAME and -h)"
 	switch {
 	case len(args) == 0:
 		return &exitError{code: 2, err: errors.New(usage)}
@@ -28,7 +28,11 @@ func cmdDream(ctx context.Context, e *env, args []string) error {
 	sub := args[0]
 	fs := e.flags("dream " + sub)
 	scope := scopeFlag(fs)
-	if err := e.parse(fs, args[1:], 1); err != nil {
+	maxArgs := 1
+	if sub == "restore" {
+		maxArgs = 2 // the sha, then keep or all
+	}
+	if err := e.parse(fs, args[1:], maxArgs); err != nil {
 		return err
 	}
 	rev := fs.Arg(0)
@@ -60,65 +64,95 @@ func cmdDream(ctx context.Context, e *env, args []string) error {
 		}
 		return nil
 	case "log":
-		repo, err := a.openRepo()
-		if err != nil {
-			return openError(err)
-		}
-		var (
-			c    gitstore.Commit
-			d    gitstore.Diff
-			keep = scope.keep()
-		)
-		if rev == "" {
-			c, d, err = repo.Latest(dream.SubjectPrefix, keep)
-		} else {
-			c, d, err = repo.Show(rev, keep)
-			if err == nil && keep != nil && d.Empty() {
-				return &exitError{code: 1, err: fmt.Errorf("commit %s changed no file of the memory scope %s", c.Short, scope.name())}
-			}
-		}
-		if rev == "" && errors.Is(err, gitstore.ErrNoMatchingCommit) {
-			if d, derr := a.dreamer(); derr == nil {
-				return &exitError{code: 1, err: errors.New(noDreamCommits(d.Status(scope.scopes()), time.Now()))}
-			}
-		}
-		if err != nil {
-			return revisionError(rev, err)
-		}
-		if rev == "" {
-			if r, ok, err := repo.LatestAfter(c.SHA, gitstore.RevertPrefix, keep); err == nil && ok {
-				fmt.Fprintln(e.stdout, dreamtext.UndoneCommit(c, d, r))
-				return nil
-			}
-		}
-		fmt.Fprintln(e.stdout, dreamtext.CLI().Commit(c, d))
-		return nil
+		return dreamLog(e, a, scope, rev)
 	case "restore":
-		repo, err := a.openRepo()
-		if err != nil {
-			return openError(err)
-		}
-		if rev == "" {
-			cs, err := repo.Log(10, dream.SubjectPrefix, scope.keep())
-			if err != nil {
-				return revisionError("", err)
-			}
-			fmt.Fprintln(e.stdout, dreamtext.CLI().List(cs))
-			return nil
-		}
-		d, err := a.dreamer()
-		if err != nil {
-			return openError(err)
-		}
-		res, err := d.Restore(rev, scope.scopes())
-		if err != nil {
-			return revisionError(rev, err)
-		}
-		fmt.Fprintln(e.stdout, dreamtext.Restore(res))
-		return nil
+		return dreamRestore(e, a, scope, rev, fs.Arg(1))
 	default:
 		return &exitError{code: 2, err: fmt.Errorf("unknown dream command %q; use run, log or restore", sub)}
 	}
+}
+
+// dreamLog is `dream log [sha]`: the latest Dream commit, or the one
+// named, and the restore that undid it when one did.
+func dreamLog(e *env, a *app, scope *scopeChoice, rev string) error {
+	repo, err := a.openRepo()
+	if err != nil {
+		return openError(err)
+	}
+	var (
+		c    gitstore.Commit
+		d    gitstore.Diff
+		keep = scope.keep()
+	)
+	if rev == "" {
+		c, d, err = repo.Latest(dream.SubjectPrefix, keep)
+	} else {
+		c, d, err = repo.Show(rev, keep)
+		if err == nil && keep != nil && d.Empty() {
+			return &exitError{code: 1, err: fmt.Errorf("commit %s changed no file of the memory scope %s", c.Short, scope.name())}
+		}
+	}
+	if rev == "" && errors.Is(err, gitstore.ErrNoMatchingCommit) {
+		if d, derr := a.dreamer(); derr == nil {
+			return &exitError{code: 1, err: errors.New(noDreamCommits(d.Status(scope.scopes()), time.Now()))}
+		}
+	}
+	if err != nil {
+		return revisionError(rev, err)
+	}
+	if r, ok, err := repo.UndoneBy(c.SHA, keep); err == nil && ok {
+		fmt.Fprintln(e.stdout, dreamtext.CLI().UndoneCommit(c, d, r))
+		return nil
+	}
+	fmt.Fprintln(e.stdout, dreamtext.CLI().Commit(c, d))
+	return nil
+}
+
+// dreamRestore is `dream restore [sha [keep|all]]`: the changes that can
+// be undone; or the undo of one, at once unless later changes touched its
+// lines and no choice was given (then the choice is shown, exit 1).
+func dreamRestore(e *env, a *app, scope *scopeChoice, rev, choice string) error {
+	if rev == "" {
+		repo, err := a.openRepo()
+		if err != nil {
+			return openError(err)
+		}
+		cs, err := repo.LogPrefixes(10, dream.UndoablePrefixes, scope.keep())
+		if err != nil {
+			return revisionError("", err)
+		}
+		fmt.Fprintln(e.stdout, dreamtext.CLI().List(cs))
+		return nil
+	}
+	opts := dream.RestoreOptions{Origin: "Asked for with dreamgate dream restore."}
+	switch choice {
+	case "":
+	case dreamtext.ChoiceKeep:
+	case dreamtext.ChoiceAll:
+		opts.Resolution = gitstore.UndoAll
+	default:
+		return &exitError{code: 2, err: fmt.Errorf("dream restore: %q is neither keep nor all: use keep to keep the lines later changes made, all to undo the whole change", choice)}
+	}
+	d, err := a.dreamer()
+	if err != nil {
+		return openError(err)
+	}
+	if choice == "" {
+		plan, err := d.PlanRestore(rev, scope.scopes())
+		if err != nil {
+			return revisionError(rev, err)
+		}
+		if plan.Conflicts() > 0 {
+			fmt.Fprintln(e.stdout, dreamtext.CLI().Choose(plan))
+			return &exitError{code: 1, err: errors.New("")}
+		}
+	}
+	res, err := d.Restore(rev, scope.scopes(), opts)
+	if err != nil {
+		return revisionError(rev, err)
+	}
+	fmt.Fprintln(e.stdout, dreamtext.CLI().Restored(res))
+	return nil
 }
 
 // openError is a memory repository that could not be opened, as the CLI

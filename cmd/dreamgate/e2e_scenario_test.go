@@ -363,17 +363,18 @@ func TestScenarioThirtyTurnsThreeSessionsTwoDreams(t *testing.T) {
 	}
 
 	// /dream-log shows the latest Dream commit, Dream's changes alone;
-	// /dream-restore lists the Dream commits and nothing else.
+	// /dream-restore lists the changes that can be undone: the Dream
+	// commits and the hand edit's.
 	if !strings.Contains(dreamLog, subjects[dreams[len(dreams)-1]]) || !strings.Contains(dreamLog, "+- I speak Portuguese at home.") ||
 		strings.Contains(strings.Join(changedLines(dreamLog), "\n"), "Fernando") {
 		t.Errorf("/dream-log = %q, want the last Dream commit %q and its changes alone", dreamLog, subjects[dreams[len(dreams)-1]])
 	}
 	listed := regexp.MustCompile("(?m)^- `[0-9a-f]+` .*$").FindAllString(dreamList, -1)
-	if len(listed) != min(len(dreams), 10) {
-		t.Errorf("/dream-restore lists %d commits, want the %d Dream commits:\n%s", len(listed), len(dreams), dreamList)
+	if len(listed) != min(len(dreams)+len(manual), 10) {
+		t.Errorf("/dream-restore lists %d commits, want the %d Dream commits and the hand edit's:\n%s", len(listed), len(dreams), dreamList)
 	}
 	for _, l := range listed {
-		if !strings.Contains(l, "dream: ") {
+		if !strings.Contains(l, "dream: ") && !strings.Contains(l, "manual: edits outside Dream") {
 			t.Errorf("/dream-restore lists %q", l)
 		}
 	}

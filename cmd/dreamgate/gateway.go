@@ -377,12 +377,13 @@ func fileLogger(w io.Writer, getenv func(string) string) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, logOptions(level)))
 }
 
-// dreamCommits lists recent Dream commits for Discord's sha autocomplete:
-// those that changed a file the asker's audience may read (keepFor, the
-// gateway's rule for /dream-log).
+// dreamCommits lists recent changes that can be undone (Dreams', restores',
+// hand edits') for Discord's sha autocomplete: those that changed a file
+// the asker's audience may read (keepFor, the gateway's rule for
+// /dream-log).
 func dreamCommits(repo *gitstore.Store, keepFor func(audience.Audience) func(string) bool) func(context.Context, audience.Audience, int) ([]discord.DreamCommit, error) {
 	return func(_ context.Context, asker audience.Audience, limit int) ([]discord.DreamCommit, error) {
-		cs, err := repo.Log(limit, dream.SubjectPrefix, keepFor(asker))
+		cs, err := repo.LogPrefixes(limit, dream.UndoablePrefixes, keepFor(asker))
 		if err != nil {
 			return nil, fmt.Errorf("list dream commits: %w", err)
 		}

@@ -31,7 +31,7 @@ Commands:
   chat [-m msg] [--session s]  chat in the terminal; with -m: one turn, reply on stdout
   dream run                    run Dream now
   dream log [sha]              show the latest Dream change, or that commit
-  dream restore [sha]          list Dream commits, or undo one as a new commit
+  dream restore [sha [keep|all]]  list changes, or undo one line by line
   why [--scope NAME] <words>   where the remembered lines holding the words came from
   memory move --conversation KEY --to SCOPE [--from SCOPE] [--since TIME] [--dry-run]
                                move a conversation's archive entries and the memory lines

@@ -122,7 +122,7 @@ func cmdStatus(ctx context.Context, e *env, args []string) (err error) {
 		fmt.Fprintf(w, "Dream: memory repository unavailable (%v)\n", err)
 	} else if cs, err := repo.Log(1, dream.SubjectPrefix, scope.keep()); err == nil && len(cs) > 0 {
 		undone := ""
-		if r, ok, err := repo.LatestAfter(cs[0].SHA, gitstore.RevertPrefix, scope.keep()); err == nil && ok {
+		if r, ok, err := repo.UndoneBy(cs[0].SHA, scope.keep()); err == nil && ok {
 			// A restore since: the memory no longer holds this change.
 			undone = fmt.Sprintf(" (undone by %s %s)", r.Short, r.When.Format("2006-01-02 15:04"))
 		}

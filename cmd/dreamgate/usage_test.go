@@ -47,14 +47,14 @@ func TestHelpGoesToStdout(t *testing.T) {
 		{[]string{"gateway", "-h"}, 0, "-terminal"},
 		{[]string{"status", "--help"}, 0, "Usage of dreamgate status"},
 		{[]string{"eval", "--help"}, 0, "-scenario"},
-		{[]string{"dream", "--help"}, 0, "run | log [sha] | restore [sha]"},
-		{[]string{"dream", "help"}, 0, "run | log [sha] | restore [sha]"},
+		{[]string{"dream", "--help"}, 0, "run | log [sha] | restore [sha [keep|all]]"},
+		{[]string{"dream", "help"}, 0, "run | log [sha] | restore [sha [keep|all]]"},
 		{[]string{"dream", "log", "-h"}, 0, "Usage of dreamgate dream log"},
 		{[]string{"onboard", "-h"}, 0, "Usage of dreamgate onboard"},
 		{[]string{"version", "-h"}, 0, "Usage of dreamgate version"},
 		{[]string{"--bogus"}, 2, "Commands:"},
 		{[]string{"chat", "--bogus"}, 2, "-session"},
-		{[]string{"dream"}, 2, "run | log [sha] | restore [sha]"},
+		{[]string{"dream"}, 2, "run | log [sha] | restore [sha [keep|all]]"},
 		{[]string{"dream", "rn"}, 2, `unknown dream command "rn"`},
 	} {
 		var out, errOut bytes.Buffer

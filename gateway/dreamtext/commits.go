@@ -42,20 +42,22 @@ func (k Commands) NoDreamCommits(s dream.Status, now time.Time) string {
 }
 
 // Commit is the reply to /dream-log [sha]: the commit and its diff against
-// its parent, and how to undo it when it is Dream's.
+// its parent, and how to undo it when it can be (a Dream's, a restore's,
+// hand edits).
 func (k Commands) Commit(c gitstore.Commit, d gitstore.Diff) string {
 	s := commitText(c, d)
-	if strings.HasPrefix(c.Subject, dream.SubjectPrefix) {
+	if dream.Undoable(c.Subject) && !d.Empty() {
 		s += "\n\nUndo it with " + k.cmd(k.Restore, c.Short)
 	}
 	return s
 }
 
-// UndoneCommit is Commit for the latest Dream commit when a restore (r) has
-// undone it since: it says so instead of offering the undo again, which
-// would undo whatever changed since the restore as well.
-func UndoneCommit(c gitstore.Commit, d gitstore.Diff, r gitstore.Commit) string {
-	return commitText(c, d) + fmt.Sprintf("\n\nAlready undone by `%s` %s (%s).", r.Short, showTime(r.When), subjectOr(r.Subject))
+// UndoneCommit is Commit for a commit a restore (r) has undone since (the
+// latest Dream commit, or the one asked for): it says so and how to bring
+// the change back, instead of offering an undo that would change nothing.
+func (k Commands) UndoneCommit(c gitstore.Commit, d gitstore.Diff, r gitstore.Commit) string {
+	return commitText(c, d) + fmt.Sprintf("\n\nAlready undone by `%s` %s (%s). Bring it back with %s",
+		r.Short, showTime(r.When), subjectOr(r.Subject), k.cmd(k.Restore, r.Short))
 }
 
 func commitText(c gitstore.Commit, d gitstore.Diff) string {
@@ -89,57 +91,6 @@ func subjectOr(s string) string {
 	return s
 }
 
-// List is the reply to /dream-restore without arguments: the given Dream
-// commits, newest first (the caller asks for the 10 latest).
-func (k Commands) List(cs []gitstore.Commit) string {
-	if len(cs) == 0 {
-		return "No Dream commits yet: Dream has not changed the memory files."
-	}
-	var b strings.Builder
-	b.WriteString("Dream commits, newest first:\n")
-	for _, c := range cs {
-		fmt.Fprintf(&b, "- `%s` %s %s\n", c.Short, showTime(c.When), subjectOr(c.Subject))
-	}
-	fmt.Fprintf(&b, "See one with %s; undo one (and everything after it) with %s.", k.cmd(k.Log, "<sha>"), k.cmd(k.Restore, "<sha>"))
-	return b.String()
-}
-
-// maxLaterListed bounds the later commits Restore names: a restore far back
-// undoes thousands, which no chat message should list.
-const maxLaterListed = 10
-
-// Restore is the reply to /dream-restore <sha>.
-func Restore(r dream.RestoreResult) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "Restored the memory files to their state before `%s` (new commit `%s`).", r.Target.Short, r.Revert.Short)
-	if len(r.Files) > 0 {
-		names := make([]string, len(r.Files))
-		for i, f := range r.Files {
-			names[i] = base(f)
-		}
-		fmt.Fprintf(&b, "\nRestored: %s.", strings.Join(names, ", "))
-	}
-	var later []string
-	skipped := 0
-	for _, c := range r.Undone {
-		switch {
-		case c.SHA == r.Target.SHA:
-		case len(later) == maxLaterListed:
-			skipped++
-		default:
-			later = append(later, fmt.Sprintf("`%s` %s", c.Short, subjectOr(c.Subject)))
-		}
-	}
-	if skipped > 0 {
-		later = append(later, fmt.Sprintf("… and %d more", skipped))
-	}
-	if len(later) > 0 {
-		fmt.Fprintf(&b, "\nThis also undid later changes to those files:\n- %s", strings.Join(later, "\n- "))
-	}
-	b.WriteString("\nThe history behind the undone change will not be dreamed again.")
-	return b.String()
-}
-
 // Error turns an error from Run, Restore or the repository calls behind
 // /dream-log and /dream-restore into one sentence for a person; rev is the
 // revision they typed ("" when none). The error itself belongs in the log.
@@ -155,7 +106,7 @@ func (k Commands) Error(err error, rev string, now time.Time) string {
 	case errors.As(err, &runErr):
 		return fmt.Sprintf("Dream failed: %s.", reasonOr(runErr.Reason))
 	case errors.Is(err, dream.ErrNotDreamCommit):
-		return fmt.Sprintf("`%s` is not a Dream commit; only Dream's changes can be restored. Try %s to list them.", rev, k.cmd(k.Restore, ""))
+		return fmt.Sprintf("`%s` cannot be undone: only a Dream's changes, a restore and hand edits can. Try %s to list them.", rev, k.cmd(k.Restore, ""))
 	case errors.As(err, &amb):
 		shorts := make([]string, 0, len(amb.Candidates))
 		for _, c := range amb.Candidates {
@@ -167,13 +118,13 @@ func (k Commands) Error(err error, rev string, now time.Time) string {
 	case errors.Is(err, gitstore.ErrInvalidRevision):
 		return fmt.Sprintf("`%s` is not a commit id: give 4 to 40 hex characters, e.g. %s.", rev, k.cmd(k.Log, "1a2b3c4d"))
 	case errors.Is(err, gitstore.ErrUnknownRevision), errors.Is(err, gitstore.ErrNotInHistory):
-		return fmt.Sprintf("No Dream commit `%s`. Try %s to list them.", rev, k.cmd(k.Restore, ""))
+		return fmt.Sprintf("No memory change `%s`. Try %s to list them.", rev, k.cmd(k.Restore, ""))
 	case errors.Is(err, gitstore.ErrNoMatchingCommit):
 		return "No Dream commits yet: Dream has not changed the memory files."
 	case errors.Is(err, gitstore.ErrRootCommit):
 		return fmt.Sprintf("`%s` is the first commit of the memory repository; there is no earlier state to restore.", rev)
 	case errors.Is(err, gitstore.ErrNothingToCommit):
-		return fmt.Sprintf("The memory files already are as they were before `%s`; nothing to restore.", rev)
+		return fmt.Sprintf("Undoing `%s` changes nothing now: its change is undone already, or every line of it was changed since and the later lines are kept.", rev)
 	case errors.Is(err, gitstore.ErrLocked), errors.Is(err, gitstore.ErrConcurrentUpdate):
 		return "The memory repository is busy (another git command is using it); try again in a moment."
 	case errors.Is(err, gitstore.ErrDamaged):

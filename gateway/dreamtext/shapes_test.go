@@ -1,7 +1,6 @@
 package dreamtext
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -62,30 +61,68 @@ func TestPublicReport(t *testing.T) {
 	}
 }
 
-func TestRestore(t *testing.T) {
+// The reply to a restore names every file and line it changed, what it
+// made of the places later changes touched, and how to undo it.
+func TestRestored(t *testing.T) {
 	target := gitstore.Commit{SHA: "t", Short: "1a2b3c4d", Subject: "dream: 1 change from history 1-1"}
-	later := gitstore.Commit{SHA: "l", Short: "5e6f7a8b", Subject: "dream: 1 change from history 2-2"}
-	r := dream.RestoreResult{Target: target, Revert: gitstore.Commit{Short: "99990000"}, Undone: []gitstore.Commit{later, target}, Files: []string{"USER.md"}}
-	want := "Restored the memory files to their state before `1a2b3c4d` (new commit `99990000`).\nRestored: USER.md.\n" +
-		"This also undid later changes to those files:\n- `5e6f7a8b` dream: 1 change from history 2-2\n" +
-		"The history behind the undone change will not be dreamed again."
-	if got := Restore(r); got != want {
+	r := dream.RestoreResult{Target: target, Revert: gitstore.Commit{Short: "99990000"}, Files: []string{"scopes/x/USER.md"},
+		Plan: plan(t, "USER.md", "- a\n- b\n", "- a\n- B\n- c\n", "- a2\n- B\n- c\n")}
+	want := "Undid `1a2b3c4d` (dream: 1 change from history 1-1) line by line (new commit `99990000`).\n" +
+		"- USER.md: 2 lines taken out, 1 line put back\n" +
+		"```diff\nUSER.md\n-- B\n-- c\n+- b\n```\n" +
+		"Every other line and file stays as it was. The history behind the undone change will not be dreamed again.\n" +
+		"Undo this restore with /dream-restore 99990000"
+	if got := Chat().Restored(r); got != want {
+		t.Errorf("got:\n%s\nwant:\n%s", got, want)
+	}
+	r.Plan = plan(t, "USER.md", "- office Harbour\n- tea\n", "- office Canal Road\n- tea\n- cats\n", "- office Dock\n- tea\n- cats\n")
+	r.Held = []dream.Hold{{Tokens: 3012, Until: 4524}}
+	got := Chat().Restored(r)
+	for _, want := range []string{
+		"- USER.md: 1 line taken out, 0 lines put back\n```diff\nUSER.md\n-- cats\n```\n",
+		"Where later changes had touched the same lines (1 place), the later lines were kept.\n",
+		"back in hot memory (3012 tokens now): it will not be compacted again until it grows past 4524 tokens",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("reply lacks %q:\n%s", want, got)
+		}
+	}
+	r.Plan.Resolution = gitstore.UndoAll
+	got = Chat().Restored(r)
+	if !strings.Contains(got, "- USER.md: 2 lines taken out, 1 line put back\n```diff\nUSER.md\n-- cats\n-- office Dock\n+- office Harbour\n```") ||
+		!strings.Contains(got, "(1 place), those were undone too.") {
+		t.Errorf("undone whole:\n%s", got)
+	}
+	if strings.Contains(got, "scopes/") {
+		t.Errorf("the reply names the scope's folder:\n%s", got)
+	}
+}
+
+// Where later changes touched the commit's lines, nothing is changed yet:
+// the reply shows both sides and the two commands.
+func TestChoose(t *testing.T) {
+	p := dream.RestorePlan{RestorePlan: plan(t, "USER.md", "- office Harbour\n- tea\n", "- office Canal Road\n- tea\n- cats\n", "- office Dock\n- tea\n- cats\n")}
+	p.Target = gitstore.Commit{Short: "1a2b3c4d", Subject: "dream: A"}
+	p.Later = []gitstore.Commit{{Short: "5e6f7a8b", Subject: "dream: B"}}
+	want := "Undoing `1a2b3c4d` (dream: A) needs your choice: later changes touched 1 place of the lines it changed. Nothing has been changed yet.\n\n" +
+		"Either way:\n- USER.md: 1 line taken out, 0 lines put back\n```diff\nUSER.md\n-- cats\n```\n\n" +
+		"Where later changes touched the same lines:\n```text\nUSER.md\n  now:    - office Dock\n  before: - office Harbour\n```\n" +
+		"Changed since by: `5e6f7a8b` dream: B.\n\n" +
+		"Choose:\n- `dreamgate dream restore 1a2b3c4d keep` — undo the rest and keep the later lines\n" +
+		"- `dreamgate dream restore 1a2b3c4d all` — undo it whole: the lines come back as they were before it, replacing the later ones"
+	if got := CLI().Choose(p); got != want {
 		t.Errorf("got:\n%s\nwant:\n%s", got, want)
 	}
 }
 
-// The reply to a restore far back names at most ten of the later commits
-// it undid, and how many more.
-func TestRestoreBoundsTheLaterCommits(t *testing.T) {
-	target := gitstore.Commit{SHA: "t", Short: "tttttttt", Subject: "dream: target"}
-	r := dream.RestoreResult{Target: target, Revert: gitstore.Commit{Short: "rrrrrrrr"}, Undone: []gitstore.Commit{target}}
-	for i := range 25 {
-		r.Undone = append(r.Undone, gitstore.Commit{SHA: fmt.Sprint(i), Short: fmt.Sprintf("%08d", i), Subject: fmt.Sprint("dream: ", i)})
-	}
-	msg := Restore(r)
-	if n := strings.Count(msg, "` dream: "); n != 10 || !strings.Contains(msg, "\n- … and 15 more") {
-		t.Fatalf("names %d later commits:\n%s", n, msg)
-	}
+// plan is the restore plan of one file's change base→target, standing now
+// as current.
+func plan(t *testing.T, path, base, target, current string) gitstore.RestorePlan {
+	t.Helper()
+	text := func(s string) gitstore.FileText { return gitstore.FileText{Data: []byte(s), Exists: true} }
+	_, f := gitstore.UndoLines(text(base), text(target), text(current), gitstore.KeepLater)
+	f.Path = path
+	return gitstore.RestorePlan{Files: []gitstore.FileUndo{f}}
 }
 
 // What is left for later shows in the status line and in /dream-log.
@@ -118,7 +155,7 @@ func TestCLIWordsNameTheCLI(t *testing.T) {
 	c := gitstore.Commit{SHA: "1a2b3c4d5e6f", Short: "1a2b3c4d", Subject: "dream: 1 change from history 1-1", When: time.Date(2026, 4, 3, 0, 2, 0, 0, time.UTC)}
 	now := time.Now()
 	texts := map[string]string{
-		"commit":     CLI().Commit(c, gitstore.Diff{}),
+		"commit":     CLI().Commit(c, gitstore.Diff{Files: []gitstore.FileChange{{Path: "USER.md", Added: 1}}}),
 		"list":       CLI().List([]gitstore.Commit{c}),
 		"unknown":    CLI().Error(gitstore.ErrUnknownRevision, "dead", now),
 		"invalid":    CLI().Error(gitstore.ErrInvalidRevision, "xyz!", now),
@@ -127,7 +164,7 @@ func TestCLIWordsNameTheCLI(t *testing.T) {
 	}
 	wants := map[string]string{
 		"commit":     "Undo it with `dreamgate dream restore 1a2b3c4d`",
-		"list":       "See one with `dreamgate dream log <sha>`; undo one (and everything after it) with `dreamgate dream restore <sha>`.",
+		"list":       "See one with `dreamgate dream log <sha>`; undo one with `dreamgate dream restore <sha>`: only its own lines change back",
 		"unknown":    "Try `dreamgate dream restore` to list them.",
 		"invalid":    "e.g. `dreamgate dream log 1a2b3c4d`.",
 		"not dream":  "Try `dreamgate dream restore` to list them.",

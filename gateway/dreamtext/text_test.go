@@ -91,10 +91,10 @@ func TestError(t *testing.T) {
 		{"ambiguous", fmt.Errorf("show: %w", &gitstore.AmbiguousRevisionError{Prefix: "1a2b",
 			Candidates: []string{"1a2b000000000000000000000000000000000000", "1a2bffff00000000000000000000000000000000"}}),
 			"`1a2b` matches several commits (`1a2b0000`, `1a2bffff`); give more characters."},
-		{"unknown", fmt.Errorf("x: %w", gitstore.ErrUnknownRevision), "No Dream commit `1a2b`. Try /dream-restore to list them."},
+		{"unknown", fmt.Errorf("x: %w", gitstore.ErrUnknownRevision), "No memory change `1a2b`. Try /dream-restore to list them."},
 		{"no dream commits", gitstore.ErrNoMatchingCommit, "No Dream commits yet: Dream has not changed the memory files."},
 		{"root", gitstore.ErrRootCommit, "`1a2b` is the first commit of the memory repository; there is no earlier state to restore."},
-		{"nothing to restore", gitstore.ErrNothingToCommit, "The memory files already are as they were before `1a2b`; nothing to restore."},
+		{"nothing to restore", gitstore.ErrNothingToCommit, "Undoing `1a2b` changes nothing now: its change is undone already, or every line of it was changed since and the later lines are kept."},
 		{"locked", gitstore.ErrLocked, "The memory repository is busy (another git command is using it); try again in a moment."},
 		{"damaged", fmt.Errorf("commit: %w", &gitstore.DamagedError{Ref: "refs/heads/main", Path: "/home/ana/.dreamgate/workspace/.git/refs/heads/main", Problem: "is empty", Reason: "secret"}),
 			"Dream is stopped: the memory repository's history is damaged and could not be repaired automatically, so nothing was re-created; the gateway log says how to repair it."},
@@ -145,10 +145,10 @@ func TestCommitAndList(t *testing.T) {
 		t.Fatal(err)
 	}
 	list := Chat().List([]gitstore.Commit{c, {Short: "0f0f0f0f", Subject: "dream: 1 change from history 1-40", When: when.In(berlin)}})
-	wantList := "Dream commits, newest first:\n" +
+	wantList := "Changes you can undo, newest first:\n" +
 		"- `1a2b3c4d` 2026-04-03 00:02 UTC dream: 2 changes from history 41-60\n" +
 		"- `0f0f0f0f` 2026-04-03 02:02 CEST dream: 1 change from history 1-40\n" +
-		"See one with /dream-log <sha>; undo one (and everything after it) with /dream-restore <sha>."
+		"See one with /dream-log <sha>; undo one with /dream-restore <sha>: only its own lines change back, later changes and hand edits stay."
 	if list != wantList {
 		t.Errorf("FormatList:\n%s\nwant:\n%s", list, wantList)
 	}
