@@ -12,8 +12,19 @@ import (
 )
 
 // errTryTimeout is the cancel cause of a try that ran out of time, which
-// tells it apart from the caller's own cancellation.
-var errTryTimeout = errors.New("try timed out")
+// tells it apart from the caller's own cancellation; errNoFirstByte that of
+// a streamed try whose answer did not begin within Config.FirstByte.
+var (
+	errTryTimeout  = errors.New("try timed out")
+	errNoFirstByte = errors.New("no first byte in time")
+)
+
+// timer is what time.AfterFunc returns, as the client's clock makes it
+// (tests move a fake one).
+type timer interface {
+	Stop() bool
+	Reset(d time.Duration) bool
+}
 
 // call is one Chat: the tries of one request.
 type call struct {
@@ -46,7 +57,7 @@ func (k *call) run(ctx context.Context, req Request) (Response, error) {
 			f    *failure
 		)
 		if stream {
-			resp, f = k.tryStream(ctx, wire, mend)
+			resp, f = k.tryStream(ctx, wire, mend, k.firstByte(req))
 		} else {
 			resp, f = k.try(ctx, wire, mend)
 		}
@@ -62,21 +73,41 @@ func (k *call) run(ctx context.Context, req Request) (Response, error) {
 			return Response{}, fmt.Errorf("chat with %s: %w", k.model, ctx.Err())
 		}
 		k.logTry(attempt, start, resp, f)
-		maxTries := c.cfg.MaxTries
-		if req.tries > 0 {
-			maxTries = min(maxTries, req.tries)
-		}
-		if !f.retryable || attempt >= maxTries {
+		delay, again := k.retry(req, attempt, f)
+		if !again {
 			return Response{}, f.final(attempt)
-		}
-		delay := c.backoff(attempt)
-		if f.hasRetryAfter {
-			delay = min(f.retryAfter, c.cfg.MaxDelay)
 		}
 		if err := c.wait(ctx, delay); err != nil {
 			return Response{}, fmt.Errorf("chat with %s: wait to retry: %w", k.model, err)
 		}
 	}
+}
+
+// retry decides whether a failed try is tried again, and after what wait.
+// With another model of the chain to ask (req.fallback), the chain's wait
+// must not be this model's retries: a timeout or a hang passes on at once,
+// and another transient failure gets one more try, only when it can follow
+// at once (BaseDelay, or a shorter Retry-After).
+func (k *call) retry(req Request, attempt int, f *failure) (time.Duration, bool) {
+	c := k.client
+	maxTries := c.cfg.MaxTries
+	if req.tries > 0 {
+		maxTries = min(maxTries, req.tries)
+	}
+	if req.fallback {
+		maxTries = min(maxTries, 2)
+	}
+	if !f.retryable || attempt >= maxTries || req.fallback && f.timeout {
+		return 0, false
+	}
+	delay := c.backoff(attempt)
+	if f.hasRetryAfter {
+		delay = min(f.retryAfter, c.cfg.MaxDelay)
+	}
+	if req.fallback && delay > c.cfg.BaseDelay {
+		return 0, false
+	}
+	return delay, true
 }
 
 func (k *call) logTry(attempt int, start time.Time, resp Response, f *failure) {
@@ -102,8 +133,10 @@ func (k *call) try(ctx context.Context, wire openai.ChatCompletionRequest, mend 
 	c := k.client
 	d := c.newDoer(mend)
 	cl := openai.NewClientWithConfig(c.openaiConfig(d))
-	tctx, cancel := context.WithTimeoutCause(ctx, c.cfg.Timeout, errTryTimeout)
-	defer cancel()
+	tctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	limit := c.afterFunc(c.cfg.Timeout, func() { cancel(errTryTimeout) })
+	defer limit.Stop()
 
 	out, err := cl.CreateChatCompletion(tctx, wire)
 	if err != nil {
@@ -131,15 +164,21 @@ func (k *call) try(ctx context.Context, wire openai.ChatCompletionRequest, mend 
 }
 
 // tryStream makes one streamed request. A failure after a fragment reached
-// OnDelta is never retried: the caller has shown it already.
-func (k *call) tryStream(ctx context.Context, wire openai.ChatCompletionRequest, mend bodyMend) (Response, *failure) {
+// OnDelta is never retried: the caller has shown it already. firstByte,
+// when > 0, bounds the wait for the answer's first byte.
+func (k *call) tryStream(ctx context.Context, wire openai.ChatCompletionRequest, mend bodyMend, firstByte time.Duration) (Response, *failure) {
 	c := k.client
 	d := c.newDoer(mend)
 	cl := openai.NewClientWithConfig(c.openaiConfig(d))
 	tctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	idle := time.AfterFunc(c.cfg.Timeout, func() { cancel(errTryTimeout) })
+	idle := c.afterFunc(c.cfg.Timeout, func() { cancel(errTryTimeout) })
 	defer idle.Stop()
+	if firstByte > 0 {
+		first := c.afterFunc(firstByte, func() { cancel(errNoFirstByte) })
+		defer first.Stop()
+		d.onFirstByte = func() { first.Stop() }
+	}
 
 	st, err := cl.CreateChatCompletionStream(tctx, wire)
 	if err != nil {
@@ -189,6 +228,16 @@ func (k *call) tryStream(ctx context.Context, wire openai.ChatCompletionRequest,
 		resp.Model = k.model
 	}
 	return resp, nil
+}
+
+// firstByte is the limit on the wait for a streamed answer's first byte:
+// Config.FirstByte when another model of the chain can be asked (and the
+// limit is below the whole timeout), else none.
+func (k *call) firstByte(req Request) time.Duration {
+	if fb := k.client.cfg.FirstByte; req.fallback && fb < k.client.cfg.Timeout {
+		return fb
+	}
+	return 0
 }
 
 // streamAcc assembles a streamed answer into a Response.

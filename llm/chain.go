@@ -10,36 +10,27 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/dreamgate/dreamgate/internal/backoff"
 )
 
-// maxCooldown caps how long a failing model is passed over: a provider down
-// for hours is tried again every ten minutes.
-const maxCooldown = 10 * time.Minute
-
 // Named is one model of the config's list: its client, under the name the
-// config gives it, and what calls through chains learned of it. A model
-// several chains list is one Named, so a failure one purpose meets cools
-// it down for all.
+// config gives it, and what calls through chains counted of it. A model
+// several chains list is one Named, so a failure one purpose meets passes
+// it over for all.
 //
-// A failure that says the model cannot serve (unreachable, overloaded,
-// rate-limited past its client's retries, breaker open, a refused key, no
-// credit, an unknown model id, an unreadable answer) cools it down: chains
-// pass it over for its client's BreakerCooldown (30 s by default), doubled
-// at each failure in a row up to ten minutes. After that one call tries it
-// again, with one try when another model can answer after it (the other
-// calls still pass it over); its success brings it back.
+// Whether it serves is its client's one record (see record): a failure
+// that says the model cannot serve (unreachable, overloaded, hanging,
+// rate-limited past its retries, a refused key, no credit, an unknown
+// model id, an unreadable answer) makes chains pass it over for its
+// client's BreakerCooldown (30 s by default), doubled at each failure in a
+// row up to ten minutes. After that one call tries it again, with one try
+// when another model can answer after it (the other calls still pass it
+// over); its success brings it back.
 type Named struct {
 	name   string
 	client *Client
 
-	mu        sync.Mutex
-	failures  int       // failed calls in a row that cooled it down
-	coolUntil time.Time // while failures > 0: when it may be tried again
-	trial     bool      // a call is trying it after its cooldown
-	reason    string    // the safe reason of the last such failure
-	stats     map[string]ModelStats
+	mu    sync.Mutex
+	stats map[string]ModelStats
 }
 
 // ModelStats counts one model's calls for one purpose made through chains.
@@ -68,24 +59,16 @@ func (m *Named) Stats() map[string]ModelStats {
 	return maps.Clone(m.stats)
 }
 
-// Status is what the model's chains know of it now.
+// Status is what the model's record says now.
 func (m *Named) Status() ModelStatus {
-	m.mu.Lock()
 	s := ModelStatus{Name: m.name, ID: m.client.Model(), Endpoint: m.client.endpoint}
-	if m.failures > 0 {
-		s.CoolingUntil, s.Reason = m.coolUntil, m.reason
-	}
-	m.mu.Unlock()
-	s.BreakerOpen = m.client.State().BreakerOpen
+	s.CoolingUntil, s.Reason = m.client.rec.status()
+	s.BreakerOpen = m.client.rec.isOpen()
 	return s
 }
 
 // Cooling reports whether chains pass the model over now.
-func (m *Named) Cooling() bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.failures > 0 && (m.client.now().Before(m.coolUntil) || m.trial)
-}
+func (m *Named) Cooling() bool { return m.client.rec.cooling(m.client.now()) }
 
 func (m *Named) count(purpose string, f func(*ModelStats)) {
 	m.mu.Lock()
@@ -93,69 +76,6 @@ func (m *Named) count(purpose string, f func(*ModelStats)) {
 	f(&s)
 	m.stats[purpose] = s
 	m.mu.Unlock()
-}
-
-// admit reports whether a call may try m now: it is not cooling down, or
-// its cooldown is over and no other call is trying it yet (trial: this
-// call is the one that does).
-func (m *Named) admit(now time.Time) (ok, trial bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	switch {
-	case m.failures == 0:
-		return true, false
-	case now.Before(m.coolUntil) || m.trial:
-		return false, false
-	}
-	m.trial = true
-	return true, true
-}
-
-// force lets a call try m although it cools down (every model of the
-// chain does); trial: this call holds its trial.
-func (m *Named) force() (trial bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.failures > 0 && !m.trial {
-		m.trial = true
-		return true
-	}
-	return false
-}
-
-// outcome of a call for a model's cooldown.
-type coolOutcome int
-
-const (
-	coolServed  coolOutcome = iota // it answered
-	coolFailed                     // it cannot serve: cool it down
-	coolNeutral                    // says nothing of the model (the caller gave up, a prompt too long)
-)
-
-// done records how a call admitted by admit or force ended, and reports
-// whether the model was serving again after failures (back) or has just
-// started cooling down (cooled).
-func (m *Named) done(trial bool, o coolOutcome, reason string, now time.Time) (back bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if trial {
-		m.trial = false
-	}
-	switch o {
-	case coolServed:
-		back = m.failures > 0
-		m.failures, m.coolUntil, m.reason = 0, time.Time{}, ""
-	case coolFailed:
-		// A call that was under way when another's failure began the
-		// cooldown does not lengthen it; a failed trial does.
-		if !trial && m.failures > 0 && now.Before(m.coolUntil) {
-			return false
-		}
-		m.failures++
-		m.coolUntil = now.Add(backoff.Delay(m.failures-1, m.client.cfg.BreakerCooldown, max(maxCooldown, m.client.cfg.BreakerCooldown)))
-		m.reason = reason
-	}
-	return back
 }
 
 // Chain is the models that serve one purpose, in order of preference. It
@@ -220,9 +140,8 @@ func (c *Chain) now() time.Time { return c.models[0].client.now() }
 // Client's; when more than one model failed, a *ChainError holding each
 // failure, which unwraps to the last one.
 func (c *Chain) Chat(ctx context.Context, req Request) (Response, error) {
-	purpose := req.Purpose
-	if purpose == "" {
-		purpose = PurposeChat
+	if req.Purpose == "" {
+		req.Purpose = PurposeChat
 	}
 	var shown bool
 	if onDelta := req.OnDelta; onDelta != nil {
@@ -231,55 +150,35 @@ func (c *Chain) Chat(ctx context.Context, req Request) (Response, error) {
 			onDelta(s)
 		}
 	}
-	type pick struct {
-		i     int
-		trial bool
-	}
-	now := c.now()
-	var order []pick
-	for i, m := range c.models {
-		if ok, trial := m.admit(now); ok {
-			order = append(order, pick{i, trial})
-		}
-	}
-	if len(order) == 0 {
-		for i, m := range c.models {
-			order = append(order, pick{i, m.force()})
-		}
-	}
-
+	order := c.order(c.now())
 	var failed []ModelFailure
 	for k, p := range order {
 		m := c.models[p.i]
-		m.count(purpose, func(s *ModelStats) { s.Calls++ })
-		try := req
-		if p.trial && k+1 < len(order) {
-			// Back from its cooldown with another model to answer: one
-			// try, not the caller waiting through its retries again.
-			try.tries = 1
-		}
-		resp, err := m.client.Chat(ctx, try)
-		now := c.now()
+		m.count(req.Purpose, func(s *ModelStats) { s.Calls++ })
+		var resp Response
+		err := p.fast
 		if err == nil {
-			if m.done(p.trial, coolServed, "", now) {
-				c.log.Debug("model serves again", "model", m.name, "purpose", purpose)
+			try := req
+			// With another model to ask, this one's retries must not
+			// make the caller wait: see call.retry and Config.FirstByte.
+			try.fallback = k+1 < len(order)
+			if p.trial && try.fallback {
+				// Back from its cooldown: one try, not the caller
+				// waiting through its retries again.
+				try.tries = 1
 			}
-			c.answered(p.i, purpose, failed, now)
+			resp, err = m.client.chat(ctx, try, p.trial)
+		}
+		if err == nil {
+			c.answered(p.i, req.Purpose, failed, c.now())
 			return resp, nil
 		}
 		if ctx.Err() != nil {
-			// The caller gave up: that says nothing of the model.
-			m.done(p.trial, coolNeutral, "", now)
-			return Response{}, err
+			return Response{}, err // the caller gave up: that says nothing of the model
 		}
-		m.count(purpose, func(s *ModelStats) { s.Failures++ })
-		v := verdictOf(err)
-		o := coolNeutral
-		if v.cool {
-			o = coolFailed
-		}
-		m.done(p.trial, o, reasonOf(err), now)
+		m.count(req.Purpose, func(s *ModelStats) { s.Failures++ })
 		failed = append(failed, ModelFailure{Model: m.name, Err: err})
+		v := verdictOf(err)
 		var next *Named
 		if k+1 < len(order) {
 			next = c.models[order[k+1].i]
@@ -289,13 +188,44 @@ func (c *Chain) Chat(ctx context.Context, req Request) (Response, error) {
 			return Response{}, c.failure(failed)
 		case shown:
 			c.log.Warn("the answer broke off mid-stream; the next model is not asked, so the part already shown is not repeated",
-				"model", m.name, "purpose", purpose, "next", next.name, "reason", reasonOf(err))
+				"model", m.name, "purpose", req.Purpose, "next", next.name, "reason", reasonOf(err))
 			return Response{}, c.failure(failed)
 		}
-		m.count(purpose, func(s *ModelStats) { s.Fallbacks++ })
-		c.logFallback(m, next, purpose, v, err)
+		m.count(req.Purpose, func(s *ModelStats) { s.Fallbacks++ })
+		c.logFallback(m, next, req.Purpose, v, err)
 	}
 	return Response{}, c.failure(failed) // unreachable: the last pick returns
+}
+
+// pick is a model a call will try, in order: trial, it holds the model's
+// trial; fast, the model is not tried but fails fast (its breaker open).
+type pick struct {
+	i     int
+	trial bool
+	fast  error
+}
+
+// order is the models a call tries: those not cooling down; when every
+// one does, each of them anyway (a call has a chance, a certain failure
+// none), but for those whose breaker is open.
+func (c *Chain) order(now time.Time) []pick {
+	var order []pick
+	for i, m := range c.models {
+		if ok, trial := m.client.rec.available(now); ok {
+			order = append(order, pick{i: i, trial: trial})
+		}
+	}
+	if len(order) > 0 {
+		return order
+	}
+	for i, m := range c.models {
+		trial, err := m.client.rec.force(now)
+		if err != nil {
+			err = m.client.named(err)
+		}
+		order = append(order, pick{i: i, trial: trial, fast: err})
+	}
+	return order
 }
 
 // answered records that model i answered, and logs when that is another

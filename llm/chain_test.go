@@ -3,6 +3,7 @@ package llm_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -78,18 +79,22 @@ func TestChainFallsBackWhenTheFirstModelCannotServe(t *testing.T) {
 	}{
 		{name: "5xx storm", fail: func(f *fleet) {
 			f.srv["primary"].SetResponder(func(llmtest.Request) llmtest.Reply { return llmtest.Status(503, "") })
-		}, primaryTries: 3, falls: true, cools: true},
+		}, primaryTries: 2, falls: true, cools: true},
 		{name: "timeout", fail: func(f *fleet) {
 			f.srv["primary"].SetResponder(func(llmtest.Request) llmtest.Reply { return llmtest.Slow(time.Hour, llmtest.Text("late")) })
-		}, primaryTries: 3, falls: true, cools: true},
-		{name: "429 past the retry budget", fail: func(f *fleet) {
+		}, primaryTries: 1, falls: true, cools: true},
+		{name: "429 with a long Retry-After", fail: func(f *fleet) {
 			f.srv["primary"].SetResponder(func(llmtest.Request) llmtest.Reply { return llmtest.Status(429, "20") })
-		}, primaryTries: 3, falls: true, cools: true},
-		{name: "open breaker", fail: func(f *fleet) {
-			// Calls outside the chain opened the primary's breaker.
+		}, primaryTries: 1, falls: true, cools: true},
+		{name: "429 with a short Retry-After", fail: func(f *fleet) {
+			f.srv["primary"].SetResponder(func(llmtest.Request) llmtest.Reply { return llmtest.Status(429, "0") })
+		}, primaryTries: 2, falls: true, cools: true},
+		{name: "failed outside the chain", fail: func(f *fleet) {
+			// A call outside the chain failed: the model's one record
+			// passes it over in the chain too.
 			f.srv["primary"].Push(llmtest.Status(500, ""), llmtest.Status(500, ""), llmtest.Status(500, ""))
 			if _, err := f.model["primary"].Client().Chat(context.Background(), userReq("x")); !errors.Is(err, llm.ErrUnavailable) {
-				panic("the breaker did not see a failure: " + err.Error())
+				panic("the call outside the chain did not fail: " + err.Error())
 			}
 		}, primaryTries: 3, falls: true, cools: true},
 		{name: "404 model not found", fail: func(f *fleet) {
@@ -118,7 +123,6 @@ func TestChainFallsBackWhenTheFirstModelCannotServe(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFleet(t, func(name string, c *llm.Config) {
 				if name == "primary" {
-					c.BreakerThreshold = 1
 					if tt.name == "timeout" {
 						// Only here: every try of this primary waits
 						// on an answer that never comes.
@@ -132,7 +136,7 @@ func TestChainFallsBackWhenTheFirstModelCannotServe(t *testing.T) {
 			chain := f.chain(llm.PurposeChat, "primary", "backup")
 
 			resp, err := chain.Chat(t.Context(), userReq("hello"))
-			if got := f.requests("primary") - before; got != tt.primaryTries && tt.name != "open breaker" {
+			if got := f.requests("primary") - before; got != tt.primaryTries && tt.name != "failed outside the chain" {
 				t.Errorf("the primary's fake saw %d requests of the call, want %d", got, tt.primaryTries)
 			}
 			if !tt.falls {
@@ -154,8 +158,8 @@ func TestChainFallsBackWhenTheFirstModelCannotServe(t *testing.T) {
 			if len(reqs) != 1 || reqs[0].Model != "backup-id" {
 				t.Fatalf("the backup's fake saw %d requests (%+v), want one for backup-id", len(reqs), reqs)
 			}
-			if tt.name == "open breaker" && f.requests("primary") != before {
-				t.Errorf("an open breaker still sent %d requests", f.requests("primary")-before)
+			if tt.name == "failed outside the chain" && f.requests("primary") != before {
+				t.Errorf("a model that failed outside the chain was still sent %d requests", f.requests("primary")-before)
 			}
 			if tt.logged != "" && len(f.logs.Find(slog.LevelWarn, tt.logged)) != 1 {
 				t.Errorf("no log line %q; got %v", tt.logged, f.logs.Records())
@@ -164,8 +168,8 @@ func TestChainFallsBackWhenTheFirstModelCannotServe(t *testing.T) {
 				t.Errorf("%d switch lines, want 1", n)
 			}
 			st := f.model["primary"].Stats()[llm.PurposeChat]
-			if st.Calls != 1 || st.Failures != 1 || st.Fallbacks != 1 {
-				t.Errorf("primary's stats %+v, want 1 call, 1 failure, 1 fallback", st)
+			if want := (llm.ModelStats{Calls: 1, Failures: 1, Fallbacks: 1}); tt.name != "failed outside the chain" && st != want {
+				t.Errorf("primary's stats %+v, want %+v", st, want)
 			}
 
 			// The next call: a cooling model is passed over; a prompt too
@@ -224,7 +228,7 @@ func TestChainCoolsDownAndComesBack(t *testing.T) {
 	if st.Served != "backup" || st.Models[0].CoolingUntil.IsZero() {
 		t.Fatalf("status %+v", st)
 	}
-	if got := st.Text(f.clock.Now(), true); got != "archive: primary → backup; backup answered last; primary failed (HTTP 503 after 3 tries), tried again in 1s" {
+	if got := st.Text(f.clock.Now(), true); got != "archive: primary → backup; backup answered last; primary failed (HTTP 503 after 2 tries), tried again in 1s" {
 		t.Errorf("operator's status line %q", got)
 	}
 	if got := st.Text(f.clock.Now(), false); got != "archive: primary → backup; backup answered last; primary is not answering right now" {
@@ -233,8 +237,8 @@ func TestChainCoolsDownAndComesBack(t *testing.T) {
 
 	f.clock.Advance(2 * time.Second)
 	call("trial fails", "backup", true)
-	if n := f.requests("primary"); n != 4 {
-		t.Errorf("primary saw %d requests; a trial with a backup behind it is one try (3 + 1)", n)
+	if n := f.requests("primary"); n != 3 {
+		t.Errorf("primary saw %d requests; with a backup behind it a call is two tries, a trial one (2 + 1)", n)
 	}
 	f.clock.Advance(59 * time.Second)
 	call("cooldown doubled", "backup", false)
@@ -261,7 +265,7 @@ func TestChainCoolsDownAndComesBack(t *testing.T) {
 // over rather than all waiting on a model that may still be down.
 func TestChainTriesACooledModelWithOneCallAtATime(t *testing.T) {
 	f := newFleet(t, nil, "primary", "backup")
-	f.srv["primary"].Push(llmtest.Status(503, ""), llmtest.Status(503, ""), llmtest.Status(503, ""),
+	f.srv["primary"].Push(llmtest.Status(503, ""), llmtest.Status(503, ""),
 		llmtest.Slow(time.Hour, llmtest.Text("slow")))
 	chain := f.chain(llm.PurposeChat, "primary", "backup")
 	if _, err := chain.Chat(t.Context(), userReq("fail")); err != nil {
@@ -274,14 +278,14 @@ func TestChainTriesACooledModelWithOneCallAtATime(t *testing.T) {
 		_, err := chain.Chat(trialCtx, userReq("trial"))
 		done <- err
 	}()
-	if _, err := f.srv["primary"].WaitRequests(t.Context(), 4); err != nil {
+	if _, err := f.srv["primary"].WaitRequests(t.Context(), 3); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := chain.Chat(t.Context(), userReq("meanwhile")); err != nil {
 		t.Fatal(err)
 	}
-	if n := f.requests("primary"); n != 4 {
-		t.Errorf("primary saw %d requests during its trial, want 4", n)
+	if n := f.requests("primary"); n != 3 {
+		t.Errorf("primary saw %d requests during its trial, want 3", n)
 	}
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
@@ -291,8 +295,8 @@ func TestChainTriesACooledModelWithOneCallAtATime(t *testing.T) {
 	if _, err := chain.Chat(t.Context(), userReq("next")); err != nil {
 		t.Fatal(err)
 	}
-	if n := f.requests("primary"); n != 5 {
-		t.Errorf("primary saw %d requests, want a new trial (5)", n)
+	if n := f.requests("primary"); n != 4 {
+		t.Errorf("primary saw %d requests, want a new trial (4)", n)
 	}
 }
 
@@ -359,7 +363,7 @@ func TestChainEveryModelFails(t *testing.T) {
 	if !errors.Is(err, llm.ErrRejected) {
 		t.Errorf("err does not unwrap to the last failure: %v", err)
 	}
-	want := "No model answered. a: The model is unavailable: HTTP 503 after 3 tries. b: The model provider refused the API key (HTTP 401); check llm.apiKey."
+	want := "No model answered. a: The model is unavailable: HTTP 503 after 2 tries. b: The model provider refused the API key (HTTP 401); check llm.apiKey."
 	if got := llm.UserMessage(err); got != want {
 		t.Errorf("UserMessage =\n%q, want\n%q", got, want)
 	}
@@ -496,5 +500,49 @@ func BenchmarkChainChat(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// One record of a failing model: what a call with nowhere else to go is
+// told (the breaker's "next try in") and what the chains show and pass it
+// over by (its cooldown, doubled at each failure in a row) are one time.
+func TestOneRecordOfAFailingModel(t *testing.T) {
+	f := newFleet(t, func(_ string, c *llm.Config) {
+		c.MaxTries = 1
+		c.BreakerThreshold = 2
+	}, "only")
+	f.srv["only"].SetResponder(func(llmtest.Request) llmtest.Reply { return llmtest.Status(503, "") })
+	chain := f.chain(llm.PurposeChat, "only")
+	call := func() error {
+		t.Helper()
+		_, err := chain.Chat(t.Context(), userReq("x"))
+		if err == nil {
+			t.Fatal("no error")
+		}
+		return err
+	}
+	agree := func(step string, wantIn time.Duration) {
+		t.Helper()
+		err := call()
+		want := fmt.Sprintf("next try in %ds", int(wantIn/time.Second))
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: the fast failure %q does not say %q", step, err, want)
+		}
+		st := chain.Status().Models[0]
+		if got := st.CoolingUntil.Sub(f.clock.Now()); got != wantIn || !st.BreakerOpen || !f.model["only"].Cooling() {
+			t.Errorf("%s: status says tried again in %v (breaker open %v), want %v", step, got, st.BreakerOpen, wantIn)
+		}
+	}
+	call() // cools it down for 30s
+	call() // with no other model it is tried anyway: the breaker opens
+	if n := f.requests("only"); n != 2 {
+		t.Fatalf("%d requests, want 2", n)
+	}
+	agree("open", 30*time.Second)
+	f.clock.Advance(31 * time.Second)
+	call() // the trial fails: twice as long
+	agree("after a failed trial", 60*time.Second)
+	if n := f.requests("only"); n != 3 {
+		t.Errorf("%d requests, want 3 (fast failures send none)", n)
 	}
 }

@@ -28,6 +28,11 @@ const (
 	defaultMaxDelay         = 60 * time.Second
 	defaultBreakerThreshold = 5
 	defaultBreakerCooldown  = 30 * time.Second
+	// defaultFirstByte: hosted models begin a streamed answer within a few
+	// seconds, and a warm local one within the time it reads the prompt; a
+	// model that thinks long before its first word needs more
+	// (Config.FirstByte).
+	defaultFirstByte = 30 * time.Second
 	// pingTimeout bounds Ping below the chat timeout: a status check must
 	// not hang for two minutes on a dead endpoint.
 	pingTimeout = 10 * time.Second
@@ -60,6 +65,13 @@ type Config struct {
 	// wait for the first chunk and then for each next one, so a long answer
 	// that keeps flowing is not cut off.
 	Timeout time.Duration
+	// FirstByte bounds the wait for the first byte of a streamed answer
+	// when a chain has another model to ask: a model that has not begun to
+	// answer by then is taken as hanging, and the next one is asked. 0
+	// means 30s; a value above Timeout is Timeout. Unstreamed calls, whose
+	// answer arrives whole, and calls with no other model to go to wait
+	// the whole Timeout.
+	FirstByte time.Duration
 	// MaxTries is the number of tries per call, the first included; 0 means 5.
 	MaxTries int
 	// BaseDelay is the wait before the second try, doubling for each next
@@ -67,11 +79,14 @@ type Config struct {
 	BaseDelay time.Duration
 	// MaxDelay caps the backoff and a provider's Retry-After; 0 means 60s.
 	MaxDelay time.Duration
-	// BreakerThreshold is the number of consecutive calls ending in
-	// ErrUnavailable that open the breaker; 0 means 5.
+	// BreakerThreshold is the number of failed calls in a row after which
+	// a call with no other model to go to fails fast while the model cools
+	// down (the breaker is open); 0 means 5. Chains pass a failing model
+	// over from its first failure.
 	BreakerThreshold int
-	// BreakerCooldown is how long an open breaker fails calls fast before
-	// letting one trial call through; 0 means 30s.
+	// BreakerCooldown is how long a model is passed over after a failed
+	// call, doubled at each cooldown in a row up to ten minutes; then one
+	// trial call tries it. 0 means 30s.
 	BreakerCooldown time.Duration
 	// Concurrency is the most calls expected at once (the gateway's turn
 	// limit plus Dream); it sizes the keep-alive pool of the default HTTP
@@ -136,6 +151,10 @@ func (cfg Config) withDefaults() Config {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = defaultTimeout
 	}
+	if cfg.FirstByte <= 0 {
+		cfg.FirstByte = defaultFirstByte
+	}
+	cfg.FirstByte = min(cfg.FirstByte, cfg.Timeout)
 	if cfg.MaxTries <= 0 {
 		cfg.MaxTries = defaultMaxTries
 	}
@@ -243,7 +262,8 @@ func (b *streamBody) Close() error {
 }
 
 // Client calls one OpenAI-compatible endpoint. It is safe for concurrent
-// use; the breaker and the usage counters are shared by all calls.
+// use; the record of its failures and the usage counters are shared by all
+// calls, and by every chain that lists it.
 type Client struct {
 	cfg Config
 	// endpoint is BaseURL with credentials and query redacted, the only form
@@ -253,11 +273,12 @@ type Client struct {
 	// OpenAI's own endpoint).
 	cacheHint bool
 	log       *slog.Logger
-	brk       *breaker
+	rec       *record
 
-	// now and wait are the clock; tests replace them.
-	now  func() time.Time
-	wait func(ctx context.Context, d time.Duration) error
+	// now, wait and afterFunc are the clock; tests replace them.
+	now       func() time.Time
+	wait      func(ctx context.Context, d time.Duration) error
+	afterFunc func(d time.Duration, f func()) timer
 
 	mu    sync.Mutex
 	usage map[string]Usage
@@ -273,9 +294,10 @@ func New(cfg Config) *Client {
 		endpoint:  RedactURL(cfg.BaseURL),
 		cacheHint: cfg.PromptCacheKey || isOpenAI(cfg.BaseURL),
 		log:       cfg.Logger,
-		brk:       newBreaker(cfg.BreakerThreshold, cfg.BreakerCooldown),
+		rec:       newRecord(cfg.BreakerThreshold, cfg.BreakerCooldown),
 		now:       time.Now,
 		wait:      backoff.Sleep,
+		afterFunc: func(d time.Duration, f func()) timer { return time.AfterFunc(d, f) },
 		usage:     make(map[string]Usage),
 	}
 }
@@ -313,26 +335,33 @@ func (c *Client) record(purpose string, u Usage) {
 // ErrMalformed (a 2xx that is not a chat completion); or, when ctx ended,
 // an error wrapping ctx.Err().
 func (c *Client) Chat(ctx context.Context, req Request) (Response, error) {
-	purpose := req.Purpose
+	if err := ctx.Err(); err != nil {
+		return Response{}, fmt.Errorf("chat with %s: %w", c.modelOf(req), err)
+	}
+	trial, err := c.rec.force(c.now())
+	if err != nil {
+		return Response{}, c.named(err)
+	}
+	return c.chat(ctx, req, trial)
+}
+
+// modelOf is the model a request is sent to.
+func (c *Client) modelOf(req Request) string {
+	if req.Model != "" {
+		return req.Model
+	}
+	return c.cfg.Model
+}
+
+// chat makes a call the record let through; trial: it holds the trial.
+func (c *Client) chat(ctx context.Context, req Request, trial bool) (Response, error) {
+	model, purpose := c.modelOf(req), req.Purpose
 	if purpose == "" {
 		purpose = PurposeChat
 	}
-	model := req.Model
-	if model == "" {
-		model = c.cfg.Model
-	}
-	if err := ctx.Err(); err != nil {
-		return Response{}, fmt.Errorf("chat with %s: %w", model, err)
-	}
-
-	trial, berr := c.brk.allow(c.now())
-	if berr != nil {
-		return Response{}, c.named(berr)
-	}
 	if trial {
-		c.log.Debug("llm breaker half-open: trial call", "model", model, "purpose", purpose)
+		c.log.Debug("llm model back from its cooldown: trial call", "model", model, "purpose", purpose)
 	}
-
 	call := &call{
 		client:  c,
 		model:   model,
@@ -342,13 +371,13 @@ func (c *Client) Chat(ctx context.Context, req Request) (Response, error) {
 	resp, err := call.run(ctx, req)
 	err = c.named(err)
 
-	o := outcomeOf(ctx, err)
-	c.observe(o, err, c.now())
-	switch c.brk.done(trial, o, err, c.now()) {
-	case breakerOpened:
-		c.log.Warn("llm breaker open", "model", model, "cooldown", c.cfg.BreakerCooldown)
-	case breakerClosed:
-		c.log.Info("llm breaker closed", "model", model)
+	now := c.now()
+	c.observe(outcomeOf(ctx, err), err, now)
+	switch c.rec.done(trial, coolOutcomeOf(ctx, err), err, now) {
+	case recordOpened:
+		c.log.Warn("llm breaker open: calls with no other model fail fast while the model cools down", "model", model, "reason", reasonOf(err))
+	case recordClosed:
+		c.log.Info("llm breaker closed: the model serves again", "model", model)
 	}
 	if err != nil {
 		return Response{}, err

@@ -696,10 +696,11 @@ func TestBreaker(t *testing.T) {
 
 	clock.Advance(11 * time.Second)
 	step("failed trial re-opens", llm.ErrUnavailable, "HTTP 503", 3)
-	step("re-opened", llm.ErrUnavailable, "next try in 30s", 3)
+	// The cooldown doubles at each one in a row, as chains pass it over.
+	step("re-opened for twice as long", llm.ErrUnavailable, "next try in 60s", 3)
 
 	// A trial in flight: others fail fast; an abandoned trial decides nothing.
-	clock.Advance(31 * time.Second)
+	clock.Advance(61 * time.Second)
 	srv.Push(llmtest.Slow(time.Hour, llmtest.Text("late")))
 	trialCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)

@@ -1,8 +1,10 @@
 // Package llm is the one client for OpenAI-compatible chat-completions
 // endpoints (OpenAI, OpenRouter, Ollama, vLLM, llama.cpp server, …), built on
-// go-openai. It owns retries with backoff (honouring Retry-After), the circuit
-// breaker, timeouts and per-purpose token usage, and it turns every failure
-// into an *Error whose Kind is one of the sentinels in errors.go.
+// go-openai. It owns retries with backoff (honouring Retry-After), timeouts
+// (and, for a streamed call a chain can pass on, the wait for its first
+// byte), each model's one record of failures (its cooldown and circuit
+// breaker) and per-purpose token usage, and it turns every failure into an
+// *Error whose Kind is one of the sentinels in errors.go.
 //
 // What it sends is what providers accept, not only what go-openai would
 // encode: every message carries "content" (an empty string when empty;
@@ -25,7 +27,8 @@
 // Several models: a Named is a Client under the name the config gives it;
 // a Chain is the models that serve one purpose (chat, archive, Dream's
 // analysis, Dream's edits) in order of preference, passing a call to the
-// next model when one cannot serve and cooling the failed one down until a
+// next model when one cannot serve — without waiting through the failing
+// model's retries — and passing the failed one over, by its record, until a
 // later call finds it serving again; a Router sends each call to the chain
 // of its Request.Purpose. Chain and Router have the Client's Chat, so the
 // layers above take either as their model. Presets name the well-known

@@ -60,9 +60,15 @@ func (f *failure) final(tries int) *Error {
 // failure. tctx is the try's context; its cause tells a per-try timeout.
 func (c *Client) classify(err error, d *doer, tctx context.Context, timeout time.Duration) *failure {
 	f := &failure{err: c.redactErr(err), status: d.status}
-	if errors.Is(context.Cause(tctx), errTryTimeout) {
+	switch cause := context.Cause(tctx); {
+	case errors.Is(cause, errTryTimeout):
 		f.kind, f.retryable, f.timeout = ErrUnavailable, true, true
 		f.reason = "timed out after " + formatDuration(timeout)
+		return f
+	case errors.Is(cause, errNoFirstByte):
+		// Hanging, as far as a chain with another model can tell.
+		f.kind, f.retryable, f.timeout = ErrUnavailable, true, true
+		f.reason = "no answer began within " + formatDuration(c.cfg.FirstByte)
 		return f
 	}
 
@@ -255,6 +261,9 @@ func parseRetryAfter(v, ms string, now time.Time) (time.Duration, bool) {
 type doer struct {
 	base *http.Client
 	mend bodyMend
+	// onFirstByte, when set, is called when the first byte of the
+	// response body arrives.
+	onFirstByte func()
 
 	sent         bool
 	status       int
@@ -282,7 +291,7 @@ func (d *doer) Do(req *http.Request) (*http.Response, error) {
 		d.retryAfter = resp.Header.Get("Retry-After")
 		d.retryAfterMS = resp.Header.Get("Retry-After-Ms")
 		if resp.Body != nil {
-			d.body = &bodyWatch{r: resp.Body}
+			d.body = &bodyWatch{r: resp.Body, onFirst: d.onFirstByte}
 			resp.Body = d.body
 		}
 	}
@@ -291,14 +300,19 @@ func (d *doer) Do(req *http.Request) (*http.Response, error) {
 
 // bodyWatch records how reading a response body ended.
 type bodyWatch struct {
-	r      io.ReadCloser
-	mu     sync.Mutex
-	eof    bool  // the body ended cleanly
-	failed error // reading it failed (reset, cut short)
+	r       io.ReadCloser
+	onFirst func() // called once, when the first byte arrives
+	mu      sync.Mutex
+	eof     bool  // the body ended cleanly
+	failed  error // reading it failed (reset, cut short)
 }
 
 func (b *bodyWatch) Read(p []byte) (int, error) {
 	n, err := b.r.Read(p)
+	if n > 0 && b.onFirst != nil {
+		b.onFirst()
+		b.onFirst = nil
+	}
 	if err != nil {
 		b.mu.Lock()
 		if errors.Is(err, io.EOF) {

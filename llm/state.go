@@ -37,7 +37,7 @@ func (c *Client) State() State {
 	c.mu.Lock()
 	s := c.state
 	c.mu.Unlock()
-	s.BreakerOpen = c.brk.isOpen()
+	s.BreakerOpen = c.rec.isOpen()
 	return s
 }
 
@@ -63,11 +63,4 @@ func (c *Client) observe(o outcome, err error, now time.Time) {
 	default:
 		c.state.LastErrorClass = ClassMalformed
 	}
-}
-
-// isOpen reports whether the breaker is failing calls fast or trying one.
-func (b *breaker) isOpen() bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.failures >= b.threshold
 }

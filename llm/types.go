@@ -156,6 +156,10 @@ type Request struct {
 	// tries, when > 0, lowers the client's MaxTries for this call: a chain
 	// tries a model back from its cooldown once when another can answer.
 	tries int
+	// fallback: a chain has another model to ask if this call fails, so
+	// the call is not retried past a hang (Client.chat's retry) and a
+	// streamed answer must begin within Config.FirstByte.
+	fallback bool
 }
 
 // Response is the model's answer.

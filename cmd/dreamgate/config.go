@@ -62,6 +62,9 @@ type LLMConfig struct {
 	MaxTokens      int     `json:"maxTokens"`
 	Temperature    float32 `json:"temperature"`
 	TimeoutSeconds int     `json:"timeoutSeconds"`
+	// FirstByteSeconds bounds the wait for a streamed reply to begin when
+	// another model of the chain can be asked (llm.Config.FirstByte).
+	FirstByteSeconds int `json:"firstByteSeconds"`
 	// Images shows the images people send to the model (it must read
 	// image input); false names them with a marker instead.
 	Images bool `json:"images"`
@@ -238,7 +241,7 @@ func defaultConfig() Config {
 		StateDir:  "~/.dreamgate",
 		LLM: LLMConfig{
 			BaseURL: "http://127.0.0.1:11434/v1", Model: "llama3.2",
-			ContextWindow: 128000, MaxTokens: 4096, Temperature: 0.2, TimeoutSeconds: 120,
+			ContextWindow: 128000, MaxTokens: 4096, Temperature: 0.2, TimeoutSeconds: 120, FirstByteSeconds: 30,
 		},
 		Agent: AgentConfig{MaxToolIterations: 20, ConsolidateRatio: 0.5, TargetRatio: 0.3,
 			ConversationTokens: defaultConversationTokens, IdleCompactAfterMinutes: 15},

@@ -53,6 +53,9 @@ func (c *Config) Validate() error {
 	if c.LLM.TimeoutSeconds < 1 {
 		return bad("llm.timeoutSeconds", "must be at least 1, got %d", c.LLM.TimeoutSeconds)
 	}
+	if c.LLM.FirstByteSeconds < 1 {
+		return bad("llm.firstByteSeconds", "must be at least 1, got %d", c.LLM.FirstByteSeconds)
+	}
 	if err := c.validateModels(); err != nil {
 		return err
 	}

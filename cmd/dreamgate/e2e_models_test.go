@@ -5,9 +5,12 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/dreamgate/dreamgate/channels/slack/fakeslack"
 	"github.com/dreamgate/dreamgate/llm/llmtest"
 )
 
@@ -218,6 +221,66 @@ func TestModelsOneShotThroughTheBinary(t *testing.T) {
 	}
 	if !strings.Contains(r.stdout, "which answered last is known while the gateway runs") {
 		t.Errorf("status without a gateway:\n%s", r.stdout)
+	}
+}
+
+// A chat model that hangs, through the binary: the one-shot chat (not
+// streamed when piped) gets the backup's answer after one try of the
+// hanging model, at its timeout (1 s here) — not after five timeouts and
+// the backoff between them — and the log says why.
+func TestModelsHangingChatModelOneShot(t *testing.T) {
+	h := newHarness(t)
+	f := setIssueShape(t, h)
+	f.hosted.SetResponder(func(llmtest.Request) llmtest.Reply { return llmtest.Slow(time.Hour, llmtest.Text("late")) })
+	f.backup.SetResponder(func(llmtest.Request) llmtest.Reply { return llmtest.Text("backup answers") })
+	h.cfg["models"].(map[string]any)["hosted"].(map[string]any)["timeoutSeconds"] = 1
+	h.writeConfig()
+	r := h.runEnv([]string{"OPENROUTER_API_KEY=sk-or-e2e", "OPENAI_API_KEY=sk-oa-e2e", "DREAMGATE_LOG_LEVEL=warn"}, "chat", "-m", "hello")
+	if r.code != 0 || strings.TrimSpace(r.stdout) != "backup answers" {
+		t.Fatalf("chat: exit %d, stdout %q\n%s", r.code, r.stdout, r.stderr)
+	}
+	if n := len(f.hosted.Requests()); n != 1 {
+		t.Errorf("the hanging model was tried %d times, want once", n)
+	}
+	if want := "hosted: timed out after 1s"; !strings.Contains(r.stderr, want) {
+		t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+	}
+}
+
+// The same in a chat turn that streams (Slack): with a long timeout, the
+// backup answers once the hanging model has not begun within its first
+// byte's limit (firstByteSeconds, 1 s here), after one try.
+func TestModelsHangingChatModelInSlack(t *testing.T) {
+	h := newHarness(t)
+	f := setIssueShape(t, h)
+	f.hosted.SetResponder(func(llmtest.Request) llmtest.Reply { return llmtest.Slow(time.Hour, llmtest.Text("late")) })
+	f.backup.SetResponder(func(llmtest.Request) llmtest.Reply { return llmtest.Text("backup answers") })
+	hosted := h.cfg["models"].(map[string]any)["hosted"].(map[string]any)
+	hosted["timeoutSeconds"], hosted["firstByteSeconds"] = 120, 1
+	sl := fakeslack.New(fakeslack.Config{TeamID: "T1", Events: slackManifestEvents(t), People: []fakeslack.Person{{ID: "UANA", Name: "Ana"}}})
+	t.Cleanup(sl.Close)
+	h.set("channels.terminal.enabled", false)
+	h.set("channels.slack", map[string]any{
+		"enabled": true, "botToken": sl.BotToken(), "appToken": sl.AppToken(), "apiURL": sl.APIURL(), "replyInThread": false,
+	})
+	gw := h.startGateway(t)
+	gw.waitConnected(t, "slack")
+	w := &slackWorld{sl: sl, gw: gw, users: map[string]string{}, teams: map[string]string{}}
+	dm := place{name: "Ana's DM", key: "slack:DANA"}
+	w.users[dm.key], w.teams[dm.key] = "UANA", "T1"
+	w.say(t, dm, "Are you there?")
+	// The stream's message is edited as the answer comes: wait for all
+	// of it (this waits, it times nothing).
+	for deadline := time.Now().Add(2 * time.Minute); !slices.Contains(w.shown(dm), "backup answers"); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no whole answer from the backup: %q\n%s", w.shown(dm), gw.stderr.String())
+		}
+	}
+	if n := len(f.hosted.Requests()); n != 1 {
+		t.Errorf("the hanging model was tried %d times, want once", n)
+	}
+	if want := "hosted: no answer began within 1s"; !strings.Contains(gw.stderr.String(), want) {
+		t.Errorf("the log lacks %q:\n%s", want, gw.stderr.String())
 	}
 }
 

@@ -33,7 +33,9 @@ type ModelConfig struct {
 	MaxTokens      int      `json:"maxTokens"`
 	Temperature    *float32 `json:"temperature"`
 	TimeoutSeconds int      `json:"timeoutSeconds"`
-	PromptCacheKey *bool    `json:"promptCacheKey"`
+	// FirstByteSeconds: see LLMConfig; 0 takes llm.firstByteSeconds.
+	FirstByteSeconds int   `json:"firstByteSeconds"`
+	PromptCacheKey   *bool `json:"promptCacheKey"`
 }
 
 // UseConfig names, per purpose, the models that serve it in order of
@@ -148,13 +150,14 @@ func (c *Config) modelSpecs() map[string]modelSpec {
 		getenv = func(string) string { return "" }
 	}
 	timeout := time.Duration(c.LLM.TimeoutSeconds) * time.Second
+	firstByte := time.Duration(c.LLM.FirstByteSeconds) * time.Second
 	out := map[string]modelSpec{
 		llmModelName: {
 			name: llmModelName, field: "llm",
 			cfg: llm.Config{
 				BaseURL: c.LLM.BaseURL, APIKey: c.LLM.APIKey, Model: c.LLM.Model,
 				MaxTokens: c.LLM.MaxTokens, Temperature: c.LLM.Temperature, Timeout: timeout,
-				PromptCacheKey: c.LLM.PromptCacheKey, Names: c.llmNames(),
+				FirstByte: firstByte, PromptCacheKey: c.LLM.PromptCacheKey, Names: c.llmNames(),
 			},
 			window: c.LLM.ContextWindow, maxTokens: c.LLM.MaxTokens,
 			keyFrom: c.keyFrom("llm.apiKey", c.LLM.APIKey),
@@ -167,8 +170,8 @@ func (c *Config) modelSpecs() map[string]modelSpec {
 		s.local = preset.Local
 		s.cfg = llm.Config{
 			BaseURL: m.BaseURL, Model: m.Model, Temperature: c.LLM.Temperature, Timeout: timeout,
-			PromptCacheKey: c.LLM.PromptCacheKey,
-			Names:          llm.Names{BaseURL: field + ".baseURL", Model: field + ".model"},
+			FirstByte: firstByte, PromptCacheKey: c.LLM.PromptCacheKey,
+			Names: llm.Names{BaseURL: field + ".baseURL", Model: field + ".model"},
 		}
 		if s.cfg.BaseURL == "" {
 			s.cfg.BaseURL = preset.BaseURL
@@ -186,6 +189,9 @@ func (c *Config) modelSpecs() map[string]modelSpec {
 		}
 		if m.TimeoutSeconds > 0 {
 			s.cfg.Timeout = time.Duration(m.TimeoutSeconds) * time.Second
+		}
+		if m.FirstByteSeconds > 0 {
+			s.cfg.FirstByte = time.Duration(m.FirstByteSeconds) * time.Second
 		}
 		if m.PromptCacheKey != nil {
 			s.cfg.PromptCacheKey = *m.PromptCacheKey
@@ -282,6 +288,9 @@ func (c *Config) validateModels() error {
 		}
 		if m.TimeoutSeconds < 0 {
 			return bad(field+".timeoutSeconds", "must be at least 1 (or left out for llm.timeoutSeconds), got %d", m.TimeoutSeconds)
+		}
+		if m.FirstByteSeconds < 0 {
+			return bad(field+".firstByteSeconds", "must be at least 1 (or left out for llm.firstByteSeconds), got %d", m.FirstByteSeconds)
 		}
 	}
 	used := map[string]bool{}

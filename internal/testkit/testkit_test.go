@@ -2,6 +2,7 @@ package testkit
 
 import (
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -98,5 +99,30 @@ func TestClockMovesOnlyWhenAdvanced(t *testing.T) {
 	c.Advance(90 * time.Second)
 	if want := start.Add(90 * time.Second); !c.Now().Equal(want) {
 		t.Errorf("after Advance Now = %v, want %v", c.Now(), want)
+	}
+}
+
+// A timer fires when the clock is moved to its time, not before, in
+// order of their times; a stopped one never; a reset one from the time
+// of the reset.
+func TestClockTimersFireWhenAdvanced(t *testing.T) {
+	c := NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	var fired []string
+	c.AfterFunc(20*time.Second, func() { fired = append(fired, "b") })
+	c.AfterFunc(10*time.Second, func() { fired = append(fired, "a") })
+	stopped := c.AfterFunc(5*time.Second, func() { fired = append(fired, "stopped") })
+	reset := c.AfterFunc(5*time.Second, func() { fired = append(fired, "reset") })
+	if !stopped.Stop() || stopped.Stop() {
+		t.Error("Stop did not report the timer armed once")
+	}
+	c.Advance(4 * time.Second)
+	reset.Reset(30 * time.Second) // now due at 34s
+	c.Advance(15 * time.Second)
+	if got := strings.Join(fired, " "); got != "a" {
+		t.Fatalf("at 19s fired %q, want a", got)
+	}
+	c.Advance(time.Hour)
+	if got := strings.Join(fired, " "); got != "a b reset" || c.Armed() != 0 {
+		t.Errorf("fired %q with %d armed, want a b reset and none", got, c.Armed())
 	}
 }
