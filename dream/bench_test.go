@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/internal/testkit"
 	"github.com/dreamgate/dreamgate/llm"
 	"github.com/dreamgate/dreamgate/llm/llmtest"
@@ -125,6 +126,25 @@ func BenchmarkStatus(b *testing.B) {
 	for b.Loop() {
 		if st := d.Status(AllScopes()); st.Backlog != 1000 {
 			b.Fatalf("status = %+v", st)
+		}
+	}
+}
+
+// BenchmarkLedgerCursor is what a chat turn pays to know how far Dream read
+// a scope (the prompt's Recent history, consolidator Config.Folded): the
+// ledger's record and the cursor file read, with 50 scopes in the record.
+func BenchmarkLedgerCursor(b *testing.B) {
+	e := newEnv(b)
+	r := record{Scopes: map[audience.Scope]*progress{}}
+	for i := range 50 {
+		r.Scopes[audience.Scope(fmt.Sprintf("person-slack-t1-u%d", i))] = &progress{Cursor: i, LastRun: &LastRun{Trigger: TriggerCron, Outcome: OutcomeCompleted}}
+	}
+	e.writeRecord(r)
+	l := NewLedger(e.ws, e.hist, nil)
+	b.ReportAllocs()
+	for b.Loop() {
+		if c, err := l.Cursor("person-slack-t1-u7"); err != nil || c != 7 {
+			b.Fatalf("cursor %d, %v", c, err)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/dreamgate/dreamgate/audience"
@@ -65,6 +66,7 @@ type Ledger struct {
 	// lock is the Dream lock; write the record lock.
 	lock  flight
 	write recordLock
+	cache recordCache
 }
 
 // NewLedger returns the ledger of the workspace dir whose history is hist.
@@ -334,13 +336,69 @@ func (h *held) update(change func(r *record)) error {
 
 // Cursor is the highest history cursor the scope has consumed: the
 // entries of the scope up to it are in its memory (a scope the ledger does
-// not know yet has read up to the frontier).
+// not know yet has read up to the frontier). A chat turn asks it (the
+// prompt's Recent history), so the record is decoded again only when the
+// file was replaced since (atomically: a new file each write).
 func (l *Ledger) Cursor(scope audience.Scope) (int, error) {
-	ld, err := l.read()
-	if err != nil {
-		return 0, err
+	rec, ok := l.cached()
+	if !ok {
+		ld, err := l.read()
+		if err != nil {
+			return 0, err
+		}
+		return ld.rec.scope(scope).Cursor, nil
 	}
-	return ld.rec.scope(scope).Cursor, nil
+	cursor, err := l.hist.DreamCursor()
+	if err != nil {
+		return 0, fmt.Errorf("read dream cursor: %w", err)
+	}
+	c := rec.Frontier
+	if p := rec.Scopes[scope]; p != nil {
+		c = p.Cursor
+	}
+	// As read would follow the cursor file (record.follow).
+	switch {
+	case cursor > rec.Frontier:
+		c = max(c, cursor)
+	case cursor < rec.Frontier:
+		c = min(c, cursor)
+	}
+	return c, nil
+}
+
+// recordCache is the last record Cursor decoded and the file it came
+// from.
+type recordCache struct {
+	mu  sync.Mutex
+	fi  os.FileInfo
+	rec *record // never changed once cached
+}
+
+// cached is the record as on disk, decoded once per file; ok is false
+// when there is no record file, or files of earlier versions still wait to
+// be moved in (read does both).
+func (l *Ledger) cached() (*record, bool) {
+	fi, err := os.Stat(l.path())
+	if err != nil {
+		return nil, false
+	}
+	c := &l.cache
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.rec != nil && os.SameFile(c.fi, fi) && c.fi.Size() == fi.Size() && c.fi.ModTime().Equal(fi.ModTime()) {
+		return c.rec, true
+	}
+	for _, f := range l.legacyFiles() {
+		if _, err := os.Stat(f.path); err == nil {
+			return nil, false
+		}
+	}
+	var rec record
+	if ok, err := readJSON(l.path(), "dream ledger", &rec); !ok || err != nil {
+		return nil, false
+	}
+	c.fi, c.rec = fi, &rec
+	return c.rec, true
 }
 
 // Backlog is the number of history entries some scope has not read: the

@@ -70,21 +70,28 @@ func (l *Ledger) readLegacy(rec *record, exists bool, damaged error) (bool, erro
 		}
 		damaged = errors.Join(damaged, serr, ierr)
 	}
+	// Names are read as text and checked one by one: a name that is no
+	// scope is dropped, not the file (the prompt asks again).
 	var deep struct {
-		Scopes  []audience.Scope `json:"scopes"`
-		Writing *deepWriting     `json:"writing,omitempty"`
+		Scopes  []string `json:"scopes"`
+		Writing *struct {
+			Scope   string    `json:"scope"`
+			Why     string    `json:"why"`
+			Started time.Time `json:"started"`
+		} `json:"writing,omitempty"`
 	}
 	if _, err := readJSON(files[2].path, "old deep Dream requests", &deep); err != nil {
-		// The prompt asks again on its next turn.
 		l.log.Warn("old deep Dream requests unreadable; starting afresh", "err", err)
 	}
-	for _, s := range deep.Scopes {
-		if _, err := audience.ParseScope(string(s)); err == nil {
+	for _, name := range deep.Scopes {
+		if s, err := audience.ParseScope(name); err == nil {
 			rec.scope(s).DeepAsked = true
 		}
 	}
-	if deep.Writing != nil && rec.DeepWriting == nil {
-		rec.DeepWriting = deep.Writing
+	if w := deep.Writing; w != nil && rec.DeepWriting == nil {
+		if s, err := audience.ParseScope(w.Scope); err == nil {
+			rec.DeepWriting = &deepWriting{Scope: s, Why: w.Why, Started: w.Started}
+		}
 	}
 	return true, damaged
 }
