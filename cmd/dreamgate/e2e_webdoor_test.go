@@ -70,91 +70,95 @@ func TestWebDoorWithoutAToken(t *testing.T) {
 	base := "http://" + addr
 	waitWeb(t, p, base)
 
-	t.Run("a plain proxy in front", func(t *testing.T) {
-		target, _ := url.Parse(base)
-		proxy := httptest.NewServer(&httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
-			r.SetURL(target) // no X-Forwarded-*, no Forwarded: nginx's default proxy_pass
-		}})
-		t.Cleanup(proxy.Close)
-		c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-		for _, path := range []string{"/", "/memory/default", "/search?q=safe"} {
-			res, err := c.Get(proxy.URL + path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			b, _ := io.ReadAll(res.Body)
-			res.Body.Close()
-			if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/signin" || strings.Contains(string(b), "DOORSECRET31") {
-				t.Errorf("%s through a proxy: %d %q\n%s", path, res.StatusCode, res.Header.Get("Location"), b)
-			}
-		}
-	})
+	t.Run("a plain proxy in front", func(t *testing.T) { doorThroughAProxy(t, base) })
+	t.Run("another local account", func(t *testing.T) { doorAsAnotherAccount(t, base) })
+	t.Run("the operator's link", func(t *testing.T) { doorWithTheOperatorsLink(t, h, p, base) })
+}
 
-	t.Run("another local account", func(t *testing.T) {
-		client := asNobody(t)
-		for _, path := range []string{"/memory/default", "/timeline"} {
-			code, body := client(base+path, "")
-			if code != http.StatusSeeOther || strings.Contains(body, "DOORSECRET31") {
-				t.Errorf("nobody GET %s: %d\n%s", path, code, body)
-			}
-		}
-		if code, body := client(base+"/restore/"+strings.Repeat("a", 40), "csrf=x&expect=y"); code == http.StatusSeeOther || code < 400 {
-			t.Errorf("nobody's restore post: %d\n%s", code, body)
-		}
-	})
-
-	t.Run("the operator's link", func(t *testing.T) {
-		r := h.run("web-link")
-		link := strings.TrimSpace(r.stdout)
-		if r.code != 0 || !strings.HasPrefix(link, base+"/signin?link=") {
-			t.Fatalf("dreamgate web-link: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
-		}
-		jar, _ := cookiejar.New(nil)
-		c := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-		get := func(u string) (int, string) {
-			t.Helper()
-			res, err := c.Get(u)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer res.Body.Close()
-			b, _ := io.ReadAll(res.Body)
-			return res.StatusCode, string(b)
-		}
-		if code, page := get(link); code != http.StatusOK || !strings.Contains(page, "operator") {
-			t.Fatalf("the link's page: %d\n%s", code, page)
-		}
-		res, err := c.PostForm(base+"/signin", url.Values{"link": {"1"}})
+func doorThroughAProxy(t *testing.T, base string) {
+	target, _ := url.Parse(base)
+	proxy := httptest.NewServer(&httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		r.SetURL(target) // no X-Forwarded-*, no Forwarded: nginx's default proxy_pass
+	}})
+	t.Cleanup(proxy.Close)
+	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for _, path := range []string{"/", "/memory/default", "/search?q=safe"} {
+		res, err := c.Get(proxy.URL + path)
 		if err != nil {
 			t.Fatal(err)
 		}
+		b, _ := io.ReadAll(res.Body)
 		res.Body.Close()
-		if res.StatusCode != http.StatusSeeOther {
-			t.Fatalf("signing in with the link: %d", res.StatusCode)
+		if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/signin" || strings.Contains(string(b), "DOORSECRET31") {
+			t.Errorf("%s through a proxy: %d %q\n%s", path, res.StatusCode, res.Header.Get("Location"), b)
 		}
-		if code, page := get(base + "/memory/default"); code != http.StatusOK || !strings.Contains(page, "DOORSECRET31") {
-			t.Errorf("the operator's memory after signing in: %d\n%s", code, page)
+	}
+}
+
+func doorAsAnotherAccount(t *testing.T, base string) {
+	client := asNobody(t)
+	for _, path := range []string{"/memory/default", "/timeline"} {
+		code, body := client(base+path, "")
+		if code != http.StatusSeeOther || strings.Contains(body, "DOORSECRET31") {
+			t.Errorf("nobody GET %s: %d\n%s", path, code, body)
 		}
-		// Once only.
-		jar2, _ := cookiejar.New(nil)
-		c.Jar = jar2
-		if code, _ := get(link); code != http.StatusUnauthorized {
-			t.Errorf("the link a second time: %d", code)
+	}
+	if code, body := client(base+"/restore/"+strings.Repeat("a", 40), "csrf=x&expect=y"); code == http.StatusSeeOther || code < 400 {
+		t.Errorf("nobody's restore post: %d\n%s", code, body)
+	}
+}
+
+func doorWithTheOperatorsLink(t *testing.T, h *harness, p *gatewayProc, base string) {
+	r := h.run("web-link")
+	link := strings.TrimSpace(r.stdout)
+	if r.code != 0 || !strings.HasPrefix(link, base+"/signin?link=") {
+		t.Fatalf("dreamgate web-link: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	get := func(u string) (int, string) {
+		t.Helper()
+		res, err := c.Get(u)
+		if err != nil {
+			t.Fatal(err)
 		}
-		// /web-link in the terminal chat, the operator's own, answers
-		// with such a link too.
-		r = h.run("chat", "-m", "/web-link")
-		chatLink := signInLinkRe.FindString(r.stdout)
-		if r.code != 0 || chatLink == "" || chatLink == link {
-			t.Fatalf("/web-link in the terminal: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
-		}
-		if code, page := get(chatLink); code != http.StatusOK || !strings.Contains(page, "the operator") {
-			t.Errorf("the terminal's link: %d\n%s", code, page)
-		}
-		if strings.Contains(p.stderr.String(), "link=") {
-			t.Error("the gateway logged a sign-in link")
-		}
-	})
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b)
+	}
+	if code, page := get(link); code != http.StatusOK || !strings.Contains(page, "operator") {
+		t.Fatalf("the link's page: %d\n%s", code, page)
+	}
+	res, err := c.PostForm(base+"/signin", url.Values{"link": {"1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("signing in with the link: %d", res.StatusCode)
+	}
+	if code, page := get(base + "/memory/default"); code != http.StatusOK || !strings.Contains(page, "DOORSECRET31") {
+		t.Errorf("the operator's memory after signing in: %d\n%s", code, page)
+	}
+	// Once only.
+	jar2, _ := cookiejar.New(nil)
+	c.Jar = jar2
+	if code, _ := get(link); code != http.StatusUnauthorized {
+		t.Errorf("the link a second time: %d", code)
+	}
+	// /web-link in the terminal chat, the operator's own, answers
+	// with such a link too.
+	r = h.run("chat", "-m", "/web-link")
+	chatLink := signInLinkRe.FindString(r.stdout)
+	if r.code != 0 || chatLink == "" || chatLink == link {
+		t.Fatalf("/web-link in the terminal: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if code, page := get(chatLink); code != http.StatusOK || !strings.Contains(page, "the operator") {
+		t.Errorf("the terminal's link: %d\n%s", code, page)
+	}
+	if strings.Contains(p.stderr.String(), "link=") {
+		t.Error("the gateway logged a sign-in link")
+	}
 }
 
 // asNobody returns a client that fetches a URL as the local account
