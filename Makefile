@@ -52,7 +52,7 @@ test:
 # postgresql package must be installed; .ci/run installs it). make test
 # skips them, saying why, unless DREAMGATE_TEST_POSTGRES names a server;
 # under CI=true a skipped one fails.
-PG_PKGS ?= ./internal/pgtest/ ./store/... ./cmd/dreamgate/
+PG_PKGS ?= ./internal/pgtest/ ./store/... ./gateway/session/ ./cmd/dreamgate/
 test-postgres:
 	.ci/postgres run env CGO_ENABLED=$(TEST_CGO) $(GO) test $(RACE) -count=1 -timeout 30m -run 'Postgres' $(PG_PKGS)
 

@@ -191,7 +191,7 @@ type Gateway struct {
 	bgCtx    context.Context
 	cancelBg context.CancelFunc
 	// inbox and inboxLeft: OpenInbox (inbox.go); nil without one.
-	inbox     *inbox
+	inbox     inboxRecord
 	inboxLeft []inboxLine
 
 	mu       sync.Mutex

@@ -18,6 +18,7 @@ import (
 	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/channels"
 	"github.com/dreamgate/dreamgate/gateway/session"
+	"github.com/dreamgate/dreamgate/store"
 	"github.com/dreamgate/dreamgate/workspace"
 )
 
@@ -78,11 +79,12 @@ type inboxHeader struct {
 
 const inboxVersion = 2
 
-// keepAnswered is how long an answered message is remembered. Slack
-// retries an unacked envelope for a few minutes and Discord does not
-// deliver again across a restart; a later delivery of a message the
-// session holds as answered is caught there (redelivered).
-const keepAnswered = time.Hour
+// keepAnswered is how long an answered message is remembered, by every
+// engine (store.KeepAnswered). Slack retries an unacked envelope for a few
+// minutes and Discord does not deliver again across a restart; a later
+// delivery of a message the session holds as answered is caught there
+// (redelivered).
+const keepAnswered = store.KeepAnswered
 
 func (l inboxLine) id() string { return originID(l.Origin) }
 

@@ -158,3 +158,26 @@ func copyConversation(dst Conversations, src ConversationReader, c Conversation)
 	}
 	return changed, added, nil
 }
+
+// CopyInbox copies the messages src holds open (accepted, not answered)
+// into dst, and returns how many dst did not hold: a restart on dst
+// answers them. Answers remembered against a second delivery are not
+// copied (they matter for an hour; stop the gateway before a copy). It is
+// idempotent.
+func CopyInbox(dst, src Inbox) (int, error) {
+	open, err := src.Open()
+	if err != nil {
+		return 0, fmt.Errorf("read the source's inbox: %w", err)
+	}
+	n := 0
+	for _, m := range open {
+		known, err := dst.Accept(m)
+		if err != nil {
+			return n, fmt.Errorf("write the inbox: %w", err)
+		}
+		if !known {
+			n++
+		}
+	}
+	return n, nil
+}

@@ -8,8 +8,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dreamgate/dreamgate/audience"
+	"github.com/dreamgate/dreamgate/gateway"
 	"github.com/dreamgate/dreamgate/gateway/session"
 	"github.com/dreamgate/dreamgate/history"
 	"github.com/dreamgate/dreamgate/internal/pgtest"
@@ -59,6 +61,16 @@ func TestPostgresMigrateAndExportRoundTrip(t *testing.T) {
 	}
 	want, _ = files.Since(0, 0)
 	wantLast, _ = files.LastCursor()
+	// A message a killed gateway accepted and never answered.
+	ib, err := gateway.OpenInboxFile(filepath.Join(h.state, "inbox.jsonl"), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pending := store.InboxMessage{Channel: "slack", MessageID: "1712.9", Conversation: "slack:C1", Origin: []byte(`{"channel":"slack","chat":"C1","message_id":"1712.9"}`), Text: "still there?", Accepted: time.Now().UTC().Truncate(time.Second)}
+	if _, err := ib.Accept(pending); err != nil {
+		t.Fatal(err)
+	}
+	ib.Close()
 	convs := session.NewFiles(filepath.Join(h.state, "sessions"))
 	wantConvs, err := convs.List()
 	if err != nil || len(wantConvs) != 2 {
@@ -66,7 +78,7 @@ func TestPostgresMigrateAndExportRoundTrip(t *testing.T) {
 	}
 
 	r := h.run("migrate", "--to-postgres", dsn)
-	if r.code != 0 || !strings.Contains(r.stdout, "26 history entries") || !strings.Contains(r.stdout, "2 conversations (4 messages)") {
+	if r.code != 0 || !strings.Contains(r.stdout, "26 history entries") || !strings.Contains(r.stdout, "2 conversations (4 messages)") || !strings.Contains(r.stdout, "1 unanswered message") {
 		t.Fatalf("migrate: %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 	r = h.run("migrate", "--to-postgres", dsn)
@@ -101,6 +113,14 @@ func TestPostgresMigrateAndExportRoundTrip(t *testing.T) {
 	if last, _ := back.LastCursor(); last != wantLast {
 		t.Fatalf("exported last cursor %d, want %d", last, wantLast)
 	}
+	ib2, err := gateway.OpenInboxFile(filepath.Join(out, "state", "inbox.jsonl"), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if open, _ := ib2.Open(); len(open) != 1 || open[0].MessageID != "1712.9" || open[0].Text != "still there?" {
+		t.Fatalf("the exported inbox holds %+v", open)
+	}
+	ib2.Close()
 	back2 := session.NewFiles(filepath.Join(out, "state", "sessions"))
 	gotConvs, err := back2.List()
 	if err != nil || len(gotConvs) != len(wantConvs) {

@@ -34,7 +34,8 @@ const (
 // postgresPass are the end-to-end tests that also run on the PostgreSQL
 // engine, chosen to cover every path of program state through the built
 // binary (a one-shot chat, a restart, archives, /new, Dream from chat and
-// the CLI, Slack and Discord, scopes, recall) in a few minutes.
+// the CLI, Slack and Discord, scopes, recall, the inbox answering what a
+// kill -9 left) in a few minutes.
 var postgresPass = []string{
 	"TestChatOneShotWithATool",
 	"TestSessionSurvivesRestart",
@@ -46,6 +47,7 @@ var postgresPass = []string{
 	"TestTeamChannelArchiveNamesWhoSaidWhat",
 	"TestSlackAndDiscordThroughTheBinary",
 	"TestScopesThroughSlack",
+	"TestChaosInFlightAnsweredAfterRestart",
 }
 
 // pgWorkspaces maps a harness's workspace to its database's DSN, in the
@@ -61,6 +63,17 @@ func (h *harness) useEngine() {
 	dsn := pgtest.DSN(h.t)
 	h.cfg["store"] = map[string]any{"postgres": dsn}
 	pgWorkspaces.Store(h.ws, dsn)
+	// What moved to the database is never written to the files.
+	h.t.Cleanup(func() {
+		for _, pattern := range []string{"sessions/*.jsonl", "sessions/*.meta.json", "inbox*.jsonl"} {
+			if found, _ := filepath.Glob(filepath.Join(h.state, pattern)); len(found) > 0 {
+				h.t.Errorf("on the PostgreSQL engine, program state went to the files: %v", found)
+			}
+		}
+		if data, _ := os.ReadFile(filepath.Join(h.ws, "memory", "history.jsonl")); len(data) > 0 {
+			h.t.Errorf("on the PostgreSQL engine, the archive went to memory/history.jsonl")
+		}
+	})
 }
 
 // readHistoryFromDatabase reads the archive of ws's harness from its

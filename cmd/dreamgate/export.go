@@ -10,10 +10,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
-	"github.com/dreamgate/dreamgate/gateway/session"
 	"github.com/dreamgate/dreamgate/history"
-	"github.com/dreamgate/dreamgate/store"
 	"github.com/dreamgate/dreamgate/workspace"
 )
 
@@ -62,12 +61,14 @@ func cmdExport(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("open the exported history: %w", err)
 	}
-	var conv store.Conversations = session.NewFiles(sessionsDir(cfg.StateDir))
+	from, doneFrom := filesState(src, cfg.StateDir, time.Now())
+	defer doneFrom()
 	if db != nil {
-		conv = db.Conversations()
+		from = databaseState(db)
 	}
-	got, err := copyProgramState(programState{archive: dst, conversations: session.NewFiles(sessionsDir(stateOut))},
-		programState{archive: src, conversations: conv})
+	to, doneTo := filesState(dst, stateOut, time.Now())
+	defer doneTo()
+	got, err := copyProgramState(to, from)
 	if err != nil {
 		return err
 	}
@@ -98,10 +99,12 @@ func exportSkipsWorkspace(rel string) bool {
 }
 
 // exportSkipsState: locks, the recall index (a cache rebuilt from the
-// rest) and the conversations, which the export writes from the engine.
+// rest), and the conversations and inboxes, which the export writes from
+// the engine.
 func exportSkipsState(rel string) bool {
 	top, _, _ := strings.Cut(rel, "/")
-	return strings.HasSuffix(rel, ".lock") || top == "recall" || top == "sessions"
+	inbox := strings.HasPrefix(rel, "inbox") && strings.HasSuffix(rel, ".jsonl") && !strings.Contains(rel, "/")
+	return strings.HasSuffix(rel, ".lock") || top == "recall" || top == "sessions" || inbox
 }
 
 // copyTree copies the regular files and directories under src into dst,

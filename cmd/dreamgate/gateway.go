@@ -155,7 +155,7 @@ func (p *gatewayProcess) build() error {
 	// Accepted messages not yet in their session, for the next start to
 	// answer after a crash; only the process that owns the channels keeps it.
 	if cfg.Gateway.AnswerPendingMinutes > 0 {
-		if err := p.g.OpenInbox(inboxPath(cfg)); err != nil {
+		if err := a.openInbox(p.g); err != nil {
 			return err
 		}
 	}

@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"strings"
+	"time"
 
+	"github.com/dreamgate/dreamgate/gateway"
 	"github.com/dreamgate/dreamgate/gateway/session"
 	"github.com/dreamgate/dreamgate/history"
 	"github.com/dreamgate/dreamgate/store"
@@ -59,14 +62,15 @@ func cmdMigrate(ctx context.Context, e *env, args []string) error {
 		return fmt.Errorf("open the PostgreSQL database: %w", err)
 	}
 	defer db.Close()
-	got, err := copyProgramState(programState{archive: db.Archive(), conversations: db.Conversations()},
-		programState{archive: src, conversations: session.NewFiles(sessionsDir(cfg.StateDir))})
+	from, done := filesState(src, cfg.StateDir, time.Now())
+	defer done()
+	got, err := copyProgramState(databaseState(db), from)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintln(e.stdout, got.sentence("into PostgreSQL"))
 	if cfg.Store.Postgres == "" {
-		fmt.Fprintln(e.stdout, "The files are left as they were. Set store.postgres (or DREAMGATE_POSTGRES_URL) to this database to use it.")
+		fmt.Fprintln(e.stdout, "The files are left in place. Set store.postgres (or DREAMGATE_POSTGRES_URL) to this database to use it.")
 	}
 	return nil
 }
@@ -76,12 +80,58 @@ func cmdMigrate(ctx context.Context, e *env, args []string) error {
 type programState struct {
 	archive       store.History
 	conversations store.Conversations
+	// inboxes lists the inboxes by name ("inbox", "inbox.shard-1"), and
+	// inbox opens one (made when missing).
+	inboxes func() ([]string, error)
+	inbox   func(name string) (store.Inbox, error)
+}
+
+// filesState is the program state of the state directory's files (and
+// archive's): the embedded engine as the copy reads or writes it. Its
+// inbox files are closed by close.
+func filesState(archive store.History, stateDir string, now time.Time) (programState, func()) {
+	var opened []*gateway.InboxFile
+	return programState{
+			archive:       archive,
+			conversations: session.NewFiles(sessionsDir(stateDir)),
+			inboxes: func() ([]string, error) {
+				paths, err := filepath.Glob(filepath.Join(stateDir, "inbox*.jsonl"))
+				names := make([]string, len(paths))
+				for i, p := range paths {
+					names[i] = strings.TrimSuffix(filepath.Base(p), ".jsonl")
+				}
+				return names, err
+			},
+			inbox: func(name string) (store.Inbox, error) {
+				f, err := gateway.OpenInboxFile(filepath.Join(stateDir, name+".jsonl"), now)
+				if err == nil {
+					opened = append(opened, f)
+				}
+				return f, err
+			},
+		}, func() {
+			for _, f := range opened {
+				_ = f.Close()
+			}
+		}
+}
+
+// databaseState is the PostgreSQL engine's program state.
+func databaseState(db *postgres.DB) programState {
+	return programState{
+		archive:       db.Archive(),
+		conversations: db.Conversations(),
+		inboxes:       db.InboxNames,
+		inbox:         func(name string) (store.Inbox, error) { return db.Inbox(name), nil },
+	}
 }
 
 // stateCopy says what a copy did.
 type stateCopy struct {
 	archive       store.ArchiveCopy
 	conversations store.ConversationCopy
+	// pending are the unanswered messages copied.
+	pending int
 }
 
 // copyProgramState copies src's program state into dst through the
@@ -100,18 +150,38 @@ func copyProgramState(dst, src programState) (stateCopy, error) {
 	if c.conversations, err = store.CopyConversations(dst.conversations, src.conversations); err != nil {
 		return c, fmt.Errorf("copy the conversations: %w", err)
 	}
+	names, err := src.inboxes()
+	if err != nil {
+		return c, fmt.Errorf("list the inboxes: %w", err)
+	}
+	for _, name := range names {
+		from, err := src.inbox(name)
+		if err != nil {
+			return c, fmt.Errorf("open the inbox %s: %w", name, err)
+		}
+		to, err := dst.inbox(name)
+		if err != nil {
+			return c, fmt.Errorf("open the inbox %s: %w", name, err)
+		}
+		n, err := store.CopyInbox(to, from)
+		if err != nil {
+			return c, fmt.Errorf("copy the inbox %s: %w", name, err)
+		}
+		c.pending += n
+	}
 	return c, nil
 }
 
 // sentence tells the person what the copy did.
 func (c stateCopy) sentence(where string) string {
 	a, v := c.archive, c.conversations
-	if a.Entries == 0 && !a.DreamMoved && v.Conversations == 0 {
+	if a.Entries == 0 && !a.DreamMoved && v.Conversations == 0 && c.pending == 0 {
 		return fmt.Sprintf("Nothing to copy %s: its %d history entries, the Dream cursor (%d) and every conversation are there already.", where, a.Skipped, a.DreamCursor)
 	}
-	return fmt.Sprintf("Copied %s: %s (%d there already), the Dream cursor at %d; %s (%s).", where,
+	return fmt.Sprintf("Copied %s: %s (%d there already), the Dream cursor at %d; %s (%s); %s.", where,
 		plural(a.Entries, "history entry", "history entries"), a.Skipped, a.DreamCursor,
-		plural(v.Conversations, "conversation", "conversations"), plural(v.Lines, "message", "messages"))
+		plural(v.Conversations, "conversation", "conversations"), plural(v.Lines, "message", "messages"),
+		plural(c.pending, "unanswered message", "unanswered messages"))
 }
 
 func plural(n int, one, many string) string {

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"time"
 
+	"github.com/dreamgate/dreamgate/gateway"
 	"github.com/dreamgate/dreamgate/gateway/session"
 	"github.com/dreamgate/dreamgate/history"
 	"github.com/dreamgate/dreamgate/store"
@@ -46,6 +48,17 @@ func openSessions(cfg Config, db *postgres.DB, logger *slog.Logger) (*session.St
 		return session.NewStoreOn(db.Conversations(), logger), nil
 	}
 	return session.NewStore(sessionsDir(cfg.StateDir), logger)
+}
+
+// openInbox gives the gateway the inbox of the engine in use: its rows in
+// the database, under the name its file would have (one per Discord
+// shard), or the file.
+func (a *app) openInbox(g *gateway.Gateway) error {
+	path := inboxPath(a.cfg)
+	if a.db != nil {
+		return g.OpenInboxIn(a.db.Inbox(strings.TrimSuffix(filepath.Base(path), ".jsonl")))
+	}
+	return g.OpenInbox(path)
 }
 
 // openArchive returns the archive of the engine db says: the database's,

@@ -38,3 +38,10 @@ func TestStorePostgresConversationContract(t *testing.T) {
 		return open(t, dsn, nil).Conversations(), func(t *testing.T) store.Conversations { return open(t, dsn, nil).Conversations() }
 	})
 }
+
+func TestStorePostgresInbox(t *testing.T) {
+	storetest.RunInbox(t, func(t *testing.T) (store.Inbox, func(*testing.T) store.Inbox) {
+		dsn := pgtest.DSN(t)
+		return open(t, dsn, nil).Inbox("inbox"), func(t *testing.T) store.Inbox { return open(t, dsn, nil).Inbox("inbox") }
+	})
+}
