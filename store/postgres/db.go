@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -102,7 +103,11 @@ func (db *DB) tx(fn func(ctx context.Context, tx pgx.Tx) error) error {
 
 const redacted = "xxxxx"
 
-var kvPassword = regexp.MustCompile(`(?i)(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)`)
+// kvPassword is built on first use: every command links this package, and
+// package initialisation is paid before main runs (TestInitAllocatesLittle).
+var kvPassword = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)`)
+})
 
 // RedactDSN returns dsn with its password (a URL's user info, a
 // password=… pair or query parameter) replaced, for logs and errors.
@@ -124,7 +129,7 @@ func RedactDSN(dsn string) string {
 		}
 		return u.String()
 	}
-	return kvPassword.ReplaceAllString(dsn, "${1}"+redacted)
+	return kvPassword().ReplaceAllString(dsn, "${1}"+redacted)
 }
 
 // redactErr is err's text without the DSN's password, whatever pgx
