@@ -13,6 +13,7 @@ import (
 	"unicode"
 
 	"github.com/dreamgate/dreamgate/audience"
+	"github.com/dreamgate/dreamgate/llm"
 )
 
 // Kind is where a match was found.
@@ -81,7 +82,8 @@ var ErrUnavailable = errors.New("recall index unavailable")
 // Search returns what was said in the readable scopes that matches the
 // words of query, at most limit matches (0 means DefaultLimit; at most
 // MaxLimit), best first: those with more of the rarer words first, newer
-// first among equals. Only the given scopes are searched: each scope has a
+// first among equals; what people said, archive entries and cold memory
+// before the assistant's own answers. Only the given scopes are searched: each scope has a
 // full-text table of its own, chosen by the scope's name, never by the
 // query, so no query, whatever it holds, reaches another scope. A query without a word finds nothing. It first
 // brings the index up to date (see refresh), waiting for that at most
@@ -206,8 +208,12 @@ func search(ctx context.Context, db *sql.DB, terms []string, readable []audience
 		}
 		return cmp.Compare(rowTime(b.id), rowTime(a.id))
 	})
-	cut := min(limit, len(ranked)) - 1
-	for _, r := range ranked[:cut+1] {
+	// What people said, the archive and cold memory come before the
+	// assistant's own answers, which quote them (an answer "I found: …" is
+	// newer than the words it found and holds as many): among the best
+	// limit×answersPool rows, the answers go last.
+	var said, answers []Match
+	for _, r := range ranked[:min(len(ranked), limit*answersPool)] {
 		if !inRanges(r.id, ranges) {
 			// Cannot happen: every row came from a searched scope's table.
 			return res, fmt.Errorf("recall: row %d outside the scopes searched", r.id)
@@ -216,10 +222,23 @@ func search(ctx context.Context, db *sql.DB, terms []string, readable []audience
 		if err != nil {
 			return res, err
 		}
-		res.Matches = append(res.Matches, m)
+		if m.Kind == KindMessage && m.Who == string(llm.RoleAssistant) {
+			answers = append(answers, m)
+		} else {
+			said = append(said, m)
+		}
+		if len(said) == limit {
+			break
+		}
 	}
+	all := append(said, answers...)
+	res.Matches = all[:min(limit, len(all))]
 	return res, nil
 }
+
+// answersPool is how many times a search's limit of the best rows are
+// read to rank the assistant's answers after what was said.
+const answersPool = 4
 
 func inRanges(id int64, ranges [][2]int64) bool {
 	for _, r := range ranges {
