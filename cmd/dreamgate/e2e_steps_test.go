@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/channels/slack/fakeslack"
 	"github.com/dreamgate/dreamgate/history"
+	tokencount "github.com/dreamgate/dreamgate/internal/tokens"
 	"github.com/dreamgate/dreamgate/llm/llmtest"
 )
 
@@ -173,5 +175,45 @@ func TestNewScopeIsCommittedAsCreatedThroughTheBinary(t *testing.T) {
 			subjects = append(subjects, c.Subject)
 		}
 		t.Errorf("no 'scope created' commit: %q", subjects)
+	}
+}
+
+// Point 11: a deep Dream's prompt fits the Dream model's window — a scope
+// whose facts do not fit one call is shown in several, each within the
+// window (before, one call of all of them: 234K tokens at 10,000 facts
+// against a 128K window).
+func TestDeepDreamFitsTheWindowThroughTheBinary(t *testing.T) {
+	h := newHarness(t)
+	h.set("llm.contextWindow", 8000)
+	h.set("llm.maxTokens", 500)
+	h.llm.SetResponder(llmtest.MemoryModel)
+	var b strings.Builder
+	b.WriteString("# User\n\n")
+	for i := range 600 {
+		fmt.Fprintf(&b, "- Ana's project P%03d is called Heron%03d and ships in spring. <!-- durable 2026-%02d-01 src:%d -->\n", i, i, 1+i%11, i+1)
+	}
+	if err := os.MkdirAll(h.ws, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(h.ws, "USER.md"), []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := h.run("dream", "run"); r.code != 0 || !strings.Contains(r.stdout, "Deep Dream:") {
+		t.Fatalf("dream run: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	var count tokencount.Counter
+	calls := 0
+	for _, r := range h.llm.Requests() {
+		last := r.Messages[len(r.Messages)-1].Content
+		if !strings.HasPrefix(last, "## Deep Dream") {
+			continue
+		}
+		calls++
+		if n := count.Count(r.Messages[0].Content) + count.Count(last); n > 8000-500 {
+			t.Errorf("a deep Dream call holds %d tokens, over the window's %d", n, 8000-500)
+		}
+	}
+	if calls < 2 {
+		t.Errorf("%d deep Dream calls, want the facts in several", calls)
 	}
 }
