@@ -22,6 +22,7 @@ import (
 	"github.com/dreamgate/dreamgate/history"
 	"github.com/dreamgate/dreamgate/llm"
 	"github.com/dreamgate/dreamgate/memory"
+	"github.com/dreamgate/dreamgate/store"
 )
 
 //go:embed static/*
@@ -51,6 +52,11 @@ type Config struct {
 	// SessionTTL is how long a sign-in lasts (12 hours); LinkTTL how long
 	// a link from /web-link may be used to sign in (15 minutes).
 	SessionTTL, LinkTTL time.Duration
+	// UsedLinks records the sign-in links used (each signs in once) where
+	// every process and a restart see them: the PostgreSQL engine's. Nil
+	// keeps them in this process's memory, and a link made before the
+	// page's start is then refused.
+	UsedLinks store.Nonces
 	// Location is the time zone times are shown in (time.Local).
 	Location *time.Location
 	Now      func() time.Time
@@ -154,11 +160,13 @@ type Server struct {
 	pages http.Handler
 	// attempts counts failed sign-ins.
 	attempts attempts
-	// links are the sign-in links used already; started is when this
-	// server was made (Unix seconds): a link made before it, by an
-	// earlier process that may have seen it used, signs nobody in.
-	links   usedLinks
-	started int64
+	// started is when this server was made (Unix seconds): unless the
+	// used links are kept beyond this process (linksKept: Config.UsedLinks
+	// was given), a link made before it, by an earlier process that may
+	// have seen it used, signs nobody in.
+	started   int64
+	links     store.Nonces
+	linksKept bool
 }
 
 // Defaults of Config.
@@ -190,7 +198,10 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, deps: deps, log: cfg.Logger, started: cfg.Now().Unix()}
+	s := &Server{cfg: cfg, deps: deps, log: cfg.Logger, started: cfg.Now().Unix(), links: cfg.UsedLinks, linksKept: cfg.UsedLinks != nil}
+	if s.links == nil {
+		s.links = &store.MemoryNonces{}
+	}
 	s.signer = signer{key: cfg.Key, clock: s.now}
 	cop, err := crossOrigin(cfg.BaseURL, cfg.Logger)
 	if err != nil {

@@ -84,50 +84,15 @@ func (s *Server) readLink(link string) (linkHolder, claim, error) {
 	default:
 		return linkHolder{}, c, errors.New("not a link")
 	}
-	if s.links.used(c.Nonce) {
-		return linkHolder{}, c, errors.New("a link already used")
+	if used, err := s.links.Used(c.Nonce, s.now()); err != nil || used {
+		return linkHolder{}, c, errors.New("a link already used, or its use unknown")
 	}
-	if c.Expires-int64(s.cfg.LinkTTL/time.Second) < s.started {
+	if !s.linksKept && c.Expires-int64(s.cfg.LinkTTL/time.Second) < s.started {
 		// Made by an earlier process: whether it was used is not known
 		// here, so it is not taken (the person asks for a new one).
 		return linkHolder{}, c, errors.New("a link from before the page's last start")
 	}
 	return who, c, nil
-}
-
-// usedLinks are the nonces of the links that signed someone in, until
-// they expire: a link signs in once. Kept in memory; a restart forgets
-// them, so a link made before the server's start is refused (readLink).
-type usedLinks struct {
-	mu    sync.Mutex
-	nonce map[string]int64 // expiry, Unix seconds
-}
-
-func (u *usedLinks) used(nonce string) bool {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	_, ok := u.nonce[nonce]
-	return ok
-}
-
-// use records a link's nonce; false when it was used already (two posts
-// at once). Expired nonces are dropped: their links are refused anyway.
-func (u *usedLinks) use(c claim, now time.Time) bool {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	if u.nonce == nil {
-		u.nonce = map[string]int64{}
-	}
-	if _, ok := u.nonce[c.Nonce]; ok {
-		return false
-	}
-	for n, exp := range u.nonce {
-		if now.Unix() >= exp {
-			delete(u.nonce, n)
-		}
-	}
-	u.nonce[c.Nonce] = c.Expires
-	return true
 }
 
 func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
@@ -162,8 +127,10 @@ func (s *Server) signInWithLink(w http.ResponseWriter, r *http.Request, form sig
 	if err == nil {
 		who, c, err = s.readLink(ck.Value)
 	}
-	if err == nil && !s.links.use(c, s.now()) {
-		err = errors.New("a link already used")
+	if err == nil {
+		if first, uerr := s.links.Use(c.Nonce, time.Unix(c.Expires, 0)); uerr != nil || !first {
+			err = errors.New("a link already used, or its use not recorded")
+		}
 	}
 	if err != nil {
 		s.attempts.fail(s.now())

@@ -1,14 +1,20 @@
 package main
 
 import (
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/dreamgate/dreamgate/internal/pgtest"
 	"github.com/dreamgate/dreamgate/llm/llmtest"
+	"github.com/dreamgate/dreamgate/store"
 	"github.com/dreamgate/dreamgate/store/postgres"
+	"github.com/dreamgate/dreamgate/store/storetest"
 )
 
 // With store.postgres the archive and the conversations go to the
@@ -73,4 +79,72 @@ func TestStoreDSNErrors(t *testing.T) {
 	if r := h.runEnv(env, "chat", "-m", "hi"); r.code == 0 || strings.Contains(r.stderr, "s3cret") {
 		t.Fatalf("DREAMGATE_POSTGRES_URL to an unreachable database: exit %d\n%s", r.code, r.stderr)
 	}
+}
+
+// On PostgreSQL the memory page's key and its used sign-in links are the
+// database's: a link `dreamgate web-link` made before a restart signs the
+// operator in after it (the files' engine refuses such a link, not
+// knowing whether it was used), and only once, also after another
+// restart.
+func TestPostgresWebLinkAcrossARestart(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	h := newHarness(t)
+	h.set("store.postgres", dsn)
+	addr := freeAddr(t)
+	h.set("web.enabled", true)
+	h.set("web.addr", addr)
+	base := "http://" + addr
+	stop := func(p *gatewayProc) {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		<-p.exited
+	}
+	p := h.startGateway(t)
+	waitWeb(t, p, base)
+	r := h.run("web-link")
+	link := strings.TrimSpace(r.stdout)
+	if r.code != 0 || !strings.Contains(link, "/signin?link=") {
+		t.Fatalf("web-link: %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	stop(p)
+	signIn := func() int {
+		t.Helper()
+		jar, _ := cookiejar.New(nil)
+		c := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		res, err := c.Get(link)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		req, _ := http.NewRequest(http.MethodPost, base+"/signin", strings.NewReader(url.Values{"link": {"1"}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", base)
+		res, err = c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	p = h.startGateway(t)
+	waitWeb(t, p, base)
+	if code := signIn(); code != http.StatusSeeOther {
+		t.Fatalf("a link made before the restart: %d, want a sign-in\n%s", code, p.stderr.String())
+	}
+	stop(p)
+	p = h.startGateway(t)
+	waitWeb(t, p, base)
+	if code := signIn(); code != http.StatusUnauthorized {
+		t.Fatalf("the link a second time, after another restart: %d, want refused", code)
+	}
+	if files, _ := filepath.Glob(filepath.Join(h.state, webKeyFile)); len(files) != 0 {
+		t.Fatal("the page's key went to the state directory")
+	}
+}
+
+// The state directory's files keep the secrets' contract.
+func TestStoreEmbeddedSecrets(t *testing.T) {
+	storetest.RunSecrets(t, func(t *testing.T) (store.Secrets, func(*testing.T) store.Secrets) {
+		dir := t.TempDir()
+		return stateSecrets{dir: dir}, func(*testing.T) store.Secrets { return stateSecrets{dir: dir} }
+	})
 }

@@ -48,6 +48,8 @@ var postgresPass = []string{
 	"TestSlackAndDiscordThroughTheBinary",
 	"TestScopesThroughSlack",
 	"TestChaosInFlightAnsweredAfterRestart",
+	"TestWebPageThroughTheBinary",
+	"TestWebLinkThroughSlack",
 }
 
 // pgWorkspaces maps a harness's workspace to its database's DSN, in the
@@ -65,7 +67,7 @@ func (h *harness) useEngine() {
 	pgWorkspaces.Store(h.ws, dsn)
 	// What moved to the database is never written to the files.
 	h.t.Cleanup(func() {
-		for _, pattern := range []string{"sessions/*.jsonl", "sessions/*.meta.json", "inbox*.jsonl"} {
+		for _, pattern := range []string{"sessions/*.jsonl", "sessions/*.meta.json", "inbox*.jsonl", webKeyFile} {
 			if found, _ := filepath.Glob(filepath.Join(h.state, pattern)); len(found) > 0 {
 				h.t.Errorf("on the PostgreSQL engine, program state went to the files: %v", found)
 			}
@@ -123,6 +125,26 @@ func readDreamCursor(t *testing.T, ws string) []byte {
 		t.Fatal(err)
 	}
 	return []byte(strconv.Itoa(n))
+}
+
+// pageKeyInDatabase is the memory page's key in ws's harness's database;
+// ok is false on the embedded engine.
+func pageKeyInDatabase(t *testing.T, ws string) ([]byte, bool) {
+	t.Helper()
+	dsn, ok := pgWorkspaces.Load(ws)
+	if !ok {
+		return nil, false
+	}
+	db, err := postgres.Open(context.Background(), dsn.(string), postgres.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	key, _, err := db.Secrets().Lookup(pageKeyName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return key, true
 }
 
 // historyKeysFromDatabase is historyKeys on the PostgreSQL engine.

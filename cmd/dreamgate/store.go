@@ -61,6 +61,19 @@ func (a *app) openInbox(g *gateway.Gateway) error {
 	return g.OpenInbox(path)
 }
 
+// pageKeyName is the memory page's signing key's name among the
+// database's secrets (web.key in the state directory on files).
+const pageKeyName = "web.key"
+
+// pageKey is the memory page's signing key, made on first use: the
+// database's secret, or the state directory's web.key.
+func (a *app) pageKey(logger *slog.Logger) ([]byte, error) {
+	if a.db == nil {
+		return webKey(a.cfg.StateDir, logger)
+	}
+	return a.db.Secrets().Secret(pageKeyName, newPageKey)
+}
+
 // openArchive returns the archive of the engine db says: the database's,
 // or memory/history.jsonl's when db is nil.
 func openArchive(cfg Config, db *postgres.DB, logger *slog.Logger, afterWrite func(string)) (store.History, error) {

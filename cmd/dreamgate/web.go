@@ -20,6 +20,7 @@ import (
 	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/dream"
 	"github.com/dreamgate/dreamgate/gateway"
+	"github.com/dreamgate/dreamgate/store"
 	"github.com/dreamgate/dreamgate/web"
 	"github.com/dreamgate/dreamgate/workspace"
 )
@@ -85,25 +86,64 @@ func (w WebConfig) validate() error {
 // webKey reads the page's signing key from the state directory, making a
 // new one (32 random bytes, owner-only) when there is none.
 func webKey(stateDir string, logger *slog.Logger) ([]byte, error) {
+	secrets := stateSecrets{dir: stateDir}
+	key, err := secrets.Secret(webKeyFile, newPageKey)
+	if err != nil || len(key) >= 32 {
+		return key, err
+	}
 	p := filepath.Join(stateDir, webKeyFile)
-	key, err := os.ReadFile(p)
-	if err == nil && len(key) >= 32 {
-		return key, nil
+	logger.Warn("the memory page's key was too short; a new one is made (everyone signs in again)", "file", p)
+	if err := os.Remove(p); err != nil {
+		return nil, fmt.Errorf("replace the memory page's key: %w", err)
 	}
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("read the memory page's key: %w", err)
-	}
-	if err == nil {
-		logger.Warn("the memory page's key was too short; a new one is made (everyone signs in again)", "file", p)
-	}
-	key = make([]byte, 32)
+	return secrets.Secret(webKeyFile, newPageKey)
+}
+
+// newPageKey makes a memory page's key: 32 random bytes.
+func newPageKey() ([]byte, error) {
+	key := make([]byte, 32)
 	if _, err := rand.Read(key); err != nil {
 		return nil, fmt.Errorf("make the memory page's key: %w", err)
 	}
-	if err := workspace.WriteFile(p, key, 0o600); err != nil {
-		return nil, fmt.Errorf("save the memory page's key: %w", err)
-	}
 	return key, nil
+}
+
+// stateSecrets are the embedded engine's secrets (store.Secrets): a file
+// each in the state directory, owner-only, written atomically. Two
+// processes making one at the same moment may each keep their own until
+// the next read; the gateway makes the page's key at its start.
+type stateSecrets struct{ dir string }
+
+var _ store.Secrets = stateSecrets{}
+
+// Secret implements store.Secrets.
+func (s stateSecrets) Secret(name string, make func() ([]byte, error)) ([]byte, error) {
+	if v, ok, err := s.Lookup(name); err != nil || ok {
+		return v, err
+	}
+	v, err := make()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(s.dir, 0o700); err != nil {
+		return nil, err
+	}
+	if err := workspace.WriteFile(filepath.Join(s.dir, name), v, 0o600); err != nil {
+		return nil, fmt.Errorf("save the secret %s: %w", name, err)
+	}
+	return v, nil
+}
+
+// Lookup implements store.Secrets: a missing or empty file is none.
+func (s stateSecrets) Lookup(name string) ([]byte, bool, error) {
+	v, err := os.ReadFile(filepath.Join(s.dir, name))
+	if errors.Is(err, fs.ErrNotExist) || err == nil && len(v) == 0 {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("read the secret %s: %w", name, err)
+	}
+	return v, true, nil
 }
 
 // webLinks gives /web-link the page's sign-in links: the gateway is
@@ -171,7 +211,7 @@ type webPage struct {
 // startWeb serves the memory page on web.addr until stop. d is nil when
 // Dream does not run (dreamOff says why).
 func startWeb(cfg Config, a *app, d *dream.Dreamer, dreamOff string, health *healthState, names webNames, logger *slog.Logger) (*webPage, error) {
-	key, err := webKey(cfg.StateDir, logger)
+	key, err := a.pageKey(logger)
 	if err != nil {
 		return nil, err
 	}
@@ -207,6 +247,10 @@ func startWeb(cfg Config, a *app, d *dream.Dreamer, dreamOff string, health *hea
 	wcfg := web.Config{
 		Key: key, Token: cfg.Web.Token, BaseURL: base, Admins: cfg.Admins,
 		Logger: logger.With("component", "web"), Now: a.now,
+	}
+	if a.db != nil {
+		// Every process and restart sees which links were used.
+		wcfg.UsedLinks = a.db.Nonces("web-link")
 	}
 	if cfg.Dream.Enabled {
 		wcfg.DreamCron, wcfg.DreamTimezone = cfg.Dream.Cron, cfg.Dream.Timezone

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -31,7 +32,7 @@ func cmdWebLink(_ context.Context, e *env, args []string) error {
 	if !cfg.Web.Enabled {
 		return &exitError{code: 1, err: errors.New("The memory page is off: set web.enabled to true in the config and start the gateway.")}
 	}
-	key, err := readWebKey(cfg.StateDir)
+	key, err := lookupPageKey(cfg, e.logger(slog.LevelWarn))
 	if err != nil {
 		return &exitError{code: 1, err: err}
 	}
@@ -43,6 +44,29 @@ func cmdWebLink(_ context.Context, e *env, args []string) error {
 	fmt.Fprintf(e.stderr, "This link signs the operator in to the memory page once, within %d minutes, on the running gateway. Keep it to yourself.\n",
 		int(web.DefaultLinkTTL.Minutes()))
 	return nil
+}
+
+// lookupPageKey reads the page's signing key from the engine in use: the
+// database's secrets, or the state directory (readWebKey).
+func lookupPageKey(cfg Config, logger *slog.Logger) ([]byte, error) {
+	db, err := openDatabase(cfg, logger)
+	if err != nil || db == nil {
+		if err != nil {
+			return nil, err
+		}
+		return readWebKey(cfg.StateDir)
+	}
+	defer db.Close()
+	key, ok, err := db.Secrets().Lookup(pageKeyName)
+	switch {
+	case err != nil:
+		return nil, err
+	case !ok:
+		return nil, errors.New("The memory page has not run yet (no key in the database): start the gateway with web.enabled, then ask again.")
+	case len(key) < 32:
+		return nil, errors.New("The memory page's key in the database is not valid; remove it (the secrets table's web.key) and start the gateway again.")
+	}
+	return key, nil
 }
 
 // readWebKey reads the page's signing key, which the gateway makes on its

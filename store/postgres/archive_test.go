@@ -45,3 +45,14 @@ func TestStorePostgresInbox(t *testing.T) {
 		return open(t, dsn, nil).Inbox("inbox"), func(t *testing.T) store.Inbox { return open(t, dsn, nil).Inbox("inbox") }
 	})
 }
+
+func TestStorePostgresNonces(t *testing.T) {
+	storetest.RunNonces(t, func(t *testing.T) store.Nonces { return open(t, pgtest.DSN(t), nil).Nonces("web-link") })
+}
+
+func TestStorePostgresSecrets(t *testing.T) {
+	storetest.RunSecrets(t, func(t *testing.T) (store.Secrets, func(*testing.T) store.Secrets) {
+		dsn := pgtest.DSN(t)
+		return open(t, dsn, nil).Secrets(), func(t *testing.T) store.Secrets { return open(t, dsn, nil).Secrets() }
+	})
+}
