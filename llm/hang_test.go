@@ -3,7 +3,9 @@ package llm_test
 import (
 	"context"
 	"log/slog"
+	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -172,4 +174,67 @@ func TestChainWholeTimeoutWhereThereIsNoStreamOrNoFallback(t *testing.T) {
 			t.Fatalf("err = %v, want the whole timeout", r.err)
 		}
 	})
+}
+
+// BenchmarkChainFallbackOnAHang is the time to the first answer of a
+// chain whose first model hangs (the backup answers), beside a healthy
+// first model's, on the real clock: streamed (a chat turn) and unstreamed
+// (archive, Dream), at a 5 s and a 120 s timeout, the first byte's limit
+// and the backoff left at their defaults. The hanging cases wait real seconds, so they run
+// only with DREAMGATE_BENCH_HANG=1 (docs/development.md):
+//
+//	DREAMGATE_BENCH_HANG=1 go test -run '^$' -bench ChainFallbackOnAHang -benchtime 1x ./llm/
+func BenchmarkChainFallbackOnAHang(b *testing.B) {
+	for _, bc := range []struct {
+		name    string
+		hang    bool
+		timeout time.Duration
+		stream  bool
+	}{
+		{"healthy/streamed", false, 5 * time.Second, true},
+		{"healthy/unstreamed", false, 5 * time.Second, false},
+		{"hanging/timeout-5s/streamed", true, 5 * time.Second, true},
+		{"hanging/timeout-5s/unstreamed", true, 5 * time.Second, false},
+		{"hanging/timeout-120s/streamed", true, 120 * time.Second, true},
+		{"hanging/timeout-120s/unstreamed", true, 120 * time.Second, false},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			if bc.hang && os.Getenv("DREAMGATE_BENCH_HANG") == "" {
+				b.Skip("waits real timeouts; set DREAMGATE_BENCH_HANG=1")
+			}
+			primary, backup := llmtest.New(b), llmtest.New(b)
+			primary.SetResponder(func(llmtest.Request) llmtest.Reply {
+				if bc.hang {
+					return llmtest.Slow(time.Hour, llmtest.Text("late"))
+				}
+				return llmtest.Text("primary answers")
+			})
+			backup.SetResponder(func(llmtest.Request) llmtest.Reply { return llmtest.Text("backup answers") })
+			var took time.Duration
+			for range b.N {
+				// A fresh chain each time: a cooled model would be passed over.
+				// The production backoff (1 s doubling), not newClient's.
+				mod := func(c *llm.Config) { c.Timeout, c.BaseDelay, c.MaxDelay = bc.timeout, 0, 0 }
+				chain := llm.NewChain(llm.PurposeChat, []*llm.Named{
+					llm.NewNamed("primary", newClient(b, primary.URL(), mod)),
+					llm.NewNamed("backup", newClient(b, backup.URL(), mod)),
+				}, nil)
+				req := userReq("hello")
+				first := make(chan struct{})
+				if bc.stream {
+					var once sync.Once
+					req.OnDelta = func(string) { once.Do(func() { close(first) }) }
+				}
+				start := time.Now()
+				if _, err := chain.Chat(b.Context(), req); err != nil {
+					b.Fatal(err)
+				}
+				if bc.stream {
+					<-first
+				}
+				took += time.Since(start)
+			}
+			b.ReportMetric(took.Seconds()/float64(b.N), "s/answer")
+		})
+	}
 }
