@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -45,15 +46,46 @@ func scrapeMetrics(t *testing.T, url string) map[string]float64 {
 		if err != nil {
 			t.Fatalf("bad line %q", line)
 		}
-		out[line[:i]] = v
+		out[sortedLabels(line[:i])] = v
 	}
 	return out
+}
+
+// sortedLabels writes a series with its labels sorted by name, as the
+// exposition writes them, so a test may name them in the order the docs
+// do: name{purpose="chat",outcome="ok"} is name{outcome="ok",purpose="chat"}.
+func sortedLabels(series string) string {
+	name, rest, ok := strings.Cut(series, "{")
+	if !ok {
+		return series
+	}
+	rest = strings.TrimSuffix(rest, "}")
+	var labels []string
+	start, quoted, escaped := 0, false, false
+	for i := range len(rest) {
+		switch c := rest[i]; {
+		case escaped:
+			escaped = false
+		case c == '\\':
+			escaped = true
+		case c == '"':
+			quoted = !quoted
+		case c == ',' && !quoted:
+			labels = append(labels, rest[start:i])
+			start = i + 1
+		}
+	}
+	if start < len(rest) {
+		labels = append(labels, rest[start:])
+	}
+	slices.Sort(labels)
+	return name + "{" + strings.Join(labels, ",") + "}"
 }
 
 func checkMetrics(t *testing.T, step string, got map[string]float64, want map[string]float64) {
 	t.Helper()
 	for k, v := range want {
-		if g, ok := got[k]; !ok {
+		if g, ok := got[sortedLabels(k)]; !ok {
 			t.Errorf("%s: %s missing", step, k)
 		} else if g != v {
 			t.Errorf("%s: %s = %v, want %v", step, k, g, v)
