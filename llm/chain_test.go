@@ -62,21 +62,22 @@ func (f *fleet) requests(name string) int { return len(f.srv[name].Requests()) }
 
 const contextLengthBody = `{"error":{"message":"This model's maximum context length is 8192 tokens. llmtest-provider-body","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}`
 
-// Each way the first model can fail that the issue lists makes the next
-// one serve, seen in what each fake received; a refusal of the request
-// itself does not.
-func TestChainFallsBackWhenTheFirstModelCannotServe(t *testing.T) {
-	tests := []struct {
-		name string
-		// fail makes the primary fail; it may use the fleet.
-		fail func(f *fleet)
-		// primaryTries is what the primary's fake sees of the call.
-		primaryTries int
-		// falls: the backup serves; cools: the primary is then passed over.
-		falls, cools bool
-		// logged is an ERROR or WARN line the fallback must not hide.
-		logged string
-	}{
+// fallbackCase is one way the first model of a chain fails.
+type fallbackCase struct {
+	name string
+	// fail makes the primary fail; it may use the fleet.
+	fail func(f *fleet)
+	// primaryTries is what the primary's fake sees of the call.
+	primaryTries int
+	// falls: the backup serves; cools: the primary is then passed over.
+	falls, cools bool
+	// logged is an ERROR or WARN line the fallback must not hide.
+	logged string
+}
+
+// fallbackCases are the ways the first model can fail that the issue lists.
+func fallbackCases() []fallbackCase {
+	return []fallbackCase{
 		{name: "5xx storm", fail: func(f *fleet) {
 			f.srv["primary"].SetResponder(func(llmtest.Request) llmtest.Reply { return llmtest.Status(503, "") })
 		}, primaryTries: 2, falls: true, cools: true},
@@ -119,6 +120,13 @@ func TestChainFallsBackWhenTheFirstModelCannotServe(t *testing.T) {
 			f.srv["primary"].Push(llmtest.Status(400, ""))
 		}, primaryTries: 1, falls: false},
 	}
+}
+
+// Each way the first model can fail that the issue lists makes the next
+// one serve, seen in what each fake received; a refusal of the request
+// itself does not.
+func TestChainFallsBackWhenTheFirstModelCannotServe(t *testing.T) {
+	tests := fallbackCases()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFleet(t, func(name string, c *llm.Config) {

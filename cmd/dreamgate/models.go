@@ -243,54 +243,8 @@ func (c *Config) validateModels() error {
 		}
 	})
 	for _, name := range names {
-		m, field := c.Models[name], "models."+name
-		switch {
-		case name == llmModelName:
-			return bad(field, "the name %q is the model of the llm keys; give this model another name", llmModelName)
-		case !validModelName(name):
-			return bad(field, "a model's name must be letters, digits, '-', '_' or '.', got %q", name)
-		}
-		if m.Provider != "" {
-			if _, ok := llm.LookupPreset(m.Provider); !ok {
-				return bad(field+".provider", "unknown provider %q; known: %s (or leave it out and set baseURL)", m.Provider, presetNames())
-			}
-		}
-		switch {
-		case m.BaseURL == "" && m.Provider == "":
-			return bad(field, "needs a provider (%s) or a baseURL", presetNames())
-		case m.BaseURL != "":
-			if err := checkURL(field+".baseURL", m.BaseURL); err != nil {
-				return err
-			}
-		}
-		if strings.TrimSpace(m.Model) == "" {
-			return bad(field+".model", "must name the model as its provider does (\"gpt-4o-mini\", \"llama3.2\")")
-		}
-		if m.APIKeyEnv != "" && !validEnvName(m.APIKeyEnv) {
-			return bad(field+".apiKeyEnv", "must be the name of an environment variable (letters, digits and '_'), got %q", m.APIKeyEnv)
-		}
-		window := c.LLM.ContextWindow
-		if m.ContextWindow != 0 {
-			if m.ContextWindow < 2048 {
-				return bad(field+".contextWindow", "must be at least 2048 tokens, got %d", m.ContextWindow)
-			}
-			window = m.ContextWindow
-		}
-		maxTokens := c.LLM.MaxTokens
-		if m.MaxTokens != 0 {
-			maxTokens = m.MaxTokens
-		}
-		if maxTokens < 1 || maxTokens > window-2048 {
-			return bad(field+".maxTokens", "must be between 1 and contextWindow-2048 (%d), got %d", window-2048, maxTokens)
-		}
-		if m.Temperature != nil && (*m.Temperature < 0 || *m.Temperature > 2) {
-			return bad(field+".temperature", "must be between 0 and 2, got %g", *m.Temperature)
-		}
-		if m.TimeoutSeconds < 0 {
-			return bad(field+".timeoutSeconds", "must be at least 1 (or left out for llm.timeoutSeconds), got %d", m.TimeoutSeconds)
-		}
-		if m.FirstByteSeconds < 0 {
-			return bad(field+".firstByteSeconds", "must be at least 1 (or left out for llm.firstByteSeconds), got %d", m.FirstByteSeconds)
+		if err := c.validateModel(name, c.Models[name]); err != nil {
+			return err
 		}
 	}
 	used := map[string]bool{}
@@ -323,6 +277,63 @@ func (c *Config) validateModels() error {
 	}
 	if c.Dream.Model != "" && c.severalModels() {
 		return bad("dream.model", "names a model on llm's endpoint; with models and use, name Dream's model in use.dream instead")
+	}
+	return nil
+}
+
+// validateModel checks one entry of "models".
+func (c *Config) validateModel(name string, m ModelConfig) error {
+	bad := func(field, format string, args ...any) error {
+		return &configError{field: field, msg: fmt.Sprintf(format, args...)}
+	}
+	field := "models." + name
+	switch {
+	case name == llmModelName:
+		return bad(field, "the name %q is the model of the llm keys; give this model another name", llmModelName)
+	case !validModelName(name):
+		return bad(field, "a model's name must be letters, digits, '-', '_' or '.', got %q", name)
+	}
+	if m.Provider != "" {
+		if _, ok := llm.LookupPreset(m.Provider); !ok {
+			return bad(field+".provider", "unknown provider %q; known: %s (or leave it out and set baseURL)", m.Provider, presetNames())
+		}
+	}
+	switch {
+	case m.BaseURL == "" && m.Provider == "":
+		return bad(field, "needs a provider (%s) or a baseURL", presetNames())
+	case m.BaseURL != "":
+		if err := checkURL(field+".baseURL", m.BaseURL); err != nil {
+			return err
+		}
+	}
+	if strings.TrimSpace(m.Model) == "" {
+		return bad(field+".model", "must name the model as its provider does (\"gpt-4o-mini\", \"llama3.2\")")
+	}
+	if m.APIKeyEnv != "" && !validEnvName(m.APIKeyEnv) {
+		return bad(field+".apiKeyEnv", "must be the name of an environment variable (letters, digits and '_'), got %q", m.APIKeyEnv)
+	}
+	window := c.LLM.ContextWindow
+	if m.ContextWindow != 0 {
+		if m.ContextWindow < 2048 {
+			return bad(field+".contextWindow", "must be at least 2048 tokens, got %d", m.ContextWindow)
+		}
+		window = m.ContextWindow
+	}
+	maxTokens := c.LLM.MaxTokens
+	if m.MaxTokens != 0 {
+		maxTokens = m.MaxTokens
+	}
+	if maxTokens < 1 || maxTokens > window-2048 {
+		return bad(field+".maxTokens", "must be between 1 and contextWindow-2048 (%d), got %d", window-2048, maxTokens)
+	}
+	if m.Temperature != nil && (*m.Temperature < 0 || *m.Temperature > 2) {
+		return bad(field+".temperature", "must be between 0 and 2, got %g", *m.Temperature)
+	}
+	if m.TimeoutSeconds < 0 {
+		return bad(field+".timeoutSeconds", "must be at least 1 (or left out for llm.timeoutSeconds), got %d", m.TimeoutSeconds)
+	}
+	if m.FirstByteSeconds < 0 {
+		return bad(field+".firstByteSeconds", "must be at least 1 (or left out for llm.firstByteSeconds), got %d", m.FirstByteSeconds)
 	}
 	return nil
 }
