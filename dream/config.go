@@ -14,6 +14,7 @@ import (
 	"github.com/dreamgate/dreamgate/internal/tokens"
 	"github.com/dreamgate/dreamgate/llm"
 	"github.com/dreamgate/dreamgate/memory"
+	"github.com/dreamgate/dreamgate/store"
 	"github.com/dreamgate/dreamgate/workspace"
 )
 
@@ -264,6 +265,9 @@ type Deps struct {
 	// Counter counts tokens as the prompt builder does (cmd's one
 	// *consolidator.Counter); nil: Dream's own.
 	Counter TokenCounter
+	// LedgerStore, when set, keeps the ledger's record and locks there
+	// (the store's PostgreSQL engine) instead of memory/.dream_ledger.
+	LedgerStore store.DreamLedger
 	// Observer, when set, is told of every finished run (metrics).
 	Observer Observer
 	Logger   *slog.Logger
@@ -323,7 +327,7 @@ func New(cfg Config, deps Deps) (*Dreamer, error) {
 		hook:  deps.Hook,
 		count: deps.Counter,
 	}
-	d.ledger = NewLedger(cfg.Workspace, deps.History, deps.Logger)
+	d.ledger = NewLedgerIn(cfg.Workspace, deps.History, deps.LedgerStore, deps.Logger)
 	d.ledger.hook = deps.Hook
 	d.ledger.lock.held = d.clearStaleGitLocks
 	return d, nil

@@ -13,6 +13,7 @@ import (
 
 	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/history"
+	"github.com/dreamgate/dreamgate/store"
 	"github.com/dreamgate/dreamgate/workspace"
 )
 
@@ -67,6 +68,9 @@ type Ledger struct {
 	lock  flight
 	write recordLock
 	cache recordCache
+	// st keeps the record and the locks in a database (NewLedgerIn, the
+	// store's PostgreSQL engine); nil keeps them in files.
+	st store.DreamLedger
 }
 
 // NewLedger returns the ledger of the workspace dir whose history is hist.
@@ -74,11 +78,18 @@ type Ledger struct {
 // makes one where no Dreamer runs (Dream off) for the retention, the deep
 // Dream's requests and /metrics.
 func NewLedger(dir string, hist History, logger *slog.Logger) *Ledger {
+	return NewLedgerIn(dir, hist, nil, logger)
+}
+
+// NewLedgerIn is NewLedger keeping the record and its locks in st (the
+// store's PostgreSQL engine) instead of memory/.dream_ledger and its lock
+// files; nil is NewLedger. The memory repository stays the workspace's.
+func NewLedgerIn(dir string, hist History, st store.DreamLedger, logger *slog.Logger) *Ledger {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Ledger{dir: dir, hist: hist, log: logger, lock: flight{path: lockPath(dir)},
-		write: recordLock{path: filepath.Join(dir, filepath.FromSlash(workspace.DreamLedgerLock))}}
+	return &Ledger{dir: dir, hist: hist, log: logger, st: st, lock: flight{path: lockPath(dir), st: st},
+		write: recordLock{path: filepath.Join(dir, filepath.FromSlash(workspace.DreamLedgerLock)), st: st}}
 }
 
 // record is the content of memory/.dream_ledger: a plain value, so that
@@ -207,7 +218,7 @@ func (l *Ledger) read() (loaded, error) {
 	if err != nil {
 		return ld, fmt.Errorf("read dream cursor: %w", err)
 	}
-	ld.exists, err = readJSON(l.path(), "dream ledger", &ld.rec)
+	ld.exists, err = l.readRecord(&ld.rec)
 	switch {
 	case err != nil && !ld.exists:
 		return ld, err
@@ -246,7 +257,7 @@ func (l *Ledger) put(rec *record) error {
 		rec.Frontier = f
 	}
 	rec.Version = ledgerVersion
-	if err := writeJSON(l.path(), "dream ledger", rec); err != nil {
+	if err := l.writeRecord(rec); err != nil {
 		return err
 	}
 	if l.hook != nil {
@@ -378,6 +389,13 @@ type recordCache struct {
 // when there is no record file, or files of earlier versions still wait to
 // be moved in (read does both).
 func (l *Ledger) cached() (*record, bool) {
+	if l.st != nil {
+		var rec record
+		if ok, err := l.readRecord(&rec); !ok || err != nil {
+			return nil, false
+		}
+		return &rec, true
+	}
 	fi, err := os.Stat(l.path())
 	if err != nil {
 		return nil, false
@@ -433,6 +451,34 @@ func (l *Ledger) backlogs(rec *record) (bl []history.Backlog, last int, err erro
 func (l *Ledger) progressOf(scope audience.Scope) (progress, error) {
 	ld, err := l.read()
 	return *ld.rec.scope(scope), err
+}
+
+// readRecord reads the record into rec, as readJSON does: from the file,
+// or from the database.
+func (l *Ledger) readRecord(rec *record) (ok bool, err error) {
+	if l.st == nil {
+		return readJSON(l.path(), "dream ledger", rec)
+	}
+	b, ok, err := l.st.Record()
+	if err != nil || !ok {
+		return false, err
+	}
+	if err := json.Unmarshal(b, rec); err != nil {
+		return true, fmt.Errorf("decode dream ledger: %w", err)
+	}
+	return true, nil
+}
+
+// writeRecord writes rec to the file, atomically, or to the database.
+func (l *Ledger) writeRecord(rec *record) error {
+	if l.st == nil {
+		return writeJSON(l.path(), "dream ledger", rec)
+	}
+	b, err := json.MarshalIndent(rec, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode dream ledger: %w", err)
+	}
+	return l.st.PutRecord(b)
 }
 
 // readJSON decodes the JSON file at path into v; ok is false when there is

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/dreamgate/dreamgate/gitstore"
+	"github.com/dreamgate/dreamgate/store"
 	"github.com/dreamgate/dreamgate/workspace"
 	"github.com/gofrs/flock"
 )
@@ -30,6 +31,9 @@ type flight struct {
 	// held, when set, runs once both locks are taken, before the caller
 	// goes on: the moment to clean up after a holder that died.
 	held func()
+	// st, when set, holds the lock across processes instead of the file
+	// (the store's PostgreSQL engine).
+	st store.DreamLedger
 
 	mu      sync.Mutex
 	running bool
@@ -43,6 +47,38 @@ func (f *flight) acquire(now time.Time) (release func(), err error) {
 	defer f.mu.Unlock()
 	if f.running {
 		return nil, &BusyError{Since: f.since}
+	}
+	unlock, err := f.acquireAcross(now)
+	if err != nil {
+		return nil, err
+	}
+	f.running, f.since = true, now
+	if f.held != nil {
+		f.held()
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			unlock()
+			f.mu.Lock()
+			f.running, f.since = false, time.Time{}
+			f.mu.Unlock()
+		})
+	}, nil
+}
+
+// acquireAcross takes the lock other processes see: the file's flock, or
+// the database's. The caller holds f.mu.
+func (f *flight) acquireAcross(now time.Time) (unlock func(), err error) {
+	if f.st != nil {
+		release, ok, since, err := f.st.TryDream(now)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, &BusyError{Since: since, Elsewhere: true}
+		}
+		return release, nil
 	}
 	if err := os.MkdirAll(filepath.Dir(f.path), 0o700); err != nil {
 		return nil, fmt.Errorf("dream lock: %w", err)
@@ -58,20 +94,10 @@ func (f *flight) acquire(now time.Time) (release func(), err error) {
 	// The start time is for the processes we refuse; the lock itself is
 	// the flock, so a failed write only costs them the "started …" detail.
 	_ = os.WriteFile(f.path, []byte(formatLockTime(now)), 0o600)
-	f.running, f.since = true, now
-	if f.held != nil {
-		f.held()
-	}
-	var once sync.Once
 	return func() {
-		once.Do(func() {
-			// Clear the time before unlocking, so nobody reads a stale one.
-			_ = os.Truncate(f.path, 0)
-			_ = fl.Unlock()
-			f.mu.Lock()
-			f.running, f.since = false, time.Time{}
-			f.mu.Unlock()
-		})
+		// Clear the time before unlocking, so nobody reads a stale one.
+		_ = os.Truncate(f.path, 0)
+		_ = fl.Unlock()
 	}, nil
 }
 
@@ -83,11 +109,24 @@ func (f *flight) acquire(now time.Time) (release func(), err error) {
 type recordLock struct {
 	path string
 	mu   sync.Mutex
+	// st, when set, holds the lock across processes instead of the file.
+	st store.DreamLedger
 }
 
 // lock takes both locks; the returned unlock releases them.
 func (l *recordLock) lock() (unlock func(), err error) {
 	l.mu.Lock()
+	if l.st != nil {
+		release, err := l.st.LockRecord()
+		if err != nil {
+			l.mu.Unlock()
+			return nil, err
+		}
+		return func() {
+			release()
+			l.mu.Unlock()
+		}, nil
+	}
 	if err := os.MkdirAll(filepath.Dir(l.path), 0o700); err != nil {
 		l.mu.Unlock()
 		return nil, fmt.Errorf("dream ledger lock: %w", err)

@@ -181,3 +181,28 @@ func CopyInbox(dst, src Inbox) (int, error) {
 	}
 	return n, nil
 }
+
+// CopyDreamLedger copies Dream's ledger record from src into dst, under
+// dst's record lock, and reports whether dst changed (idempotent). The
+// record says how far each memory scope has dreamed: without it a copy's
+// Dream would start every scope at the common frontier and read some
+// entries twice.
+func CopyDreamLedger(dst, src DreamLedger) (bool, error) {
+	rec, ok, err := src.Record()
+	if err != nil || !ok {
+		return false, err
+	}
+	unlock, err := dst.LockRecord()
+	if err != nil {
+		return false, err
+	}
+	defer unlock()
+	have, _, err := dst.Record()
+	if err != nil {
+		return false, err
+	}
+	if bytes.Equal(have, rec) {
+		return false, nil
+	}
+	return true, dst.PutRecord(rec)
+}

@@ -309,7 +309,7 @@ func (a *app) ledger(d *dream.Dreamer) *dream.Ledger {
 	if d != nil {
 		return d.Ledger()
 	}
-	return dream.NewLedger(a.cfg.Workspace, a.history, a.logger.With("component", "dream"))
+	return dream.NewLedgerIn(a.cfg.Workspace, a.history, a.ledgerStore(), a.logger.With("component", "dream"))
 }
 
 func (a *app) dreamer() (*dream.Dreamer, error) {
@@ -337,15 +337,16 @@ func (a *app) dreamer() (*dream.Dreamer, error) {
 		Window:    window.window,
 		MaxTokens: window.maxTokens,
 	}, dream.Deps{
-		Counter:  a.tokens,
-		Model:    a.observedModel(),
-		History:  a.history,
-		Repo:     repo,
-		Files:    a.ws,
-		Memory:   a.mem,
-		Observer: a.dreamObserver(),
-		Logger:   a.logger.With("component", "dream"),
-		Hook:     a.afterWrite, // the test-only kill switch (testkill.go)
+		LedgerStore: a.ledgerStore(),
+		Counter:     a.tokens,
+		Model:       a.observedModel(),
+		History:     a.history,
+		Repo:        repo,
+		Files:       a.ws,
+		Memory:      a.mem,
+		Observer:    a.dreamObserver(),
+		Logger:      a.logger.With("component", "dream"),
+		Hook:        a.afterWrite, // the test-only kill switch (testkill.go)
 	})
 }
 

@@ -11,12 +11,14 @@ import (
 	"time"
 
 	"github.com/dreamgate/dreamgate/audience"
+	"github.com/dreamgate/dreamgate/dream"
 	"github.com/dreamgate/dreamgate/gateway"
 	"github.com/dreamgate/dreamgate/gateway/session"
 	"github.com/dreamgate/dreamgate/history"
 	"github.com/dreamgate/dreamgate/internal/pgtest"
 	"github.com/dreamgate/dreamgate/llm/llmtest"
 	"github.com/dreamgate/dreamgate/store"
+	"github.com/dreamgate/dreamgate/store/postgres"
 	"github.com/dreamgate/dreamgate/workspace"
 )
 
@@ -71,6 +73,11 @@ func TestPostgresMigrateAndExportRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	ib.Close()
+	// Dream's ledger: the team's scope has read further than the frontier.
+	ledgerRecord := []byte(`{"version":2,"frontier":12,"scopes":{"":{"cursor":12},"team-slack-t1":{"cursor":20}}}`)
+	if err := dream.NewLedgerFiles(h.ws).PutRecord(ledgerRecord); err != nil {
+		t.Fatal(err)
+	}
 	convs := session.NewFiles(filepath.Join(h.state, "sessions"))
 	wantConvs, err := convs.List()
 	if err != nil || len(wantConvs) != 2 {
@@ -92,6 +99,14 @@ func TestPostgresMigrateAndExportRoundTrip(t *testing.T) {
 	if c := strings.TrimSpace(string(readDreamCursor(t, h.ws))); c != "12" {
 		t.Fatalf("the database's Dream cursor is %s", c)
 	}
+	db, err := postgres.Open(t.Context(), dsn, postgres.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec, ok, err := db.DreamLedger().Record(); err != nil || !ok || !bytes.Equal(rec, ledgerRecord) {
+		t.Fatalf("the database's Dream ledger = %s %v %v", rec, ok, err)
+	}
+	db.Close()
 
 	h.set("store.postgres", dsn)
 	out := filepath.Join(t.TempDir(), "export")
@@ -106,6 +121,9 @@ func TestPostgresMigrateAndExportRoundTrip(t *testing.T) {
 	got, _ := back.Since(0, 0)
 	if !slices.Equal(got, want) {
 		t.Fatalf("exported entries differ:\n%+v\nwant\n%+v", got, want)
+	}
+	if rec, ok, _ := dream.NewLedgerFiles(filepath.Join(out, "workspace")).Record(); !ok || !bytes.Equal(rec, ledgerRecord) {
+		t.Fatalf("the exported Dream ledger = %s", rec)
 	}
 	if dc, _ := back.DreamCursor(); dc != 12 {
 		t.Fatalf("exported Dream cursor %d", dc)

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/dreamgate/dreamgate/dream"
 	"github.com/dreamgate/dreamgate/internal/pgtest"
 	"github.com/dreamgate/dreamgate/store/postgres"
 )
@@ -74,6 +75,11 @@ func (h *harness) useEngine() {
 		}
 		if data, _ := os.ReadFile(filepath.Join(h.ws, "memory", "history.jsonl")); len(data) > 0 {
 			h.t.Errorf("on the PostgreSQL engine, the archive went to memory/history.jsonl")
+		}
+		if ledger := dream.NewLedgerFiles(h.ws); true {
+			if _, ok, _ := ledger.Record(); ok {
+				h.t.Errorf("on the PostgreSQL engine, Dream's ledger went to the workspace's files")
+			}
 		}
 	})
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dreamgate/dreamgate/dream"
 	"github.com/dreamgate/dreamgate/history"
 	"github.com/dreamgate/dreamgate/workspace"
 )
@@ -61,12 +62,12 @@ func cmdExport(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("open the exported history: %w", err)
 	}
-	from, doneFrom := filesState(src, cfg.StateDir, time.Now())
+	from, doneFrom := filesState(src, cfg.Workspace, cfg.StateDir, time.Now())
 	defer doneFrom()
 	if db != nil {
 		from = databaseState(db)
 	}
-	to, doneTo := filesState(dst, stateOut, time.Now())
+	to, doneTo := filesState(dst, wsOut, stateOut, time.Now())
 	defer doneTo()
 	got, err := copyProgramState(to, from)
 	if err != nil {
@@ -95,7 +96,7 @@ func emptyDir(dir string) error {
 // exportSkipsWorkspace: the program files the export writes from the
 // engine, and what no copy needs (locks, the archive's private index).
 func exportSkipsWorkspace(rel string) bool {
-	return history.Owns(rel) || strings.HasSuffix(rel, ".lock")
+	return history.Owns(rel) || dream.OwnsFile(rel) || strings.HasSuffix(rel, ".lock")
 }
 
 // exportSkipsState: locks, the recall index (a cache rebuilt from the

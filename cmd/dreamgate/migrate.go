@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dreamgate/dreamgate/dream"
 	"github.com/dreamgate/dreamgate/gateway"
 	"github.com/dreamgate/dreamgate/gateway/session"
 	"github.com/dreamgate/dreamgate/history"
@@ -62,7 +63,7 @@ func cmdMigrate(ctx context.Context, e *env, args []string) error {
 		return fmt.Errorf("open the PostgreSQL database: %w", err)
 	}
 	defer db.Close()
-	from, done := filesState(src, cfg.StateDir, time.Now())
+	from, done := filesState(src, cfg.Workspace, cfg.StateDir, time.Now())
 	defer done()
 	got, err := copyProgramState(databaseState(db), from)
 	if err != nil {
@@ -84,15 +85,17 @@ type programState struct {
 	// inbox opens one (made when missing).
 	inboxes func() ([]string, error)
 	inbox   func(name string) (store.Inbox, error)
+	ledger  store.DreamLedger
 }
 
 // filesState is the program state of the state directory's files (and
 // archive's): the embedded engine as the copy reads or writes it. Its
 // inbox files are closed by close.
-func filesState(archive store.History, stateDir string, now time.Time) (programState, func()) {
+func filesState(archive store.History, ws, stateDir string, now time.Time) (programState, func()) {
 	var opened []*gateway.InboxFile
 	return programState{
 			archive:       archive,
+			ledger:        dream.NewLedgerFiles(ws),
 			conversations: session.NewFiles(sessionsDir(stateDir)),
 			inboxes: func() ([]string, error) {
 				paths, err := filepath.Glob(filepath.Join(stateDir, "inbox*.jsonl"))
@@ -123,6 +126,7 @@ func databaseState(db *postgres.DB) programState {
 		conversations: db.Conversations(),
 		inboxes:       db.InboxNames,
 		inbox:         func(name string) (store.Inbox, error) { return db.Inbox(name), nil },
+		ledger:        db.DreamLedger(),
 	}
 }
 
@@ -130,8 +134,10 @@ func databaseState(db *postgres.DB) programState {
 type stateCopy struct {
 	archive       store.ArchiveCopy
 	conversations store.ConversationCopy
-	// pending are the unanswered messages copied.
+	// pending are the unanswered messages copied; ledger says whether
+	// Dream's ledger was.
 	pending int
+	ledger  bool
 }
 
 // copyProgramState copies src's program state into dst through the
@@ -149,6 +155,9 @@ func copyProgramState(dst, src programState) (stateCopy, error) {
 	}
 	if c.conversations, err = store.CopyConversations(dst.conversations, src.conversations); err != nil {
 		return c, fmt.Errorf("copy the conversations: %w", err)
+	}
+	if c.ledger, err = store.CopyDreamLedger(dst.ledger, src.ledger); err != nil {
+		return c, fmt.Errorf("copy Dream's ledger: %w", err)
 	}
 	names, err := src.inboxes()
 	if err != nil {
@@ -175,7 +184,7 @@ func copyProgramState(dst, src programState) (stateCopy, error) {
 // sentence tells the person what the copy did.
 func (c stateCopy) sentence(where string) string {
 	a, v := c.archive, c.conversations
-	if a.Entries == 0 && !a.DreamMoved && v.Conversations == 0 && c.pending == 0 {
+	if a.Entries == 0 && !a.DreamMoved && v.Conversations == 0 && c.pending == 0 && !c.ledger {
 		return fmt.Sprintf("Nothing to copy %s: its %d history entries, the Dream cursor (%d) and every conversation are there already.", where, a.Skipped, a.DreamCursor)
 	}
 	return fmt.Sprintf("Copied %s: %s (%d there already), the Dream cursor at %d; %s (%s); %s.", where,

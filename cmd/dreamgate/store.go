@@ -33,7 +33,8 @@ func openDatabase(cfg Config, logger *slog.Logger) (*postgres.DB, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), connectTimeout)
 	defer cancel()
-	db, err := postgres.Open(ctx, cfg.Store.Postgres, postgres.Options{Logger: logger.With("component", "store")})
+	// Room for Dream's lock and the ledger's beside the turns' queries.
+	db, err := postgres.Open(ctx, cfg.Store.Postgres, postgres.Options{Logger: logger.With("component", "store"), MaxConns: 10})
 	if err != nil {
 		return nil, fmt.Errorf("open the program state in PostgreSQL (store.postgres): %w", err)
 	}
@@ -59,6 +60,15 @@ func (a *app) openInbox(g *gateway.Gateway) error {
 		return g.OpenInboxIn(a.db.Inbox(strings.TrimSuffix(filepath.Base(path), ".jsonl")))
 	}
 	return g.OpenInbox(path)
+}
+
+// ledgerStore is where Dream's ledger is kept: the database's, or nil for
+// memory/.dream_ledger.
+func (a *app) ledgerStore() store.DreamLedger {
+	if a.db == nil {
+		return nil
+	}
+	return a.db.DreamLedger()
 }
 
 // pageKeyName is the memory page's signing key's name among the

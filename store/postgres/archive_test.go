@@ -56,3 +56,10 @@ func TestStorePostgresSecrets(t *testing.T) {
 		return open(t, dsn, nil).Secrets(), func(t *testing.T) store.Secrets { return open(t, dsn, nil).Secrets() }
 	})
 }
+
+func TestStorePostgresDreamLedger(t *testing.T) {
+	storetest.RunDreamLedger(t, func(t *testing.T) (store.DreamLedger, func(*testing.T) store.DreamLedger) {
+		dsn := pgtest.DSN(t)
+		return open(t, dsn, nil).DreamLedger(), func(t *testing.T) store.DreamLedger { return open(t, dsn, nil).DreamLedger() }
+	})
+}

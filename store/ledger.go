@@ -1,0 +1,22 @@
+package store
+
+import "time"
+
+// DreamLedger keeps Dream's ledger (dream.Ledger): one record, the JSON of
+// dream's record type, and the ledger's two locks — the record lock
+// (short: one read, change and write of the record) and the Dream lock
+// (long: one Dream, restore or retention pass at a time, never waited
+// for). The embedded engine keeps them as memory/.dream_ledger and its
+// flocks.
+type DreamLedger interface {
+	// Record returns the record; ok is false when none was written.
+	Record() (rec []byte, ok bool, err error)
+	// PutRecord replaces the record. The caller holds the record lock.
+	PutRecord(rec []byte) error
+	// LockRecord waits for the record lock and returns its unlock.
+	LockRecord() (unlock func(), err error)
+	// TryDream takes the Dream lock without waiting, noting now as when
+	// its holder started; when another holds it, ok is false and since
+	// says when that one started (zero when unknown).
+	TryDream(now time.Time) (release func(), ok bool, since time.Time, err error)
+}
