@@ -34,7 +34,7 @@ func (c *Conversations) Append(key, id string, at int, lines [][]byte) error {
 	if len(lines) == 0 {
 		return nil
 	}
-	err := c.db.tx(func(ctx context.Context, tx pgx.Tx) error {
+	err := c.db.txAsync(func(ctx context.Context, tx pgx.Tx) error {
 		if err := ensure(ctx, tx, key, id); err != nil {
 			return err
 		}

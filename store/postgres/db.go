@@ -94,11 +94,28 @@ func (db *DB) call() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(db.life, db.timeout)
 }
 
-// tx runs fn in a transaction, committed when fn returns nil.
+// tx runs fn in a transaction, committed when fn returns nil and durable
+// (on the server's disk) when tx returns.
 func (db *DB) tx(fn func(ctx context.Context, tx pgx.Tx) error) error {
 	ctx, cancel := db.call()
 	defer cancel()
 	return pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error { return fn(ctx, tx) })
+}
+
+// txAsync is tx whose commit does not wait for the server's disk
+// (synchronous_commit off for this transaction): what it wrote survives
+// this process dying at once, and the server's too unless its machine
+// stops within a fraction of a second — what the embedded engine promises
+// of the writes it does not fsync (a conversation's messages, the inbox),
+// at a fraction of a durable commit's cost. A crash of the server's
+// machine may lose the last such commits, never half of one.
+func (db *DB) txAsync(fn func(ctx context.Context, tx pgx.Tx) error) error {
+	return db.tx(func(ctx context.Context, tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SET LOCAL synchronous_commit = off`); err != nil {
+			return err
+		}
+		return fn(ctx, tx)
+	})
 }
 
 const redacted = "xxxxx"

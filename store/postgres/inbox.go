@@ -26,7 +26,7 @@ func (db *DB) Inbox(box string) *Inbox { return &Inbox{db: db, box: box} }
 // forgotten first, as the files' inbox forgets it.
 func (ib *Inbox) Accept(m store.InboxMessage) (bool, error) {
 	known := false
-	err := ib.db.tx(func(ctx context.Context, tx pgx.Tx) error {
+	err := ib.db.txAsync(func(ctx context.Context, tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `DELETE FROM inbox_messages WHERE box = $1 AND channel = $2 AND message_id = $3
 			AND answered_at < $4`, ib.box, m.Channel, m.MessageID, m.Accepted.Add(-store.KeepAnswered)); err != nil {
 			return err
@@ -45,10 +45,12 @@ func (ib *Inbox) Accept(m store.InboxMessage) (bool, error) {
 
 // Answer implements store.Inbox.
 func (ib *Inbox) Answer(channel, messageID string, at time.Time) error {
-	ctx, cancel := ib.db.call()
-	defer cancel()
-	if _, err := ib.db.pool.Exec(ctx, `UPDATE inbox_messages SET answered_at = $4
-		WHERE box = $1 AND channel = $2 AND message_id = $3 AND answered_at IS NULL`, ib.box, channel, messageID, at); err != nil {
+	err := ib.db.txAsync(func(ctx context.Context, tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `UPDATE inbox_messages SET answered_at = $4
+			WHERE box = $1 AND channel = $2 AND message_id = $3 AND answered_at IS NULL`, ib.box, channel, messageID, at)
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("record an answer: %w", err)
 	}
 	return nil
