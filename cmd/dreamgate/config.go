@@ -42,6 +42,10 @@ type Config struct {
 	// fromEnv maps a field ("llm.baseURL") to the environment variable
 	// that set it, so an error names what the user actually wrote.
 	fromEnv map[string]string
+	// withoutSecrets is set for a command that runs no channel and no
+	// memory page (every command but the gateway): their tokens are
+	// neither needed nor checked.
+	withoutSecrets bool
 }
 
 // StoreConfig chooses where program state is kept: the files of the
@@ -290,10 +294,17 @@ func defaultConfigPath() string {
 }
 
 // loadConfig reads path (a missing file means all defaults), applies the
-// environment and validates. Errors are *configError.
+// environment and validates, secrets included. Errors are *configError.
 func loadConfig(path string, getenv func(string) string) (Config, error) {
+	return loadConfigFor(path, getenv, true)
+}
+
+// loadConfigFor is loadConfig for a command that uses the channels' and
+// the memory page's secrets (secrets) or not.
+func loadConfigFor(path string, getenv func(string) string, secrets bool) (Config, error) {
 	cfg := defaultConfig()
 	cfg.path = path
+	cfg.withoutSecrets = !secrets
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 		// Docker's short bind-mount syntax makes a directory of a file
 		// missing on the host; say so rather than "is a directory".

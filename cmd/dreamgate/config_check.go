@@ -21,20 +21,38 @@ import (
 	"github.com/dreamgate/dreamgate/workspace"
 )
 
-// Validate checks every field and names the first bad one.
+// Validate checks every field and names the first bad one. The secrets of
+// the chat platforms and of a memory page open to the network are checked
+// only when the config was loaded for the command that uses them (the
+// gateway): every other command runs without them (forCommand).
 func (c *Config) Validate() error {
-	bad := func(field, format string, args ...any) error {
-		return &configError{field: field, msg: fmt.Sprintf(format, args...)}
+	for _, check := range []func() error{c.validateDirs, c.validateLLM, c.validateAgent, c.validateDream, c.validateGateway, c.validateChannels} {
+		if err := check(); err != nil {
+			return err
+		}
 	}
+	if c.withoutSecrets {
+		return nil
+	}
+	return c.validateSecrets()
+}
+
+// bad is a configError naming field.
+func bad(field, format string, args ...any) error {
+	return &configError{field: field, msg: fmt.Sprintf(format, args...)}
+}
+
+func (c *Config) validateDirs() error {
 	if strings.TrimSpace(c.Workspace) == "" {
 		return bad("workspace", "must not be empty")
 	}
 	if strings.TrimSpace(c.StateDir) == "" {
 		return bad("stateDir", "must not be empty")
 	}
-	if err := checkStateDir(c); err != nil {
-		return err
-	}
+	return checkStateDir(c)
+}
+
+func (c *Config) validateLLM() error {
 	if err := checkURL("llm.baseURL", c.LLM.BaseURL); err != nil {
 		return err
 	}
@@ -56,9 +74,10 @@ func (c *Config) Validate() error {
 	if c.LLM.FirstByteSeconds < 1 {
 		return bad("llm.firstByteSeconds", "must be at least 1, got %d", c.LLM.FirstByteSeconds)
 	}
-	if err := c.validateModels(); err != nil {
-		return err
-	}
+	return c.validateModels()
+}
+
+func (c *Config) validateAgent() error {
 	if c.Agent.MaxToolIterations < 1 {
 		return bad("agent.maxToolIterations", "must be at least 1, got %d", c.Agent.MaxToolIterations)
 	}
@@ -80,6 +99,10 @@ func (c *Config) Validate() error {
 	if c.Agent.IdleCompactAfterMinutes < 0 {
 		return bad("agent.idleCompactAfterMinutes", "must be 0 (off) or more, got %d", c.Agent.IdleCompactAfterMinutes)
 	}
+	return nil
+}
+
+func (c *Config) validateDream() error {
 	if _, err := dream.ParseSchedule(c.Dream.Cron, c.Dream.Timezone); err != nil {
 		var se *dream.ScheduleError
 		if errors.As(err, &se) && se.Field == "timezone" {
@@ -108,6 +131,10 @@ func (c *Config) Validate() error {
 	if !(c.Dream.DeepAtShare > 0 && c.Dream.DeepAtShare <= 1) {
 		return bad("dream.deepAtShare", "must be a share of memory.hotTokens above 0 and at most 1 (0.8 is 80%%), got %g", c.Dream.DeepAtShare)
 	}
+	return nil
+}
+
+func (c *Config) validateGateway() error {
 	for i, a := range c.Admins {
 		ch, id, ok := strings.Cut(a, ":")
 		if !ok || id == "" || (ch != "slack" && ch != "discord" && ch != "terminal") {
@@ -137,18 +164,14 @@ func (c *Config) Validate() error {
 	if c.Gateway.MaxMessageBytes < 1024 || c.Gateway.MaxMessageBytes > 16<<20 {
 		return bad("gateway.maxMessageBytes", "must be between 1024 and 16777216 (16 MiB), got %d", c.Gateway.MaxMessageBytes)
 	}
-	// Tokens are needed only by a channel that runs; every other setting is
-	// checked whether it runs or not, so that a typo is named now rather
-	// than on the day the channel is turned on.
+	return nil
+}
+
+func (c *Config) validateChannels() error {
+	// Every setting is checked whether its channel runs or not, so that a
+	// typo is named now rather than on the day the channel is turned on;
+	// tokens only where a channel runs (validateSecrets).
 	s := c.Channels.Slack
-	if s.Enabled {
-		if !strings.HasPrefix(s.BotToken, "xoxb-") {
-			return bad("channels.slack.botToken", `must be a bot token starting with "xoxb-" (or set SLACK_BOT_TOKEN)`)
-		}
-		if !strings.HasPrefix(s.AppToken, "xapp-") {
-			return bad("channels.slack.appToken", `must be an app-level token starting with "xapp-" (or set SLACK_APP_TOKEN)`)
-		}
-	}
 	if err := checkPolicy("channels.slack", s.GroupPolicy, s.AllowChannels); err != nil {
 		return err
 	}
@@ -167,9 +190,6 @@ func (c *Config) Validate() error {
 		return err
 	}
 	d := c.Channels.Discord
-	if d.Enabled && strings.TrimSpace(d.Token) == "" {
-		return bad("channels.discord.token", "must be set (or set DISCORD_BOT_TOKEN)")
-	}
 	if err := checkPolicy("channels.discord", d.GroupPolicy, d.AllowChannels); err != nil {
 		return err
 	}
@@ -195,6 +215,23 @@ func (c *Config) Validate() error {
 		return bad("channels.discord.shardID", "needs channels.discord.shardCount")
 	}
 	return nil
+}
+
+// validateSecrets checks what the gateway needs to run its channels and a
+// memory page open to the network: their tokens.
+func (c *Config) validateSecrets() error {
+	if s := c.Channels.Slack; s.Enabled {
+		if !strings.HasPrefix(s.BotToken, "xoxb-") {
+			return bad("channels.slack.botToken", `must be a bot token starting with "xoxb-" (or set SLACK_BOT_TOKEN)`)
+		}
+		if !strings.HasPrefix(s.AppToken, "xapp-") {
+			return bad("channels.slack.appToken", `must be an app-level token starting with "xapp-" (or set SLACK_APP_TOKEN)`)
+		}
+	}
+	if d := c.Channels.Discord; d.Enabled && strings.TrimSpace(d.Token) == "" {
+		return bad("channels.discord.token", "must be set (or set DISCORD_BOT_TOKEN)")
+	}
+	return c.Web.validateSecret()
 }
 
 // defaultSendRetryMinutes is channels.DefaultSendRetry in the config's unit.

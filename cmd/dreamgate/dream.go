@@ -13,31 +13,18 @@ import (
 )
 
 // cmdDream is `dream run|log|restore`, the CLI twins of /dream,
-// /dream-log and /dream-restore. The CLI user is local and so an admin.
+// /dream-log and /dream-restore. The CLI user is local and so an admin. A
+// running gateway does it when there is one: its Dreamer, with its key.
 func cmdDream(ctx context.Context, e *env, args []string) error {
-	const usage = "usage: dreamgate dream run | log [sha] | restore [sha [keep|all]]   (each takes --scope NAME and -h)"
-	switch {
-	case len(args) == 0:
-		return &exitError{code: 2, err: errors.New(usage)}
-	case isHelp(args[0]):
-		fmt.Fprintln(e.stdout, usage)
-		return nil
-	case args[0] != "run" && args[0] != "log" && args[0] != "restore":
-		return &exitError{code: 2, err: fmt.Errorf("unknown dream command %q; use run, log or restore", args[0])}
-	}
-	sub := args[0]
-	fs := e.flags("dream " + sub)
-	scope := scopeFlag(fs)
-	maxArgs := 1
-	if sub == "restore" {
-		maxArgs = 2 // the sha, then keep or all
-	}
-	if err := e.parse(fs, args[1:], maxArgs); err != nil {
+	d, err := parseDream(e, args)
+	if err != nil || d.sub == "" {
 		return err
 	}
-	rev := fs.Arg(0)
 	cfg, err := e.config()
 	if err != nil {
+		return err
+	}
+	if asked, err := e.viaGateway(ctx, cfg, "dream", args); asked {
 		return err
 	}
 	a, err := newApp(cfg, e.logger(slog.LevelWarn))
@@ -45,37 +32,86 @@ func cmdDream(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer a.close()
-	switch sub {
+	return runDream(ctx, e, a.parts(nil), d)
+}
+
+// adminDream is `dream run|log|restore` asked of the running gateway.
+func adminDream(ctx context.Context, e *env, p *gatewayProcess, args []string) error {
+	d, err := parseDream(e, args)
+	if err != nil || d.sub == "" {
+		return err
+	}
+	return runDream(ctx, e, p.parts(), d)
+}
+
+// dreamArgs is a dream command: run, log or restore, its --scope, its sha
+// and a restore's choice (keep or all).
+type dreamArgs struct {
+	sub    string // "" when only the usage was asked for
+	scope  *scopeChoice
+	rev    string
+	choice string
+}
+
+func parseDream(e *env, args []string) (dreamArgs, error) {
+	const usage = "usage: dreamgate dream run | log [sha] | restore [sha [keep|all]]   (each takes --scope NAME and -h)"
+	switch {
+	case len(args) == 0:
+		return dreamArgs{}, &exitError{code: 2, err: errors.New(usage)}
+	case isHelp(args[0]):
+		fmt.Fprintln(e.stdout, usage)
+		return dreamArgs{}, nil
+	case args[0] != "run" && args[0] != "log" && args[0] != "restore":
+		return dreamArgs{}, &exitError{code: 2, err: fmt.Errorf("unknown dream command %q; use run, log or restore", args[0])}
+	}
+	fs := e.flags("dream " + args[0])
+	d := dreamArgs{sub: args[0], scope: scopeFlag(fs)}
+	maxArgs := 1
+	if d.sub == "restore" {
+		maxArgs = 2 // the sha, then keep or all
+	}
+	if err := e.parse(fs, args[1:], maxArgs); err != nil {
+		return dreamArgs{}, err
+	}
+	d.rev, d.choice = fs.Arg(0), fs.Arg(1)
+	return d, nil
+}
+
+func runDream(ctx context.Context, e *env, op operatorParts, d dreamArgs) error {
+	switch d.sub {
 	case "run":
-		d, err := a.dreamer()
+		return dreamRun(ctx, e, op, d.scope)
+	case "log":
+		return dreamLog(e, op, d.scope, d.rev)
+	default:
+		return dreamRestore(e, op, d.scope, d.rev, d.choice)
+	}
+}
+
+// dreamRun is `dream run`: one Dream now, its progress on stderr.
+func dreamRun(ctx context.Context, e *env, op operatorParts, scope *scopeChoice) error {
+	d, err := op.dreamer()
+	if err != nil {
+		return openError(err)
+	}
+	rep, err := d.Run(ctx, dream.TriggerCLI, scope.scopes(), func(msg string) { fmt.Fprintln(e.stderr, msg) })
+	if rep.Outcome == "" {
 		if err != nil {
-			return openError(err)
-		}
-		rep, err := d.Run(ctx, dream.TriggerCLI, scope.scopes(), func(msg string) { fmt.Fprintln(e.stderr, msg) })
-		if rep.Outcome == "" {
-			if err != nil {
-				return revisionError("", err)
-			}
-			return nil
-		}
-		fmt.Fprintln(e.stdout, a.runText(rep))
-		if err != nil {
-			return &exitError{code: 1, err: errors.New("")}
+			return revisionError("", err)
 		}
 		return nil
-	case "log":
-		return dreamLog(e, a, scope, rev)
-	case "restore":
-		return dreamRestore(e, a, scope, rev, fs.Arg(1))
-	default:
-		return &exitError{code: 2, err: fmt.Errorf("unknown dream command %q; use run, log or restore", sub)}
 	}
+	fmt.Fprintln(e.stdout, op.a.runText(rep))
+	if err != nil {
+		return &exitError{code: 1, err: errors.New("")}
+	}
+	return nil
 }
 
 // dreamLog is `dream log [sha]`: the latest Dream commit, or the one
 // named, and the restore that undid it when one did.
-func dreamLog(e *env, a *app, scope *scopeChoice, rev string) error {
-	repo, err := a.openRepo()
+func dreamLog(e *env, op operatorParts, scope *scopeChoice, rev string) error {
+	repo, err := op.a.openRepo()
 	if err != nil {
 		return openError(err)
 	}
@@ -93,7 +129,7 @@ func dreamLog(e *env, a *app, scope *scopeChoice, rev string) error {
 		}
 	}
 	if rev == "" && errors.Is(err, gitstore.ErrNoMatchingCommit) {
-		if d, derr := a.dreamer(); derr == nil {
+		if d, derr := op.dreamer(); derr == nil {
 			return &exitError{code: 1, err: errors.New(noDreamCommits(d.Status(scope.scopes()), time.Now()))}
 		}
 	}
@@ -111,9 +147,9 @@ func dreamLog(e *env, a *app, scope *scopeChoice, rev string) error {
 // dreamRestore is `dream restore [sha [keep|all]]`: the changes that can
 // be undone; or the undo of one, at once unless later changes touched its
 // lines and no choice was given (then the choice is shown, exit 1).
-func dreamRestore(e *env, a *app, scope *scopeChoice, rev, choice string) error {
+func dreamRestore(e *env, op operatorParts, scope *scopeChoice, rev, choice string) error {
 	if rev == "" {
-		repo, err := a.openRepo()
+		repo, err := op.a.openRepo()
 		if err != nil {
 			return openError(err)
 		}
@@ -133,7 +169,7 @@ func dreamRestore(e *env, a *app, scope *scopeChoice, rev, choice string) error 
 	default:
 		return &exitError{code: 2, err: fmt.Errorf("dream restore: %q is neither keep nor all: use keep to keep the lines later changes made, all to undo the whole change", choice)}
 	}
-	d, err := a.dreamer()
+	d, err := op.dreamer()
 	if err != nil {
 		return openError(err)
 	}

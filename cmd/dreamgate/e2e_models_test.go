@@ -152,8 +152,8 @@ func TestModelsOfTheIssuesShapeThroughTheGateway(t *testing.T) {
 	}
 	readmeListsEveryFamily(t, got)
 
-	// `dreamgate status` (another process) names each model and, from
-	// the running gateway, which answered last.
+	// `dreamgate status` (another process, answered by the running
+	// gateway) names each model and which answered last.
 	u, err := url.Parse(m[1])
 	if err != nil {
 		t.Fatal(err)
@@ -168,7 +168,9 @@ func TestModelsOfTheIssuesShapeThroughTheGateway(t *testing.T) {
 		"  backup: gpt-4o-mini at " + f.backup.URL() + " (window 128K), key from OPENAI_API_KEY — reachable",
 		"  local: llama3.2 at " + f.local.URL() + " (window 128K), no key — reachable",
 		"Models by purpose (which answered last: as the running gateway says):",
-		"  chat: hosted → backup → local; backup answered last; hosted failed (HTTP 401 (invalid_api_key)), tried again at ",
+		// The gateway answers status itself (its admin socket), with its
+		// chains' own words.
+		"  chat: hosted → backup → local; backup answered last; hosted failed (HTTP 401 (invalid_api_key)), tried again in ",
 		"  archive: local → backup; local answered last",
 	} {
 		if !strings.Contains(r.stdout, want) {

@@ -37,14 +37,14 @@ func cmdGateway(ctx context.Context, e *env, args []string) error {
 	if err := e.parse(fs, args, 0); err != nil {
 		return err
 	}
-	cfg, err := e.config()
+	cfg, err := e.gatewayConfig()
 	if err != nil {
 		return err
 	}
 	// Under systemd or in a container stdin is not a person: the terminal
 	// chat would read EOF at once and show as stopped in /healthz. It runs
 	// at a terminal, or where asked for with --terminal.
-	p := &gatewayProcess{e: e, cfg: cfg, health: &healthState{}}
+	p := &gatewayProcess{e: e, cfg: cfg, health: &healthState{}, started: time.Now()}
 	p.withTerminal = cfg.Channels.Terminal.Enabled && (e.stdinIsTTY() || *forceTerminal)
 	p.interactive = p.withTerminal && e.stdinIsTTY()
 	closeLog, err := p.openLog()
@@ -83,6 +83,7 @@ type gatewayProcess struct {
 	logger                    *slog.Logger
 	logPath                   string // the log file, when the chat owns the terminal
 	withTerminal, interactive bool
+	started                   time.Time
 
 	health    *healthState
 	healthURL string
@@ -224,6 +225,8 @@ func (p *gatewayProcess) serve() (stop func(), err error) {
 		p.health.metrics.set(a.metrics.Handler(metricsSources(p.g, a.model, p.ledger)))
 	}
 	p.health.mcp.Store(a.mcp)
+	// The operator's commands reach this gateway through its admin socket.
+	stops = append(stops, p.startAdmin())
 	if p.interactive {
 		printBanner(p.e.stderr, cfg, p.healthURL, p.page.address(), p.logPath)
 	}

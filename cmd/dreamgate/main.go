@@ -234,17 +234,27 @@ func isHelp(arg string) bool {
 	return arg == "-h" || arg == "-help" || arg == "--help" || arg == "help"
 }
 
-func (e *env) config() (Config, error) {
+// config is the config of a command that runs no channel and no memory
+// page: every command but the gateway. The channels' and the page's tokens
+// are not needed, so an operator's shell without them (the service keeps
+// them in its own environment) runs status, why, dream and the rest.
+func (e *env) config() (Config, error) { return e.loadConfig(false) }
+
+// gatewayConfig is the gateway's config: the channels' and the memory
+// page's secrets are checked too.
+func (e *env) gatewayConfig() (Config, error) { return e.loadConfig(true) }
+
+func (e *env) loadConfig(secrets bool) (Config, error) {
 	path := e.configPath
 	if path == "" {
-		return loadConfig(defaultConfigPath(), e.getenv)
+		return loadConfigFor(defaultConfigPath(), e.getenv, secrets)
 	}
 	// Only the default file may be missing: a --config that names nothing
 	// is a typo, and running on defaults would hide it.
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		return Config{}, &configError{path: path, msg: "no such file (`dreamgate --config " + path + " onboard` writes one)"}
 	}
-	return loadConfig(path, e.getenv)
+	return loadConfigFor(path, e.getenv, secrets)
 }
 
 // logger logs to stderr: text on a terminal, JSON otherwise.

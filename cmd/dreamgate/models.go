@@ -450,8 +450,9 @@ func (a *app) modelLines() func(operator bool) []string {
 // model with where its key came from and whether its endpoint answers,
 // then each purpose's chain and, when the gateway runs, which model
 // answered last. It reports whether a purpose has no model that can be
-// used.
-func modelsStatus(ctx context.Context, w io.Writer, cfg Config, r *llm.Router) (unusable bool) {
+// used. live says r is the running gateway's own (status asked through
+// its admin socket).
+func modelsStatus(ctx context.Context, w io.Writer, cfg Config, r *llm.Router, live bool) (unusable bool) {
 	specs := cfg.modelSpecs()
 	models := r.Models()
 	errs := make([]error, len(models))
@@ -478,7 +479,12 @@ func modelsStatus(ctx context.Context, w io.Writer, cfg Config, r *llm.Router) (
 		usable[m.Name()] = !modelUnusable(errs[i])
 		fmt.Fprintf(w, "  %s: %s at %s (window %s), %s — %s\n", m.Name(), s.cfg.Model, llm.RedactURL(s.cfg.BaseURL), kTokens(s.window), key, state)
 	}
-	served, running := gatewayChains(ctx, cfg)
+	// The running gateway's own chains say which model answered last
+	// themselves; from another process, its /healthz says it.
+	served, running := map[string]chainHealth(nil), live
+	if !live {
+		served, running = gatewayChains(ctx, cfg)
+	}
 	if running {
 		fmt.Fprintln(w, "Models by purpose (which answered last: as the running gateway says):")
 	} else {

@@ -49,7 +49,7 @@ func applyWebTokenEnv(cfg *Config, getenv func(string) string) *configError {
 	}
 	v := getenv(name)
 	if v == "" {
-		if !cfg.Web.Enabled {
+		if !cfg.Web.Enabled || cfg.withoutSecrets {
 			return nil
 		}
 		return &configError{field: "web.tokenEnv", msg: fmt.Sprintf("names the environment variable %s, which is not set", name)}
@@ -63,9 +63,6 @@ func applyWebTokenEnv(cfg *Config, getenv func(string) string) *configError {
 }
 
 func (w WebConfig) validate() error {
-	bad := func(field, format string, args ...any) error {
-		return &configError{field: field, msg: fmt.Sprintf(format, args...)}
-	}
 	if !validHostPort(w.Addr) {
 		return bad("web.addr", "must be host:port with a port from 0 to 65535, got %q", w.Addr)
 	}
@@ -77,6 +74,12 @@ func (w WebConfig) validate() error {
 			return err
 		}
 	}
+	return nil
+}
+
+// validateSecret: a page other machines can reach needs its token, which
+// only the gateway (which serves the page) is given.
+func (w WebConfig) validateSecret() error {
 	if w.Enabled && w.Token == "" && !web.LoopbackAddr(w.Addr) {
 		return bad("web.addr", "%s can be reached from other machines, so the memory page needs a token there: set web.token (or web.tokenEnv); without one it listens on loopback only (127.0.0.1), and the operator signs in with the one-time link `dreamgate web-link` prints", w.Addr)
 	}
