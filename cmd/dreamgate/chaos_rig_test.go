@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -51,11 +53,13 @@ type chaosRig struct {
 var filler = strings.Repeat("Just some filler. ", 90)
 
 // sendSlack sends the next message to the Slack DM; false when the fake
-// has no connection to send it on (the process is dying, or reconnecting).
+// has no connection to send it on (the process is dying, or reconnecting),
+// or the connection broke as it wrote (the process died meanwhile: the
+// message never reached it).
 func (c *chaosRig) sendSlack() bool {
 	text := fmt.Sprintf("q%03d: I keep a note about topic%03d in the blue notebook. %s", c.seq+1, c.seq+1, filler)
 	ds, err := c.sl.InjectPost(fakeslack.Event{Channel: "D1", User: "U1", Text: text})
-	if errors.Is(err, fakeslack.ErrNotConnected) {
+	if errors.Is(err, fakeslack.ErrNotConnected) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, net.ErrClosed) {
 		return false
 	}
 	if err != nil {
