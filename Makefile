@@ -29,7 +29,7 @@ RACE      = $(if $(CC_FOUND),-race,)
 TEST_CGO  = $(if $(CC_FOUND),1,0)
 TEST_NOTE = $(if $(CC_FOUND),race detector on (C compiler $(CC_FOUND)),NO RACE DETECTOR: no C compiler ($(shell $(GO) env CC)) found; install gcc or clang to test with -race)
 
-.PHONY: build run test test-postgres chaos bench bench-tokens bench-recall screenshots templ size lint release clean
+.PHONY: build run demo test test-postgres chaos bench bench-tokens bench-recall screenshots templ size lint release clean
 
 # Go says nothing while it compiles, and the first time it also fetches and
 # compiles every module: say so, or a first `make run` looks hung.
@@ -41,6 +41,16 @@ build:
 run: build
 	@echo "make: starting ./$(BIN) gateway --terminal $(ARGS)"
 	./$(BIN) gateway --terminal $(ARGS)
+
+# The gateway at this terminal with a stand-in for a model: the
+# rule-following fake the tests use (llm/llmtest.MemoryModel), served on
+# 127.0.0.1 by cmd/dreamgate-demo, so memory can be seen at work without a
+# model or a key (README's walk-through). The dreamgate binary carries none
+# of it. The demo's home is a new temporary folder, removed at the end;
+# DEMO_HOME=dir keeps one.
+DEMO_HOME ?=
+demo: build
+	$(GO) run ./cmd/dreamgate-demo -bin $(BIN) $(if $(DEMO_HOME),-home $(DEMO_HOME),)
 
 test:
 	@echo "make test: $(TEST_NOTE)"

@@ -105,46 +105,56 @@ func cmdDream() *command {
 			// and Dream reads only the archive. The command runs in the
 			// session's worker, so this archive never overlaps a turn of it.
 			arch := g.archiveForDream(ctx, in)
+			if in.InOrder {
+				// A script's lines are answered in order: its next line
+				// (a /dream-log) sees what this Dream did.
+				g.dreamFor(ctx, in, arch)
+				return ""
+			}
 			// Dream runs beside the conversation, not in its queue: it may
 			// take minutes and the conversation goes on meanwhile.
-			g.goBackground(func() {
-				ctx, cancel := context.WithTimeout(g.bgCtx, dreamTimeout)
-				defer cancel()
-				stop := g.startTyping(ctx, in)
-				defer stop()
-				progress := func(msg string) {
-					g.send(channels.ReplyTo(in, channels.KindProgress, msg))
-				}
-				rep, err := g.deps.Dream.Run(ctx, dream.TriggerManual, g.dreamScopes(in), progress)
-				var text string
-				if err != nil {
-					g.logger.Warn("/dream did not complete", "session", in.SessionKey, "outcome", rep.Outcome, "err", err)
-				}
-				switch {
-				case rep.Outcome == dream.OutcomeNothingNew:
-					text = dreamtext.NothingNew(arch.why(), g.cfg.IdleCompactAfter)
-				case rep.Outcome != "" && in.Local:
-					text = dreamtext.Report(rep)
-				case rep.Outcome != "":
-					// Slack, Discord: the operator's detail is in the log.
-					text = dreamtext.PublicReport(rep)
-				default:
-					text = dreamtext.Chat().Error(err, "", g.now())
-				}
-				if arch.err != nil && rep.Outcome != dream.OutcomeNothingNew {
-					text = archiveFailedNote + " " + text
-				}
-				// A Dream that did not run or failed is the line's failure
-				// (a script piping /dream exits 1), not its answer.
-				kind := channels.KindReply
-				if rep.Outcome == dream.OutcomeFailed || rep.Outcome == "" {
-					kind = channels.KindError
-				}
-				g.send(channels.ReplyTo(in, kind, text))
-			})
+			g.goBackground(func() { g.dreamFor(g.bgCtx, in, arch) })
 			return ""
 		},
 	}
+}
+
+// dreamFor runs the Dream /dream asked for, within dreamTimeout of ctx,
+// showing its progress, and sends its outcome.
+func (g *Gateway) dreamFor(ctx context.Context, in channels.Inbound, arch dreamArchive) {
+	ctx, cancel := context.WithTimeout(ctx, dreamTimeout)
+	defer cancel()
+	stop := g.startTyping(ctx, in)
+	defer stop()
+	progress := func(msg string) {
+		g.send(channels.ReplyTo(in, channels.KindProgress, msg))
+	}
+	rep, err := g.deps.Dream.Run(ctx, dream.TriggerManual, g.dreamScopes(in), progress)
+	var text string
+	if err != nil {
+		g.logger.Warn("/dream did not complete", "session", in.SessionKey, "outcome", rep.Outcome, "err", err)
+	}
+	switch {
+	case rep.Outcome == dream.OutcomeNothingNew:
+		text = dreamtext.NothingNew(arch.why(), g.cfg.IdleCompactAfter)
+	case rep.Outcome != "" && in.Local:
+		text = dreamtext.Report(rep)
+	case rep.Outcome != "":
+		// Slack, Discord: the operator's detail is in the log.
+		text = dreamtext.PublicReport(rep)
+	default:
+		text = dreamtext.Chat().Error(err, "", g.now())
+	}
+	if arch.err != nil && rep.Outcome != dream.OutcomeNothingNew {
+		text = archiveFailedNote + " " + text
+	}
+	// A Dream that did not run or failed is the line's failure (a script
+	// piping /dream exits 1), not its answer.
+	kind := channels.KindReply
+	if rep.Outcome == dream.OutcomeFailed || rep.Outcome == "" {
+		kind = channels.KindError
+	}
+	g.send(channels.ReplyTo(in, kind, text))
 }
 
 const archiveFailedNote = "I could not archive this conversation first (the error is in the gateway log), so Dream read only what was archived before."

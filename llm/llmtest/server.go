@@ -75,6 +75,14 @@ type Server struct {
 // New starts a server on 127.0.0.1:0, closed by t.Cleanup.
 func New(t testing.TB) *Server {
 	t.Helper()
+	s := Start()
+	t.Cleanup(s.Close)
+	return s
+}
+
+// Start starts a server on 127.0.0.1:0 outside a test (make demo's
+// stand-in for a model); the caller closes it.
+func Start() *Server {
 	s := &Server{changed: make(chan struct{}), cache: newPromptCache()}
 	s.closed, s.endClosed = context.WithCancel(context.Background())
 	s.srv = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
@@ -84,7 +92,6 @@ func New(t testing.TB) *Server {
 		}
 	}
 	s.srv.Start()
-	t.Cleanup(s.Close)
 	return s
 }
 
