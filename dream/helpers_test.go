@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/gitstore"
 	"github.com/dreamgate/dreamgate/history"
 	"github.com/dreamgate/dreamgate/internal/testkit"
@@ -109,7 +110,7 @@ func newEnv(t testing.TB) *env {
 	testkit.WriteFile(t, ws, "USER.md", initUser)
 	testkit.WriteFile(t, ws, "memory/MEMORY.md", initMemory)
 	testkit.WriteFile(t, ws, "AGENTS.md", "# Agents\n")
-	repo, err := gitstore.Open(ws, gitstore.Options{Tracked: workspace.MemoryFiles(), Patterns: workspace.TrackedPatterns()})
+	repo, err := gitstore.Open(ws, gitstore.Options{Tracked: workspace.MemoryFiles(), Patterns: workspace.TrackedPatterns(), Lines: audience.ScopesDir})
 	if err != nil {
 		t.Fatalf("open memory repository: %v", err)
 	}

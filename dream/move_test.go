@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/dreamgate/dreamgate/audience"
+	"github.com/dreamgate/dreamgate/gitstore"
 	"github.com/dreamgate/dreamgate/internal/testkit"
 )
 
@@ -73,10 +74,7 @@ func TestMoveAConversationsMemory(t *testing.T) {
 	if len(log) != 1 || !strings.HasPrefix(log[0].Subject, MoveSubject) || log[0].SHA != res.Commit.SHA {
 		t.Fatalf("the last commit is %+v, want the move's %+v", log, res.Commit)
 	}
-	_, diff, err := e.repo.Show(res.Commit.SHA, nil)
-	if err != nil || len(diff.Files) != 2 {
-		t.Errorf("the move's commit changed %+v, %v", diff.Files, err)
-	}
+	checkMoveCommits(t, e.repo)
 	byCursor := map[int]audience.Scope{}
 	for _, en := range e.hist.all(t) {
 		byCursor[en.Cursor] = en.Scope
@@ -95,6 +93,21 @@ func TestMoveAConversationsMemory(t *testing.T) {
 	}
 	if _, err := d.Move(MoveRequest{Conversation: "slack:C1", To: "../x"}); err == nil {
 		t.Error("a scope that is none was taken")
+	}
+}
+
+// checkMoveCommits: a move is one commit on each scope's line, each
+// changing that scope's file.
+func checkMoveCommits(t *testing.T, repo *gitstore.Store) {
+	t.Helper()
+	moves, err := repo.Log(0, MoveSubject, nil)
+	if err != nil || len(moves) != 2 {
+		t.Fatalf("the move's commits: %+v, %v", moves, err)
+	}
+	for _, c := range moves {
+		if _, diff, err := repo.Show(c.SHA, nil); err != nil || len(diff.Files) != 1 {
+			t.Errorf("the move's commit %s changed %+v, %v", c.Short, diff.Files, err)
+		}
 	}
 }
 

@@ -35,7 +35,7 @@ func (e *env) killedAt(point string, n int) {
 	}
 	repo := Repo(e.repo)
 	if strings.HasPrefix(point, "gitstore-") {
-		r, err := gitstore.Open(e.ws, gitstore.Options{Tracked: workspace.MemoryFiles(), Patterns: workspace.TrackedPatterns(), AfterWrite: hook})
+		r, err := gitstore.Open(e.ws, gitstore.Options{Tracked: workspace.MemoryFiles(), Patterns: workspace.TrackedPatterns(), Lines: audience.ScopesDir, AfterWrite: hook})
 		if err != nil {
 			e.t.Fatal(err)
 		}

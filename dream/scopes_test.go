@@ -524,7 +524,7 @@ func TestDefaultScopeReportsAsBefore(t *testing.T) {
 // for the scope undoes its edits and nothing of the root's.
 func TestScopesThroughTheMemoryRepository(t *testing.T) {
 	e := newScopedEnv(t)
-	repo, err := gitstore.Open(e.ws, gitstore.Options{Tracked: workspace.TrackedFiles(), Patterns: workspace.TrackedPatterns()})
+	repo, err := gitstore.Open(e.ws, gitstore.Options{Tracked: workspace.TrackedFiles(), Patterns: workspace.TrackedPatterns(), Lines: audience.ScopesDir})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
-	"github.com/go-git/go-git/v5/storage"
 )
 
 // Commit describes one commit.
@@ -50,22 +49,18 @@ func (s *Store) Commit(subject, body string) (Commit, error) {
 }
 
 // commitAll commits every tracked file: the fixed ones, and the pattern
-// files in the workspace or in HEAD.
+// files in the workspace or in their line's commit.
 func (s *Store) commitAll(subject, body string) (Commit, error) {
-	lock, err := s.lockIndex()
-	if err != nil {
-		return Commit{}, err
-	}
-	defer lock.release()
-	head, err := s.head()
-	if err != nil {
-		return Commit{}, err
-	}
-	paths, _, err := s.trackedNow(head, nil)
-	if err != nil {
-		return Commit{}, err
-	}
-	return s.commitPaths(paths, subject, body)
+	var c Commit
+	err := s.be.write(func() error {
+		paths, err := s.trackedPaths(nil)
+		if err != nil {
+			return err
+		}
+		c, err = s.commitPaths(paths, subject, body)
+		return err
+	})
+	return c, err
 }
 
 // CommitPaths is Commit of the listed tracked files alone (like
@@ -169,7 +164,7 @@ func (s *Store) readHead() (headState, error) {
 		}
 	}
 	h.old = ref
-	h.commit, err = object.GetCommit(s.repo.Storer, ref.Hash())
+	h.commit, err = object.GetCommit(s.obj(), ref.Hash())
 	if errors.Is(err, plumbing.ErrObjectNotFound) {
 		// go-git says "not found" for an object of another type too.
 		return headState{}, &refDamage{name: h.name, problem: "names " + shortID(ref.Hash().String()) + ", which is no commit of the repository"}
@@ -238,11 +233,10 @@ func (s *Store) lookup(root plumbing.Hash, p string) (blobState, error) {
 		if h.IsZero() {
 			return blobState{}, nil
 		}
-		t, err := object.GetTree(s.repo.Storer, h)
+		e, err := s.entry(h, seg)
 		if err != nil {
-			return blobState{}, fmt.Errorf("read tree %s: %w", shortID(h.String()), err)
+			return blobState{}, err
 		}
-		e := findEntry(t.Entries, seg)
 		if e == nil {
 			return blobState{}, nil
 		}
@@ -271,7 +265,7 @@ func findEntry(entries []object.TreeEntry, name string) *object.TreeEntry {
 
 // readBlob returns the content of a blob.
 func (s *Store) readBlob(h plumbing.Hash) ([]byte, error) {
-	b, err := object.GetBlob(s.repo.Storer, h)
+	b, err := object.GetBlob(s.obj(), h)
 	if err != nil {
 		return nil, fmt.Errorf("read blob %s: %w", shortID(h.String()), err)
 	}
@@ -287,47 +281,33 @@ func (s *Store) readBlob(h plumbing.Hash) ([]byte, error) {
 	return data, nil
 }
 
-// lockedCommit is commitPaths under the index lock.
+// lockedCommit is commitPaths as one write.
 func (s *Store) lockedCommit(paths []string, subject, body string) (Commit, error) {
-	lock, err := s.lockIndex()
-	if err != nil {
-		return Commit{}, err
-	}
-	defer lock.release()
-	return s.commitPaths(paths, subject, body)
+	var c Commit
+	err := s.be.write(func() error {
+		var err error
+		c, err = s.commitPaths(paths, subject, body)
+		return err
+	})
+	return c, err
 }
 
-// commitPaths commits the workspace state of paths on top of HEAD. The
-// caller holds s.mu and the index lock.
+// commitPaths commits the workspace state of paths, each on top of its
+// line (one commit per line). The caller holds s.mu within a write.
 func (s *Store) commitPaths(paths []string, subject, body string) (Commit, error) {
 	msg, err := message(subject, body)
 	if err != nil {
 		return Commit{}, err
 	}
-	head, err := s.head()
-	if err != nil {
-		return Commit{}, err
-	}
 	files := make(map[string]workFile, len(paths))
-	edits := map[string]workFile{}
 	for _, p := range paths {
 		w, err := s.readWorking(p)
 		if err != nil {
 			return Commit{}, err
 		}
 		files[p] = w
-		had, err := s.lookup(head.treeHash(), p)
-		if err != nil {
-			return Commit{}, err
-		}
-		if had != w.blobState {
-			edits[p] = w
-		}
 	}
-	if len(edits) == 0 {
-		return Commit{}, ErrNothingToCommit
-	}
-	c, err := s.makeCommit(head, edits, msg)
+	out, err := s.commitEdits(files, msg)
 	if err != nil {
 		return Commit{}, err
 	}
@@ -336,53 +316,9 @@ func (s *Store) commitPaths(paths []string, subject, body string) (Commit, error
 	// the index, so this is a warning, not a failed commit.
 	if err := s.writeIndex(files); err != nil {
 		s.log.Warn("memory repository: commit made but the index was not updated",
-			"commit", shortID(c.Hash.String()), "err", err)
+			"commit", shortID(out[len(out)-1].commit.Hash.String()), "err", err)
 	}
-	return toCommit(c), nil
-}
-
-// makeCommit stores the edits' blobs, the tree of HEAD with the edits
-// applied and a commit of it on top of HEAD, then moves the branch there
-// if it still names HEAD (ErrConcurrentUpdate otherwise) and records the
-// commit in the commit index. The caller holds s.mu and the index lock.
-func (s *Store) makeCommit(head headState, edits map[string]workFile, msg string) (*object.Commit, error) {
-	for p, w := range edits {
-		if w.exists {
-			if err := s.storeObject(plumbing.BlobObject, w.data); err != nil {
-				return nil, fmt.Errorf("store %s: %w", p, err)
-			}
-		}
-	}
-	tree, _, err := s.editTree(head.treeHash(), edits)
-	if err != nil {
-		return nil, err
-	}
-	now := s.now()
-	sig := object.Signature{
-		Name:  s.author.Name,
-		Email: s.author.Email,
-		When:  time.Unix(now.Unix(), 0).In(now.Location()),
-	}
-	c := &object.Commit{Author: sig, Committer: sig, Message: msg, TreeHash: tree}
-	if head.commit != nil {
-		c.ParentHashes = []plumbing.Hash{head.commit.Hash}
-	}
-	obj := s.repo.Storer.NewEncodedObject()
-	if err := c.Encode(obj); err != nil {
-		return nil, fmt.Errorf("encode commit: %w", err)
-	}
-	if c.Hash, err = s.repo.Storer.SetEncodedObject(obj); err != nil {
-		return nil, fmt.Errorf("store commit: %w", err)
-	}
-	err = s.repo.Storer.CheckAndSetReference(plumbing.NewHashReference(head.name, c.Hash), head.old)
-	if errors.Is(err, storage.ErrReferenceHasChanged) {
-		return nil, fmt.Errorf("move %s: %w", head.name, ErrConcurrentUpdate)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("move %s: %w", head.name, err)
-	}
-	s.indexCommit(c, head, edits)
-	return c, nil
+	return toCommit(out[len(out)-1].commit), nil
 }
 
 // message builds a git commit message: the subject line, then the body
@@ -431,10 +367,10 @@ func shortID(id string) string {
 // storeObject writes an object unless the repository already has it.
 func (s *Store) storeObject(t plumbing.ObjectType, data []byte) error {
 	h := plumbing.ComputeHash(t, data)
-	if s.repo.Storer.HasEncodedObject(h) == nil {
+	if s.obj().HasEncodedObject(h) == nil {
 		return nil
 	}
-	obj := s.repo.Storer.NewEncodedObject()
+	obj := s.obj().NewEncodedObject()
 	obj.SetType(t)
 	obj.SetSize(int64(len(data)))
 	w, err := obj.Writer()
@@ -447,7 +383,7 @@ func (s *Store) storeObject(t plumbing.ObjectType, data []byte) error {
 	if err := w.Close(); err != nil {
 		return err
 	}
-	_, err = s.repo.Storer.SetEncodedObject(obj)
+	_, err = s.obj().SetEncodedObject(obj)
 	return err
 }
 
@@ -457,9 +393,9 @@ func (s *Store) storeObject(t plumbing.ObjectType, data []byte) error {
 func (s *Store) editTree(base plumbing.Hash, edits map[string]workFile) (plumbing.Hash, int, error) {
 	var entries []object.TreeEntry
 	if !base.IsZero() {
-		t, err := object.GetTree(s.repo.Storer, base)
+		t, err := s.tree(base)
 		if err != nil {
-			return plumbing.ZeroHash, 0, fmt.Errorf("read tree %s: %w", shortID(base.String()), err)
+			return plumbing.ZeroHash, 0, err
 		}
 		entries = slices.Clone(t.Entries)
 	}
@@ -503,12 +439,12 @@ func (s *Store) editTree(base plumbing.Hash, edits map[string]workFile) (plumbin
 	}
 	sort.Sort(object.TreeEntrySorter(entries))
 	t := &object.Tree{Entries: entries}
-	obj := s.repo.Storer.NewEncodedObject()
+	obj := s.obj().NewEncodedObject()
 	if err := t.Encode(obj); err != nil {
 		return plumbing.ZeroHash, 0, fmt.Errorf("encode tree: %w", err)
 	}
-	if s.repo.Storer.HasEncodedObject(obj.Hash()) != nil {
-		if _, err := s.repo.Storer.SetEncodedObject(obj); err != nil {
+	if s.obj().HasEncodedObject(obj.Hash()) != nil {
+		if _, err := s.obj().SetEncodedObject(obj); err != nil {
 			return plumbing.ZeroHash, 0, fmt.Errorf("store tree: %w", err)
 		}
 	}

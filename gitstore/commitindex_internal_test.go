@@ -47,7 +47,7 @@ func TestCommitIndexCheckedAgainstRepository(t *testing.T) {
 	// Rewrite the newest entry as a Dream commit, with a valid checksum.
 	x := s.idx
 	x.entries[len(x.entries)-1].subject = "dream: forged"
-	s.saveIndexFile(x)
+	s.saveIndex(x)
 
 	s2, err := Open(dir, Options{Tracked: TestTracked})
 	if err != nil {

@@ -67,11 +67,7 @@ func (s *Store) Status(keep func(path string) bool) (Diff, error) {
 }
 
 func (s *Store) status(keep func(string) bool) (Diff, error) {
-	head, err := s.head()
-	if err != nil {
-		return Diff{}, err
-	}
-	paths, heads, err := s.trackedNow(head, keep)
+	paths, heads, err := s.trackedNow(keep)
 	if err != nil {
 		return Diff{}, err
 	}
@@ -102,17 +98,19 @@ func (s *Store) status(keep func(string) bool) (Diff, error) {
 
 // commitDiff is the diff of c against its first parent (a root commit:
 // against the empty tree), over the files of the commit keep accepts (nil:
-// every one). Files keep refuses are never read.
+// every one), of c's line alone: a scope's first commit has the branch's
+// commit that held every scope as parent, whose other files are no change
+// of c's. Files keep refuses are never read.
 func (s *Store) commitDiff(c *object.Commit, keep func(string) bool) (Diff, error) {
 	parentTree := plumbing.ZeroHash
 	if len(c.ParentHashes) > 0 {
-		p, err := object.GetCommit(s.repo.Storer, c.ParentHashes[0])
+		p, err := object.GetCommit(s.obj(), c.ParentHashes[0])
 		if err != nil {
 			return Diff{}, fmt.Errorf("read parent %s: %w", shortID(c.ParentHashes[0].String()), err)
 		}
 		parentTree = p.TreeHash
 	}
-	changes, err := s.diffTrees(parentTree, c.TreeHash, "")
+	changes, err := s.lineDiff(c, parentTree)
 	if err != nil {
 		return Diff{}, err
 	}
@@ -155,10 +153,43 @@ type treeChange struct {
 	from, to blobState
 }
 
+// lineDiff lists the files of c's line that differ between the tree
+// parent and c's: a scope's folder, or the branch's files without the
+// lines folder once the branch no longer holds it; every file for a commit
+// of the branch that holds it or one the commit index does not know.
+func (s *Store) lineDiff(c *object.Commit, parent plumbing.Hash) ([]treeChange, error) {
+	l, skip := line(""), ""
+	if s.linesOn() {
+		x, err := s.commits()
+		if err != nil {
+			return nil, err
+		}
+		if i, ok := x.pos[c.Hash]; ok {
+			l = x.entries[i].line
+			if l == "" && !x.entries[i].holds {
+				skip = s.linesDir
+			}
+		}
+	}
+	if l == "" {
+		return s.diffTrees(parent, c.TreeHash, "", skip)
+	}
+	a, err := s.lineTree(l, parent)
+	if err != nil {
+		return nil, err
+	}
+	b, err := s.lineTree(l, c.TreeHash)
+	if err != nil {
+		return nil, err
+	}
+	return s.diffTrees(a, b, s.lineDir(l)+"/", "")
+}
+
 // diffTrees lists the files that differ between two trees (zero: empty), in
-// path order. A path that is a file on one side and a directory on the other
-// yields the file's removal or addition plus the directory's files.
-func (s *Store) diffTrees(a, b plumbing.Hash, prefix string) ([]treeChange, error) {
+// path order, but for the top-level entry named skip. A path that is a
+// file on one side and a directory on the other yields the file's removal
+// or addition plus the directory's files.
+func (s *Store) diffTrees(a, b plumbing.Hash, prefix, skip string) ([]treeChange, error) {
 	if a == b {
 		return nil, nil
 	}
@@ -182,6 +213,9 @@ func (s *Store) diffTrees(a, b plumbing.Hash, prefix string) ([]treeChange, erro
 	slices.Sort(names)
 	var out []treeChange
 	for _, n := range names {
+		if n == skip && skip != "" {
+			continue
+		}
 		x, inA := ea[n]
 		y, inB := eb[n]
 		p := prefix + n
@@ -204,7 +238,7 @@ func (s *Store) diffTrees(a, b plumbing.Hash, prefix string) ([]treeChange, erro
 			subB = y.Hash
 		}
 		if subA != subB {
-			sub, err := s.diffTrees(subA, subB, p+"/")
+			sub, err := s.diffTrees(subA, subB, p+"/", "")
 			if err != nil {
 				return nil, err
 			}
@@ -219,9 +253,9 @@ func (s *Store) treeEntries(h plumbing.Hash) (map[string]object.TreeEntry, error
 	if h.IsZero() {
 		return nil, nil
 	}
-	t, err := object.GetTree(s.repo.Storer, h)
+	t, err := s.tree(h)
 	if err != nil {
-		return nil, fmt.Errorf("read tree %s: %w", shortID(h.String()), err)
+		return nil, err
 	}
 	m := make(map[string]object.TreeEntry, len(t.Entries))
 	for _, e := range t.Entries {

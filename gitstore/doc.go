@@ -32,17 +32,27 @@
 // alone (like `git commit -- <paths>`): whatever else someone staged with the
 // git command line stays staged and out of our commits.
 //
+// With Options.Lines, each folder of that folder (a memory scope's) has a
+// line of history of its own on refs/<Lines>/<name>, and the branch HEAD
+// names holds the other files (lines.go): a scope's commit writes its own
+// few objects, however many scopes there are. The lines read as one
+// history — Head, Log, CommitsAfter, FileAt and Checkout span them — in
+// the order the commits were made; a write across lines moves their refs
+// at once (the refs' journal, files.go). A repository whose branch holds
+// every scope (an earlier version's) is given its lines once, at Open.
+//
 // go-git writes every object as a file of its own and never packs; Pack
 // moves them into a pack file once there are thousands (see PackThreshold).
 //
 // Reading history does not walk it: the Store keeps a cache of the
-// first-parent history (id, parent, time, subject, and the paths of the
-// tracked files each commit changed) in <gitdir>/dreamgate-commits, extends
-// it on each of its commits, and checks it against HEAD before each use. Commits made with
-// the git command line are picked up by walking back from HEAD to the newest
-// commit the cache knows; a missing, damaged or disagreeing cache is rebuilt
-// from the history. The repository stays the authority: commits found
-// through the cache are read back and checked.
+// history of every line (id, parent, time, line, subject, and the paths of
+// the tracked files each commit changed) in <gitdir>/dreamgate-commits,
+// extends it on each of its commits, and checks it against the refs before
+// each use. Commits made with the git command line are picked up by walking
+// back from a ref to the newest commit the cache knows; a missing, damaged
+// or disagreeing cache is rebuilt from the history. The repository stays
+// the authority: commits found through the cache are read back and
+// checked.
 //
 // Concurrency: a Store serialises its own methods. Across processes, writes
 // take the repository's index.lock (as git does) and move the branch with a

@@ -47,8 +47,23 @@ func (l *indexLock) release() { _ = os.Remove(l.path) }
 // writeIndex sets the index entries of the committed paths to what was
 // committed (with the files' stat data, so git sees them clean without
 // rehashing) and replaces the index atomically. The caller holds the lock.
+// The index is HEAD's: files of the scopes' lines are never in it (an
+// earlier version's entries of them are dropped), the git command line
+// ignores their folder.
 func (s *Store) writeIndex(files map[string]workFile) (err error) {
-	idx, err := s.repo.Storer.Index()
+	if s.linesOn() {
+		branch := map[string]workFile{}
+		for p, w := range files {
+			if s.lineOf(p) == "" {
+				branch[p] = w
+			}
+		}
+		if len(branch) == 0 {
+			return nil
+		}
+		files = branch
+	}
+	idx, err := s.obj().Index()
 	if err != nil {
 		return fmt.Errorf("read index: %w", err)
 	}
@@ -57,6 +72,9 @@ func (s *Store) writeIndex(files map[string]workFile) (err error) {
 	}
 	idx.Cache = nil // the cached tree ids would be stale; git rebuilds them
 	idx.ResolveUndo = nil
+	if s.linesOn() {
+		idx.Entries = slices.DeleteFunc(idx.Entries, func(e *index.Entry) bool { return s.lineOf(e.Name) != "" })
+	}
 	for p, w := range files {
 		idx.Entries = slices.DeleteFunc(idx.Entries, func(e *index.Entry) bool { return e.Name == p })
 		if !w.exists {

@@ -148,7 +148,7 @@ var errIndexStale = errors.New("commit index does not match the repository")
 // indexedCommit reads the commit an index entry names and checks that it is
 // that entry.
 func (s *Store) indexedCommit(e indexEntry) (*object.Commit, error) {
-	c, err := object.GetCommit(s.repo.Storer, e.id)
+	c, err := object.GetCommit(s.obj(), e.id)
 	if errors.Is(err, plumbing.ErrObjectNotFound) {
 		return nil, fmt.Errorf("%w: no commit %s", errIndexStale, shortID(e.id.String()))
 	}
@@ -237,7 +237,7 @@ func (s *Store) resolve(rev string) (*object.Commit, error) {
 	}
 	var commits []*object.Commit
 	for _, id := range ids {
-		c, err := object.GetCommit(s.repo.Storer, id)
+		c, err := object.GetCommit(s.obj(), id)
 		if errors.Is(err, plumbing.ErrObjectNotFound) || errors.Is(err, object.ErrUnsupportedObject) ||
 			errors.Is(err, plumbing.ErrInvalidType) {
 			continue // a blob or tree sharing the prefix is not what anyone means

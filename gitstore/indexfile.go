@@ -1,12 +1,10 @@
 package gitstore
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -17,32 +15,12 @@ import (
 
 func (s *Store) indexPath() string { return filepath.Join(s.gitDir, indexFile) }
 
-// indexHeaderLine names the tracking rules: which paths the lines record
-// depends on them, so other rules make the file out of date.
+// indexHeaderLine names the tracking rules and the lines folder: which
+// paths the lines record depends on them, so other rules make the stored
+// index out of date.
 func (s *Store) indexHeaderLine() string {
-	return indexHeader + "tracked=" + strings.Join(s.tracked, ",") + " patterns=" + strings.Join(s.patterns, ",") + "\n"
-}
-
-// loadIndexFile reads the index file; nil when it is missing, made for other
-// tracking rules or by an earlier version, or damaged in any way.
-func (s *Store) loadIndexFile() *commitIndex {
-	data, err := os.ReadFile(s.indexPath())
-	if err != nil {
-		if !errors.Is(err, fs.ErrNotExist) {
-			s.log.Warn("memory repository: commit index unreadable; rebuilding it", "err", err)
-		}
-		return nil
-	}
-	if bytes.HasPrefix(data, []byte(indexHeaderV1)) {
-		s.log.Info("memory repository: rebuilding the commit index in its new format (it records the paths each commit changed)")
-		return nil
-	}
-	x, err := parseIndex(data, s.indexHeaderLine())
-	if err != nil {
-		s.log.Warn("memory repository: commit index damaged or out of date; rebuilding it", "err", err)
-		return nil
-	}
-	return x
+	return indexHeader + "tracked=" + strings.Join(s.tracked, ",") + " patterns=" + strings.Join(s.patterns, ",") +
+		" lines=" + s.linesDir + "\n"
 }
 
 func parseIndex(data []byte, header string) (*commitIndex, error) {
@@ -77,14 +55,13 @@ func parseIndex(data []byte, header string) (*commitIndex, error) {
 		if err != nil {
 			return nil, fmt.Errorf("line %d: %w", n, err)
 		}
-		if e.parent != x.head() {
-			return nil, fmt.Errorf("line %d: parent is not the previous line's commit", n)
+		if !x.parentOK(e) {
+			return nil, fmt.Errorf("line %d: parent is not the previous commit of its line", n)
 		}
 		if _, dup := x.pos[e.id]; dup {
 			return nil, fmt.Errorf("line %d: commit listed twice", n)
 		}
-		x.pos[e.id] = len(x.entries)
-		x.entries = append(x.entries, e)
+		x.push(e)
 	}
 	x.defined = len(x.paths)
 	return x, nil
@@ -96,9 +73,10 @@ func formatPath(p string) string {
 	return fmt.Sprintf("%s%s %08x\n", pathLine, q, crc32.ChecksumIEEE([]byte(q)))
 }
 
-// formatEntry writes "<id> <parent|-> <unix> <offset> <changed|->
-// <quoted subject> <crc32 of all before it>", changed being the numbers of
-// the changed paths, comma-separated.
+// formatEntry writes "<id> <parent|-> <unix> <offset> <line|-> <h|->
+// <changed|-> <quoted subject> <crc32 of all before it>", line being the
+// scope's line ("-": the branch), h marking a branch commit that holds the
+// lines folder, changed the numbers of the changed paths, comma-separated.
 func formatEntry(e indexEntry) string {
 	parent := "-"
 	if !e.parent.IsZero() {
@@ -115,7 +93,14 @@ func formatEntry(e indexEntry) string {
 		}
 		changed = string(b)
 	}
-	line := fmt.Sprintf("%s %s %d %d %s %s", e.id, parent, e.when, e.offset, changed, strconv.Quote(e.subject))
+	ln, holds := "-", "-"
+	if e.line != "" {
+		ln = string(e.line)
+	}
+	if e.holds {
+		holds = "h"
+	}
+	line := fmt.Sprintf("%s %s %d %d %s %s %s %s", e.id, parent, e.when, e.offset, ln, holds, changed, strconv.Quote(e.subject))
 	return fmt.Sprintf("%s %08x\n", line, crc32.ChecksumIEEE([]byte(line)))
 }
 
@@ -130,16 +115,30 @@ func parseChecked(line string) (string, error) {
 }
 
 // parseEntry reads a commit line whose path numbers are below paths.
-func parseEntry(line string, paths int) (indexEntry, error) {
-	body, err := parseChecked(line)
+func parseEntry(text string, paths int) (indexEntry, error) {
+	body, err := parseChecked(text)
 	if err != nil {
 		return indexEntry{}, err
 	}
-	f := strings.SplitN(body, " ", 6)
-	if len(f) != 6 {
+	var e indexEntry
+	f := strings.SplitN(body, " ", 8)
+	if len(f) != 8 {
 		return indexEntry{}, errors.New("too few fields")
 	}
-	var e indexEntry
+	if f[4] != "-" {
+		if !validName(f[4]) {
+			return indexEntry{}, errors.New("malformed line name")
+		}
+		e.line = line(f[4])
+	}
+	switch f[5] {
+	case "h":
+		e.holds = true
+	case "-":
+	default:
+		return indexEntry{}, errors.New("malformed mark")
+	}
+	f = append(f[:4], f[6:]...)
 	var ok1, ok2 bool
 	e.id, ok1 = parseHash(f[0])
 	if e.parent, ok2 = parseHash(f[1]); f[1] == "-" {
@@ -174,62 +173,6 @@ func cutLast(s, sep string) (before, after string, ok bool) {
 		return s, "", false
 	}
 	return s[:i], s[i+len(sep):], true
-}
-
-// appendIndexFile appends entries (the last of x) to the file, after the
-// lines of the paths they name first, when the file still is as x last saw
-// it, and rewrites it otherwise (another process wrote it meanwhile).
-func (s *Store) appendIndexFile(x *commitIndex, entries []indexEntry) {
-	fi, err := os.Stat(s.indexPath())
-	if x.size < 0 || err != nil || fi.Size() != x.size {
-		s.saveIndexFile(x)
-		return
-	}
-	var b strings.Builder
-	for _, p := range x.paths[x.defined:] {
-		b.WriteString(formatPath(p))
-	}
-	for _, e := range entries {
-		b.WriteString(formatEntry(e))
-	}
-	f, err := os.OpenFile(s.indexPath(), os.O_WRONLY|os.O_APPEND, 0)
-	if err == nil {
-		// One write: a reader sees the old lines, or torn new ones it
-		// rejects by checksum.
-		_, err = f.WriteString(b.String())
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-	}
-	if err != nil {
-		s.log.Warn("memory repository: could not update the commit index", "err", err)
-		x.size = -1
-		return
-	}
-	x.size += int64(b.Len())
-	x.defined = len(x.paths)
-}
-
-// saveIndexFile replaces the file with x: the header, the paths, the
-// commits.
-func (s *Store) saveIndexFile(x *commitIndex) {
-	var buf bytes.Buffer
-	w := bufio.NewWriter(&buf)
-	w.WriteString(s.indexHeaderLine())
-	for _, p := range x.paths {
-		w.WriteString(formatPath(p))
-	}
-	for _, e := range x.entries {
-		w.WriteString(formatEntry(e))
-	}
-	_ = w.Flush()
-	if err := replaceFile(s.indexPath(), buf.Bytes()); err != nil {
-		s.log.Warn("memory repository: could not write the commit index", "err", err)
-		x.size = -1
-		return
-	}
-	x.size = int64(buf.Len())
-	x.defined = len(x.paths)
 }
 
 // replaceFile writes p through a temporary file and a rename, so a reader

@@ -56,23 +56,19 @@ func hasAnyPrefix(name string, prefixes []string) bool {
 	return false
 }
 
-// newlyTracked returns the tracked paths HEAD does not hold yet: files
-// the caller started tracking (AGENTS.md, prompts/dream.md in an older
-// workspace, the scope folders' files when patterns came). Open commits
-// them with the extended .gitignore, so the first version on record is the
-// one found at that moment, not whatever a later edit left.
-func (s *Store) newlyTracked(head headState) ([]string, error) {
-	had, err := s.treeFiles(head.treeHash(), nil)
-	if err != nil {
-		return nil, err
-	}
-	found, err := s.workingFiles(nil)
+// newlyTracked lists the tracked files in the workspace (and the fixed
+// ones) that no line's commit holds yet, sorted.
+func (s *Store) newlyTracked() ([]string, error) {
+	paths, had, err := s.trackedNow(nil)
 	if err != nil {
 		return nil, err
 	}
 	var out []string
-	for _, p := range append(slices.Clone(s.tracked), found...) {
-		if _, ok := had[p]; !ok && !slices.Contains(out, p) {
+	for _, p := range paths {
+		if _, ok := had[p]; ok {
+			continue
+		}
+		if w, err := s.readWorking(p); err == nil && w.exists || slices.Contains(s.tracked, p) {
 			out = append(out, p)
 		}
 	}

@@ -77,6 +77,23 @@ func ignoreLines(tracked []string) []string {
 	return append(lines, "!/"+ignoreFile)
 }
 
+// ignoreWanted are the .gitignore lines the store needs: every tracked
+// file's; with lines, the branch's files' and the lines folder ignored
+// (its files are on lines of their own, never in HEAD), after any line of
+// an earlier version that showed it.
+func (s *Store) ignoreWanted() []string {
+	if !s.linesOn() {
+		return ignoreLines(append(slices.Clone(s.tracked), s.patterns...))
+	}
+	var branch []string
+	for _, p := range s.patterns {
+		if s.lineOf(strings.ReplaceAll(p, "*", "x")) == "" {
+			branch = append(branch, p)
+		}
+	}
+	return append(ignoreLines(append(slices.Clone(s.tracked), branch...)), "/"+s.linesDir+"/")
+}
+
 // mergeIgnore writes .gitignore, or appends the lines it lacks, and
 // returns those. Lines already there, in any order, are kept; ours come
 // after them so they take precedence.
@@ -91,7 +108,7 @@ func (s *Store) mergeIgnore() (added []string, err error) {
 		have[strings.TrimRight(line, " \t\r")] = true
 	}
 	var add []string
-	for _, l := range ignoreLines(append(slices.Clone(s.tracked), s.patterns...)) {
+	for _, l := range s.ignoreWanted() {
 		if !have[l] {
 			add = append(add, l)
 		}
@@ -134,6 +151,8 @@ func (s *Store) initialCommit() error {
 		return fmt.Errorf("initial commit: %w", err)
 	}
 	paths := append(append([]string{ignoreFile}, s.tracked...), found...)
+	slices.Sort(paths)
+	paths = slices.Compact(paths)
 	if _, err := s.lockedCommit(paths, InitSubject, ""); err != nil {
 		return fmt.Errorf("initial commit: %w", err)
 	}

@@ -59,13 +59,13 @@ func (s *Store) pack() (int, error) {
 		return 0, err
 	}
 	defer lock.release()
-	los, ok := s.repo.Storer.(storer.LooseObjectStorer)
+	los, ok := s.obj().(storer.LooseObjectStorer)
 	if !ok {
-		return 0, fmt.Errorf("storage %T has no loose objects", s.repo.Storer)
+		return 0, fmt.Errorf("storage %T has no loose objects", s.obj())
 	}
-	pfw, ok := s.repo.Storer.(storer.PackfileWriter)
+	pfw, ok := s.obj().(storer.PackfileWriter)
 	if !ok {
-		return 0, fmt.Errorf("storage %T cannot write packs", s.repo.Storer)
+		return 0, fmt.Errorf("storage %T cannot write packs", s.obj())
 	}
 	var loose []plumbing.Hash
 	if err := los.ForEachObjectHash(func(h plumbing.Hash) error {
@@ -81,7 +81,7 @@ func (s *Store) pack() (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	sum, err := packfile.NewEncoder(w, s.repo.Storer, false).Encode(loose, packWindow)
+	sum, err := packfile.NewEncoder(w, s.obj(), false).Encode(loose, packWindow)
 	if err != nil {
 		_ = w.Close()
 		return 0, fmt.Errorf("encode pack: %w", err)

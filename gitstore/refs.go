@@ -213,6 +213,20 @@ func (s *Store) lockRef(name plumbing.ReferenceName) (*refLock, error) {
 // commit writes content as the ref's new value and renames the lock file
 // over the ref, which releases the lock.
 func (l *refLock) commit(content string) error {
+	if err := l.prepare(content); err != nil {
+		return err
+	}
+	l.s.hook(PointRefLock)
+	if err := l.install(); err != nil {
+		return err
+	}
+	l.s.hook(PointRef)
+	return nil
+}
+
+// prepare writes content into the lock file, synced: the ref's new value,
+// not yet in place.
+func (l *refLock) prepare(content string) error {
 	_, err := l.f.WriteString(content)
 	if err == nil {
 		err = l.f.Sync()
@@ -224,16 +238,20 @@ func (l *refLock) commit(content string) error {
 	if err != nil {
 		return fmt.Errorf("write %s: %w", filepath.Base(l.path), err)
 	}
-	l.s.hook(PointRefLock)
+	return nil
+}
+
+// install renames the prepared lock file over the ref.
+//
+// No sync of the directory, as git does not sync it either: a crash
+// before the rename reaches the disk leaves the old value, which is
+// whole. The lock file's sync is what matters: without it a crash can
+// leave the rename on disk and the content not, an empty ref.
+func (l *refLock) install() error {
 	if err := os.Rename(l.path, l.target); err != nil {
 		return fmt.Errorf("install %s: %w", filepath.Base(l.target), err)
 	}
 	l.done = true
-	// No sync of the directory, as git does not sync it either: a crash
-	// before the rename reaches the disk leaves the old value, which is
-	// whole. The lock file's sync is what matters: without it a crash can
-	// leave the rename on disk and the content not, an empty ref.
-	l.s.hook(PointRef)
 	return nil
 }
 

@@ -143,7 +143,7 @@ func (s *Store) branches() ([]plumbing.ReferenceName, error) {
 // holdsCommits reports whether the repository has any commit object. It
 // stops at the first: in a new repository there is none to look at.
 func (s *Store) holdsCommits() (bool, error) {
-	iter, err := s.repo.Storer.IterEncodedObjects(plumbing.CommitObject)
+	iter, err := s.obj().IterEncodedObjects(plumbing.CommitObject)
 	if err != nil {
 		return false, fmt.Errorf("list commits: %w", err)
 	}
@@ -289,7 +289,7 @@ func (s *Store) knownTip(name plumbing.ReferenceName, all map[plumbing.Hash]comm
 			cands = append(cands, candidate{id, from})
 		}
 	}
-	if x := s.loadIndexFile(); x != nil {
+	if x := s.loadIndex(); x != nil {
 		for i := len(x.entries) - 1; i >= 0; i-- {
 			if _, ok := all[x.entries[i].id]; ok {
 				add(x.entries[i].id, "the commit index")
@@ -371,9 +371,9 @@ func (s *Store) scanCommits() (map[plumbing.Hash]commitNode, error) {
 	add := func(c *object.Commit) {
 		all[c.Hash] = commitNode{parents: c.ParentHashes, tree: c.TreeHash, when: c.Committer.When.Unix()}
 	}
-	rs, ok := s.repo.Storer.(*refStorer)
+	rs, ok := s.obj().(*refStorer)
 	if !ok {
-		return nil, fmt.Errorf("unexpected repository storage %T", s.repo.Storer)
+		return nil, fmt.Errorf("unexpected repository storage %T", s.obj())
 	}
 	st := rs.Storage
 	var loose []plumbing.Hash
@@ -391,7 +391,7 @@ func (s *Store) scanCommits() (map[plumbing.Hash]commitNode, error) {
 		return nil, fmt.Errorf("list loose objects: %w", err)
 	}
 	for _, h := range loose {
-		c, err := object.GetCommit(s.repo.Storer, h)
+		c, err := object.GetCommit(s.obj(), h)
 		if err != nil {
 			// An unreadable commit can be no branch's tip.
 			s.log.Warn("memory repository: unreadable commit object", "commit", shortID(h.String()), "err", err)
@@ -473,7 +473,7 @@ func (s *Store) packCommits(st *filesystem.Storage, h plumbing.Hash, add func(*o
 	}
 	defer iter.Close()
 	return iter.ForEach(func(o plumbing.EncodedObject) error {
-		c, err := object.DecodeCommit(s.repo.Storer, o)
+		c, err := object.DecodeCommit(s.obj(), o)
 		if err != nil {
 			s.log.Warn("memory repository: unreadable commit object", "commit", shortID(o.Hash().String()), "err", err)
 			return nil
@@ -501,7 +501,7 @@ func (s *Store) memoryStates() [][]blobState {
 	if ok {
 		out = append(out, work)
 	}
-	if idx, err := s.repo.Storer.Index(); err == nil {
+	if idx, err := s.obj().Index(); err == nil {
 		st := make([]blobState, len(s.tracked))
 		found := false
 		for _, e := range idx.Entries {

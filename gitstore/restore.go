@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 )
@@ -99,13 +100,30 @@ func (s *Store) resolveRestorable(rev string) (*object.Commit, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(target.ParentHashes) == 0 {
-		return nil, ErrRootCommit
-	}
 	if _, _, err := s.commitsAfter(target); err != nil {
 		return nil, err
 	}
+	if err := s.checkRestorable(target); err != nil {
+		return nil, err
+	}
 	return target, nil
+}
+
+// checkRestorable refuses a commit with no earlier state: the branch's
+// root commit. A scope line's first commit (of a scope new since the
+// lines) had none of its files before it: it can be undone.
+func (s *Store) checkRestorable(target *object.Commit) error {
+	if len(target.ParentHashes) > 0 {
+		return nil
+	}
+	x, err := s.commits()
+	if err != nil {
+		return err
+	}
+	if i, ok := x.pos[target.Hash]; ok && x.entries[i].line != "" {
+		return nil
+	}
+	return ErrRootCommit
 }
 
 func (s *Store) restore(rev string, keep func(string) bool, opts RestoreOptions) (Restored, error) {
@@ -117,15 +135,15 @@ func (s *Store) restore(rev string, keep func(string) bool, opts RestoreOptions)
 	if err := s.lockedSave(keep); err != nil {
 		return Restored{}, err
 	}
-	head, err := s.head()
+	x, err := s.commits()
 	if err != nil {
 		return Restored{}, err
 	}
-	plan, err := s.planUndo(target, keep, s.committedVersion(head))
+	plan, err := s.planUndo(target, keep, s.committedVersion(x))
 	if err != nil {
 		return Restored{}, err
 	}
-	plan.Base, plan.Resolution = head.commit.Hash.String(), opts.Resolution
+	plan.Base, plan.Resolution = x.head().String(), opts.Resolution
 	changes := plan.Changes(opts.Resolution)
 	if len(changes) == 0 {
 		return Restored{}, fmt.Errorf("undoing %s changes no line now: %w", plan.Target.Short, ErrNothingToCommit)
@@ -143,14 +161,9 @@ func (s *Store) restore(rev string, keep func(string) bool, opts RestoreOptions)
 	return Restored{Commit: c, Plan: plan}, nil
 }
 
-// lockedSave is saveManualEdits under the index lock.
+// lockedSave is saveManualEdits as one write.
 func (s *Store) lockedSave(keep func(string) bool) error {
-	lock, err := s.lockIndex()
-	if err != nil {
-		return err
-	}
-	defer lock.release()
-	return s.saveManualEdits(keep)
+	return s.be.write(func() error { return s.saveManualEdits(keep) })
 }
 
 // PlanUndo is PlanRestore on the files as HEAD holds them (hand edits not
@@ -163,20 +176,21 @@ func (s *Store) PlanUndo(rev string, keep func(path string) bool) (RestorePlan, 
 	if err != nil {
 		return RestorePlan{}, fmt.Errorf("plan the undo of %s: %w", strings.TrimSpace(rev), err)
 	}
-	head, err := s.head()
+	x, err := s.commits()
 	if err != nil {
 		return RestorePlan{}, fmt.Errorf("plan the undo of %s: %w", strings.TrimSpace(rev), err)
 	}
-	plan, err := s.planUndo(target, keep, s.committedVersion(head))
+	plan, err := s.planUndo(target, keep, s.committedVersion(x))
 	if err != nil {
 		return RestorePlan{}, fmt.Errorf("plan the undo of %s: %w", strings.TrimSpace(rev), err)
 	}
-	plan.Base = head.commit.Hash.String()
+	plan.Base = x.head().String()
 	return plan, nil
 }
 
 // version reads a file as it stands now, for the plan: in the workspace
-// (PlanRestore) or in HEAD (Restore, after saving the hand edits).
+// (PlanRestore) or in its line's newest commit (Restore, after saving the
+// hand edits).
 type version func(path string) (blobState, []byte, error)
 
 func (s *Store) workingVersion(p string) (blobState, []byte, error) {
@@ -184,9 +198,9 @@ func (s *Store) workingVersion(p string) (blobState, []byte, error) {
 	return w.blobState, w.data, err
 }
 
-func (s *Store) committedVersion(head headState) version {
+func (s *Store) committedVersion(x *commitIndex) version {
 	return func(p string) (blobState, []byte, error) {
-		b, err := s.lookup(head.treeHash(), p)
+		b, err := s.fileAt(x, len(x.entries)-1, p)
 		if err != nil {
 			return blobState{}, nil, err
 		}
@@ -196,14 +210,20 @@ func (s *Store) committedVersion(head headState) version {
 }
 
 // planUndo compares, for each tracked file keep accepts that target
-// changed, the version before target, target's and the one standing now.
+// changed (on its line: a scope's first commit builds on the branch's
+// commit that held every scope, whose other files it did not change), the
+// version before target, target's and the one standing now.
 func (s *Store) planUndo(target *object.Commit, keep func(string) bool, now version) (RestorePlan, error) {
 	plan := RestorePlan{Target: toCommit(target)}
-	parent, err := object.GetCommit(s.repo.Storer, target.ParentHashes[0])
-	if err != nil {
-		return plan, fmt.Errorf("read parent of %s: %w", plan.Target.Short, err)
+	parentTree := plumbing.ZeroHash // a scope line's first commit: nothing before
+	if len(target.ParentHashes) > 0 {
+		parent, err := object.GetCommit(s.obj(), target.ParentHashes[0])
+		if err != nil {
+			return plan, fmt.Errorf("read parent of %s: %w", plan.Target.Short, err)
+		}
+		parentTree = parent.TreeHash
 	}
-	changes, err := s.diffTrees(parent.TreeHash, target.TreeHash, "")
+	changes, err := s.lineDiff(target, parentTree)
 	if err != nil {
 		return plan, err
 	}
@@ -262,7 +282,7 @@ func (s *Store) laterVersions(later []indexEntry, x *commitIndex, p string) ([]F
 		if !slices.Contains(e.changed, n) {
 			continue
 		}
-		c, err := object.GetCommit(s.repo.Storer, e.id)
+		c, err := object.GetCommit(s.obj(), e.id)
 		if err != nil {
 			return nil, fmt.Errorf("read commit %s: %w", shortID(e.id.String()), err)
 		}
@@ -399,11 +419,7 @@ func (s *Store) saveManualEdits(keep func(string) bool) error {
 	if body == "" {
 		body = "Only line endings or file modes changed."
 	}
-	head, err := s.head()
-	if err != nil {
-		return err
-	}
-	paths, _, err := s.trackedNow(head, keep)
+	paths, err := s.trackedPaths(keep)
 	if err != nil {
 		return err
 	}
@@ -430,7 +446,7 @@ func (s *Store) commitsAfter(target *object.Commit) ([]indexEntry, *commitIndex,
 			return nil, nil, fmt.Errorf("%s: %w", shortID(target.Hash.String()), ErrNotInHistory)
 		}
 		e := x.entries[i]
-		if e.parent == target.ParentHashes[0] && e.subject == toCommit(target).Subject || rebuilt {
+		if e.commit().Parent == toCommit(target).Parent && e.subject == toCommit(target).Subject || rebuilt {
 			return x.entries[i+1:], x, nil
 		}
 		s.forgetIndex("commit " + shortID(target.Hash.String()) + " differs")

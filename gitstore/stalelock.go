@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -37,6 +38,17 @@ func (s *Store) ClearStaleLocks() ([]StaleLock, error) {
 	}
 	if ref, err := s.readRef(plumbing.HEAD); err == nil && ref.Type() == plumbing.SymbolicReference && checkRefName(ref.Target()) == nil {
 		locks = append(locks, struct{ name, path string }{ref.Target().String() + ".lock", s.refPath(ref.Target()) + ".lock"})
+	}
+	if s.linesOn() {
+		// The lines' refs: a kill between a line's lock file and its
+		// rename leaves one.
+		dir := filepath.Join(s.commonDir, "refs", s.linesDir)
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			if strings.HasSuffix(e.Name(), ".lock") {
+				locks = append(locks, struct{ name, path string }{"refs/" + s.linesDir + "/" + e.Name(), filepath.Join(dir, e.Name())})
+			}
+		}
 	}
 	var removed []StaleLock
 	for _, l := range locks {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"slices"
 	"strings"
 
@@ -57,54 +58,65 @@ func (s *Store) commitChanges(parent string, changes []Change, subject, body str
 	if err != nil {
 		return Commit{}, err
 	}
-	lock, err := s.lockIndex()
-	if err != nil {
-		return Commit{}, err
-	}
-	defer lock.release()
-	head, err := s.head()
-	if err != nil {
-		return Commit{}, err
-	}
-	if parent != "" && (head.commit == nil || head.commit.Hash.String() != parent) {
-		return Commit{}, fmt.Errorf("the branch moved from %s: %w", shortID(parent), ErrConcurrentUpdate)
-	}
-	edits := map[string]workFile{}
-	for _, ch := range changes {
-		if !s.tracks(ch.Path) {
-			return Commit{}, fmt.Errorf("%q: %w", ch.Path, ErrNotTracked)
-		}
-		had, err := s.lookup(head.treeHash(), ch.Path)
+	var out Commit
+	err = s.be.write(func() error {
+		x, err := s.commits()
 		if err != nil {
-			return Commit{}, err
+			return err
 		}
-		w := workFile{}
-		if !ch.Remove {
-			mode := filemode.Regular
-			if had.exists && had.mode == filemode.Executable {
-				mode = had.mode
+		if head := x.head(); parent != "" && (head.IsZero() || head.String() != parent) {
+			return fmt.Errorf("the branch moved from %s: %w", shortID(parent), ErrConcurrentUpdate)
+		}
+		edits := map[string]workFile{}
+		for _, ch := range changes {
+			if !s.tracks(ch.Path) {
+				return fmt.Errorf("%q: %w", ch.Path, ErrNotTracked)
 			}
-			w = workFile{blobState: blobState{exists: true, mode: mode,
-				hash: plumbing.ComputeHash(plumbing.BlobObject, ch.Data)}, data: ch.Data}
+			had, err := s.fileAt(x, len(x.entries)-1, ch.Path)
+			if err != nil {
+				return err
+			}
+			w := workFile{}
+			if !ch.Remove {
+				mode := filemode.Regular
+				if had.exists && had.mode == filemode.Executable {
+					mode = had.mode
+				}
+				w = workFile{blobState: blobState{exists: true, mode: mode,
+					hash: plumbing.ComputeHash(plumbing.BlobObject, ch.Data)}, data: ch.Data}
+			}
+			if had != w.blobState {
+				edits[ch.Path] = w
+			} else {
+				delete(edits, ch.Path)
+			}
 		}
-		if had != w.blobState {
-			edits[ch.Path] = w
-		} else {
-			delete(edits, ch.Path)
+		if len(edits) == 0 {
+			return ErrNothingToCommit
 		}
-	}
-	if len(edits) == 0 {
-		return Commit{}, ErrNothingToCommit
-	}
-	c, err := s.makeCommit(head, edits, msg)
+		made, err := s.commitEdits(edits, msg)
+		if err != nil {
+			return err
+		}
+		c := made[len(made)-1].commit
+		if err := s.writeIndex(edits); err != nil {
+			s.log.Warn("memory repository: commit made but the index was not updated",
+				"commit", shortID(c.Hash.String()), "err", err)
+		}
+		out = toCommit(c)
+		return nil
+	})
+	return out, err
+}
+
+// fileAt is the version of the tracked file p as its line stood at the
+// commit at position p of x.
+func (s *Store) fileAt(x *commitIndex, pos int, p string) (blobState, error) {
+	root, err := s.rootAt(x, s.lineOf(p), pos)
 	if err != nil {
-		return Commit{}, err
+		return blobState{}, err
 	}
-	if err := s.writeIndex(edits); err != nil {
-		s.log.Warn("memory repository: commit made but the index was not updated",
-			"commit", shortID(c.Hash.String()), "err", err)
-	}
-	return toCommit(c), nil
+	return s.lookup(root, p)
 }
 
 // DiffChanges is the diff a commit of the changes on top of base (a full
@@ -150,29 +162,44 @@ func (s *Store) DiffChanges(base string, changes []Change) (Diff, error) {
 	return out, nil
 }
 
-// Head is the commit HEAD names (ErrNoMatchingCommit in a repository
-// without one, which Open never leaves).
+// Head is the newest commit of the repository, on any line
+// (ErrNoMatchingCommit in a repository without one, which Open never
+// leaves): what a step builds on.
 func (s *Store) Head() (Commit, error) {
 	defer s.lock()()
-	h, err := s.head()
+	x, err := s.commits()
 	if err != nil {
 		return Commit{}, fmt.Errorf("read HEAD: %w", err)
 	}
-	if h.commit == nil {
+	if len(x.entries) == 0 {
 		return Commit{}, fmt.Errorf("read HEAD: %w", ErrNoMatchingCommit)
 	}
-	return toCommit(h.commit), nil
+	c, err := s.indexedCommit(x.entries[len(x.entries)-1])
+	if err != nil {
+		return Commit{}, fmt.Errorf("read HEAD: %w", err)
+	}
+	return toCommit(c), nil
 }
 
 // FileAt is the content of the tracked file path as the commit rev (a full
-// id or a unique prefix) holds it; ok is false when it holds none.
+// id or a unique prefix) holds it: as path's line stood when rev was made,
+// whichever line rev is on. ok is false when it holds none.
 func (s *Store) FileAt(rev, path string) (data []byte, ok bool, err error) {
 	defer s.lock()()
 	c, err := s.resolve(rev)
 	if err != nil {
 		return nil, false, fmt.Errorf("read %s at %s: %w", path, rev, err)
 	}
-	b, err := s.lookup(c.TreeHash, path)
+	x, err := s.commits()
+	if err != nil {
+		return nil, false, fmt.Errorf("read %s at %s: %w", path, rev, err)
+	}
+	var b blobState
+	if i, in := x.pos[c.Hash]; in {
+		b, err = s.fileAt(x, i, path)
+	} else {
+		b, err = s.lookup(c.TreeHash, path)
+	}
 	if err != nil || !b.exists {
 		return nil, false, err
 	}
@@ -262,19 +289,7 @@ func (s *Store) Checkout(from, to string, keep func(string) bool) (CheckoutResul
 
 func (s *Store) checkout(from, to string, keep func(string) bool) (CheckoutResult, error) {
 	var res CheckoutResult
-	a, err := s.resolve(from)
-	if err != nil {
-		return res, err
-	}
-	b, err := s.resolve(to)
-	if err != nil {
-		return res, err
-	}
-	olds, err := s.treeFiles(a.TreeHash, keep)
-	if err != nil {
-		return res, err
-	}
-	news, err := s.treeFiles(b.TreeHash, keep)
+	olds, news, err := s.checkoutFiles(from, to, keep)
 	if err != nil {
 		return res, err
 	}
@@ -290,41 +305,91 @@ func (s *Store) checkout(from, to string, keep func(string) bool) (CheckoutResul
 		}
 	}
 	slices.Sort(paths)
-	lock, err := s.lockIndex()
+	err = s.be.write(func() error {
+		written := map[string]workFile{}
+		for _, p := range paths {
+			w, err := s.readWorking(p)
+			if err != nil {
+				return err
+			}
+			switch {
+			case sameVersion(w.blobState, news[p]):
+				continue
+			case !sameVersion(w.blobState, olds[p]):
+				res.Kept = append(res.Kept, p)
+				continue
+			}
+			if err := s.writeCheckout(p, news[p], w); err != nil {
+				return err
+			}
+			res.Written = append(res.Written, p)
+			s.hook(PointCheckout)
+			if w, err = s.readWorking(p); err == nil {
+				written[p] = w
+			}
+		}
+		if len(written) > 0 {
+			// The files now match the commit: with their stat data, git
+			// need not rehash them.
+			if err := s.writeIndex(written); err != nil {
+				s.log.Warn("memory repository: files written but the index was not updated", "err", err)
+			}
+		}
+		return nil
+	})
+	return res, err
+}
+
+// checkoutFiles are the tracked files keep accepts as the commits from and
+// to have them: of the lines that changed between the two, as each stood
+// at either (both on the history), or the two commits' own trees.
+func (s *Store) checkoutFiles(from, to string, keep func(string) bool) (olds, news map[string]blobState, err error) {
+	a, err := s.resolve(from)
 	if err != nil {
-		return res, err
+		return nil, nil, err
 	}
-	defer lock.release()
-	written := map[string]workFile{}
-	for _, p := range paths {
-		w, err := s.readWorking(p)
-		if err != nil {
-			return res, err
+	b, err := s.resolve(to)
+	if err != nil {
+		return nil, nil, err
+	}
+	x, err := s.commits()
+	if err != nil {
+		return nil, nil, err
+	}
+	ia, okA := x.pos[a.Hash]
+	ib, okB := x.pos[b.Hash]
+	if !okA || !okB {
+		if olds, err = s.treeFiles(a.TreeHash, keep); err != nil {
+			return nil, nil, err
 		}
-		switch {
-		case sameVersion(w.blobState, news[p]):
-			continue
-		case !sameVersion(w.blobState, olds[p]):
-			res.Kept = append(res.Kept, p)
-			continue
+		news, err = s.treeFiles(b.TreeHash, keep)
+		return olds, news, err
+	}
+	lines, err := s.linesBetween(x, min(ia, ib), max(ia, ib), keep)
+	if err != nil {
+		return nil, nil, err
+	}
+	if olds, err = s.filesAt(x, ia, lines, keep); err != nil {
+		return nil, nil, err
+	}
+	news, err = s.filesAt(x, ib, lines, keep)
+	return olds, news, err
+}
+
+// linesBetween are the lines keep admits that have a commit after
+// position i up to j: a commit of the branch that held every scope counts
+// for every line.
+func (s *Store) linesBetween(x *commitIndex, i, j int, keep func(string) bool) ([]line, error) {
+	seen := map[line]bool{}
+	for _, e := range x.entries[i+1 : j+1] {
+		if e.line == "" && e.holds {
+			return s.linesFor(x, keep)
 		}
-		if err := s.writeCheckout(p, news[p], w); err != nil {
-			return res, err
-		}
-		res.Written = append(res.Written, p)
-		s.hook(PointCheckout)
-		if w, err = s.readWorking(p); err == nil {
-			written[p] = w
+		if s.lineAdmits(e.line, keep) {
+			seen[e.line] = true
 		}
 	}
-	if len(written) > 0 {
-		// The files now match the commit: with their stat data, git
-		// need not rehash them.
-		if err := s.writeIndex(written); err != nil {
-			s.log.Warn("memory repository: files written but the index was not updated", "err", err)
-		}
-	}
-	return res, nil
+	return slices.Sorted(maps.Keys(seen)), nil
 }
 
 // sameVersion reports whether a workspace file is a committed version: the

@@ -15,6 +15,7 @@ import (
 
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/storage"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 )
 
@@ -80,6 +81,13 @@ type Options struct {
 	// the disk, with its kill point's name (PointRefLock, PointRef): the
 	// chaos tests stop the process there. Nil in production.
 	AfterWrite func(point string)
+	// Lines, when set, names a folder each of whose folders has a line of
+	// history of its own (lines.go): dreamgate's scopes ("scopes"), so
+	// that a scope's commit writes that scope's objects alone. A plain
+	// name: letters, digits, '.', '_' and '-'. The patterns name the
+	// files of those folders ("scopes/*/SOUL.md"). "" keeps one branch
+	// for every tracked file.
+	Lines string
 }
 
 // Files is how the Store rewrites workspace files. Paths are
@@ -112,6 +120,8 @@ type Store struct {
 	now        func() time.Time
 	log        *slog.Logger
 	afterWrite func(point string) // Options.AfterWrite
+	linesDir   string             // Options.Lines
+	be         backend            // where the repository lives
 
 	mu        sync.Mutex // serialises every method: go-git's storage is not goroutine-safe
 	repo      *git.Repository
@@ -122,7 +132,26 @@ type Store struct {
 	// idx is the commit index (commitindex.go) as last loaded or made;
 	// nil until first used.
 	idx *commitIndex
+	// refStamp is the backend's stamp of the lines' refs when the index
+	// was last checked against them.
+	refStamp string
+	// decoded are trees read lately, decoded (lines.go, tree); a
+	// database's transaction's new ones are not the store's until it
+	// commits, so writes drop what they decode (db.go).
+	decoded struct {
+		trees   map[plumbing.Hash]decodedTree
+		entries int
+	}
+	// legacy are the scope folders of the branch's last commit that held
+	// every scope (lines.go), by its id.
+	legacy struct {
+		id    plumbing.Hash
+		lines []line
+	}
 }
+
+// obj is the object storage of the operation under way.
+func (s *Store) obj() storage.Storer { return s.be.objects() }
 
 // Open uses the repository at dir, or creates one there.
 //
@@ -178,6 +207,7 @@ func newStore(dir string, opts Options) (*Store, error) {
 		now:           opts.Now,
 		log:           opts.Logger,
 		afterWrite:    opts.AfterWrite,
+		linesDir:      opts.Lines,
 		lockWait:      defaultLockWait,
 		packThreshold: PackThreshold,
 	}
@@ -200,6 +230,10 @@ func newStore(dir string, opts Options) (*Store, error) {
 	if s.files == nil {
 		s.files = dirFiles{dir: abs}
 	}
+	if err := checkLines(s.linesDir, tracked, patterns); err != nil {
+		return nil, err
+	}
+	s.be = filesBackend{s: s}
 	for _, p := range tracked {
 		s.rules = append(s.rules, strings.Split(p, "/"))
 	}
@@ -208,6 +242,30 @@ func newStore(dir string, opts Options) (*Store, error) {
 	}
 	s.rules = append(s.rules, s.patRules...)
 	return s, nil
+}
+
+// checkLines refuses a lines folder that is no plain name, a fixed tracked
+// file in it, and a pattern in it whose second segment is not "*" (each
+// of its folders is a line) or that names no file below such a folder.
+func checkLines(dir string, tracked, patterns []string) error {
+	if dir == "" {
+		return nil
+	}
+	if !validName(dir) || strings.Contains(dir, "*") {
+		return fmt.Errorf("lines folder %q: a plain name of letters, digits, '.', '_' and '-'", dir)
+	}
+	for _, p := range tracked {
+		if strings.HasPrefix(p, dir+"/") {
+			return fmt.Errorf("tracked path %q: the lines folder %s holds only its folders' patterns", p, dir)
+		}
+	}
+	for _, p := range patterns {
+		segs := strings.Split(p, "/")
+		if segs[0] == dir && (len(segs) < 3 || segs[1] != "*") {
+			return fmt.Errorf("tracked pattern %q: a pattern in the lines folder is %s/*/<file>", p, dir)
+		}
+	}
+	return nil
 }
 
 // cleanTracked validates and sorts the tracked paths. The character set is
@@ -370,8 +428,11 @@ func (s *Store) adopt(dotGit string) error {
 		// nothing is left dangling by starting the history here.
 		return s.initialCommit()
 	}
+	if err := s.splitLines(); err != nil {
+		return fmt.Errorf("give each scope a line of history: %w", err)
+	}
 	if len(added) > 0 {
-		files, err := s.newlyTracked(head)
+		files, err := s.newlyTracked()
 		if err != nil {
 			return err
 		}
@@ -408,7 +469,7 @@ func (s *Store) refresh() {
 		return
 	}
 	s.packStamp = fi.ModTime()
-	if r, ok := s.repo.Storer.(interface{ Reindex() }); ok {
+	if r, ok := s.obj().(interface{ Reindex() }); ok {
 		r.Reindex()
 	}
 }

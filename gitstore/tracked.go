@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -160,9 +161,9 @@ func (s *Store) treeFiles(root plumbing.Hash, keep func(string) bool) (map[strin
 }
 
 func (s *Store) walkTree(h plumbing.Hash, dir string, depth int, rules []rule, keep func(string) bool, out map[string]blobState) error {
-	t, err := object.GetTree(s.repo.Storer, h)
+	t, err := s.tree(h)
 	if err != nil {
-		return fmt.Errorf("read tree %s: %w", shortID(h.String()), err)
+		return err
 	}
 	for _, e := range t.Entries {
 		p := dir + e.Name
@@ -253,12 +254,20 @@ func (s *Store) walkDir(dir string, depth int, rules []rule, keep func(string) b
 }
 
 // trackedNow lists the tracked files keep accepts (nil: all) that a
-// commit on top of HEAD would record, sorted: the fixed files, the
-// pattern files in the workspace and those in HEAD's tree (a folder
-// removed from the workspace is a removal to record). It returns HEAD's
-// versions of them too.
-func (s *Store) trackedNow(head headState, keep func(string) bool) ([]string, map[string]blobState, error) {
-	had, err := s.treeFiles(head.treeHash(), keep)
+// commit now would record, sorted: the fixed files, the pattern files in
+// the workspace and those in their lines' commits (a folder removed from
+// the workspace is a removal to record). It returns the lines' versions of
+// them too.
+func (s *Store) trackedNow(keep func(string) bool) ([]string, map[string]blobState, error) {
+	x, err := s.commits()
+	if err != nil {
+		return nil, nil, err
+	}
+	lines, err := s.linesFor(x, keep)
+	if err != nil {
+		return nil, nil, err
+	}
+	had, err := s.filesAt(x, len(x.entries)-1, lines, keep)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -277,4 +286,114 @@ func (s *Store) trackedNow(head headState, keep func(string) bool) ([]string, ma
 	}
 	slices.Sort(paths)
 	return slices.Compact(paths), had, nil
+}
+
+// trackedPaths is trackedNow's paths.
+func (s *Store) trackedPaths(keep func(string) bool) ([]string, error) {
+	paths, _, err := s.trackedNow(keep)
+	return paths, err
+}
+
+// linesFor lists the lines whose files keep may accept (nil: every line):
+// the branch, and every scope the commit index, the branch's last commit
+// that held every scope, or the workspace knows of, sorted.
+func (s *Store) linesFor(x *commitIndex, keep func(string) bool) ([]line, error) {
+	if !s.linesOn() {
+		return []line{""}, nil
+	}
+	seen := map[line]bool{"": true}
+	for l := range x.last {
+		seen[l] = true
+	}
+	legacy, err := s.legacyLines(x)
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range legacy {
+		seen[l] = true
+	}
+	work, err := s.workingLines()
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range work {
+		seen[l] = true
+	}
+	var out []line
+	for l := range seen {
+		if s.lineAdmits(l, keep) {
+			out = append(out, l)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// legacyLines are the scope folders of the branch's newest commit that
+// held every scope (none without one), remembered by its id.
+func (s *Store) legacyLines(x *commitIndex) ([]line, error) {
+	i := len(x.entries) - 1
+	for ; i >= 0 && !(x.entries[i].line == "" && x.entries[i].holds); i-- {
+	}
+	if i < 0 {
+		return nil, nil
+	}
+	id := x.entries[i].id
+	if s.legacy.id == id {
+		return s.legacy.lines, nil
+	}
+	c, err := object.GetCommit(s.obj(), id)
+	if err != nil {
+		return nil, fmt.Errorf("read commit %s: %w", shortID(id.String()), err)
+	}
+	t, err := s.tree(c.TreeHash)
+	if err != nil {
+		return nil, err
+	}
+	var out []line
+	if e := findEntry(t.Entries, s.linesDir); e != nil && e.Mode == filemode.Dir {
+		sub, err := s.tree(e.Hash)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range sub.Entries {
+			if e.Mode == filemode.Dir && validName(e.Name) {
+				out = append(out, line(e.Name))
+			}
+		}
+	}
+	s.legacy.id, s.legacy.lines = id, out
+	return out, nil
+}
+
+// filesAt are the tracked files of the lines that keep accepts (nil:
+// all), as each line stood at the commit at position p of x (-1: before
+// any), with their versions.
+func (s *Store) filesAt(x *commitIndex, p int, lines []line, keep func(string) bool) (map[string]blobState, error) {
+	out := map[string]blobState{}
+	for _, l := range lines {
+		root, err := s.rootAt(x, l, p)
+		if err != nil {
+			return nil, err
+		}
+		files, err := s.lineFiles(l, root, keep)
+		if err != nil {
+			return nil, err
+		}
+		maps.Copy(out, files)
+	}
+	return out, nil
+}
+
+// rootAt is the tree of line l's commit at position p of x (zero: none).
+func (s *Store) rootAt(x *commitIndex, l line, p int) (plumbing.Hash, error) {
+	i := x.at(l, p)
+	if i < 0 {
+		return plumbing.ZeroHash, nil
+	}
+	c, err := object.GetCommit(s.obj(), x.entries[i].id)
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("read commit %s: %w", shortID(x.entries[i].id.String()), err)
+	}
+	return c.TreeHash, nil
 }

@@ -87,7 +87,7 @@ func newFixture(t *testing.T, o fixtureOpts) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = root.Close() })
-	f.repo, err = gitstore.Open(f.dir, gitstore.Options{Tracked: workspace.TrackedFiles(), Patterns: workspace.TrackedPatterns(), Files: root})
+	f.repo, err = gitstore.Open(f.dir, gitstore.Options{Tracked: workspace.TrackedFiles(), Patterns: workspace.TrackedPatterns(), Lines: audience.ScopesDir, Files: root})
 	if err != nil {
 		t.Fatal(err)
 	}

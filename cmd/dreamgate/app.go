@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/dreamgate/dreamgate/agent"
+	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/consolidator"
 	"github.com/dreamgate/dreamgate/dream"
 	"github.com/dreamgate/dreamgate/gateway"
@@ -168,13 +169,14 @@ func (a *app) openRepo() (*gitstore.Store, error) {
 
 // repoOptions: the memory repository tracks the workspace's memory files,
 // the instructions (AGENTS.md, prompts/dream.md) and every scope folder's
-// memory files, and rewrites them (a restore) through the workspace's
-// atomic write.
+// memory files, each scope on a line of history of its own (its commits
+// write its files alone, however many scopes there are), and rewrites them
+// (a restore) through the workspace's atomic write.
 // Its warnings (a damaged branch repaired, a stale lock) go to the log;
 // afterWrite is the test-only kill switch (testkit.go), nil otherwise.
 func repoOptions(ws *workspace.Root, logger *slog.Logger, afterWrite func(string)) gitstore.Options {
-	return gitstore.Options{Tracked: workspace.TrackedFiles(), Patterns: workspace.TrackedPatterns(), Files: ws,
-		Logger: logger.With("component", "gitstore"), AfterWrite: afterWrite}
+	return gitstore.Options{Tracked: workspace.TrackedFiles(), Patterns: workspace.TrackedPatterns(), Lines: audience.ScopesDir,
+		Files: ws, Logger: logger.With("component", "gitstore"), AfterWrite: afterWrite}
 }
 
 func (a *app) close() {

@@ -34,7 +34,7 @@ func TestChaosRestoreKilledAtEachWrite(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(fmt.Sprintf("%s,%d", tc.point, tc.count), func(t *testing.T) {
 			h, deep := deepDreamed(t)
-			before, _ := checkBranch(h.ws, "")
+			before, _ := checkBranch(h.ws, nil)
 			killed, code, out := h.runChaos([]string{testKillEnv + "=" + tc.point + "," + strconv.Itoa(tc.count)}, "dream", "restore", deep)
 			if !killed {
 				t.Errorf("the restore did not reach %s %d times (exit %d): %s", tc.point, tc.count, code, out)

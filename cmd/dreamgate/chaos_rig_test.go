@@ -43,9 +43,9 @@ type chaosRig struct {
 	discordOut int // messages sent to the Discord DM
 	facts      int // chaosfact entries fed to the history
 	maxRSS     int64
-	memHead    string // the memory repository's branch at the last check
-	consumed   int    // facts Dream read, at the end
-	fillers    int    // lines written by hand into the memory
+	memHead    map[string]string // the memory repository's branch and lines at the last check
+	consumed   int               // facts Dream read, at the end
+	fillers    int               // lines written by hand into the memory
 }
 
 // filler makes a message big enough that archiving runs every few turns;

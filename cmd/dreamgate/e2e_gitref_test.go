@@ -261,23 +261,45 @@ func TestUnrepairableBranchStopsDream(t *testing.T) {
 }
 
 // checkBranch is the chaos suite's check of the memory repository after a
-// fault: the branch names a commit (a kill never leaves it empty or torn),
-// and the commit it named at the last check is still in its history (no
-// kill loses or restarts the history). It returns the branch's commit.
-func checkBranch(ws, prev string) (string, []string) {
+// fault: the branch and each scope's line (refs/scopes/<name>) name a
+// commit (a kill never leaves one empty or torn), and the commit each named
+// at the last check is still in its history (no kill loses or restarts a
+// history, nor a line). It returns the refs' commits.
+func checkBranch(ws string, prev map[string]string) (map[string]string, []string) {
 	if _, err := exec.LookPath("git"); err != nil {
 		return prev, nil // reported once by the suite as not checked
 	}
-	raw, err := os.ReadFile(filepath.Join(ws, branchRef))
-	if os.IsNotExist(err) && prev == "" {
-		return "", nil // no repository yet
+	if _, err := os.Stat(filepath.Join(ws, branchRef)); os.IsNotExist(err) && len(prev) == 0 {
+		return prev, nil // no repository yet
 	}
-	head := strings.TrimSpace(string(raw))
-	if err != nil || exec.Command("git", "-C", ws, "cat-file", "-e", head+"^{commit}").Run() != nil {
-		return prev, []string{fmt.Sprintf("refs/heads/main holds %q (%v), not a commit", raw, err)}
+	out, err := exec.Command("git", "-C", ws, "for-each-ref", "--format=%(refname) %(objectname)", "refs/heads/main", "refs/scopes/").Output()
+	if err != nil {
+		return prev, []string{fmt.Sprintf("git for-each-ref: %v", err)}
 	}
-	if prev != "" && prev != head && exec.Command("git", "-C", ws, "merge-base", "--is-ancestor", prev, head).Run() != nil {
-		return head, []string{fmt.Sprintf("the history lost commit %.8s: refs/heads/main is now %.8s", prev, head)}
+	now := map[string]string{}
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if ref, id, ok := strings.Cut(l, " "); ok {
+			now[ref] = id
+		}
 	}
-	return head, nil
+	var bad []string
+	if _, ok := now["refs/heads/main"]; !ok {
+		raw, _ := os.ReadFile(filepath.Join(ws, branchRef))
+		bad = append(bad, fmt.Sprintf("refs/heads/main holds %q, not a commit", raw))
+	}
+	for ref, id := range now {
+		if exec.Command("git", "-C", ws, "cat-file", "-e", id+"^{commit}").Run() != nil {
+			bad = append(bad, fmt.Sprintf("%s holds %s, not a commit", ref, id))
+		}
+	}
+	for ref, old := range prev {
+		id, ok := now[ref]
+		switch {
+		case !ok:
+			bad = append(bad, fmt.Sprintf("%s is gone (it named %.8s)", ref, old))
+		case id != old && exec.Command("git", "-C", ws, "merge-base", "--is-ancestor", old, id).Run() != nil:
+			bad = append(bad, fmt.Sprintf("the history lost commit %.8s: %s is now %.8s", old, ref, id))
+		}
+	}
+	return now, bad
 }

@@ -439,10 +439,12 @@ func TestSlackMisfiledFactsMovedThroughTheBinary(t *testing.T) {
 	if strings.Contains(prompt, "BLUEHERON") || strings.Contains(answer, "BLUEHERON") {
 		t.Errorf("the team's prompt or recall still finds the moved fact: %q\n%s", answer, prompt)
 	}
-	if subject, err := git(t, w.h.ws, "log", "-1", "--format=%s"); err != nil || !strings.HasPrefix(subject, "move:") {
-		t.Errorf("the last commit is %q (%v), want the move's", subject, err)
+	// Each scope's memory has a line of history of its own.
+	teamRef := "refs/" + team.Dir()
+	if subject, err := git(t, w.h.ws, "log", "-1", "--format=%s", teamRef); err != nil || !strings.HasPrefix(subject, "move:") {
+		t.Errorf("the team's last commit is %q (%v), want the move's", subject, err)
 	}
-	if old, err := git(t, w.h.ws, "show", "HEAD~1:"+team.Dir()+"/"+workspace.Memory); err != nil || !strings.Contains(old, "BLUEHERON") {
+	if old, err := git(t, w.h.ws, "show", teamRef+"~1:"+team.Dir()+"/"+workspace.Memory); err != nil || !strings.Contains(old, "BLUEHERON") {
 		t.Errorf("the team's earlier commit does not hold the fact (%v), yet the docs say it does:\n%s", err, old)
 	}
 	again := w.h.run("memory", "move", "--conversation", "slack:CLATE", "--to", string(private))
