@@ -9,8 +9,10 @@
 // nested in another repository), keeping a .gitignore that tracks only those
 // files (an older one gets the lines it lacks appended, once, committed and
 // logged), committing real changes only, reading first-parent history,
-// diffing commits and the working files, and restoring the state before a
-// commit as a new commit. The result stays valid for the git command line:
+// diffing commits and the working files, and undoing a commit's change
+// line by line as a new commit (linerevert.go), saying afterwards which
+// restore undid a commit (UndoneBy). The result stays valid for the git
+// command line:
 // `git log`, `git fsck --full` and `git status` agree with what the Store
 // did.
 //
@@ -18,10 +20,10 @@
 // (keep func(path string) bool; nil is every file) or a list: dreamgate
 // keeps each audience's memory in its own folder, and an audience may see
 // and undo only the commits of the folders it may read. Log, Latest and
-// LatestAfter list only the commits that changed a file the filter
-// accepts; Show and Status cut their diffs to those files, never reading
-// the others; Restore puts back, saves the hand edits of, commits and
-// names only those; CommitPaths commits the listed files alone. A filtered
+// UndoneBy list only the commits that changed a file the filter accepts;
+// Show and Status cut their diffs to those files, never reading the
+// others; Restore and PlanRestore undo, save the hand edits of, commit and
+// name only those; CommitPaths commits the listed files alone. A filtered
 // caller must not show a commit's Body, which was written for every file
 // of the commit: what may be shown is in the cut Diff.
 //

@@ -201,23 +201,6 @@ func (s *Store) Latest(subjectPrefix string, keep func(path string) bool) (Commi
 	return toCommit(found[0]), d, nil
 }
 
-// LatestAfter returns the newest commit made after the commit sha (a full
-// id) on the first-parent history whose subject starts with subjectPrefix
-// and that changed a tracked file keep accepts (nil: any commit), and
-// whether there is one; with an sha not on the history, every commit
-// counts. It reads the commit index, and only the commit it returns.
-func (s *Store) LatestAfter(sha, subjectPrefix string, keep func(path string) bool) (Commit, bool, error) {
-	defer s.lock()()
-	found, err := s.matchingAfter(1, subjectPrefix, plumbing.NewHash(sha), keep)
-	if err != nil {
-		return Commit{}, false, fmt.Errorf("latest %q after %s: %w", subjectPrefix, shortID(sha), err)
-	}
-	if len(found) == 0 {
-		return Commit{}, false, nil
-	}
-	return toCommit(found[0]), true, nil
-}
-
 const minPrefix = 4
 
 // resolve finds the commit named by a full id or a unique prefix.
