@@ -36,6 +36,10 @@ type RestoreResult struct {
 	// Held are the scopes whose deep Dream the restore undid: their memory
 	// is not compacted again until it grows past Hold.Until.
 	Held []Hold
+	// Saved are the commits (short ids) of hand edits the restore saved
+	// first: edits of the scope's files made since their last commit,
+	// which stay.
+	Saved []string
 }
 
 // Restore undoes the change of the commit rev (a full id or a unique
@@ -77,9 +81,14 @@ func (d *Dreamer) Restore(rev string, scopes Scopes, opts RestoreOptions) (Resto
 	if err != nil {
 		return RestoreResult{Target: target}, err
 	}
+	var saved []string
 	for _, s := range own {
-		if _, err := d.handEdits(h, s, &Report{}); err != nil {
+		rep := &Report{}
+		if _, err := d.handEdits(h, s, rep); err != nil {
 			return RestoreResult{Target: target}, fmt.Errorf("dream restore: %w", err)
+		}
+		if rep.ManualCommit != "" {
+			saved = append(saved, rep.ManualCommit)
 		}
 	}
 	plan, err := d.repo.PlanUndo(target.SHA, OnlyScopes(own...).pathIn)
@@ -87,7 +96,7 @@ func (d *Dreamer) Restore(rev string, scopes Scopes, opts RestoreOptions) (Resto
 		return RestoreResult{Target: target}, fmt.Errorf("dream restore: %w", err)
 	}
 	plan.Target, plan.Resolution = target, opts.Resolution
-	res := RestoreResult{Target: target, Plan: plan}
+	res := RestoreResult{Target: target, Plan: plan, Saved: saved}
 	changes := plan.Changes(opts.Resolution)
 	note, held := d.restoreNote(h, target, own, changes)
 	note.extra = plan.Trailers(opts.Resolution)

@@ -99,7 +99,8 @@ func TestRestoreUndoesOnlyItsChangeThroughSlack(t *testing.T) {
 
 	got := rw.w.say(t, rw.general, "/dream-restore "+t1)
 	if !strings.HasPrefix(got, "Undid `"+t1+"`") || !strings.Contains(got, "USER.md: 1 line taken out") ||
-		!strings.Contains(got, said) || strings.Contains(got, "COLD.md") || strings.Contains(got, "MEMORY.md") {
+		!strings.Contains(got, said) || strings.Contains(got, "COLD.md") || strings.Contains(got, "MEMORY.md") ||
+		!strings.Contains(got, "Edits made by hand since the last commit were saved first") {
 		t.Errorf("/dream-restore %s answered:\n%s", t1, got)
 	}
 	if strings.Contains(rw.file(t, "USER.md"), "harbour office") {
@@ -165,7 +166,8 @@ func TestUndoneByOnlyOfWhatARestoreUndidThroughSlack(t *testing.T) {
 	rw := newRestoreWorld(t)
 	team := rw.dream(t, rw.general, "I work at the harbour office.")
 	ana := rw.dream(t, rw.anaDM, "FACT: Ana salary band is K7Q2Z9.")
-	if got := rw.w.say(t, rw.general, "/dream-restore "+team); !strings.Contains(got, "`"+team+"`") || !strings.Contains(got, "new commit") {
+	if got := rw.w.say(t, rw.general, "/dream-restore "+team); !strings.Contains(got, "`"+team+"`") || !strings.Contains(got, "new commit") ||
+		strings.Contains(got, "by hand") {
 		t.Fatalf("the team's restore answered:\n%s", got)
 	}
 	got := rw.w.say(t, rw.anaDM, "/dream-log")

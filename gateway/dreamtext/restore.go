@@ -74,6 +74,9 @@ func (k Commands) Restored(r dream.RestoreResult) string {
 	var b strings.Builder
 	res := r.Plan.Resolution
 	fmt.Fprintf(&b, "Undid `%s` (%s) line by line (new commit `%s`).\n", r.Target.Short, subjectOr(r.Target.Subject), r.Revert.Short)
+	if len(r.Saved) > 0 {
+		fmt.Fprintf(&b, "Edits made by hand since the last commit were saved first (`%s`); they stay.\n", strings.Join(r.Saved, "`, `"))
+	}
 	b.WriteString(fileLines(r.Plan, res, true))
 	if n := r.Plan.Conflicts(); n > 0 {
 		if res == gitstore.UndoAll {

@@ -93,8 +93,12 @@ func TestRestored(t *testing.T) {
 		!strings.Contains(got, "(1 place), those were undone too.") {
 		t.Errorf("undone whole:\n%s", got)
 	}
-	if strings.Contains(got, "scopes/") {
-		t.Errorf("the reply names the scope's folder:\n%s", got)
+	if strings.Contains(got, "scopes/") || strings.Contains(got, "by hand") {
+		t.Errorf("the reply names the scope's folder, or hand edits nobody made:\n%s", got)
+	}
+	r.Saved = []string{"5a5a5a5a"}
+	if got := Chat().Restored(r); !strings.Contains(got, "Edits made by hand since the last commit were saved first (`5a5a5a5a`); they stay.") {
+		t.Errorf("hand edits saved first:\n%s", got)
 	}
 }
 
