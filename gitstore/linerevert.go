@@ -260,9 +260,14 @@ func (r *lineRevert) marked() []elem {
 
 // follow carries the marked file through one later change, from the lines
 // prev to next. A line a change removes goes (a commit line counts its
-// hunk touched); the lines a change writes in place of the commit's (or of
-// lines written in place of them) are marked as written there; a marker
-// inside what a change replaced moves before the replacement.
+// hunk touched); a line a change writes in place of one of the commit's
+// (or of a line written in place of one) is marked as written there; a
+// marker inside what a change replaced moves before the replacement.
+//
+// Which written line stands in place of which removed one is decided by
+// position within the change: a change that rewrites ten lines around one
+// of the commit's (a deep Dream's merge, or many changes seen at once)
+// replaces that one line by the line at its place, not by all ten.
 func (r *lineRevert) follow(prev, next []string) {
 	hs := lineHunks(prev, next)
 	out := make([]elem, 0, len(r.seq)+len(next)-len(prev))
@@ -278,30 +283,52 @@ func (r *lineRevert) follow(prev, next []string) {
 	}
 	for _, h := range hs {
 		copyTo(h.ai)
-		replaced := -1
-		var moved []elem
+		var removed []elem
+		var moved []movedMarker
 		for line < h.aj {
 			e := r.seq[i]
 			i++
-			switch {
-			case e.marker:
-				moved = append(moved, e)
+			if e.marker {
+				moved = append(moved, movedMarker{e, len(removed)})
 				continue
-			case e.own:
-				r.touched[e.hunk] = true
-				replaced = e.hunk
-			case e.rep && replaced < 0:
-				replaced = e.hunk
 			}
+			if e.own {
+				r.touched[e.hunk] = true
+			}
+			removed = append(removed, e)
 			line++
 		}
-		out = append(out, moved...)
-		for _, text := range next[h.bi:h.bj] {
-			out = append(out, elem{text: text, hunk: replaced, rep: replaced >= 0, later: true})
+		written := next[h.bi:h.bj]
+		// Written line j stands in place of removed line j·R/W; a marker
+		// before removed line p goes before the first written line in
+		// place of it or of a later one.
+		R, W := len(removed), len(written)
+		for j := 0; j <= W; j++ {
+			for len(moved) > 0 && (j == W || moved[0].before*W <= j*R) {
+				out = append(out, moved[0].e)
+				moved = moved[1:]
+			}
+			if j == W {
+				break
+			}
+			in := -1
+			if R > 0 {
+				if e := removed[j*R/W]; e.own || e.rep {
+					in = e.hunk
+				}
+			}
+			out = append(out, elem{text: written[j], hunk: in, rep: in >= 0, later: true})
 		}
 	}
 	copyTo(len(prev) + 1)
 	r.seq = out
+}
+
+// movedMarker is a marker inside what a change removed: before the
+// removed line numbered before.
+type movedMarker struct {
+	e      elem
+	before int
 }
 
 // decide gives each hunk of the commit its fate.

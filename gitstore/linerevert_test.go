@@ -43,8 +43,8 @@ func TestRevertLines(t *testing.T) {
 			keepLater: "a\n", undoAll: "a\nb\n", conflicts: 1},
 		{name: "a removed line and a later insertion at its place: both stay",
 			base: "a\nz\nb\n", target: "a\nb\n", current: "a\nw\nb\n", keepLater: "a\nz\nw\nb\n"},
-		{name: "a removed line whose neighbours were both rewritten comes back before them",
-			base: "a\nz\nb\nc\n", target: "a\nb\nc\n", current: "A\nB\nc\n", keepLater: "z\nA\nB\nc\n"},
+		{name: "a removed line whose neighbours were both rewritten comes back between them",
+			base: "a\nz\nb\nc\n", target: "a\nb\nc\n", current: "A\nB\nc\n", keepLater: "A\nz\nB\nc\n"},
 		{name: "a line the commit added, removed since: nothing to choose",
 			base: "a\n", target: "a\nx\ny\n", current: "a\ny\n", keepLater: "a\n"},
 		{name: "a line the commit added, rewritten since, conflicts",
@@ -361,5 +361,29 @@ func BenchmarkRevertLines(b *testing.B) {
 		if r := revertLines(f(base), f(target), later...); r.conflicts() != 0 {
 			b.Fatal("conflicts")
 		}
+	}
+}
+
+// A later change that rewrites many lines around one of the commit's
+// stands in place of that one line alone: undoing the whole change puts
+// back that line, not the many.
+func TestRevertLinesRewriteAroundTheCommitsLine(t *testing.T) {
+	f := func(s string) fileLines { return splitLines([]byte(s), true) }
+	r := revertLines(f("a\nb\nc\nd\ne\n"), f("a\nb\nC\nd\ne\n"), f("a\nb2\nC2\nd2\ne\n"))
+	if n := r.conflicts(); n != 1 {
+		t.Fatalf("conflicts = %d, want 1", n)
+	}
+	if got := string(r.result(UndoAll).bytes()); got != "a\nb2\nc\nd2\ne\n" {
+		t.Errorf("undo all = %q, want the commit's line alone put back", got)
+	}
+	if got := string(r.result(KeepLater).bytes()); got != "a\nb2\nC2\nd2\ne\n" {
+		t.Errorf("keep later = %q", got)
+	}
+	// Many changes seen at once (past the versions followed one by one)
+	// are one such rewrite.
+	base, target := f("1\n2\n3\n4\n5\n6\n"), f("1\n2\nX\n4\n5\n6\n")
+	r = revertLines(base, target, f("1'\n2'\nX'\n4'\n5'\n6'\n"))
+	if got := string(r.result(UndoAll).bytes()); got != "1'\n2'\n3\n4'\n5'\n6'\n" {
+		t.Errorf("undo all across a rewrite of every line = %q", got)
 	}
 }
