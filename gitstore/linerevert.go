@@ -70,7 +70,11 @@ type hunk struct{ ai, aj, bi, bj int }
 // Each distinct line is one rune for diffmatchpatch, whose bisection
 // without a deadline (DiffTimeout 0) is exact and deterministic: a busy
 // machine never makes the script, and with it a conflict, different.
-func lineHunks(a, b []string) []hunk {
+func lineHunks(a, b []string) []hunk { return lineHunksWith(map[string]rune{}, a, b) }
+
+// lineHunksWith is lineHunks numbering lines in ids, which a caller
+// diffing many versions of one file shares between them.
+func lineHunksWith(ids map[string]rune, a, b []string) []hunk {
 	// The lines both share at the start and the end are no part of any
 	// hunk: most versions of a memory file differ in a few lines, and
 	// numbering thousands of equal ones would cost more than the diff.
@@ -82,7 +86,7 @@ func lineHunks(a, b []string) []hunk {
 	for suf < len(a)-pre && suf < len(b)-pre && a[len(a)-1-suf] == b[len(b)-1-suf] {
 		suf++
 	}
-	hs := middleHunks(a[pre:len(a)-suf], b[pre:len(b)-suf])
+	hs := middleHunks(ids, a[pre:len(a)-suf], b[pre:len(b)-suf])
 	for i := range hs {
 		hs[i].ai, hs[i].aj, hs[i].bi, hs[i].bj = hs[i].ai+pre, hs[i].aj+pre, hs[i].bi+pre, hs[i].bj+pre
 	}
@@ -90,11 +94,13 @@ func lineHunks(a, b []string) []hunk {
 }
 
 // middleHunks is lineHunks of two texts that differ at both ends.
-func middleHunks(a, b []string) []hunk {
+func middleHunks(ids map[string]rune, a, b []string) []hunk {
 	if len(a) == 0 && len(b) == 0 {
 		return nil
 	}
-	ids := map[string]rune{}
+	if len(ids)+len(a)+len(b) > maxLineIDs {
+		clear(ids) // numbers need only agree within one diff
+	}
 	runes := func(lines []string) []rune {
 		out := make([]rune, len(lines))
 		for i, l := range lines {
@@ -134,6 +140,9 @@ func middleHunks(a, b []string) []hunk {
 	}
 	return out
 }
+
+// maxLineIDs keeps the lines numbered below the last rune.
+const maxLineIDs = 1_000_000
 
 // lineRune numbers distinct lines with runes that survive a round trip
 // through a Go string: none in the surrogate range, none invalid.
@@ -194,6 +203,7 @@ type lineRevert struct {
 	touched       []bool // by hunk: a later change removed one of its lines
 	fates         []hunkFate
 	parts         []revertPart
+	ids           map[string]rune // the lines of every version, numbered once
 }
 
 // revertPart is one stretch of the file after the undo, in order, for
@@ -224,7 +234,8 @@ const (
 // line by line: later holds the file's versions after target, oldest
 // first, the last being the one now (none: target is).
 func revertLines(base, target fileLines, later ...fileLines) lineRevert {
-	r := lineRevert{base: base, current: target, target: target.lines, hunks: lineHunks(base.lines, target.lines)}
+	r := lineRevert{base: base, current: target, target: target.lines, ids: map[string]rune{}}
+	r.hunks = lineHunksWith(r.ids, base.lines, target.lines)
 	r.touched = make([]bool, len(r.hunks))
 	r.seq = r.marked()
 	prev := target.lines
@@ -269,7 +280,7 @@ func (r *lineRevert) marked() []elem {
 // of the commit's (a deep Dream's merge, or many changes seen at once)
 // replaces that one line by the line at its place, not by all ten.
 func (r *lineRevert) follow(prev, next []string) {
-	hs := lineHunks(prev, next)
+	hs := lineHunksWith(r.ids, prev, next)
 	out := make([]elem, 0, len(r.seq)+len(next)-len(prev))
 	i, line := 0, 0 // position in r.seq, and the line of prev it reaches
 	copyTo := func(stop int) {

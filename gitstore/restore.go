@@ -236,11 +236,16 @@ func (s *Store) planUndo(target *object.Commit, keep func(string) bool, now vers
 		if !s.tracks(ch.path) || keep != nil && !keep(ch.path) {
 			continue
 		}
-		between, err := s.laterVersions(later, x, ch.path)
-		if err != nil {
-			return plan, err
+		// First at once, from the commit's version to the one now: when no
+		// later change touched the commit's lines there, that is exact,
+		// and the versions between need not be read.
+		f, err := s.fileUndo(ch, nil, now)
+		if err == nil && f.touched {
+			var between []FileText
+			if between, err = s.laterVersions(later, x, ch.path); err == nil {
+				f, err = s.fileUndo(ch, between, now)
+			}
 		}
-		f, err := s.fileUndo(ch, between, now)
 		if err != nil {
 			return plan, err
 		}
@@ -264,7 +269,7 @@ func (s *Store) planUndo(target *object.Commit, keep func(string) bool, now vers
 // one; past them it goes from the last one followed to the file now at
 // once (a commit thousands of changes back would otherwise read every
 // version of the file).
-const maxFollowed = 200
+const maxFollowed = 50
 
 // laterVersions are the versions of the file p the later commits made,
 // oldest first (at most maxFollowed; the ones that are not lines of text
@@ -371,6 +376,7 @@ func undoText(base, left FileText, between []FileText, cur FileText, mode filemo
 		versions = append(versions, splitLines(v.Data, v.Exists))
 	}
 	r := revertLines(splitLines(base.Data, base.Exists), splitLines(left.Data, left.Exists), versions...)
+	f.touched = slices.Contains(r.touched, true)
 	for _, p := range r.parts {
 		f.Removed = append(f.Removed, p.removed...)
 		f.Restored = append(f.Restored, p.restored...)

@@ -71,8 +71,9 @@ type FileUndo struct {
 	// later lines are kept.
 	Deleted, Created bool
 
-	out [2]fileOut // by Resolution
-	was blobState  // the file as it stood when planned
+	out     [2]fileOut // by Resolution
+	was     blobState  // the file as it stood when planned
+	touched bool       // a later change removed or rewrote a line of the commit's
 }
 
 // Changes says the undo changes the file, conflicts resolved as res says.
