@@ -34,6 +34,10 @@ type finding struct {
 	Priority memline.Priority `json:"priority,omitempty"`
 	// Correction: phase 1 said the finding replaces an older fact.
 	Correction bool `json:"correction,omitempty"`
+	// Replaces are the ids of the lines (hot or cold) phase 1 said the
+	// finding corrects ([replaces:7f3a]): the program marks them
+	// superseded by the line written for it.
+	Replaces []string `json:"replaces,omitempty"`
 }
 
 func (f finding) String() string {
@@ -44,7 +48,33 @@ func (f finding) String() string {
 	if f.Correction {
 		s += "[" + correctionWord + "] "
 	}
+	if len(f.Replaces) > 0 {
+		s += "[" + replacesWord + ":" + strings.Join(f.Replaces, ",") + "] "
+	}
 	return s + f.Text
+}
+
+// replacesWord names the lines a finding corrects, by id:
+// "[USER] [replaces:7f3a] Ana's office is Canal Road."
+const replacesWord = "replaces"
+
+// parseReplaces reads a "[replaces:…]" qualifier (as splitTag upper-cased
+// it; "REPLACES 7F3A" and "REPLACES: 7F3A, 9B2C" too); ok is false for
+// any other tag.
+func parseReplaces(tag string) ([]string, bool) {
+	rest, found := strings.CutPrefix(tag, strings.ToUpper(replacesWord))
+	if !found {
+		return nil, false
+	}
+	rest = strings.TrimLeft(rest, ":-= ")
+	var ids []string
+	for _, id := range strings.FieldsFunc(strings.ToLower(rest), func(r rune) bool { return r == ',' || r == ' ' || r == '-' }) {
+		id = strings.TrimPrefix(id, "id:")
+		if memline.IsID(id) {
+			ids = append(ids, id)
+		}
+	}
+	return ids, len(ids) > 0
 }
 
 // analysis is phase 1's answer, parsed.
@@ -64,7 +94,7 @@ type analysis struct {
 // not counted as ignored. Identical findings are kept once.
 func parseAnalysis(out string) analysis {
 	var a analysis
-	seen := map[finding]bool{}
+	seen := map[string]bool{}
 	for _, raw := range strings.Split(out, "\n") {
 		line := strings.TrimSpace(raw)
 		if line == "" || strings.HasPrefix(line, "```") {
@@ -75,22 +105,21 @@ func parseAnalysis(out string) analysis {
 			a.ignored = append(a.ignored, line)
 			continue
 		}
-		var prio memline.Priority
-		correction := false
+		var q qualifiers
 		// A qualifier before the tag: the tag is the next bracket.
-		for i := 0; i < 2 && tag != "" && isQualifier(tag); i++ {
-			prio, correction = qualify(tag, prio, correction)
+		for i := 0; i < 3 && tag != "" && isQualifier(tag); i++ {
+			q.add(tag)
 			if tag, text, ok = splitTag(text); !ok {
 				tag = ""
 			}
 		}
 		// Qualifiers after the tag.
-		for i := 0; i < 2; i++ {
-			q, rest, ok := splitTag(text)
-			if !ok || !isQualifier(q) {
+		for i := 0; i < 3; i++ {
+			t, rest, ok := splitTag(text)
+			if !ok || !isQualifier(t) {
 				break
 			}
-			prio, correction = qualify(q, prio, correction)
+			q.add(t)
 			text = rest
 		}
 		switch tag {
@@ -101,9 +130,9 @@ func parseAnalysis(out string) analysis {
 				a.ignored = append(a.ignored, line)
 				continue
 			}
-			f := finding{Tag: tag, Text: text, Priority: prio, Correction: correction}
-			if !seen[f] {
-				seen[f] = true
+			f := finding{Tag: tag, Text: text, Priority: q.prio, Correction: q.correction || len(q.replaces) > 0, Replaces: q.replaces}
+			if k := f.String(); !seen[k] {
+				seen[k] = true
 				a.findings = append(a.findings, f)
 			}
 		default:
@@ -114,21 +143,36 @@ func parseAnalysis(out string) analysis {
 }
 
 // isQualifier reports a bracketed word that qualifies a finding rather
-// than tagging it: a priority or [correction] (as splitTag upper-cases it).
+// than tagging it: a priority, [correction] or [replaces:…] (as splitTag
+// upper-cases it).
 func isQualifier(tag string) bool {
 	_, ok := memline.ParsePriority(tag)
-	return ok || strings.EqualFold(tag, correctionWord)
+	_, replaces := parseReplaces(tag)
+	return ok || replaces || strings.EqualFold(tag, correctionWord)
 }
 
-// qualify records the qualifier q: the first priority given wins.
-func qualify(q string, prio memline.Priority, correction bool) (memline.Priority, bool) {
-	if p, ok := memline.ParsePriority(q); ok {
-		if prio == "" {
-			prio = p
+// qualifiers are what the bracketed words around a finding's tag said.
+type qualifiers struct {
+	prio       memline.Priority
+	correction bool
+	replaces   []string
+}
+
+// add records the qualifier t: the first priority given wins.
+func (q *qualifiers) add(t string) {
+	if p, ok := memline.ParsePriority(t); ok {
+		if q.prio == "" {
+			q.prio = p
 		}
-		return prio, correction
+		return
 	}
-	return prio, true
+	if ids, ok := parseReplaces(t); ok {
+		for _, id := range ids {
+			q.replaces = appendNew(q.replaces, id)
+		}
+		return
+	}
+	q.correction = true
 }
 
 // splitTag finds a leading "[TAG]" after list markers and emphasis.
@@ -181,22 +225,23 @@ func trimMarker(s string) string {
 func (b *batch) analyse(ctx context.Context, guide string, files []memFile) ([]finding, error) {
 	d, rep := b.d, b.rep
 	today := d.now()
-	empty := phase1Messages(guide, nil, today, files)
+	cold := b.coldShownFor()
+	empty := phase1Messages(guide, nil, today, files, cold)
 	fixed := d.count.Count(empty[0].Content) + d.count.Count(empty[1].Content)
 	parts := d.phase1Parts(b.entries, d.room(fixed))
 	if len(parts) > 1 {
 		d.log.Info("dream reads the batch in parts that fit the model's window", "entries", len(b.entries), "calls", len(parts))
 	}
 	var out []finding
-	seen := map[finding]bool{}
+	seen := map[string]bool{}
 	for _, part := range parts {
-		found, err := b.analysePart(ctx, phase1Messages(guide, part, today, files))
+		found, err := b.analysePart(ctx, phase1Messages(guide, part, today, files, cold))
 		if err != nil {
 			return nil, err
 		}
 		for _, f := range found {
-			if !seen[f] {
-				seen[f] = true
+			if k := f.String(); !seen[k] {
+				seen[k] = true
 				out = append(out, f)
 			}
 		}

@@ -65,7 +65,7 @@ func TestPhase1Input(t *testing.T) {
 	if len(parts) != 1 {
 		t.Fatalf("parts = %d, want the two entries in one call", len(parts))
 	}
-	msgs := phase1Messages("", parts[0], time.Date(2026, 4, 3, 9, 0, 0, 0, time.UTC), files)
+	msgs := phase1Messages("", parts[0], time.Date(2026, 4, 3, 9, 0, 0, 0, time.UTC), files, nil)
 	if len(msgs) != 2 || msgs[0].Role != "system" || msgs[1].Role != "user" {
 		t.Fatalf("messages = %+v", msgs)
 	}
@@ -91,7 +91,7 @@ func TestPhase1Input(t *testing.T) {
 		t.Error("phase 1 input tells the model to use read_file, which it does not have")
 	}
 	// Phase 2 has read_file, and its note says so.
-	p2 := phase2Messages("", []finding{{Tag: tagMemory, Text: "x"}}, files)[1].Content
+	p2 := phase2Messages("", []finding{{Tag: tagMemory, Text: "x"}}, files, nil)[1].Content
 	if !strings.Contains(p2, fmt.Sprintf("[cut at %d characters; use read_file on memory/MEMORY.md to see the rest]", memoryCap)) {
 		t.Errorf("phase 2 input lacks the read_file cut note")
 	}

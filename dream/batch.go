@@ -7,6 +7,7 @@ import (
 
 	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/history"
+	"github.com/dreamgate/dreamgate/memory/memline"
 )
 
 // batch is one batch of a Run: a scope's entries after its cursor, read
@@ -37,6 +38,11 @@ type batch struct {
 	entries  []history.Entry
 	findings []finding
 	stage    *stage
+	// named are the lines without an id in their file that phase 1 was
+	// shown with one (showIDs), by that id; coldLines the lines of cold
+	// memory it is shown (coldShown).
+	named     map[string]namedLine
+	coldLines []memline.Line
 }
 
 // setReason records why the batch failed, with its public variant.
@@ -97,13 +103,17 @@ func (b *batch) do(ctx context.Context) error {
 	if cut {
 		d.log.Warn("dream prompt override cut", "path", overridePath, "max_chars", overrideCap)
 	}
+	// Phase 1 is shown every line with an id; the lines without one in
+	// their file get the same ids at every Dream, so findings left by an
+	// earlier run name them alike.
+	shown := b.forAnalysis(files)
 	var findings []finding
 	total := 0
 	if pending != nil {
 		findings, total = pending.Findings, pending.Total
 		rep.Findings = len(findings)
 	} else {
-		if findings, err = b.analyse(ctx, guide, files); err != nil {
+		if findings, err = b.analyse(ctx, guide, shown); err != nil {
 			return err
 		}
 		total = len(findings)
@@ -204,14 +214,24 @@ func (b *batch) land(n stepNote, note string) (bool, error) {
 		return false, fmt.Errorf("diff the Dream's changes: %w", err)
 	}
 	files, count := countChanges(diff)
-	if count == 0 {
+	idOnly, err := b.stage.idOnly()
+	if err != nil {
+		return false, err
+	}
+	files, count, given := withoutIDChanges(files, count, idOnly)
+	if count <= 0 {
+		// Ids alone: the next change lands them (they stay the same).
 		return false, nil
 	}
 	subject := fmt.Sprintf("%s %s from history %d-%d", SubjectPrefix, plural(count, "change", "changes"), rep.First, rep.Last)
 	if note != "" {
 		subject += " " + note
 	}
-	res, err := d.steps(b.h).land(step{note: n, subject: subject, body: d.repo.Summary(diff, summaryCap),
+	body := d.repo.Summary(diff, summaryCap)
+	if given > 0 {
+		body = fmt.Sprintf("%s given an id (id: in its comment), which a correction names.\n\n", plural(given, "line that had none was", "lines that had none were")) + body
+	}
+	res, err := d.steps(b.h).land(step{note: n, subject: subject, body: body,
 		base: b.stage.base, changes: changes, rebase: rebaseLines})
 	if err != nil {
 		return false, fmt.Errorf("commit dream run: %w", err)

@@ -11,7 +11,8 @@ import (
 	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/gitstore"
 	"github.com/dreamgate/dreamgate/llm"
-	"github.com/dreamgate/dreamgate/workspace"
+	"github.com/dreamgate/dreamgate/memory"
+	"github.com/dreamgate/dreamgate/memory/memline"
 )
 
 // A deep Dream keeps a scope's memory small and true over months. It runs
@@ -161,10 +162,12 @@ type DeepReport struct {
 	// Why it ran.
 	Why string
 	// Merged counts the lines merged away (n lines merged into one count
-	// n-1); Retired the expired ephemeral lines; Reviewed the lines the
-	// model moved out; Budget the lines the program moved out to reach
-	// the target; ColdLines all lines that went to cold memory.
-	Merged, Retired, Reviewed, Budget, ColdLines int
+	// n-1); Replaced the lines the model found a later one corrected;
+	// Aged the expired ephemeral lines; Moved and Retired the lines the
+	// model moved out to make room or retired as no longer true; Budget
+	// the lines the program moved out to reach the target; ColdLines all
+	// lines that went to cold memory (each saying why).
+	Merged, Replaced, Aged, Moved, Retired, Budget, ColdLines int
 	// Before and After are the scope's memory in tokens; Target what it
 	// was to reach (0: no budget).
 	Before, After, Target int
@@ -211,16 +214,21 @@ func (p *deepPass) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	cold, err := readCold(p.stage.root)
+	if err != nil {
+		return err
+	}
+	taken := giveDeepIDs(files, cold.f)
 	day := d.now()
 	dr.Before = d.hotTokens(p.scope, files)
 	var moved []coldSection
 	for _, f := range files {
 		if out := retire(f.f, day, d.cfg.EphemeralDays); out != nil {
-			moved = append(moved, coldSection{from: f.rel, reason: reasonExpired(d.cfg.EphemeralDays), lines: out})
-			dr.Retired += len(out)
+			moved = append(moved, coldSection{from: f.rel, why: memline.Aged, lines: out})
+			dr.Aged += len(out)
 		}
 	}
-	out, err := p.review(ctx, files, day)
+	out, err := p.review(ctx, files, day, taken)
 	if err != nil {
 		return err
 	}
@@ -235,7 +243,7 @@ func (p *deepPass) run(ctx context.Context) error {
 	if dr.Target > 0 && dr.After > dr.Target {
 		d.log.Warn("deep Dream: the memory stays over its target; what is left is permanent or SOUL.md's", "scope", string(p.scope), "tokens", dr.After, "target", dr.Target)
 	}
-	if err := writeStage(p.stage, day, files, moved); err != nil {
+	if err := writeStage(p.stage, day, d.cfg.EphemeralDays, files, cold, moved); err != nil {
 		return err
 	}
 	if d.hook != nil {
@@ -251,7 +259,7 @@ func (p *deepPass) run(ctx context.Context) error {
 // operations together. A model that answers nonsense still leaves the
 // mechanical steps to run; an unreachable one or a cancelled run ends the
 // deep Dream.
-func (p *deepPass) review(ctx context.Context, files []*deepFile, day time.Time) ([]coldSection, error) {
+func (p *deepPass) review(ctx context.Context, files []*deepFile, day time.Time, taken idSet) ([]coldSection, error) {
 	d, dr := p.d, &p.dr
 	var moved []coldSection
 	for pass := 1; pass <= 2; pass++ {
@@ -268,9 +276,11 @@ func (p *deepPass) review(ctx context.Context, files []*deepFile, day time.Time)
 			d.log.Warn("deep Dream: the model's pass failed; only the mechanical steps run", "scope", string(p.scope), "err", err)
 			return moved, nil
 		}
-		res := applyDeep(files, ops)
+		res := applyDeep(files, ops, taken)
 		dr.Merged += res.merged
-		dr.Reviewed += res.reviewed
+		dr.Replaced += res.replaced
+		dr.Moved += res.moved
+		dr.Retired += res.retired
 		moved = append(moved, res.cold...)
 		if n := res.refused + refused; n > 0 {
 			d.log.Info("deep Dream: operations refused (unknown, unseen or used line, or a permanent line moved out)", "scope", string(p.scope), "count", n)
@@ -310,9 +320,30 @@ func (p *deepPass) pass(ctx context.Context, files []*deepFile, day time.Time, s
 	return ops, refused, nil
 }
 
-// writeStage writes cold memory and the changed files into the copy.
-func writeStage(st *stage, day time.Time, files []*deepFile, moved []coldSection) error {
-	if err := appendCold(st.root, day, moved); err != nil {
+// giveDeepIDs gives every fact of the files that has none an id, unique
+// in the scope (cold memory's ids taken too, its lines left as they are),
+// and returns the ids taken.
+func giveDeepIDs(files []*deepFile, cold *memline.File) idSet {
+	taken := idSet{}
+	all := make([]*memline.File, 0, len(files)+1)
+	hot := make([]bool, 0, len(files)+1)
+	for _, f := range files {
+		taken.addFiles(f.f)
+		all, hot = append(all, f.f), append(hot, true)
+	}
+	taken.addFiles(cold)
+	g := newIDGiver(taken)
+	for i, f := range all {
+		g.file(f, hot[i], nil)
+	}
+	return taken
+}
+
+// writeStage writes cold memory (with the moved sections; days: the age
+// ephemeral lines keep, for its headings) and the changed files into the
+// copy.
+func writeStage(st *stage, day time.Time, days int, files []*deepFile, cold *coldFile, moved []coldSection) error {
+	if err := cold.write(st.root, day, days, moved); err != nil {
 		return err
 	}
 	for _, f := range files {
@@ -376,12 +407,12 @@ func (p *deepPass) body(diff gitstore.Diff) string {
 	d, dr := p.d, p.dr
 	var b strings.Builder
 	fmt.Fprintf(&b, "Deep Dream: %s.\n", dr.Why)
-	fmt.Fprintf(&b, "Merged away: %d. Retired (ephemeral, past %d days): %d. Moved out by the model's review: %d. Moved out to reach the budget: %d.\n",
-		dr.Merged, d.cfg.EphemeralDays, dr.Retired, dr.Reviewed, dr.Budget)
+	fmt.Fprintf(&b, "Merged away: %d. Replaced by a later value: %d. Aged out (ephemeral, past %d days): %d. Retired by the model's review (no longer true): %d. Moved out by the model's review to make room: %d. Moved out by the program to reach the budget: %d.\n",
+		dr.Merged, dr.Replaced, d.cfg.EphemeralDays, dr.Aged, dr.Retired, dr.Moved, dr.Budget)
 	if dr.Target > 0 {
 		fmt.Fprintf(&b, "Memory: %d → %d tokens (target %d, budget %d).\n", dr.Before, dr.After, dr.Target, d.cfg.HotTokens)
 	}
-	b.WriteString("Every line taken out is in " + workspace.Cold + ".\n\n")
+	b.WriteString("Every line taken out is in " + memory.Cold + ", saying why.\n\n")
 	b.WriteString(d.repo.Summary(diff, summaryCap))
 	return b.String()
 }

@@ -122,8 +122,8 @@ func TestDeepDreamBringsAScopeUnderBudget(t *testing.T) {
 	}
 	dr := rep.Deep[0]
 	t.Logf("deep Dream: %d -> %d tokens (target %d), %d merged, %d retired, %d moved by the model, %d by the program; %d passes, %d prompt + %d completion tokens",
-		dr.Before, dr.After, dr.Target, dr.Merged, dr.Retired, dr.Reviewed, dr.Budget, dr.Passes, dr.Usage.PromptTokens, dr.Usage.CompletionTokens)
-	if dr.Passes != 2 || dr.Merged != 2 || dr.Retired != 1 || dr.Reviewed == 0 {
+		dr.Before, dr.After, dr.Target, dr.Merged, dr.Aged, dr.Moved, dr.Budget, dr.Passes, dr.Usage.PromptTokens, dr.Usage.CompletionTokens)
+	if dr.Passes != 2 || dr.Merged+dr.Replaced != 2 || dr.Aged != 1 || dr.Moved == 0 {
 		t.Errorf("deep Dream = %+v; want 2 passes, 2 merged, 1 retired, some moved out by the model", dr)
 	}
 	if n := hotOf(t, e); n > 800 || dr.After != n {
@@ -135,16 +135,47 @@ func TestDeepDreamBringsAScopeUnderBudget(t *testing.T) {
 			t.Errorf("fact lost: %q is in neither USER.md nor COLD.md", k)
 		}
 	}
-	if got := e.lineOf("USER.md", "Portuguese"); got != "- Ana wants answers in Portuguese. <!-- permanent 2024-11-01 src:1 -->" {
+	if got := noIDs(e.lineOf("USER.md", "Portuguese")); got != "- Ana wants answers in Portuguese. <!-- permanent 2024-11-01 src:1 -->" {
 		t.Errorf("the permanent rule: %q", got)
 	}
-	if got := e.lineOf("USER.md", "lives"); got != "- Ana lives in Porto. <!-- durable 2026-10-20 src:2,6 -->" {
-		t.Errorf("the corrected fact: %q", got)
+	// The correction: the later value stays, naming the line it replaced;
+	// the old value is in cold memory alone, superseded by it.
+	porto, _ := memline.Parse(e.lineOf("USER.md", "lives"))
+	lisbon, _ := memline.Parse(e.lineOf("memory/COLD.md", "Lisbon"))
+	if porto.Text != "Ana lives in Porto." || porto.Date != "2026-10-20" || len(porto.Replaces) != 1 || porto.Replaces[0] != lisbon.ID || porto.ID == "" {
+		t.Errorf("the corrected fact: %+v", porto)
+	}
+	if lisbon.SupersededBy != porto.ID || lisbon.Why != memline.Replaced || lisbon.Out != "2026-11-27" {
+		t.Errorf("the old value in cold memory: %+v", lisbon)
 	}
 	if strings.Contains(user, "Lisbon") || !strings.Contains(cold, "Lisbon") {
 		t.Error("the old value is not in cold memory alone")
 	}
-	if strings.Contains(user, "Berlin") || !strings.Contains(cold, "retired: ephemeral") {
+	// Issue 28, point 10: each cold line says why it left — the lines the
+	// model moved out to make room were filed as "merged, replaced or no
+	// longer true".
+	whyOf := map[string]memline.Reason{"Berlin": memline.Aged, "Lisbon": memline.Replaced, "green tea": memline.Merged, "project number": memline.Moved}
+	for _, it := range memline.ParseFile([]byte(cold)).Items {
+		if !it.Fact {
+			continue
+		}
+		l := it.Line
+		if l.Why == "" || l.Out != "2026-11-27" || l.ID == "" {
+			t.Errorf("a cold line does not say when and why it left: %q", it.Raw)
+		}
+		for words, why := range whyOf {
+			if strings.Contains(strings.ToLower(l.Text), words) && l.Why != why {
+				t.Errorf("%q left for %q, want %q", it.Raw, l.Why, why)
+			}
+		}
+		if (l.Why == memline.Merged || l.Why == memline.Replaced) != l.Superseded() {
+			t.Errorf("%q: superseded-by is set exactly for merged and replaced lines", it.Raw)
+		}
+	}
+	if strings.Contains(cold, "merged, replaced or no longer true") {
+		t.Errorf("cold memory lumps reasons together:\n%s", cold)
+	}
+	if strings.Contains(user, "Berlin") || !strings.Contains(cold, "aged out: ephemeral") {
 		t.Errorf("the 40-day-old plan did not retire:\n%s", cold)
 	}
 	if n := strings.Count(strings.ToLower(user), "drinks green tea"); n != 1 {
@@ -205,7 +236,7 @@ func TestDeepDreamWhoseModelDoesNotShrink(t *testing.T) {
 	if h, c, b := len(memline.ParseFile([]byte(user)).Facts()), len(memline.ParseFile([]byte(cold)).Facts()), len(memline.ParseFile([]byte(before)).Facts()); h+c != b {
 		t.Errorf("%d lines in hot and %d in cold memory, want %d in all\n%s\n%s", h, c, b, user, cold)
 	}
-	if !strings.Contains(user, "Portuguese") || !strings.Contains(cold, reasonBudget) {
+	if !strings.Contains(user, "Portuguese") || !strings.Contains(cold, coldHeading(memline.Budget, 30)) {
 		t.Errorf("USER.md:\n%s\nCOLD.md:\n%s", user, cold)
 	}
 	// The undated and oldest durable lines left first: the newest stay.
@@ -250,8 +281,9 @@ func TestDeepDreamEveryNDreams(t *testing.T) {
 }
 
 func TestParseDeep(t *testing.T) {
-	ops := parseDeep("Sure.\n- MERGE U1, U4: - Ana drinks tea.\n**MOVE** m2 M3\nMERGE U5:\n1. move S1\nDONE")
-	want := []deepOp{{merge: true, ids: []string{"U1", "U4"}, text: "Ana drinks tea."}, {ids: []string{"M2", "M3"}}, {ids: []string{"S1"}}}
+	ops := parseDeep("Sure.\n- MERGE U1, U4: - Ana drinks tea.\n**MOVE** m2 M3\nMERGE U5:\n1. move S1\nREPLACE U2 U3 with U7\nREPLACE U2\nretire M1\nDONE")
+	want := []deepOp{{verb: opMerge, ids: []string{"U1", "U4"}, text: "Ana drinks tea."}, {verb: opMove, ids: []string{"M2", "M3"}},
+		{verb: opMove, ids: []string{"S1"}}, {verb: opReplace, ids: []string{"U2", "U3"}, with: "U7"}, {verb: opRetire, ids: []string{"M1"}}}
 	if fmt.Sprint(ops) != fmt.Sprint(want) {
 		t.Errorf("ops = %+v, want %+v", ops, want)
 	}
@@ -261,13 +293,20 @@ func TestParseDeep(t *testing.T) {
 // id does nothing, and a merge keeps the best priority, the newest date
 // and every source.
 func TestApplyDeepRules(t *testing.T) {
-	f := &deepFile{rel: fileUser, f: memline.ParseFile([]byte("# User\n- A. <!-- permanent 2025-01-01 src:1 -->\n- B. <!-- ephemeral 2026-03-01 src:2 -->\n- C. <!-- durable 2026-02-01 src:3 -->\n"))}
-	res := applyDeep([]*deepFile{f}, []deepOp{{ids: []string{"U1", "U9"}}, {merge: true, ids: []string{"U2", "U3"}, text: "B and C."}, {ids: []string{"U3"}}})
-	if got := string(f.f.Bytes()); got != "# User\n- A. <!-- permanent 2025-01-01 src:1 -->\n- B and C. <!-- durable 2026-03-01 src:2,3 -->\n" {
+	f := &deepFile{rel: fileUser, f: memline.ParseFile([]byte("# User\n- A. <!-- permanent 2025-01-01 src:1 id:000a -->\n- B. <!-- ephemeral 2026-03-01 src:2 id:000b -->\n- C. <!-- durable 2026-02-01 src:3 id:000c -->\n"))}
+	res := applyDeep([]*deepFile{f}, []deepOp{{verb: opMove, ids: []string{"U1", "U9"}}, {verb: opMerge, ids: []string{"U2", "U3"}, text: "B and C."}, {verb: opRetire, ids: []string{"U3"}}}, idSet{"000a": true, "000b": true, "000c": true})
+	merged := f.f.Items[2].Line
+	if got := string(f.f.Bytes()); got != "# User\n- A. <!-- permanent 2025-01-01 src:1 id:000a -->\n- B and C. <!-- durable 2026-03-01 src:2,3 id:"+merged.ID+" replaces:000b,000c -->\n" {
 		t.Errorf("file:\n%s", got)
 	}
-	if res.merged != 1 || res.reviewed != 0 || res.refused != 3 || coldCount(res.cold) != 2 {
+	if res.merged != 1 || res.moved != 0 || res.retired != 0 || res.refused != 3 || coldCount(res.cold) != 2 {
 		t.Errorf("applied = %+v", res)
+	}
+	// Both merged lines went to cold memory, each superseded by the merge.
+	for _, l := range res.cold[0].lines {
+		if res.cold[0].why != memline.Merged || l.SupersededBy != merged.ID {
+			t.Errorf("cold: %+v, %+v", res.cold[0], l)
+		}
 	}
 }
 
@@ -290,7 +329,7 @@ func TestDeepDreamOverTargetWithPermanentLinesOnly(t *testing.T) {
 	if err != nil || len(rep.Deep) != 1 {
 		t.Fatalf("first Dream: %+v, %v", rep.Deep, err)
 	}
-	if got := e.read("USER.md"); got != b.String() {
+	if got := noIDs(e.read("USER.md")); got != b.String() {
 		t.Errorf("permanent lines moved:\n%s", got)
 	}
 	if p := e.progress(); p.DeepLeft != rep.Deep[0].After || p.DeepLeft <= 500 {

@@ -115,7 +115,7 @@ func (d *Dreamer) moveToBudget(s audience.Scope, files []*deepFile, target int) 
 		if len(gone[f]) == 0 {
 			continue
 		}
-		sec := coldSection{from: f.rel, reason: reasonBudget}
+		sec := coldSection{from: f.rel, why: memline.Budget}
 		kept := f.f.Items[:0:0]
 		for i, it := range f.f.Items {
 			if gone[f][i] {

@@ -20,16 +20,19 @@ const cacheKeyDeep = "dream-deep"
 const deepGuidance = `You keep the long-term memory of a chat assistant small and true. You get every fact of its memory files, numbered, each with its priority (permanent, durable or ephemeral) and the date it was last confirmed.
 
 - Merge duplicates: facts that say the same thing become one line.
-- When two facts disagree, the one confirmed later is true: merge them into one line that says the later value.
-- Move out what is no longer true or no longer useful: a past plan, a finished task, a fact a later one made pointless.
-- Never move out a permanent fact. Merge it only with facts that say the same thing.
+- When a fact corrects another (a new office, a changed plan), the one confirmed later is true: replace the older with it.
+- Retire what is no longer true or no longer useful: a past plan, a finished task, a fact a later one made pointless.
+- To make room, move out what matters least; it stays true, in cold memory.
+- Never move out or retire a permanent fact. Merge it only with facts that say the same thing.
 - Keep each fact short and self-contained; say who or what it is about.
-- Lines moved out are not lost: they go to cold memory, where the assistant can still search them.`
+- Lines taken out are not lost: they go to cold memory, where the assistant can still search them, marked with what you did.`
 
 const deepRules = `## Answer format (required)
 One operation per line and nothing else:
-MERGE <id> <id> …: <the one fact that replaces them>
-MOVE <id> <id> …
+MERGE <id> <id> …: <the one fact that says what they say>
+REPLACE <id> <id> … WITH <id>   (the first ids are older values the last one corrects)
+RETIRE <id> <id> …   (no longer true or useful)
+MOVE <id> <id> …   (still true; moved out to make room)
 Facts you do not name stay as they are. Answer DONE alone when nothing needs doing.`
 
 // deepStronger opens the second pass's request (%d: the tokens over the
@@ -96,10 +99,19 @@ func deepLine(id string, l memline.Line) string {
 
 // deepOp is one operation of the model's answer.
 type deepOp struct {
-	merge bool
-	ids   []string
-	text  string // the merged fact
+	verb string // opMerge, opReplace, opRetire or opMove
+	ids  []string
+	text string // the merged fact
+	with string // the line a REPLACE keeps
 }
+
+// The deep Dream's operations.
+const (
+	opMerge   = "MERGE"
+	opReplace = "REPLACE"
+	opRetire  = "RETIRE"
+	opMove    = "MOVE"
+)
 
 // parseDeep reads the model's operations; lines that are none are
 // ignored (a list marker or emphasis around one is accepted).
@@ -110,14 +122,19 @@ func parseDeep(out string) []deepOp {
 		line = strings.TrimLeft(line, "-*0123456789. ")
 		line = strings.ReplaceAll(line, "**", "")
 		verb, rest, _ := strings.Cut(line, " ")
-		switch strings.ToUpper(verb) {
-		case "MOVE":
-			ops = append(ops, deepOp{ids: deepIDs(rest)})
-		case "MERGE":
+		switch verb = strings.ToUpper(verb); verb {
+		case opMove, opRetire:
+			ops = append(ops, deepOp{verb: verb, ids: deepIDs(rest)})
+		case opMerge:
 			ids, text, ok := strings.Cut(rest, ":")
 			text = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(text), "- "))
 			if ok && text != "" {
-				ops = append(ops, deepOp{merge: true, ids: deepIDs(ids), text: text})
+				ops = append(ops, deepOp{verb: verb, ids: deepIDs(ids), text: text})
+			}
+		case opReplace:
+			ids := deepIDs(rest)
+			if n := len(ids); n >= 3 && ids[n-2] == "WITH" {
+				ops = append(ops, deepOp{verb: verb, ids: ids[:n-2], with: ids[n-1]})
 			}
 		}
 	}
@@ -168,84 +185,153 @@ func (d *Dreamer) deepCall(ctx context.Context, files []*deepFile, shown func(id
 
 // deepApplied is what the operations of a pass did.
 type deepApplied struct {
-	merged, reviewed, refused int
-	cold                      []coldSection
+	// merged counts the lines merged away (n lines into one: n-1);
+	// replaced the lines a later one replaced; moved and retired those
+	// the model moved out or retired; refused the ids refused.
+	merged, replaced, moved, retired, refused int
+	cold                                      []coldSection
 }
 
-// applyDeep applies the operations to the files: a merge writes the new
-// fact in place of the first line it names (the best priority of the
-// lines, their newest date, their sources) and sends every line it names
-// to cold memory; a move sends the lines to cold memory, refusing
-// permanent ones. An unknown id, or a line already used, is refused.
-func applyDeep(files []*deepFile, ops []deepOp) deepApplied {
-	type ref struct {
-		f    *deepFile
-		item int
-	}
-	refs := map[string]ref{}
+// deepRef is a numbered fact of the deep Dream's prompt.
+type deepRef struct {
+	f    *deepFile
+	item int
+}
+
+func (r deepRef) line() memline.Line { return r.f.f.Items[r.item].Line }
+
+// deepApply applies a pass's operations to the files.
+type deepApply struct {
+	refs  map[string]deepRef
+	taken idSet
+	used  map[string]bool
+	gone  map[*deepFile]map[int]bool
+	cold  map[*deepFile]map[memline.Reason][]memline.Line
+	res   deepApplied
+}
+
+// applyDeep applies the operations to the files (every fact carries an
+// id; taken holds the scope's, for the lines a merge writes). A merge
+// writes the new fact in place of the first line it names (the best
+// priority of the lines, their newest date, their sources; replaces:
+// them) and sends every line it names to cold memory, superseded by it; a
+// replace sends the older lines there, superseded by the one it keeps
+// (which names them in replaces:); a move or a retirement sends the lines
+// there as they are, refusing permanent ones. Each cold line says why. An
+// unknown id, or a line already used, is refused.
+func applyDeep(files []*deepFile, ops []deepOp, taken idSet) deepApplied {
+	a := &deepApply{refs: map[string]deepRef{}, taken: taken, used: map[string]bool{},
+		gone: map[*deepFile]map[int]bool{}, cold: map[*deepFile]map[memline.Reason][]memline.Line{}}
 	for _, f := range files {
 		for n, i := range f.f.Facts() {
-			refs[deepFileIDs[f.rel]+strconv.Itoa(n+1)] = ref{f, i}
+			a.refs[deepFileIDs[f.rel]+strconv.Itoa(n+1)] = deepRef{f, i}
 		}
 	}
-	var res deepApplied
-	used := map[string]bool{}
-	gone := map[*deepFile]map[int]bool{}
-	cold := map[*deepFile][]memline.Line{}
 	for _, op := range ops {
-		var rs []ref
-		for _, id := range op.ids {
-			r, ok := refs[id]
-			switch {
-			case !ok || used[id]:
-				res.refused++
-				continue
-			case !op.merge && r.f.f.Items[r.item].Line.Effective() == memline.Permanent:
-				res.refused++
-				continue
-			}
-			used[id] = true
-			rs = append(rs, r)
-		}
-		if len(rs) == 0 {
-			continue
-		}
-		var lines []memline.Line
-		for _, r := range rs {
-			l := r.f.f.Items[r.item].Line
-			lines = append(lines, l)
-			cold[r.f] = append(cold[r.f], l)
-		}
-		out := rs
-		if op.merge {
-			rs[0].f.f.Items[rs[0].item].SetLine(mergedLine(lines, op.text))
-			out = rs[1:]
-			res.merged += len(rs) - 1
-		} else {
-			res.reviewed += len(rs)
-		}
-		for _, r := range out {
-			if gone[r.f] == nil {
-				gone[r.f] = map[int]bool{}
-			}
-			gone[r.f][r.item] = true
-		}
+		a.apply(op)
 	}
 	for _, f := range files {
-		if len(gone[f]) > 0 {
+		if len(a.gone[f]) > 0 {
 			kept := f.f.Items[:0:0]
 			for i, it := range f.f.Items {
-				if !gone[f][i] {
+				if !a.gone[f][i] {
 					kept = append(kept, it)
 				}
 			}
 			f.f.Items = kept
 		}
-		if len(cold[f]) > 0 {
-			res.cold = append(res.cold, coldSection{from: f.rel, reason: reasonReviewed, lines: cold[f]})
+		for _, why := range []memline.Reason{memline.Merged, memline.Replaced, memline.Retired, memline.Moved} {
+			if lines := a.cold[f][why]; len(lines) > 0 {
+				a.res.cold = append(a.res.cold, coldSection{from: f.rel, why: why, lines: lines})
+			}
 		}
 	}
-	return res
+	return a.res
+}
+
+// take returns the lines ids name that op may use, marking them used.
+func (a *deepApply) take(op deepOp) []deepRef {
+	var rs []deepRef
+	for _, id := range op.ids {
+		r, ok := a.refs[id]
+		switch {
+		case !ok || a.used[id] || id == op.with:
+			a.res.refused++
+			continue
+		case (op.verb == opMove || op.verb == opRetire) && r.line().Effective() == memline.Permanent:
+			a.res.refused++
+			continue
+		}
+		a.used[id] = true
+		rs = append(rs, r)
+	}
+	return rs
+}
+
+func (a *deepApply) apply(op deepOp) {
+	var keep deepRef
+	if op.verb == opReplace {
+		r, ok := a.refs[op.with]
+		if !ok || a.used[op.with] {
+			a.res.refused += len(op.ids) + 1
+			return
+		}
+		keep = r
+	}
+	rs := a.take(op)
+	if len(rs) == 0 {
+		return
+	}
+	switch op.verb {
+	case opMerge:
+		var lines []memline.Line
+		for _, r := range rs {
+			lines = append(lines, r.line())
+		}
+		merged := mergedLine(lines, op.text)
+		merged.ID = memline.NewID(merged.Seed(), a.taken.has)
+		a.taken[merged.ID] = true
+		for _, r := range rs {
+			a.out(r, memline.Merged, merged.ID)
+		}
+		rs[0].f.f.Items[rs[0].item].SetLine(merged)
+		delete(a.gone[rs[0].f], rs[0].item)
+		a.res.merged += len(rs) - 1
+	case opReplace:
+		a.used[op.with] = true
+		kept := keep.line()
+		for _, r := range rs {
+			kept.Replaces = appendNew(kept.Replaces, r.line().ID)
+			a.out(r, memline.Replaced, kept.ID)
+		}
+		keep.f.f.Items[keep.item].SetLine(kept)
+		a.res.replaced += len(rs)
+	case opRetire:
+		for _, r := range rs {
+			a.out(r, memline.Retired, "")
+		}
+		a.res.retired += len(rs)
+	default:
+		for _, r := range rs {
+			a.out(r, memline.Moved, "")
+		}
+		a.res.moved += len(rs)
+	}
+}
+
+// out sends the line r to cold memory for why, superseded by by ("": it
+// still holds).
+func (a *deepApply) out(r deepRef, why memline.Reason, by string) {
+	l := r.line()
+	l.SupersededBy = by
+	if a.cold[r.f] == nil {
+		a.cold[r.f] = map[memline.Reason][]memline.Line{}
+	}
+	a.cold[r.f][why] = append(a.cold[r.f][why], l)
+	if a.gone[r.f] == nil {
+		a.gone[r.f] = map[int]bool{}
+	}
+	a.gone[r.f][r.item] = true
 }
 
 // mergedLine is the line a merge writes: text, with the best priority of
@@ -269,6 +355,11 @@ func mergedLine(lines []memline.Line, text string) memline.Line {
 	slices.Sort(out.Sources)
 	if n := len(out.Sources); n > memline.MaxSources {
 		out.Sources = out.Sources[n-memline.MaxSources:]
+	}
+	for _, l := range lines {
+		if l.ID != "" {
+			out.Replaces = appendNew(out.Replaces, l.ID)
+		}
 	}
 	return out
 }

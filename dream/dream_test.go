@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/dreamgate/dreamgate/memory/memline"
 	"log/slog"
 	"slices"
 	"strings"
@@ -37,8 +38,11 @@ func TestRunHappyPath(t *testing.T) {
 
 	// The new line is dated today and traced to the entry that said it;
 	// the hand-written line above it is left as it was.
-	if got := e.read("USER.md"); got != "# User\n\n- Name: Ana.\n- Prefers tea over coffee. <!-- durable 2026-11-26 src:2 -->\n" {
+	if got := noIDs(e.read("USER.md")); got != "# User\n\n- Name: Ana.\n- Prefers tea over coffee. <!-- durable 2026-11-26 src:2 -->\n" {
 		t.Errorf("USER.md = %q", got)
+	}
+	if l, _ := memline.Parse(e.lineOf("USER.md", "tea")); l.ID == "" {
+		t.Errorf("the new line has no id: %q", e.lineOf("USER.md", "tea"))
 	}
 	if got := e.read("SOUL.md"); got != initSoul {
 		t.Errorf("SOUL.md changed: %q", got)

@@ -119,7 +119,7 @@ func (b *batch) edit(ctx context.Context, ws *workspace.Root, guide string, find
 		RepeatLimit:   repeatLimit,
 		Logger:        d.log,
 	}
-	res, err := loop.Run(ctx, phase2Messages(guide, findings, files))
+	res, err := loop.Run(ctx, phase2Messages(guide, findings, files, b.namedIn(findings)))
 	return res, res.Stop == agent.StopCompleted && model.cutOff(), err
 }
 

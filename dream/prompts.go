@@ -12,6 +12,7 @@ import (
 
 	"github.com/dreamgate/dreamgate/internal/textcut"
 	"github.com/dreamgate/dreamgate/llm"
+	"github.com/dreamgate/dreamgate/memory/memline"
 	"github.com/dreamgate/dreamgate/workspace"
 )
 
@@ -83,6 +84,7 @@ One finding per line and nothing else. Every line starts with one of these tags:
 [FILE-REMOVE] what to delete, from which file, and why
 [SKIP]
 After [USER], [SOUL] or [MEMORY] you may add how long the fact matters, in brackets: [permanent] (names, standing preferences, rules to always follow), [durable] (true until something contradicts it; the default), [ephemeral] (about now: a plan for a day, who is away this week; it retires after a few weeks). Example: [USER] [ephemeral] Ana is in Lisbon until Friday.
+Every memory line ends with a comment holding its id (id:7f3a). When a finding corrects a line of the files, or of the cold memory shown below them, name the line it replaces right after the tag: [USER] [replaces:7f3a] Ana's office is Canal Road. Name only ids you were shown; the program marks that line as replaced.
 Answer with the single line [SKIP] when nothing needs to change. Lines without one of these tags are ignored.`
 
 // phase2Rules follow the guidance in phase 2's system prompt.
@@ -94,7 +96,8 @@ Apply the findings given below to the files.
 - Their current text is given below, so you need read_file only to look again after a failed edit.
 - edit_file(path, old_text, new_text) replaces old_text, which must occur exactly once in the file: copy it exactly, with enough neighbouring lines to make it unique. To delete, give the lines as old_text and an empty new_text. To fill an empty or missing file, give an empty old_text. old_text and new_text must differ.
 - Combine changes to the same passage into one edit. Do not repeat an edit that failed; look at the file again and adjust.
-- Write each fact as one "- " line. A comment at the end of a line ("<!-- durable 2026-11-26 src:41 -->") is the fact's priority, date and sources, kept up to date by the program: leave it as it is, and do not write dates or sources yourself. You may end a new line with its priority alone ("<!-- ephemeral -->") when the finding gives one.
+- Write each fact as one "- " line. A comment at the end of a line ("<!-- durable 2026-11-26 src:41 id:7f3a -->") is the fact's priority, date, sources and id, kept up to date by the program: leave it as it is, and do not write dates, sources or ids yourself. You may end a new line with its priority alone ("<!-- ephemeral -->") when the finding gives one.
+- A finding marked [replaces:<id>] corrects the line with that id. If a file holds that line (by its comment, or as the list of lines without an id below the findings says), replace the whole line (its comment too) with the new fact; if none does (it is in cold memory), add the new fact. Either way end the line you write with the comment "<!-- replaces:<id> -->" (with its priority if the finding gives one: "<!-- ephemeral replaces:7f3a -->"), so that the program marks the old line as replaced.
 - When every finding is applied, or none needs a change, answer with one short sentence and no tool call. That ends the work.`
 
 // memFile is one memory file as read for a prompt.
@@ -142,9 +145,10 @@ func system(guidance, rules string) string {
 }
 
 // phase1Messages builds an analysis request: the archive entries (as
-// phase1Parts renders them, whole or a part of one), today's date and the
-// current files.
-func phase1Messages(guide string, entries []string, today time.Time, files []memFile) []llm.Message {
+// phase1Parts renders them, whole or a part of one), today's date, the
+// current files and the lines of cold memory that may concern the batch
+// (coldShown), which a correction may name.
+func phase1Messages(guide string, entries []string, today time.Time, files []memFile, cold []memline.Line) []llm.Message {
 	if guide == "" {
 		guide = phase1Guidance
 	}
@@ -156,6 +160,14 @@ func phase1Messages(guide string, entries []string, today time.Time, files []mem
 	}
 	fmt.Fprintf(&b, "\n## Today\n%s\n", today.Format("2006-01-02 (Monday)"))
 	writeFiles(&b, files, "## Current %s (%d characters)\n", phase1CutNote)
+	if len(cold) > 0 {
+		b.WriteString("\n" + coldShownHeading + "\n")
+		for _, l := range cold {
+			l.Indent = ""
+			b.WriteString(l.String())
+			b.WriteByte('\n')
+		}
+	}
 	return []llm.Message{
 		{Role: llm.RoleSystem, Content: system(guide, phase1Rules)},
 		{Role: llm.RoleUser, Content: b.String()},
@@ -164,7 +176,7 @@ func phase1Messages(guide string, entries []string, today time.Time, files []mem
 
 // phase2Messages builds the editing conversation: the findings, then the
 // current files (the same caps as phase 1).
-func phase2Messages(guide string, findings []finding, files []memFile) []llm.Message {
+func phase2Messages(guide string, findings []finding, files []memFile, named []namedLine) []llm.Message {
 	if guide == "" {
 		guide = phase2Guidance
 	}
@@ -174,6 +186,12 @@ func phase2Messages(guide string, findings []finding, files []memFile) []llm.Mes
 		b.WriteString(f.String())
 		b.WriteByte('\n')
 	}
+	if len(named) > 0 {
+		b.WriteString("\n" + namedHeading + "\n")
+		for _, nl := range named {
+			fmt.Fprintf(&b, "[id:%s] in %s: %s\n", nl.line.ID, nl.rel, nl.raw)
+		}
+	}
 	b.WriteString("\n## Current memory files\n")
 	writeFiles(&b, files, "### %s (%d characters)\n", phase2CutNote)
 	return []llm.Message{
@@ -181,6 +199,10 @@ func phase2Messages(guide string, findings []finding, files []memFile) []llm.Mes
 		{Role: llm.RoleUser, Content: b.String()},
 	}
 }
+
+// namedHeading opens the lines phase 2 is told the ids of: lines without
+// an id in their file that the findings name (showIDs).
+const namedHeading = "## Lines the findings name that have no id in their file"
 
 // Notes after a memory file cut for a prompt (the cap, the file). Phase 1
 // has no tools, so only phase 2's note may point at read_file.

@@ -3,9 +3,11 @@ package dream
 import (
 	"fmt"
 	"io/fs"
+	"slices"
 	"time"
 
 	"github.com/dreamgate/dreamgate/history"
+	"github.com/dreamgate/dreamgate/memory"
 	"github.com/dreamgate/dreamgate/memory/memline"
 	"github.com/dreamgate/dreamgate/workspace"
 )
@@ -24,18 +26,22 @@ import (
 //     hold its words; else the finding's; else the whole batch), and the
 //     priority the model wrote in its comment, else the priority phase 1
 //     gave its finding, else durable;
-//   - a changed line (it replaces an old line it shares most words with: a
-//     correction) is dated today, keeps the old line's sources and adds
-//     the new, and keeps the old line's priority unless the model or the
-//     finding gives one;
-//   - a line only rewritten (the same fact, say without its comment) keeps
-//     the old line's metadata;
+//   - a correction is a new line that names the ids of the lines it
+//     replaces (replaces:, written by phase 2, or its finding's
+//     [replaces:…]; a line corrected in place with its comment kept, when
+//     a finding named its id): it keeps the priority of the line it
+//     replaces unless the model or the finding gives one, and the replaced
+//     line is superseded (supersede.go) — by id, never because two lines
+//     share words;
+//   - a line only rewritten (the same line by its id, or the same fact,
+//     say without its comment) keeps the old line's metadata and id;
+//   - every fact gets an id (supersede.go);
 //   - ephemeral lines older than Config.EphemeralDays retire to cold
-//     memory (coldFile).
+//     memory (cold.go).
 
 // upkeepFiles are the files a batch's upkeep may write, relative to the
 // scope's folder: the memory files and cold memory.
-var upkeepFiles = append(workspace.MemoryFiles(), workspace.Cold)
+var upkeepFiles = memory.TierFiles()
 
 // fileTag maps a finding's tag to the file its fact belongs in.
 var fileTag = map[string]string{tagUser: fileUser, tagSoul: fileSoul, tagMemory: fileMemory}
@@ -165,79 +171,157 @@ func (pv *provenance) stampEdits(f *editedFile) {
 		}
 		fresh = append(fresh, i)
 	}
-	var removed []memline.Line
+	rm := &removedLines{}
 	for _, i := range f.before.Facts() {
 		it := f.before.Items[i]
 		if left[it.Raw] > 0 {
 			left[it.Raw]--
-			removed = append(removed, it.Line)
+			rm.lines = append(rm.lines, it.Line)
 		}
 	}
-	taken := make([]bool, len(removed))
-	removedWords := make([]wordSet, len(removed))
-	for j, l := range removed {
-		removedWords[j] = words(l.Text)
-	}
+	rm.taken = make([]bool, len(rm.lines))
 	for _, i := range fresh {
-		it := &f.after.Items[i]
-		l := it.Line
-		w := words(l.Text)
-		fd := pv.finding(w)
-		if fd >= 0 {
-			pv.used[fd] = true
-		}
-		// The same fact rewritten: its metadata stays (a model that copies
-		// a line without its comment must not reset its age).
-		old := -1
-		for j, r := range removed {
-			if !taken[j] && memline.Key(r.Text) == memline.Key(l.Text) {
-				old = j
-				break
-			}
-		}
-		if old >= 0 {
-			taken[old] = true
-			r := removed[old]
-			if !r.HasMeta() && !l.HasMeta() {
-				continue // a hand-written line moved: left as it is
-			}
-			if l.Priority == "" {
-				l.Priority = r.Priority
-			}
-			l.Date, l.Sources = r.Date, r.Sources
-			if fd >= 0 {
-				l.Confirm(pv.day, pv.sourcesOf(w, fd)...)
-			}
-			pv.set(f, it, l)
-			continue
-		}
-		// A changed line replaces the old line it shares the most with.
-		best, bestAt := 0.0, -1
-		for j := range removed {
-			if s := w.similar(removedWords[j]); !taken[j] && s >= sameFact && s > best {
-				best, bestAt = s, j
-			}
-		}
-		prio := l.Priority // the model's own, when it wrote one
-		if prio == "" && fd >= 0 {
-			prio = pv.findings[fd].Priority
-		}
-		l.Date, l.Sources = "", nil
-		if bestAt >= 0 {
-			taken[bestAt] = true
-			r := removed[bestAt]
-			if prio == "" {
-				prio = r.Priority
-			}
-			l.Sources = append([]int(nil), r.Sources...)
-		}
-		if prio == "" {
-			prio = memline.Durable
-		}
-		l.Priority = prio
-		l.Confirm(pv.day, pv.sourcesOf(w, fd)...)
-		pv.set(f, it, l)
+		pv.stampFresh(f, &f.after.Items[i], rm)
 	}
+}
+
+// removedLines are the facts of a file's before that its after does not
+// hold as they were; taken marks those a fresh line was found to be.
+type removedLines struct {
+	lines []memline.Line
+	taken []bool
+}
+
+// byID is the removed line with id, -1 when none.
+func (rm *removedLines) byID(id string) int {
+	for j, r := range rm.lines {
+		if id != "" && !rm.taken[j] && r.ID == id {
+			return j
+		}
+	}
+	return -1
+}
+
+// byKey is the removed line stating the same fact as text, -1 when none.
+func (rm *removedLines) byKey(text string) int {
+	for j, r := range rm.lines {
+		if !rm.taken[j] && memline.Key(r.Text) == memline.Key(text) {
+			return j
+		}
+	}
+	return -1
+}
+
+// stampFresh stamps one new or changed fact of f: a line the edits left
+// with its id is that line, edited (unless a finding named the id as
+// replaced: then it is a new line that replaces it); a line stating the
+// same fact as a removed one keeps its metadata; any other line is new,
+// and replaces the lines it names (replaces:, written by the model — or,
+// when it named none, those its finding named).
+func (pv *provenance) stampFresh(f *editedFile, it *memline.Item, rm *removedLines) {
+	l := it.Line
+	// The program keeps these words; a model that copies them is not the
+	// judge of them.
+	l.Out, l.Why, l.SupersededBy = "", "", ""
+	w := words(l.Text)
+	fd := pv.finding(w)
+	if fd >= 0 {
+		pv.used[fd] = true
+	}
+	old := rm.byID(l.ID)
+	if old >= 0 && pv.named(l.ID) && memline.Key(rm.lines[old].Text) != memline.Key(l.Text) {
+		// Corrected in place, its comment kept: a new line replaces it.
+		rm.taken[old] = true
+		l.Replaces = appendNew(l.Replaces, l.ID)
+		l.ID = ""
+		pv.stampNew(f, it, l, w, fd, rm)
+		return
+	}
+	if old < 0 {
+		old = rm.byKey(l.Text)
+	}
+	if old < 0 {
+		l.ID = "" // an id copied from another line is not this one's
+		pv.stampNew(f, it, l, w, fd, rm)
+		return
+	}
+	// The same line rewritten, or the same fact: its metadata stays (a
+	// model that copies a line without its comment must not reset its
+	// age, nor its id).
+	rm.taken[old] = true
+	r := rm.lines[old]
+	hadMeta := r.HasMeta() || l.HasMeta()
+	if !hadMeta && r.ID == "" {
+		return // a hand-written line moved: left as it is
+	}
+	if l.Priority == "" {
+		l.Priority = r.Priority
+	}
+	l.Date, l.Sources = r.Date, r.Sources
+	if r.ID != "" {
+		l.ID = r.ID
+	}
+	if len(l.Replaces) == 0 {
+		l.Replaces = r.Replaces
+	}
+	if fd >= 0 && hadMeta {
+		l.Confirm(pv.day, pv.sourcesOf(w, fd)...)
+	}
+	pv.set(f, it, l)
+}
+
+// stampNew stamps a new line: today's date, the entries it came from, the
+// priority the model wrote, else its finding's, else that of a line it
+// replaces, else durable.
+func (pv *provenance) stampNew(f *editedFile, it *memline.Item, l memline.Line, w wordSet, fd int, rm *removedLines) {
+	if len(l.Replaces) == 0 && fd >= 0 {
+		// The model wrote no replaces:; the finding the line was written
+		// for names what it replaces (the finding decides, by id).
+		l.Replaces = slices.Clone(pv.findings[fd].Replaces)
+	}
+	prio := l.Priority
+	if prio == "" && fd >= 0 {
+		prio = pv.findings[fd].Priority
+	}
+	for _, id := range l.Replaces {
+		if j := rm.byIDAny(id); prio == "" && j >= 0 {
+			prio = rm.lines[j].Priority
+		}
+	}
+	if prio == "" {
+		prio = memline.Durable
+	}
+	l.Priority = prio
+	l.Date, l.Sources = "", nil
+	l.Confirm(pv.day, pv.sourcesOf(w, fd)...)
+	pv.set(f, it, l)
+}
+
+// byIDAny is the removed line with id, taken or not; -1 when none.
+func (rm *removedLines) byIDAny(id string) int {
+	for j, r := range rm.lines {
+		if r.ID == id {
+			return j
+		}
+	}
+	return -1
+}
+
+// named reports whether a finding of the batch named id as replaced.
+func (pv *provenance) named(id string) bool {
+	for _, f := range pv.findings {
+		if slices.Contains(f.Replaces, id) {
+			return true
+		}
+	}
+	return false
+}
+
+func appendNew(list []string, id string) []string {
+	if slices.Contains(list, id) {
+		return list
+	}
+	return append(slices.Clone(list), id)
 }
 
 // confirm dates the line finding i restates, if the file holds one with
@@ -315,14 +399,15 @@ func retire(f *memline.File, day time.Time, days int) []memline.Line {
 
 // upkeep keeps the metadata of the scope's memory lines up to date after
 // phase 2 (applied: the findings it applied), comparing the batch's copy
-// of the files with the commit it was made from, and retires expired
-// ephemeral lines to cold memory, in the copy: the step commits both.
+// of the files with the commit it was made from: stamping, ids, what
+// corrections superseded, and the retirement of expired ephemeral lines to
+// cold memory, in the copy: the step commits it all.
 func (b *batch) upkeep(applied []finding) error {
 	d, st := b.d, b.stage
 	day := d.now()
 	pv := newProvenance(day, b.entries, applied)
 	var files []*editedFile
-	for _, rel := range workspace.MemoryFiles() {
+	for _, rel := range memory.HotFiles() {
 		cur, err := st.read(rel)
 		if err != nil {
 			return fmt.Errorf("read %s: %w", rel, err)
@@ -332,21 +417,16 @@ func (b *batch) upkeep(applied []finding) error {
 		}
 		files = append(files, &editedFile{rel: rel, before: memline.ParseFile(st.orig[rel]), after: memline.ParseFile(cur)})
 	}
+	cold, err := readCold(st.root)
+	if err != nil {
+		return err
+	}
 	pv.stamp(files)
-	var moved []coldSection
 	// A restored deep Dream holds: what it brought back is not retired
 	// again until the memory grows past the hold.
 	held := b.h != nil && b.h.scope(b.scope).DeepHeld > 0
-	for _, f := range files {
-		if held {
-			break
-		}
-		if out := retire(f.after, day, d.cfg.EphemeralDays); out != nil {
-			f.changed = true
-			moved = append(moved, coldSection{from: f.rel, reason: reasonExpired(d.cfg.EphemeralDays), lines: out})
-		}
-	}
-	if err := appendCold(st.root, day, moved); err != nil {
+	moved := keepLines(day, d.cfg.EphemeralDays, files, cold.f, b.named, held)
+	if err := cold.write(st.root, day, d.cfg.EphemeralDays, moved); err != nil {
 		return err
 	}
 	for _, f := range files {
@@ -359,6 +439,76 @@ func (b *batch) upkeep(applied []finding) error {
 	}
 	b.rep.ColdLines += coldCount(moved)
 	return nil
+}
+
+// keepLines is the bookkeeping after the stamping of a change to a
+// scope's hot files (files, with cold its cold memory): the lines Dream
+// stamped get an id, what the change's corrections replaced is superseded
+// (supersede), and expired ephemeral lines retire (unless held: a restored
+// deep Dream holds). It returns what leaves the hot
+// files for cold memory, and marks the files it changed.
+func keepLines(day time.Time, days int, files []*editedFile, cold *memline.File, named map[string]namedLine, held bool) []coldSection {
+	taken := idSet{}
+	for _, f := range files {
+		taken.addFiles(f.before, f.after)
+	}
+	taken.addFiles(cold)
+	for id := range named {
+		taken[id] = true
+	}
+	g := newIDGiver(taken)
+	for _, f := range files {
+		// The lines Dream wrote or stamped this time (not as before)
+		// get an id; the others keep none until then (or the next deep
+		// Dream), so a Dream's commit shows its own changes.
+		was := map[string]int{}
+		for _, it := range f.before.Items {
+			was[it.Raw]++
+		}
+		stamped := func(it memline.Item) bool {
+			if was[it.Raw] > 0 {
+				was[it.Raw]--
+				return it.Line.ID != ""
+			}
+			return true
+		}
+		if g.file(f.after, true, stamped) {
+			f.changed = true
+		}
+	}
+	moved, hotChanged, _ := supersede(files, cold, goneLines(files), named)
+	for i, ch := range hotChanged {
+		files[i].changed = files[i].changed || ch
+	}
+	for _, f := range files {
+		if held {
+			break // a restored deep Dream's lines are not retired again yet
+		}
+		if out := retire(f.after, day, days); out != nil {
+			f.changed = true
+			g.lines(out)
+			moved = append(moved, coldSection{from: f.rel, why: memline.Aged, lines: out})
+		}
+	}
+	return moved
+}
+
+// goneLines are the facts the change removed from the hot files, by id:
+// those of before whose id no file holds after it.
+func goneLines(files []*editedFile) map[string]goneLine {
+	after := idSet{}
+	for _, f := range files {
+		after.addFiles(f.after)
+	}
+	out := map[string]goneLine{}
+	for _, f := range files {
+		for _, i := range f.before.Facts() {
+			if l := f.before.Items[i].Line; l.ID != "" && !after[l.ID] {
+				out[l.ID] = goneLine{rel: f.rel, line: l}
+			}
+		}
+	}
+	return out
 }
 
 // writeKeepingMode replaces rel with data, keeping its permission bits (a

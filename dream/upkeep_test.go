@@ -1,6 +1,7 @@
 package dream
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -61,11 +62,40 @@ func TestStampNewChangedAndConfirmedLines(t *testing.T) {
 			want:   "# User\n- Ana moved to Porto. <!-- durable 2026-11-26 src:8 -->\n",
 		},
 		{
-			name:     "a correction replaces the value and the date, keeps the priority and the old sources",
-			before:   "# User\n- Ana lives in Lisbon. <!-- permanent 2026-01-02 src:3 -->\n- Bob is here. <!-- durable 2026-01-02 src:4 -->\n",
-			after:    "# User\n- Ana lives in Porto. \n- Bob is here. <!-- durable 2026-01-02 src:4 -->\n",
-			findings: []finding{{Tag: tagUser, Text: "Ana lives in Porto now", Correction: true}},
-			want:     "# User\n- Ana lives in Porto. <!-- permanent 2026-11-26 src:3,8 -->\n- Bob is here. <!-- durable 2026-01-02 src:4 -->\n",
+			name:     "a correction names the line it replaces: today's date and entries, the old line's priority",
+			before:   "# User\n- Ana lives in Lisbon. <!-- permanent 2026-01-02 src:3 id:7f3a -->\n- Bob is here. <!-- durable 2026-01-02 src:4 -->\n",
+			after:    "# User\n- Ana lives in Porto. <!-- replaces:7f3a -->\n- Bob is here. <!-- durable 2026-01-02 src:4 -->\n",
+			findings: []finding{{Tag: tagUser, Text: "Ana lives in Porto now", Correction: true, Replaces: []string{"7f3a"}}},
+			want:     "# User\n- Ana lives in Porto. <!-- permanent 2026-11-26 src:8 replaces:7f3a -->\n- Bob is here. <!-- durable 2026-01-02 src:4 -->\n",
+		},
+		{
+			name:     "a line the model wrote without replaces: names what its finding named",
+			before:   "# User\n- Ana lives in Lisbon. <!-- durable 2026-01-02 src:3 id:7f3a -->\n",
+			after:    "# User\n- Ana lives in Porto.\n",
+			findings: []finding{{Tag: tagUser, Text: "Ana lives in Porto now", Replaces: []string{"7f3a"}}},
+			want:     "# User\n- Ana lives in Porto. <!-- durable 2026-11-26 src:8 replaces:7f3a -->\n",
+		},
+		{
+			name:     "a line corrected in place, its comment kept, when a finding named its id: a new line replacing it",
+			before:   "# User\n- Ana lives in Lisbon. <!-- ephemeral 2026-01-02 src:3 id:7f3a -->\n",
+			after:    "# User\n- Ana lives in Porto. <!-- ephemeral 2026-01-02 src:3 id:7f3a -->\n",
+			findings: []finding{{Tag: tagUser, Text: "Ana lives in Porto now", Replaces: []string{"7f3a"}}},
+			want:     "# User\n- Ana lives in Porto. <!-- ephemeral 2026-11-26 src:8 replaces:7f3a -->\n",
+		},
+		{
+			name:   "a line rewritten with its id kept, no finding naming it: the same line, edited",
+			before: "# User\n- Bob likes tea. <!-- durable 2026-01-02 src:4 id:7f3a -->\n",
+			after:  "# User\n- Bob likes black tea. <!-- durable 2026-01-02 src:4 id:7f3a -->\n",
+			want:   "# User\n- Bob likes black tea. <!-- durable 2026-01-02 src:4 id:7f3a -->\n",
+		},
+		{
+			// Before ids, a new line that shared most words with a removed
+			// one was taken for its replacement and given its sources and
+			// priority: words decided what a correction replaced.
+			name:   "a new line that shares words with a removed one is not taken for it",
+			before: "# User\n- Ana's office is Harbour. <!-- permanent 2026-01-02 src:3 id:7f3a -->\n",
+			after:  "# User\n- Ana's office is Canal Road.\n",
+			want:   "# User\n- Ana's office is Canal Road. <!-- durable 2026-11-26 src:7,8,9,10 -->\n",
 		},
 		{
 			name:   "a line rewritten without its comment keeps its metadata",
@@ -171,10 +201,11 @@ func TestEphemeralRetiresPermanentStays(t *testing.T) {
 		"- Ana is in Lisbon until Friday.\n- Ana wants answers in Portuguese, always.",
 		"[USER] [ephemeral] Ana is in Lisbon until Friday\n[USER] [permanent] Ana wants answers in Portuguese",
 		"- Name: Ana.\n", "- Name: Ana.\n- Ana is in Lisbon until Friday.\n- Ana wants answers in Portuguese.\n")
-	if got := e.lineOf("USER.md", "Lisbon"); got != "- Ana is in Lisbon until Friday. <!-- ephemeral 2026-01-05 src:1 -->" {
+	lisbon := e.lineOf("USER.md", "Lisbon")
+	if got := noIDs(lisbon); got != "- Ana is in Lisbon until Friday. <!-- ephemeral 2026-01-05 src:1 -->" {
 		t.Fatalf("Lisbon line = %q", got)
 	}
-	if got := e.lineOf("USER.md", "Portuguese"); got != "- Ana wants answers in Portuguese. <!-- permanent 2026-01-05 src:1 -->" {
+	if got := noIDs(e.lineOf("USER.md", "Portuguese")); got != "- Ana wants answers in Portuguese. <!-- permanent 2026-01-05 src:1 -->" {
 		t.Fatalf("Portuguese line = %q", got)
 	}
 
@@ -191,7 +222,9 @@ func TestEphemeralRetiresPermanentStays(t *testing.T) {
 		t.Errorf("the expired plan is still in USER.md: %q", got)
 	}
 	cold := e.read("memory/COLD.md")
-	if !strings.Contains(cold, "## 2026-02-05, from USER.md: retired: ephemeral, last confirmed more than 30 days ago\n\n- Ana is in Lisbon until Friday. <!-- ephemeral 2026-01-05 src:1 -->\n") {
+	// Cold memory says when it left and why, and the line keeps its id.
+	l, _ := memline.Parse(lisbon)
+	if !strings.Contains(cold, "## 2026-02-05, from USER.md: aged out: ephemeral, last confirmed more than 30 days ago\n\n- Ana is in Lisbon until Friday. <!-- ephemeral 2026-01-05 src:1 id:"+l.ID+" out:2026-02-05 why:aged -->\n") {
 		t.Errorf("cold memory:\n%s", cold)
 	}
 	if rep.ColdLines != 1 {
@@ -208,7 +241,7 @@ func TestEphemeralRetiresPermanentStays(t *testing.T) {
 
 	// Years later the permanent preference is still in hot memory.
 	e.dreamOn("2029-06-01", "- Ana uses Zig.", "[USER] Ana uses Zig", "- Name: Ana.\n", "- Name: Ana.\n- Ana uses Zig.\n")
-	if got := e.lineOf("USER.md", "Portuguese"); got != "- Ana wants answers in Portuguese. <!-- permanent 2026-01-05 src:1 -->" {
+	if got := noIDs(e.lineOf("USER.md", "Portuguese")); got != "- Ana wants answers in Portuguese. <!-- permanent 2026-01-05 src:1 -->" {
 		t.Errorf("the permanent line after years: %q", got)
 	}
 	if st, err := e.repo.Status(nil); err != nil || !st.Empty() {
@@ -216,24 +249,29 @@ func TestEphemeralRetiresPermanentStays(t *testing.T) {
 	}
 }
 
-// A correction months later replaces the old value and its date.
+// A correction months later replaces the old value and its date: phase 1
+// names the id of the line it replaces, phase 2 writes the new line in its
+// place, and the old line goes to cold memory marked superseded by it.
 func TestCorrectionReplacesValueAndDate(t *testing.T) {
 	e := newEnv(t)
 	e.dreamOn("2026-01-05", "- Ana lives in Lisbon.", "[USER] Ana lives in Lisbon",
 		"- Name: Ana.\n", "- Name: Ana.\n- Ana lives in Lisbon.\n")
 	old := e.lineOf("USER.md", "Lisbon")
-	if old != "- Ana lives in Lisbon. <!-- durable 2026-01-05 src:1 -->" {
+	was, _ := memline.Parse(old)
+	if noIDs(old) != "- Ana lives in Lisbon. <!-- durable 2026-01-05 src:1 -->" || was.ID == "" {
 		t.Fatalf("first line = %q", old)
 	}
-	e.dreamOn("2026-05-20", "- Ana moved to Porto; she no longer lives in Lisbon.", "[USER] [correction] Ana lives in Porto",
-		old+"\n", "- Ana lives in Porto.\n")
+	e.dreamOn("2026-05-20", "- Ana moved to Porto; she no longer lives in Lisbon.", "[USER] [replaces:"+was.ID+"] Ana lives in Porto",
+		old+"\n", "- Ana lives in Porto. <!-- replaces:"+was.ID+" -->\n")
 	if got := e.lineOf("USER.md", "Lisbon"); got != "" {
 		t.Errorf("the old value is still there: %q", got)
 	}
-	if got := e.lineOf("USER.md", "Porto"); got != "- Ana lives in Porto. <!-- durable 2026-05-20 src:1,2 -->" {
-		t.Errorf("corrected line = %q", got)
+	now, _ := memline.Parse(e.lineOf("USER.md", "Porto"))
+	if now.Text != "Ana lives in Porto." || now.Date != "2026-05-20" || !slices.Equal(now.Sources, []int{2}) || now.ID == "" || !slices.Equal(now.Replaces, []string{was.ID}) {
+		t.Errorf("corrected line = %+v", now)
 	}
-	if cold, err := readOptional(e.ws, "memory/COLD.md"); err != nil || strings.Contains(cold, "Lisbon") {
-		t.Errorf("a corrected line is not retired to cold memory: %q, %v", cold, err)
+	gone, _ := memline.Parse(e.lineOf("memory/COLD.md", "Lisbon"))
+	if gone.ID != was.ID || gone.SupersededBy != now.ID || gone.Why != memline.Replaced || gone.Out != "2026-05-20" || gone.Date != "2026-01-05" {
+		t.Errorf("the old line in cold memory: %+v", gone)
 	}
 }

@@ -105,6 +105,9 @@ func fitScope(rels, texts []string, budget int, counter TokenCounter) (hotPart, 
 			continue
 		}
 		for i, it := range memline.ParseFile([]byte(text)).Items {
+			if memory.Superseded(it) {
+				continue // no longer current: never shown as if it were
+			}
 			s, dated := memory.ShownLine(it)
 			hl := hotLine{file: fi, index: i, text: s, dated: dated}
 			trimmed := strings.TrimSpace(it.Raw)

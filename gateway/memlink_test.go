@@ -44,3 +44,20 @@ func TestAMemoryLinkIsNeverFollowed(t *testing.T) {
 		t.Errorf("/why followed a link: %+v", ms)
 	}
 }
+
+// A line a later one replaced is no longer current: left in a memory file
+// (a hand edit, a restore), the prompt does not show it, nor count it.
+func TestPromptNeverShowsASupersededLine(t *testing.T) {
+	ws := t.TempDir()
+	team := slackTeam.Home()
+	writeMemory(t, ws, team, workspace.User, "# Users\n\n- Ana's office is Harbour. <!-- durable 2026-10-01 id:00b1 superseded-by:00c2 -->\n"+
+		"- Ana's office is Canal Road. <!-- durable 2026-12-01 id:00c2 replaces:00b1 -->\n")
+	p := NewPromptBuilder(ws, nil, nil)
+	prompt := p.Fixed(MemoryView{Audience: slackTeam, Scopes: []audience.Scope{team}})
+	if strings.Contains(prompt, "Harbour") || !strings.Contains(prompt, "- Ana's office is Canal Road. (Dec 2026)") {
+		t.Errorf("the prompt:\n%s", prompt)
+	}
+	if u := p.HotUsage(team); u.Total != 1 { // the current line alone
+		t.Errorf("usage %+v", u)
+	}
+}

@@ -43,14 +43,19 @@ type WhyMatch struct {
 	// scopes; Gone those no longer in the archive (compacted).
 	Sources      []history.Entry
 	Hidden, Gone int
+	// Superseded, for a line a later one replaced, says so and what
+	// stands for it now (memory.SupersededNote); "" for a current line.
+	Superseded string
 }
 
 // FindWhy returns the lines of the memory files and cold memory of scopes
-// (memory.TierFiles, read through mem) that hold every word of query
-// (letters and digits, any case), at most limit of them (hot memory first,
-// in file order), with their sources read through hist (nil: none are
-// looked up), and how many lines matched in all. A file still as the
-// template made it is not searched: its lines are examples, not memories.
+// (memory.TierFiles, read through mem) that hold every word of query as a
+// whole word (letters and digits, any case: "Ana" is not in "Banana"), at
+// most limit of them (hot memory first, in file order), with their sources
+// read through hist (nil: none are looked up) and, for a line a later one
+// replaced, what stands for it now; and how many lines matched in all. A
+// file still as the template made it is not searched: its lines are
+// examples, not memories.
 func FindWhy(mem *memory.Memory, scopes []audience.Scope, query string, limit int, hist Provenance) ([]WhyMatch, int, error) {
 	words := whyWords(query)
 	if len(words) == 0 {
@@ -59,6 +64,7 @@ func FindWhy(mem *memory.Memory, scopes []audience.Scope, query string, limit in
 	var out []WhyMatch
 	total := 0
 	for _, s := range scopes {
+		files := map[string]*memline.File{}
 		for _, rel := range memory.TierFiles() {
 			data, err := mem.Read(s, rel)
 			if errors.Is(err, fs.ErrNotExist) {
@@ -70,13 +76,20 @@ func FindWhy(mem *memory.Memory, scopes []audience.Scope, query string, limit in
 			if rel != memory.Cold && memory.SameAsTemplate(rel, data) {
 				continue
 			}
-			for _, it := range memline.ParseFile(data).Items {
+			files[rel] = memline.ParseFile(data)
+		}
+		facts := memory.FactsOf(files)
+		for _, rel := range memory.TierFiles() {
+			if files[rel] == nil {
+				continue
+			}
+			for _, it := range files[rel].Items {
 				if !it.Fact || !holdsAll(it.Line.Text, words) {
 					continue
 				}
 				total++
 				if len(out) < limit {
-					out = append(out, WhyMatch{Scope: s, File: rel, Line: it.Line})
+					out = append(out, WhyMatch{Scope: s, File: rel, Line: it.Line, Superseded: memory.SupersededNote(it.Line, facts)})
 				}
 			}
 		}
@@ -131,10 +144,15 @@ func whyWords(query string) []string {
 	})
 }
 
+// holdsAll reports whether text holds every one of words as a word of its
+// own (whyWords' words: a word inside another is not it).
 func holdsAll(text string, words []string) bool {
-	text = strings.ToLower(text)
+	has := map[string]bool{}
+	for _, w := range whyWords(text) {
+		has[w] = true
+	}
 	for _, w := range words {
-		if !strings.Contains(text, w) {
+		if !has[w] {
 			return false
 		}
 	}
@@ -160,7 +178,14 @@ func WhyText(query string, ms []WhyMatch, total int, where func(WhyMatch) string
 		b.WriteString(":")
 	}
 	for _, m := range ms {
-		fmt.Fprintf(&b, "\n\n- %s\n  %s, %s — %s", m.Line.Text, m.Line.Effective(), confirmed(m.Line), where(m))
+		fmt.Fprintf(&b, "\n\n- %s", m.Line.Text)
+		if m.Superseded != "" {
+			b.WriteString("\n  " + m.Superseded)
+		}
+		fmt.Fprintf(&b, "\n  %s, %s — %s", m.Line.Effective(), confirmed(m.Line), where(m))
+		if why := memory.Why(m.Line); why != "" && m.File == memory.Cold {
+			b.WriteString("\n  " + why)
+		}
 		if len(m.Line.Sources) == 0 {
 			b.WriteString("\n  No recorded source: written by hand, or before Dream recorded where lines come from.")
 			continue

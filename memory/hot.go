@@ -26,15 +26,20 @@ type Counter interface {
 }
 
 // ShownLine is one line of a memory file as a prompt shows it: a fact
-// with metadata without its comment and followed by its date
+// with a comment of ours without it and followed by its date
 // (memline.Line.Shown); anything else as written. dated says whether a
-// date was added.
+// date was added. A superseded fact is not shown at all (Superseded).
 func ShownLine(it memline.Item) (text string, dated bool) {
-	if !it.Fact || !it.Line.HasMeta() {
+	if !it.Fact || !it.Line.HasComment() {
 		return it.Raw, false
 	}
 	return it.Line.Shown()
 }
+
+// Superseded reports a fact another line replaced: it is no longer
+// current, so no prompt shows it (a hand edit or a restore may leave one
+// in a hot file) and it costs nothing there.
+func Superseded(it memline.Item) bool { return it.Fact && it.Line.Superseded() }
 
 // LineCost is what a line shown as text costs in a prompt: its tokens and
 // one for its line break, which bounds the tokens of the lines joined.
@@ -49,6 +54,9 @@ func Cost(c Counter, texts ...string) int {
 			continue
 		}
 		for _, it := range memline.ParseFile([]byte(text)).Items {
+			if Superseded(it) {
+				continue
+			}
 			line, _ := ShownLine(it)
 			n += LineCost(c, line)
 		}

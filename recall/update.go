@@ -397,7 +397,13 @@ func (x *Index) updateCold(w *writer) (int, error) {
 			continue
 		}
 		seen[s] = true
+		// A cold line shows what replaced it, which may stand in a hot
+		// file: a change there shows anew.
 		stamp := v.String()
+		for _, rel := range memory.HotFiles() {
+			hv, _ := mem.Files().Version(s, rel)
+			stamp += "|" + hv.String()
+		}
 		if known[string(s)] == stamp {
 			continue
 		}
@@ -406,10 +412,14 @@ func (x *Index) updateCold(w *writer) (int, error) {
 			x.logger.Warn("cannot read a cold-memory file; left as indexed", "scope", string(s), "err", err)
 			continue
 		}
+		facts, err := mem.Facts(s)
+		if err != nil {
+			x.logger.Warn("cannot read a scope's memory to show what replaced its cold lines", "scope", string(s), "err", err)
+		}
 		if err := w.dropCold(s); err != nil {
 			return n, err
 		}
-		k, err := w.addCold(s, string(data), v.Mod)
+		k, err := w.addCold(s, string(data), v.Mod, facts)
 		n += k
 		if err != nil {
 			return n, err

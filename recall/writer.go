@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/dreamgate/dreamgate/audience"
+	"github.com/dreamgate/dreamgate/memory"
+	"github.com/dreamgate/dreamgate/memory/memline"
 )
 
 // doc is one indexed entry, message or cold-memory line.
@@ -276,9 +278,32 @@ func lineDate(line string) (time.Time, bool) {
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
+// coldText is a cold-memory line as a search shows it: a fact without its
+// comment, saying when and why it left hot memory and, when a later line
+// replaced it, that it is no longer current and what is (facts: the
+// scope's; nil knows none); any other line as written.
+func coldText(line string, facts *memory.Facts) string {
+	l, ok := memline.Parse(line)
+	if !ok || !l.HasComment() {
+		return line
+	}
+	text := "- " + l.Text
+	if facts == nil {
+		facts = memory.FactsOf(nil)
+	}
+	if note := memory.SupersededNote(l, facts); note != "" {
+		text += " (" + note + ")"
+	}
+	if why := memory.Why(l); why != "" {
+		text += " [" + why + "]"
+	}
+	return text
+}
+
 // addCold indexes each non-blank line of a cold-memory file, dated by the
-// date it carries or else by the file's modification time.
-func (w *writer) addCold(s audience.Scope, text string, mod time.Time) (int, error) {
+// date it carries or else by the file's modification time: a fact as
+// coldText writes it (facts: the scope's, to say what replaced it).
+func (w *writer) addCold(s audience.Scope, text string, mod time.Time, facts *memory.Facts) (int, error) {
 	n := 0
 	for i, line := range strings.Split(text, "\n") {
 		line = strings.TrimSpace(line)
@@ -289,7 +314,7 @@ func (w *writer) addCold(s audience.Scope, text string, mod time.Time) (int, err
 		if t, ok := lineDate(line); ok {
 			at = t.Unix()
 		}
-		if err := w.add(s, doc{kind: kindCold, at: at, pos: i + 1, text: line}); err != nil {
+		if err := w.add(s, doc{kind: kindCold, at: at, pos: i + 1, text: coldText(line, facts)}); err != nil {
 			return n, err
 		}
 		n++

@@ -121,10 +121,14 @@ func budgetLine(u *usageView) string {
 }
 
 func factClass(l lineView) string {
+	c := "fact"
 	if l.Indent {
-		return "fact indent"
+		c += " indent"
 	}
-	return "fact"
+	if l.Superseded != "" {
+		c += " old"
+	}
+	return c
 }
 
 func orUnknown(s string) string {

@@ -75,6 +75,10 @@ type lineView struct {
 	Priority, Date, Sources string
 	NSources                int
 	Indent                  bool
+	// Superseded, for a line a later one replaced, says so and what
+	// stands for it now (NowURL links it when it is a hot file's line);
+	// Why, for a cold line, when and why it left hot memory.
+	Superseded, NowURL, Why string
 }
 
 // viewerScopes are the scopes the viewer reads, widest first: for the
@@ -121,8 +125,13 @@ func (s *Server) memoryScope(w http.ResponseWriter, r *http.Request, v *Viewer) 
 	nm := s.namer(r)
 	defer nm.done()
 	d := memoryData{Name: scopeName(sc), Label: s.scopeLabel(nm, sc)}
+	facts, err := s.deps.Memory.Facts(sc)
+	if err != nil {
+		s.failed(w, r, v, "memory file", err)
+		return
+	}
 	for _, rel := range memory.HotFiles() {
-		f, err := s.readMemoryFile(sc, rel)
+		f, err := s.readMemoryFile(sc, rel, facts)
 		if err != nil {
 			s.failed(w, r, v, "memory file", err)
 			return
@@ -130,7 +139,7 @@ func (s *Server) memoryScope(w http.ResponseWriter, r *http.Request, v *Viewer) 
 		d.Files = append(d.Files, f)
 	}
 	d.ColdPage = max(1, atoi(r.URL.Query().Get("cold")))
-	cold, pages, err := s.readCold(sc, d.ColdPage)
+	cold, pages, err := s.readCold(sc, d.ColdPage, facts)
 	if err != nil {
 		s.failed(w, r, v, "cold memory", err)
 		return
@@ -146,7 +155,7 @@ func (s *Server) memoryScope(w http.ResponseWriter, r *http.Request, v *Viewer) 
 
 // readMemoryFile reads one of scope sc's files (rel within its folder) as
 // lines; a missing file is one that does not exist yet.
-func (s *Server) readMemoryFile(sc audience.Scope, rel string) (fileView, error) {
+func (s *Server) readMemoryFile(sc audience.Scope, rel string, facts *memory.Facts) (fileView, error) {
 	f := fileView{Rel: rel, Title: fileTitle(rel)}
 	data, err := s.read(sc, rel)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -156,13 +165,13 @@ func (s *Server) readMemoryFile(sc audience.Scope, rel string) (fileView, error)
 		return f, err
 	}
 	f.Exists = true
-	f.Lines = lineViews(sc, rel, memline.ParseFile(data).Items, 0)
+	f.Lines = lineViews(sc, rel, memline.ParseFile(data).Items, 0, facts)
 	return f, nil
 }
 
 // readCold reads page (from 1) of scope sc's cold memory, and how many
 // pages it has.
-func (s *Server) readCold(sc audience.Scope, page int) (fileView, int, error) {
+func (s *Server) readCold(sc audience.Scope, page int, facts *memory.Facts) (fileView, int, error) {
 	f := fileView{Rel: memory.Cold, Title: "Cold memory"}
 	data, err := s.read(sc, memory.Cold)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -182,7 +191,7 @@ func (s *Server) readCold(sc audience.Scope, page int) (fileView, int, error) {
 	from := (page - 1) * coldPageLines
 	to := min(from+coldPageLines, len(lines))
 	items := memline.ParseFile([]byte(strings.Join(lines[from:to], "\n"))).Items
-	f.Lines = lineViews(sc, memory.Cold, items, from)
+	f.Lines = lineViews(sc, memory.Cold, items, from, facts)
 	return f, pages, nil
 }
 
@@ -191,9 +200,11 @@ func (s *Server) read(sc audience.Scope, rel string) ([]byte, error) {
 }
 
 // lineViews turns items (starting at line offset+1 of their file) into
-// lines for the page. Code fences are kept as written, facts inside them
-// included: they are not facts.
-func lineViews(sc audience.Scope, rel string, items []memline.Item, offset int) []lineView {
+// lines for the page; a fact a later one replaced says so and what stands
+// for it now (facts: the scope's), a cold one when and why it left. Code
+// fences are kept as written, facts inside them included: they are not
+// facts.
+func lineViews(sc audience.Scope, rel string, items []memline.Item, offset int, facts *memory.Facts) []lineView {
 	out := make([]lineView, 0, len(items))
 	fence := false
 	for i, it := range items {
@@ -219,6 +230,13 @@ func lineViews(sc audience.Scope, rel string, items []memline.Item, offset int) 
 			if len(l.Sources) > 0 {
 				lv.NSources = len(l.Sources)
 				lv.Sources = entriesURL(sc, l.Sources)
+			}
+			lv.Superseded = memory.SupersededNote(l, facts)
+			if now, ok := facts.Now(l); ok && now.File != memory.Cold {
+				lv.NowURL = "#" + anchor(now.File, now.N)
+			}
+			if rel == memory.Cold {
+				lv.Why = memory.Why(l)
 			}
 		default:
 			lv.Kind = "text"

@@ -349,6 +349,7 @@ func (a *app) dreamer() (*dream.Dreamer, error) {
 		Observer:    a.dreamObserver(),
 		Logger:      a.logger.With("component", "dream"),
 		Hook:        a.afterWrite, // the test-only kill switch (testkill.go)
+		Now:         a.now,        // the test-only clock (testclock.go); nil: the real one
 	})
 }
 

@@ -13,9 +13,9 @@ import (
 // clock start at <start> and move <step> forward at every read, so that a
 // scripted conversation played in seconds crosses minutes as a person's
 // would: the time in the prompt, the times the gateway stamps, its idle
-// checks. Channels still stamp the messages they receive with the real
-// time, so with the switch on, idle archiving (which compares the two)
-// should be off. Anything malformed is refused with a warning and leaves
+// checks, the dates Dream gives memory lines. Channels still stamp the
+// messages they receive with the real time, so with the switch on, idle
+// archiving (which compares the two) should be off. Anything malformed is refused with a warning and leaves
 // the real clock.
 const testClockEnv = "DREAMGATE_TEST_CLOCK"
 

@@ -24,8 +24,12 @@ import (
 //     when there is none. Assistant lines are never evidence.
 //   - Dream analysis (no tools, "## Archive entries"): each archived "- "
 //     line becomes one finding, by the first rule that fits:
-//     "forget [about] [my|the] X" gives [FILE-REMOVE] X; "…, not X" gives
-//     [FILE-REMOVE] X and the rest of the sentence tagged by the next rules;
+//     "forget [about] [my|the] X" gives [FILE-REMOVE] X; "…, not X" is a
+//     correction: the rest of the sentence, tagged by the next rules, with
+//     [replaces:<ids>] naming every current memory line shown (the files
+//     and the cold memory below them) that holds the word X, as a careful
+//     model names what a correction replaces — or, when none is shown,
+//     [FILE-REMOVE] X before it;
 //     "you" or "please" gives [SOUL]; "I'm", "I am", "I live", "I moved",
 //     "I work" or "my" gives [USER]; anything else [MEMORY]. A fact tag is
 //     followed by a priority when a rule says one: [ephemeral] for a fact
@@ -36,13 +40,19 @@ import (
 //     applied in order to the files shown in the prompt (a fact is appended
 //     as a "- " line unless the file has a line stating it, whatever that
 //     line's metadata comment; a removal deletes every line containing its
-//     text, in any letter case) and sent as one edit_file call per changed
-//     file, all in one reply; after the tool results, "Done.". It writes no
-//     comment: the program keeps the lines' metadata.
+//     text, in any letter case; a finding with [replaces:<ids>] replaces
+//     the first line of a file with one of those ids (in its comment, or
+//     as the prompt's list of lines without an id says), deleting the
+//     others, or is appended when no file holds one, its line ending in
+//     "<!-- replaces:<ids> -->" as the rules ask) and sent as one
+//     edit_file call per changed file, all in one reply; after the tool
+//     results, "Done.". It writes no other comment: the program keeps the
+//     lines' metadata.
 //   - Deep Dream (no tools, "## Deep Dream"): facts that are the same
-//     (memline.Key), or the same but for their last word (a correction:
-//     "Ana lives in Lisbon." / "Ana lives in Porto."), are merged into the
-//     text of the one confirmed last; and when the request says "This pass
+//     (memline.Key) are merged into the text of the one confirmed last;
+//     facts the same but for their last word (a correction: "Ana lives in
+//     Lisbon." / "Ana lives in Porto.") are replaced by the one confirmed
+//     last (REPLACE … WITH); and when the request says "This pass
 //     must free … (about N facts)" — only then, like a small model that
 //     shrinks timidly until told firmly — the N lowest facts that are not
 //     merged or permanent move out, ephemeral before durable, oldest (or
@@ -170,10 +180,48 @@ func findingFact(line string) (tag, fact string, ok bool) {
 			for _, q := range []string{"[permanent] ", "[durable] ", "[ephemeral] ", "[correction] "} {
 				rest = strings.TrimPrefix(rest, q)
 			}
+			rest = replacesRe.ReplaceAllString(rest, "")
 			return t, rest, true
 		}
 	}
 	return "", "", false
+}
+
+// replacesRe is a finding's [replaces:<ids>].
+var replacesRe = regexp.MustCompile(`\[replaces:([0-9a-z,]+)\] `)
+
+// findingReplaces is the ids a finding line names as replaced (nil: none).
+func findingReplaces(line string) []string {
+	if m := replacesRe.FindStringSubmatch(line); m != nil {
+		return strings.Split(m[1], ",")
+	}
+	return nil
+}
+
+// shownLines are the current memory lines with an id a Dream analysis
+// prompt shows after its archive entries (the files and cold memory).
+func shownLines(prompt string) []memline.Line {
+	_, rest, _ := strings.Cut(prompt, "\n## Today")
+	var out []memline.Line
+	for _, line := range strings.Split(rest, "\n") {
+		if l, ok := memline.Parse(line); ok && l.ID != "" && !l.Superseded() {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// holdingWord is the ids of lines whose text holds word (whole, in any
+// letter case).
+func holdingWord(lines []memline.Line, word string) []string {
+	re := regexp.MustCompile(`(?i)\b` + regexp.QuoteMeta(word) + `\b`)
+	var ids []string
+	for _, l := range lines {
+		if re.MatchString(l.Text) {
+			ids = append(ids, l.ID)
+		}
+	}
+	return ids
 }
 
 // hasFact reports whether text holds a memory line stating fact (compared
@@ -209,13 +257,19 @@ func historyFacts(prompt string) []string {
 
 func memAnalyse(prompt string) string {
 	var out []string
+	shown := shownLines(prompt)
 	for _, fact := range historyFacts(prompt) {
 		if m := forgetRe.FindStringSubmatch(fact); m != nil {
 			out = append(out, "[FILE-REMOVE] "+m[1])
 			continue
 		}
+		replaces := ""
 		if m := notRe.FindStringSubmatch(fact); m != nil {
-			out = append(out, "[FILE-REMOVE] "+m[1])
+			if ids := holdingWord(shown, m[1]); len(ids) > 0 {
+				replaces = "[replaces:" + strings.Join(ids, ",") + "] "
+			} else {
+				out = append(out, "[FILE-REMOVE] "+m[1])
+			}
 			fact = strings.Replace(fact, m[0], "", 1)
 		}
 		tag := "[MEMORY] "
@@ -225,7 +279,7 @@ func memAnalyse(prompt string) string {
 		case userRe.MatchString(fact):
 			tag = "[USER] "
 		}
-		out = append(out, tag+priorityOf(tag, fact)+fact)
+		out = append(out, tag+priorityOf(tag, fact)+replaces+fact)
 	}
 	if len(out) == 0 {
 		return "[SKIP]"
@@ -261,6 +315,7 @@ func memEdit(r Request, prompt string) Reply {
 		files[k] = v
 	}
 	target := map[string]string{"[USER] ": "USER.md", "[SOUL] ": "SOUL.md", "[MEMORY] ": "memory/MEMORY.md"}
+	named := namedLines(findings)
 	for _, line := range strings.Split(findings, "\n") {
 		tag, fact, ok := findingFact(line)
 		if !ok {
@@ -279,6 +334,10 @@ func memEdit(r Request, prompt string) Reply {
 			continue
 		}
 		name := target[tag]
+		if ids := findingReplaces(line); ids != nil {
+			replaceLines(files, name, ids, named, "- "+fact+" <!-- replaces:"+strings.Join(ids, ",")+" -->")
+			continue
+		}
 		if hasFact(files[name], fact) {
 			continue
 		}
@@ -301,6 +360,64 @@ func memEdit(r Request, prompt string) Reply {
 		return Text("Nothing to change.")
 	}
 	return Reply{ToolCalls: calls}
+}
+
+// namedRe is a line of the editing prompt's list of lines without an id
+// in their file: "[id:7f3a] in USER.md: - Ana lives in Lisbon.".
+var namedRe = regexp.MustCompile(`(?m)^\[id:([0-9a-z]+)\] in (\S+): (.*)$`)
+
+// namedLines are the lines that list names, by file: the line as the file
+// holds it -> its id.
+func namedLines(prompt string) map[string]map[string]string {
+	out := map[string]map[string]string{}
+	for _, m := range namedRe.FindAllStringSubmatch(prompt, -1) {
+		if out[m[2]] == nil {
+			out[m[2]] = map[string]string{}
+		}
+		out[m[2]][m[3]] = m[1]
+	}
+	return out
+}
+
+// replaceLines puts line in place of the first line of files with one of
+// ids (in its comment, or as named says), deleting the others; when no
+// file holds one, it is appended to the file name.
+func replaceLines(files map[string]string, name string, ids []string, named map[string]map[string]string, line string) {
+	placed := false
+	for _, n := range sortedKeys(files) {
+		var kept []string
+		for _, l := range strings.Split(files[n], "\n") {
+			ml, ok := memline.Parse(l)
+			if ok && ml.ID == "" {
+				ml.ID = named[n][l]
+			}
+			if ok && ml.ID != "" && slicesContains(ids, ml.ID) {
+				if !placed {
+					kept, placed = append(kept, line), true
+				}
+				continue
+			}
+			kept = append(kept, l)
+		}
+		files[n] = strings.Join(kept, "\n")
+	}
+	if placed {
+		return
+	}
+	if files[name] == "" {
+		files[name] = line
+	} else {
+		files[name] += "\n" + line
+	}
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 // narrowEdit is the smallest edit_file turning before into after that a
@@ -354,6 +471,36 @@ type deepFact struct {
 	id, prio, date, text string
 }
 
+// deepGroupOp is the operation for facts grouped as one ("" for a single
+// fact): the same text merges into the one confirmed last; a fact the
+// same but for its last word (a correction) is replaced by the one
+// confirmed last.
+func deepGroupOp(fs []deepFact) string {
+	if len(fs) < 2 {
+		return ""
+	}
+	newest := fs[0]
+	same := true
+	ids := make([]string, len(fs))
+	for i, f := range fs {
+		ids[i] = f.id
+		if f.date >= newest.date {
+			newest = f
+		}
+		same = same && memline.Key(f.text) == memline.Key(fs[0].text)
+	}
+	if same {
+		return "MERGE " + strings.Join(ids, " ") + ": " + newest.text
+	}
+	var older []string
+	for _, id := range ids {
+		if id != newest.id {
+			older = append(older, id)
+		}
+	}
+	return "REPLACE " + strings.Join(older, " ") + " WITH " + newest.id
+}
+
 // memDeep answers a deep Dream request by MemoryModel's rules.
 func memDeep(prompt string) string {
 	var facts []deepFact
@@ -386,20 +533,12 @@ func memDeep(prompt string) string {
 	var out []string
 	merged := map[string]bool{}
 	for _, g := range order {
-		fs := groups[g]
-		if len(fs) < 2 {
-			continue
-		}
-		newest := fs[0]
-		ids := make([]string, len(fs))
-		for i, f := range fs {
-			ids[i] = f.id
-			merged[f.id] = true
-			if f.date >= newest.date {
-				newest = f
+		if op := deepGroupOp(groups[g]); op != "" {
+			out = append(out, op)
+			for _, f := range groups[g] {
+				merged[f.id] = true
 			}
 		}
-		out = append(out, "MERGE "+strings.Join(ids, " ")+": "+newest.text)
 	}
 	if m := deepMustRe.FindStringSubmatch(prompt); m != nil {
 		n, _ := strconv.Atoi(m[1])

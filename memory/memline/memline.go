@@ -1,9 +1,15 @@
 // Package memline reads and writes one line of a memory file (SOUL.md,
 // USER.md, memory/MEMORY.md, cold memory): a Markdown list item holding one
-// fact, with the fact's priority, the date it was last confirmed and the
-// history entries it came from in a trailing HTML comment:
+// fact, with the fact's priority, the date it was last confirmed, the
+// history entries it came from and its stable id in a trailing HTML
+// comment:
 //
-//   - Ana prefers dark mode. <!-- durable 2026-11-26 src:41,57 -->
+//   - Ana prefers dark mode. <!-- durable 2026-11-26 src:41,57 id:7f3a -->
+//
+// A line that corrects or merges others names them (replaces:7f3a,9b2c);
+// a line another replaced says which (superseded-by:c2d9): it is no longer
+// current, wherever it stands. A line in cold memory says when it left hot
+// memory and why (out:2026-12-01 why:budget; see Reason).
 //
 // The comment is what keeps the file readable by everyone who reads it:
 // rendered Markdown hides it, nanobot reading the raw file sees harmless
@@ -80,10 +86,31 @@ type Line struct {
 	Priority Priority
 	Date     string // DateLayout, "" when undated
 	Sources  []int  // history cursors, oldest first
+	// ID is the line's stable id ("" until Dream gives it one): it stays
+	// with the fact wherever the line moves, and other lines name it.
+	ID string
+	// Replaces are the ids of the lines this one corrected or merged.
+	Replaces []string
+	// SupersededBy is the id of the line that replaced this one: set, the
+	// line is no longer current.
+	SupersededBy string
+	// Out is the day the line left hot memory (DateLayout) and Why the
+	// reason, for a line of cold memory; both "" in the hot files.
+	Out string
+	Why Reason
 }
 
-// HasMeta reports whether the line carries any metadata.
+// HasMeta reports whether the line carries provenance: a priority, a date
+// or sources (an id alone is not provenance: a line written by hand that
+// Dream gave an id is still of unknown age and source).
 func (l Line) HasMeta() bool { return l.Priority != "" || l.Date != "" || len(l.Sources) > 0 }
+
+// HasComment reports whether the line is written with a comment of ours
+// (any metadata, an id or a cold line's words).
+func (l Line) HasComment() bool { return l.meta() != "" }
+
+// Superseded reports whether another line replaced this one.
+func (l Line) Superseded() bool { return l.SupersededBy != "" }
 
 // Effective is the line's priority, Durable when it names none.
 func (l Line) Effective() Priority {
@@ -190,6 +217,21 @@ func (l Line) meta() string {
 		}
 		parts = append(parts, "src:"+strings.Join(s, ","))
 	}
+	if l.ID != "" {
+		parts = append(parts, "id:"+l.ID)
+	}
+	if len(l.Replaces) > 0 {
+		parts = append(parts, "replaces:"+strings.Join(l.Replaces, ","))
+	}
+	if l.Out != "" {
+		parts = append(parts, "out:"+l.Out)
+	}
+	if l.Why != "" {
+		parts = append(parts, "why:"+string(l.Why))
+	}
+	if l.SupersededBy != "" {
+		parts = append(parts, "superseded-by:"+l.SupersededBy)
+	}
 	return strings.Join(parts, " ")
 }
 
@@ -252,8 +294,9 @@ func cutComment(text string) (body, meta string, ok bool) {
 	return body, strings.TrimSpace(t[i+4 : len(t)-3]), true
 }
 
-// parseMeta reads the comment's words: a priority, a date, "src:" cursors,
-// each at most once, in any order. Any other word makes it not ours.
+// parseMeta reads the comment's words: a priority, a date, "src:"
+// cursors, "id:", "replaces:", "out:", "why:" and "superseded-by:", each at
+// most once, in any order. Any other word makes it not ours.
 func parseMeta(meta string) (Line, bool) {
 	var l Line
 	words := strings.Fields(meta)
@@ -261,22 +304,42 @@ func parseMeta(meta string) (Line, bool) {
 		return Line{}, false
 	}
 	for _, w := range words {
-		switch {
-		case l.Priority == "" && isPriority(w):
-			l.Priority, _ = ParsePriority(w)
-		case l.Date == "" && isDate(w):
-			l.Date = w
-		case l.Sources == nil && strings.HasPrefix(w, "src:"):
-			src, ok := parseSources(w[len("src:"):])
-			if !ok {
-				return Line{}, false
-			}
-			l.Sources = src
-		default:
+		if !l.readWord(w) {
 			return Line{}, false
 		}
 	}
 	return l, true
+}
+
+// readWord takes one word of a comment into l; false when it is no word
+// of ours, or one l has already.
+func (l *Line) readWord(w string) bool {
+	key, val, _ := strings.Cut(w, ":")
+	switch {
+	case l.Priority == "" && isPriority(w):
+		l.Priority, _ = ParsePriority(w)
+	case l.Date == "" && isDate(w):
+		l.Date = w
+	case l.Sources == nil && key == "src":
+		src, ok := parseSources(val)
+		l.Sources = src
+		return ok
+	case l.ID == "" && key == "id" && IsID(val):
+		l.ID = val
+	case l.Replaces == nil && key == "replaces":
+		ids, ok := ParseIDs(val)
+		l.Replaces = ids
+		return ok
+	case l.Out == "" && key == "out" && isDate(val):
+		l.Out = val
+	case l.Why == "" && key == "why" && Reason(val).Known():
+		l.Why = Reason(val)
+	case l.SupersededBy == "" && key == "superseded-by" && IsID(val):
+		l.SupersededBy = val
+	default:
+		return false
+	}
+	return true
 }
 
 func isPriority(w string) bool {

@@ -121,6 +121,7 @@ func FuzzParse(f *testing.F) {
 		"- Ana prefers dark mode. <!-- durable 2026-11-26 src:41,57 -->",
 		"- x <!-- src:1 -->", "* y", "  - z <!-- permanent -->", "# h", "- <!-- -->",
 		"- a <!-- ephemeral 2026-02-29 -->", "-\t tab", "- a -->", "- <!--x-->-->",
+		"- x <!-- durable id:7f3a replaces:0001,0002 out:2026-01-01 why:merged superseded-by:abcd -->",
 	} {
 		f.Add(s)
 	}
