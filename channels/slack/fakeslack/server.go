@@ -94,6 +94,13 @@ type Config struct {
 	// conversations.members answer missing_scope, as for an app without
 	// channels:read, groups:read, mpim:read and im:read.
 	NoConversationsScope bool
+	// RetryUnacked, when set, is how long an events_api envelope waits
+	// for its ack before Slack sends the event again, as a new envelope
+	// with retry_attempt one higher, to a live connection chosen at
+	// random, up to MaxRetries times (Slack retries an unacknowledged
+	// event three times). Zero sends nothing again by itself (Retry
+	// still does).
+	RetryUnacked time.Duration
 	// Events are the app's bot event subscriptions, as its manifest's
 	// settings.event_subscriptions.bot_events lists them ("app_mention",
 	// "message.im", "message.channels", "channel_shared", …). A post
@@ -170,7 +177,10 @@ type Delivery struct {
 	Attempt    int // retry_attempt
 	Event      Event
 	At         time.Time
-	payload    json.RawMessage
+	// Conn is the connection it went to: 1 for the first that said
+	// hello, 2 for the next, and so on.
+	Conn    int
+	payload json.RawMessage
 }
 
 // Server is a running fake. Close it when done.
@@ -189,7 +199,8 @@ type Server struct {
 	deliveries  []Delivery
 	tickets     map[string]bool
 	conns       []*conn
-	current     *conn
+	live        []*conn // connections open now, in the order they said hello
+	current     *conn   // the newest live connection
 	hellos      int
 	seq         int
 	tsBase      int64
@@ -456,6 +467,19 @@ func (s *Server) WaitAcked(ctx context.Context, envelopeIDs ...string) error {
 // first connection is 1, the first reconnection 2).
 func (s *Server) WaitConnections(ctx context.Context, n int) error {
 	return s.waitFor(ctx, fmt.Sprintf("%d connections", n), func() bool { return s.hellos >= n && s.current != nil })
+}
+
+// LiveConnections counts the connections open now (Slack allows an app up
+// to 10).
+func (s *Server) LiveConnections() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.live)
+}
+
+// WaitLiveConnections waits until exactly n connections are open.
+func (s *Server) WaitLiveConnections(ctx context.Context, n int) error {
+	return s.waitFor(ctx, fmt.Sprintf("%d live connections", n), func() bool { return len(s.live) == n })
 }
 
 // WaitCalls waits until method was called at least n times.

@@ -3,7 +3,9 @@ package fakeslack
 import (
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -18,6 +20,7 @@ import (
 // conn is one Socket Mode websocket.
 type conn struct {
 	ws   *websocket.Conn
+	n    int        // its number: the first hello is 1
 	wmu  sync.Mutex // gorilla allows one writer at a time
 	done chan struct{}
 	once sync.Once
@@ -41,7 +44,9 @@ func (c *conn) writeLocked(b []byte) error {
 	return c.ws.WriteMessage(websocket.TextMessage, b)
 }
 
-// Inject sends ev as one events_api envelope on the current connection.
+// Inject sends ev as one events_api envelope on one of the live
+// connections, chosen at random as Slack chooses among an app's Socket
+// Mode connections (one connection: that one).
 func (s *Server) Inject(ev Event) (Delivery, error) {
 	s.mu.Lock()
 	if ev.TS == "" {
@@ -97,7 +102,8 @@ func (s *Server) InjectPost(ev Event) ([]Delivery, error) {
 }
 
 // Retry redelivers d's event as Slack does when an ack is late: a new
-// envelope with the same event id and retry_attempt+1.
+// envelope with the same event id and retry_attempt+1, to a live
+// connection chosen at random.
 func (s *Server) Retry(d Delivery) (Delivery, error) {
 	s.mu.Lock()
 	r := Delivery{EnvelopeID: s.nextIDLocked("env-"), EventID: d.EventID, Attempt: d.Attempt + 1, Event: d.Event, payload: d.payload}
@@ -119,14 +125,14 @@ func (s *Server) sendEnvelope(typ string, payload any, acceptsResponse bool) (st
 	if err != nil {
 		return "", err
 	}
-	c := s.currentConn()
+	c := s.pickConn()
 	if c == nil {
 		return "", ErrNotConnected
 	}
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	s.mu.Lock()
-	s.deliveries = append(s.deliveries, Delivery{EnvelopeID: id, At: time.Now()})
+	s.deliveries = append(s.deliveries, Delivery{EnvelopeID: id, At: time.Now(), Conn: c.n})
 	s.notifyLocked()
 	s.mu.Unlock()
 	return id, c.writeLocked(b)
@@ -143,13 +149,12 @@ func (s *Server) RequestDisconnect(reason string) error {
 	return c.write(b)
 }
 
-// DropConnection closes the current websocket's TCP connection without a
-// close frame, like a network failure.
+// DropConnection closes the current (newest) websocket's TCP connection
+// without a close frame, like a network failure.
 func (s *Server) DropConnection() error {
 	s.mu.Lock()
 	c := s.current
-	s.current = nil
-	s.notifyLocked()
+	s.dropLocked(c)
 	s.mu.Unlock()
 	if c == nil {
 		return ErrNotConnected
@@ -162,6 +167,33 @@ func (s *Server) currentConn() *conn {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.current
+}
+
+// pickConn chooses the connection an envelope goes to: one of the live
+// ones at random, as Slack spreads an app's events over its connections.
+func (s *Server) pickConn() *conn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.live) == 0 {
+		return nil
+	}
+	return s.live[rand.IntN(len(s.live))]
+}
+
+// dropLocked takes c out of the live connections; the newest one left
+// becomes current. s.mu must be held.
+func (s *Server) dropLocked(c *conn) {
+	if c == nil {
+		return
+	}
+	s.live = slices.DeleteFunc(s.live, func(x *conn) bool { return x == c })
+	if s.current == c {
+		s.current = nil
+		if n := len(s.live); n > 0 {
+			s.current = s.live[n-1]
+		}
+	}
+	s.notifyLocked()
 }
 
 func (s *Server) send(d Delivery) (Delivery, error) {
@@ -180,23 +212,45 @@ func (s *Server) send(d Delivery) (Delivery, error) {
 	if err != nil {
 		return Delivery{}, err
 	}
-	c := s.currentConn()
-	if c == nil {
-		return Delivery{}, ErrNotConnected
+	for {
+		c := s.pickConn()
+		if c == nil {
+			return Delivery{}, ErrNotConnected
+		}
+		d, err := s.sendOn(c, d, b)
+		if err == nil {
+			s.retryLater(d)
+			return d, nil
+		}
+		// A connection that cannot be written to is gone: Slack sends
+		// to another one.
+		s.mu.Lock()
+		s.dropLocked(c)
+		s.mu.Unlock()
+		c.close()
+		if len(s.liveConns()) == 0 {
+			return d, fmt.Errorf("fakeslack: write envelope: %w", err)
+		}
 	}
-	// Record under the write lock, so Deliveries lists envelopes in the
-	// order they went on the wire.
+}
+
+// sendOn writes envelope b of d on c, recording it under the write lock,
+// so Deliveries lists envelopes in the order they went on the wire.
+func (s *Server) sendOn(c *conn, d Delivery, b []byte) (Delivery, error) {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	d.At = time.Now()
+	d.At, d.Conn = time.Now(), c.n
 	s.mu.Lock()
 	s.deliveries = append(s.deliveries, d)
 	s.notifyLocked()
 	s.mu.Unlock()
-	if err := c.writeLocked(b); err != nil {
-		return d, fmt.Errorf("fakeslack: write envelope: %w", err)
-	}
-	return d, nil
+	return d, c.writeLocked(b)
+}
+
+func (s *Server) liveConns() []*conn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]*conn(nil), s.live...)
 }
 
 func (s *Server) callbackPayload(eventID string, ev Event) (json.RawMessage, error) {
@@ -308,11 +362,13 @@ func (s *Server) serveLink(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.conns = append(s.conns, c)
+	c.n = len(s.conns)
+	live := len(s.live) + 1
 	s.mu.Unlock()
 
 	hello, _ := json.Marshal(map[string]any{
 		"type":            "hello",
-		"num_connections": 1,
+		"num_connections": live,
 		"debug_info":      map[string]any{"host": "fakeslack", "approximate_connection_time": 18060},
 		"connection_info": map[string]any{"app_id": s.cfg.AppID},
 	})
@@ -323,6 +379,7 @@ func (s *Server) serveLink(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.hellos++
 	s.current = c
+	s.live = append(s.live, c)
 	s.notifyLocked()
 	s.mu.Unlock()
 
@@ -332,10 +389,7 @@ func (s *Server) serveLink(w http.ResponseWriter, r *http.Request) {
 	c.close()
 	wg.Wait()
 	s.mu.Lock()
-	if s.current == c {
-		s.current = nil
-		s.notifyLocked()
-	}
+	s.dropLocked(c)
 	s.mu.Unlock()
 }
 
@@ -371,4 +425,26 @@ func (s *Server) readLoop(c *conn) {
 		s.notifyLocked()
 		s.mu.Unlock()
 	}
+}
+
+// MaxRetries is how many times an unacknowledged event is sent again
+// (Config.RetryUnacked), as Slack retries one three times.
+const MaxRetries = 3
+
+// retryLater sends d's event again after Config.RetryUnacked unless its
+// envelope was acked by then, as Slack retries an event a connection did
+// not acknowledge (the process behind it may have died).
+func (s *Server) retryLater(d Delivery) {
+	wait := s.cfg.RetryUnacked
+	if wait <= 0 || d.Attempt >= MaxRetries {
+		return
+	}
+	time.AfterFunc(wait, func() {
+		s.mu.Lock()
+		skip := s.closed || s.ackedLocked(d.EnvelopeID)
+		s.mu.Unlock()
+		if !skip {
+			_, _ = s.Retry(d) // no connection left: nobody to send to, as for Slack
+		}
+	})
 }
