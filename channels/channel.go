@@ -21,7 +21,10 @@ package channels
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"strconv"
 	"time"
 
 	"github.com/dreamgate/dreamgate/audience"
@@ -119,6 +122,45 @@ type Outbound struct {
 	// the reply without showing it again. Only a channel that returned a
 	// Stream for the turn gets it.
 	Streamed bool
+	// Key names the answer to one inbound message (AnswerKey), so that it
+	// is posted at most once by whichever process sends it: each part is
+	// posted under PostKey(Key, part) (Discord's nonce, Slack's message
+	// metadata) and recorded (PostLog). "" posts under keys of its own.
+	Key string
+	// Again says the answer may have been posted before by a process that
+	// died before recording that its message was answered (a restart, or
+	// another process taking the conversation over): a part whose key the
+	// post record or the platform already shows is not posted again.
+	Again bool
+}
+
+// AnswerKey is the key of the answer to in (Outbound.Key): its platform,
+// conversation and message id, so every process derives the same one. ""
+// for a message without an id (the terminal's).
+func AnswerKey(in Inbound) string {
+	if in.MessageID == "" {
+		return ""
+	}
+	return in.Channel + "/" + in.ChatID + "/" + in.MessageID
+}
+
+// PostKey is the idempotency key of part (from 0) of the answer key
+// names: 24 hex characters (Discord takes a nonce of up to 25), the
+// same in every process.
+func PostKey(key string, part int) string {
+	sum := sha256.Sum256([]byte(key + "#" + strconv.Itoa(part)))
+	return hex.EncodeToString(sum[:12])
+}
+
+// PostLog records the parts of answers that were posted, by PostKey,
+// shared by every process on one store, so an answer sent again skips
+// what was posted. An adapter without one relies on the platform alone.
+type PostLog interface {
+	// Posted reports whether a post was recorded under key.
+	Posted(key string) (bool, error)
+	// Record notes that the post under key went out as the platform's
+	// message id.
+	Record(key, messageID string) error
 }
 
 // ReplyTo builds the outbound that answers in.

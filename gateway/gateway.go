@@ -193,6 +193,8 @@ type Gateway struct {
 	// inbox and inboxLeft: OpenInbox (inbox.go); nil without one.
 	inbox     inboxRecord
 	inboxLeft []inboxLine
+	// answering: the messages whose answer may be out already (answer.go).
+	answering answering
 
 	mu       sync.Mutex
 	closed   bool

@@ -424,6 +424,7 @@ func (g *Gateway) markAnswered(in channels.Inbound) {
 	if err := g.inbox.answer(originOf(in), g.now()); err != nil {
 		g.logger.Warn("could not record that a message was answered; a restart may answer it again", "session", in.SessionKey, "err", err)
 	}
+	g.answering.done(originID(originOf(in)))
 }
 
 // redelivered reports a message its session shows was answered before: a
@@ -445,8 +446,13 @@ func (g *Gateway) redelivered(sess *session.Session, in channels.Inbound) bool {
 
 // recordUser records the turn's user message in its session with its
 // origin, once: a restart answering it may find it there already.
+// A message the session held already had its turn begun by a process
+// that died: its answer may be out (answer.go).
 func (g *Gateway) recordUser(sess *session.Session, in channels.Inbound) error {
-	_, err := sess.AppendUser(userMessage(in, true), originOf(in))
+	added, err := sess.AppendUser(userMessage(in, true), originOf(in))
+	if err == nil && !added && recoverable(in) {
+		g.answering.set(originID(originOf(in)))
+	}
 	return err
 }
 
@@ -530,6 +536,8 @@ func (g *Gateway) finishPending(ctx context.Context, in channels.Inbound, kind, 
 			g.logger.Warn("could not clear the working indicator of an unanswered message", "session", in.SessionKey, "err", err)
 		}
 	}
-	g.send(channels.ReplyTo(in, kind, text))
+	o := g.answerOut(in, kind, text)
+	o.Again = true // a reply recorded before the restart may be out
+	g.send(o)
 	g.markAnswered(in)
 }

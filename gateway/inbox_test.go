@@ -112,6 +112,13 @@ func TestAnswerPendingAtStart(t *testing.T) {
 	if calls != 1 {
 		t.Errorf("%d model calls, want 1 (the recent message only)", calls)
 	}
+	// Each may have been posted by the process that died: the adapter
+	// looks for its parts before posting them.
+	for key, o := range got {
+		if o.Key == "" || o.Key != channels.AnswerKey(inboundOf(key, session.Origin{Channel: "test", ChatID: o.ChatID, MessageID: o.ReplyTo}, "", now)) || !o.Again {
+			t.Errorf("%s answered under key %q, again %v; want its answer key, sent again", key, o.Key, o.Again)
+		}
+	}
 	// Wait for the workers, then look at what the sessions hold.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -185,3 +185,19 @@ func TestShutdownCancelsDream(t *testing.T) {
 		t.Errorf("the /dream reply after shutdown is %q, want it to say the Dream was cancelled", last.Text)
 	}
 }
+
+// A turn's answer carries its message's answer key; a first answer is not
+// looked for before it is posted.
+func TestAnswerCarriesItsKey(t *testing.T) {
+	env := newTestEnv(t, func(context.Context, llm.Request) (llm.Response, error) { return textReply("hi"), nil }, nil)
+	in := inbound("keyed", "hello")
+	done, err := env.g.Submit(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wait(t, done)
+	o := env.ch.next(t)
+	if o.Key != channels.AnswerKey(in) || o.Key == "" || o.Again {
+		t.Errorf("answer %+v: want key %q, not sent again", o, channels.AnswerKey(in))
+	}
+}

@@ -163,7 +163,7 @@ func (g *Gateway) reply(log *slog.Logger, in channels.Inbound, res agent.Result,
 	if unanswered {
 		text = unansweredNotice(res.Stop)
 	}
-	o := channels.ReplyTo(in, channels.KindReply, text)
+	o := g.answerOut(in, channels.KindReply, text)
 	o.Streamed = shown(text)
 	g.send(o)
 	g.markAnswered(in)
@@ -237,7 +237,7 @@ var errPromptTooLarge = errors.New("prompt exceeds the context window")
 
 // fail sends one sentence to the user and returns the failed Result.
 func (g *Gateway) fail(in channels.Inbound, err error, userText string) Result {
-	g.send(channels.ReplyTo(in, channels.KindError, userText))
+	g.send(g.answerOut(in, channels.KindError, userText))
 	g.markAnswered(in)
 	return Result{Reply: userText, Err: err}
 }

@@ -110,7 +110,11 @@ type Config struct {
 	// errors is retried before it is dropped; 0 means
 	// channels.DefaultSendRetry.
 	SendRetry time.Duration
-	Logger    *slog.Logger
+	// Posts, when set, records the parts of answers posted (by their
+	// channels.PostKey, also their nonce), shared with the other
+	// processes of one store; an answer sent again skips what it holds.
+	Posts  channels.PostLog
+	Logger *slog.Logger
 }
 
 // tuning holds the timings; tests shorten them.
@@ -154,6 +158,7 @@ type Adapter struct {
 	maxFileBytes  int
 	images        bool // download image attachments for the model (Config.Images)
 	stream        bool
+	posts         channels.PostLog // Config.Posts
 
 	commands      []channels.Command
 	commandGuilds []string
@@ -298,6 +303,7 @@ func New(cfg Config) (*Adapter, error) {
 		maxFileBytes:  cfg.MaxFileBytes,
 		images:        cfg.Images,
 		stream:        cfg.Stream,
+		posts:         cfg.Posts,
 		streams:       map[string]*stream{},
 		commands:      cfg.Commands,
 		commandGuilds: nonEmpty(cfg.CommandGuilds),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -88,19 +89,62 @@ func (a *Adapter) Send(ctx context.Context, out channels.Outbound) error {
 			EnforceNonce:    true,
 			AllowedMentions: allowedMentions{Parse: []string{"users"}},
 		}
+		if out.Key != "" {
+			// Every process derives the same nonce for this part, so
+			// Discord answers a second post of it with the first.
+			body.Nonce = channels.PostKey(out.Key, i)
+			if out.Again && a.postedBefore(body.Nonce) {
+				a.log.Info("discord: this part was posted before (another process, or before a restart); not posting it again", "session", out.SessionKey, "chat", target)
+				continue
+			}
+		}
 		if i == 0 && out.ReplyTo != "" {
 			body.MessageReference = &messageReference{MessageID: out.ReplyTo, ChannelID: target}
 		}
+		var posted []byte
 		err := a.retry(ctx, r, func(ctx context.Context) error {
-			_, err := a.session.RequestWithBucketID(http.MethodPost, endpoint, body, endpoint, discordgo.WithContext(ctx))
+			var err error
+			posted, err = a.session.RequestWithBucketID(http.MethodPost, endpoint, body, endpoint, discordgo.WithContext(ctx))
 			return err
 		})
 		if err != nil {
 			return fmt.Errorf("send part %d/%d (%d chars) to discord channel %s: %w", i+1, len(parts), len(part), target, err)
 		}
+		if out.Key != "" {
+			a.recordPost(body.Nonce, posted)
+		}
 	}
 	a.log.Debug("discord: sent", "session", out.SessionKey, "chat", target, "parts", len(parts), "len", len(out.Text))
 	return nil
+}
+
+// postedBefore reports whether the post record holds the part under
+// nonce. Discord itself answers a nonce it saw within a few minutes with
+// the message it made; the record covers what is older.
+func (a *Adapter) postedBefore(nonce string) bool {
+	if a.posts == nil {
+		return false
+	}
+	posted, err := a.posts.Posted(nonce)
+	if err != nil {
+		a.log.Warn("discord: cannot read the post record; the nonce guards a repeat", "err", err)
+	}
+	return posted
+}
+
+// recordPost notes in the post record that the part under nonce went out
+// as the message Discord answered with.
+func (a *Adapter) recordPost(nonce string, resp []byte) {
+	if a.posts == nil {
+		return
+	}
+	var m struct {
+		ID string `json:"id"`
+	}
+	_ = json.Unmarshal(resp, &m)
+	if err := a.posts.Record(nonce, m.ID); err != nil {
+		a.log.Warn("discord: cannot record a post", "err", err)
+	}
 }
 
 // newNonce returns 24 random hex characters (Discord allows 25).

@@ -192,7 +192,11 @@ func (a *Adapter) Send(ctx context.Context, out channels.Outbound) error {
 	}
 	parts := channels.SplitMessage(text, MaxMessageLen)
 	for i, part := range parts {
-		if err := a.post(ctx, r, out.ChatID, out.ThreadID, out.ReplyTo, part); err != nil {
+		pk := postKey{again: out.Again}
+		if out.Key != "" {
+			pk.id = channels.PostKey(out.Key, i)
+		}
+		if err := a.post(ctx, r, out.ChatID, out.ThreadID, out.ReplyTo, part, pk); err != nil {
 			return fmt.Errorf("slack: post part %d of %d to channel %s thread %q: %w", i+1, len(parts), out.ChatID, out.ThreadID, err)
 		}
 	}
@@ -208,11 +212,28 @@ func (a *Adapter) retryPolicy() channels.SendRetry {
 	return p
 }
 
+// postKey is what a part is posted under: its id in the message metadata
+// (channels.PostKey, or a random one when the answer has no key) and
+// whether an earlier process may have posted it already.
+type postKey struct {
+	id    string
+	again bool
+}
+
 // post sends one part, retrying with r. after, when set, is the ts of the
 // message being answered: the post can only be newer, which bounds the
-// check for a post that went through despite an error.
-func (a *Adapter) post(ctx context.Context, r *channels.Retry, channel, thread, after, text string) error {
-	id := rand.Text()
+// check for a post that went through despite an error. A part sent again
+// (k.again) is first looked for, in the post record and then in Slack's
+// recent messages by its metadata, and not posted when found; a part
+// posted is recorded under its id.
+func (a *Adapter) post(ctx context.Context, r *channels.Retry, channel, thread, after, text string, k postKey) error {
+	id := k.id
+	if id == "" {
+		id = rand.Text()
+	} else if k.again && a.postedBefore(ctx, channel, thread, after, id) {
+		a.log.Info("slack: this part was posted before (another process, or before a restart); not posting it again", "chat", channel, "thread", thread)
+		return nil
+	}
 	opts := []slack.MsgOption{slack.MsgOptionText(text, false)}
 	if thread != "" {
 		opts = append(opts, slack.MsgOptionTS(thread))
@@ -231,9 +252,10 @@ func (a *Adapter) post(ctx context.Context, r *channels.Retry, channel, thread, 
 			return nil
 		}
 		callCtx, cancel := context.WithTimeout(ctx, a.apiTimeout)
-		_, _, err := a.api.PostMessageContext(callCtx, channel, withID()...)
+		_, ts, err := a.api.PostMessageContext(callCtx, channel, withID()...)
 		cancel()
 		if err == nil {
+			a.recordPost(k.id, ts)
 			return nil
 		}
 		if ctx.Err() != nil {
@@ -304,6 +326,37 @@ func (a *Adapter) posted(ctx context.Context, channel, thread, after, id string)
 		}
 	}
 	return false
+}
+
+// postedBefore reports whether the part under id went out before: the post
+// record says so, or Slack's recent messages hold one with its metadata
+// (a process that died between posting and recording it).
+func (a *Adapter) postedBefore(ctx context.Context, channel, thread, after, id string) bool {
+	if a.cfg.Posts != nil {
+		posted, err := a.cfg.Posts.Posted(id)
+		if err != nil {
+			a.log.Warn("slack: cannot read the post record; asking Slack", "err", err)
+		}
+		if posted {
+			return true
+		}
+	}
+	if a.posted(ctx, channel, thread, after, id) {
+		a.recordPost(id, "")
+		return true
+	}
+	return false
+}
+
+// recordPost notes in the post record that the part under id went out;
+// a failure only costs a later check of Slack's messages.
+func (a *Adapter) recordPost(id, ts string) {
+	if a.cfg.Posts == nil || id == "" {
+		return
+	}
+	if err := a.cfg.Posts.Record(id, ts); err != nil {
+		a.log.Warn("slack: cannot record a post; sending it again would ask Slack first", "err", err)
+	}
 }
 
 // metadataRefused reports whether Slack refused a post because of its

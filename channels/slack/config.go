@@ -51,7 +51,11 @@ type Config struct {
 	// errors is retried before it is dropped; 0 means
 	// channels.DefaultSendRetry.
 	SendRetry time.Duration
-	Logger    *slog.Logger // nil = discard
+	// Posts, when set, records the parts of answers posted (by their
+	// channels.PostKey), shared with the other processes of one store;
+	// an answer sent again asks it before asking Slack.
+	Posts  channels.PostLog
+	Logger *slog.Logger // nil = discard
 }
 
 // DefaultMaxFileBytes is Config.MaxFileBytes when it is 0.

@@ -301,7 +301,7 @@ func (s *stream) show(ctx context.Context, r *channels.Retry, st *step, text str
 			s.mu.Unlock()
 		case final:
 			// The retrying post: the answer must arrive, once.
-			if err := s.a.post(ctx, r, s.chat, s.thread, s.replyTo, part); err != nil {
+			if err := s.a.post(ctx, r, s.chat, s.thread, s.replyTo, part, postKey{}); err != nil {
 				return err
 			}
 		default:

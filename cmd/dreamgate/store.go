@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dreamgate/dreamgate/channels"
 	"github.com/dreamgate/dreamgate/gateway"
 	"github.com/dreamgate/dreamgate/gateway/session"
 	"github.com/dreamgate/dreamgate/history"
@@ -69,6 +70,15 @@ func (a *app) ledgerStore() store.DreamLedger {
 		return nil
 	}
 	return a.db.DreamLedger()
+}
+
+// posts is the record of answers posted, shared by the processes of one
+// database; on files, this process's memory.
+func (a *app) posts() channels.PostLog {
+	if a.db != nil {
+		return a.db.Posts()
+	}
+	return &store.MemoryPosts{}
 }
 
 // pageKeyName is the memory page's signing key's name among the

@@ -63,3 +63,10 @@ func TestStorePostgresDreamLedger(t *testing.T) {
 		return open(t, dsn, nil).DreamLedger(), func(t *testing.T) store.DreamLedger { return open(t, dsn, nil).DreamLedger() }
 	})
 }
+
+func TestStorePostgresPosts(t *testing.T) {
+	storetest.RunPosts(t, func(t *testing.T) (store.Posts, func(*testing.T) store.Posts) {
+		dsn := pgtest.DSN(t)
+		return open(t, dsn, nil).Posts(), func(t *testing.T) store.Posts { return open(t, dsn, nil).Posts() }
+	})
+}

@@ -203,6 +203,37 @@ type postBody struct {
 	} `json:"allowed_mentions"`
 }
 
+// nonceUse is the message an enforced nonce made, and when.
+type nonceUse struct {
+	id string
+	at time.Time
+}
+
+// nonceLocked returns the message nonce made within the nonce window:
+// Discord answers a repeat with it; an older nonce makes a new message.
+func (s *Server) nonceLocked(nonce string) (string, bool) {
+	u, ok := s.nonces[nonce]
+	if !ok {
+		return "", false
+	}
+	window := s.cfg.NonceWindow
+	if window <= 0 {
+		window = 5 * time.Minute
+	}
+	if s.now().Sub(u.at) >= window {
+		delete(s.nonces, nonce)
+		return "", false
+	}
+	return u.id, true
+}
+
+func (s *Server) now() time.Time {
+	if s.cfg.Now != nil {
+		return s.cfg.Now()
+	}
+	return time.Now()
+}
+
 // nonceString accepts a nonce as a JSON string or integer.
 func nonceString(raw json.RawMessage) string {
 	if len(raw) == 0 || string(raw) == "null" {
@@ -279,7 +310,7 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if body.EnforceNonce && nonce != "" {
-		if id, ok := s.nonces[nonce]; ok {
+		if id, ok := s.nonceLocked(nonce); ok {
 			// Discord answers a repeated nonce with the message it created.
 			if fail != nil {
 				status = fail.status
@@ -307,7 +338,7 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 	if nonce != "" {
 		obj["nonce"] = nonce
 		if body.EnforceNonce {
-			s.nonces[nonce] = m.ID
+			s.nonces[nonce] = nonceUse{id: m.ID, at: s.now()}
 		}
 	}
 	s.storeLocked(obj)

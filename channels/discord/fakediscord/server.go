@@ -82,6 +82,12 @@ type Config struct {
 	TypingResetAfter time.Duration
 	// RecommendedShards is GET /gateway/bot's "shards"; default 1.
 	RecommendedShards int
+	// NonceWindow is how long a message's nonce, posted with
+	// enforce_nonce, answers a second post of it with the first message
+	// instead of a new one: "a few minutes" for Discord; default 5 min.
+	NonceWindow time.Duration
+	// Now is the fake's clock for the nonce window; nil is time.Now.
+	Now func() time.Time
 }
 
 // Channel is a channel the fake knows: a guild text channel, a thread (with
@@ -247,7 +253,7 @@ type Server struct {
 	messages map[string]map[string]any // id -> message object as dispatched
 	history  map[string][]string       // channel id -> its message ids, oldest first
 	files    map[string]File           // attachment id -> file
-	nonces   map[string]string         // nonce -> message id
+	nonces   map[string]nonceUse       // enforced nonces seen
 	// lookupFails answers GET /channels/{id} of these channels with the
 	// status (FailChannelLookup).
 	lookupFails map[string]int
@@ -363,7 +369,7 @@ func Start(cfg Config) (*Server, error) {
 		messages:     map[string]map[string]any{},
 		history:      map[string][]string{},
 		files:        map[string]File{},
-		nonces:       map[string]string{},
+		nonces:       map[string]nonceUse{},
 		conns:        map[*gwConn]struct{}{},
 		shards:       map[int]*shard{},
 		commands:     map[string][]map[string]any{},

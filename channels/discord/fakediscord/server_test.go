@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -131,6 +132,45 @@ func TestRESTNonceAndFailures(t *testing.T) {
 	}
 	if n := len(s.Attempts()); n != 3 {
 		t.Fatalf("%d attempts recorded, want 3", n)
+	}
+}
+
+// A nonce answers a repeat with its first message for a few minutes
+// only; after that, the same nonce makes a new message.
+func TestNonceWindow(t *testing.T) {
+	t.Parallel()
+	now := time.Unix(1_700_000_000, 0)
+	var mu sync.Mutex
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	s, err := Start(Config{NonceWindow: 5 * time.Minute, Now: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	s.AddChannel(Channel{ID: "C1", Type: ChannelDM})
+	body := `{"content":"once","nonce":"n1","enforce_nonce":true}`
+	post := func() string {
+		status, m := do(t, s, "POST", "/api/v9/channels/C1/messages", "Bot fake-token", body)
+		if status != 200 {
+			t.Fatalf("status %d", status)
+		}
+		return m["id"].(string)
+	}
+	first := post()
+	mu.Lock()
+	now = now.Add(4 * time.Minute)
+	mu.Unlock()
+	if again := post(); again != first {
+		t.Fatalf("within the window a repeat made %s, want %s", again, first)
+	}
+	mu.Lock()
+	now = now.Add(2 * time.Minute)
+	mu.Unlock()
+	if later := post(); later == first {
+		t.Fatal("past the window the nonce still answered with the first message")
+	}
+	if n := len(s.Sent()); n != 2 {
+		t.Errorf("%d messages, want 2", n)
 	}
 }
 
