@@ -9,8 +9,8 @@
 // The archive itself (its format, cursors and compaction) belongs to
 // package history, whose Store it writes through.
 //
-// Token counts are cl100k_base, offline. The vocabulary costs about 6 MB of
-// resident memory, so it is loaded only when a byte bound cannot decide:
+// Token counts are cl100k_base, offline. The vocabulary costs about 1.2 MB
+// of resident memory, so it is loaded only when a bound cannot decide:
 // Before and After on a small chat never load it; Status (an exact figure)
 // always may. The per-turn hard-limit check is Report.OverLimit.
 //
