@@ -148,12 +148,16 @@
 //     its words (else its finding's, else the batch's); its priority is the
 //     one the model wrote in its comment, else the one phase 1 gave its
 //     finding ("[USER] [ephemeral] …"), else the replaced line's, else
-//     durable; a correction replaces the old line and its date; an
-//     unchanged line a finding restates is confirmed; a line without
-//     metadata (a person's) is given none. Ephemeral lines older than
+//     durable; an unchanged line a finding restates is confirmed; a line
+//     without metadata (a person's) is given none. Lines get a stable id
+//     when Dream stamps them. A correction names the id of the line it
+//     replaces, hot or cold, and that line is marked superseded by it where
+//     it stands, a hot one moved to cold memory (supersede.go): never
+//     because two lines share words. Ephemeral lines older than
 //     Config.EphemeralDays then retire to the scope's cold memory
-//     (memory/COLD.md), in the same commit. The lines are matched by the
-//     words they share (match.go).
+//     (memory/COLD.md), in the same commit; every cold line says when and
+//     why it left (cold.go). A line is traced to its finding and entries
+//     by the words they share (match.go).
 //   - A deep Dream (deep.go) keeps each scope's memory within its budget
 //     over months: after Config.DeepEvery Dreams of the scope, when its
 //     files pass Config.DeepAtShare of Config.HotTokens (counted with the

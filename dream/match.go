@@ -7,17 +7,17 @@ import (
 )
 
 // Dream ties a memory line to the finding and the history entries it came
-// from, and a changed line to the line it replaced, by the words they
-// share: the model paraphrases, so exact text rarely matches, and the
-// bookkeeping must not depend on the model repeating itself. A word is a
+// from by the words they share: the model paraphrases, so exact text
+// rarely matches, and the bookkeeping must not depend on the model
+// repeating itself. What a correction replaces is never decided by words:
+// the correction names the replaced line's id (supersede.go). A word is a
 // run of letters and digits, lower-cased, of three letters or more (any
 // length with a digit: "9", "v2"), not one of a few function words, a
 // plural "s" dropped.
 
 // Thresholds of the matching, as shares of words.
 const (
-	// sameFact: a changed line replaces the old line it shares this much
-	// with, and a line came from the finding it shares this much with.
+	// sameFact: a line came from the finding it shares this much with.
 	sameFact = 0.5
 	// sourceCover: a history entry is a line's source when it holds this
 	// share of the line's words.
