@@ -105,6 +105,7 @@ var adminCommands = map[string]func(ctx context.Context, e *env, p *gatewayProce
 	"status": adminStatus,
 	"why":    adminWhy,
 	"dream":  adminDream,
+	"backup": adminBackup,
 }
 
 // startAdmin opens the admin socket. A second gateway with the same state

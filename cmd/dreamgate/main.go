@@ -39,12 +39,15 @@ Commands:
   web-link                     a one-time link that signs the operator in to the memory page
   migrate --to-postgres [DSN]  copy the program state from the files into PostgreSQL (again: no change)
   export DIR                   write the program state back as files: DIR/workspace, DIR/state
+  backup FILE                  the workspace and state as one .tar.gz, taken while the gateway runs
+  restore-backup FILE          a backup written into this config's empty home
   status                       config, workspace, channels, model, last and next Dream;
                                exit 1 when the model cannot be used
   version                      version, commit, build date and Go version (also --version)
   eval [--scenario F] [--runs N] [--json]  how well memory works with the configured model
 
-Every command takes --config PATH (default ~/.dreamgate/config.json).
+Every command takes --config PATH (default ~/.dreamgate/config.json). status, why, dream and
+backup are run by the gateway when one runs with the same state directory (its admin socket).
 `
 
 // exitError carries a process exit code up to main.
@@ -130,6 +133,10 @@ func runEnv(ctx context.Context, e *env, args []string) int {
 		err = cmdStatus(ctx, e, rest[1:])
 	case "why":
 		err = cmdWhy(ctx, e, rest[1:])
+	case "backup":
+		err = cmdBackup(ctx, e, rest[1:])
+	case "restore-backup":
+		err = cmdRestoreBackup(ctx, e, rest[1:])
 	case "migrate":
 		err = cmdMigrate(ctx, e, rest[1:])
 	case "export":
