@@ -111,10 +111,12 @@ func (g *Gateway) runCommand(ctx context.Context, in channels.Inbound, pc *parse
 	default:
 		reply = c.run(ctx, g, cmdRequest{in: in, args: pc.args})
 	}
+	// Counted before its reply goes out: whoever reads the reply and then
+	// the metrics finds it counted.
+	g.commandDone(in.Channel, c)
 	if reply != "" {
 		g.send(channels.ReplyTo(in, channels.KindReply, reply))
 	}
-	g.commandDone(in.Channel, c)
 	return Result{Reply: reply}
 }
 

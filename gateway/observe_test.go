@@ -181,3 +181,45 @@ func TestTurnOutcome(t *testing.T) {
 		}
 	}
 }
+
+// seenAtSend is a channel that notes, as each reply goes out, what the
+// Observer had been told by then.
+type seenAtSend struct {
+	*recorder
+	obs  *observed
+	mu   sync.Mutex
+	seen [][]string
+}
+
+func (s *seenAtSend) Send(ctx context.Context, out channels.Outbound) error {
+	s.mu.Lock()
+	s.seen = append(s.seen, s.obs.sorted())
+	s.mu.Unlock()
+	return s.recorder.Send(ctx, out)
+}
+
+// A command is counted before its reply goes out: whoever reads the
+// reply and then the metrics (a script, a scrape) finds it counted.
+// Counted after the send, a scrape racing the reply missed it
+// (TestMetricsAfterAScriptedConversation failed so under load).
+func TestCommandIsCountedBeforeItsReply(t *testing.T) {
+	obs := &observed{}
+	env := newTestEnv(t, func(context.Context, llm.Request) (llm.Response, error) { return textReply("hi"), nil },
+		func(c *Config, d *Deps) { d.Observer = obs })
+	ch := &seenAtSend{recorder: newRecorder("seen"), obs: obs}
+	env.g.AddChannel(ch)
+	for _, text := range []string{"/help", "/nosuch"} {
+		m := inbound("s1", text)
+		m.Channel = "seen"
+		done, err := env.g.Submit(t.Context(), m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wait(t, done)
+	}
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	if len(ch.seen) != 2 || !slices.Contains(ch.seen[0], "command seen /help") || !slices.Contains(ch.seen[1], "command seen unknown") {
+		t.Errorf("counted when each reply went out: %q; want each command counted before its reply", ch.seen)
+	}
+}
