@@ -25,7 +25,11 @@ import (
 // and who is in it, from conversations.info and conversations.members
 // (convs.go: kept a while, forgotten when Slack announces a change). When
 // Slack cannot say, the narrower audience wins: an undescribed person is a
-// guest, an undescribed channel a shared one.
+// guest, an undescribed channel a shared one. A DM is the bot's with its
+// person when a message event says so (Slack sends none from a DM the bot
+// is not in) or conversations.info does: a slash command typed in a DM
+// between two people carries the DM's id, and its audience is that DM's
+// own, never a person's.
 
 // where is what an event or a slash command says about its conversation.
 type where struct {
@@ -66,7 +70,14 @@ func (r *runner) audienceOf(ctx context.Context, w where, channel, user string) 
 	aud := audience.Audience{Platform: Name, Team: team}
 	who := r.a.standing(ctx, team, user)
 	outsider := w.external || who != standingMember
-	dm := w.channelType == "im" || (w.channelType == "" && strings.HasPrefix(channel, "D"))
+	dm := w.channelType == "im"
+	if w.channelType == "" && strings.HasPrefix(channel, "D") {
+		// A slash command names no kind, and Slack lets a person type
+		// one in a DM with another person, which the bot is not in: a
+		// DM is the bot's with user only when Slack says so.
+		info := r.channelInfo(ctx, team, channel, "")
+		dm = info.kind == convIM && info.person == user
+	}
 	switch {
 	case dm && outsider:
 		aud.Kind, aud.Person = audience.Guest, user
@@ -77,9 +88,8 @@ func (r *runner) audienceOf(ctx context.Context, w where, channel, user string) 
 		aud.Kind, aud.Chat = audience.Shared, channel
 	default:
 		switch info := r.channelInfo(ctx, team, channel, w.channelType); {
-		case info.kind == convIM:
-			aud.Kind, aud.Person = audience.Person, user
-		case info.kind == convShared, info.kind == convUnknown, info.outsiders:
+		case info.kind == convShared, info.kind == convUnknown, info.kind == convIM, info.outsiders:
+			// A DM here is not the speaker's with the bot.
 			aud.Kind, aud.Chat = audience.Shared, channel
 		case info.kind == convPublic:
 			aud.Kind = audience.Team

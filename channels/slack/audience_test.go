@@ -183,6 +183,62 @@ func TestAudienceOfGuestsAndOutsiders(t *testing.T) {
 	}
 }
 
+// Slack lets a person type a slash command in a DM with another person;
+// the bot is not in that DM (Slack lets no app into one), and the command
+// carries the DM's D… id as one in the person's DM with the bot does.
+// Slack decides which it is: conversations.info describes to the bot only
+// its own DMs, and names their person. A DM between two people is an
+// audience of its own (Shared), never the person's, so the gateway gives
+// no sign-in link and no one's memory there; so is a DM Slack cannot
+// describe, and one it names as another person's.
+func TestSlashCommandInADMBetweenTwoPeople(t *testing.T) {
+	logs := &lockedBuffer{}
+	h := startHarness(t, harnessOpts{
+		cfg: func(c *Config) { c.Commands = testCommands },
+		fake: fakeslack.Config{People: members, Conversations: []fakeslack.Conversation{
+			{ID: "DANABOB", Between: []string{"UANA", "UBOB"}},
+			{ID: "DANA", IM: true, Members: []string{"UANA"}},
+			{ID: "DBOB", IM: true, Members: []string{"UBOB"}},
+			{ID: "DFAIL", IM: true, Members: []string{"UANA"}, Error: "internal_error"},
+		}},
+		logTo: logs,
+	})
+	for _, c := range []struct {
+		name string
+		cmd  fakeslack.SlashCommand
+		want audience.Audience
+	}{
+		{"Ana in her DM with Bob", fakeslack.SlashCommand{Command: "/web-link", User: "UANA", Channel: "DANABOB"}, sharedTo(team1, "DANABOB")},
+		{"Bob in the same DM", fakeslack.SlashCommand{Command: "/why", Text: "locker", User: "UBOB", Channel: "DANABOB"}, sharedTo(team1, "DANABOB")},
+		{"Ana in her DM with the bot", fakeslack.SlashCommand{Command: "/web-link", User: "UANA", Channel: "DANA"}, personIn(team1, "UANA")},
+		{"Ana in a DM Slack names as Bob's", fakeslack.SlashCommand{Command: "/why", Text: "locker", User: "UANA", Channel: "DBOB"}, sharedTo(team1, "DBOB")},
+		{"Ana in a DM Slack cannot describe", fakeslack.SlashCommand{Command: "/web-link", User: "UANA", Channel: "DFAIL"}, sharedTo(team1, "DFAIL")},
+	} {
+		if _, _, err := h.fake.InjectSlashCommand(c.cmd); err != nil {
+			t.Fatal(err)
+		}
+		if in := h.sink.next(t); in.Audience != c.want {
+			t.Errorf("%s: audience %q, want %q", c.name, in.Audience, c.want)
+		}
+	}
+	// A DM between two people is no failure to warn about.
+	for line := range strings.Lines(logs.String()) {
+		if strings.Contains(line, "DANABOB") && strings.Contains(line, "level=WARN") {
+			t.Errorf("a slash command in a DM between two people was warned about: %s", line)
+		}
+	}
+	// Messages in the bot's DM need no look-up: Slack sends none from
+	// another DM.
+	calls := h.fake.CallCount("conversations.info")
+	h.inject(fakeslack.Event{Channel: "DANA", User: "UANA", Text: "hi"})
+	if in := h.sink.next(t); in.Audience != personIn(team1, "UANA") {
+		t.Errorf("a message in Ana's DM with the bot: audience %q", in.Audience)
+	}
+	if n := h.fake.CallCount("conversations.info"); n != calls {
+		t.Errorf("a message in a DM was looked up (%d calls, want %d)", n, calls)
+	}
+}
+
 // A channel Slack cannot describe is kept apart as a shared one (its own
 // memory, none of the team's: another organisation may be in it), with a
 // warning; an app without the scopes says so once. So is one whose

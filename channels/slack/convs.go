@@ -3,6 +3,7 @@ package slack
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -52,6 +53,7 @@ const (
 // be told from a member), and when.
 type channelInfo struct {
 	kind      convKind
+	person    string // a DM's (convIM): the person the bot's DM is with
 	outsiders bool
 	at        time.Time
 }
@@ -180,7 +182,8 @@ func (r *runner) channelInfo(ctx context.Context, team, channel, channelType str
 // organisation (conversations.members, and who each member is).
 func (r *runner) describe(ctx context.Context, team, channel string) channelInfo {
 	a := r.a
-	info := channelInfo{kind: a.conversationKind(ctx, channel), at: a.now()}
+	kind, person := a.conversationKind(ctx, channel)
+	info := channelInfo{kind: kind, person: person, at: a.now()}
 	if info.kind != convPublic && info.kind != convPrivate {
 		return info
 	}
@@ -196,19 +199,29 @@ func (r *runner) describe(ctx context.Context, team, channel string) channelInfo
 	return info
 }
 
-// conversationKind asks conversations.info what channel is; a failure is
-// convUnknown.
-func (a *Adapter) conversationKind(ctx context.Context, channel string) convKind {
+// conversationKind asks conversations.info what channel is, and for a DM
+// whose it is; a failure is convUnknown. Slack describes to the bot only
+// the DMs it is in: a DM between two people is channel_not_found.
+func (a *Adapter) conversationKind(ctx context.Context, channel string) (convKind, string) {
 	callCtx, cancel := context.WithTimeout(ctx, min(convTimeout, a.apiTimeout))
 	c, err := a.api.GetConversationInfoContext(callCtx, &slack.GetConversationInfoInput{ChannelID: channel})
 	cancel()
-	if err != nil {
-		if ctx.Err() == nil {
-			a.lookupFailed(err, "slack cannot tell what a channel is; keeping its memory apart and reading none of the workspace's, as a shared channel's", channel)
-		}
-		return convUnknown
+	switch {
+	case err == nil:
+	case ctx.Err() != nil:
+		return convUnknown, ""
+	case strings.HasPrefix(channel, "D") && slackErrorCode(err) == "channel_not_found":
+		a.log.Debug("slack DM the bot is not in (between two people); answered as a conversation of its own", "chat", channel)
+		return convUnknown, ""
+	default:
+		a.lookupFailed(err, "slack cannot tell what a channel is; keeping its memory apart and reading none of the workspace's, as a shared channel's", channel)
+		return convUnknown, ""
 	}
-	return conversationKindOf(c)
+	kind := conversationKindOf(c)
+	if kind != convIM {
+		return kind, ""
+	}
+	return kind, c.User
 }
 
 // members lists channel's members (conversations.members), page by page.

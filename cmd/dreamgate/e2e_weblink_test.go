@@ -121,3 +121,61 @@ func TestWebLinkThroughSlack(t *testing.T) {
 		t.Errorf("the link a second time: %d", code)
 	}
 }
+
+// Slack lets a person type a slash command in a DM with another person,
+// which the bot is not in; the command carries that DM's id as one typed
+// in the person's DM with the bot does. Typed there, by Ana or by Bob,
+// /web-link sends no sign-in link and /why shows none of Ana's memory,
+// through the binary and the real Slack adapter; in Ana's DM with the bot
+// both still answer as hers.
+func TestSlackCommandsInADMBetweenTwoPeopleThroughTheBinary(t *testing.T) {
+	h := newHarness(t)
+	sl := fakeslack.New(fakeslack.Config{TeamID: "T1", Users: map[string]string{"UANA": "Ana", "UBOB": "Bob"},
+		Conversations: []fakeslack.Conversation{{ID: "DANABOB", Between: []string{"UANA", "UBOB"}}}})
+	t.Cleanup(sl.Close)
+	h.set("channels.terminal.enabled", false)
+	h.set("channels.slack", map[string]any{
+		"enabled": true, "botToken": sl.BotToken(), "appToken": sl.AppToken(), "apiURL": sl.APIURL(), "replyInThread": false,
+	})
+	addr := freeAddr(t)
+	h.set("web", map[string]any{"enabled": true, "addr": addr, "token": testWebToken})
+	ana := audience.Audience{Kind: audience.Person, Platform: "slack", Team: "T1", Person: "UANA"}
+	testkit.WriteFile(t, h.ws, ana.Home().Dir()+"/"+workspace.Memory, "# Long-term memory\n\n- Ana's locker code is ANALOCK42.\n")
+	gw := h.startGateway(t)
+	gw.waitConnected(t, "slack")
+	waitWeb(t, gw, "http://"+addr)
+	slash := func(channel, user, command, text string) string {
+		t.Helper()
+		n := len(sl.Responses())
+		if _, _, err := sl.InjectSlashCommand(fakeslack.SlashCommand{Command: command, Text: text, User: user, Channel: channel}); err != nil {
+			t.Fatal(err)
+		}
+		resps, err := sl.WaitResponses(waitCtx(t), n+1)
+		if err != nil {
+			t.Fatalf("no answer to %s in %s: %v; log:\n%s", command, channel, err, gw.stderr.String())
+		}
+		return resps[n].Text
+	}
+	for _, user := range []string{"UANA", "UBOB"} {
+		if got := slash("DANABOB", user, "/web-link", ""); signInLinkRe.MatchString(got) || !strings.Contains(got, "direct message") {
+			t.Errorf("/web-link by %s in the DM between Ana and Bob: %q", user, got)
+		}
+		if got := slash("DANABOB", user, "/why", "locker code"); strings.Contains(got, "ANALOCK42") {
+			t.Errorf("/why by %s in the DM between Ana and Bob shows Ana's memory: %q", user, got)
+		}
+	}
+	if got := slash("DANA", "UANA", "/web-link", ""); !signInLinkRe.MatchString(got) {
+		t.Errorf("/web-link in Ana's DM with the bot: %q", got)
+	}
+	if got := slash("DANA", "UANA", "/why", "locker code"); !strings.Contains(got, "ANALOCK42") {
+		t.Errorf("/why in Ana's DM with the bot: %q", got)
+	}
+	for _, e := range sl.Ephemerals() {
+		if e.Channel == "DANABOB" && (signInLinkRe.MatchString(e.Text) || strings.Contains(e.Text, "ANALOCK42")) {
+			t.Errorf("an ephemeral answer in %s: %q", e.Channel, e.Text)
+		}
+	}
+	if t.Failed() {
+		t.Logf("gateway log:\n%s", gw.stderr.String())
+	}
+}

@@ -41,7 +41,7 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, token strin
 	}
 	channel, text, thread := r.PostForm.Get("channel"), r.PostForm.Get("text"), r.PostForm.Get("thread_ts")
 	switch {
-	case channel == "":
+	case channel == "" || s.botOut(channel):
 		s.fail(w, method, "channel_not_found")
 		return
 	case strings.TrimSpace(text) == "":

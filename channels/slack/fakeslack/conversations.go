@@ -12,7 +12,9 @@ import (
 
 // Conversation describes one channel as conversations.info does. A channel
 // the fake was not told about is described by its id's first letter, as
-// Slack's ids go: D a DM, G a private channel, any other a public one.
+// Slack's ids go: D a DM, G a private channel, any other a public one. A
+// DM is the bot's with the first person heard in it (a post or a slash
+// command), whom conversations.info names as its "user".
 type Conversation struct {
 	ID      string
 	IM      bool // a DM
@@ -23,8 +25,16 @@ type Conversation struct {
 	// organisation, PendingExtShared one whose Connect invitation is not
 	// accepted yet; Slack sets is_shared for the first two.
 	ExtShared, OrgShared, PendingExtShared bool
+	// Between, for a DM between two people, names them: the bot is not in
+	// it (Slack lets no app into a DM of two people), so Slack answers
+	// the bot channel_not_found about it (conversations.info,
+	// conversations.members, chat.postMessage, chat.postEphemeral) and
+	// sends no event from it — but a slash command typed there reaches
+	// the app, with the DM's D… id. Setting it makes the conversation a
+	// DM.
+	Between []string
 	// Members are its people besides the bot, which is a member of every
-	// conversation the fake describes; nil keeps the members it has. A
+	// other conversation the fake describes; nil keeps the members it has. A
 	// person who posts in a channel (Inject) is a member from then on,
 	// since Slack lets only members post.
 	Members []string
@@ -47,6 +57,11 @@ func (s *Server) SetConversation(c Conversation) {
 	}
 	members := c.Members
 	c.Members = nil
+	if c.botOut() {
+		c.IM, members = true, nil
+		s.membersLocked(c.ID)
+		s.members[c.ID] = slices.Clone(c.Between)
+	}
 	s.conversations[c.ID] = c
 	if members != nil {
 		delete(s.members, c.ID)
@@ -54,6 +69,23 @@ func (s *Server) SetConversation(c Conversation) {
 	for _, m := range members {
 		s.addMemberLocked(c.ID, m)
 	}
+}
+
+// botOut reports whether the bot is not in c: a DM between two people.
+func (c Conversation) botOut() bool { return len(c.Between) > 0 }
+
+// dmPersonLocked is the person whose DM with the bot c is ("" when none
+// was heard in it yet, or it is not one).
+func (s *Server) dmPersonLocked(c Conversation) string {
+	if !c.IM || c.botOut() {
+		return ""
+	}
+	for _, m := range s.membersLocked(c.ID) {
+		if m != s.cfg.BotUserID {
+			return m
+		}
+	}
+	return ""
 }
 
 // Members returns channel's members, the bot first.
@@ -111,6 +143,29 @@ func (s *Server) conversationLocked(id string) Conversation {
 	return c
 }
 
+// botOut reports whether the bot is not in channel (Conversation.Between).
+func (s *Server) botOut(channel string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.conversationLocked(channel).botOut()
+}
+
+// slashName is the channel_name a slash command typed in c carries: Slack
+// names every DM "directmessage", the bot's or not, and a private channel
+// "privategroup".
+func (c Conversation) slashName() string {
+	switch {
+	case c.IM:
+		return "directmessage"
+	case c.MPIM:
+		return "mpdm-" + c.ID
+	case c.Private:
+		return "privategroup"
+	default:
+		return "chan-" + c.ID
+	}
+}
+
 // channelType is the channel_type of a message event in c.
 func (c Conversation) channelType() string {
 	switch {
@@ -134,9 +189,14 @@ func (s *Server) conversationInfo(w http.ResponseWriter, r *http.Request, method
 	}
 	s.mu.Lock()
 	c := s.conversationLocked(id)
+	person := s.dmPersonLocked(c)
 	s.mu.Unlock()
-	if c.Error != "" {
+	switch {
+	case c.Error != "":
 		s.fail(w, method, c.Error)
+		return
+	case c.botOut():
+		s.fail(w, method, "channel_not_found")
 		return
 	}
 	ch := map[string]any{
@@ -158,6 +218,9 @@ func (s *Server) conversationInfo(w http.ResponseWriter, r *http.Request, method
 	if !c.IM {
 		ch["name"] = "chan-" + c.ID
 	}
+	if person != "" {
+		ch["user"] = person
+	}
 	s.answer(w, method, http.StatusOK, map[string]any{"ok": true, "channel": ch})
 }
 
@@ -176,6 +239,9 @@ func (s *Server) conversationMembers(w http.ResponseWriter, r *http.Request, met
 		return
 	case c.Error != "":
 		s.fail(w, method, c.Error)
+		return
+	case c.botOut():
+		s.fail(w, method, "channel_not_found")
 		return
 	case c.MembersError != "":
 		s.fail(w, method, c.MembersError)

@@ -136,6 +136,18 @@ func TestSocketMode(t *testing.T) {
 	if err := s.WaitAcked(ctx, d.EnvelopeID); err != nil {
 		t.Fatal(err)
 	}
+	// A slash command reaches the app also from a DM it is not in, named
+	// as Slack names every DM.
+	s.SetConversation(Conversation{ID: "DANABOB", Between: []string{"UANA", "UBOB"}})
+	envID, _, err := s.InjectSlashCommand(SlashCommand{Command: "/why", User: "UANA", Channel: "DANABOB"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env = read()
+	sc, _ := env["payload"].(map[string]any)
+	if env["type"] != "slash_commands" || env["envelope_id"] != envID || sc["channel_id"] != "DANABOB" || sc["channel_name"] != "directmessage" {
+		t.Fatalf("slash command envelope = %v", env)
+	}
 	// Read on, so the ping handler runs.
 	go func() {
 		for {
@@ -268,6 +280,27 @@ func TestConversations(t *testing.T) {
 	s.SetConversation(Conversation{ID: "C1", Private: true})
 	if c := info("C1"); !c.IsPrivate {
 		t.Errorf("a channel made private = %+v", c.GroupConversation.Conversation)
+	}
+	s.SetConversation(Conversation{ID: "D8", IM: true, Members: []string{"UANA"}})
+	if c := info("D8"); !c.IsIM || c.User != "UANA" {
+		t.Errorf("the bot's DM with Ana = %+v", c.GroupConversation.Conversation)
+	}
+
+	// A DM between two people: the bot is not in it, and Slack says no
+	// more of it than that.
+	s.SetConversation(Conversation{ID: "DANABOB", Between: []string{"UANA", "UBOB"}})
+	_, infoErr := api.GetConversationInfoContext(ctx, &slack.GetConversationInfoInput{ChannelID: "DANABOB"})
+	_, _, membersErr := api.GetUsersInConversationContext(ctx, &slack.GetUsersInConversationParameters{ChannelID: "DANABOB"})
+	_, _, postErr := api.PostMessageContext(ctx, "DANABOB", slack.MsgOptionText("hi", false))
+	_, ephemeralErr := api.PostEphemeralContext(ctx, "DANABOB", "UANA", slack.MsgOptionText("hi", false))
+	for name, err := range map[string]error{"conversations.info": infoErr, "conversations.members": membersErr,
+		"chat.postMessage": postErr, "chat.postEphemeral": ephemeralErr} {
+		if err == nil || err.Error() != "channel_not_found" {
+			t.Errorf("%s in a DM between two people: %v", name, err)
+		}
+	}
+	if ds, err := s.InjectPost(Event{Channel: "DANABOB", User: "UANA", Text: "hi"}); len(ds) != 0 || err != nil {
+		t.Errorf("a post in a DM between two people reached the app: %+v, %v", ds, err)
 	}
 
 	noScope := New(Config{NoConversationsScope: true})

@@ -86,6 +86,11 @@ func (s *Server) InjectSlashCommand(c SlashCommand) (envelopeID, triggerID strin
 	if c.TriggerID == "" {
 		c.TriggerID = s.nextIDLocked("trig-")
 	}
+	conv := s.conversationLocked(c.Channel)
+	if conv.IM && !conv.botOut() && c.User != "" && s.dmPersonLocked(conv) == "" {
+		// Only the person of a DM with the bot types in it.
+		s.addMemberLocked(c.Channel, c.User)
+	}
 	s.mu.Unlock()
 	team := c.Team
 	if team == "" {
@@ -96,7 +101,7 @@ func (s *Server) InjectSlashCommand(c SlashCommand) (envelopeID, triggerID strin
 		"team_id":               team,
 		"team_domain":           "fake",
 		"channel_id":            c.Channel,
-		"channel_name":          "general",
+		"channel_name":          conv.slashName(),
 		"user_id":               c.User,
 		"user_name":             c.UserName,
 		"command":               c.Command,
@@ -283,6 +288,10 @@ func (s *Server) postEphemeral(w http.ResponseWriter, r *http.Request, method st
 	f := r.PostForm
 	if f.Get("channel") == "" || f.Get("user") == "" || strings.TrimSpace(f.Get("text")) == "" {
 		s.fail(w, method, "invalid_arguments")
+		return
+	}
+	if s.botOut(f.Get("channel")) {
+		s.fail(w, method, "channel_not_found")
 		return
 	}
 	s.mu.Lock()

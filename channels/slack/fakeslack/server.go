@@ -4,7 +4,8 @@
 // apps.connections.open, chat.postMessage with message metadata,
 // chat.update, chat.delete, chat.postEphemeral, conversations.history and
 // conversations.replies over the accepted posts and seeded messages,
-// conversations.info (public, private, group DM, DM, shared),
+// conversations.info (public, private, group DM, DM, shared; a DM
+// between two people the bot is not in),
 // conversations.members, users.info and users.list (members, guests,
 // people of other organisations), files.info with url_private downloads,
 // reactions.add, reactions.remove) over HTTP, slash commands'

@@ -63,7 +63,7 @@ func (s *Server) Inject(ev Event) (Delivery, error) {
 }
 
 // InjectPost sends what Slack sends for one user post in a channel the app
-// is in: a message event (to an app subscribed to message.channels,
+// is in (nothing for a DM between two people): a message event (to an app subscribed to message.channels,
 // message.groups, message.im or message.mpim, by the channel's kind) and,
 // when the text mentions the bot, an app_mention event for the same ts
 // (to an app subscribed to app_mention), as two envelopes.
@@ -73,11 +73,15 @@ func (s *Server) InjectPost(ev Event) ([]Delivery, error) {
 		ev.TS = s.nextTSLocked()
 		s.mu.Unlock()
 	}
+	s.mu.Lock()
+	conv := s.conversationLocked(ev.Channel)
+	s.mu.Unlock()
+	if conv.botOut() {
+		return nil, nil // Slack tells an app nothing of a DM it is not in
+	}
 	ct := ev.ChannelType
 	if ct == "" {
-		s.mu.Lock()
-		ct = s.conversationLocked(ev.Channel).channelType()
-		s.mu.Unlock()
+		ct = conv.channelType()
 	}
 	var out []Delivery
 	if s.Subscribed(messageSubscription(ct)) {
