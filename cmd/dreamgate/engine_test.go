@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,13 +19,13 @@ import (
 	"github.com/dreamgate/dreamgate/store/postgres"
 )
 
-// The end-to-end tests run on the embedded engine (the files), and the
-// ones listed in postgresPass run a second time on the PostgreSQL engine:
+// The end-to-end tests run on the embedded engine (the files), and all but
+// those listed in filesOnly run a second time on the PostgreSQL engine:
 // TestPostgresEndToEnd runs this test binary again with engineEnv set, and
 // every harness of that run keeps its program state in a schema of its own
 // in the test cluster (store.postgres in its config). A test that checks
 // the program files themselves (history.jsonl's bytes, the inbox file, a
-// kill between two file writes) is not listed; what the tests read of the
+// kill between two file writes) is in filesOnly; what the tests read of the
 // archive, they read through the engine (readHistory).
 
 const (
@@ -32,25 +35,61 @@ const (
 	builtBinEnv = "DREAMGATE_TEST_BIN"
 )
 
-// postgresPass are the end-to-end tests that also run on the PostgreSQL
-// engine, chosen to cover every path of program state through the built
-// binary (a one-shot chat, a restart, archives, /new, Dream from chat and
-// the CLI, Slack and Discord, scopes, recall, the inbox answering what a
-// kill -9 left) in a few minutes.
-var postgresPass = []string{
-	"TestChatOneShotWithATool",
-	"TestSessionSurvivesRestart",
-	"TestArchivedConversationKeepsItsLastMessages",
-	"TestLongConversationIsArchivedAndRecalled",
-	"TestNewArchivesBeforeTheProcessExits",
-	"TestDreamRunLogRestoreThroughTheBinary",
-	"TestDreamFromChatAndStatus",
-	"TestTeamChannelArchiveNamesWhoSaidWhat",
-	"TestSlackAndDiscordThroughTheBinary",
-	"TestScopesThroughSlack",
-	"TestChaosInFlightAnsweredAfterRestart",
-	"TestWebPageThroughTheBinary",
-	"TestWebLinkThroughSlack",
+// filesOnly are the end-to-end tests that do not run on PostgreSQL, and
+// why: each checks the files themselves (it writes history.jsonl or a
+// session file to set up its case, reads a program file, or kills the
+// process at a file's write), or a promise only the files' engine makes
+// today. Every other test of the e2e_*_test.go files runs in the
+// PostgreSQL pass: a new one joins it unless it is listed here.
+var filesOnly = map[string]string{
+	"TestKilledArchiveIsNotRepeated":                     "kills at history.jsonl's append",
+	"TestKilledDreamIsRecoveredThroughTheBinary":         "writes history.jsonl to set up",
+	"TestGatewayBoundsHistoryWithDreamOff":               "writes 1,000+ entries into history.jsonl",
+	"TestOverBudgetPromptAsksForADeepDream":              "reads memory/.dream_ledger",
+	"TestKillAtTheRefWriteKeepsDreamHistory":             "writes history.jsonl to set up",
+	"TestEmptiedBranchIsRepairedThroughTheBinary":        "writes history.jsonl to set up",
+	"TestUnrepairableBranchStopsDream":                   "writes history.jsonl to set up",
+	"TestNewScopeBetweenAnothersEntriesThroughTheBinary": "writes history.jsonl to set up",
+	"TestLongEntryIsReadWholeThroughTheBinary":           "writes history.jsonl to set up",
+	"TestRecentHistoryFollowsTheScopesCursor":            "writes history.jsonl to set up",
+	"TestWebShowsSlackNames":                             "writes history.jsonl to set up",
+	"TestMonthsOfFactsStayWithinBudget":                  "reads history.jsonl",
+	"TestScenarioThirtyTurnsThreeSessionsTwoDreams":      "reads the session files",
+	"TestSetAsideConversationSurvivesAKill":              "reads the set-aside conversations' files",
+	"TestOpenModesAreTightenedAtStart":                   "checks the session files' modes",
+	"TestEvalRemovesItsDirectoriesUnlessKept":            "eval plays scenarios in workspaces of its own, on files",
+	"TestEvalLongConversationCrossesTheBudget":           "eval plays scenarios in workspaces of its own, on files",
+	"TestMigrateNeedsADatabase":                          "asks for a database where the config names none",
+	"TestChatBesideTerminalGatewayIsRefused":             "a conversation's lock across processes is the files' (flock); on PostgreSQL it comes with work shared by conversation",
+}
+
+// endToEndTests lists the tests of the e2e_*_test.go files that the
+// PostgreSQL pass runs: all but filesOnly's and the Postgres ones, which
+// run in the first pass already.
+func endToEndTests(t *testing.T) []string {
+	t.Helper()
+	files, err := filepath.Glob("e2e_*_test.go")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no end-to-end test files: %v", err)
+	}
+	var names []string
+	fset := token.NewFileSet()
+	for _, f := range append(files, "web_test.go") {
+		parsed, err := parser.ParseFile(fset, f, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range parsed.Decls {
+			fn, ok := d.(*ast.FuncDecl)
+			if !ok || fn.Recv != nil || !strings.HasPrefix(fn.Name.Name, "Test") || strings.Contains(fn.Name.Name, "Postgres") {
+				continue
+			}
+			if _, skip := filesOnly[fn.Name.Name]; !skip {
+				names = append(names, fn.Name.Name)
+			}
+		}
+	}
+	return names
 }
 
 // pgWorkspaces maps a harness's workspace to its database's DSN, in the
@@ -174,9 +213,10 @@ func historyKeysFromDatabase(ws string) ([]string, bool) {
 	return keys, true
 }
 
-// One process on PostgreSQL behaves as on files: the listed end-to-end
-// tests pass on the PostgreSQL engine too. Each must have run and passed
-// (a skip fails it: a test that cannot run on this engine is not listed).
+// One process on PostgreSQL behaves as on files: every end-to-end test
+// but filesOnly's passes on the PostgreSQL engine too. Each must have run
+// and passed (a skip fails it: a test that cannot run on this engine is
+// listed in filesOnly, with why).
 func TestPostgresEndToEnd(t *testing.T) {
 	if os.Getenv(engineEnv) != "" {
 		t.Skip("this is the PostgreSQL pass itself")
@@ -185,7 +225,8 @@ func TestPostgresEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the PostgreSQL pass runs the listed end-to-end tests again")
 	}
-	run := "^(" + strings.Join(postgresPass, "|") + ")$"
+	pass := endToEndTests(t)
+	run := "^(" + strings.Join(pass, "|") + ")$"
 	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run", run, "-test.count=1", "-test.v", "-test.timeout=25m")
 	cmd.Env = append(os.Environ(), engineEnv+"=postgres", builtBinEnv+"="+binPath)
 	out, err := cmd.CombinedOutput()
@@ -193,7 +234,7 @@ func TestPostgresEndToEnd(t *testing.T) {
 	for _, m := range regexp.MustCompile(`(?m)^--- (PASS|FAIL|SKIP): (\w+)`).FindAllStringSubmatch(string(out), -1) {
 		passed[m[2]] = m[1] == "PASS"
 	}
-	for _, name := range postgresPass {
+	for _, name := range pass {
 		if !passed[name] {
 			t.Errorf("%s did not pass on the PostgreSQL engine", name)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -47,6 +48,11 @@ func openDatabase(cfg Config, logger *slog.Logger) (*postgres.DB, error) {
 func openSessions(cfg Config, db *postgres.DB, logger *slog.Logger) (*session.Store, error) {
 	logger = logger.With("component", "sessions")
 	if db != nil {
+		// The state directory still holds what is this process's own (the
+		// recall index, the admin socket, the gateway's log), owner-only.
+		if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
+			return nil, fmt.Errorf("create the state directory: %w", err)
+		}
 		return session.NewStoreOn(db.Conversations(), logger), nil
 	}
 	return session.NewStore(sessionsDir(cfg.StateDir), logger)

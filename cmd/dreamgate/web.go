@@ -21,6 +21,7 @@ import (
 	"github.com/dreamgate/dreamgate/dream"
 	"github.com/dreamgate/dreamgate/gateway"
 	"github.com/dreamgate/dreamgate/store"
+	"github.com/dreamgate/dreamgate/store/postgres"
 	"github.com/dreamgate/dreamgate/web"
 	"github.com/dreamgate/dreamgate/workspace"
 )
@@ -158,13 +159,16 @@ type webLinks struct {
 	srv      atomic.Pointer[web.Server]
 	stateDir string
 	web      WebConfig
+	// db holds the key on the PostgreSQL engine (nil: the state
+	// directory).
+	db *postgres.DB
 }
 
 func (l *webLinks) SignInLink(a audience.Audience) (string, error) {
 	if s := l.srv.Load(); s != nil {
 		return s.SignInLink(a)
 	}
-	key, err := readWebKey(l.stateDir)
+	key, err := readPageKey(l.db, l.stateDir)
 	if err != nil {
 		return "", err
 	}
@@ -178,7 +182,7 @@ func (a *app) webLinksDep() gateway.WebLinks {
 		return nil
 	}
 	if a.webLinks == nil {
-		a.webLinks = &webLinks{stateDir: a.cfg.StateDir, web: a.cfg.Web}
+		a.webLinks = &webLinks{stateDir: a.cfg.StateDir, web: a.cfg.Web, db: a.db}
 	}
 	return a.webLinks
 }

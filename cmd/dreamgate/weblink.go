@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/dreamgate/dreamgate/audience"
+	"github.com/dreamgate/dreamgate/store/postgres"
 	"github.com/dreamgate/dreamgate/web"
 )
 
@@ -57,6 +58,15 @@ func lookupPageKey(cfg Config, logger *slog.Logger) ([]byte, error) {
 		return readWebKey(cfg.StateDir)
 	}
 	defer db.Close()
+	return readPageKey(db, cfg.StateDir)
+}
+
+// readPageKey reads the page's signing key as readWebKey does, from the
+// database when db is set.
+func readPageKey(db *postgres.DB, stateDir string) ([]byte, error) {
+	if db == nil {
+		return readWebKey(stateDir)
+	}
 	key, ok, err := db.Secrets().Lookup(pageKeyName)
 	switch {
 	case err != nil:
