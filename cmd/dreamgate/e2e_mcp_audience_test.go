@@ -28,6 +28,11 @@ func slackPeople(t *testing.T, h *harness) (*slackWorld, place, place, place) {
 	})
 	gw := h.startGateway(t)
 	gw.waitConnected(t, "slack")
+	// The gateway reports the connection once Slack said hello; the fake
+	// takes events once it holds the socket: wait for both.
+	if err := sl.WaitConnections(waitCtx(t), 1); err != nil {
+		t.Fatal(err)
+	}
 	w := &slackWorld{sl: sl, gw: gw, users: map[string]string{}, teams: map[string]string{}}
 	anaDM := place{name: "Ana's DM", aud: audience.Audience{Kind: audience.Person, Platform: "slack", Team: "T1", Person: "UANA"}, key: "slack:DANA"}
 	bobDM := place{name: "Bob's DM", aud: audience.Audience{Kind: audience.Person, Platform: "slack", Team: "T1", Person: "UBOB"}, key: "slack:DBOB"}

@@ -59,6 +59,7 @@ var filesOnly = map[string]string{
 	"TestOpenModesAreTightenedAtStart":                   "checks the session files' modes",
 	"TestEvalRemovesItsDirectoriesUnlessKept":            "eval plays scenarios in workspaces of its own, on files",
 	"TestEvalLongConversationCrossesTheBudget":           "eval plays scenarios in workspaces of its own, on files",
+	"TestMonthsOfCorrectionsAfterTheOldValuesWentCold":   "reads history.jsonl",
 	"TestMigrateNeedsADatabase":                          "asks for a database where the config names none",
 	"TestChatBesideTerminalGatewayIsRefused":             "a conversation's lock across processes is the files' (flock); on PostgreSQL it comes with work shared by conversation",
 }
