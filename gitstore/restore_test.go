@@ -381,3 +381,65 @@ func TestRestorePlanNamesBoundedLaterCommits(t *testing.T) {
 		t.Fatalf("later = %q", subjects(plan.Later))
 	}
 }
+
+// A committed symbolic link (planted by hand in a memory folder and
+// committed as git would, then replaced by a file or removed) never comes
+// back with a restore, whatever the resolution: memory files are read
+// through no link, and a restore must not plant one again — in the root's
+// files, or a scope's on its own line of history.
+func TestRestoreNeverBringsALinkBack(t *testing.T) {
+	outside := filepath.Join(t.TempDir(), "secret.md")
+	if err := os.WriteFile(outside, []byte("- The vault code is 4711.\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stores := []struct {
+		name string
+		open func(*testing.T) (*gitstore.Store, string)
+		file string
+	}{
+		{"the root's USER.md", func(t *testing.T) (*gitstore.Store, string) { return openStore(t) }, "USER.md"},
+		{"a scope's USER.md", linesStore, teamUser},
+	}
+	undone := map[string]func(t *testing.T, link string){
+		"replaced by a file": func(t *testing.T, link string) {
+			if err := os.Remove(link); err != nil {
+				t.Fatal(err)
+			}
+			testkit.WriteFile(t, filepath.Dir(link), filepath.Base(link), "# User\n- Ana\n")
+		},
+		"removed": func(t *testing.T, link string) {
+			if err := os.Remove(link); err != nil {
+				t.Fatal(err)
+			}
+		},
+	}
+	for _, st := range stores {
+		for what, change := range undone {
+			for _, res := range []gitstore.Resolution{gitstore.KeepLater, gitstore.UndoAll} {
+				t.Run(fmt.Sprintf("%s %s, resolution %d", st.name, what, res), func(t *testing.T) {
+					s, dir := st.open(t)
+					link := filepath.Join(dir, filepath.FromSlash(st.file))
+					testkit.WriteFile(t, dir, st.file, "# User\n")
+					mustCommit(t, s, "manual: base")
+					if err := os.Remove(link); err != nil {
+						t.Fatal(err)
+					}
+					if err := os.Symlink(outside, link); err != nil {
+						t.Skipf("no symbolic links here: %v", err)
+					}
+					mustCommit(t, s, gitstore.ManualSubject)
+					change(t, link)
+					c := mustCommit(t, s, gitstore.ManualSubject)
+
+					_, err := s.Restore(c.Short, nil, gitstore.RestoreOptions{Resolution: res})
+					if fi, lerr := os.Lstat(link); lerr == nil && fi.Mode()&os.ModeSymlink != 0 {
+						t.Errorf("the restore (%v) brought the link back", err)
+					}
+					if got, _ := os.ReadFile(link); strings.Contains(string(got), "4711") {
+						t.Errorf("%s reads the link's target after the restore (%v): %q", st.file, err, got)
+					}
+				})
+			}
+		}
+	}
+}
