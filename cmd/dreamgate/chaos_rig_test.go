@@ -314,6 +314,11 @@ func newChaosRig(t *testing.T) *chaosRig {
 	h.set("llm.maxTokens", 256)
 	h.set("llm.timeoutSeconds", 2)
 	h.set("dream.maxBatchSize", 3)
+	// Every message the gateway accepted is answered by a turn however
+	// slow the machine (a loaded one makes the full suite last past the
+	// default 10 minutes, and its oldest messages would be asked for
+	// again instead); TestChaosInFlightAnsweredAfterRestart covers that.
+	h.set("gateway.answerPendingMinutes", 24*60)
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv("CHAOS_SEED"); s != "" {
 		seed, _ = strconv.ParseUint(s, 10, 64)
