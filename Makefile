@@ -109,13 +109,16 @@ templ:
 	$(GO) run github.com/a-h/templ/cmd/templ@$(TEMPL_VERSION) generate -path web
 
 # What each package adds to the binary (docs/development.md, "Binary size and
-# one-shot memory"): make build's stripped size, then the symbol bytes of an
-# unstripped build of the same code summed by package (Go modules whole,
-# ours one by one; "std" holds the runtime and the function tables).
+# one-shot memory"): make build's stripped size and its large sections
+# (binutils' size; data without a symbol, such as an embedded file, shows
+# only in .rodata), then the symbol bytes of an unstripped build of the same
+# code summed by package (Go modules whole, ours one by one; "std" holds the
+# runtime and the function tables).
 size: build
 	@ls -l $(BIN)
+	@size -A -d $(BIN) 2>/dev/null | awk '$$1 ~ /^\.(text|rodata|gopclntab)$$/ { printf "%7.2f MB  %s\n", $$2 / 1e6, $$1 }' || true
 	CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=false -o $(BIN).syms $(PKG)
-	@$(GO) tool nm -size $(BIN).syms | awk '$$2 < 10000000 { n = $$4; sub(/^(type:\.eq\.|type:\.hash\.|type:\*|type:|go:itab\.\*|go:itab\.|go:string\.)/, "", n); sub(/\[.*/, "", n); k = split(n, p, "/"); sub(/\..*/, "", p[k]); pkg = p[1]; for (i = 2; i <= k; i++) pkg = pkg "/" p[i]; if (pkg ~ /^github\.com\/dreamgate\/dreamgate/) m = pkg; else if (pkg ~ /^(github\.com|golang\.org|gopkg\.in|go\.uber\.org|dario\.cat)\//) m = p[1] "/" p[2] "/" p[3]; else if (pkg ~ /^modernc\.org\//) m = p[1] "/" p[2]; else m = "std"; s[m] += $$2; t += $$2 } END { for (m in s) printf "%7.2f MB  %s\n", s[m] / 1e6, m; printf "%7.2f MB  (all symbols)\n", t / 1e6 }' | sort -rn | head -40
+	@$(GO) tool nm -size $(BIN).syms | awk '$$2 < 10000000 { n = $$4; sub(/^(type:\.eq\.|type:\.hash\.|type:\*|type:|go:itab\.\*|go:itab\.|go:string\.)/, "", n); sub(/\[.*/, "", n); k = split(n, p, "/"); sub(/\..*/, "", p[k]); pkg = p[1]; for (i = 2; i <= k; i++) pkg = pkg "/" p[i]; if (pkg ~ /^github\.com\/dreamgate\/dreamgate/) m = pkg; else if (p[1] ~ /^(github\.com|golang\.org)$$/) m = p[1] "/" p[2] "/" p[3]; else if (p[1] ~ /\./) m = p[1] "/" p[2]; else m = "std"; s[m] += $$2; t += $$2 } END { for (m in s) printf "%7.2f MB  %s\n", s[m] / 1e6, m; printf "%7.2f MB  (all symbols)\n", t / 1e6 }' | sort -rn | head -40
 	@rm -f $(BIN).syms
 
 lint:
