@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -188,4 +189,36 @@ func Example() {
 	var c Counter
 	fmt.Println(c.Count("Ana prefers dark mode."))
 	// Output: 5
+}
+
+// The split is the generated matcher of split_regexp2cg.go, as the
+// reference's is: that file registers the very pattern tokens.go compiles.
+// Were the pattern changed without go generate, the product would
+// interpret it instead (the tests would not: tiktoken-go's package
+// registers its own matcher for the same pattern), and the interpreter
+// cuts some texts otherwise: it keeps U+007F, which the generated matcher
+// skips, and takes spaces before a newline into one piece.
+func TestSplitIsTheGeneratedMatcher(t *testing.T) {
+	src, err := os.ReadFile("tokens.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(src), "regexp2.MustCompile(`")
+	pattern, _, ok2 := strings.Cut(rest, "`")
+	if !ok || !ok2 {
+		t.Fatal("tokens.go compiles no raw-string pattern with regexp2.MustCompile")
+	}
+	gen, err := os.ReadFile("split_regexp2cg.go")
+	if err != nil {
+		t.Fatalf("%v: run go generate ./internal/tokens", err)
+	}
+	if !strings.Contains(string(gen), "regexp2.RegisterEngine("+strconv.Quote(pattern)+",") {
+		t.Errorf("split_regexp2cg.go registers no matcher for tokens.go's pattern %q: run go generate ./internal/tokens", pattern)
+	}
+	var c Counter
+	for _, s := range []string{"a\x7fb", "   \t\t\n\n \n \nx"} {
+		if got, want := c.Count(s), referenceCount(t, s); got != want {
+			t.Errorf("Count(%q) = %d, reference %d", s, got, want)
+		}
+	}
 }
