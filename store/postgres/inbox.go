@@ -65,17 +65,21 @@ func (ib *Inbox) Open() ([]store.InboxMessage, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read the inbox: %w", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.InboxMessage, error) {
-		var m store.InboxMessage
-		var origin string
-		err := r.Scan(&m.Channel, &m.MessageID, &m.Conversation, &origin, &m.Text, &m.Accepted)
-		m.Origin = []byte(origin)
-		return m, err
-	})
+	out, err := pgx.CollectRows(rows, scanInboxMessage)
 	if err != nil {
 		return nil, fmt.Errorf("read the inbox: %w", err)
 	}
 	return out, nil
+}
+
+// scanInboxMessage reads channel, message_id, conversation, origin, body
+// and accepted_at.
+func scanInboxMessage(r pgx.CollectableRow) (store.InboxMessage, error) {
+	var m store.InboxMessage
+	var origin string
+	err := r.Scan(&m.Channel, &m.MessageID, &m.Conversation, &origin, &m.Text, &m.Accepted)
+	m.Origin = []byte(origin)
+	return m, err
 }
 
 // Forget implements store.Inbox.
