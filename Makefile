@@ -57,14 +57,15 @@ test:
 	$(GO) vet ./...
 	CGO_ENABLED=$(TEST_CGO) $(GO) test $(RACE) -count=1 ./...
 
-# The tests of the PostgreSQL engine (every test named ...Postgres...)
-# against a throwaway cluster that .ci/postgres starts and stops (Debian's
-# postgresql package must be installed; .ci/run installs it). make test
-# skips them, saying why, unless DREAMGATE_TEST_POSTGRES names a server;
-# under CI=true a skipped one fails.
-PG_PKGS ?= ./internal/pgtest/ ./store/... ./gateway/session/ ./cmd/dreamgate/
+# The tests of the PostgreSQL engine (every test named ...Postgres..., and
+# the scenarios of cmd/dreamgate/testdata/scenarios, which run several
+# gateways on one database) against a throwaway cluster that .ci/postgres
+# starts and stops (Debian's postgresql package must be installed; .ci/run
+# installs it). make test skips them, saying why, unless
+# DREAMGATE_TEST_POSTGRES names a server; under CI=true a skipped one fails.
+PG_PKGS ?= ./internal/pgtest/ ./store/... ./gateway/ ./gateway/session/ ./cmd/dreamgate/
 test-postgres:
-	.ci/postgres run env CGO_ENABLED=$(TEST_CGO) $(GO) test $(RACE) -count=1 -timeout 30m -run 'Postgres' $(PG_PKGS)
+	.ci/postgres run env CGO_ENABLED=$(TEST_CGO) $(GO) test $(RACE) -count=1 -timeout 30m -run 'Postgres|Scenarios' $(PG_PKGS)
 
 # The chaos suite in full: kill -9 after every named write, model faults,
 # socket drops, invariants after each (docs/development.md). make test runs a

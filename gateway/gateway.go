@@ -195,6 +195,9 @@ type Gateway struct {
 	inboxLeft []inboxLine
 	// answering: the messages whose answer may be out already (answer.go).
 	answering answering
+	// share, when set, shares conversations with other processes
+	// (share.go).
+	share *sharing
 
 	mu       sync.Mutex
 	closed   bool
@@ -304,6 +307,9 @@ func (g *Gateway) Run(ctx context.Context) error {
 		})
 	}
 	wg.Go(func() { g.idleLoop(ctx) })
+	if g.share != nil {
+		wg.Go(func() { g.shareLoop(ctx) })
+	}
 	wg.Wait()
 	return nil
 }
@@ -361,6 +367,10 @@ const lastSendTimeout = 10 * time.Second
 // session's later replies behind it in order; it ends early only when
 // shutdown runs out of time (turnCtx), which must not wait for it.
 func (g *Gateway) send(out channels.Outbound) {
+	if out.ReplyTo != "" && g.share != nil && g.share.isAbandoned(out.Channel, out.ReplyTo) {
+		g.logger.Info("not answering a message whose conversation this process lost; another process answers it", "session", out.SessionKey)
+		return
+	}
 	ch := g.channel(out.Channel)
 	if ch == nil {
 		g.logger.Error("reply for an unknown channel dropped", "channel", out.Channel, "session", out.SessionKey)

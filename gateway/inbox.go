@@ -418,7 +418,7 @@ func (g *Gateway) accept(in channels.Inbound) (known bool) {
 // markAnswered records that in's sender has heard back (its answer, or a
 // notice that it was not answered), so a restart does not answer it again.
 func (g *Gateway) markAnswered(in channels.Inbound) {
-	if g.inbox == nil || !recoverable(in) {
+	if g.inbox == nil || !recoverable(in) || g.abandoned(in) {
 		return
 	}
 	if err := g.inbox.answer(originOf(in), g.now()); err != nil {
@@ -479,6 +479,11 @@ func (g *Gateway) answerPending() {
 	left := g.inboxLeft
 	g.inboxLeft = nil
 	now := g.now()
+	if g.share != nil {
+		// Shared: what is waiting is any process's to claim, this one's
+		// too, by conversation (share.go), never all at once here.
+		left = nil
+	}
 	for _, l := range left {
 		in := inboundOf(l.Key, l.Origin, l.Text, l.Time)
 		if now.Sub(l.Time) > resendWindow || g.cfg.AnswerPending <= 0 {

@@ -24,6 +24,17 @@ type worker struct {
 	queue   []job
 	running bool
 	cancel  context.CancelFunc // of the job running now
+	// When conversations are shared (share.go): holding says this
+	// process holds the conversation's claim, handled are the messages
+	// answered under it (by originID), sweep that the worker was started
+	// to take a conversation nobody holds.
+	holding bool
+	handled map[string]bool
+	sweep   bool
+	// unordered: a message was queued under the claim since the queue
+	// was last put in the inbox's order.
+	unordered bool
+	current   channels.Inbound // the message of the job running now
 }
 
 // job is one thing a session's worker does: a chat turn, a command, or an
@@ -34,6 +45,9 @@ type job struct {
 	task    func(ctx context.Context)
 	done    chan Result
 	tooLong int // the original size of a message capInbound cut
+	// shared: the message is in the inbox, where the process holding its
+	// conversation finds it (share.go).
+	shared bool
 }
 
 // Deliver accepts one inbound message (channels.Sink).
@@ -70,13 +84,14 @@ func (g *Gateway) Submit(ctx context.Context, in channels.Inbound) (<-chan Resul
 		return done, nil
 	}
 	var err error
+	shared := g.share != nil && pc == nil && tooLong == 0 && recoverable(in)
 	switch c := g.commandFor(pc); {
 	case c != nil && c.priority && !in.InOrder:
 		err = g.runPriority(ctx, in, pc, done)
 	case in.InOrder:
-		err = g.enqueueWait(ctx, job{in: in, cmd: pc, done: done, tooLong: tooLong})
+		err = g.enqueueWait(ctx, job{in: in, cmd: pc, done: done, tooLong: tooLong, shared: shared})
 	default:
-		err = g.enqueue(job{in: in, cmd: pc, done: done, tooLong: tooLong})
+		err = g.enqueue(job{in: in, cmd: pc, done: done, tooLong: tooLong, shared: shared})
 	}
 	if errors.Is(err, channels.ErrBusy) {
 		g.observer().Busy(in.Channel)
@@ -150,6 +165,11 @@ func (g *Gateway) enqueue(j job) error {
 		return channels.ErrBusy
 	}
 	w.queue = append(w.queue, j)
+	if j.shared && w.holding {
+		// Another process may have accepted a message of this
+		// conversation before this one: the inbox orders them.
+		w.unordered = true
+	}
 	if !w.running {
 		w.running = true
 		g.workerWG.Add(1)
@@ -183,18 +203,25 @@ func (g *Gateway) runWorker(w *worker) {
 	defer g.workerWG.Done()
 	for {
 		g.mu.Lock()
-		if len(w.queue) == 0 {
+		if len(w.queue) == 0 && !w.holding && !w.sweep {
 			w.running = false
 			delete(g.workers, w.key)
 			g.mu.Unlock()
 			return
+		}
+		if g.share != nil && (len(w.queue) == 0 || !w.holding || w.unordered) {
+			// Shared conversations: take the claim first, or look for
+			// more before letting it go (share.go).
+			g.mu.Unlock()
+			g.turnover(g.turnCtx, w)
+			continue
 		}
 		j := w.queue[0]
 		w.queue = w.queue[1:]
 		close(g.room)
 		g.room = make(chan struct{})
 		ctx, cancel := context.WithCancel(g.turnCtx)
-		w.cancel = cancel
+		w.cancel, w.current = cancel, j.in
 		g.mu.Unlock()
 
 		res := g.runJob(ctx, j)
@@ -204,6 +231,12 @@ func (g *Gateway) runWorker(w *worker) {
 		g.mu.Lock()
 		w.cancel = nil
 		idle := len(w.queue) == 0
+		if g.share != nil && recoverable(j.in) {
+			if w.handled == nil {
+				w.handled = map[string]bool{}
+			}
+			w.handled[originID(originOf(j.in))] = true
+		}
 		g.mu.Unlock()
 		cancel()
 		if idle {

@@ -36,6 +36,10 @@ func (g *Gateway) turn(ctx context.Context, in channels.Inbound) Result {
 	}
 	model := &promptMeter{m: g.deps.Model, now: g.now, count: func(u llm.Usage) { g.usage.add(in.SessionKey, llm.PurposeChat, u) }}
 	res, shown, runErr := g.runAgent(ctx, log, in, model, tools, g.turnMessages(sess, prompt, in))
+	if g.abandoned(in) {
+		// This process lost the conversation mid-turn: another answers.
+		return Result{Err: errClaimLost}
+	}
 	sent := consolidator.Sent{PromptTokens: model.last, Messages: g.record(sess, res)}
 	out := g.reply(log, in, res, shown, runErr)
 	// A stopped turn is not followed by archiving; After still records

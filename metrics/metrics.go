@@ -56,6 +56,8 @@ type Metrics struct {
 	archiveRaw    prometheus.Counter
 	dreamRuns     *prometheus.CounterVec
 	dreamDuration prometheus.Histogram
+	takeovers     prometheus.Counter
+	claimWaits    prometheus.Histogram
 
 	// backlog keeps the last Dream backlog a source could read.
 	backlog lastValue
@@ -83,10 +85,14 @@ func New() *Metrics {
 			Help: "Archives in which a summary failed so the turns were stored as they were."}),
 		dreamRuns:     counterVec("dreamgate_dream_runs_total", "Dream runs, by outcome.", "outcome"),
 		dreamDuration: histogram("dreamgate_dream_duration_seconds", "Time each Dream run took.", dreamBuckets),
+		takeovers: prometheus.NewCounter(prometheus.CounterOpts{Name: "dreamgate_takeovers_total",
+			Help: "Conversations this process took over from a process of the store that died holding them."}),
+		claimWaits: histogram("dreamgate_claim_wait_seconds",
+			"Waits for a conversation another process of the store held, before a command could run in it.", turnBuckets),
 	}
 	m.reg.MustRegister(
 		m.turns, m.turnModel, m.turnGateway, m.commands, m.busy, m.modelCalls,
-		m.archiveRounds, m.archiveRaw, m.dreamRuns, m.dreamDuration,
+		m.archiveRounds, m.archiveRaw, m.dreamRuns, m.dreamDuration, m.takeovers, m.claimWaits,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
@@ -149,6 +155,21 @@ func (m *Metrics) DreamDone(outcome string, took time.Duration) {
 	}
 	m.dreamRuns.WithLabelValues(label(outcome)).Inc()
 	m.dreamDuration.Observe(took.Seconds())
+}
+
+// Takeover counts one conversation taken over from a process of the store
+// that died holding it.
+func (m *Metrics) Takeover() {
+	if m != nil {
+		m.takeovers.Inc()
+	}
+}
+
+// ClaimWait counts one wait for a conversation another process held.
+func (m *Metrics) ClaimWait(d time.Duration) {
+	if m != nil {
+		m.claimWaits.Observe(d.Seconds())
+	}
 }
 
 // label is a label value as the format takes it: bytes that are not

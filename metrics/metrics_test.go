@@ -136,7 +136,8 @@ func everySource() Sources {
 				{Model: "local", Purpose: "archive", Calls: 1, PromptTokens: 50, CompletionTokens: 5},
 			}
 		},
-		Cooling: func() map[string]bool { return map[string]bool{"hosted": true, "local": false} },
+		Cooling:    func() map[string]bool { return map[string]bool{"hosted": true, "local": false} },
+		InboxDepth: func() (int, error) { return 12, nil },
 	}
 }
 
@@ -156,6 +157,8 @@ func everyEvent(m *Metrics) {
 	m.Archived(-3, false)
 	m.DreamDone("completed", 45*time.Second)
 	m.DreamDone("nothing-new", 10*time.Millisecond)
+	m.Takeover()
+	m.ClaimWait(250 * time.Millisecond)
 }
 
 func TestExposition(t *testing.T) {
@@ -195,6 +198,9 @@ func TestExposition(t *testing.T) {
 		`dreamgate_dream_duration_seconds_bucket{le="30"}`:                       1,
 		`dreamgate_dream_duration_seconds_bucket{le="60"}`:                       2,
 		`dreamgate_dream_backlog_entries`:                                        7,
+		`dreamgate_takeovers_total`:                                              1,
+		`dreamgate_claim_wait_seconds_count`:                                     1,
+		`dreamgate_inbox_depth`:                                                  12,
 		`dreamgate_queue_depth`:                                                  3,
 		`dreamgate_llm_calls_total{model="hosted",purpose="chat"}`:               4,
 		`dreamgate_llm_failures_total{model="hosted",purpose="chat"}`:            2,
@@ -235,6 +241,9 @@ func TestEveryFamilyKeepsItsNameAndLabels(t *testing.T) {
 		"dreamgate_dream_backlog_entries":          "gauge",
 		"dreamgate_dream_duration_seconds":         "histogram",
 		"dreamgate_dream_runs_total":               "counter outcome",
+		"dreamgate_claim_wait_seconds":             "histogram",
+		"dreamgate_inbox_depth":                    "gauge",
+		"dreamgate_takeovers_total":                "counter",
 		"dreamgate_llm_calls_total":                "counter model purpose",
 		"dreamgate_llm_completion_tokens_total":    "counter model purpose",
 		"dreamgate_llm_cooling_down":               "gauge model",

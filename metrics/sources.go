@@ -25,6 +25,9 @@ type Sources struct {
 	// Cooling whether each is passed over now since it failed.
 	Models  func() []ModelCalls
 	Cooling func() map[string]bool
+	// InboxDepth is the number of messages accepted by any process of
+	// the store and not answered yet (the PostgreSQL engine's inbox).
+	InboxDepth func() (int, error)
 }
 
 // ModelCalls counts one named model's calls for one purpose: those sent
@@ -60,6 +63,7 @@ var (
 	queueDepthDesc  = desc("dreamgate_queue_depth", "Messages waiting behind a running turn.")
 	breakerOpenDesc = desc("dreamgate_model_breaker_open", "1 while model calls fail fast.")
 	backlogDesc     = desc("dreamgate_dream_backlog_entries", "History entries Dream has not read yet.")
+	inboxDepthDesc  = desc("dreamgate_inbox_depth", "Messages accepted by any process of the store and not answered yet.")
 	tokensDesc      = desc("dreamgate_model_tokens_total", "Tokens used by successful model calls, by purpose and kind.", "purpose", "kind")
 	// Cached tokens are a part of the prompt tokens, so a family of their
 	// own: as a kind of dreamgate_model_tokens_total a sum over kinds would
@@ -114,6 +118,11 @@ func (c sourceCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		if v, ok := c.backlog.get(); ok {
 			gauge(backlogDesc, v)
+		}
+	}
+	if f := s.InboxDepth; f != nil {
+		if n, err := f(); err == nil {
+			gauge(inboxDepthDesc, float64(n))
 		}
 	}
 	if f := s.Tokens; f != nil {

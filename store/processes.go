@@ -27,8 +27,10 @@ type Claims interface {
 	Waiting(key string) ([]InboxMessage, error)
 	// Claimable lists up to n conversations of the given platforms with
 	// messages waiting that no live process holds, the one waiting longest
-	// first.
-	Claimable(platforms []string, n int) ([]string, error)
+	// first: one a process died holding at once, one no process claimed
+	// yet once it waited unclaimed (the process that received it takes it
+	// first).
+	Claimable(platforms []string, unclaimed time.Duration, n int) ([]string, error)
 	// Notify tells the other processes that key has work they may take
 	// (Wake).
 	Notify(key string) error

@@ -56,6 +56,10 @@ type StoreConfig struct {
 	// empty keeps the embedded engine. Never logged: it may hold a
 	// password.
 	Postgres string `json:"postgres"`
+	// LeaseSeconds bounds how long the conversations and leases of a
+	// gateway that died (or lost the database) stay its own before
+	// another process on the database takes them over.
+	LeaseSeconds int `json:"leaseSeconds"`
 }
 
 type LLMConfig struct {
@@ -255,7 +259,8 @@ func defaultConfig() Config {
 		Gateway: GatewayConfig{
 			HealthAddr: "127.0.0.1:18790", MaxConcurrentTurns: 8, MaxMessageBytes: 64 << 10, AnswerPendingMinutes: 10,
 		},
-		Web: WebConfig{Addr: defaultWebAddr},
+		Web:   WebConfig{Addr: defaultWebAddr},
+		Store: StoreConfig{LeaseSeconds: defaultLeaseSeconds},
 		Channels: ChannelsCfg{
 			Terminal: TerminalConfig{Enabled: true},
 			Slack: SlackConfig{GroupPolicy: "mention", ReplyInThread: true, MaxFileBytes: slack.DefaultMaxFileBytes,

@@ -152,6 +152,9 @@ func (c *Config) validateGateway() error {
 			return bad("store.postgres", "%v", err)
 		}
 	}
+	if l := c.Store.LeaseSeconds; l < 3 || l > 3600 {
+		return bad("store.leaseSeconds", "must be from 3 to 3600, got %d", l)
+	}
 	if err := c.Web.validate(); err != nil {
 		return err
 	}

@@ -81,6 +81,7 @@ func writeStatus(ctx context.Context, w io.Writer, op operatorParts, scope *scop
 	} else {
 		fmt.Fprintln(w, "Dream: off")
 	}
+	statusProcesses(w, op)
 	if !unusable {
 		return nil
 	}

@@ -192,6 +192,23 @@ func (st *Store) Evict(s *Session) bool {
 	return true
 }
 
+// Forget drops key's live session from memory, so the next Get reads it
+// from the store: another process may have written it since (a
+// conversation shared between processes changes hands).
+func (st *Store) Forget(key string) {
+	st.mu.Lock()
+	s, ok := st.open[key]
+	if ok {
+		delete(st.open, key)
+	}
+	st.mu.Unlock()
+	if ok {
+		if err := s.close(); err != nil {
+			st.logger.Warn("closing a session failed", "session", key, "err", err)
+		}
+	}
+}
+
 // Rotate starts a new session under key. The old files are renamed aside
 // with the old session's id, and the returned old Session keeps working on
 // them (its unarchived tail can still be archived).

@@ -84,17 +84,22 @@ func (p *Process) Waiting(key string) ([]store.InboxMessage, error) {
 	return out, nil
 }
 
-// Claimable implements store.Claims.
-func (p *Process) Claimable(platforms []string, n int) ([]string, error) {
+// Claimable implements store.Claims: a conversation a dead process held
+// (its row in claims) at once, one nobody claimed yet once its oldest
+// waiting message is older than unclaimed by the database's clock.
+func (p *Process) Claimable(platforms []string, unclaimed time.Duration, n int) ([]string, error) {
 	if n <= 0 || len(platforms) == 0 {
 		return nil, nil
 	}
 	ctx, cancel := p.db.call()
 	defer cancel()
 	rows, err := p.db.pool.Query(ctx, `SELECT m.conversation FROM inbox_messages m
+		LEFT JOIN claims c ON c.conversation = m.conversation
 		WHERE m.answered_at IS NULL AND m.channel = ANY($2)
-		AND NOT EXISTS (SELECT 1 FROM claims c WHERE c.conversation = m.conversation AND c.process IN (`+liveProcesses+`))
-		GROUP BY m.conversation ORDER BY min(m.seq) LIMIT $3`, p.key1, platforms, n)
+		AND (c.process IS NULL OR c.process NOT IN (`+liveProcesses+`))
+		GROUP BY m.conversation, c.process
+		HAVING c.process IS NOT NULL OR min(m.received_at) <= now() - make_interval(secs => $4)
+		ORDER BY min(m.seq) LIMIT $3`, p.key1, platforms, n, unclaimed.Seconds())
 	if err != nil {
 		return nil, fmt.Errorf("look for conversations to answer: %w", err)
 	}

@@ -83,6 +83,10 @@ func (db *DB) Join(ctx context.Context, info ProcessInfo) (*Process, error) {
 		_, err = conn.Exec(ctx, `SELECT pg_advisory_lock($1, $2::integer)`, p.key1, p.id)
 	}
 	if err == nil {
+		// pg_stat_activity names the process's connections.
+		_, err = conn.Exec(ctx, `SELECT set_config('application_name', $1, false)`, p.appName())
+	}
+	if err == nil {
 		// Processes dead for a day are forgotten.
 		_, err = conn.Exec(ctx, `DELETE FROM processes WHERE started_at < now() - interval '1 day' AND id NOT IN (`+liveProcesses+`)`, p.key1)
 	}
@@ -116,7 +120,7 @@ func (p *Process) dial(ctx context.Context) (*pgx.Conn, error) {
 	cfg := p.db.pool.Config().ConnConfig.Copy()
 	secs := max(int(p.info.Lease/time.Second/3), 1)
 	for k, v := range map[string]string{
-		"application_name":        "dreamgate",
+		"application_name":        p.appName(),
 		"tcp_keepalives_idle":     strconv.Itoa(secs),
 		"tcp_keepalives_interval": strconv.Itoa(max(secs/2, 1)),
 		"tcp_keepalives_count":    "2",
@@ -125,6 +129,14 @@ func (p *Process) dial(ctx context.Context) (*pgx.Conn, error) {
 		cfg.RuntimeParams[k] = v
 	}
 	return pgx.ConnectConfig(ctx, cfg)
+}
+
+// appName is the application_name of the process's connections.
+func (p *Process) appName() string {
+	if p.id == 0 {
+		return "dreamgate process"
+	}
+	return "dreamgate process " + strconv.FormatInt(p.id, 10)
 }
 
 // Close leaves the database: every claim and lease is let go with the

@@ -56,12 +56,16 @@ func TestPostgresClaimsAreExclusive(t *testing.T) {
 	if ok, _, err := b.Claim("slack:C1"); err != nil || ok {
 		t.Fatalf("b claimed what a holds: %v %v", ok, err)
 	}
-	keys, err := b.Claimable([]string{"slack"}, 10)
+	keys, err := b.Claimable([]string{"slack"}, 0, 10)
 	if err != nil || len(keys) != 1 || keys[0] != "slack:C2" {
 		t.Fatalf("claimable for b = %v, %v; want slack:C2 alone", keys, err)
 	}
-	if got, _ := b.Claimable([]string{"discord"}, 10); len(got) != 0 {
+	if got, _ := b.Claimable([]string{"discord"}, 0, 10); len(got) != 0 {
 		t.Errorf("claimable on another platform = %v", got)
+	}
+	// A conversation nobody claimed yet is left to its receiver a while.
+	if got, _ := b.Claimable([]string{"slack"}, time.Hour, 10); len(got) != 0 {
+		t.Errorf("claimable within the receiver's moment = %v", got)
 	}
 	waiting, err := a.Waiting("slack:C1")
 	if err != nil || len(waiting) != 2 || waiting[0].MessageID != "m1" || waiting[1].MessageID != "m3" {
@@ -98,7 +102,7 @@ func TestPostgresDeadProcessesClaimsAreTakenOver(t *testing.T) {
 	if ok, _, err := a.Claim("slack:C1"); err != nil || !ok {
 		t.Fatal(ok, err)
 	}
-	if keys, _ := b.Claimable([]string{"slack"}, 10); len(keys) != 0 {
+	if keys, _ := b.Claimable([]string{"slack"}, 0, 10); len(keys) != 0 {
 		t.Fatalf("claimable while a lives = %v", keys)
 	}
 	lost := a.Lost()
@@ -111,7 +115,7 @@ func TestPostgresDeadProcessesClaimsAreTakenOver(t *testing.T) {
 	var keys []string
 	var err error
 	waitUntil(t, "the conversation claimable", func() bool {
-		keys, err = b.Claimable([]string{"slack"}, 10)
+		keys, err = b.Claimable([]string{"slack"}, 0, 10)
 		return err != nil || len(keys) > 0
 	})
 	if err != nil || len(keys) != 1 {

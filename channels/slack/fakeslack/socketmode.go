@@ -1,6 +1,7 @@
 package fakeslack
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -450,5 +451,18 @@ func (s *Server) retryLater(d Delivery) {
 		if !skip {
 			_, _ = s.Retry(d) // no connection left: nobody to send to, as for Slack
 		}
+	})
+}
+
+// WaitEventAcked waits until an envelope of the event eventID was acked
+// (the first, or one Slack sent again).
+func (s *Server) WaitEventAcked(ctx context.Context, eventID string) error {
+	return s.waitFor(ctx, "the ack of event "+eventID, func() bool {
+		for _, d := range s.deliveries {
+			if d.EventID == eventID && s.ackedLocked(d.EnvelopeID) {
+				return true
+			}
+		}
+		return false
 	})
 }

@@ -29,7 +29,13 @@ CREATE TABLE leases (
     since   timestamptz NOT NULL DEFAULT now()
 );
 
+-- when the database received each inbox message (its own clock): a
+-- conversation no process claimed yet is left a moment to the process
+-- that received it before the others look at it
+ALTER TABLE inbox_messages ADD COLUMN received_at timestamptz NOT NULL DEFAULT now();
+
 -- +goose Down
+ALTER TABLE inbox_messages DROP COLUMN received_at;
 DROP TABLE leases;
 DROP TABLE claims;
 DROP TABLE processes;

@@ -1,0 +1,499 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/dreamgate/dreamgate/channels"
+	"github.com/dreamgate/dreamgate/store"
+)
+
+// Work shared by conversation. With several processes on one store (the
+// PostgreSQL engine), any of them may receive a message: Submit records
+// it in the inbox as always, and a conversation's worker runs its jobs
+// only while this process holds the conversation's claim. A worker that
+// gets the claim first queues, in acceptance order, the conversation's
+// messages other processes received meanwhile, and before letting the
+// claim go it looks for more; one that finds another process holding it
+// leaves its messages to that process (they are in the inbox) and waits
+// only with what is not there (a command, an idle archive is dropped). A
+// loop looks, when told (another process let a conversation go or could
+// not take one) and every Sweep, for conversations with messages waiting
+// that no live process holds — a dead process's — and takes them, up to
+// MaxConversations at once. A conversation's session is read from the
+// store afresh at every claim, for another process may have answered it
+// since.
+
+// Claims is what sharing asks of the store (store.Claims).
+type Claims interface {
+	Claim(key string) (ok, takenOver bool, err error)
+	Release(key string) error
+	Waiting(key string) ([]store.InboxMessage, error)
+	Claimable(platforms []string, unclaimed time.Duration, n int) ([]string, error)
+	Notify(key string) error
+	Wake() <-chan string
+	Lost() <-chan struct{}
+}
+
+// ShareObserver is told how sharing goes, when the Observer implements it
+// (metrics): a conversation taken over from a process that died, and a
+// wait for a conversation another process held.
+type ShareObserver interface {
+	Takeover()
+	ClaimWait(d time.Duration)
+}
+
+// ShareOptions configure ShareConversations.
+type ShareOptions struct {
+	// MaxConversations bounds the conversations this process holds at
+	// once when it looks for work (a message it received itself is
+	// always taken when free); 0 means 8.
+	MaxConversations int
+	// Sweep is how often it looks for conversations nobody holds
+	// besides when told; 0 means 5 s. A dead process's conversations are
+	// taken over within its lease and one Sweep.
+	Sweep time.Duration
+}
+
+// sharing is the gateway's side of the claims.
+type sharing struct {
+	c    Claims
+	opts ShareOptions
+
+	mu      sync.Mutex
+	held    map[string]time.Time // conversations this process holds, since
+	changed chan struct{}        // closed and replaced on every wake
+	// takeovers and waits are counted for /healthz.
+	takeovers int
+	kick      chan struct{} // asks the loop to look for work now
+	// lost are the messages whose turn ran when this process lost its
+	// claims (by originID): they are neither answered nor marked answered
+	// here, until this process takes them again.
+	lost map[string]bool
+}
+
+// errClaimLost ends a turn whose conversation this process lost to
+// another (its claims connection ended).
+var errClaimLost = errors.New("this process lost the conversation's claim during the turn")
+
+func (s *sharing) isAbandoned(channel, messageID string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lost[channel+"\x00"+messageID]
+}
+
+// abandoned reports whether in's turn ran when this process lost its
+// conversation.
+func (g *Gateway) abandoned(in channels.Inbound) bool {
+	return g.share != nil && in.MessageID != "" && g.share.isAbandoned(in.Channel, in.MessageID)
+}
+
+// ShareConversations makes this gateway one of the processes sharing a
+// store's conversations (see above). Call it before Run, after the inbox
+// is open in that store.
+func (g *Gateway) ShareConversations(c Claims, o ShareOptions) {
+	if o.MaxConversations <= 0 {
+		o.MaxConversations = 8
+	}
+	if o.Sweep <= 0 {
+		o.Sweep = 5 * time.Second
+	}
+	g.share = &sharing{c: c, opts: o, held: map[string]time.Time{}, changed: make(chan struct{}), kick: make(chan struct{}, 1)}
+}
+
+// Shared is what this process holds of the shared conversations, for
+// /healthz.
+type Shared struct {
+	// Claims are the conversations it holds and since when.
+	Claims    map[string]time.Time
+	Takeovers int
+}
+
+// Shared reports the conversations this process holds; ok is false when
+// it shares none.
+func (g *Gateway) Shared() (Shared, bool) {
+	if g.share == nil {
+		return Shared{}, false
+	}
+	s := g.share
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := Shared{Claims: make(map[string]time.Time, len(s.held)), Takeovers: s.takeovers}
+	for k, v := range s.held {
+		out.Claims[k] = v
+	}
+	return out, true
+}
+
+// waitChange returns the channel closed at the next wake.
+func (s *sharing) waitChange() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.changed
+}
+
+func (s *sharing) wakeAll() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+func (s *sharing) holding() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.held)
+}
+
+// lookNow asks the loop to look for work at once.
+func (s *sharing) lookNow() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// turnover is a worker's step between jobs when conversations are
+// shared: one without the claim tries to take it (acquire); one holding
+// it with nothing queued looks in the inbox for more, and lets the claim
+// go when there is none.
+func (g *Gateway) turnover(ctx context.Context, w *worker) {
+	g.mu.Lock()
+	holding, closed, unordered := w.holding, g.closed, w.unordered
+	w.unordered = false
+	g.mu.Unlock()
+	if !holding {
+		g.acquire(ctx, w)
+		return
+	}
+	if unordered {
+		g.refill(w, true)
+		return
+	}
+	// A process shutting down finishes what it queued and takes no more.
+	if !closed && g.refill(w, false) {
+		return
+	}
+	s := g.share
+	if err := s.c.Release(w.key); err != nil {
+		g.logger.Warn("could not let go of a conversation; it is another's once this process's connection ends", "session", w.key, "err", err)
+	}
+	s.mu.Lock()
+	delete(s.held, w.key)
+	s.mu.Unlock()
+	g.mu.Lock()
+	w.holding, w.handled = false, nil
+	g.mu.Unlock()
+	s.lookNow()
+}
+
+// acquire takes the conversation's claim for w. Taken, the conversation's
+// session is read afresh and its waiting messages are queued before what
+// w has. Held by another process, w's messages recorded in the inbox are
+// left to it; the rest waits for the claim.
+func (g *Gateway) acquire(ctx context.Context, w *worker) {
+	s := g.share
+	ok, takenOver, err := s.c.Claim(w.key)
+	g.mu.Lock()
+	w.sweep = false
+	g.mu.Unlock()
+	if err != nil {
+		g.logger.Warn("cannot claim a conversation; trying again", "session", w.key, "err", err)
+	}
+	if ok {
+		s.mu.Lock()
+		s.held[w.key] = g.now()
+		if takenOver {
+			s.takeovers++
+		}
+		s.mu.Unlock()
+		if takenOver {
+			g.logger.Info("took over a conversation a process that died held", "session", w.key)
+			if o, ok := g.deps.Observer.(ShareObserver); ok {
+				o.Takeover()
+			}
+		}
+		g.deps.Sessions.Forget(w.key)
+		g.mu.Lock()
+		w.holding, w.handled = true, nil
+		g.mu.Unlock()
+		g.refill(w, true)
+		return
+	}
+	if err == nil && g.leaveToHolder(w) {
+		return
+	}
+	g.mu.Lock()
+	closed := g.closed
+	g.mu.Unlock()
+	if closed {
+		g.refuseQueued(w)
+		return
+	}
+	g.waitForClaim(ctx, w)
+}
+
+// refuseQueued answers what a worker still waits to run when the process
+// shuts down without the conversation's claim: a message in the inbox is
+// left to the process that claims it next, anything else is refused as
+// at shutdown.
+func (g *Gateway) refuseQueued(w *worker) {
+	g.mu.Lock()
+	queue := w.queue
+	w.queue = nil
+	g.mu.Unlock()
+	for _, j := range queue {
+		res := Result{}
+		if !j.shared && j.task == nil {
+			res = g.refuseAtShutdown(j.in)
+		}
+		if j.done != nil {
+			j.done <- res
+		}
+	}
+}
+
+// leaveToHolder drops w's jobs that another process holding the
+// conversation answers from the inbox (and idle tasks, which are that
+// process's too); it reports whether nothing is left to wait with.
+func (g *Gateway) leaveToHolder(w *worker) bool {
+	g.mu.Lock()
+	var left, kept []job
+	for _, j := range w.queue {
+		if j.shared || j.task != nil {
+			left = append(left, j)
+		} else {
+			kept = append(kept, j)
+		}
+	}
+	w.queue = kept
+	g.mu.Unlock()
+	for _, j := range left {
+		if j.done != nil {
+			j.done <- Result{}
+		}
+	}
+	return len(kept) == 0
+}
+
+// waitForClaim waits until the claim may be free: another process let a
+// conversation go, or the next Sweep.
+func (g *Gateway) waitForClaim(ctx context.Context, w *worker) {
+	start := g.now()
+	t := time.NewTimer(g.share.opts.Sweep)
+	defer t.Stop()
+	select {
+	case <-g.share.waitChange():
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	if o, ok := g.deps.Observer.(ShareObserver); ok {
+		o.ClaimWait(g.now().Sub(start))
+	}
+}
+
+// refill queues the conversation's messages waiting in the inbox that w
+// has not queued or handled, in acceptance order: with first (a fresh
+// claim, or messages queued under it since), w's own messages take their
+// places among them; otherwise they follow w's queue. It reports whether
+// it queued any.
+func (g *Gateway) refill(w *worker, first bool) bool {
+	msgs, err := g.share.c.Waiting(w.key)
+	if err != nil {
+		g.logger.Warn("cannot read a conversation's waiting messages", "session", w.key, "err", err)
+		return false
+	}
+	now := g.now()
+	g.mu.Lock()
+	known := map[string]bool{}
+	for _, j := range w.queue {
+		known[originID(originOf(j.in))] = true
+	}
+	// At a fresh claim the queue's own messages take their place among
+	// the waiting ones, in acceptance order; what is not in the inbox
+	// (commands, idle tasks) follows.
+	queued := map[string]job{}
+	var rest []job
+	for _, j := range w.queue {
+		if first && j.shared {
+			queued[originID(originOf(j.in))] = j
+		} else {
+			rest = append(rest, j)
+		}
+	}
+	var jobs []job
+	added := 0
+	for _, m := range msgs {
+		l, err := lineOf(m)
+		if err != nil || g.channels[l.Origin.Channel] == nil || w.handled[l.id()] {
+			continue
+		}
+		if j, ok := queued[l.id()]; ok {
+			jobs = append(jobs, j)
+			delete(queued, l.id())
+			continue
+		}
+		if known[l.id()] {
+			continue
+		}
+		g.share.mu.Lock()
+		delete(g.share.lost, l.id()) // this process answers it after all
+		g.share.mu.Unlock()
+		jobs = append(jobs, g.pendingJob(l, now))
+		added++
+	}
+	for _, j := range w.queue {
+		if _, ok := queued[originID(originOf(j.in))]; ok && j.shared {
+			jobs = append(jobs, j) // answered meanwhile, or not yet in the inbox's view
+		}
+	}
+	if first {
+		w.queue = append(jobs, rest...)
+	} else {
+		w.queue = append(rest, jobs...)
+	}
+	g.mu.Unlock()
+	return added > 0
+}
+
+// pendingJob is the job that answers a message of the inbox this process
+// did not receive itself (or a restart's): decided when it runs, as at a
+// start (answerPending's rules), since its session may hold it already.
+func (g *Gateway) pendingJob(l inboxLine, now time.Time) job {
+	in := inboundOf(l.Key, l.Origin, l.Text, l.Time)
+	return job{in: in, shared: true, task: func(ctx context.Context) {
+		g.answerWaiting(ctx, in, now)
+	}}
+}
+
+// answerWaiting answers one message taken from the inbox: one a later
+// turn followed is marked answered, a recorded reply is sent again, a
+// message within AnswerPending gets a turn, an older one is asked for
+// again, and one past resendWindow is let go.
+func (g *Gateway) answerWaiting(ctx context.Context, in channels.Inbound, now time.Time) {
+	age := now.Sub(in.Time)
+	if age > resendWindow {
+		g.logger.Info("letting go of a message left unanswered for long", "session", in.SessionKey, "age", age.Round(time.Second))
+		g.markAnswered(in)
+		return
+	}
+	sess, err := g.deps.Sessions.Get(in.SessionKey)
+	if err != nil {
+		g.logger.Warn("cannot open a session to answer a waiting message", "session", in.SessionKey, "err", err)
+		return
+	}
+	r := sess.Recorded(originOf(in), in.Time)
+	switch {
+	case r.Held && !r.Newest:
+		g.markAnswered(in) // a later turn followed: it was answered
+	case r.Reply != "":
+		g.finishPending(ctx, in, channels.KindReply, r.Reply)
+	case g.cfg.AnswerPending > 0 && age > g.cfg.AnswerPending:
+		g.finishPending(ctx, in, channels.KindError, restartedNotice)
+	default:
+		g.observedTurn(ctx, in)
+	}
+}
+
+// shareLoop looks for conversations nobody holds when told and every
+// Sweep, and lets go of everything when the claims are lost.
+func (g *Gateway) shareLoop(ctx context.Context) {
+	s := g.share
+	t := time.NewTicker(s.opts.Sweep)
+	defer t.Stop()
+	lost := s.c.Lost()
+	look := true
+	for {
+		if look {
+			g.lookForWork()
+		}
+		look = true
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-s.kick:
+		case key := <-s.c.Wake():
+			// Another process let a conversation go: whoever waits for
+			// it tries again. Work nobody holds is looked for on the
+			// timer and after this process lets one go.
+			s.wakeAll()
+			look = key == ""
+		case <-lost:
+			g.claimsLost()
+			lost = s.c.Lost()
+		}
+	}
+}
+
+// lookForWork starts a worker for each conversation with messages
+// waiting that no live process holds, within MaxConversations.
+func (g *Gateway) lookForWork() {
+	s := g.share
+	room := s.opts.MaxConversations - s.holding()
+	if room <= 0 {
+		return
+	}
+	g.mu.Lock()
+	var platforms []string
+	for name := range g.channels {
+		platforms = append(platforms, name)
+	}
+	g.mu.Unlock()
+	slices.Sort(platforms)
+	// A conversation nobody claimed yet is its receiver's for two sweeps
+	// (at least a second) before the others look at it.
+	keys, err := s.c.Claimable(platforms, max(2*s.opts.Sweep, time.Second), room)
+	if err != nil {
+		g.logger.Warn("cannot look for conversations to answer", "err", err)
+		return
+	}
+	for _, key := range keys {
+		g.startSweep(key)
+	}
+}
+
+// startSweep starts a worker for key that takes its claim with nothing
+// queued yet, unless one runs already.
+func (g *Gateway) startSweep(key string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed || g.workers[key] != nil {
+		return
+	}
+	w := &worker{key: key, running: true, sweep: true}
+	g.workers[key] = w
+	g.workerWG.Add(1)
+	go g.runWorker(w)
+}
+
+// claimsLost lets go of every conversation when the connection holding
+// the claims ended: their turns are stopped and their waiting messages
+// left in the inbox, for whichever process claims them next.
+func (g *Gateway) claimsLost() {
+	s := g.share
+	s.mu.Lock()
+	clear(s.held)
+	s.mu.Unlock()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, w := range g.workers {
+		if !w.holding {
+			continue
+		}
+		w.holding, w.handled = false, nil
+		if w.cancel != nil {
+			s.mu.Lock()
+			if s.lost == nil {
+				s.lost = map[string]bool{}
+			}
+			s.lost[originID(originOf(w.current))] = true
+			s.mu.Unlock()
+			w.cancel()
+		}
+	}
+	g.logger.Warn("this process lost its claims on the conversations it was answering; their turns were stopped and another process may answer them")
+}
