@@ -240,7 +240,11 @@ const (
 	StateConnected    = "connected"
 	StateReconnecting = "reconnecting"
 	StateStopped      = "stopped"
-	StateFailed       = "failed"
+	// StateStandby: another process of the store serves this channel's
+	// connection (a Discord shard); this one takes it over if that one
+	// dies.
+	StateStandby = "standby"
+	StateFailed  = "failed"
 )
 
 // Health is a channel's connection state for /healthz.

@@ -56,7 +56,7 @@ type Channel struct {
 
 // channelStates are the states a channel may report (channels.State*);
 // each gets a series of dreamgate_channel_state, 1 for the current one.
-var channelStates = [...]string{"connecting", "connected", "reconnecting", "stopped", "failed"}
+var channelStates = [...]string{"connecting", "connected", "reconnecting", "stopped", "failed", "standby"}
 
 // The families read from Sources: their names, help and label names.
 var (

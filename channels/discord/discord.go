@@ -91,6 +91,12 @@ type Config struct {
 	// sharding; AutoShards takes Discord's recommended count.
 	ShardID    int
 	ShardCount int
+	// ShardLeases, when set, share the shards with the other processes
+	// of one store (shards.go): this process connects as ShardID (or, as
+	// AnyShard, a free one) only while it holds its lease, and stands by
+	// otherwise, trying every StandbyPoll (0: 5 s).
+	ShardLeases ShardLeases
+	StandbyPoll time.Duration
 	// GuildMembers asks for the privileged Server Members intent (switch
 	// it on in the developer portal first), so that members' roles can be
 	// followed: a channel hidden by a member overwrite from an
@@ -164,8 +170,11 @@ type Adapter struct {
 	commandGuilds []string
 	dreamLog      func(ctx context.Context, asker audience.Audience, limit int) ([]DreamCommit, error)
 	appID         atomic.Value // string; from GET /oauth2/applications/@me
-	shardID       int
-	shardCount    int // as configured: 0, n or AutoShards
+	wantShard     int          // as configured: a shard, or AnyShard
+	shardID       int          // the shard connected as
+	shardCount    int          // as configured: 0, n or AutoShards
+	shardLeases   ShardLeases
+	standbyPoll   time.Duration
 
 	ixMu         sync.Mutex
 	interactions map[string]*interaction // by Inbound.MessageID
@@ -244,7 +253,9 @@ func (cfg Config) normalized() (Config, error) {
 	switch {
 	case cfg.ShardCount < AutoShards:
 		return cfg, &configError{"shardCount", fmt.Sprintf(`must be a positive number or "auto", got %d`, cfg.ShardCount)}
-	case cfg.ShardID < 0:
+	case cfg.ShardID == AnyShard && (cfg.ShardLeases == nil || cfg.ShardCount == 0):
+		return cfg, &configError{"shardID", "any shard needs shardCount and a store whose processes share the shards"}
+	case cfg.ShardID < AnyShard:
 		return cfg, &configError{"shardID", fmt.Sprintf("must not be negative, got %d", cfg.ShardID)}
 	case cfg.ShardCount > 0 && cfg.ShardID >= cfg.ShardCount:
 		return cfg, &configError{"shardID", fmt.Sprintf("must be below shardCount (%d), got %d", cfg.ShardCount, cfg.ShardID)}
@@ -308,8 +319,11 @@ func New(cfg Config) (*Adapter, error) {
 		commands:      cfg.Commands,
 		commandGuilds: nonEmpty(cfg.CommandGuilds),
 		dreamLog:      cfg.DreamLog,
-		shardID:       cfg.ShardID,
+		wantShard:     cfg.ShardID,
+		shardID:       max(cfg.ShardID, 0),
 		shardCount:    cfg.ShardCount,
+		shardLeases:   cfg.ShardLeases,
+		standbyPoll:   cfg.StandbyPoll,
 		interactions:  map[string]*interaction{},
 		refused:       channels.NewRecentSet(recentRefusals),
 		servers:       newServers(nil),

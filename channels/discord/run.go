@@ -146,18 +146,43 @@ func (a *Adapter) connect(ctx context.Context, drops <-chan struct{}) error {
 		}
 	}
 
-	if err := a.setShards(ctx); err != nil {
+	count, err := a.setShards(ctx)
+	if err != nil {
 		return err
 	}
-	// One process declares the commands: shard 0 (or the only one).
-	if a.shardID == 0 {
-		rctx, cancel := context.WithTimeout(ctx, a.tune.openTimeout)
-		if err := a.registerCommands(rctx); err != nil && ctx.Err() == nil {
-			a.log.Warn("discord: declaring slash commands failed; @bot /command still works", "err", err)
+	for {
+		lost, ok := a.holdShard(ctx, count)
+		if !ok {
+			return nil
 		}
-		cancel()
+		// One process declares the commands: shard 0's (or the only one).
+		if a.shardID == 0 {
+			rctx, cancel := context.WithTimeout(ctx, a.tune.openTimeout)
+			if err := a.registerCommands(rctx); err != nil && ctx.Err() == nil {
+				a.log.Warn("discord: declaring slash commands failed; @bot /command still works", "err", err)
+			}
+			cancel()
+		}
+		err := a.serve(ctx, drops, lost, retrying)
+		if !errors.Is(err, errShardLost) {
+			a.releaseShard()
+			return err
+		}
+		a.log.Warn("discord: lost the shard's lease (the store connection ended); standing by", "shard", a.shardID)
+		a.closeSession()
+		retrying = channels.StateReconnecting
 	}
+}
 
+// serve keeps the shard's gateway connection up until ctx ends (nil), a
+// refusal makes reconnecting pointless, or lost closes (errShardLost).
+func (a *Adapter) serve(ctx context.Context, drops <-chan struct{}, lost <-chan struct{}, retrying string) error {
+	failures := 0 // since the last healthy connection
+	wait := func() bool {
+		d := backoff.Jitter(backoff.Delay(failures, a.tune.backoffBase, a.tune.backoffMax))
+		failures++
+		return backoff.Sleep(ctx, d) == nil
+	}
 	for {
 		select { // a drop of the previous connection, already handled
 		case <-drops:
@@ -184,6 +209,8 @@ func (a *Adapter) connect(ctx context.Context, drops <-chan struct{}) error {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-lost:
+			return errShardLost
 		case <-drops:
 		}
 		if time.Since(since) >= a.tune.healthyAfter {
@@ -197,29 +224,34 @@ func (a *Adapter) connect(ctx context.Context, drops <-chan struct{}) error {
 	}
 }
 
-// setShards sets the shard this process identifies as; with AutoShards the
-// count is Discord's recommendation.
-func (a *Adapter) setShards(ctx context.Context) error {
+// setShards sets the shard this process identifies as and returns the
+// count; with AutoShards the count is Discord's recommendation. With
+// ShardLeases the shard is the one leased (holdShard).
+func (a *Adapter) setShards(ctx context.Context) (int, error) {
 	count := a.shardCount
 	if count == AutoShards {
 		gb, err := a.session.GatewayBot(discordgo.WithContext(ctx))
 		if err != nil {
 			if ctx.Err() != nil {
-				return nil
+				return 0, nil
 			}
-			return fmt.Errorf("get recommended shard count: %w", err)
+			return 0, fmt.Errorf("get recommended shard count: %w", err)
 		}
 		count = max(gb.Shards, 1)
 		a.log.Info("discord: shard count recommended by Discord", "shards", count)
 	}
-	if count <= 1 && a.shardID == 0 {
-		return nil
+	if count <= 1 && a.wantShard <= 0 {
+		a.shardID = 0
+		return count, nil
 	}
-	if a.shardID >= count {
-		return fmt.Errorf("%w: shard %d of %d", ErrShardOutOfRange, a.shardID, count)
+	if a.wantShard >= count {
+		return 0, fmt.Errorf("%w: shard %d of %d", ErrShardOutOfRange, a.wantShard, count)
+	}
+	if a.wantShard >= 0 {
+		a.shardID = a.wantShard
 	}
 	a.session.ShardID, a.session.ShardCount = a.shardID, count
-	return nil
+	return count, nil
 }
 
 // open runs one bounded gateway handshake. discordgo sends RESUME when it

@@ -196,7 +196,7 @@ type DiscordConfig struct {
 	GuildMembers  bool       `json:"guildMembers"`
 	MaxFileBytes  int        `json:"maxFileBytes"`
 	Stream        bool       `json:"stream"`
-	ShardID       int        `json:"shardID"`
+	ShardID       ShardID    `json:"shardID"`
 	ShardCount    ShardCount `json:"shardCount"`
 	// SendRetryMinutes bounds the retries of one message through rate
 	// limits and server errors.
@@ -229,6 +229,36 @@ func (n *ShardCount) UnmarshalJSON(b []byte) error {
 func (n ShardCount) MarshalJSON() ([]byte, error) {
 	if n == ShardCount(discord.AutoShards) {
 		return []byte(`"auto"`), nil
+	}
+	return json.Marshal(int(n))
+}
+
+// ShardID is channels.discord.shardID: a shard, or "any" (the gateways on
+// one database share the shards by lease), kept as discord.AnyShard.
+type ShardID int
+
+// UnmarshalJSON accepts a number or "any".
+func (n *ShardID) UnmarshalJSON(b []byte) error {
+	var s string
+	if json.Unmarshal(b, &s) == nil {
+		if strings.EqualFold(strings.TrimSpace(s), "any") {
+			*n = ShardID(discord.AnyShard)
+			return nil
+		}
+		return fmt.Errorf(`shardID must be a number or "any", not %q`, s)
+	}
+	var i int
+	if err := json.Unmarshal(b, &i); err != nil {
+		return fmt.Errorf(`shardID must be a number or "any": %w`, err)
+	}
+	*n = ShardID(i)
+	return nil
+}
+
+// MarshalJSON writes "any" back as such.
+func (n ShardID) MarshalJSON() ([]byte, error) {
+	if n == ShardID(discord.AnyShard) {
+		return []byte(`"any"`), nil
 	}
 	return json.Marshal(int(n))
 }

@@ -207,14 +207,16 @@ func (c *Config) validateChannels() error {
 	if err := checkSendRetry("channels.discord", d.SendRetryMinutes); err != nil {
 		return err
 	}
-	switch n := int(d.ShardCount); {
+	switch n, id := int(d.ShardCount), int(d.ShardID); {
 	case n < discord.AutoShards:
 		return bad("channels.discord.shardCount", `must be a positive number or "auto", got %d`, n)
-	case d.ShardID < 0:
-		return bad("channels.discord.shardID", "must not be negative, got %d", d.ShardID)
-	case n > 0 && d.ShardID >= n:
-		return bad("channels.discord.shardID", "must be below shardCount (%d), got %d", n, d.ShardID)
-	case n == 0 && d.ShardID != 0:
+	case id == discord.AnyShard && (n == 0 || c.Store.Postgres == ""):
+		return bad("channels.discord.shardID", `"any" needs channels.discord.shardCount and store.postgres (the gateways on one database share the shards)`)
+	case id < discord.AnyShard:
+		return bad("channels.discord.shardID", "must not be negative, got %d", id)
+	case n > 0 && id >= n:
+		return bad("channels.discord.shardID", "must be below shardCount (%d), got %d", n, id)
+	case n == 0 && id != 0:
 		return bad("channels.discord.shardID", "needs channels.discord.shardCount")
 	}
 	return nil

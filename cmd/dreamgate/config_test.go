@@ -84,7 +84,7 @@ func TestEachShardKeepsItsOwnInbox(t *testing.T) {
 	cfg.Channels.Discord.Enabled, cfg.Channels.Discord.ShardCount = true, 2
 	seen := map[string]bool{}
 	for id := range 2 {
-		cfg.Channels.Discord.ShardID = id
+		cfg.Channels.Discord.ShardID = ShardID(id)
 		seen[inboxPath(cfg)] = true
 	}
 	if len(seen) != 2 || seen[filepath.Join("/state", "inbox.jsonl")] {

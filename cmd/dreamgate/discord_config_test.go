@@ -23,6 +23,8 @@ func TestDiscordShardConfig(t *testing.T) {
 		{"id too high", `{"enabled":true,"token":"x","shardID":2,"shardCount":2}`, 0, "channels.discord.shardID"},
 		{"id without count", `{"enabled":true,"token":"x","shardID":1}`, 0, "channels.discord.shardID"},
 		{"bad word", `{"enabled":true,"token":"x","shardCount":"many"}`, 0, `"auto"`},
+		{"any shard without a database", `{"enabled":true,"token":"x","shardID":"any","shardCount":2}`, 0, "store.postgres"},
+		{"any shard, a bad word", `{"enabled":true,"token":"x","shardID":"some","shardCount":2}`, 0, `"any"`},
 		{"negative file cap", `{"enabled":true,"token":"x","maxFileBytes":-1}`, 0, "channels.discord.maxFileBytes"},
 		{"no send retry", `{"enabled":true,"token":"x","sendRetryMinutes":0}`, 0, "channels.discord.sendRetryMinutes"},
 	}

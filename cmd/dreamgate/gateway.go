@@ -62,14 +62,11 @@ func cmdGateway(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer p.a.close()
+	defer p.leave()
 	if err := p.build(); err != nil {
 		return err
 	}
-	leave, err := p.join()
-	if err != nil {
-		return err
-	}
-	defer leave()
+
 	stopServing, err := p.serve()
 	defer stopServing()
 	if err != nil {
@@ -164,6 +161,9 @@ func (p *gatewayProcess) build() error {
 			return err
 		}
 	}
+	if err := p.join(); err != nil {
+		return err
+	}
 	if p.withTerminal {
 		e, prompt := p.e, ""
 		if p.interactive {
@@ -177,7 +177,7 @@ func (p *gatewayProcess) build() error {
 	if p.dreamer != nil {
 		dreamLog = dreamCommits(a.repo, p.g.MemoryKeep)
 	}
-	names, err := addChannels(p.g, cfg, logger, dreamLog, a.posts())
+	names, err := addChannels(p.g, cfg, logger, dreamLog, a.posts(), p.shardLeases())
 	if err != nil {
 		return err
 	}
@@ -409,7 +409,7 @@ func dreamCommits(repo *gitstore.Store, keepFor func(audience.Audience) func(str
 // addChannels adds the configured chat platforms, and returns them as the
 // memory page's names; dreamLog (nil without Dream) feeds Discord's sha
 // autocomplete.
-func addChannels(g *gateway.Gateway, cfg Config, logger *slog.Logger, dreamLog func(context.Context, audience.Audience, int) ([]discord.DreamCommit, error), posts channels.PostLog) (webNames, error) {
+func addChannels(g *gateway.Gateway, cfg Config, logger *slog.Logger, dreamLog func(context.Context, audience.Audience, int) ([]discord.DreamCommit, error), posts channels.PostLog, shards discord.ShardLeases) (webNames, error) {
 	names := webNames{}
 	if s := cfg.Channels.Slack; s.Enabled {
 		ad, err := slack.New(slack.Config{
@@ -431,7 +431,7 @@ func addChannels(g *gateway.Gateway, cfg Config, logger *slog.Logger, dreamLog f
 			Token: d.Token, APIURL: d.APIURL,
 			AllowFrom: d.AllowFrom, GroupPolicy: d.GroupPolicy, AllowChannels: d.AllowChannels,
 			MaxFileBytes: d.MaxFileBytes, Images: cfg.LLM.Images, Stream: d.Stream, GuildMembers: d.GuildMembers,
-			ShardID: d.ShardID, ShardCount: int(d.ShardCount),
+			ShardID: int(d.ShardID), ShardCount: int(d.ShardCount), ShardLeases: shards, StandbyPoll: cfg.lease() / 3,
 			SendRetry: time.Duration(d.SendRetryMinutes) * time.Minute,
 			Logger:    logger, Posts: posts,
 		}

@@ -123,7 +123,7 @@ func (h *healthState) report() healthReport {
 		body.Channels = g.Health()
 		body.Status = "ok"
 		for _, c := range body.Channels {
-			if c.State != channels.StateConnected && c.State != channels.StateStopped {
+			if c.State != channels.StateConnected && c.State != channels.StateStopped && c.State != channels.StateStandby {
 				body.Status = "degraded"
 			}
 		}

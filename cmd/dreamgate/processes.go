@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dreamgate/dreamgate/channels/discord"
 	"github.com/dreamgate/dreamgate/gateway"
 	"github.com/dreamgate/dreamgate/store"
 	"github.com/dreamgate/dreamgate/store/postgres"
@@ -35,19 +36,19 @@ func (c Config) lease() time.Duration {
 }
 
 // join makes this gateway one of the database's processes, sharing its
-// conversations; leave lets everything it holds go. Without a database it
-// does nothing.
-func (p *gatewayProcess) join() (leave func(), err error) {
+// conversations (and its Discord shards); leave lets everything it holds
+// go. Without a database it does nothing.
+func (p *gatewayProcess) join() error {
 	a := p.a
 	if a.db == nil {
-		return func() {}, nil
+		return nil
 	}
 	host, _ := os.Hostname()
 	ctx, cancel := context.WithTimeout(context.Background(), connectTimeout)
 	defer cancel()
 	proc, err := a.db.Join(ctx, postgres.ProcessInfo{Host: host, PID: os.Getpid(), Version: readVersion().Version, Lease: p.cfg.lease()})
 	if err != nil {
-		return nil, fmt.Errorf("share the conversations with the database's other processes (store.postgres): %w", err)
+		return fmt.Errorf("share the conversations with the database's other processes (store.postgres): %w", err)
 	}
 	p.proc = proc
 	p.g.ShareConversations(proc, gateway.ShareOptions{
@@ -55,8 +56,42 @@ func (p *gatewayProcess) join() (leave func(), err error) {
 		Sweep:            p.cfg.lease() / 3,
 	})
 	p.health.cluster.Store(&clusterSource{db: a.db, proc: proc, g: p.g})
-	return proc.Close, nil
+	return nil
 }
+
+// leave lets go of everything this process holds on the database.
+func (p *gatewayProcess) leave() {
+	if p.proc != nil {
+		p.proc.Close()
+	}
+}
+
+// shardLeases are the database's leases of the bot's Discord shards, for a
+// sharded bot on PostgreSQL; nil otherwise.
+func (p *gatewayProcess) shardLeases() discord.ShardLeases {
+	if p.proc == nil || p.cfg.Channels.Discord.ShardCount == 0 {
+		return nil
+	}
+	return shardLeases{p.proc}
+}
+
+// shardLeases hold Discord shards by the database's leases, one named
+// "discord shard N" each.
+type shardLeases struct{ p *postgres.Process }
+
+func shardLeaseName(n int) string { return fmt.Sprintf("discord shard %d", n) }
+
+func (s shardLeases) Lease(shard int) (bool, error) {
+	_, ok, takenOver, err := s.p.Lease(shardLeaseName(shard))
+	if takenOver {
+		s.p.Logger().Info("took over a Discord shard a process that died held", "shard", shard)
+	}
+	return ok, err
+}
+
+func (s shardLeases) Release(shard int) error { return s.p.Unlease(shardLeaseName(shard)) }
+
+func (s shardLeases) Lost() <-chan struct{} { return s.p.Lost() }
 
 // clusterSource is what /healthz reads of the database's processes.
 type clusterSource struct {

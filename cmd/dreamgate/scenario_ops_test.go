@@ -64,8 +64,3 @@ func cmdScenarioHealthz(ts *testscript.TestScript, neg bool, args []string) {
 	_, err = io.Copy(ts.Stdout(), resp.Body)
 	ts.Check(err)
 }
-
-// discord start … (scenario_discord_test.go)
-func cmdScenarioDiscord(ts *testscript.TestScript, neg bool, args []string) {
-	ts.Fatalf("discord: not yet")
-}

@@ -292,8 +292,9 @@ func setPath(cfg map[string]any, path string, v any) {
 	m[keys[len(keys)-1]] = v
 }
 
-// waitConnected polls /healthz until every channel is connected; false
-// when the process exits first or within passes.
+// waitConnected polls /healthz until every channel is connected (or
+// standing by for a Discord shard another process holds); false when the
+// process exits first or within passes.
 func (g *scenarioGateway) waitConnected(within time.Duration) bool {
 	deadline := time.After(within)
 	tick := time.NewTicker(20 * time.Millisecond)
@@ -302,7 +303,7 @@ func (g *scenarioGateway) waitConnected(within time.Duration) bool {
 		if hb, err := g.healthz(); err == nil && len(hb.Channels) > 0 {
 			ok := true
 			for _, c := range hb.Channels {
-				ok = ok && c.State == "connected"
+				ok = ok && (c.State == "connected" || c.State == "standby")
 			}
 			if ok {
 				return true

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
@@ -106,6 +107,9 @@ func (db *DB) Join(ctx context.Context, info ProcessInfo) (*Process, error) {
 // held ($1: the schema's lock class).
 const liveProcesses = `SELECT objid::bigint FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 2 AND granted
 	AND classid = $1::integer::oid AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`
+
+// Logger is the engine's logger.
+func (p *Process) Logger() *slog.Logger { return p.db.log }
 
 // ID is this process's number among the database's processes.
 func (p *Process) ID() int64 { return p.id }

@@ -3,6 +3,7 @@ package fakediscord
 import (
 	"context"
 	"fmt"
+	"slices"
 )
 
 // Identified returns the shard of every IDENTIFY, in order.
@@ -187,4 +188,41 @@ func (s *Server) waitFor(ctx context.Context, cond func() bool) error {
 			return ctx.Err()
 		}
 	}
+}
+
+// LiveShards lists the shards that have a connected, identified session
+// now, in order.
+func (s *Server) LiveShards() []int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.liveShardsLocked()
+}
+
+func (s *Server) liveShardsLocked() []int {
+	var out []int
+	for id, sh := range s.shards {
+		if sh.conn != nil && sh.conn.isReady() {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// WaitIdentified waits until shard was identified at least n times in
+// total (a process taking a shard over identifies it anew).
+func (s *Server) WaitIdentified(ctx context.Context, shard, n int) error {
+	err := s.waitFor(ctx, func() bool {
+		got := 0
+		for _, i := range s.identified {
+			if i.ID == shard {
+				got++
+			}
+		}
+		return got >= n && slices.Contains(s.liveShardsLocked(), shard)
+	})
+	if err != nil {
+		return fmt.Errorf("wait for shard %d's identify #%d: %w", shard, n, err)
+	}
+	return nil
 }
