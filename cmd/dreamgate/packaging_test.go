@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -349,5 +350,49 @@ func TestMakeTestRaceOnlyWithACompiler(t *testing.T) {
 	with := dry(cc)
 	if w := goTest(with); !slices.Contains(w, "-race") || !slices.Contains(w, "CGO_ENABLED=1") || !strings.Contains(with, "race detector on") {
 		t.Errorf("make test with a C compiler:\n%s", with)
+	}
+}
+
+// make test gives every test process an explicit budget, and each of the
+// slowest tests of this package a process (and so a budget) of its own,
+// after the rest, which skip them: on a loaded 2-core machine they passed
+// the package's one budget together. Each one named is a test here.
+func TestMakeTestGivesTheSlowTestsTheirOwnBudget(t *testing.T) {
+	needMake(t)
+	out, err := exec.Command("make", "-s", "-n", "-C", repoRoot, "test", "GO=go").Output()
+	if err != nil {
+		t.Fatalf("make -n test: %v", err)
+	}
+	skip := ""
+	for line := range strings.SplitSeq(string(out), "\n") {
+		if strings.Contains(line, "go test") && !regexp.MustCompile(`-timeout \d+m`).MatchString(line) {
+			t.Errorf("a go test without an explicit -timeout: %s", line)
+		}
+		if m := regexp.MustCompile(`-skip '\^\(([\w|]+)\)\$'`).FindStringSubmatch(line); m != nil {
+			skip = m[1]
+		}
+	}
+	slow := strings.Split(skip, "|")
+	if len(slow) < 3 {
+		t.Fatalf("make test skips %q in its first go test, want months, chaos and the browser at least:\n%s", skip, out)
+	}
+	loop := regexp.MustCompile(`for t in ([\w ]+); do`).FindStringSubmatch(string(out))
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := exec.Command(self, "-test.list", ".")
+	list.Env = append(os.Environ(), builtBinEnv+"="+binPath) // no second build of the binary
+	listed, err := list.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range slow {
+		if loop == nil || !slices.Contains(strings.Fields(loop[1]), name) {
+			t.Errorf("%s is skipped by the first go test but not run on its own:\n%s", name, out)
+		}
+		if !slices.Contains(strings.Fields(string(listed)), name) {
+			t.Errorf("make test's SLOW_TESTS names %s, which is no test of cmd/dreamgate", name)
+		}
 	}
 }
