@@ -232,7 +232,7 @@ func New(cfg Config, deps Deps) *Gateway {
 		deps.Memory = deps.Prompts.mem
 	}
 	if deps.Memory == nil {
-		deps.Memory = memory.New(memory.NewDisk(cfg.Workspace), false)
+		deps.Memory = memory.New(memory.NewDisk(cfg.Workspace), false).WithLogger(deps.Logger)
 	}
 	if deps.Prompts != nil {
 		// The prompt names the recall tool exactly when every turn has it

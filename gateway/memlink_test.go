@@ -1,12 +1,17 @@
 package gateway
 
 import (
+	"context"
+	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/dreamgate/dreamgate/audience"
+	"github.com/dreamgate/dreamgate/internal/testkit"
+	"github.com/dreamgate/dreamgate/llm"
 	"github.com/dreamgate/dreamgate/memory"
 	"github.com/dreamgate/dreamgate/workspace"
 )
@@ -59,5 +64,53 @@ func TestPromptNeverShowsASupersededLine(t *testing.T) {
 	}
 	if u := p.HotUsage(team); u.Total != 1 { // the current line alone
 		t.Errorf("usage %+v", u)
+	}
+}
+
+// One link in a scope leaves out only that file: /why in every
+// conversation that reads the scope still finds the lines of its other
+// files and of the other scopes it reads (it answered "I could not read
+// memory…" in each of them), and the operator is told once in the log,
+// however often /why meets the link.
+func TestALinkInAScopeLeavesOnlyThatFileOutOfWhy(t *testing.T) {
+	var log testkit.Buffer
+	env := newTestEnv(t, func(context.Context, llm.Request) (llm.Response, error) { return textReply("ok"), nil }, func(c *Config, d *Deps) {
+		d.Logger = slog.New(slog.NewTextHandler(&log, nil))
+		d.Memory = memory.New(memory.NewDisk(c.Workspace), false).WithLogger(d.Logger)
+	})
+	secret := filepath.Join(t.TempDir(), "secret.md")
+	if err := os.WriteFile(secret, []byte("- The vault code for Fridays is 4711.\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	team, ana := slackTeam.Home(), anaDM.Home()
+	writeMemory(t, env.ws, team, workspace.Memory, "# Long-term memory\n\n- The team ships on Fridays.\n")
+	writeMemory(t, env.ws, team, workspace.Cold, "- The team shipped on Mondays in 2025, then Fridays. <!-- durable 2025-03-01 -->\n")
+	writeMemory(t, env.ws, ana, workspace.User, "- Ana bakes on Fridays.\n")
+	p := filepath.Join(env.ws, filepath.FromSlash(team.Dir()), workspace.User)
+	if err := os.Symlink(secret, p); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range []struct {
+		a    audience.Audience
+		want []string
+	}{
+		{slackTeam, []string{`2 remembered lines hold "fridays":`, "- The team ships on Fridays.", "- The team shipped on Mondays in 2025"}},
+		{anaDM, []string{`3 remembered lines hold "fridays":`, "- The team ships on Fridays.", "- Ana bakes on Fridays."}},
+		{slackTeam, []string{"- The team ships on Fridays."}}, // asked again: the log says it once
+	} {
+		in := withAudience(inbound(fmt.Sprint("why-link-", i), "/why Fridays"), c.a)
+		in.SenderID, in.SenderName = c.a.Person, "Ana"
+		got := wait(t, mustSubmit(t, env, in)).Reply
+		for _, w := range c.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("%s's /why lacks %q:\n%s", c.a.Kind, w, got)
+			}
+		}
+		if strings.Contains(got, "4711") || strings.Contains(got, "could not read") {
+			t.Errorf("%s's /why:\n%s", c.a.Kind, got)
+		}
+	}
+	if n := strings.Count(log.String(), "a memory file is left out"); n != 1 {
+		t.Errorf("the log tells of the link %d times, want once:\n%s", n, log.String())
 	}
 }

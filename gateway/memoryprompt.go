@@ -106,7 +106,7 @@ func NewPromptBuilder(dir string, mem *memory.Memory, logger *slog.Logger) *Prom
 		logger = slog.New(slog.DiscardHandler)
 	}
 	if mem == nil {
-		mem = memory.New(memory.NewDisk(dir), false)
+		mem = memory.New(memory.NewDisk(dir), false).WithLogger(logger)
 	}
 	return &PromptBuilder{dir: dir, mem: mem, logger: logger, files: map[string]cachedFile{},
 		parts: map[partKey]cachedPart{}, usage: map[audience.Scope]cachedUsage{}, over: map[audience.Scope]bool{}}

@@ -55,7 +55,8 @@ type WhyMatch struct {
 // read through hist (nil: none are looked up) and, for a line a later one
 // replaced, what stands for it now; and how many lines matched in all. A
 // file still as the template made it is not searched: its lines are
-// examples, not memories.
+// examples, not memories; nor is a file memory leaves out (memory.LeftOut:
+// a symbolic link), while the scope's other files are.
 func FindWhy(mem *memory.Memory, scopes []audience.Scope, query string, limit int, hist Provenance) ([]WhyMatch, int, error) {
 	words := whyWords(query)
 	if len(words) == 0 {
@@ -66,9 +67,9 @@ func FindWhy(mem *memory.Memory, scopes []audience.Scope, query string, limit in
 	for _, s := range scopes {
 		files := map[string]*memline.File{}
 		for _, rel := range memory.TierFiles() {
-			data, err := mem.Read(s, rel)
-			if errors.Is(err, fs.ErrNotExist) {
-				continue
+			data, err := mem.Shown(s, rel)
+			if errors.Is(err, fs.ErrNotExist) || memory.LeftOut(err) {
+				continue // a link is left out, and the log told of it
 			}
 			if err != nil {
 				return nil, 0, fmt.Errorf("read %s: %w", path.Join(s.Dir(), rel), err)

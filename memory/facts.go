@@ -45,13 +45,14 @@ func FactsOf(files map[string]*memline.File) *Facts {
 	return x
 }
 
-// Facts reads scope s's tiers and indexes their facts.
+// Facts reads scope s's tiers and indexes their facts; a file LeftOut is
+// left out, as if it were not there.
 func (m *Memory) Facts(s audience.Scope) (*Facts, error) {
 	files := map[string]*memline.File{}
 	var errs []error
 	for _, rel := range TierFiles() {
-		data, err := m.Read(s, rel)
-		if errors.Is(err, fs.ErrNotExist) {
+		data, err := m.Shown(s, rel)
+		if errors.Is(err, fs.ErrNotExist) || LeftOut(err) {
 			continue
 		}
 		if err != nil {

@@ -43,6 +43,10 @@ func IsTierFile(rel string) bool { return slices.Contains(TierFiles(), rel) }
 // process may read.
 var ErrLink = errors.New("a memory file is a symbolic link, which is never followed")
 
+// ErrNotRegular: a scope's memory file is there but is no regular file (a
+// folder, a pipe, a device).
+var ErrNotRegular = errors.New("a memory file is not a regular file")
+
 // ErrNotMemory: the name asked for is not one of a scope's memory files.
 var ErrNotMemory = errors.New("not a memory file")
 
@@ -51,7 +55,8 @@ var ErrNotMemory = errors.New("not a memory file")
 // commit's tree instead. rel is one of TierFiles.
 type Files interface {
 	// ReadFile returns scope s's file rel. A missing file is
-	// fs.ErrNotExist; a symbolic link on the way is ErrLink.
+	// fs.ErrNotExist; a symbolic link on the way is ErrLink, a file that
+	// is there but no regular file ErrNotRegular.
 	ReadFile(s audience.Scope, rel string) ([]byte, error)
 	// Version is a cheap look at the file that changes when the file
 	// does (zero when it is missing), so that readers read again only
@@ -114,7 +119,7 @@ func (d *Disk) ReadFile(s audience.Scope, rel string) ([]byte, error) {
 		return nil, err
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", p)
+		return nil, fmt.Errorf("%s: %w", p, ErrNotRegular)
 	}
 	f, err := root.OpenFile(p, os.O_RDONLY|noFollow, 0)
 	if err != nil {

@@ -118,14 +118,16 @@ const maxHotFiles = 1024
 
 // Hot returns scope s's hot files, in HotFiles order, as a prompt shows
 // them. A file is read again only when its stamp changed, so a turn costs
-// a few stat calls, not reads. A file that cannot be read (a link among
-// them) shows as empty, and the error says why.
+// a few stat calls, not reads. A file that cannot be read shows as empty:
+// one LeftOut (a link) is told of in the log, once; for any other the
+// error says why.
 func (m *Memory) Hot(s audience.Scope) ([]ShownFile, error) {
 	var errs []error
 	out := make([]ShownFile, 0, 3)
 	for _, rel := range HotFiles() {
 		f, err := m.hotFile(s, rel)
-		if err != nil {
+		m.noteLeftOut(s, rel, err)
+		if err != nil && !LeftOut(err) {
 			errs = append(errs, fmt.Errorf("%s: %w", rel, err))
 		}
 		out = append(out, f)

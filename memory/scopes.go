@@ -2,6 +2,7 @@ package memory
 
 import (
 	"errors"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -17,8 +18,11 @@ type Memory struct {
 	files  Files
 	shared bool
 
-	mu  sync.Mutex
-	hot map[fileKey]shownFile // the files as a prompt shows them, by stamp
+	logger *slog.Logger
+
+	mu   sync.Mutex
+	hot  map[fileKey]shownFile // the files as a prompt shows them, by stamp
+	told map[fileKey]bool      // files left out that the log has told of
 }
 
 // New is the memory read through files (nil: there are none). shared is
@@ -29,7 +33,15 @@ func New(files Files, shared bool) *Memory {
 	if files == nil {
 		files = noFiles{}
 	}
-	return &Memory{files: files, shared: shared, hot: map[fileKey]shownFile{}}
+	return &Memory{files: files, shared: shared, logger: slog.New(slog.DiscardHandler),
+		hot: map[fileKey]shownFile{}, told: map[fileKey]bool{}}
+}
+
+// WithLogger has m tell the operator in l's log of a memory file it leaves
+// out (LeftOut); before any use. It returns m.
+func (m *Memory) WithLogger(l *slog.Logger) *Memory {
+	m.logger = l
+	return m
 }
 
 // Files is how the memory reads its files.

@@ -59,7 +59,10 @@ type usageView struct {
 type fileView struct {
 	Rel, Title string
 	Exists     bool
-	Lines      []lineView
+	// LeftOut: the file is there but memory never reads it (a symbolic
+	// link: memory.LeftOut); the page shows the scope's other files.
+	LeftOut bool
+	Lines   []lineView
 }
 
 // lineView is one line of a memory file as the page shows it.
@@ -161,6 +164,10 @@ func (s *Server) readMemoryFile(sc audience.Scope, rel string, facts *memory.Fac
 	if errors.Is(err, fs.ErrNotExist) {
 		return f, nil
 	}
+	if memory.LeftOut(err) {
+		f.LeftOut = true
+		return f, nil
+	}
 	if err != nil {
 		return f, err
 	}
@@ -175,6 +182,10 @@ func (s *Server) readCold(sc audience.Scope, page int, facts *memory.Facts) (fil
 	f := fileView{Rel: memory.Cold, Title: "Cold memory"}
 	data, err := s.read(sc, memory.Cold)
 	if errors.Is(err, fs.ErrNotExist) {
+		return f, 1, nil
+	}
+	if memory.LeftOut(err) {
+		f.LeftOut = true
 		return f, 1, nil
 	}
 	if err != nil {
@@ -195,8 +206,10 @@ func (s *Server) readCold(sc audience.Scope, page int, facts *memory.Facts) (fil
 	return f, pages, nil
 }
 
+// read reads scope sc's file rel as memory shows it: a file it leaves out
+// (memory.LeftOut) is told of in the log, once.
 func (s *Server) read(sc audience.Scope, rel string) ([]byte, error) {
-	return s.deps.Memory.Read(sc, rel)
+	return s.deps.Memory.Shown(sc, rel)
 }
 
 // lineViews turns items (starting at line offset+1 of their file) into

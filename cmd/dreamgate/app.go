@@ -128,7 +128,7 @@ func workspaceSetUp(cfg Config) (bool, error) {
 
 func newApp(cfg Config, logger *slog.Logger) (*app, error) {
 	a := &app{cfg: cfg, logger: logger, afterWrite: killHook(cfg.getenv, logger), now: testClock(cfg.getenv, logger),
-		tokens: consolidator.NewCounter(), mem: memoryOf(cfg)}
+		tokens: consolidator.NewCounter(), mem: memoryOf(cfg).WithLogger(logger)}
 	if _, err := openWorkspace(cfg, logger, false); err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,8 +19,9 @@ import (
 // the binary and the Slack fake: the team's USER.md and cold memory link
 // to a file outside the workspace, Ana's MEMORY.md to the operator's
 // USER.md. No prompt of #general or of Ana's DM, no /why, no answer and
-// no page or search of Ana's holds what those files hold; the prompts
-// still show the scopes' own files.
+// no page or search of Ana's holds what those files hold; the prompts,
+// /why and the pages still show the scopes' own files (one link left /why
+// and the scope's page with nothing but an error).
 func TestAMemoryLinkIsNeverFollowedThroughSlack(t *testing.T) {
 	h := newHarness(t)
 	sl := fakeslack.New(fakeslack.Config{TeamID: "T1", Users: map[string]string{"UANA": "Ana"}})
@@ -67,14 +69,15 @@ func TestAMemoryLinkIsNeverFollowedThroughSlack(t *testing.T) {
 		}
 	}
 	for _, c := range []struct {
-		p    place
-		ask  string
-		own  string // a line of the scopes' own files, which the prompt shows
-		why  string
-		safe string
+		p      place
+		ask    string
+		own    string // a line of the scopes' own files, which the prompt shows
+		why    string
+		safe   string
+		whyOwn string // words of own, which /why finds
 	}{
-		{general, "What is the vault code?", "TEAMFRIDAY", "vault code", ""},
-		{dm, "What is the safe code? And the vault code?", "ANATEA", "safe code", "vault code"},
+		{general, "What is the vault code?", "TEAMFRIDAY", "vault code", "", "ships"},
+		{dm, "What is the safe code? And the vault code?", "ANATEA", "safe code", "vault code", "tea"},
 	} {
 		answer, prompt := w.ask(t, c.p, c.ask)
 		leaks(c.p.name+"'s answer", answer)
@@ -87,17 +90,25 @@ func TestAMemoryLinkIsNeverFollowedThroughSlack(t *testing.T) {
 				leaks(c.p.name+"'s /why "+words, w.slash(t, c.p, "/why", words))
 			}
 		}
+		if got := w.slash(t, c.p, "/why", c.whyOwn); !strings.Contains(got, c.own) {
+			t.Errorf("%s's /why %s lacks its scopes' own line %s:\n%s", c.p.name, c.whyOwn, c.own, got)
+		}
 	}
 	link := signInLinkRe.FindString(w.say(t, dm, "/web-link"))
 	if link == "" {
 		t.Fatal("no sign-in link in Ana's DM")
 	}
 	page := signedIn(t, w.web, link)
-	for _, path := range []string{"/memory/" + string(team), "/memory/" + string(ana), "/search?q=vault", "/search?q=safe"} {
-		// A scope with a link in it may fail to show whole (with one
-		// sentence); it never shows what the link points at.
-		_, body := page(path)
-		leaks("the page "+path, body)
+	for _, c := range []struct{ path, own string }{
+		{"/memory/" + string(team), "TEAMFRIDAY"}, {"/memory/" + string(ana), "ANATEA"}, {"/search?q=vault", ""}, {"/search?q=safe", ""},
+	} {
+		// A scope with a link in it shows its other files, never what
+		// the link points at.
+		code, body := page(c.path)
+		leaks("the page "+c.path, body)
+		if c.own != "" && (code != http.StatusOK || !strings.Contains(body, c.own)) {
+			t.Errorf("the page %s (%d) lacks the scope's own line %s:\n%s", c.path, code, c.own, body)
+		}
 	}
 	if t.Failed() {
 		t.Logf("gateway log:\n%s", gw.stderr.String())

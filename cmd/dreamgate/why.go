@@ -46,7 +46,7 @@ func cmdWhy(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	mem := memoryOf(cfg)
+	mem := memoryOf(cfg).WithLogger(e.logger(slog.LevelWarn))
 	return writeWhy(ctx, e, mem, hist, q, func(scopes []audience.Scope) (string, error) {
 		return whySaid(ctx, e, cfg, mem, db, hist, q.words, scopes)
 	})
