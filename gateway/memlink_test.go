@@ -79,7 +79,7 @@ func TestALinkInAScopeLeavesOnlyThatFileOutOfWhy(t *testing.T) {
 		d.Memory = memory.New(memory.NewDisk(c.Workspace), false).WithLogger(d.Logger)
 	})
 	secret := filepath.Join(t.TempDir(), "secret.md")
-	if err := os.WriteFile(secret, []byte("- The vault code for Fridays is 4711.\n"), 0o600); err != nil {
+	if err := os.WriteFile(secret, []byte("- The vault code for Fridays is VAULTSECRET.\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	team, ana := slackTeam.Home(), anaDM.Home()
@@ -106,7 +106,7 @@ func TestALinkInAScopeLeavesOnlyThatFileOutOfWhy(t *testing.T) {
 				t.Errorf("%s's /why lacks %q:\n%s", c.a.Kind, w, got)
 			}
 		}
-		if strings.Contains(got, "4711") || strings.Contains(got, "could not read") {
+		if strings.Contains(got, "VAULTSECRET") || strings.Contains(got, "could not read") {
 			t.Errorf("%s's /why:\n%s", c.a.Kind, got)
 		}
 	}

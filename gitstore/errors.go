@@ -68,6 +68,13 @@ var (
 	// commits afresh. Every method fails with it until someone repairs the
 	// ref; the error is a *DamagedError saying how.
 	ErrDamaged = errors.New("memory repository is damaged and could not be repaired")
+
+	// ErrLinkNotRestored: undoing the commit would bring back a file as
+	// the symbolic link it was before the commit, which a restore never
+	// does (memory is read through no link), and nothing else of the
+	// commit is left to undo. The error is a *LinkNotRestoredError naming
+	// the files; it matches ErrNothingToCommit too (no commit was made).
+	ErrLinkNotRestored = errors.New("a symbolic link is never brought back")
 )
 
 // DamagedError is returned when HEAD or its branch is damaged beyond what
@@ -125,3 +132,20 @@ func (e *AmbiguousRevisionError) Error() string {
 }
 
 func (e *AmbiguousRevisionError) Unwrap() error { return ErrAmbiguousRevision }
+
+// LinkNotRestoredError is returned when the only change an undo would
+// make is to bring symbolic links back. It matches ErrLinkNotRestored and
+// ErrNothingToCommit with errors.Is.
+type LinkNotRestoredError struct {
+	Commit string   // the short id of the commit asked to be undone
+	Paths  []string // the files that were links before it, sorted
+}
+
+func (e *LinkNotRestoredError) Error() string {
+	return fmt.Sprintf("undoing %s would bring back %s as the symbolic link it was before, and %s: %s",
+		e.Commit, strings.Join(e.Paths, ", "), ErrLinkNotRestored, ErrNothingToCommit)
+}
+
+func (e *LinkNotRestoredError) Unwrap() []error {
+	return []error{ErrLinkNotRestored, ErrNothingToCommit}
+}

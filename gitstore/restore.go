@@ -249,12 +249,19 @@ func (s *Store) planUndo(target *object.Commit, keep func(string) bool, now vers
 		if err != nil {
 			return plan, err
 		}
+		if f.link {
+			plan.Links = append(plan.Links, f.Path)
+			continue
+		}
 		if f.out[KeepLater].changes || f.out[UndoAll].changes {
 			plan.Files = append(plan.Files, f)
 		}
 		if len(f.Conflicts) > 0 {
 			conflicted = append(conflicted, f.Path)
 		}
+	}
+	if len(plan.Files) == 0 && len(plan.Links) > 0 {
+		return plan, &LinkNotRestoredError{Commit: plan.Target.Short, Paths: plan.Links}
 	}
 	if len(plan.Files) == 0 {
 		return plan, fmt.Errorf("the change of %s is undone already: %w", plan.Target.Short, ErrNothingToCommit)
@@ -330,6 +337,9 @@ func (s *Store) fileUndo(ch treeChange, between []FileText, now version) (FileUn
 		f.Whole = true
 		back := fileOut{exists: ch.from.exists, mode: ch.from.mode, data: base, changes: cur != ch.from}
 		switch {
+		case ch.from.exists && ch.from.mode == filemode.Symlink:
+			f.link = true // left as it is, whatever stands there now
+			return f, nil
 		case ch.from.exists && ch.from.mode != filemode.Regular && ch.from.mode != filemode.Executable:
 			f.Conflicts = []LineConflict{{}}
 		case cur == ch.to:

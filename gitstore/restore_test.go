@@ -443,3 +443,74 @@ func TestRestoreNeverBringsALinkBack(t *testing.T) {
 		}
 	}
 }
+
+// Undoing a commit that replaced a symbolic link brings no link back and
+// says so: it answered "the change of … is undone already", which was not
+// true. Where the commit changed other files too, those are undone, and
+// the plan and the restore commit name the linked file as left as it is.
+func TestUndoingALinksReplacementSaysALinkIsNeverBroughtBack(t *testing.T) {
+	outside := filepath.Join(t.TempDir(), "secret.md")
+	if err := os.WriteFile(outside, []byte("- The vault code is 4711.\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, dir := linesStore(t)
+	link := filepath.Join(dir, filepath.FromSlash(teamUser))
+	relink := func() {
+		t.Helper()
+		if err := os.Remove(link); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(outside, link); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testkit.WriteFile(t, dir, teamUser, "# User\n")
+	testkit.WriteFile(t, dir, teamMemory, "# Memory\n")
+	mustCommit(t, s, "manual: base")
+	relink()
+	mustCommit(t, s, gitstore.ManualSubject)
+	if err := os.Remove(link); err != nil {
+		t.Fatal(err)
+	}
+	testkit.WriteFile(t, dir, teamUser, "# User\n- Ana\n")
+	c := mustCommit(t, s, gitstore.ManualSubject)
+
+	_, err := s.Restore(c.Short, nil, gitstore.RestoreOptions{})
+	var le *gitstore.LinkNotRestoredError
+	if err == nil || strings.Contains(err.Error(), "undone already") || !strings.Contains(err.Error(), "symbolic link") ||
+		!errors.Is(err, gitstore.ErrLinkNotRestored) || !errors.Is(err, gitstore.ErrNothingToCommit) ||
+		!errors.As(err, &le) || !slices.Equal(le.Paths, []string{teamUser}) || le.Commit != c.Short {
+		t.Errorf("undoing the link's replacement: %v", err)
+	}
+	if got := testkit.ReadFile(t, dir, teamUser); got != "# User\n- Ana\n" {
+		t.Errorf("USER.md after the refused undo: %q", got)
+	}
+
+	// The link's replacement beside a line of MEMORY.md: the line goes,
+	// USER.md stays as it is, and both the plan and the commit say so.
+	relink()
+	mustCommit(t, s, gitstore.ManualSubject)
+	if err := os.Remove(link); err != nil {
+		t.Fatal(err)
+	}
+	testkit.WriteFile(t, dir, teamUser, "# User\n- Bob\n")
+	testkit.WriteFile(t, dir, teamMemory, "# Memory\n- Ships on Fridays.\n")
+	c = mustCommit(t, s, gitstore.ManualSubject)
+	plan, err := s.PlanRestore(c.Short, nil)
+	if err != nil || !slices.Equal(plan.Links, []string{teamUser}) || len(plan.Files) != 1 || plan.Files[0].Path != teamMemory {
+		t.Fatalf("the plan: %+v, %v", plan, err)
+	}
+	r, err := s.Restore(c.Short, nil, gitstore.RestoreOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(r.Commit.Body, "- "+teamUser+": left as it is: it was a symbolic link before, which a restore never brings back") {
+		t.Errorf("the restore commit's message:\n%s", r.Commit.Body)
+	}
+	if got := testkit.ReadFile(t, dir, teamUser); got != "# User\n- Bob\n" {
+		t.Errorf("USER.md after the undo: %q", got)
+	}
+	if got := testkit.ReadFile(t, dir, teamMemory); got != "# Memory\n" {
+		t.Errorf("MEMORY.md after the undo: %q", got)
+	}
+}

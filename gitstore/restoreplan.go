@@ -13,6 +13,10 @@ type RestorePlan struct {
 	// Files are the files the undo changes, or where it conflicts, in path
 	// order: only files Target changed.
 	Files []FileUndo
+	// Links are the files Target changed that were symbolic links before
+	// it, in path order: they stay as they are, since a restore never
+	// brings a link back.
+	Links []string
 	// Later are the commits after Target that changed a file where the
 	// undo conflicts, newest first (at most 10; their Body empty): the
 	// later changes the person chooses against.
@@ -66,6 +70,7 @@ type FileUndo struct {
 	// is put back whole where it still is as the commit left it, else
 	// that is its one conflict.
 	Whole bool
+
 	// Deleted and Created say the undo removes the file (the commit made
 	// it, and nothing else is left in it) or brings it back, where the
 	// later lines are kept.
@@ -74,6 +79,9 @@ type FileUndo struct {
 	out     [2]fileOut // by Resolution
 	was     blobState  // the file as it stood when planned
 	touched bool       // a later change removed or rewrote a line of the commit's
+	// link: the file was a symbolic link before the commit; it stays as
+	// it is (RestorePlan.Links).
+	link bool
 }
 
 // Changes says the undo changes the file, conflicts resolved as res says.
@@ -145,6 +153,9 @@ func (p RestorePlan) Message(res Resolution, note string) string {
 			line += fmt.Sprintf("; where a later change had touched the same lines (%s): %s", plural(n, "place", "places"), what)
 		}
 		b.WriteString(line + "\n")
+	}
+	for _, p := range p.Links {
+		b.WriteString("- " + p + ": left as it is: it was a symbolic link before, which a restore never brings back\n")
 	}
 	return strings.TrimRight(b.String(), "\n")
 }

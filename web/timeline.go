@@ -412,6 +412,7 @@ func (s *Server) restoreFailed(w http.ResponseWriter, r *http.Request, v *Viewer
 		s.render(w, r, v, status, "Not restored", "timeline", messagePage(message{Title: "Not restored", Text: text, Link: back, LinkText: "Back to the commit"}))
 	}
 	var busy *dream.BusyError
+	var link *gitstore.LinkNotRestoredError
 	switch {
 	case isUnknown(err), errors.Is(err, dream.ErrNotInScopes):
 		s.notFound(w, r, v, "There is no such commit.")
@@ -419,6 +420,13 @@ func (s *Server) restoreFailed(w http.ResponseWriter, r *http.Request, v *Viewer
 		say(http.StatusConflict, dreamtext.Busy(err, s.now()))
 	case errors.Is(err, dream.ErrNotDreamCommit):
 		say(http.StatusBadRequest, "Only a Dream's changes, a restore and hand edits can be undone here.")
+	case errors.As(err, &link):
+		was := " was a symbolic link"
+		if len(link.Paths) > 1 {
+			was = " were symbolic links"
+		}
+		say(http.StatusConflict, "Undoing this commit changes nothing: before it, "+strings.Join(link.Paths, ", ")+was+
+			", and a restore never brings a link back.")
 	case errors.Is(err, gitstore.ErrNothingToCommit):
 		say(http.StatusConflict, "Undoing this commit changes nothing now: its change is undone already, or every line of it was changed since.")
 	case errors.Is(err, gitstore.ErrRootCommit), errors.Is(err, gitstore.ErrNotInHistory):

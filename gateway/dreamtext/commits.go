@@ -98,6 +98,7 @@ func (k Commands) Error(err error, rev string, now time.Time) string {
 	rev = strings.TrimSpace(rev)
 	var amb *gitstore.AmbiguousRevisionError
 	var runErr *dream.RunError
+	var link *gitstore.LinkNotRestoredError
 	switch {
 	case err == nil:
 		return ""
@@ -123,6 +124,9 @@ func (k Commands) Error(err error, rev string, now time.Time) string {
 		return "No Dream commits yet: Dream has not changed the memory files."
 	case errors.Is(err, gitstore.ErrRootCommit):
 		return fmt.Sprintf("`%s` is the first commit of the memory repository; there is no earlier state to restore.", rev)
+	case errors.As(err, &link):
+		return fmt.Sprintf("Undoing `%s` changes nothing: before it, %s %s a symbolic link, and a restore never brings a link back (memory is never read through one).",
+			rev, baseNames(link.Paths), itThey(len(link.Paths), "was", "were"))
 	case errors.Is(err, gitstore.ErrNothingToCommit):
 		return fmt.Sprintf("Undoing `%s` changes nothing now: its change is undone already, or every line of it was changed since and the later lines are kept.", rev)
 	case errors.Is(err, gitstore.ErrLocked), errors.Is(err, gitstore.ErrConcurrentUpdate):

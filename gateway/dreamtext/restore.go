@@ -50,7 +50,7 @@ func (k Commands) Choose(p dream.RestorePlan) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Undoing `%s` (%s) needs your choice: later changes touched %s of the lines it changed. Nothing has been changed yet.\n",
 		p.Target.Short, subjectOr(p.Target.Subject), plural(p.Conflicts(), "place", "places"))
-	if lines := fileLines(p.RestorePlan, gitstore.KeepLater, false); lines != "" {
+	if lines := fileLines(p.RestorePlan, gitstore.KeepLater, false) + linkLines(p.RestorePlan, p.Target.Short); lines != "" {
 		b.WriteString("\nEither way:\n" + lines)
 	}
 	b.WriteString("\nWhere later changes touched the same lines:\n")
@@ -85,6 +85,7 @@ func (k Commands) Restored(r dream.RestoreResult) string {
 			fmt.Fprintf(&b, "Where later changes had touched the same lines (%s), the later lines were kept.\n", plural(n, "place", "places"))
 		}
 	}
+	b.WriteString(linkLines(r.Plan, r.Target.Short))
 	b.WriteString("Every other line and file stays as it was. The history behind the undone change will not be dreamed again.")
 	for _, h := range r.Held {
 		fmt.Fprintf(&b, "\nThe lines the deep Dream had taken out are back in hot memory (%s now): it will not be compacted again until it grows past %s, so the next Dreams leave them there.",
@@ -174,4 +175,35 @@ func writeSide(b *strings.Builder, label string, lines []string) {
 		}
 		b.WriteString("  " + label + l + "\n")
 	}
+}
+
+// linkLines says of the files that were symbolic links before the commit
+// short that they stay as they are: a restore never brings a link back.
+func linkLines(p gitstore.RestorePlan, short string) string {
+	n := len(p.Links)
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s %s: before `%s` %s a symbolic link, and a restore never brings a link back.\n",
+		baseNames(p.Links), itThey(n, "stays as it is", "stay as they are"), short, itThey(n, "it was", "they were"))
+}
+
+// baseNames names files by their base names: "USER.md", "SOUL.md and
+// USER.md".
+func baseNames(paths []string) string {
+	names := make([]string, len(paths))
+	for i, p := range paths {
+		names[i] = base(p)
+	}
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
+}
+
+func itThey(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

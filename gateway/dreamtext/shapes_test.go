@@ -100,6 +100,10 @@ func TestRestored(t *testing.T) {
 	if got := Chat().Restored(r); !strings.Contains(got, "Edits made by hand since the last commit were saved first (`5a5a5a5a`); they stay.") {
 		t.Errorf("hand edits saved first:\n%s", got)
 	}
+	r.Plan.Links = []string{"scopes/x/memory/MEMORY.md"}
+	if got := Chat().Restored(r); !strings.Contains(got, "those were undone too.\nMEMORY.md stays as it is: before `1a2b3c4d` it was a symbolic link, and a restore never brings a link back.\nEvery other line") {
+		t.Errorf("a file that was a link before:\n%s", got)
+	}
 }
 
 // Where later changes touched the commit's lines, nothing is changed yet:
@@ -116,6 +120,10 @@ func TestChoose(t *testing.T) {
 		"- `dreamgate dream restore 1a2b3c4d all` — undo it whole: the lines come back as they were before it, replacing the later ones"
 	if got := CLI().Choose(p); got != want {
 		t.Errorf("got:\n%s\nwant:\n%s", got, want)
+	}
+	p.Links = []string{"scopes/x/SOUL.md"}
+	if got := CLI().Choose(p); !strings.Contains(got, "Either way:\n- USER.md: 1 line taken out, 0 lines put back\n```diff\nUSER.md\n-- cats\n```\nSOUL.md stays as it is: before `1a2b3c4d` it was a symbolic link, and a restore never brings a link back.\n\nWhere") {
+		t.Errorf("a file that was a link before:\n%s", got)
 	}
 }
 

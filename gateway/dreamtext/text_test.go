@@ -94,6 +94,8 @@ func TestError(t *testing.T) {
 		{"unknown", fmt.Errorf("x: %w", gitstore.ErrUnknownRevision), "No memory change `1a2b`. Try /dream-restore to list them."},
 		{"no dream commits", gitstore.ErrNoMatchingCommit, "No Dream commits yet: Dream has not changed the memory files."},
 		{"root", gitstore.ErrRootCommit, "`1a2b` is the first commit of the memory repository; there is no earlier state to restore."},
+		{"only a link to bring back", fmt.Errorf("dream restore: %w", &gitstore.LinkNotRestoredError{Commit: "1a2b3c4d", Paths: []string{"scopes/team-slack-t1/USER.md"}}),
+			"Undoing `1a2b` changes nothing: before it, USER.md was a symbolic link, and a restore never brings a link back (memory is never read through one)."},
 		{"nothing to restore", gitstore.ErrNothingToCommit, "Undoing `1a2b` changes nothing now: its change is undone already, or every line of it was changed since and the later lines are kept."},
 		{"locked", gitstore.ErrLocked, "The memory repository is busy (another git command is using it); try again in a moment."},
 		{"damaged", fmt.Errorf("commit: %w", &gitstore.DamagedError{Ref: "refs/heads/main", Path: "/home/ana/.dreamgate/workspace/.git/refs/heads/main", Problem: "is empty", Reason: "secret"}),
