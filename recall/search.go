@@ -136,91 +136,124 @@ func search(ctx context.Context, db *sql.DB, terms []string, readable []audience
 		return res, classify(err)
 	}
 	defer conn.Close()
-	var ranges [][2]int64
-	scores := map[int64]float64{}
-	// rows counts each word's rows over the scopes searched (each scope's
-	// newest perTerm at most): the snippet shows the rarest word found.
-	rows := make(map[string]int, len(terms))
+	t := newTally(terms)
 	seen := map[audience.Scope]bool{}
 	for _, s := range readable {
 		if seen[s] {
 			continue
 		}
 		seen[s] = true
-		var id, n int64
-		err := conn.QueryRowContext(ctx, `SELECT id, docs FROM scopes WHERE name = ?`, string(s)).Scan(&id, &n)
-		if errors.Is(err, sql.ErrNoRows) {
-			continue // nothing said there yet
-		}
-		if err != nil {
-			return res, classify(err)
-		}
-		ranges = append(ranges, [2]int64{id << scopeShift, (id + 1) << scopeShift})
-		var all float64
-		for _, t := range terms {
-			ids, err := matchIDs(ctx, conn, id, matchTerm(t))
-			if err != nil {
-				return res, err
-			}
-			rows[t] += len(ids)
-			if len(ids) == 0 {
-				continue
-			}
-			// The rarer a word in the scope, the more a row holding it
-			// counts; a word cut at perTerm rows is common, and counts
-			// as if it were in perTerm of them or more.
-			idf := math.Log(1 + float64(max(n, 1))/float64(len(ids)))
-			all += idf
-			for _, id := range ids {
-				scores[id] += idf
-			}
-		}
-		if len(terms) > 1 && all > 0 {
-			// Rows holding every word rank first, also those past a
-			// common word's newest rows.
-			actx, cancel := context.WithTimeout(ctx, allTermsTime)
-			ids, err := matchIDsLimit(actx, conn, id, matchAll(terms), allTerms)
-			cancel()
-			if err != nil && ctx.Err() == nil && actx.Err() != nil {
-				err = nil // out of time: the rows found so far
-			}
-			if err != nil {
-				return res, err
-			}
-			for _, id := range ids {
-				scores[id] = max(scores[id], all) + all
-			}
+		if err := t.scope(ctx, conn, s); err != nil {
+			return res, err
 		}
 	}
-	if len(scores) == 0 {
+	if len(t.scores) == 0 {
 		return res, nil
 	}
-	rarest := slices.Clone(terms)
-	slices.SortStableFunc(rarest, func(a, b string) int { return cmp.Compare(rows[a], rows[b]) })
-	ranked := make([]scoreRow, 0, len(scores))
-	for id, s := range scores {
-		ranked = append(ranked, scoreRow{id: id, score: s})
+	res.Matches, err = t.best(ctx, conn, limit)
+	return res, err
+}
+
+// tally is a search's scores: each row's, found in the scopes searched so
+// far, and what the ranking needs besides.
+type tally struct {
+	terms  []string
+	scores map[int64]float64
+	// rows counts each word's rows over the scopes searched (each scope's
+	// newest perTerm at most): the snippet shows the rarest word found.
+	rows map[string]int
+	// ranges are the row ids of the scopes searched.
+	ranges [][2]int64
+}
+
+func newTally(terms []string) *tally {
+	return &tally{terms: terms, scores: map[int64]float64{}, rows: make(map[string]int, len(terms))}
+}
+
+// scope scores the rows of scope s that hold the words.
+func (t *tally) scope(ctx context.Context, conn *sql.Conn, s audience.Scope) error {
+	var id, n int64
+	err := conn.QueryRowContext(ctx, `SELECT id, docs FROM scopes WHERE name = ?`, string(s)).Scan(&id, &n)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil // nothing said there yet
 	}
-	// Among equals, newer first: a row's id says when it was said.
-	slices.SortFunc(ranked, func(a, b scoreRow) int {
+	if err != nil {
+		return classify(err)
+	}
+	t.ranges = append(t.ranges, [2]int64{id << scopeShift, (id + 1) << scopeShift})
+	var all float64
+	for _, term := range t.terms {
+		ids, err := matchIDs(ctx, conn, id, matchTerm(term))
+		if err != nil {
+			return err
+		}
+		t.rows[term] += len(ids)
+		if len(ids) == 0 {
+			continue
+		}
+		// The rarer a word in the scope, the more a row holding it
+		// counts; a word cut at perTerm rows is common, and counts as if
+		// it were in perTerm of them or more.
+		idf := math.Log(1 + float64(max(n, 1))/float64(len(ids)))
+		all += idf
+		for _, id := range ids {
+			t.scores[id] += idf
+		}
+	}
+	if len(t.terms) < 2 || all == 0 {
+		return nil
+	}
+	// Rows holding every word rank first, also those past a common word's
+	// newest rows.
+	actx, cancel := context.WithTimeout(ctx, allTermsTime)
+	ids, err := matchIDsLimit(actx, conn, id, matchAll(t.terms), allTerms)
+	cancel()
+	if err != nil && ctx.Err() == nil && actx.Err() != nil {
+		err = nil // out of time: the rows found so far
+	}
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		t.scores[id] = max(t.scores[id], all) + all
+	}
+	return nil
+}
+
+// ranked are the rows scored, best first; among equals, newer first (a
+// row's id says when it was said).
+func (t *tally) ranked() []scoreRow {
+	out := make([]scoreRow, 0, len(t.scores))
+	for id, s := range t.scores {
+		out = append(out, scoreRow{id: id, score: s})
+	}
+	slices.SortFunc(out, func(a, b scoreRow) int {
 		if c := cmp.Compare(b.score, a.score); c != 0 {
 			return c
 		}
 		return cmp.Compare(rowTime(b.id), rowTime(a.id))
 	})
-	// What people said, the archive and cold memory come before the
-	// assistant's own answers, which quote them (an answer "I found: …" is
-	// newer than the words it found and holds as many): among the best
-	// limit×answersPool rows, the answers go last.
+	return out
+}
+
+// best reads the best limit rows as matches. What people said, the
+// archive and cold memory come before the assistant's own answers, which
+// quote them (an answer "I found: …" is newer than the words it found and
+// holds as many): among the best limit×answersPool rows, the answers go
+// last.
+func (t *tally) best(ctx context.Context, conn *sql.Conn, limit int) ([]Match, error) {
+	rarest := slices.Clone(t.terms)
+	slices.SortStableFunc(rarest, func(a, b string) int { return cmp.Compare(t.rows[a], t.rows[b]) })
+	ranked := t.ranked()
 	var said, answers []Match
 	for _, r := range ranked[:min(len(ranked), limit*answersPool)] {
-		if !inRanges(r.id, ranges) {
+		if !inRanges(r.id, t.ranges) {
 			// Cannot happen: every row came from a searched scope's table.
-			return res, fmt.Errorf("recall: row %d outside the scopes searched", r.id)
+			return nil, fmt.Errorf("recall: row %d outside the scopes searched", r.id)
 		}
 		m, err := readMatch(ctx, conn, r.id, rarest)
 		if err != nil {
-			return res, err
+			return nil, err
 		}
 		if m.Kind == KindMessage && m.Who == string(llm.RoleAssistant) {
 			answers = append(answers, m)
@@ -232,8 +265,7 @@ func search(ctx context.Context, db *sql.DB, terms []string, readable []audience
 		}
 	}
 	all := append(said, answers...)
-	res.Matches = all[:min(limit, len(all))]
-	return res, nil
+	return all[:min(limit, len(all))], nil
 }
 
 // answersPool is how many times a search's limit of the best rows are

@@ -251,9 +251,10 @@ func interactionUser(i *discordgo.Interaction) *discordgo.User {
 	return i.User
 }
 
-// place is where a slash command was run: the conversation's channel, its
-// thread, what is known of the channel, and whether the bot is apart from
-// it (a person's own installation of the app reached it; see apart).
+// place is where a message was said or a slash command run: the
+// conversation's channel (a thread's parent), its thread, what is known of
+// the channel, and whether the bot is apart from it (a person's own
+// installation of the app reached a command; see apart).
 type place struct {
 	chatID, threadID string
 	info             chanInfo

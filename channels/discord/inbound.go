@@ -27,53 +27,14 @@ func (a *Adapter) accept(ctx context.Context, m *discordgo.Message, notify func(
 		return channels.Inbound{}, false
 	}
 	bot := a.bot()
-	if m.Author.ID == bot {
+	if !a.admitted(ctx, m, bot, notify) {
 		return channels.Inbound{}, false
 	}
-	if m.Type != discordgo.MessageTypeDefault && m.Type != discordgo.MessageTypeReply {
-		a.log.Debug("discord: ignored non-user message", "type", int(m.Type), "message", m.ID)
+	at, ok := a.placeOf(ctx, m, bot)
+	if !ok {
 		return channels.Inbound{}, false
 	}
-	if !a.seen.Add(m.ID) {
-		a.log.Debug("discord: ignored duplicate", "message", m.ID)
-		return channels.Inbound{}, false
-	}
-	dm := m.GuildID == ""
-	if a.allowFrom != nil && !a.allowFrom[m.Author.ID] {
-		if !dm {
-			a.log.Debug("discord: ignored sender not in allowFrom", "user", m.Author.ID, "chat", m.ChannelID)
-			return channels.Inbound{}, false
-		}
-		a.log.Info("discord: direct message from a user not in allowFrom", "user", m.Author.ID)
-		if a.refused.Add(m.Author.ID) {
-			notify(ctx, channels.Outbound{
-				Channel: Name, ChatID: m.ChannelID, SessionKey: Name + ":" + m.ChannelID,
-				ReplyTo: m.ID, Kind: channels.KindError, Text: channels.NotAllowedNotice,
-			})
-		}
-		return channels.Inbound{}, false
-	}
-
-	chatID, threadID := m.ChannelID, ""
-	var info chanInfo
-	known := true
-	if !dm {
-		// The mention check needs no lookup; do it first so that chatter in
-		// busy guilds costs no REST calls.
-		if a.policy == PolicyMention && !mentioned(m, bot, a.botRole(m.GuildID)) {
-			a.log.Debug("discord: ignored message without mention", "chat", m.ChannelID, "message", m.ID)
-			return channels.Inbound{}, false
-		}
-		info, known = a.channelInfo(ctx, m.ChannelID)
-		if info.thread && info.parentID != "" {
-			chatID, threadID = info.parentID, m.ChannelID
-		}
-		if a.allowChannels != nil && !a.allowChannels[m.ChannelID] && !(info.thread && a.allowChannels[info.parentID]) {
-			a.log.Debug("discord: ignored channel not in allowChannels", "chat", m.ChannelID, "message", m.ID)
-			return channels.Inbound{}, false
-		}
-	}
-	aud, ok := a.audienceOf(ctx, m.GuildID, m.ChannelID, m.Author.ID, info, known)
+	aud, ok := a.audienceOf(ctx, m.GuildID, m.ChannelID, m.Author.ID, at.info, at.known)
 	if !ok {
 		return channels.Inbound{}, false
 	}
@@ -87,9 +48,9 @@ func (a *Adapter) accept(ctx context.Context, m *discordgo.Message, notify func(
 		a.log.Debug("discord: ignored empty message", "message", m.ID)
 		return channels.Inbound{}, false
 	}
-	key := Name + ":" + chatID
-	if threadID != "" {
-		key += ":thread:" + threadID
+	key := Name + ":" + at.chatID
+	if at.threadID != "" {
+		key += ":thread:" + at.threadID
 	}
 	when := m.Timestamp
 	if when.IsZero() {
@@ -97,8 +58,8 @@ func (a *Adapter) accept(ctx context.Context, m *discordgo.Message, notify func(
 	}
 	return channels.Inbound{
 		Channel:    Name,
-		ChatID:     chatID,
-		ThreadID:   threadID,
+		ChatID:     at.chatID,
+		ThreadID:   at.threadID,
 		SessionKey: key,
 		SenderID:   m.Author.ID,
 		SenderName: senderName(m),
@@ -107,8 +68,65 @@ func (a *Adapter) accept(ctx context.Context, m *discordgo.Message, notify func(
 		Text:       text,
 		Images:     images,
 		Time:       when,
-		Context:    a.conversationContext(ctx, m, parentOf(chatID, threadID)),
+		Context:    a.conversationContext(ctx, m, parentOf(at.chatID, at.threadID)),
 	}, true
+}
+
+// admitted reports whether m is a person's message, new, from someone
+// allowFrom lets in: not the bot's own (bot), a user message type, not
+// seen before. A DM from someone not allowed is told so, once.
+func (a *Adapter) admitted(ctx context.Context, m *discordgo.Message, bot string, notify func(context.Context, channels.Outbound)) bool {
+	if m.Author.ID == bot {
+		return false
+	}
+	if m.Type != discordgo.MessageTypeDefault && m.Type != discordgo.MessageTypeReply {
+		a.log.Debug("discord: ignored non-user message", "type", int(m.Type), "message", m.ID)
+		return false
+	}
+	if !a.seen.Add(m.ID) {
+		a.log.Debug("discord: ignored duplicate", "message", m.ID)
+		return false
+	}
+	if a.allowFrom == nil || a.allowFrom[m.Author.ID] {
+		return true
+	}
+	if m.GuildID != "" {
+		a.log.Debug("discord: ignored sender not in allowFrom", "user", m.Author.ID, "chat", m.ChannelID)
+		return false
+	}
+	a.log.Info("discord: direct message from a user not in allowFrom", "user", m.Author.ID)
+	if a.refused.Add(m.Author.ID) {
+		notify(ctx, channels.Outbound{
+			Channel: Name, ChatID: m.ChannelID, SessionKey: Name + ":" + m.ChannelID,
+			ReplyTo: m.ID, Kind: channels.KindError, Text: channels.NotAllowedNotice,
+		})
+	}
+	return false
+}
+
+// placeOf is where m was said; false when a guild message is to be
+// ignored: without the mention the policy asks for (bot's), or in a
+// channel allowChannels leaves out.
+func (a *Adapter) placeOf(ctx context.Context, m *discordgo.Message, bot string) (place, bool) {
+	at := place{chatID: m.ChannelID, known: true}
+	if m.GuildID == "" {
+		return at, true
+	}
+	// The mention check needs no lookup; do it first so that chatter in
+	// busy guilds costs no REST calls.
+	if a.policy == PolicyMention && !mentioned(m, bot, a.botRole(m.GuildID)) {
+		a.log.Debug("discord: ignored message without mention", "chat", m.ChannelID, "message", m.ID)
+		return at, false
+	}
+	at.info, at.known = a.channelInfo(ctx, m.ChannelID)
+	if at.info.thread && at.info.parentID != "" {
+		at.chatID, at.threadID = at.info.parentID, m.ChannelID
+	}
+	if a.allowChannels != nil && !a.allowChannels[m.ChannelID] && !(at.info.thread && a.allowChannels[at.info.parentID]) {
+		a.log.Debug("discord: ignored channel not in allowChannels", "chat", m.ChannelID, "message", m.ID)
+		return at, false
+	}
+	return at, true
 }
 
 // parentOf is the parent channel of a thread conversation, "" otherwise.

@@ -263,58 +263,34 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 		s.attempts = append(s.attempts, Attempt{ChannelID: chID, Status: status, Nonce: nonce, At: time.Now()})
 		s.notifyLocked()
 	}()
-
-	var fail *failure
-	if len(s.failures) > 0 {
-		f := s.failures[0]
-		s.failures = s.failures[1:]
-		fail = &f
-	} else if st := s.storms[chID]; st != nil {
-		fail = &failure{status: http.StatusTooManyRequests, retryAfter: st.retryAfter}
-		if st.left > 0 {
-			if st.left--; st.left == 0 {
-				delete(s.storms, chID)
-			}
-		}
+	failed := func(f failure) {
+		status = f.status
+		writeError(w, f.status, 0, http.StatusText(f.status))
 	}
+	refused := func(ref *refusal) {
+		status = ref.status
+		writeJSON(w, ref.status, ref.body)
+	}
+
+	fail := s.takeFailureLocked(chID)
 	if fail != nil && fail.status == http.StatusTooManyRequests {
 		status = http.StatusTooManyRequests
 		write429(w, *fail)
 		return
 	}
 	if fail != nil && !fail.afterCreate {
-		status = fail.status
-		writeError(w, fail.status, 0, http.StatusText(fail.status))
+		failed(*fail)
 		return
 	}
-
-	c, ok := s.channels[chID]
-	switch {
-	case !ok:
-		status = http.StatusNotFound
-		writeError(w, status, 10003, "Unknown Channel")
-		return
-	case strings.TrimSpace(body.Content) == "":
-		status = http.StatusBadRequest
-		writeError(w, status, 50006, "Cannot send an empty message")
-		return
-	case utf8.RuneCountInString(body.Content) > maxContent:
-		status = http.StatusBadRequest
-		writeJSON(w, status, map[string]any{"message": "Invalid Form Body", "code": 50035,
-			"errors": map[string]any{"content": map[string]any{"_errors": []any{map[string]any{
-				"code": "BASE_TYPE_MAX_LENGTH", "message": "Must be 2000 or fewer in length."}}}}})
-		return
-	case len(nonce) > maxNonce:
-		status = http.StatusBadRequest
-		writeError(w, status, 50035, "Invalid Form Body (nonce)")
+	if ref := s.refusePostLocked(chID, body, nonce); ref != nil {
+		refused(ref)
 		return
 	}
 	if body.EnforceNonce && nonce != "" {
 		if id, ok := s.nonceLocked(nonce); ok {
 			// Discord answers a repeated nonce with the message it created.
 			if fail != nil {
-				status = fail.status
-				writeError(w, fail.status, 0, http.StatusText(fail.status))
+				failed(*fail)
 				return
 			}
 			bucketHeaders(w.Header(), "messages:"+chID)
@@ -322,17 +298,92 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	replyTo := ""
-	if ref := body.MessageReference; ref != nil && ref.MessageID != "" {
-		if _, ok := s.messages[ref.MessageID]; ok {
-			replyTo = ref.MessageID
-		} else if ref.FailIfNotExists == nil || *ref.FailIfNotExists {
-			status = http.StatusBadRequest
-			writeError(w, status, 50035, "Invalid Form Body (message_reference: Unknown message)")
-			return
+	replyTo, ref := s.replyToLocked(body)
+	if ref != nil {
+		refused(ref)
+		return
+	}
+	obj := s.createPostLocked(r, chID, body, nonce, replyTo)
+	if fail != nil {
+		failed(*fail) // a failure after the message was made
+		return
+	}
+	bucketHeaders(w.Header(), "messages:"+chID)
+	writeJSON(w, http.StatusOK, obj)
+}
+
+// refusal is an error answer of Discord's: its status and JSON body.
+type refusal struct {
+	status int
+	body   any
+}
+
+func refuse(status, code int, msg string) *refusal {
+	return &refusal{status: status, body: map[string]any{"message": msg, "code": code}}
+}
+
+// takeFailureLocked is the failure the next message post meets: the first
+// scripted one, else channel chID's rate-limit storm; nil for none.
+func (s *Server) takeFailureLocked(chID string) *failure {
+	if len(s.failures) > 0 {
+		f := s.failures[0]
+		s.failures = s.failures[1:]
+		return &f
+	}
+	st := s.storms[chID]
+	if st == nil {
+		return nil
+	}
+	if st.left > 0 {
+		if st.left--; st.left == 0 {
+			delete(s.storms, chID)
 		}
 	}
+	return &failure{status: http.StatusTooManyRequests, retryAfter: st.retryAfter}
+}
 
+// refusePostLocked is why Discord refuses to create body in channel chID
+// as it checks a post first: an unknown channel, an empty or too long
+// message, a nonce too long; nil when it does not.
+func (s *Server) refusePostLocked(chID string, body postBody, nonce string) *refusal {
+	switch _, ok := s.channels[chID]; {
+	case !ok:
+		return refuse(http.StatusNotFound, 10003, "Unknown Channel")
+	case strings.TrimSpace(body.Content) == "":
+		return refuse(http.StatusBadRequest, 50006, "Cannot send an empty message")
+	case utf8.RuneCountInString(body.Content) > maxContent:
+		return &refusal{status: http.StatusBadRequest, body: map[string]any{"message": "Invalid Form Body", "code": 50035,
+			"errors": map[string]any{"content": map[string]any{"_errors": []any{map[string]any{
+				"code": "BASE_TYPE_MAX_LENGTH", "message": "Must be 2000 or fewer in length."}}}}}}
+	case len(nonce) > maxNonce:
+		return refuse(http.StatusBadRequest, 50035, "Invalid Form Body (nonce)")
+	}
+	return nil
+}
+
+// replyToLocked is the message body replies to: "" for none, or for one
+// that is gone where the post allows that (fail_if_not_exists false); a
+// reference to a message that is gone is otherwise refused.
+func (s *Server) replyToLocked(body postBody) (string, *refusal) {
+	ref := body.MessageReference
+	if ref == nil || ref.MessageID == "" {
+		return "", nil
+	}
+	if _, ok := s.messages[ref.MessageID]; ok {
+		return ref.MessageID, nil
+	}
+	if ref.FailIfNotExists == nil || *ref.FailIfNotExists {
+		return "", refuse(http.StatusBadRequest, 50035, "Invalid Form Body (message_reference: Unknown message)")
+	}
+	return "", nil
+}
+
+// createPostLocked makes the bot's message body in channel chID as the
+// post r asked: stored, its enforced nonce remembered, recorded as Sent
+// and echoed on the gateway as Discord does. It returns the message
+// object.
+func (s *Server) createPostLocked(r *http.Request, chID string, body postBody, nonce, replyTo string) map[string]any {
+	c := s.channels[chID]
 	m := Message{ID: s.newIDLocked(), ChannelID: chID, Author: s.users[s.cfg.BotID], Content: body.Content, ReplyTo: replyTo}
 	obj := s.messageObjectLocked(m, c)
 	if nonce != "" {
@@ -351,14 +402,7 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 	s.sent = append(s.sent, sent)
 	// Discord echoes the bot's own messages on the gateway.
 	s.dispatchLocked(c.GuildID, "MESSAGE_CREATE", obj)
-
-	if fail != nil {
-		status = fail.status
-		writeError(w, fail.status, 0, http.StatusText(fail.status))
-		return
-	}
-	bucketHeaders(w.Header(), "messages:"+chID)
-	writeJSON(w, http.StatusOK, obj)
+	return obj
 }
 
 // write429 answers as Discord does when a route's limit is exhausted.
