@@ -60,6 +60,8 @@ var filesOnly = map[string]string{
 	"TestEvalRemovesItsDirectoriesUnlessKept":            "eval plays scenarios in workspaces of its own, on files",
 	"TestEvalLongConversationCrossesTheBudget":           "eval plays scenarios in workspaces of its own, on files",
 	"TestMonthsOfCorrectionsAfterTheOldValuesWentCold":   "reads history.jsonl",
+	"TestBackupRoundTrip":                                "dreamgate backup reads the files' engine",
+	"TestBackupWaitsForARunningDream":                    "dreamgate backup waits on the files' Dream lock",
 	"TestMigrateNeedsADatabase":                          "asks for a database where the config names none",
 	"TestChatBesideTerminalGatewayIsRefused":             "a conversation's lock across processes is the files' (flock); on PostgreSQL it comes with work shared by conversation",
 }
