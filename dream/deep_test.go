@@ -138,43 +138,8 @@ func TestDeepDreamBringsAScopeUnderBudget(t *testing.T) {
 	if got := noIDs(e.lineOf("USER.md", "Portuguese")); got != "- Ana wants answers in Portuguese. <!-- permanent 2024-11-01 src:1 -->" {
 		t.Errorf("the permanent rule: %q", got)
 	}
-	// The correction: the later value stays, naming the line it replaced;
-	// the old value is in cold memory alone, superseded by it.
-	porto, _ := memline.Parse(e.lineOf("USER.md", "lives"))
-	lisbon, _ := memline.Parse(e.lineOf("memory/COLD.md", "Lisbon"))
-	if porto.Text != "Ana lives in Porto." || porto.Date != "2026-10-20" || len(porto.Replaces) != 1 || porto.Replaces[0] != lisbon.ID || porto.ID == "" {
-		t.Errorf("the corrected fact: %+v", porto)
-	}
-	if lisbon.SupersededBy != porto.ID || lisbon.Why != memline.Replaced || lisbon.Out != "2026-11-27" {
-		t.Errorf("the old value in cold memory: %+v", lisbon)
-	}
-	if strings.Contains(user, "Lisbon") || !strings.Contains(cold, "Lisbon") {
-		t.Error("the old value is not in cold memory alone")
-	}
-	// Issue 28, point 10: each cold line says why it left — the lines the
-	// model moved out to make room were filed as "merged, replaced or no
-	// longer true".
-	whyOf := map[string]memline.Reason{"Berlin": memline.Aged, "Lisbon": memline.Replaced, "green tea": memline.Merged, "project number": memline.Moved}
-	for _, it := range memline.ParseFile([]byte(cold)).Items {
-		if !it.Fact {
-			continue
-		}
-		l := it.Line
-		if l.Why == "" || l.Out != "2026-11-27" || l.ID == "" {
-			t.Errorf("a cold line does not say when and why it left: %q", it.Raw)
-		}
-		for words, why := range whyOf {
-			if strings.Contains(strings.ToLower(l.Text), words) && l.Why != why {
-				t.Errorf("%q left for %q, want %q", it.Raw, l.Why, why)
-			}
-		}
-		if (l.Why == memline.Merged || l.Why == memline.Replaced) != l.Superseded() {
-			t.Errorf("%q: superseded-by is set exactly for merged and replaced lines", it.Raw)
-		}
-	}
-	if strings.Contains(cold, "merged, replaced or no longer true") {
-		t.Errorf("cold memory lumps reasons together:\n%s", cold)
-	}
+	checkDeepCorrection(t, e, user, cold)
+	checkColdReasons(t, cold)
 	if strings.Contains(user, "Berlin") || !strings.Contains(cold, "aged out: ephemeral") {
 		t.Errorf("the 40-day-old plan did not retire:\n%s", cold)
 	}
@@ -200,6 +165,55 @@ func TestDeepDreamBringsAScopeUnderBudget(t *testing.T) {
 	rep, err = d.Run(context.Background(), TriggerManual, AllScopes(), nil)
 	if err != nil || len(rep.Deep) != 0 || rep.Outcome != OutcomeNothingNew {
 		t.Errorf("the next Dream: %+v, %v", rep, err)
+	}
+}
+
+// checkDeepCorrection checks the correction TestDeepDreamBringsAScopeUnderBudget's
+// deep Dream merged: the later value stays in USER.md, naming the line it
+// replaced; the old value is in cold memory alone, superseded by it.
+func checkDeepCorrection(t *testing.T, e *env, user, cold string) {
+	t.Helper()
+	porto, _ := memline.Parse(e.lineOf("USER.md", "lives"))
+	lisbon, _ := memline.Parse(e.lineOf("memory/COLD.md", "Lisbon"))
+	if porto.Text != "Ana lives in Porto." || porto.Date != "2026-10-20" || len(porto.Replaces) != 1 || porto.Replaces[0] != lisbon.ID || porto.ID == "" {
+		t.Errorf("the corrected fact: %+v", porto)
+	}
+	if lisbon.SupersededBy != porto.ID || lisbon.Why != memline.Replaced || lisbon.Out != "2026-11-27" {
+		t.Errorf("the old value in cold memory: %+v", lisbon)
+	}
+	if strings.Contains(user, "Lisbon") || !strings.Contains(cold, "Lisbon") {
+		t.Error("the old value is not in cold memory alone")
+	}
+}
+
+// checkColdReasons checks that each line of cold memory says when and
+// why it left (issue 28, point 10), as TestDeepDreamBringsAScopeUnderBudget's
+// deep Dream moved them.
+func checkColdReasons(t *testing.T, cold string) {
+	t.Helper()
+	// Issue 28, point 10: each cold line says why it left — the lines the
+	// model moved out to make room were filed as "merged, replaced or no
+	// longer true".
+	whyOf := map[string]memline.Reason{"Berlin": memline.Aged, "Lisbon": memline.Replaced, "green tea": memline.Merged, "project number": memline.Moved}
+	for _, it := range memline.ParseFile([]byte(cold)).Items {
+		if !it.Fact {
+			continue
+		}
+		l := it.Line
+		if l.Why == "" || l.Out != "2026-11-27" || l.ID == "" {
+			t.Errorf("a cold line does not say when and why it left: %q", it.Raw)
+		}
+		for words, why := range whyOf {
+			if strings.Contains(strings.ToLower(l.Text), words) && l.Why != why {
+				t.Errorf("%q left for %q, want %q", it.Raw, l.Why, why)
+			}
+		}
+		if (l.Why == memline.Merged || l.Why == memline.Replaced) != l.Superseded() {
+			t.Errorf("%q: superseded-by is set exactly for merged and replaced lines", it.Raw)
+		}
+	}
+	if strings.Contains(cold, "merged, replaced or no longer true") {
+		t.Errorf("cold memory lumps reasons together:\n%s", cold)
 	}
 }
 

@@ -36,6 +36,20 @@ func TestRunHappyPath(t *testing.T) {
 		t.Fatalf("Run: %v", err)
 	}
 
+	top := checkHappyFiles(t, e)
+	checkHappyReport(t, rep, top, progress)
+	checkHappyRequests(t, e)
+
+	st := d.Status(AllScopes())
+	if st.Running || st.Last == nil || st.Last.Outcome != OutcomeCompleted || st.Last.Commit != top.Short {
+		t.Errorf("status = %+v", st)
+	}
+}
+
+// checkHappyFiles checks the memory files, the cursor and the commit
+// TestRunHappyPath's Dream left, and returns that commit.
+func checkHappyFiles(t *testing.T, e *env) gitstore.Commit {
+	t.Helper()
 	// The new line is dated today and traced to the entry that said it;
 	// the hand-written line above it is left as it was.
 	if got := noIDs(e.read("USER.md")); got != "# User\n\n- Name: Ana.\n- Prefers tea over coffee. <!-- durable 2026-11-26 src:2 -->\n" {
@@ -70,7 +84,13 @@ func TestRunHappyPath(t *testing.T) {
 	if st, err := e.repo.Status(nil); err != nil || !st.Empty() {
 		t.Errorf("working files differ from HEAD after the run: %+v, %v", st, err)
 	}
+	return top
+}
 
+// checkHappyReport checks the report and the progress lines of
+// TestRunHappyPath's Dream, whose commit is top.
+func checkHappyReport(t *testing.T, rep Report, top gitstore.Commit, progress []string) {
+	t.Helper()
 	want := Report{Trigger: TriggerManual, Outcome: OutcomeCompleted, Entries: 3, First: 1, Last: 3,
 		Findings: 1, Changes: 1, Commit: top.Short, Calls: 3}
 	if rep.Outcome != want.Outcome || rep.Entries != want.Entries || rep.First != 1 || rep.Last != 3 ||
@@ -86,7 +106,13 @@ func TestRunHappyPath(t *testing.T) {
 	if len(progress) != 2 || !strings.Contains(progress[0], "reading 3 history entries") || !strings.Contains(progress[1], "editing") {
 		t.Errorf("progress = %q", progress)
 	}
+}
 
+// checkHappyRequests checks what TestRunHappyPath's Dream asked the
+// model: phase 1 without tools, with the entries and the files; phase 2
+// with its two tools and the finding.
+func checkHappyRequests(t *testing.T, e *env) {
+	t.Helper()
 	reqs := e.srv.Requests()
 	if len(reqs) != 3 {
 		t.Fatalf("requests = %d, want 3", len(reqs))
@@ -108,11 +134,6 @@ func TestRunHappyPath(t *testing.T) {
 		t.Errorf("phase 2 input lacks the finding:\n%s", reqs[1].Messages[1].Content)
 	}
 	e.checkWire()
-
-	st := d.Status(AllScopes())
-	if st.Running || st.Last == nil || st.Last.Outcome != OutcomeCompleted || st.Last.Commit != top.Short {
-		t.Errorf("status = %+v", st)
-	}
 }
 
 func TestNothingNewMakesNoModelCall(t *testing.T) {

@@ -28,113 +28,127 @@ func stampOne(t *testing.T, before, after string, entries []history.Entry, findi
 	return string(f.after.Bytes())
 }
 
+// stampCase is one edit of USER.md the upkeep stamps: the file before and
+// after the edit, the batch's findings, and the file it must leave.
+type stampCase struct {
+	name          string
+	before, after string
+	findings      []finding
+	want          string
+}
+
+// stampEntries are the batch the stampCases read.
+var stampEntries = []history.Entry{
+	{Cursor: 7, Content: "- Ana said hello.\n- Ana is in Lisbon until Friday for a conference."},
+	{Cursor: 8, Content: "- Ana moved to Porto last month."},
+	{Cursor: 9, Content: "- Bob likes green tea a lot, he says again."},
+	{Cursor: 10, Content: "- Something about the weather."},
+}
+
+// stampNewCases are new lines and corrections: what a new line gets, and
+// what a correction replaces (by id, never by words).
+var stampNewCases = []stampCase{
+	{
+		name:     "new line: today, its own entry, the finding's priority",
+		before:   "# User\n",
+		after:    "# User\n- Ana is in Lisbon until Friday.\n",
+		findings: []finding{{Tag: tagUser, Text: "Ana is in Lisbon until Friday", Priority: memline.Ephemeral}},
+		want:     "# User\n- Ana is in Lisbon until Friday. <!-- ephemeral 2026-11-26 src:7 -->\n",
+	},
+	{
+		name:     "the model's own priority wins over the finding's; its date and sources do not",
+		before:   "# User\n",
+		after:    "# User\n- Ana is in Lisbon until Friday. <!-- permanent 2020-01-01 src:1 -->\n",
+		findings: []finding{{Tag: tagUser, Text: "Ana is in Lisbon until Friday", Priority: memline.Ephemeral}},
+		want:     "# User\n- Ana is in Lisbon until Friday. <!-- permanent 2026-11-26 src:7 -->\n",
+	},
+	{
+		name:   "no priority anywhere: durable",
+		before: "# User\n",
+		after:  "# User\n- Ana moved to Porto.\n",
+		want:   "# User\n- Ana moved to Porto. <!-- durable 2026-11-26 src:8 -->\n",
+	},
+	{
+		name:     "a line no entry holds is traced to the whole batch",
+		before:   "# User\n",
+		after:    "# User\n- Carla joined the team.\n",
+		findings: []finding{{Tag: tagUser, Text: "Carla joined the team"}},
+		want:     "# User\n- Carla joined the team. <!-- durable 2026-11-26 src:7,8,9,10 -->\n",
+	},
+	{
+		name:     "a correction names the line it replaces: today's date and entries, the old line's priority",
+		before:   "# User\n- Ana lives in Lisbon. <!-- permanent 2026-01-02 src:3 id:7f3a -->\n- Bob is here. <!-- durable 2026-01-02 src:4 -->\n",
+		after:    "# User\n- Ana lives in Porto. <!-- replaces:7f3a -->\n- Bob is here. <!-- durable 2026-01-02 src:4 -->\n",
+		findings: []finding{{Tag: tagUser, Text: "Ana lives in Porto now", Correction: true, Replaces: []string{"7f3a"}}},
+		want:     "# User\n- Ana lives in Porto. <!-- permanent 2026-11-26 src:8 replaces:7f3a -->\n- Bob is here. <!-- durable 2026-01-02 src:4 -->\n",
+	},
+	{
+		name:     "a line the model wrote without replaces: names what its finding named",
+		before:   "# User\n- Ana lives in Lisbon. <!-- durable 2026-01-02 src:3 id:7f3a -->\n",
+		after:    "# User\n- Ana lives in Porto.\n",
+		findings: []finding{{Tag: tagUser, Text: "Ana lives in Porto now", Replaces: []string{"7f3a"}}},
+		want:     "# User\n- Ana lives in Porto. <!-- durable 2026-11-26 src:8 replaces:7f3a -->\n",
+	},
+	{
+		name:     "a line corrected in place, its comment kept, when a finding named its id: a new line replacing it",
+		before:   "# User\n- Ana lives in Lisbon. <!-- ephemeral 2026-01-02 src:3 id:7f3a -->\n",
+		after:    "# User\n- Ana lives in Porto. <!-- ephemeral 2026-01-02 src:3 id:7f3a -->\n",
+		findings: []finding{{Tag: tagUser, Text: "Ana lives in Porto now", Replaces: []string{"7f3a"}}},
+		want:     "# User\n- Ana lives in Porto. <!-- ephemeral 2026-11-26 src:8 replaces:7f3a -->\n",
+	},
+	{
+		// Before ids, a new line that shared most words with a removed
+		// one was taken for its replacement and given its sources and
+		// priority: words decided what a correction replaced.
+		name:   "a new line that shares words with a removed one is not taken for it",
+		before: "# User\n- Ana's office is Harbour. <!-- permanent 2026-01-02 src:3 id:7f3a -->\n",
+		after:  "# User\n- Ana's office is Canal Road.\n",
+		want:   "# User\n- Ana's office is Canal Road. <!-- durable 2026-11-26 src:7,8,9,10 -->\n",
+	},
+}
+
+// stampKeptCases are lines the edits kept, rewrote or moved, confirmed or
+// not: what of their metadata stays.
+var stampKeptCases = []stampCase{
+	{
+		name:   "a line rewritten with its id kept, no finding naming it: the same line, edited",
+		before: "# User\n- Bob likes tea. <!-- durable 2026-01-02 src:4 id:7f3a -->\n",
+		after:  "# User\n- Bob likes black tea. <!-- durable 2026-01-02 src:4 id:7f3a -->\n",
+		want:   "# User\n- Bob likes black tea. <!-- durable 2026-01-02 src:4 id:7f3a -->\n",
+	},
+	{
+		name:   "a line rewritten without its comment keeps its metadata",
+		before: "# User\n- Bob likes tea. <!-- ephemeral 2026-01-02 src:4 -->\n",
+		after:  "# User\n\n## Tastes\n- bob likes  tea\n",
+		want:   "# User\n\n## Tastes\n- bob likes  tea <!-- ephemeral 2026-01-02 src:4 -->\n",
+	},
+	{
+		name:     "a finding that restates a line confirms it",
+		before:   "# User\n- Bob likes green tea. <!-- durable 2026-01-02 src:4 -->\n",
+		after:    "# User\n- Bob likes green tea. <!-- durable 2026-01-02 src:4 -->\n",
+		findings: []finding{{Tag: tagUser, Text: "Bob likes green tea"}},
+		want:     "# User\n- Bob likes green tea. <!-- durable 2026-11-26 src:4,9 -->\n",
+	},
+	{
+		name:     "hand-written lines get no invented provenance, confirmed or moved",
+		before:   "# User\n- Bob likes green tea.\n- Name: Ana.\n",
+		after:    "# User\n- Name: Ana.\n- Bob likes green tea.\n",
+		findings: []finding{{Tag: tagUser, Text: "Bob likes green tea"}},
+		want:     "# User\n- Name: Ana.\n- Bob likes green tea.\n",
+	},
+	{
+		name:     "a finding for another file confirms nothing here",
+		before:   "# User\n- Bob likes green tea. <!-- durable 2026-01-02 src:4 -->\n",
+		after:    "# User\n- Bob likes green tea. <!-- durable 2026-01-02 src:4 -->\n",
+		findings: []finding{{Tag: tagMemory, Text: "Bob likes green tea"}},
+		want:     "# User\n- Bob likes green tea. <!-- durable 2026-01-02 src:4 -->\n",
+	},
+}
+
 func TestStampNewChangedAndConfirmedLines(t *testing.T) {
-	entries := []history.Entry{
-		{Cursor: 7, Content: "- Ana said hello.\n- Ana is in Lisbon until Friday for a conference."},
-		{Cursor: 8, Content: "- Ana moved to Porto last month."},
-		{Cursor: 9, Content: "- Bob likes green tea a lot, he says again."},
-		{Cursor: 10, Content: "- Something about the weather."},
-	}
-	cases := []struct {
-		name          string
-		before, after string
-		findings      []finding
-		want          string
-	}{
-		{
-			name:     "new line: today, its own entry, the finding's priority",
-			before:   "# User\n",
-			after:    "# User\n- Ana is in Lisbon until Friday.\n",
-			findings: []finding{{Tag: tagUser, Text: "Ana is in Lisbon until Friday", Priority: memline.Ephemeral}},
-			want:     "# User\n- Ana is in Lisbon until Friday. <!-- ephemeral 2026-11-26 src:7 -->\n",
-		},
-		{
-			name:     "the model's own priority wins over the finding's; its date and sources do not",
-			before:   "# User\n",
-			after:    "# User\n- Ana is in Lisbon until Friday. <!-- permanent 2020-01-01 src:1 -->\n",
-			findings: []finding{{Tag: tagUser, Text: "Ana is in Lisbon until Friday", Priority: memline.Ephemeral}},
-			want:     "# User\n- Ana is in Lisbon until Friday. <!-- permanent 2026-11-26 src:7 -->\n",
-		},
-		{
-			name:   "no priority anywhere: durable",
-			before: "# User\n",
-			after:  "# User\n- Ana moved to Porto.\n",
-			want:   "# User\n- Ana moved to Porto. <!-- durable 2026-11-26 src:8 -->\n",
-		},
-		{
-			name:     "a correction names the line it replaces: today's date and entries, the old line's priority",
-			before:   "# User\n- Ana lives in Lisbon. <!-- permanent 2026-01-02 src:3 id:7f3a -->\n- Bob is here. <!-- durable 2026-01-02 src:4 -->\n",
-			after:    "# User\n- Ana lives in Porto. <!-- replaces:7f3a -->\n- Bob is here. <!-- durable 2026-01-02 src:4 -->\n",
-			findings: []finding{{Tag: tagUser, Text: "Ana lives in Porto now", Correction: true, Replaces: []string{"7f3a"}}},
-			want:     "# User\n- Ana lives in Porto. <!-- permanent 2026-11-26 src:8 replaces:7f3a -->\n- Bob is here. <!-- durable 2026-01-02 src:4 -->\n",
-		},
-		{
-			name:     "a line the model wrote without replaces: names what its finding named",
-			before:   "# User\n- Ana lives in Lisbon. <!-- durable 2026-01-02 src:3 id:7f3a -->\n",
-			after:    "# User\n- Ana lives in Porto.\n",
-			findings: []finding{{Tag: tagUser, Text: "Ana lives in Porto now", Replaces: []string{"7f3a"}}},
-			want:     "# User\n- Ana lives in Porto. <!-- durable 2026-11-26 src:8 replaces:7f3a -->\n",
-		},
-		{
-			name:     "a line corrected in place, its comment kept, when a finding named its id: a new line replacing it",
-			before:   "# User\n- Ana lives in Lisbon. <!-- ephemeral 2026-01-02 src:3 id:7f3a -->\n",
-			after:    "# User\n- Ana lives in Porto. <!-- ephemeral 2026-01-02 src:3 id:7f3a -->\n",
-			findings: []finding{{Tag: tagUser, Text: "Ana lives in Porto now", Replaces: []string{"7f3a"}}},
-			want:     "# User\n- Ana lives in Porto. <!-- ephemeral 2026-11-26 src:8 replaces:7f3a -->\n",
-		},
-		{
-			name:   "a line rewritten with its id kept, no finding naming it: the same line, edited",
-			before: "# User\n- Bob likes tea. <!-- durable 2026-01-02 src:4 id:7f3a -->\n",
-			after:  "# User\n- Bob likes black tea. <!-- durable 2026-01-02 src:4 id:7f3a -->\n",
-			want:   "# User\n- Bob likes black tea. <!-- durable 2026-01-02 src:4 id:7f3a -->\n",
-		},
-		{
-			// Before ids, a new line that shared most words with a removed
-			// one was taken for its replacement and given its sources and
-			// priority: words decided what a correction replaced.
-			name:   "a new line that shares words with a removed one is not taken for it",
-			before: "# User\n- Ana's office is Harbour. <!-- permanent 2026-01-02 src:3 id:7f3a -->\n",
-			after:  "# User\n- Ana's office is Canal Road.\n",
-			want:   "# User\n- Ana's office is Canal Road. <!-- durable 2026-11-26 src:7,8,9,10 -->\n",
-		},
-		{
-			name:   "a line rewritten without its comment keeps its metadata",
-			before: "# User\n- Bob likes tea. <!-- ephemeral 2026-01-02 src:4 -->\n",
-			after:  "# User\n\n## Tastes\n- bob likes  tea\n",
-			want:   "# User\n\n## Tastes\n- bob likes  tea <!-- ephemeral 2026-01-02 src:4 -->\n",
-		},
-		{
-			name:     "a finding that restates a line confirms it",
-			before:   "# User\n- Bob likes green tea. <!-- durable 2026-01-02 src:4 -->\n",
-			after:    "# User\n- Bob likes green tea. <!-- durable 2026-01-02 src:4 -->\n",
-			findings: []finding{{Tag: tagUser, Text: "Bob likes green tea"}},
-			want:     "# User\n- Bob likes green tea. <!-- durable 2026-11-26 src:4,9 -->\n",
-		},
-		{
-			name:     "hand-written lines get no invented provenance, confirmed or moved",
-			before:   "# User\n- Bob likes green tea.\n- Name: Ana.\n",
-			after:    "# User\n- Name: Ana.\n- Bob likes green tea.\n",
-			findings: []finding{{Tag: tagUser, Text: "Bob likes green tea"}},
-			want:     "# User\n- Name: Ana.\n- Bob likes green tea.\n",
-		},
-		{
-			name:     "a line no entry holds is traced to the whole batch",
-			before:   "# User\n",
-			after:    "# User\n- Carla joined the team.\n",
-			findings: []finding{{Tag: tagUser, Text: "Carla joined the team"}},
-			want:     "# User\n- Carla joined the team. <!-- durable 2026-11-26 src:7,8,9,10 -->\n",
-		},
-		{
-			name:     "a finding for another file confirms nothing here",
-			before:   "# User\n- Bob likes green tea. <!-- durable 2026-01-02 src:4 -->\n",
-			after:    "# User\n- Bob likes green tea. <!-- durable 2026-01-02 src:4 -->\n",
-			findings: []finding{{Tag: tagMemory, Text: "Bob likes green tea"}},
-			want:     "# User\n- Bob likes green tea. <!-- durable 2026-01-02 src:4 -->\n",
-		},
-	}
-	for _, tc := range cases {
+	for _, tc := range append(slices.Clone(stampNewCases), stampKeptCases...) {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := stampOne(t, tc.before, tc.after, entries, tc.findings); got != tc.want {
+			if got := stampOne(t, tc.before, tc.after, stampEntries, tc.findings); got != tc.want {
 				t.Errorf("got\n%s\nwant\n%s", got, tc.want)
 			}
 		})

@@ -2,25 +2,14 @@ package gitstore_test
 
 import (
 	"bytes"
-	"compress/zlib"
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	git "github.com/go-git/go-git/v5"
-	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/filemode"
-	"github.com/go-git/go-git/v5/plumbing/format/packfile"
-	"github.com/go-git/go-git/v5/plumbing/object"
-	"github.com/go-git/go-git/v5/plumbing/storer"
-	"github.com/go-git/go-git/v5/storage/memory"
 
 	"github.com/dreamgate/dreamgate/gitstore"
 )
@@ -97,186 +86,6 @@ func fixtureN(b *testing.B, kind string, n int) *benchFixture {
 	return f
 }
 
-// buildHistory makes a workspace whose memory/MEMORY.md (200 lines) got one
-// line rewritten by each of n commits, nine Dream commits for each manual
-// one. The objects (blob, memory/ tree, root tree, commit per step) are
-// encoded in memory with go-git's plumbing, then written either as loose
-// object files, in parallel (the layout go-git leaves behind), or as one
-// pack through go-git's pack encoder. A last real Commit makes the index
-// match, as in a live workspace.
-func buildHistory(dir string, n int, packed bool) error {
-	s, err := gitstore.Open(dir, benchOptions)
-	if err != nil {
-		return err
-	}
-	repo, err := git.PlainOpen(dir)
-	if err != nil {
-		return err
-	}
-	head, err := repo.Head()
-	if err != nil {
-		return err
-	}
-	root, err := repo.CommitObject(head.Hash())
-	if err != nil {
-		return err
-	}
-	tree, err := root.Tree()
-	if err != nil {
-		return err
-	}
-	var top []object.TreeEntry // .gitignore, SOUL.md, USER.md; memory/ is replaced each step
-	for _, e := range tree.Entries {
-		if e.Name != "memory" {
-			top = append(top, e)
-		}
-	}
-	mem := memory.NewStorage()
-	var hashes []plumbing.Hash
-	put := func(o interface {
-		Encode(plumbing.EncodedObject) error
-	}) (plumbing.Hash, error) {
-		obj := mem.NewEncodedObject()
-		if err := o.Encode(obj); err != nil {
-			return plumbing.ZeroHash, err
-		}
-		h, err := mem.SetEncodedObject(obj)
-		hashes = append(hashes, h)
-		return h, err
-	}
-	lines := make([]string, 200)
-	for i := range lines {
-		lines[i] = fmt.Sprintf("- fact %d: the team decided something worth remembering\n", i)
-	}
-	parent := root.Hash
-	when := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	for i := 1; i <= n; i++ {
-		lines[i%len(lines)] = fmt.Sprintf("- fact %d: revised by run %d\n", i%len(lines), i)
-		obj := mem.NewEncodedObject()
-		obj.SetType(plumbing.BlobObject)
-		w, _ := obj.Writer()
-		_, _ = w.Write([]byte(strings.Join(lines, "")))
-		_ = w.Close()
-		bh, err := mem.SetEncodedObject(obj)
-		if err != nil {
-			return err
-		}
-		hashes = append(hashes, bh)
-		mh, err := put(&object.Tree{Entries: []object.TreeEntry{{Name: "MEMORY.md", Mode: filemode.Regular, Hash: bh}}})
-		if err != nil {
-			return err
-		}
-		entries := append(append([]object.TreeEntry{}, top...), object.TreeEntry{Name: "memory", Mode: filemode.Dir, Hash: mh})
-		th, err := put(&object.Tree{Entries: entries})
-		if err != nil {
-			return err
-		}
-		subject := fmt.Sprintf("dream: 1 change(s) from history %d-%d", i, i)
-		if i%10 == 0 {
-			subject = gitstore.ManualSubject
-		}
-		sig := object.Signature{Name: "dreamgate", Email: "dreamgate@localhost", When: when.Add(time.Duration(i) * time.Hour)}
-		if parent, err = put(&object.Commit{
-			Author: sig, Committer: sig, TreeHash: th, ParentHashes: []plumbing.Hash{parent},
-			Message: subject + "\n\nmemory/MEMORY.md: +1 -1\n",
-		}); err != nil {
-			return err
-		}
-		if !packed && i%2000 == 0 {
-			// Loose objects go to disk as they come, so a long history
-			// does not have to fit in memory.
-			if err := writeLoose(filepath.Join(dir, ".git", "objects"), mem, hashes); err != nil {
-				return err
-			}
-			mem, hashes = memory.NewStorage(), nil
-		}
-	}
-	if packed {
-		pw, err := repo.Storer.(storer.PackfileWriter).PackfileWriter()
-		if err != nil {
-			return err
-		}
-		if _, err := packfile.NewEncoder(pw, mem, false).Encode(hashes, 10); err != nil {
-			return err
-		}
-		if err := pw.Close(); err != nil {
-			return err
-		}
-	} else if err := writeLoose(filepath.Join(dir, ".git", "objects"), mem, hashes); err != nil {
-		return err
-	}
-	if err := repo.Storer.SetReference(plumbing.NewHashReference(head.Name(), parent)); err != nil {
-		return err
-	}
-	lines[0] = "- fact 0: revised by the last run\n"
-	if err := os.WriteFile(filepath.Join(dir, "memory", "MEMORY.md"), []byte(strings.Join(lines, "")), 0o644); err != nil {
-		return err
-	}
-	_, err = s.Commit("dream: 1 change(s) from history last", "")
-	return err
-}
-
-// writeLoose writes objects as git's loose files (objects/ab/cdef...: zlib
-// of "<type> <size>\x00<data>") with a few workers: creating 40,000 small
-// files is the slow part.
-func writeLoose(objDir string, src *memory.Storage, hashes []plumbing.Hash) error {
-	work := make(chan plumbing.Hash)
-	errs := make(chan error, 8)
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for h := range work {
-				if err := writeLooseObject(objDir, src, h); err != nil {
-					errs <- err
-					for range work { // drain so the sender finishes
-					}
-					return
-				}
-			}
-		}()
-	}
-	for _, h := range hashes {
-		work <- h
-	}
-	close(work)
-	wg.Wait()
-	close(errs)
-	return <-errs
-}
-
-func writeLooseObject(objDir string, src *memory.Storage, h plumbing.Hash) error {
-	o, err := src.EncodedObject(plumbing.AnyObject, h)
-	if err != nil {
-		return err
-	}
-	r, err := o.Reader()
-	if err != nil {
-		return err
-	}
-	data, err := io.ReadAll(r)
-	if err != nil {
-		return err
-	}
-	var buf bytes.Buffer
-	zw := zlib.NewWriter(&buf)
-	fmt.Fprintf(zw, "%s %d\x00", o.Type(), len(data))
-	_, _ = zw.Write(data)
-	if err := zw.Close(); err != nil {
-		return err
-	}
-	name := h.String()
-	if err := os.MkdirAll(filepath.Join(objDir, name[:2]), 0o755); err != nil {
-		return err
-	}
-	err = os.WriteFile(filepath.Join(objDir, name[:2], name[2:]), buf.Bytes(), 0o444)
-	if errors.Is(err, fs.ErrPermission) || errors.Is(err, fs.ErrExist) {
-		return nil // identical content already there (e.g. an unchanged tree)
-	}
-	return err
-}
-
 func objectStats(dir string) string {
 	loose, bytes := 0, int64(0)
 	_ = filepath.WalkDir(filepath.Join(dir, ".git", "objects"), func(p string, d os.DirEntry, err error) error {
@@ -309,138 +118,156 @@ func bumpMemory(b *testing.B, dir string, i int) {
 
 func BenchmarkStore10k(b *testing.B) {
 	for _, kind := range []string{"loose", "packed"} {
-		b.Run(kind+"/Latest", func(b *testing.B) {
-			f := fixture(b, kind)
-			for b.Loop() {
-				c, d, err := f.store.Latest("dream:", nil)
-				if err != nil || len(d.Files) == 0 || c.SHA == "" {
-					b.Fatal(c, d, err)
-				}
+		benchReads10k(b, kind)
+		benchWrites10k(b, kind)
+		benchOpen10k(b, kind)
+	}
+}
+
+// benchReads10k measures the reads of a 10,000-commit history: the latest
+// Dream, a log, a commit by a short prefix, the status.
+func benchReads10k(b *testing.B, kind string) {
+	b.Run(kind+"/Latest", func(b *testing.B) {
+		f := fixture(b, kind)
+		for b.Loop() {
+			c, d, err := f.store.Latest("dream:", nil)
+			if err != nil || len(d.Files) == 0 || c.SHA == "" {
+				b.Fatal(c, d, err)
 			}
-		})
-		b.Run(kind+"/LatestNoMatch", func(b *testing.B) {
-			// Worst case: the prefix matches nothing, the whole first-parent
-			// history is read.
-			f := fixture(b, kind)
-			for b.Loop() {
-				if _, _, err := f.store.Latest("nothing:", nil); err == nil {
-					b.Fatal("found a commit that does not exist")
-				}
-			}
-		})
-		b.Run(kind+"/Log10", func(b *testing.B) {
-			f := fixture(b, kind)
-			for b.Loop() {
-				if log, err := f.store.Log(10, "dream:", nil); err != nil || len(log) != 10 {
-					b.Fatal(len(log), err)
-				}
-			}
-		})
-		for _, n := range []int{4, 8} {
-			b.Run(fmt.Sprintf("%s/ShowPrefix%d", kind, n), func(b *testing.B) {
-				f := fixture(b, kind)
-				target := uniquePrefixCommit(b, f, n)
-				for b.Loop() {
-					c, d, err := f.store.Show(target.SHA[:n], nil)
-					if err != nil || c.SHA != target.SHA || len(d.Files) != 1 {
-						b.Fatal(c, err)
-					}
-				}
-			})
 		}
-		b.Run(kind+"/Status", func(b *testing.B) {
+	})
+	b.Run(kind+"/LatestNoMatch", func(b *testing.B) {
+		// Worst case: the prefix matches nothing, the whole first-parent
+		// history is read.
+		f := fixture(b, kind)
+		for b.Loop() {
+			if _, _, err := f.store.Latest("nothing:", nil); err == nil {
+				b.Fatal("found a commit that does not exist")
+			}
+		}
+	})
+	b.Run(kind+"/Log10", func(b *testing.B) {
+		f := fixture(b, kind)
+		for b.Loop() {
+			if log, err := f.store.Log(10, "dream:", nil); err != nil || len(log) != 10 {
+				b.Fatal(len(log), err)
+			}
+		}
+	})
+	for _, n := range []int{4, 8} {
+		b.Run(fmt.Sprintf("%s/ShowPrefix%d", kind, n), func(b *testing.B) {
 			f := fixture(b, kind)
+			target := uniquePrefixCommit(b, f, n)
 			for b.Loop() {
-				if _, err := f.store.Status(nil); err != nil {
-					b.Fatal(err)
+				c, d, err := f.store.Show(target.SHA[:n], nil)
+				if err != nil || c.SHA != target.SHA || len(d.Files) != 1 {
+					b.Fatal(c, err)
 				}
-			}
-		})
-		b.Run(kind+"/Commit", func(b *testing.B) {
-			f := fixture(b, kind)
-			for i := 0; i < b.N; i++ {
-				b.StopTimer()
-				bumpMemory(b, f.dir, i)
-				b.StartTimer()
-				if _, err := f.store.Commit("dream: 1 change(s) from history bench", ""); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-		b.Run(kind+"/Restore", func(b *testing.B) {
-			f := fixture(b, kind)
-			for i := 0; i < b.N; i++ {
-				b.StopTimer()
-				bumpMemory(b, f.dir, i)
-				c, err := f.store.Commit("dream: 1 change(s) from history bench", "")
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.StartTimer()
-				if _, err := f.store.Restore(c.Short, nil, gitstore.RestoreOptions{}); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-		b.Run(kind+"/RestoreDeep", func(b *testing.B) {
-			// Undo a commit half-way down (5,000 commits back), whose line
-			// later commits changed again, undoing it whole: finding it and
-			// the later commits dominates.
-			f := fixture(b, kind)
-			for i := 0; i < b.N; i++ {
-				b.StopTimer()
-				bumpMemory(b, f.dir, i) // so there is something to restore each time
-				c, err := f.store.Commit("dream: 1 change(s) from history bench", "")
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.StartTimer()
-				if _, err := f.store.Restore(f.mid.SHA, nil, gitstore.RestoreOptions{Resolution: gitstore.UndoAll}); err != nil && !errors.Is(err, gitstore.ErrNothingToCommit) {
-					b.Fatal(err)
-				}
-				b.StopTimer()
-				// The next round undoes the commit just made too, so the
-				// files change every round.
-				if _, err := f.store.Restore(c.SHA, nil, gitstore.RestoreOptions{}); err != nil {
-					b.Fatal(err)
-				}
-				b.StartTimer()
-			}
-		})
-		b.Run(kind+"/Open", func(b *testing.B) {
-			f := fixture(b, kind)
-			for b.Loop() {
-				if _, err := gitstore.Open(f.dir, benchOptions); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-		b.Run(kind+"/OpenRepairingEmptyBranch", func(b *testing.B) {
-			// The rare path: a start that finds the branch empty reads
-			// every commit object to choose what to put back.
-			f := fixture(b, kind)
-			ref := filepath.Join(f.dir, ".git", "refs", "heads", "main")
-			want, err := os.ReadFile(ref)
-			if err != nil {
-				b.Fatal(err)
-			}
-			for i := 0; i < b.N; i++ {
-				b.StopTimer()
-				if err := os.WriteFile(ref, nil, 0o600); err != nil {
-					b.Fatal(err)
-				}
-				b.StartTimer()
-				if _, err := gitstore.Open(f.dir, benchOptions); err != nil {
-					b.Fatal(err)
-				}
-				b.StopTimer()
-				if got, _ := os.ReadFile(ref); !bytes.Equal(got, want) {
-					b.Fatalf("repaired to %q, want %q", got, want)
-				}
-				b.StartTimer()
 			}
 		})
 	}
+	b.Run(kind+"/Status", func(b *testing.B) {
+		f := fixture(b, kind)
+		for b.Loop() {
+			if _, err := f.store.Status(nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// benchWrites10k measures a commit and a restore on a 10,000-commit
+// history, the latest commit's and one half-way down's.
+func benchWrites10k(b *testing.B, kind string) {
+	b.Run(kind+"/Commit", func(b *testing.B) {
+		f := fixture(b, kind)
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			bumpMemory(b, f.dir, i)
+			b.StartTimer()
+			if _, err := f.store.Commit("dream: 1 change(s) from history bench", ""); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run(kind+"/Restore", func(b *testing.B) {
+		f := fixture(b, kind)
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			bumpMemory(b, f.dir, i)
+			c, err := f.store.Commit("dream: 1 change(s) from history bench", "")
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+			if _, err := f.store.Restore(c.Short, nil, gitstore.RestoreOptions{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run(kind+"/RestoreDeep", func(b *testing.B) {
+		// Undo a commit half-way down (5,000 commits back), whose line
+		// later commits changed again, undoing it whole: finding it and
+		// the later commits dominates.
+		f := fixture(b, kind)
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			bumpMemory(b, f.dir, i) // so there is something to restore each time
+			c, err := f.store.Commit("dream: 1 change(s) from history bench", "")
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+			if _, err := f.store.Restore(f.mid.SHA, nil, gitstore.RestoreOptions{Resolution: gitstore.UndoAll}); err != nil && !errors.Is(err, gitstore.ErrNothingToCommit) {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			// The next round undoes the commit just made too, so the
+			// files change every round.
+			if _, err := f.store.Restore(c.SHA, nil, gitstore.RestoreOptions{}); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+		}
+	})
+}
+
+// benchOpen10k measures opening a 10,000-commit repository, and the rare
+// start that finds its branch empty.
+func benchOpen10k(b *testing.B, kind string) {
+	b.Run(kind+"/Open", func(b *testing.B) {
+		f := fixture(b, kind)
+		for b.Loop() {
+			if _, err := gitstore.Open(f.dir, benchOptions); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run(kind+"/OpenRepairingEmptyBranch", func(b *testing.B) {
+		// The rare path: a start that finds the branch empty reads
+		// every commit object to choose what to put back.
+		f := fixture(b, kind)
+		ref := filepath.Join(f.dir, ".git", "refs", "heads", "main")
+		want, err := os.ReadFile(ref)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			if err := os.WriteFile(ref, nil, 0o600); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+			if _, err := gitstore.Open(f.dir, benchOptions); err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			if got, _ := os.ReadFile(ref); !bytes.Equal(got, want) {
+				b.Fatalf("repaired to %q, want %q", got, want)
+			}
+			b.StartTimer()
+		}
+	})
 }
 
 // BenchmarkStoreScale measures the two operations whose cost used to grow

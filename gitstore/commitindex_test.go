@@ -105,31 +105,35 @@ func TestCommitIndexSeesGitCommits(t *testing.T) {
 	checkGit(t, s, dir)
 }
 
+// indexDamage are the ways TestCommitIndexRebuilt damages the commit
+// index: each makes a new version of the file's data (nil: the file is
+// deleted).
+var indexDamage = map[string]func(t *testing.T, data []byte) []byte{
+	"deleted": nil,
+	"middle line removed": func(t *testing.T, data []byte) []byte {
+		ls := strings.SplitAfter(string(data), "\n")
+		return []byte(strings.Join(slices.Delete(ls, 3, 4), ""))
+	},
+	"last line torn": func(t *testing.T, data []byte) []byte {
+		return data[:len(data)-20]
+	},
+	"bytes flipped": func(t *testing.T, data []byte) []byte {
+		i := bytes.Index(data, []byte("dream: 3"))
+		if i < 0 {
+			t.Fatalf("no subject to damage in %q", data)
+		}
+		data[i+7] = '8'
+		return data
+	},
+	"another format": func(t *testing.T, data []byte) []byte {
+		return []byte("not an index\n")
+	},
+	"empty": func(t *testing.T, data []byte) []byte { return nil },
+}
+
 func TestCommitIndexRebuilt(t *testing.T) {
 	gitBin(t)
-	damage := map[string]func(t *testing.T, data []byte) []byte{
-		"deleted": nil,
-		"middle line removed": func(t *testing.T, data []byte) []byte {
-			ls := strings.SplitAfter(string(data), "\n")
-			return []byte(strings.Join(slices.Delete(ls, 3, 4), ""))
-		},
-		"last line torn": func(t *testing.T, data []byte) []byte {
-			return data[:len(data)-20]
-		},
-		"bytes flipped": func(t *testing.T, data []byte) []byte {
-			i := bytes.Index(data, []byte("dream: 3"))
-			if i < 0 {
-				t.Fatalf("no subject to damage in %q", data)
-			}
-			data[i+7] = '8'
-			return data
-		},
-		"another format": func(t *testing.T, data []byte) []byte {
-			return []byte("not an index\n")
-		},
-		"empty": func(t *testing.T, data []byte) []byte { return nil },
-	}
-	for name, f := range damage {
+	for name, f := range indexDamage {
 		t.Run(name, func(t *testing.T) {
 			s, dir := openStore(t)
 			var cs []gitstore.Commit
