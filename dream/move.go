@@ -189,13 +189,14 @@ func (d *Dreamer) moveLines(h *held, r MoveRequest, entries []history.Entry) ([]
 		return nil, gitstore.Commit{}, fmt.Errorf("dream move: read the memory repository's head: %w", err)
 	}
 	files := map[string][]byte{}
-	read := func(p string) ([]byte, error) {
+	read := func(s audience.Scope, rel string) ([]byte, error) {
+		p := path.Join(s.Dir(), rel)
 		if data, ok := files[p]; ok {
 			return data, nil
 		}
 		if r.DryRun {
 			// The move would save hand edits first: they count.
-			return d.liveFile(p)
+			return d.liveFile(s, rel)
 		}
 		data, _, err := d.repo.FileAt(head.SHA, p)
 		return data, err
@@ -204,7 +205,7 @@ func (d *Dreamer) moveLines(h *held, r MoveRequest, entries []history.Entry) ([]
 	for _, s := range from {
 		for _, rel := range append(workspace.MemoryFiles(), workspace.Cold) {
 			src, dst := path.Join(s.Dir(), rel), path.Join(r.To.Dir(), rel)
-			data, err := read(src)
+			data, err := read(s, rel)
 			if err != nil {
 				return nil, gitstore.Commit{}, fmt.Errorf("dream move: read %s: %w", src, err)
 			}
@@ -212,7 +213,7 @@ func (d *Dreamer) moveLines(h *held, r MoveRequest, entries []history.Entry) ([]
 			if len(taken)+len(copied) == 0 {
 				continue
 			}
-			target, err := read(dst)
+			target, err := read(r.To, rel)
 			if err != nil {
 				return nil, gitstore.Commit{}, fmt.Errorf("dream move: read %s: %w", dst, err)
 			}
@@ -232,15 +233,10 @@ func (d *Dreamer) moveLines(h *held, r MoveRequest, entries []history.Entry) ([]
 	return lines, c, err
 }
 
-// liveFile reads a memory file of the workspace as it is now (nil when
-// there is none).
-func (d *Dreamer) liveFile(p string) ([]byte, error) {
-	ws, done, err := d.baseRoot()
-	if err != nil {
-		return nil, err
-	}
-	defer done()
-	data, err := ws.ReadFile(p)
+// liveFile reads scope s's memory file rel as it is now (nil when there
+// is none), through the memory: never through a symbolic link.
+func (d *Dreamer) liveFile(s audience.Scope, rel string) ([]byte, error) {
+	data, err := d.mem.Read(s, rel)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

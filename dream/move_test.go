@@ -2,6 +2,8 @@ package dream
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -9,6 +11,7 @@ import (
 	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/gitstore"
 	"github.com/dreamgate/dreamgate/internal/testkit"
+	"github.com/dreamgate/dreamgate/memory"
 )
 
 // A conversation's memory moves to the scope it belongs in: its entries
@@ -93,6 +96,39 @@ func TestMoveAConversationsMemory(t *testing.T) {
 	}
 	if _, err := d.Move(MoveRequest{Conversation: "slack:C1", To: "../x"}); err == nil {
 		t.Error("a scope that is none was taken")
+	}
+}
+
+// A dry run of a move reads the scopes' files as they stand through the
+// memory, never through a symbolic link: a link in the team's folder to
+// the operator's USER.md (inside the workspace, where a plain open follows
+// it), whose line names an entry of the conversation, is refused, and
+// nothing of the operator's memory is shown.
+func TestMoveDryRunNeverReadsThroughALink(t *testing.T) {
+	e := newScopedEnv(t)
+	if _, err := e.hist.AppendIn(team, "- merger code name is BLUEHERON", "slack:C1"); err != nil {
+		t.Fatal(err)
+	}
+	d := e.dreamer(Config{})
+	if _, err := d.Run(t.Context(), TriggerCron, AllScopes(), nil); err != nil {
+		t.Fatal(err)
+	}
+	testkit.WriteFile(t, e.ws, "USER.md", initUser+"- the operator's PIN is ROOT42 <!-- durable 2026-12-01 src:1 -->\n")
+	user := filepath.Join(e.ws, "scopes", string(team), "USER.md")
+	if err := os.Remove(user); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join("..", "..", "USER.md"), user); err != nil {
+		t.Fatal(err)
+	}
+	dry, err := d.Move(MoveRequest{Conversation: "slack:C1", To: "private-slack-t1-c1", DryRun: true})
+	for _, l := range dry.Lines {
+		if strings.Contains(l.Text, "ROOT42") {
+			t.Errorf("the dry run read the operator's memory through the link: %+v", l)
+		}
+	}
+	if !errors.Is(err, memory.ErrLink) {
+		t.Errorf("dry run through a link: %+v, %v; want it refused", dry.Lines, err)
 	}
 }
 
