@@ -384,12 +384,17 @@ func TestRecoverAnInterruptedScope(t *testing.T) {
 	e.add(team, "team fact 2")
 	e.add(team, "team fact 3")
 	before := e.read("scopes/team-slack-t1/USER.md")
-	ws, done, err := d.scopeRoot(team)
+	base, err := workspace.Open(e.ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, err := base.Scope(team)
 	if err != nil {
 		t.Fatal(err)
 	}
 	snaps, err := snapshot(ws)
-	done()
+	ws.Close()
+	base.Close()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -81,22 +81,3 @@ func (d *Dreamer) baseRoot() (root *workspace.Root, done func(), err error) {
 	}
 	return ws, func() { _ = ws.Close() }, nil
 }
-
-// scopeRoot opens the workspace rooted at the scope's folder for phase 2
-// (workspace.Root.Scope: the same write lock as the chat tools'), made
-// from the template when missing.
-func (d *Dreamer) scopeRoot(s audience.Scope) (*workspace.Root, func(), error) {
-	base, closeBase, err := d.baseRoot()
-	if err != nil {
-		return nil, nil, err
-	}
-	if s == DefaultScope {
-		return base, closeBase, nil
-	}
-	sub, err := base.Scope(s)
-	if err != nil {
-		closeBase()
-		return nil, nil, err
-	}
-	return sub, func() { _ = sub.Close(); closeBase() }, nil
-}
