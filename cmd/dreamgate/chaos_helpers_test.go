@@ -142,10 +142,11 @@ func checkSessions(state string) []string {
 
 // historyEntry is what the invariants read of a history.jsonl line.
 type historyEntry struct {
-	Cursor    int    `json:"cursor"`
-	Content   string `json:"content"`
-	SessionID string `json:"session_id"`
-	Range     []int  `json:"range"`
+	Cursor     int    `json:"cursor"`
+	Content    string `json:"content"`
+	SessionID  string `json:"session_id"`
+	SessionKey string `json:"session_key"`
+	Range      []int  `json:"range"`
 	// Scope is the memory scope whose files Dream reads it into ("": the
 	// root's).
 	Scope string `json:"scope"`

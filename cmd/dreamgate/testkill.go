@@ -32,10 +32,14 @@ var killPoints = []string{
 	"dream-commit",     // a commit of the memory repository by Dream, the branch moved (dream)
 	"dream-cursor",     // memory/.dream_cursor, moved by the Dream ledger (history)
 	"dream-ledger",     // memory/.dream_ledger, Dream's progress and intent (dream)
+	"history-rescope",  // history.jsonl rewritten with a move's entries in their new scope (history)
 	// The memory repository's ref write (gitstore): the new value synced
 	// in <ref>.lock, then the lock renamed over the ref.
 	"gitstore-ref-lock",
 	"gitstore-ref",
+	// A write that moves several scopes' refs at once (a move): the
+	// journal naming every move is in place, before any ref is (gitstore).
+	"gitstore-journal",
 	// One file a step writes from its commit, after the branch moved
 	// (gitstore): a kill between a deep Dream's COLD.md and USER.md.
 	"gitstore-checkout",
