@@ -33,7 +33,7 @@ const (
 	DefaultMaxTokensPerRun  = 1_000_000
 	// DefaultEphemeralDays is the age, in days since it was last
 	// confirmed, past which an ephemeral memory line retires to cold
-	// memory (memory.ephemeralDays).
+	// memory (dream.ephemeralDays).
 	DefaultEphemeralDays = 30
 	// DefaultDeepEvery is how many Dreams of a scope (batches that
 	// completed) come between two of its deep Dreams (dream.deepEvery).
