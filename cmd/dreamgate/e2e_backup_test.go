@@ -104,10 +104,12 @@ func withoutLocks(names []string) []string {
 func TestBackupWaitsForARunningDream(t *testing.T) {
 	h := newHarness(t)
 	release := make(chan struct{})
-	var once sync.Once
+	var held, released sync.Once
+	free := func() { released.Do(func() { close(release) }) }
+	t.Cleanup(free) // a test that fails early leaves no call held
 	h.llm.SetResponder(func(r llmtest.Request) llmtest.Reply {
 		if len(r.Tools) == 0 && strings.Contains(r.Messages[len(r.Messages)-1].Content, "## Archive entries") {
-			once.Do(func() { <-release }) // the Dream's first analysis call
+			held.Do(func() { <-release }) // the Dream's first analysis call
 		}
 		return llmtest.MemoryModel(r)
 	})
@@ -136,7 +138,7 @@ func TestBackupWaitsForARunningDream(t *testing.T) {
 		t.Fatal(err)
 	}
 	backupErr.WaitFor(t, "Waiting for the Dream running since")
-	close(release)
+	free()
 	if err := dreamRun.Wait(); err != nil {
 		t.Fatalf("dream run: %v\n%s", err, dreamOut.String())
 	}
