@@ -143,7 +143,7 @@ func (c *chaosRig) afterKill() {
 	c.dreamRun("", 0)
 	c.checkFiles()
 	_, bad := checkMemory(c.h.ws)
-	c.ft.check("every fact once, in one tier", bad)
+	c.ft.check("every fact once, in one tier", append(bad, checkFillers(c.h.ws, c.fillers)...))
 	c.ft.check("memory files as committed", checkCommitted(c.h.ws))
 }
 
@@ -179,6 +179,22 @@ func (c *chaosRig) fillMemory(n int) {
 	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
 		c.t.Fatal(err)
 	}
+}
+
+// checkFillers: each of the n lines fillMemory wrote by hand into the
+// root's memory is there once, in one tier — the deep Dreams move them to
+// cold memory, and a kill between a deep Dream's COLD.md and its USER.md or
+// MEMORY.md must not leave one in both, or in neither.
+func checkFillers(ws string, n int) []string {
+	hot, cold := factLines(ws, "SOUL.md", "USER.md", "memory/MEMORY.md"), factLines(ws, "memory/COLD.md")
+	var bad []string
+	for i := 1; i <= n; i++ {
+		fact := fmt.Sprintf("Filler %04d was written by hand to fill the memory.", i)
+		if hot[fact]+cold[fact] != 1 {
+			bad = append(bad, fmt.Sprintf("%q is in the memory files %d times and in cold memory %d times, want once in all", fact, hot[fact], cold[fact]))
+		}
+	}
+	return bad
 }
 
 // checkCommitted: the memory repository's tracked files are as its branch
