@@ -47,24 +47,7 @@ func TestMonthsOfCorrectionsAfterTheOldValuesWentCold(t *testing.T) {
 	if testing.Short() {
 		t.Skip("plays months of a DM through the gateway")
 	}
-	h := newHarness(t)
-	sl := fakeslack.New(fakeslack.Config{Users: map[string]string{"UANA": "Ana"}})
-	t.Cleanup(sl.Close)
-	h.set("channels.terminal.enabled", false)
-	h.set("channels.slack", map[string]any{
-		"enabled": true, "botToken": sl.BotToken(), "appToken": sl.AppToken(), "apiURL": sl.APIURL(), "replyInThread": false,
-	})
-	h.set("memory.hotTokens", 1000)
-	h.set("dream.maxBatchesPerRun", 50)
-	h.set("dream.cron", "0 0 1 1 *") // Dreams when asked, not on the real clock
-	h.set("agent.idleCompactAfterMinutes", 0)
-	h.llm.SetResponder(llmtest.MemoryModel)
-	gw := h.startProc(t, testClockEnv+"=2026-01-05T09:00:00Z,24h")
-	if !waitUp(t, gw, "slack") {
-		t.Fatalf("gateway exited; log:\n%s", gw.stderr.String())
-	}
-	ana := place{name: "Ana's DM", aud: audience.Audience{Kind: audience.Person, Platform: "slack", Team: "T1", Person: "UANA"}, key: "slack:DANA"}
-	w := &slackWorld{sl: sl, gw: gw, users: map[string]string{ana.key: "UANA"}, teams: map[string]string{ana.key: "T1"}}
+	h, gw, w, ana := correctionsWorld(t)
 	// dream archives the conversation (/new, in the background) and, once
 	// the archive holds marker, dreams.
 	dream := func(what, marker string) {
@@ -111,6 +94,54 @@ func TestMonthsOfCorrectionsAfterTheOldValuesWentCold(t *testing.T) {
 		w.say(t, ana, c.later)
 	}
 	dream("the corrections", corrections[len(corrections)-1].later)
+	checkSuperseded(t, h, scope)
+
+	// Every answer since: no system prompt holds an old value, and a
+	// search result that does says it is superseded.
+	before := len(h.llm.Requests())
+	for _, q := range []string{"Where is my office?", "Who is my manager?", "Was my office ever Harbour?", "Was my team ever Falcon?"} {
+		w.say(t, ana, q)
+	}
+	checkNotCurrent(t, h.llm.Requests()[before:], ana.key)
+	why := w.say(t, ana, "/why Harbour")
+	if !strings.Contains(why, "superseded, no longer current; now: “My office is Canal Road now.”") {
+		t.Errorf("/why Harbour:\n%s", why)
+	}
+	checkPageShowsSuperseded(t, h, gw, scope)
+}
+
+// correctionsWorld is Ana's DM through the Slack fake and the gateway on
+// the test clock (a day at every read), with the rule-following model and
+// a small memory budget, so that months of facts push her first values to
+// cold memory.
+func correctionsWorld(t *testing.T) (*harness, *gatewayProc, *slackWorld, place) {
+	t.Helper()
+	h := newHarness(t)
+	sl := fakeslack.New(fakeslack.Config{Users: map[string]string{"UANA": "Ana"}})
+	t.Cleanup(sl.Close)
+	h.set("channels.terminal.enabled", false)
+	h.set("channels.slack", map[string]any{
+		"enabled": true, "botToken": sl.BotToken(), "appToken": sl.AppToken(), "apiURL": sl.APIURL(), "replyInThread": false,
+	})
+	h.set("memory.hotTokens", 1000)
+	h.set("dream.maxBatchesPerRun", 50)
+	h.set("dream.cron", "0 0 1 1 *") // Dreams when asked, not on the real clock
+	h.set("agent.idleCompactAfterMinutes", 0)
+	h.llm.SetResponder(llmtest.MemoryModel)
+	gw := h.startProc(t, testClockEnv+"=2026-01-05T09:00:00Z,24h")
+	if !waitUp(t, gw, "slack") {
+		t.Fatalf("gateway exited; log:\n%s", gw.stderr.String())
+	}
+	ana := place{name: "Ana's DM", aud: audience.Audience{Kind: audience.Person, Platform: "slack", Team: "T1", Person: "UANA"}, key: "slack:DANA"}
+	w := &slackWorld{sl: sl, gw: gw, users: map[string]string{ana.key: "UANA"}, teams: map[string]string{ana.key: "T1"}}
+	return h, gw, w, ana
+}
+
+// checkSuperseded: each old value of scope is marked superseded in cold
+// memory, still saying why it left hot memory, and points at the current
+// line holding its new value.
+func checkSuperseded(t *testing.T, h *harness, scope audience.Scope) {
+	t.Helper()
 	facts, err := memory.New(memory.NewDisk(h.ws), false).Facts(scope)
 	if err != nil {
 		t.Fatal(err)
@@ -128,21 +159,14 @@ func TestMonthsOfCorrectionsAfterTheOldValuesWentCold(t *testing.T) {
 		}
 		t.Logf("%q (confirmed %s): in cold memory (why:%s out:%s), superseded by %q (%s, %s)", c.old, old.Date, old.Why, old.Out, now.Line.Text, now.File, now.Line.Date)
 	}
+}
 
-	// Every answer since: no system prompt holds an old value, and a
-	// search result that does says it is superseded.
-	before := len(h.llm.Requests())
-	for _, q := range []string{"Where is my office?", "Who is my manager?", "Was my office ever Harbour?", "Was my team ever Falcon?"} {
-		w.say(t, ana, q)
-	}
-	checkNotCurrent(t, h.llm.Requests()[before:], ana.key)
-	why := w.say(t, ana, "/why Harbour")
-	if !strings.Contains(why, "superseded, no longer current; now: “My office is Canal Road now.”") {
-		t.Errorf("/why Harbour:\n%s", why)
-	}
-	// The memory page shows each old value struck out, with what is now:
-	// the gateway again, on the real clock (a sign-in lasts hours, and the
-	// test clock moves a day at every read).
+// checkPageShowsSuperseded: the memory page of scope shows each old value
+// struck out, with what is now — served by the gateway again, on the real
+// clock (a sign-in lasts hours, and the test clock moves a day at every
+// read).
+func checkPageShowsSuperseded(t *testing.T, h *harness, gw *gatewayProc, scope audience.Scope) {
+	t.Helper()
 	if !gw.stop(30 * time.Second) {
 		t.Fatalf("the gateway did not stop; log:\n%s", gw.stderr.String())
 	}
