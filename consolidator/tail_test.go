@@ -1,8 +1,10 @@
 package consolidator
 
 import (
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/dreamgate/dreamgate/llm"
@@ -95,5 +97,101 @@ func TestTailOnlySessionBehavesAsAWholeOne(t *testing.T) {
 	st := ct.state(trimmed.ID())
 	if held := len(trimmed.msgs) - trimmed.base; st.n != held || len(st.ex) != held {
 		t.Errorf("count cache holds %d messages (%d counts); the session holds %d", st.n, len(st.ex), held)
+	}
+}
+
+func TestArchiveTailSplitsLargeTranscript(t *testing.T) {
+	// Hard limit 2476; the instructions take ~1.5K of it, so a transcript
+	// part holds about 900 tokens.
+	cfg := Config{ContextWindow: 4000, MaxTokens: 500}
+	m := newFakeModel(t)
+	c, store := newTestConsolidator(t, m, cfg)
+	var msgs []llm.Message
+	for i := range 6 {
+		msgs = append(msgs, user(words(fmt.Sprintf("q%d", i), 200)), assistant(words(fmt.Sprintf("a%d", i), 200)))
+	}
+	msgs = append(msgs, user(words("giant", 3000)))
+	s := newSession("terminal:t", msgs...)
+	rep, err := c.ArchiveTail(t.Context(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := transcripts(m)
+	if len(tr) < 3 {
+		t.Fatalf("%d archive calls; the tail does not fit in one", len(tr))
+	}
+	budget := c.inputBudget()
+	seen := map[string]int{}
+	for i, text := range tr {
+		body := text[strings.Index(text, "\n\n")+2:]
+		if n := c.counter.Count(body); n > budget {
+			t.Errorf("part %d has %d tokens, budget %d", i, n, budget)
+		}
+		if !strings.Contains(text, fmt.Sprintf("piece %d of %d", i+1, len(tr))) {
+			t.Errorf("part %d does not say which piece it is", i)
+		}
+		for _, marker := range []string{"q0", "q1", "q2", "q3", "q4", "q5", "a0", "a5", "giant"} {
+			if strings.Contains(body, ": "+marker+" hello") {
+				seen[marker]++
+			}
+		}
+	}
+	for _, marker := range []string{"q0", "q1", "q2", "q3", "q4", "q5", "a0", "a5", "giant"} {
+		if seen[marker] != 1 {
+			t.Errorf("message %s sent %d times, want exactly once", marker, seen[marker])
+		}
+	}
+	if last := tr[len(tr)-1]; !strings.Contains(last, "more characters did not fit in one archive request)") {
+		t.Error("the oversized message must be cut with a note, not silently")
+	}
+	entries, _ := store.Since(0, 0)
+	if len(entries) != len(tr) || len(rep.Entries) != len(tr) || s.lc != len(msgs) || rep.Archived != len(msgs) {
+		t.Errorf("entries %d, report %v, LastConsolidated %d: want one entry per part and everything archived", len(entries), rep.Entries, s.lc)
+	}
+	for i := 1; i < len(s.sets); i++ {
+		if s.sets[i] <= s.sets[i-1] {
+			t.Errorf("LastConsolidated moved %v", s.sets)
+		}
+	}
+}
+
+func TestArchiveTailStopsCallingAfterFailure(t *testing.T) {
+	cfg := Config{ContextWindow: 4000, MaxTokens: 500}
+	m := newFakeModel(t, step{err: errors.New("boom")})
+	c, store := newTestConsolidator(t, m, cfg)
+	var msgs []llm.Message
+	for i := range 8 {
+		msgs = append(msgs, user(words(fmt.Sprintf("q%d", i), 200)), assistant(words("", 200)))
+	}
+	s := newSession("terminal:t", msgs...)
+	rep, err := c.ArchiveTail(t.Context(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := store.Since(0, 0)
+	if len(m.Requests()) != 1 || !rep.Raw || len(entries) < 2 || s.lc != len(msgs) {
+		t.Fatalf("calls %d raw %v entries %d lc %d", len(m.Requests()), rep.Raw, len(entries), s.lc)
+	}
+	total := 0
+	for _, e := range entries {
+		var n int
+		if _, err := fmt.Sscanf(e.Content, "[RAW] %d messages", &n); err != nil {
+			t.Fatalf("entry %q is not raw", e.Content[:30])
+		}
+		total += n
+	}
+	if total != len(msgs) {
+		t.Errorf("raw entries cover %d messages, want %d", total, len(msgs))
+	}
+}
+
+func TestArchiveTailNothingToDo(t *testing.T) {
+	m := newFakeModel(t)
+	c, _ := newTestConsolidator(t, m, baseConfig)
+	s := newSession("k", user("hi"), assistant("hello"))
+	s.lc = 2
+	rep, err := c.ArchiveTail(t.Context(), s)
+	if err != nil || rep.Rounds != 0 || len(m.Requests()) != 0 {
+		t.Errorf("rep %+v err %v calls %d", rep, err, len(m.Requests()))
 	}
 }
