@@ -28,49 +28,7 @@ import (
 func TestRecallReadsTheSessionFiles(t *testing.T) {
 	for _, shared := range []bool{false, true} {
 		ws, state := t.TempDir(), t.TempDir()
-		hist, err := history.Open(filepath.Join(ws, workspace.MemoryDir), history.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		sessions, err := session.NewStore(filepath.Join(state, "sessions"), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer sessions.Close()
-		dm := audience.Audience{Kind: audience.Person, Platform: "slack", Team: "T1", Person: "UANA"}
-		s, err := sessions.Get("slack:DANA")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := s.SetAudience(dm); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.AppendUser(llm.Message{Role: llm.RoleUser, Content: "my band is K7Q2Z9"}, session.Origin{Channel: "slack", SenderName: "Ana", Audience: dm}); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.Append(llm.Message{Role: llm.RoleAssistant, Content: "Noted K7Q2Z9."}, llm.Message{Role: llm.RoleUser, Content: "live K7Q2Z9"}); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.SetLastConsolidated(2, ""); err != nil {
-			t.Fatal(err)
-		}
-		old, _, err := sessions.Rotate("slack:DANA") // /new: the third message is set aside, then archived
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := old.SetLastConsolidated(3, ""); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := hist.AppendIn(dm.Home(), "- Ana's band is K7Q2Z9", "slack:DANA"); err != nil {
-			t.Fatal(err)
-		}
-		cold := filepath.Join(ws, dm.Home().Dir(), workspace.Cold)
-		if err := os.MkdirAll(filepath.Dir(cold), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(cold, []byte("- (2025-01-01) K7Q2Z9 was her first band\n"), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		hist, sessions, dm := recallFixture(t, ws, state)
 
 		cfg := Config{Workspace: ws, StateDir: state, Memory: MemoryConfig{Scoped: !shared}}
 		a := &app{cfg: cfg, mem: memoryOf(cfg), logger: slog.New(slog.DiscardHandler), history: hist, sessions: sessions}
@@ -169,4 +127,55 @@ func TestRecallThroughTheBinary(t *testing.T) {
 	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
 		t.Errorf("recall dir after a search: %v %v", fi, err)
 	}
+}
+
+// recallFixture is Ana's DM in the session files of state (two archived
+// messages, a third set aside by /new and archived, one live), its archive
+// entry and a line of cold memory in the workspace ws, each naming K7Q2Z9.
+func recallFixture(t *testing.T, ws, state string) (*history.Store, *session.Store, audience.Audience) {
+	t.Helper()
+	hist, err := history.Open(filepath.Join(ws, workspace.MemoryDir), history.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sessions, err := session.NewStore(filepath.Join(state, "sessions"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sessions.Close() })
+	dm := audience.Audience{Kind: audience.Person, Platform: "slack", Team: "T1", Person: "UANA"}
+	s, err := sessions.Get("slack:DANA")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetAudience(dm); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AppendUser(llm.Message{Role: llm.RoleUser, Content: "my band is K7Q2Z9"}, session.Origin{Channel: "slack", SenderName: "Ana", Audience: dm}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Append(llm.Message{Role: llm.RoleAssistant, Content: "Noted K7Q2Z9."}, llm.Message{Role: llm.RoleUser, Content: "live K7Q2Z9"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetLastConsolidated(2, ""); err != nil {
+		t.Fatal(err)
+	}
+	old, _, err := sessions.Rotate("slack:DANA") // /new: the third message is set aside, then archived
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := old.SetLastConsolidated(3, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hist.AppendIn(dm.Home(), "- Ana's band is K7Q2Z9", "slack:DANA"); err != nil {
+		t.Fatal(err)
+	}
+	cold := filepath.Join(ws, dm.Home().Dir(), workspace.Cold)
+	if err := os.MkdirAll(filepath.Dir(cold), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cold, []byte("- (2025-01-01) K7Q2Z9 was her first band\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return hist, sessions, dm
 }
