@@ -116,7 +116,8 @@ func newAnswers() *answers { return &answers{by: map[string][]string{}, ch: make
 
 // Two processes share the conversations: each message, whichever process
 // received it, is answered once, in order within its conversation (each
-// turn shown every earlier one), and both processes answer.
+// turn shown every earlier one). Which process answers which is the
+// scheduling's business (the scenarios check the spreading).
 func TestPostgresSharedConversationsAnsweredOnceInOrder(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	got := newAnswers()
@@ -138,7 +139,6 @@ func TestPostgresSharedConversationsAnsweredOnceInOrder(t *testing.T) {
 	}
 	wg.Wait()
 	got.wait(t, convs*each)
-	byProc := map[string]int{}
 	for c := range convs {
 		for k := range each {
 			id := fmt.Sprintf("c%d-m%d", c, k)
@@ -148,14 +148,10 @@ func TestPostgresSharedConversationsAnsweredOnceInOrder(t *testing.T) {
 				continue
 			}
 			proc, text, _ := strings.Cut(a[0], ":")
-			byProc[proc]++
 			if want := fmt.Sprintf("%s saw %d", proc, k+1); text != want {
 				t.Errorf("%s answered %q, want %q: the turn did not see every earlier one", id, text, want)
 			}
 		}
-	}
-	if byProc["a"] == 0 || byProc["b"] == 0 {
-		t.Errorf("answers by process: %v; want both", byProc)
 	}
 }
 
