@@ -113,7 +113,8 @@ screenshots:
 # of 100,000 archive entries and 1,000,000 archived messages built from
 # nothing (about 5 minutes, 0.5 GB of disk in a temporary folder), then
 # each kind of search and an update that finds nothing new. make bench runs
-# the same at a tenth of that size.
+# the same at a tenth of that size. Run under .ci/postgres (.ci/postgres run
+# make bench-recall), it measures the PostgreSQL engine beside the files'.
 bench-recall:
 	DREAMGATE_BENCH_1M=1 $(GO) test -run '^$$' -bench '^BenchmarkRecall$$' -benchmem -count=1 -timeout 60m ./recall/
 

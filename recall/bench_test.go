@@ -14,8 +14,10 @@ import (
 
 	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/history"
+	"github.com/dreamgate/dreamgate/internal/pgtest"
 	"github.com/dreamgate/dreamgate/llm"
 	"github.com/dreamgate/dreamgate/memory"
+	"github.com/dreamgate/dreamgate/store/postgres"
 	"github.com/dreamgate/dreamgate/workspace"
 )
 
@@ -106,7 +108,7 @@ func sentence(rng *rand.Rand, vocab []string, lo, hi int) string {
 
 // writeBenchHistory writes n archive entries straight into history.jsonl,
 // in the history store's format, spread over the conversations' scopes.
-func writeBenchHistory(b *testing.B, ws string, n int, convs *benchConvs) {
+func writeBenchHistory(b testing.TB, ws string, n int, convs *benchConvs) {
 	dir := filepath.Join(ws, workspace.MemoryDir)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		b.Fatal(err)
@@ -144,96 +146,127 @@ func writeBenchHistory(b *testing.B, ws string, n int, convs *benchConvs) {
 }
 
 // BenchmarkRecall builds the index of an archive and conversations once
-// (Build: time, documents a second, size on disk) and then measures a
+// per engine (Build: time, documents a second, size) and then measures a
 // search at that size, a query kind at a time, and an update with nothing
 // new (what a search starts at most every 2 s). By default 10,000 archive
 // entries and 100,000 archived messages (1,000 conversations of 100); with
 // DREAMGATE_BENCH_1M=1 also 100,000 entries and 1,000,000 messages (10,000
-// conversations), which takes minutes and about a gigabyte of disk.
+// conversations), which takes minutes and about a gigabyte of disk. The
+// embedded engine always runs; PostgreSQL's beside it, on the same sources
+// and queries, when the test cluster is set (internal/pgtest's variable:
+// .ci/postgres run make bench-recall), so each query's figures compare.
 func BenchmarkRecall(b *testing.B) {
 	sizes := [][2]int{{10_000, 1_000}}
 	if os.Getenv("DREAMGATE_BENCH_1M") == "1" {
 		sizes = append(sizes, [2]int{100_000, 10_000})
 	}
+	engines := []string{"embedded"}
+	if os.Getenv(pgtest.EnvDSN) != "" {
+		engines = append(engines, "postgres")
+	}
 	vocab := benchVocab()
 	for _, size := range sizes {
 		entries, nConvs := size[0], size[1]
 		b.Run(fmt.Sprintf("%dK-entries-%dK-messages", entries/1000, nConvs*100/1000), func(b *testing.B) {
-			ws, state := b.TempDir(), b.TempDir()
+			ws := b.TempDir()
 			convs := &benchConvs{n: nConvs, perConv: 100, vocab: vocab}
 			writeBenchHistory(b, ws, entries, convs)
 			hist, err := history.Open(filepath.Join(ws, workspace.MemoryDir), history.Options{})
 			if err != nil {
 				b.Fatal(err)
 			}
-			opts := Options{Dir: filepath.Join(state, "recall"), Memory: memory.New(memory.NewDisk(ws), false), History: hist, Conversations: convs, Every: time.Hour}
-			idx := Open(opts)
-			defer idx.Close()
-			ctx := context.Background()
-
-			b.Run("Build", func(b *testing.B) {
-				for b.Loop() {
-					idx.drop()
-					if err := removeDB(opts.Dir); err != nil {
-						b.Fatal(err)
-					}
-					start := time.Now()
-					st, err := idx.Update(ctx)
-					if err != nil {
-						b.Fatal(err)
-					}
-					d := time.Since(start)
-					b.ReportMetric(d.Seconds(), "build-s")
-					b.ReportMetric(float64(st.History+st.Messages)/d.Seconds(), "docs/s")
-					b.ReportMetric(float64(dirSize(b, opts.Dir))/(1<<20), "index-MB")
-				}
-			})
-			if _, err := idx.Update(ctx); err != nil { // when Build ran no loop (-bench filtered)
-				b.Fatal(err)
-			}
-			dm := audience.Audience{Kind: audience.Person, Platform: "slack", Team: "T1", Person: "U7"}
-			common := vocab[2] + " " + vocab[3] + " " + vocab[10]
-			for _, q := range []struct {
-				name, query string
-				readable    []audience.Scope
-			}{
-				{"RareWord/Team", "zqxrare", team1.Readable()},
-				{"RareWord/DM", "zqxrare", dm.Readable()},
-				{"TwoWords/Team", vocab[500] + " " + vocab[3000], team1.Readable()},
-				{"CommonWord/Team", vocab[2], team1.Readable()},
-				{"ThreeCommonWords/Team", common, team1.Readable()},
-				{"ThreeCommonWords/DM", common, dm.Readable()},
-				{"ThreeCommonWords/Operator", common, op.Readable()},
-				{"EightCommonWords/Team", strings.Join(vocab[2:10], " "), team1.Readable()},
-			} {
-				b.Run("Search/"+q.name, func(b *testing.B) {
-					// The first search opens the database and warms its
-					// cache; a gateway's searches find it open.
-					if _, err := idx.Search(ctx, q.query, q.readable, DefaultLimit); err != nil {
-						b.Fatal(err)
-					}
-					for b.Loop() {
-						res, err := idx.Search(ctx, q.query, q.readable, DefaultLimit)
+			for _, engine := range engines {
+				b.Run(engine, func(b *testing.B) {
+					opts := Options{Dir: filepath.Join(b.TempDir(), "recall"), Memory: memory.New(memory.NewDisk(ws), false),
+						History: hist, Conversations: convs, Every: time.Hour}
+					size := func() int64 { return dirSize(b, opts.Dir) }
+					if engine == "postgres" {
+						db, err := postgres.Open(context.Background(), pgtest.DSN(b), postgres.Options{})
 						if err != nil {
 							b.Fatal(err)
 						}
-						if len(res.Matches) == 0 {
-							b.Fatal("found nothing")
-						}
+						b.Cleanup(db.Close)
+						opts.Store = db.Recall()
+						size = func() int64 { return db.RecallSize(b.Context()) }
 					}
+					benchIndex(b, Open(opts), vocab, size)
 				})
 			}
-			b.Run("UpdateNothingNew", func(b *testing.B) {
-				for b.Loop() {
-					st, err := idx.Update(ctx)
-					if err != nil {
-						b.Fatal(err)
-					}
-					if st != (Stats{}) {
-						b.Fatalf("added %+v", st)
-					}
+		})
+	}
+}
+
+// benchIndex builds idx from nothing, then measures its searches and an
+// update that finds nothing new.
+func benchIndex(b *testing.B, idx *Index, vocab []string, size func() int64) {
+	defer idx.Close()
+	ctx := context.Background()
+	b.Run("Build", func(b *testing.B) {
+		for b.Loop() {
+			if err := idx.Reset(ctx); err != nil {
+				b.Fatal(err)
+			}
+			start := time.Now()
+			st, err := idx.Update(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			d := time.Since(start)
+			b.ReportMetric(d.Seconds(), "build-s")
+			b.ReportMetric(float64(st.History+st.Messages)/d.Seconds(), "docs/s")
+			b.ReportMetric(float64(size())/(1<<20), "index-MB")
+		}
+	})
+	if _, err := idx.Update(ctx); err != nil { // when Build ran no loop (-bench filtered)
+		b.Fatal(err)
+	}
+	benchSearches(b, idx, vocab)
+	b.Run("UpdateNothingNew", func(b *testing.B) {
+		for b.Loop() {
+			st, err := idx.Update(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if st != (Stats{}) {
+				b.Fatalf("added %+v", st)
+			}
+		}
+	})
+}
+
+// benchSearches measures a search of each kind in idx.
+func benchSearches(b *testing.B, idx *Index, vocab []string) {
+	ctx := context.Background()
+	dm := audience.Audience{Kind: audience.Person, Platform: "slack", Team: "T1", Person: "U7"}
+	common := vocab[2] + " " + vocab[3] + " " + vocab[10]
+	for _, q := range []struct {
+		name, query string
+		readable    []audience.Scope
+	}{
+		{"RareWord/Team", "zqxrare", team1.Readable()},
+		{"RareWord/DM", "zqxrare", dm.Readable()},
+		{"TwoWords/Team", vocab[500] + " " + vocab[3000], team1.Readable()},
+		{"CommonWord/Team", vocab[2], team1.Readable()},
+		{"ThreeCommonWords/Team", common, team1.Readable()},
+		{"ThreeCommonWords/DM", common, dm.Readable()},
+		{"ThreeCommonWords/Operator", common, op.Readable()},
+		{"EightCommonWords/Team", strings.Join(vocab[2:10], " "), team1.Readable()},
+	} {
+		b.Run("Search/"+q.name, func(b *testing.B) {
+			// The first search opens the database and warms its
+			// cache; a gateway's searches find it open.
+			if _, err := idx.Search(ctx, q.query, q.readable, DefaultLimit); err != nil {
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				res, err := idx.Search(ctx, q.query, q.readable, DefaultLimit)
+				if err != nil {
+					b.Fatal(err)
 				}
-			})
+				if len(res.Matches) == 0 {
+					b.Fatal("found nothing")
+				}
+			}
 		})
 	}
 }

@@ -9,14 +9,15 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"time"
 
+	"github.com/dreamgate/dreamgate/store"
 	"modernc.org/sqlite"
 )
 
-// The index is one SQLite database (cgo-free, through modernc.org/sqlite)
-// with an FTS5 full-text table. Its types stay in this file and the ones
-// that query it; nothing of the driver leaves the package.
+// The embedded engine's index is one SQLite database (cgo-free, through
+// modernc.org/sqlite) with an FTS5 full-text table per scope. Its types
+// stay in this file and the ones that query it (files.go,
+// fileswriter.go); nothing of the driver leaves the package.
 
 // dbFile is the index's file name in Options.Dir; SQLite adds "-wal" and
 // "-shm" beside it.
@@ -27,41 +28,19 @@ const lockFile = "index.lock"
 
 // schemaVersion changes whenever the schema or what is indexed changes: an
 // index of another version is rebuilt.
-const schemaVersion = "4"
-
-// Document kinds.
-const (
-	kindHistory = 1
-	kindMessage = 2
-	kindCold    = 3
-)
+const schemaVersion = "5"
 
 // A document's rowid says its scope and when it was said, so that a
 // scope's rows in rowid order are in time order: the newest rows holding a
 // word are the first a search reads, and equals are ranked newest first
 // without reading their times.
 //
-//	rowid = scope id << scopeShift | minute << slotBits | slot
+//	rowid = scope id << scopeShift | store.RecallMinute << RecallSlotBits | slot
 //
-// minute counts from rowEpoch (clamped to its 25 bits: 1970-2083; an
-// unknown time is minute 0) and slot numbers the documents of one minute
-// (a full minute's documents go in the next).
-const (
-	scopeShift = 40
-	slotBits   = 15
-	maxMinute  = 1<<(scopeShift-slotBits) - 1
-)
-
-var rowEpoch = time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC).Unix()
-
-// rowMinute is the minute part of the rowid of a document said at unix
-// time at.
-func rowMinute(at int64) int64 {
-	if at <= rowEpoch {
-		return 0
-	}
-	return min((at-rowEpoch)/60, maxMinute)
-}
+// The slot numbers the documents of one minute (a full minute's documents
+// go in the next); the part below the scope is the document's
+// store.RecallHit.Order.
+const scopeShift = 40
 
 // rowTime orders rows of different scopes by when they were said.
 func rowTime(id int64) int64 { return id & (1<<scopeShift - 1) }
@@ -80,6 +59,7 @@ func createTerms(id int64) string {
 }
 
 var schema = []string{
+	// meta: the file's version.
 	`CREATE TABLE meta(k TEXT PRIMARY KEY, v TEXT NOT NULL)`,
 	`CREATE TABLE scopes(id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, docs INTEGER NOT NULL DEFAULT 0)`,
 	// docs holds what a match shows: kind, when (unix seconds, 0 unknown),
@@ -88,17 +68,8 @@ var schema = []string{
 	`CREATE TABLE docs(id INTEGER PRIMARY KEY, kind INTEGER NOT NULL, at INTEGER NOT NULL, conv TEXT NOT NULL,
 		pos INTEGER NOT NULL, who TEXT NOT NULL, text TEXT NOT NULL)`,
 	`CREATE INDEX cold_docs ON docs(id) WHERE kind = 3`,
-	// convs: how far each conversation generation was read; files: the
-	// stamp each message file was last read under; cold: each cold-memory
-	// file's.
-	`CREATE TABLE convs(ident TEXT PRIMARY KEY, next INTEGER NOT NULL, at INTEGER NOT NULL)`,
-	`CREATE TABLE files(name TEXT PRIMARY KEY, stamp TEXT NOT NULL)`,
-	`CREATE TABLE cold(scope TEXT PRIMARY KEY, stamp TEXT NOT NULL)`,
-	// ranges: the conversation messages each archive entry was made from
-	// (its generation's ident, lo up to but not including hi) and the
-	// scope the entry is in, which those messages are searched in.
-	`CREATE TABLE ranges(ident TEXT NOT NULL, lo INTEGER NOT NULL, hi INTEGER NOT NULL, scope TEXT NOT NULL)`,
-	`CREATE INDEX ranges_ident ON ranges(ident)`,
+	// marks: how far the index read its sources (store.RecallWriter).
+	`CREATE TABLE marks(name TEXT PRIMARY KEY, value TEXT NOT NULL)`,
 }
 
 // openDB opens the index database in dir, creating it with the schema
@@ -168,7 +139,7 @@ func checkVersion(ctx context.Context, db *sql.DB) error {
 
 // errCorrupt marks an index to rebuild: damaged, not a database, or of
 // another version.
-var errCorrupt = errors.New("recall index unusable")
+var errCorrupt = store.ErrRecallUnusable
 
 // SQLite's primary result codes that mean the file is not a usable index.
 const (
@@ -204,21 +175,6 @@ func removeDB(dir string) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// getMeta reads a meta value ("" when absent).
-func getMeta(ctx context.Context, q querier, k string) (string, error) {
-	var v string
-	err := q.QueryRowContext(ctx, `SELECT v FROM meta WHERE k = ?`, k).Scan(&v)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", nil
-	}
-	return v, classify(err)
-}
-
-func setMeta(ctx context.Context, tx *sql.Tx, k, v string) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO meta(k, v) VALUES (?, ?) ON CONFLICT(k) DO UPDATE SET v = excluded.v`, k, v)
-	return classify(err)
 }
 
 type querier interface {

@@ -12,9 +12,12 @@ import (
 
 	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/history"
+	"github.com/dreamgate/dreamgate/internal/pgtest"
 	"github.com/dreamgate/dreamgate/internal/testkit"
 	"github.com/dreamgate/dreamgate/llm"
 	"github.com/dreamgate/dreamgate/memory"
+	"github.com/dreamgate/dreamgate/store"
+	"github.com/dreamgate/dreamgate/store/postgres"
 	"github.com/dreamgate/dreamgate/workspace"
 )
 
@@ -123,7 +126,31 @@ type fixture struct {
 
 var fixedNow = time.Date(2026, 11, 20, 14, 3, 0, 0, time.Local)
 
-func newFixture(t testing.TB) *fixture {
+func newFixture(t testing.TB) *fixture { return newFixtureWith(t, nil) }
+
+// newPostgresFixture is a fixture whose index is kept in PostgreSQL, in a
+// schema of the test's own.
+func newPostgresFixture(t testing.TB) *fixture {
+	t.Helper()
+	db, err := postgres.Open(context.Background(), pgtest.DSN(t), postgres.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	return newFixtureWith(t, db.Recall())
+}
+
+// onEngines runs a test of what recall promises on both engines: the
+// ranking, the scopes and the updates are recall's, whichever engine keeps
+// the index. The PostgreSQL run needs the test cluster (internal/pgtest).
+func onEngines(t *testing.T, test func(t *testing.T, newFixture func(testing.TB) *fixture)) {
+	t.Run("embedded", func(t *testing.T) { test(t, newFixture) })
+	t.Run("postgres", func(t *testing.T) { test(t, newPostgresFixture) })
+}
+
+// newFixtureWith is a fixture whose index is kept by engine (nil: the
+// embedded one in the state directory).
+func newFixtureWith(t testing.TB, engine store.RecallIndex) *fixture {
 	t.Helper()
 	f := &fixture{ws: t.TempDir(), state: t.TempDir(), convs: newFakeConvs(), logs: &testkit.LogRecorder{}}
 	var err error
@@ -132,6 +159,7 @@ func newFixture(t testing.TB) *fixture {
 		t.Fatal(err)
 	}
 	f.opts = Options{
+		Store:         engine,
 		Dir:           filepath.Join(f.state, "recall"),
 		Memory:        memory.New(memory.NewDisk(f.ws), false),
 		History:       f.hist,

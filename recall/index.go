@@ -2,13 +2,8 @@ package recall
 
 import (
 	"context"
-	"database/sql"
 	"errors"
-	"fmt"
-	"io/fs"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -16,7 +11,7 @@ import (
 	"github.com/dreamgate/dreamgate/history"
 	"github.com/dreamgate/dreamgate/llm"
 	"github.com/dreamgate/dreamgate/memory"
-	"github.com/gofrs/flock"
+	"github.com/dreamgate/dreamgate/store"
 )
 
 // History is the archive the index reads: *history.Store.
@@ -61,8 +56,12 @@ type ConversationRead struct {
 
 // Options configure an Index.
 type Options struct {
-	// Dir holds the index (a rebuildable cache): the state directory's
-	// recall folder. It is created, owner-only, on first use.
+	// Store is the index's engine; nil is the embedded one, IndexFiles
+	// in Dir.
+	Store store.RecallIndex
+	// Dir holds the embedded engine's index (a rebuildable cache): the
+	// state directory's recall folder. It is created, owner-only, on
+	// first use.
 	Dir string
 	// Memory is the workspace's memory: each scope's cold memory is
 	// indexed (nil indexes none), and it says which scope a conversation's
@@ -86,22 +85,21 @@ type Options struct {
 	Now func() time.Time
 }
 
-// Index is the full-text index of total recall. Opening it costs nothing:
-// the database is opened, and brought up to date, on first use. It is
-// safe for concurrent use; Close stops the update it may be running.
+// Index is total recall: the full-text index of what was said, kept up to
+// date from its sources and searched within the scopes a search may read,
+// whichever engine keeps it. Opening it costs nothing: the embedded
+// engine's database is opened, and every engine brought up to date, on
+// first use. It is safe for concurrent use; Close stops the update it may
+// be running.
 type Index struct {
 	opts   Options
+	store  store.RecallIndex
+	files  *IndexFiles // the embedded engine when Index made it, closed with it
 	logger *slog.Logger
 	ctx    context.Context
 	cancel context.CancelFunc
-	lock   *flock.Flock
 
 	mu sync.Mutex
-	// db is the open database, nil before first use and after a rebuild
-	// was decided; dbFile is the file it was opened on, so a rebuild by
-	// another process (a new file) is noticed.
-	db     *sql.DB
-	dbInfo os.FileInfo
 	// running is closed when the update under way ends; nil when none
 	// runs.
 	running chan struct{}
@@ -113,7 +111,7 @@ type Index struct {
 	wg           sync.WaitGroup
 }
 
-// Open returns the index kept in opts.Dir. It touches no file.
+// Open returns the index opts describe. It touches no file.
 func Open(opts Options) *Index {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -128,19 +126,19 @@ func Open(opts Options) *Index {
 		opts.Now = time.Now
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Index{
-		opts:   opts,
-		logger: opts.Logger,
-		ctx:    ctx,
-		cancel: cancel,
-		lock:   flock.New(filepath.Join(opts.Dir, lockFile), flock.SetPermissions(0o600)),
+	x := &Index{opts: opts, store: opts.Store, logger: opts.Logger, ctx: ctx, cancel: cancel}
+	if x.store == nil {
+		x.files = OpenIndexFiles(opts.Dir)
+		x.store = x.files
 	}
+	return x
 }
 
 // ErrClosed is returned by an Index used after Close.
 var ErrClosed = errors.New("recall index closed")
 
-// Close stops an update under way, waits for it and closes the database.
+// Close stops an update under way, waits for it and closes the embedded
+// engine's database.
 func (x *Index) Close() error {
 	x.mu.Lock()
 	if x.closed {
@@ -151,64 +149,16 @@ func (x *Index) Close() error {
 	x.mu.Unlock()
 	x.cancel()
 	x.wg.Wait()
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if x.db != nil {
-		err := x.db.Close()
-		x.db = nil
-		return err
+	if x.files != nil {
+		return x.files.Close()
 	}
 	return nil
 }
 
-// handle returns the open database, opening it first. Only the writer
-// (create, under the lock) creates a missing one; for a reader it is
-// errNoIndex, so that two processes never both make one.
-func (x *Index) handle(ctx context.Context, create bool) (*sql.DB, error) {
+func (x *Index) isClosed() bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if x.closed {
-		return nil, ErrClosed
-	}
-	path := filepath.Join(x.opts.Dir, dbFile)
-	fi, err := os.Stat(path)
-	if x.db != nil {
-		if err == nil && os.SameFile(fi, x.dbInfo) {
-			return x.db, nil
-		}
-		// Another process rebuilt the index: a new file at the path.
-		_ = x.db.Close()
-		x.db = nil
-	}
-	if errors.Is(err, fs.ErrNotExist) && !create {
-		return nil, errNoIndex
-	}
-	if err := os.MkdirAll(x.opts.Dir, 0o700); err != nil {
-		return nil, fmt.Errorf("create recall dir: %w", err)
-	}
-	db, _, err := openDB(ctx, x.opts.Dir)
-	if err != nil {
-		return nil, err
-	}
-	if fi, err = os.Stat(path); err != nil {
-		_ = db.Close()
-		return nil, fmt.Errorf("open recall index: %w", err)
-	}
-	x.db, x.dbInfo = db, fi
-	return db, nil
-}
-
-// errNoIndex: there is no index file yet; the writer makes it.
-var errNoIndex = errors.New("no recall index yet")
-
-// drop closes the database so the next handle opens the file anew.
-func (x *Index) drop() {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if x.db != nil {
-		_ = x.db.Close()
-		x.db = nil
-	}
+	return x.closed
 }
 
 // Changed tells the index that its sources changed (an archive was

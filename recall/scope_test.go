@@ -62,113 +62,117 @@ func secretsFixture(t testing.TB) *fixture {
 // A term planted in one scope is never returned to a search over others,
 // whatever the query holds; the scope that holds it finds it.
 func TestScopeFilterIsHard(t *testing.T) {
-	f := secretsFixture(t)
-	bobDM := audience.Audience{Kind: audience.Person, Platform: "slack", Team: "T1", Person: "UBOB"}
-	shared := audience.Audience{Kind: audience.Shared, Platform: "slack", Team: "T1", Chat: "CSH"}
-	others := map[string][]audience.Scope{
-		"team":       team1.Readable(),
-		"other team": team2.Readable(),
-		"bob's DM":   bobDM.Readable(),
-		"shared":     shared.Readable(),
-		"operator":   op.Readable(),
-		"unknown":    audience.Unknown("slack:CPRIV").Readable(),
-		"no home":    {audience.Scope("invalid")},
-	}
-	for who, readable := range others {
-		for _, q := range hostileQueries {
-			res, err := f.idx.Search(context.Background(), q, readable, MaxLimit)
-			if err != nil {
-				t.Errorf("%s, %q: %v", who, q, err)
-				continue
-			}
-			for _, m := range res.Matches {
-				if !slices.Contains(readable, m.Scope) || strings.Contains(m.Text, "K7Q2Z9") || strings.Contains(m.Text, "VORTEXPLUM") {
-					t.Errorf("%s searching %q got %+v", who, q, m)
+	onEngines(t, func(t *testing.T, newFixture func(testing.TB) *fixture) {
+		f := secretsFixture(t)
+		bobDM := audience.Audience{Kind: audience.Person, Platform: "slack", Team: "T1", Person: "UBOB"}
+		shared := audience.Audience{Kind: audience.Shared, Platform: "slack", Team: "T1", Chat: "CSH"}
+		others := map[string][]audience.Scope{
+			"team":       team1.Readable(),
+			"other team": team2.Readable(),
+			"bob's DM":   bobDM.Readable(),
+			"shared":     shared.Readable(),
+			"operator":   op.Readable(),
+			"unknown":    audience.Unknown("slack:CPRIV").Readable(),
+			"no home":    {audience.Scope("invalid")},
+		}
+		for who, readable := range others {
+			for _, q := range hostileQueries {
+				res, err := f.idx.Search(context.Background(), q, readable, MaxLimit)
+				if err != nil {
+					t.Errorf("%s, %q: %v", who, q, err)
+					continue
+				}
+				for _, m := range res.Matches {
+					if !slices.Contains(readable, m.Scope) || strings.Contains(m.Text, "K7Q2Z9") || strings.Contains(m.Text, "VORTEXPLUM") {
+						t.Errorf("%s searching %q got %+v", who, q, m)
+					}
 				}
 			}
 		}
-	}
-	// Team members find the team's own things, not the DM's.
-	if got := f.search(t, "salary band", team1.Readable()...); len(got) != 2 {
-		t.Errorf("team search for salary band: %+v", got)
-	}
-	// The audiences that may read them find them.
-	if got := f.search(t, "K7Q2Z9", anaDM.Readable()...); len(got) != 3 {
-		t.Errorf("Ana's DM finds %d of its 3 mentions: %+v", len(got), got)
-	}
-	if got := f.search(t, "vortexplum", private.Readable()...); len(got) != 3 {
-		t.Errorf("the private channel finds %d of its 3: %+v", len(got), got)
-	}
+		// Team members find the team's own things, not the DM's.
+		if got := f.search(t, "salary band", team1.Readable()...); len(got) != 2 {
+			t.Errorf("team search for salary band: %+v", got)
+		}
+		// The audiences that may read them find them.
+		if got := f.search(t, "K7Q2Z9", anaDM.Readable()...); len(got) != 3 {
+			t.Errorf("Ana's DM finds %d of its 3 mentions: %+v", len(got), got)
+		}
+		if got := f.search(t, "vortexplum", private.Readable()...); len(got) != 3 {
+			t.Errorf("the private channel finds %d of its 3: %+v", len(got), got)
+		}
+	})
 }
 
 // Random documents in random scopes, each with a word of its own; random
 // searches over random sets of scopes: every match is of a scope searched,
 // and every document of a searched scope with the word is found.
 func TestScopeFilterProperty(t *testing.T) {
-	f := newFixture(t)
-	rng := rand.New(rand.NewPCG(7, 11))
-	var scopes []audience.Scope
-	for i := range 12 {
-		a := audience.Audience{Kind: audience.Person, Platform: "slack", Team: "T1", Person: fmt.Sprintf("U%d", i)}
-		scopes = append(scopes, a.Home())
-	}
-	scopes = append(scopes, audience.Default)
-	type planted struct {
-		scope audience.Scope
-		word  string
-	}
-	var all []planted
-	cold := map[audience.Scope]string{}
-	for i := range 120 {
-		s := scopes[rng.IntN(len(scopes))]
-		word := fmt.Sprintf("tok%dx%d", i, rng.IntN(1000))
-		common := []string{"alpha", "beta", "gamma"}[rng.IntN(3)]
-		switch rng.IntN(3) {
-		case 0:
-			f.archive(t, s, "- "+common+" "+word, "k")
-		case 1:
-			a := audience.Audience{Kind: audience.Operator, Platform: "terminal"}
-			if s != audience.Default {
-				a = audience.Audience{Kind: audience.Person, Platform: "slack", Team: "T1", Person: strings.ToUpper(strings.TrimPrefix(string(s), "person-slack-t1-"))}
+	onEngines(t, func(t *testing.T, newFixture func(testing.TB) *fixture) {
+		f := newFixture(t)
+		rng := rand.New(rand.NewPCG(7, 11))
+		var scopes []audience.Scope
+		for i := range 12 {
+			a := audience.Audience{Kind: audience.Person, Platform: "slack", Team: "T1", Person: fmt.Sprintf("U%d", i)}
+			scopes = append(scopes, a.Home())
+		}
+		scopes = append(scopes, audience.Default)
+		type planted struct {
+			scope audience.Scope
+			word  string
+		}
+		var all []planted
+		cold := map[audience.Scope]string{}
+		for i := range 120 {
+			s := scopes[rng.IntN(len(scopes))]
+			word := fmt.Sprintf("tok%dx%d", i, rng.IntN(1000))
+			common := []string{"alpha", "beta", "gamma"}[rng.IntN(3)]
+			switch rng.IntN(3) {
+			case 0:
+				f.archive(t, s, "- "+common+" "+word, "k")
+			case 1:
+				a := audience.Audience{Kind: audience.Operator, Platform: "terminal"}
+				if s != audience.Default {
+					a = audience.Audience{Kind: audience.Person, Platform: "slack", Team: "T1", Person: strings.ToUpper(strings.TrimPrefix(string(s), "person-slack-t1-"))}
+				}
+				f.convs.say(fmt.Sprintf("conv%d", i), a, 0, user("X", common+" "+word))
+			default:
+				cold[s] += "- " + common + " " + word + "\n"
 			}
-			f.convs.say(fmt.Sprintf("conv%d", i), a, 0, user("X", common+" "+word))
-		default:
-			cold[s] += "- " + common + " " + word + "\n"
+			all = append(all, planted{s, word})
 		}
-		all = append(all, planted{s, word})
-	}
-	for s, text := range cold {
-		f.cold(t, s, text)
-	}
-	f.update(t)
-	for range 80 {
-		var readable []audience.Scope
-		for _, s := range scopes {
-			if rng.IntN(4) == 0 {
-				readable = append(readable, s)
+		for s, text := range cold {
+			f.cold(t, s, text)
+		}
+		f.update(t)
+		for range 80 {
+			var readable []audience.Scope
+			for _, s := range scopes {
+				if rng.IntN(4) == 0 {
+					readable = append(readable, s)
+				}
+			}
+			p := all[rng.IntN(len(all))]
+			res, err := f.idx.Search(context.Background(), p.word+" alpha", readable, MaxLimit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			found := false
+			for _, m := range res.Matches {
+				if !slices.Contains(readable, m.Scope) {
+					t.Fatalf("match of scope %q for a search of %v", m.Scope, readable)
+				}
+				if strings.Contains(m.Text, p.word) {
+					found = true
+				}
+			}
+			if slices.Contains(readable, p.scope) && !found {
+				t.Errorf("%q of scope %q not found searching %v", p.word, p.scope, readable)
+			}
+			if !slices.Contains(readable, p.scope) && found {
+				t.Errorf("%q of scope %q found searching %v", p.word, p.scope, readable)
 			}
 		}
-		p := all[rng.IntN(len(all))]
-		res, err := f.idx.Search(context.Background(), p.word+" alpha", readable, MaxLimit)
-		if err != nil {
-			t.Fatal(err)
-		}
-		found := false
-		for _, m := range res.Matches {
-			if !slices.Contains(readable, m.Scope) {
-				t.Fatalf("match of scope %q for a search of %v", m.Scope, readable)
-			}
-			if strings.Contains(m.Text, p.word) {
-				found = true
-			}
-		}
-		if slices.Contains(readable, p.scope) && !found {
-			t.Errorf("%q of scope %q not found searching %v", p.word, p.scope, readable)
-		}
-		if !slices.Contains(readable, p.scope) && found {
-			t.Errorf("%q of scope %q found searching %v", p.word, p.scope, readable)
-		}
-	}
+	})
 }
 
 // A query can only ever become quoted words of letters and digits joined

@@ -3,7 +3,6 @@ package recall
 import (
 	"cmp"
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"math"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/llm"
+	"github.com/dreamgate/dreamgate/store"
 )
 
 // Kind is where a match was found.
@@ -22,11 +22,11 @@ type Kind int
 // The kinds of match.
 const (
 	// KindHistory is an archive entry (memory/history.jsonl).
-	KindHistory Kind = kindHistory
+	KindHistory = Kind(store.RecallHistory)
 	// KindMessage is an archived message of a conversation.
-	KindMessage Kind = kindMessage
+	KindMessage = Kind(store.RecallMessage)
 	// KindCold is a line of a scope's cold memory.
-	KindCold Kind = kindCold
+	KindCold = Kind(store.RecallCold)
 )
 
 // Match is one thing found: its text around the words searched for, when
@@ -83,12 +83,15 @@ var ErrUnavailable = errors.New("recall index unavailable")
 // words of query, at most limit matches (0 means DefaultLimit; at most
 // MaxLimit), best first: those with more of the rarer words first, newer
 // first among equals; what people said, archive entries and cold memory
-// before the assistant's own answers. Only the given scopes are searched: each scope has a
-// full-text table of its own, chosen by the scope's name, never by the
-// query, so no query, whatever it holds, reaches another scope. A query without a word finds nothing. It first
-// brings the index up to date (see refresh), waiting for that at most
-// Options.Wait.
+// before the assistant's own answers. Only the given scopes are searched,
+// one at a time: the engine finds a scope's rows by the scope's name,
+// never by the query, so no query, whatever it holds, reaches another
+// scope. A query without a word finds nothing. It first brings the index
+// up to date (see refresh), waiting for that at most Options.Wait.
 func (x *Index) Search(ctx context.Context, query string, readable []audience.Scope, limit int) (Results, error) {
+	if x.isClosed() {
+		return Results{}, ErrClosed
+	}
 	if limit <= 0 {
 		limit = DefaultLimit
 	}
@@ -98,18 +101,8 @@ func (x *Index) Search(ctx context.Context, query string, readable []audience.Sc
 		return Results{}, nil
 	}
 	x.refresh(ctx)
-	db, err := x.handle(ctx, false)
-	if errors.Is(err, errNoIndex) {
-		return Results{Incomplete: true}, nil // the update refresh started makes it
-	}
-	if err != nil {
-		if errors.Is(err, errCorrupt) {
-			return Results{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
-		}
-		return Results{}, err
-	}
-	res, err := search(ctx, db, terms, readable, limit)
-	if errors.Is(err, errCorrupt) {
+	res, err := search(ctx, x.store, terms, readable, limit)
+	if errors.Is(err, store.ErrRecallUnusable) {
 		// Let the next update rebuild it.
 		x.mu.Lock()
 		x.last = time.Time{}
@@ -119,121 +112,114 @@ func (x *Index) Search(ctx context.Context, query string, readable []audience.Sc
 	return res, err
 }
 
-type scoreRow struct {
-	id    int64
-	score float64
-}
-
-func search(ctx context.Context, db *sql.DB, terms []string, readable []audience.Scope, limit int) (Results, error) {
+func search(ctx context.Context, ix store.RecallIndex, terms []string, readable []audience.Scope, limit int) (Results, error) {
 	var res Results
-	complete, err := getMeta(ctx, db, "complete")
+	complete, err := ix.Mark(ctx, markComplete)
 	if err != nil {
 		return res, err
 	}
 	res.Incomplete = complete != "1"
-	conn, err := db.Conn(ctx) // one snapshot-free connection for the handful of statements
-	if err != nil {
-		return res, classify(err)
-	}
-	defer conn.Close()
 	t := newTally(terms)
-	seen := map[audience.Scope]bool{}
 	for _, s := range readable {
-		if seen[s] {
+		if t.searched[s] {
 			continue
 		}
-		seen[s] = true
-		if err := t.scope(ctx, conn, s); err != nil {
+		if err := t.scope(ctx, ix, s); err != nil {
 			return res, err
 		}
 	}
 	if len(t.scores) == 0 {
 		return res, nil
 	}
-	res.Matches, err = t.best(ctx, conn, limit)
+	res.Matches, err = t.best(ctx, ix, limit)
 	return res, err
 }
 
 // tally is a search's scores: each row's, found in the scopes searched so
-// far, and what the ranking needs besides.
+// far, and what the ranking needs besides. The engines find the rows; the
+// ranking is this, the same for every engine.
 type tally struct {
 	terms  []string
 	scores map[int64]float64
+	// order places each row scored in time (store.RecallHit.Order).
+	order map[int64]int64
 	// rows counts each word's rows over the scopes searched (each scope's
 	// newest perTerm at most): the snippet shows the rarest word found.
 	rows map[string]int
-	// ranges are the row ids of the scopes searched.
-	ranges [][2]int64
+	// searched are the scopes searched.
+	searched map[audience.Scope]bool
 }
 
 func newTally(terms []string) *tally {
-	return &tally{terms: terms, scores: map[int64]float64{}, rows: make(map[string]int, len(terms))}
+	return &tally{terms: terms, scores: map[int64]float64{}, order: map[int64]int64{},
+		rows: make(map[string]int, len(terms)), searched: map[audience.Scope]bool{}}
 }
 
 // scope scores the rows of scope s that hold the words.
-func (t *tally) scope(ctx context.Context, conn *sql.Conn, s audience.Scope) error {
-	var id, n int64
-	err := conn.QueryRowContext(ctx, `SELECT id, docs FROM scopes WHERE name = ?`, string(s)).Scan(&id, &n)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil // nothing said there yet
+func (t *tally) scope(ctx context.Context, ix store.RecallIndex, s audience.Scope) error {
+	t.searched[s] = true
+	n, err := ix.Count(ctx, s)
+	if err != nil || n == 0 {
+		return err // nothing said there yet
 	}
-	if err != nil {
-		return classify(err)
-	}
-	t.ranges = append(t.ranges, [2]int64{id << scopeShift, (id + 1) << scopeShift})
 	var all float64
 	for _, term := range t.terms {
-		ids, err := matchIDs(ctx, conn, id, matchTerm(term))
+		hits, err := ix.Match(ctx, s, []string{term}, perTerm, 0)
 		if err != nil {
 			return err
 		}
-		t.rows[term] += len(ids)
-		if len(ids) == 0 {
+		t.rows[term] += len(hits)
+		if len(hits) == 0 {
 			continue
 		}
 		// The rarer a word in the scope, the more a row holding it
 		// counts; a word cut at perTerm rows is common, and counts as if
 		// it were in perTerm of them or more.
-		idf := math.Log(1 + float64(max(n, 1))/float64(len(ids)))
+		idf := math.Log(1 + float64(n)/float64(len(hits)))
 		all += idf
-		for _, id := range ids {
-			t.scores[id] += idf
+		for _, h := range hits {
+			t.scores[h.ID] += idf
+			t.order[h.ID] = h.Order
 		}
 	}
 	if len(t.terms) < 2 || all == 0 {
 		return nil
 	}
 	// Rows holding every word rank first, also those past a common word's
-	// newest rows.
-	actx, cancel := context.WithTimeout(ctx, allTermsTime)
-	ids, err := matchIDsLimit(actx, conn, id, matchAll(t.terms), allTerms)
-	cancel()
-	if err != nil && ctx.Err() == nil && actx.Err() != nil {
-		err = nil // out of time: the rows found so far
-	}
+	// newest rows; the search for them stops after allTermsTime with what
+	// it found.
+	hits, err := ix.Match(ctx, s, t.terms, allTerms, allTermsTime)
 	if err != nil {
 		return err
 	}
-	for _, id := range ids {
-		t.scores[id] = max(t.scores[id], all) + all
+	for _, h := range hits {
+		t.scores[h.ID] = max(t.scores[h.ID], all) + all
+		t.order[h.ID] = h.Order
 	}
 	return nil
 }
 
-// ranked are the rows scored, best first; among equals, newer first (a
-// row's id says when it was said).
+// ranked are the rows scored, best first; among equals, newer first.
 func (t *tally) ranked() []scoreRow {
 	out := make([]scoreRow, 0, len(t.scores))
 	for id, s := range t.scores {
-		out = append(out, scoreRow{id: id, score: s})
+		out = append(out, scoreRow{id: id, score: s, order: t.order[id]})
 	}
 	slices.SortFunc(out, func(a, b scoreRow) int {
 		if c := cmp.Compare(b.score, a.score); c != 0 {
 			return c
 		}
-		return cmp.Compare(rowTime(b.id), rowTime(a.id))
+		if c := cmp.Compare(b.order, a.order); c != 0 {
+			return c
+		}
+		return cmp.Compare(b.id, a.id)
 	})
 	return out
+}
+
+type scoreRow struct {
+	id, order int64
+	score     float64
 }
 
 // best reads the best limit rows as matches. What people said, the
@@ -241,20 +227,26 @@ func (t *tally) ranked() []scoreRow {
 // quote them (an answer "I found: …" is newer than the words it found and
 // holds as many): among the best limit×answersPool rows, the answers go
 // last.
-func (t *tally) best(ctx context.Context, conn *sql.Conn, limit int) ([]Match, error) {
+func (t *tally) best(ctx context.Context, ix store.RecallIndex, limit int) ([]Match, error) {
 	rarest := slices.Clone(t.terms)
 	slices.SortStableFunc(rarest, func(a, b string) int { return cmp.Compare(t.rows[a], t.rows[b]) })
 	ranked := t.ranked()
+	ranked = ranked[:min(len(ranked), limit*answersPool)]
+	ids := make([]int64, len(ranked))
+	for i, r := range ranked {
+		ids[i] = r.id
+	}
+	rows, err := ix.Read(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
 	var said, answers []Match
-	for _, r := range ranked[:min(len(ranked), limit*answersPool)] {
-		if !inRanges(r.id, t.ranges) {
-			// Cannot happen: every row came from a searched scope's table.
-			return nil, fmt.Errorf("recall: row %d outside the scopes searched", r.id)
+	for _, r := range rows {
+		if !t.searched[r.Scope] {
+			// Cannot happen: every row came from a searched scope.
+			return nil, fmt.Errorf("recall: row %d of a scope not searched", r.ID)
 		}
-		m, err := readMatch(ctx, conn, r.id, rarest)
-		if err != nil {
-			return nil, err
-		}
+		m := matchOf(r, rarest)
 		if m.Kind == KindMessage && m.Who == string(llm.RoleAssistant) {
 			answers = append(answers, m)
 		} else {
@@ -272,69 +264,22 @@ func (t *tally) best(ctx context.Context, conn *sql.Conn, limit int) ([]Match, e
 // read to rank the assistant's answers after what was said.
 const answersPool = 4
 
-func inRanges(id int64, ranges [][2]int64) bool {
-	for _, r := range ranges {
-		if id >= r[0] && id < r[1] {
-			return true
-		}
-	}
-	return false
-}
-
-// matchIDs returns the newest rows (at most perTerm) of scope id that
-// match q.
-func matchIDs(ctx context.Context, conn *sql.Conn, id int64, q string) ([]int64, error) {
-	return matchIDsLimit(ctx, conn, id, q, perTerm)
-}
-
-// matchIDsLimit returns the newest rows (at most limit) of scope id that
-// match q; with an error, also those read before it.
-func matchIDsLimit(ctx context.Context, conn *sql.Conn, id int64, q string, limit int) ([]int64, error) {
-	t := termsTable(id)
-	rows, err := conn.QueryContext(ctx, `SELECT rowid FROM `+t+` WHERE `+t+` MATCH ? ORDER BY rowid DESC LIMIT ?`, q, limit)
-	if err != nil {
-		return nil, classify(fmt.Errorf("search: %w", err))
-	}
-	defer rows.Close()
-	var ids []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return ids, classify(err)
-		}
-		ids = append(ids, id)
-	}
-	return ids, classify(rows.Err())
-}
-
-func readMatch(ctx context.Context, conn *sql.Conn, id int64, terms []string) (Match, error) {
-	var (
-		kind     int
-		at       int64
-		conv     string
-		pos      int
-		who      string
-		text     string
-		scopeStr string
-	)
-	err := conn.QueryRowContext(ctx, `SELECT d.kind, d.at, d.conv, d.pos, d.who, d.text, s.name FROM docs d
-		JOIN scopes s ON s.id = (d.id >> 40) WHERE d.id = ?`, id).Scan(&kind, &at, &conv, &pos, &who, &text, &scopeStr)
-	if err != nil {
-		return Match{}, classify(fmt.Errorf("read match: %w", err))
-	}
-	m := Match{Scope: audience.Scope(scopeStr), Kind: Kind(kind), Conversation: conv, Who: who, Text: snippet(text, terms)}
-	if at != 0 {
-		m.Time = time.Unix(at, 0)
+// matchOf is a row as a match shows it: its text cut around the words
+// searched (terms, rarest first).
+func matchOf(r store.RecallRow, terms []string) Match {
+	m := Match{Scope: r.Scope, Kind: Kind(r.Kind), Conversation: r.Conversation, Who: r.Who, Text: snippet(r.Text, terms)}
+	if r.At != 0 {
+		m.Time = time.Unix(r.At, 0)
 	}
 	switch m.Kind {
 	case KindHistory:
-		m.Cursor = pos
+		m.Cursor = r.Pos
 	case KindMessage:
-		m.Index = pos
+		m.Index = r.Pos
 	case KindCold:
-		m.Line = pos
+		m.Line = r.Pos
 	}
-	return m, nil
+	return m
 }
 
 // snippetLen is about how many characters of a match's text are shown.

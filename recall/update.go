@@ -5,19 +5,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/history"
 	"github.com/dreamgate/dreamgate/llm"
 	"github.com/dreamgate/dreamgate/memory"
+	"github.com/dreamgate/dreamgate/store"
 )
 
 // ErrBusy is returned by Update when another process (or another call)
 // is updating the index: what it adds is there for the next search.
-var ErrBusy = errors.New("recall index being updated elsewhere")
+var ErrBusy = store.ErrRecallBusy
 
 // Stats counts what an update added.
 type Stats struct {
@@ -29,10 +31,6 @@ type Stats struct {
 
 // Limits of what is indexed and how it is written.
 const (
-	// maxDocBytes caps the text kept of one entry, message or line: the
-	// longest archive entries are raw dumps of messages that are indexed
-	// one by one anyway.
-	maxDocBytes = 16 << 10
 	// batchDocs is how many documents one transaction writes: progress is
 	// recorded with them, so a killed update resumes where it stopped.
 	batchDocs = 5000
@@ -43,31 +41,24 @@ const (
 // Update brings the index up to date: the archive entries after the last
 // one indexed, the conversations' newly archived messages, and the
 // cold-memory files that changed. It creates the index when missing and
-// rebuilds it, with a log line, when it is damaged, of another version or
-// was built under the other memory setting. One process updates at a
-// time (a lock file); another one's call returns ErrBusy at once.
+// rebuilds it, with a log line, when it is unusable (damaged, of another
+// version) or was built under the other memory setting or from an
+// archive since replaced. One writer updates at a time, across processes;
+// another one's call returns ErrBusy at once.
 func (x *Index) Update(ctx context.Context) (Stats, error) {
-	if err := os.MkdirAll(x.opts.Dir, 0o700); err != nil {
-		return Stats{}, fmt.Errorf("create recall dir: %w", err)
-	}
-	ok, err := x.lock.TryLock()
-	if err != nil {
-		return Stats{}, fmt.Errorf("lock recall index: %w", err)
-	}
-	if !ok {
-		return Stats{}, ErrBusy
-	}
-	defer func() { _ = x.lock.Unlock() }()
 	x.mu.Lock()
 	x.last = x.opts.Now()
 	x.mu.Unlock()
-	st, err := x.update(ctx)
-	if errors.Is(err, errCorrupt) {
+	st, err := x.updateOnce(ctx)
+	if errors.Is(err, store.ErrRecallUnusable) {
 		x.logger.Warn("recall index unusable; rebuilding it from the archive, the conversations and cold memory", "err", err)
-		if err := x.reset(); err != nil {
+		rctx, cancel := context.WithTimeout(ctx, resetWait)
+		err = x.store.Reset(rctx)
+		cancel()
+		if err != nil {
 			return Stats{}, err
 		}
-		st, err = x.update(ctx)
+		st, err = x.updateOnce(ctx)
 		st.Rebuilt = true
 	}
 	if err == nil {
@@ -78,54 +69,45 @@ func (x *Index) Update(ctx context.Context) (Stats, error) {
 	return st, err
 }
 
-// Reset removes the index, once no other process is updating it, so that
+// resetWait bounds how long a rebuild waits for another writer to finish
+// before it empties the index.
+const resetWait = 10 * time.Second
+
+func (x *Index) updateOnce(ctx context.Context) (Stats, error) {
+	var st Stats
+	err := x.store.Update(ctx, func(w store.RecallWriter) error {
+		var err error
+		st, err = x.update(&writer{w: w, ctx: ctx})
+		return err
+	})
+	return st, err
+}
+
+// Reset empties the index, once no other process is updating it, so that
 // the next search rebuilds it from the archive, the conversations and
 // cold memory: for a change an update cannot see, such as archive entries
 // moved to another scope (an update reads only entries after the last one
-// indexed). A process searching the old index notices the new one at its
+// indexed). A process searching the old index finds the new one at its
 // next search.
 func (x *Index) Reset(ctx context.Context) error {
-	if err := os.MkdirAll(x.opts.Dir, 0o700); err != nil {
-		return fmt.Errorf("create recall dir: %w", err)
-	}
-	ok, err := x.lock.TryLockContext(ctx, 50*time.Millisecond)
-	if err != nil || !ok {
-		return fmt.Errorf("lock recall index: %w", cmp.Or(err, ctx.Err(), ErrBusy))
-	}
-	defer func() { _ = x.lock.Unlock() }()
-	return x.reset()
+	return x.store.Reset(ctx)
 }
 
-// reset removes the index's files; the caller holds the lock.
-func (x *Index) reset() error {
-	x.drop()
-	if err := removeDB(x.opts.Dir); err != nil {
-		return fmt.Errorf("remove recall index: %w", err)
-	}
-	return nil
-}
-
-func (x *Index) update(ctx context.Context) (Stats, error) {
+func (x *Index) update(w *writer) (Stats, error) {
 	var st Stats
-	db, err := x.handle(ctx, true)
-	if err != nil {
-		return st, err
-	}
 	mode := "scoped"
 	if x.shared() {
 		mode = "shared"
 	}
-	was, err := getMeta(ctx, db, "memory")
+	was, err := w.mark(markMemory)
 	if err != nil {
 		return st, err
 	}
 	if was != "" && was != mode {
-		return st, fmt.Errorf("%w: built with memory %s, now %s", errCorrupt, was, mode)
+		return st, fmt.Errorf("%w: built with memory %s, now %s", store.ErrRecallUnusable, was, mode)
 	}
-	w := &writer{x: x, db: db, ctx: ctx, scopes: map[audience.Scope]*scopeRow{}}
-	defer w.rollback()
 	if was == "" {
-		if err := w.meta("memory", mode); err != nil {
+		if err := w.setMark(markMemory, mode); err != nil {
 			return st, err
 		}
 	}
@@ -138,10 +120,7 @@ func (x *Index) update(ctx context.Context) (Stats, error) {
 	if st.Cold, err = x.updateCold(w); err != nil {
 		return st, err
 	}
-	if err := w.meta("complete", "1"); err != nil {
-		return st, err
-	}
-	return st, w.commit()
+	return st, w.setMark(markComplete, "1")
 }
 
 // updateHistory indexes the archive entries after the last one indexed.
@@ -151,7 +130,7 @@ func (x *Index) updateHistory(w *writer) (int, error) {
 	if x.opts.History == nil {
 		return 0, nil
 	}
-	v, err := getMeta(w.ctx, w.q(), "history_cursor")
+	v, err := w.mark(markHistory)
 	if err != nil {
 		return 0, err
 	}
@@ -161,7 +140,7 @@ func (x *Index) updateHistory(w *writer) (int, error) {
 		return 0, fmt.Errorf("read history cursor: %w", err)
 	}
 	if last < done {
-		return 0, fmt.Errorf("%w: the archive's last cursor %d is below the %d indexed (it was replaced)", errCorrupt, last, done)
+		return 0, fmt.Errorf("%w: the archive's last cursor %d is below the %d indexed (it was replaced)", store.ErrRecallUnusable, last, done)
 	}
 	n := 0
 	for done < last {
@@ -173,18 +152,19 @@ func (x *Index) updateHistory(w *writer) (int, error) {
 			break
 		}
 		for _, e := range entries {
-			if err := w.add(e.Scope, doc{kind: kindHistory, at: historyTime(e.Timestamp), conv: e.SessionKey, pos: e.Cursor, text: e.Content}); err != nil {
+			if err := w.add(e.Scope, store.RecallDoc{Kind: store.RecallHistory, At: historyTime(e.Timestamp), Conversation: e.SessionKey, Pos: e.Cursor, Text: e.Content}); err != nil {
 				return n, err
 			}
 			if src, ok := e.Source(); ok && src.Valid() {
-				if err := w.exec(`INSERT INTO ranges(ident, lo, hi, scope) VALUES (?, ?, ?, ?)`, ident(e.SessionKey, src.SessionID), src.From, src.To, string(e.Scope)); err != nil {
+				name := markRange + ident(e.SessionKey, src.SessionID) + markSep + strconv.Itoa(src.From)
+				if err := w.setMark(name, strconv.Itoa(src.To)+markSep+string(e.Scope)); err != nil {
 					return n, err
 				}
 			}
 			n++
 			done = e.Cursor
 			if w.full() {
-				if err := w.meta("history_cursor", strconv.Itoa(done)); err != nil {
+				if err := w.setMark(markHistory, strconv.Itoa(done)); err != nil {
 					return n, err
 				}
 				if err := w.flush(); err != nil {
@@ -193,7 +173,7 @@ func (x *Index) updateHistory(w *writer) (int, error) {
 			}
 		}
 	}
-	return n, w.meta("history_cursor", strconv.Itoa(done))
+	return n, w.setMark(markHistory, strconv.Itoa(done))
 }
 
 func historyTime(ts string) int64 {
@@ -216,7 +196,7 @@ func (x *Index) updateConversations(w *writer) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("list conversations: %w", err)
 	}
-	stamps, err := w.stamps(`SELECT name, stamp FROM files`)
+	stamps, err := w.marks(markFile)
 	if err != nil {
 		return 0, err
 	}
@@ -244,7 +224,9 @@ func (x *Index) updateConversations(w *writer) (int, error) {
 // messages were archived into: a message is searched in its entry's
 // scope, which is its conversation's unless the operator moved the entry
 // (dreamgate memory move).
-type archivedRanges []struct {
+type archivedRanges []archivedRange
+
+type archivedRange struct {
 	lo, hi int
 	scope  audience.Scope
 }
@@ -266,49 +248,46 @@ func (x *Index) archivedIn(w *writer, id string) (archivedRanges, error) {
 	if x.opts.Memory != nil && x.opts.Memory.Shared() {
 		return nil, nil
 	}
-	rows, err := w.q().QueryContext(w.ctx, `SELECT lo, hi, scope FROM ranges WHERE ident = ?`, id)
+	m, err := w.marks(markRange + id + markSep)
 	if err != nil {
-		return nil, classify(fmt.Errorf("read archived ranges: %w", err))
+		return nil, err
 	}
-	defer rows.Close()
 	var out archivedRanges
-	for rows.Next() {
-		var r struct {
-			lo, hi int
-			scope  audience.Scope
-		}
-		var name string
-		if err := rows.Scan(&r.lo, &r.hi, &name); err != nil {
-			return nil, classify(err)
-		}
-		if s, err := audience.ParseScope(name); err == nil {
-			r.scope = s
-			out = append(out, r)
+	for from, v := range m {
+		to, name, _ := strings.Cut(v, markSep)
+		lo, err1 := strconv.Atoi(from)
+		hi, err2 := strconv.Atoi(to)
+		s, err3 := audience.ParseScope(name)
+		if err1 == nil && err2 == nil && err3 == nil {
+			out = append(out, archivedRange{lo: lo, hi: hi, scope: s})
 		}
 	}
-	return out, classify(rows.Err())
+	// The first range holding a message decides: by where it starts.
+	slices.SortFunc(out, func(a, b archivedRange) int { return cmp.Compare(a.lo, b.lo) })
+	return out, nil
 }
 
 // errSkip: a conversation could not be read this time (it changed while
 // read, or is unreadable); the next update tries again.
 var errSkip = errors.New("conversation skipped")
 
-// ident names a conversation generation in the convs table: its key and
-// id, which a set-aside file keeps under its new name.
-func ident(key, id string) string { return key + "\x00" + id }
+// ident names a conversation generation in the marks: its key and id,
+// which a set-aside file keeps under its new name.
+func ident(key, id string) string { return key + markSep + id }
 
 func (x *Index) readConversation(w *writer, f ConversationFile) (int, error) {
 	var (
-		id    string
-		from  int // messages of this generation already indexed
-		scope audience.Scope
-		added []doc
+		id      string
+		from    int // messages of this generation already indexed
+		markErr error
+		added   []store.RecallDoc
 	)
 	read, err := x.opts.Conversations.Read(f.Name, func(gen string) (int, int64) {
 		id = gen
+		var v string
+		v, markErr = w.mark(markConv + ident(f.Key, gen))
 		var at int64
-		err := w.q().QueryRowContext(w.ctx, `SELECT next, at FROM convs WHERE ident = ?`, ident(f.Key, gen)).Scan(&from, &at)
-		if err != nil || at < 0 {
+		if _, err := fmt.Sscanf(v, "%d %d", &from, &at); err != nil || at < 0 {
 			return 0, 0
 		}
 		return from, at
@@ -324,14 +303,17 @@ func (x *Index) readConversation(w *writer, f ConversationFile) (int, error) {
 		if !m.Time.IsZero() {
 			at = m.Time.Unix()
 		}
-		added = append(added, doc{kind: kindMessage, at: at, conv: f.Key, pos: i, who: who, text: m.Content})
+		added = append(added, store.RecallDoc{Kind: store.RecallMessage, At: at, Conversation: f.Key, Pos: i, Who: who, Text: m.Content})
 		return nil
 	})
+	if markErr != nil {
+		return 0, markErr
+	}
 	if err != nil {
 		x.logger.Debug("conversation not indexed this time", "file", f.Name, "err", err)
 		return 0, errSkip
 	}
-	scope = read.Audience.Home()
+	scope := read.Audience.Home()
 	if x.opts.Memory != nil {
 		scope = x.opts.Memory.Home(read.Audience)
 	}
@@ -344,13 +326,13 @@ func (x *Index) readConversation(w *writer, f ConversationFile) (int, error) {
 		return 0, err
 	}
 	for _, d := range added {
-		if err := w.add(archived.scopeOf(d.pos, scope), d); err != nil {
+		if err := w.add(archived.scopeOf(d.Pos, scope), d); err != nil {
 			return 0, err
 		}
 		if w.full() {
 			// Mid-file progress has no byte offset: the next read starts
 			// over and skips what is indexed.
-			if err := w.conv(ident(f.Key, id), d.pos+1, -1); err != nil {
+			if err := w.conv(ident(f.Key, id), d.Pos+1, -1); err != nil {
 				return 0, err
 			}
 			if err := w.flush(); err != nil {
@@ -363,10 +345,17 @@ func (x *Index) readConversation(w *writer, f ConversationFile) (int, error) {
 			return 0, err
 		}
 	}
-	if err := w.exec(`INSERT INTO files(name, stamp) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET stamp = excluded.stamp`, f.Name, f.Stamp); err != nil {
+	if err := w.setMark(markFile+f.Name, f.Stamp); err != nil {
 		return 0, err
 	}
 	return len(added), nil
+}
+
+// conv records how far a conversation generation was read: the next
+// message and the position its file's reader resumes at (-1: none, the
+// next read starts over).
+func (w *writer) conv(ident string, next int, at int64) error {
+	return w.setMark(markConv+ident, fmt.Sprintf("%d %d", next, at))
 }
 
 // shared reports whether memory is shared (config memory.scoped false).
@@ -380,7 +369,7 @@ func (x *Index) updateCold(w *writer) (int, error) {
 	if mem == nil {
 		return 0, nil
 	}
-	known, err := w.stamps(`SELECT scope, stamp FROM cold`)
+	known, err := w.marks(markCold)
 	if err != nil {
 		return 0, err
 	}
@@ -416,7 +405,7 @@ func (x *Index) updateCold(w *writer) (int, error) {
 		if err != nil {
 			x.logger.Warn("cannot read a scope's memory to show what replaced its cold lines", "scope", string(s), "err", err)
 		}
-		if err := w.dropCold(s); err != nil {
+		if err := w.w.Drop(s, store.RecallCold); err != nil {
 			return n, err
 		}
 		k, err := w.addCold(s, string(data), v.Mod, facts)
@@ -424,37 +413,19 @@ func (x *Index) updateCold(w *writer) (int, error) {
 		if err != nil {
 			return n, err
 		}
-		if err := w.exec(`INSERT INTO cold(scope, stamp) VALUES (?, ?) ON CONFLICT(scope) DO UPDATE SET stamp = excluded.stamp`, string(s), stamp); err != nil {
+		if err := w.setMark(markCold+string(s), stamp); err != nil {
 			return n, err
 		}
 	}
 	for name := range known {
 		if s := audience.Scope(name); !seen[s] {
-			if err := w.dropCold(s); err != nil {
+			if err := w.w.Drop(s, store.RecallCold); err != nil {
 				return n, err
 			}
-			if err := w.exec(`DELETE FROM cold WHERE scope = ?`, string(s)); err != nil {
+			if err := w.setMark(markCold+string(s), ""); err != nil {
 				return n, err
 			}
 		}
 	}
 	return n, nil
-}
-
-// stamps reads a (name, stamp) table of what was indexed, by name.
-func (w *writer) stamps(query string) (map[string]string, error) {
-	rows, err := w.q().QueryContext(w.ctx, query)
-	if err != nil {
-		return nil, classify(err)
-	}
-	defer rows.Close()
-	out := map[string]string{}
-	for rows.Next() {
-		var name, stamp string
-		if err := rows.Scan(&name, &stamp); err != nil {
-			return nil, classify(err)
-		}
-		out[name] = stamp
-	}
-	return out, classify(rows.Err())
 }

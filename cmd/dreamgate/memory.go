@@ -89,7 +89,7 @@ func cmdMemory(ctx context.Context, e *env, args []string) error {
 	if req.DryRun || len(res.Entries) == 0 {
 		return nil
 	}
-	idx := recall.Open(recall.Options{Dir: recallDir(cfg.StateDir)})
+	idx := recall.Open(recall.Options{Store: recallStore(a.db), Dir: recallDir(cfg.StateDir)})
 	defer idx.Close()
 	rctx, cancel := context.WithTimeout(ctx, resetWait)
 	defer cancel()

@@ -10,19 +10,32 @@ import (
 	"github.com/dreamgate/dreamgate/gateway/session"
 	"github.com/dreamgate/dreamgate/llm"
 	"github.com/dreamgate/dreamgate/recall"
+	"github.com/dreamgate/dreamgate/store"
+	"github.com/dreamgate/dreamgate/store/postgres"
 	"github.com/dreamgate/dreamgate/web"
 )
 
-// recallDir is where the recall index lives: <stateDir>/recall, a cache
-// rebuilt from the archive, the conversations and cold memory.
+// recallDir is where the embedded engine's recall index lives:
+// <stateDir>/recall, a cache rebuilt from the archive, the conversations
+// and cold memory.
 func recallDir(stateDir string) string { return filepath.Join(stateDir, "recall") }
 
-// recallIndex is the recall index of the workspace's archive, the state
-// directory's conversations and the scopes' cold memory. Making it opens
-// nothing: the first search does.
+// recallStore is the recall index's engine: the database's, which every
+// process on it searches, or nil, the embedded one in recallDir.
+func recallStore(db *postgres.DB) store.RecallIndex {
+	if db == nil {
+		return nil
+	}
+	return db.Recall()
+}
+
+// recallIndex is the recall index of the workspace's archive, the
+// conversations and the scopes' cold memory. Making it opens nothing: the
+// first search does.
 func (a *app) recallIndex() *recall.Index {
 	if a.recall == nil {
 		a.recall = recall.Open(recall.Options{
+			Store:         recallStore(a.db),
 			Dir:           recallDir(a.cfg.StateDir),
 			Memory:        a.mem,
 			History:       a.history,

@@ -125,6 +125,7 @@ func whySaid(ctx context.Context, e *env, cfg Config, mem *memory.Memory, db *po
 	}
 	defer sessions.Close()
 	idx := recall.Open(recall.Options{
+		Store:         recallStore(db),
 		Dir:           recallDir(cfg.StateDir),
 		Memory:        mem,
 		History:       hist,
