@@ -344,6 +344,18 @@ func BenchmarkStoreScale(b *testing.B) {
 					b.StartTimer()
 				}
 			})
+			b.Run(name+"/PlanDeep", func(b *testing.B) {
+				// RestoreDeep's plan alone: reading the later versions
+				// and following the commit's line through them, with no
+				// write (whose fsyncs, on a busy machine, vary more than
+				// the rest).
+				f := fixtureN(b, kind, n)
+				for b.Loop() {
+					if plan, err := f.store.PlanRestore(f.mid.SHA, nil); err != nil || plan.Conflicts() == 0 {
+						b.Fatal(plan, err)
+					}
+				}
+			})
 		}
 	}
 }

@@ -234,10 +234,7 @@ const (
 // line by line: later holds the file's versions after target, oldest
 // first, the last being the one now (none: target is).
 func revertLines(base, target fileLines, later ...fileLines) lineRevert {
-	r := lineRevert{base: base, current: target, target: target.lines, ids: map[string]rune{}}
-	r.hunks = lineHunksWith(r.ids, base.lines, target.lines)
-	r.touched = make([]bool, len(r.hunks))
-	r.seq = r.marked()
+	r := startRevert(base, target)
 	prev := target.lines
 	for _, v := range later {
 		r.follow(prev, v.lines)
@@ -246,6 +243,16 @@ func revertLines(base, target fileLines, later ...fileLines) lineRevert {
 	}
 	r.decide()
 	r.parts = r.render()
+	return r
+}
+
+// startRevert is the undo of base→target before any later version is
+// followed.
+func startRevert(base, target fileLines) lineRevert {
+	r := lineRevert{base: base, current: target, target: target.lines, ids: map[string]rune{}}
+	r.hunks = lineHunksWith(r.ids, base.lines, target.lines)
+	r.touched = make([]bool, len(r.hunks))
+	r.seq = r.marked()
 	return r
 }
 
@@ -280,7 +287,12 @@ func (r *lineRevert) marked() []elem {
 // of the commit's (a deep Dream's merge, or many changes seen at once)
 // replaces that one line by the line at its place, not by all ten.
 func (r *lineRevert) follow(prev, next []string) {
-	hs := lineHunksWith(r.ids, prev, next)
+	r.apply(prev, lineHunksWith(r.ids, prev, next), next)
+}
+
+// apply carries the marked file through the change hs from prev to next
+// (follow).
+func (r *lineRevert) apply(prev []string, hs []hunk, next []string) {
 	out := make([]elem, 0, len(r.seq)+len(next)-len(prev))
 	i, line := 0, 0 // position in r.seq, and the line of prev it reaches
 	copyTo := func(stop int) {

@@ -338,30 +338,36 @@ func TestRevertLinesFollowsEachChange(t *testing.T) {
 // (cold memory after months), followed through 20 later versions that
 // each append 10 lines and rewrite one.
 func BenchmarkRevertLines(b *testing.B) {
-	var base []string
+	base, target, later := revertBenchFiles()
+	for b.Loop() {
+		if r := revertLines(base, target, later...); r.conflicts() != 0 {
+			b.Fatal("conflicts")
+		}
+	}
+}
+
+// revertBenchFiles are BenchmarkRevertLines' versions: before the
+// commit, as it left the file, and the 20 later ones.
+func revertBenchFiles() (base, target fileLines, later []fileLines) {
+	var lines []string
 	for i := range 10_000 {
-		base = append(base, fmt.Sprintf("- fact %d: something said once <!-- durable 2026-01-01 src:%d -->", i, i))
+		lines = append(lines, fmt.Sprintf("- fact %d: something said once <!-- durable 2026-01-01 src:%d -->", i, i))
 	}
-	target := slices.Clone(base)
+	changed := slices.Clone(lines)
 	for i := 0; i < 50; i++ {
-		target[i*200] = fmt.Sprintf("- fact %d, corrected <!-- durable 2026-06-01 src:%d -->", i*200, 20000+i)
+		changed[i*200] = fmt.Sprintf("- fact %d, corrected <!-- durable 2026-06-01 src:%d -->", i*200, 20000+i)
 	}
-	var later []fileLines
-	cur := slices.Clone(target)
+	f := func(ls []string) fileLines { return fileLines{lines: ls, eol: true, exists: true} }
+	cur := slices.Clone(changed)
 	for v := range 20 {
 		cur = slices.Clone(cur)
 		cur[v*400+7] += " (confirmed)"
 		for j := range 10 {
 			cur = append(cur, fmt.Sprintf("- later fact %d.%d", v, j))
 		}
-		later = append(later, fileLines{lines: cur, eol: true, exists: true})
+		later = append(later, f(cur))
 	}
-	f := func(ls []string) fileLines { return fileLines{lines: ls, eol: true, exists: true} }
-	for b.Loop() {
-		if r := revertLines(f(base), f(target), later...); r.conflicts() != 0 {
-			b.Fatal("conflicts")
-		}
-	}
+	return f(lines), f(changed), later
 }
 
 // A later change that rewrites many lines around one of the commit's

@@ -241,10 +241,7 @@ func (s *Store) planUndo(target *object.Commit, keep func(string) bool, now vers
 		// and the versions between need not be read.
 		f, err := s.fileUndo(ch, nil, now)
 		if err == nil && f.touched {
-			var between []FileText
-			if between, err = s.laterVersions(later, x, ch.path); err == nil {
-				f, err = s.fileUndo(ch, between, now)
-			}
+			f, err = s.fileUndo(ch, s.laterVersions(later, x, ch.path), now)
 		}
 		if err != nil {
 			return plan, err
@@ -272,50 +269,60 @@ func (s *Store) planUndo(target *object.Commit, keep func(string) bool, now vers
 	return plan, nil
 }
 
-// maxFollowed bounds the later versions of a file the undo follows one by
-// one; past them it goes from the last one followed to the file now at
-// once (a commit thousands of changes back would otherwise read every
-// version of the file).
+// maxFollowed bounds the later versions of a file the undo follows; past
+// them it goes from the last one followed to the file now at once (a
+// commit thousands of changes back would otherwise read every version of
+// the file). Of those, it reads only the ones it must (lazyrevert.go).
 const maxFollowed = 50
 
 // laterVersions are the versions of the file p the later commits made,
-// oldest first (at most maxFollowed; the ones that are not lines of text
-// left out): the undo follows the commit's lines through each.
-func (s *Store) laterVersions(later []indexEntry, x *commitIndex, p string) ([]FileText, error) {
+// oldest first (at most maxFollowed), each read from the repository when
+// the undo asks for it.
+func (s *Store) laterVersions(later []indexEntry, x *commitIndex, p string) laterFiles {
+	v := &storedVersions{s: s, path: p}
 	n, ok := x.num[p]
 	if !ok {
-		return nil, nil
+		return v
 	}
-	var out []FileText
 	for _, e := range later {
-		if len(out) == maxFollowed {
+		if len(v.commits) == maxFollowed {
 			break
 		}
-		if !slices.Contains(e.changed, n) {
-			continue
-		}
-		c, err := object.GetCommit(s.obj(), e.id)
-		if err != nil {
-			return nil, fmt.Errorf("read commit %s: %w", shortID(e.id.String()), err)
-		}
-		b, err := s.lookup(c.TreeHash, p)
-		if err != nil {
-			return nil, err
-		}
-		data, err := s.content(b)
-		if err != nil {
-			return nil, err
-		}
-		if lineFile(b, data) {
-			out = append(out, FileText{data, b.exists})
+		if slices.Contains(e.changed, n) {
+			v.commits = append(v.commits, e.id)
 		}
 	}
-	return out, nil
+	return v
+}
+
+// storedVersions are a file's versions in the commits that made them.
+type storedVersions struct {
+	s       *Store
+	path    string
+	commits []plumbing.Hash
+}
+
+func (v *storedVersions) Len() int { return len(v.commits) }
+
+func (v *storedVersions) At(i int) (FileText, bool, error) {
+	c, err := object.GetCommit(v.s.obj(), v.commits[i])
+	if err != nil {
+		return FileText{}, false, fmt.Errorf("read commit %s: %w", shortID(v.commits[i].String()), err)
+	}
+	b, err := v.s.lookup(c.TreeHash, v.path)
+	if err != nil {
+		return FileText{}, false, err
+	}
+	data, err := v.s.content(b)
+	if err != nil {
+		return FileText{}, false, err
+	}
+	return FileText{data, b.exists}, lineFile(b, data), nil
 }
 
 // fileUndo plans the undo of one file's change, followed through the
-// versions later commits made (between) to the one now.
-func (s *Store) fileUndo(ch treeChange, between []FileText, now version) (FileUndo, error) {
+// versions later commits made (between; nil: none) to the one now.
+func (s *Store) fileUndo(ch treeChange, between laterFiles, now version) (FileUndo, error) {
 	f := FileUndo{Path: ch.path}
 	cur, curData, err := now(ch.path)
 	if err != nil {
@@ -355,9 +362,9 @@ func (s *Store) fileUndo(ch treeChange, between []FileText, now version) (FileUn
 	if !cur.exists {
 		mode = ch.from.mode
 	}
-	f = undoText(FileText{base, ch.from.exists}, FileText{left, ch.to.exists}, between, FileText{curData, cur.exists}, mode)
+	f, err = undoText(FileText{base, ch.from.exists}, FileText{left, ch.to.exists}, between, FileText{curData, cur.exists}, mode)
 	f.Path, f.was = ch.path, cur
-	return f, nil
+	return f, err
 }
 
 // FileText is one version of a file: its bytes, and whether there is a
@@ -372,20 +379,20 @@ type FileText struct {
 // says, and returns the file it leaves and what it did (without a Path).
 // Restore does this for each file of a commit.
 func UndoLines(base, target, current FileText, res Resolution) (FileText, FileUndo) {
-	f := undoText(base, target, nil, current, filemode.Regular)
+	f, _ := undoText(base, target, nil, current, filemode.Regular) // nothing to read: no error
 	o := f.out[res]
 	return FileText{Data: o.data, Exists: o.exists}, f
 }
 
 // undoText plans the undo of a text file's change, followed through the
-// versions between to the one now (cur); mode is the mode the file keeps.
-func undoText(base, left FileText, between []FileText, cur FileText, mode filemode.FileMode) FileUndo {
+// versions between (nil: none) to the one now (cur); mode is the mode the
+// file keeps.
+func undoText(base, left FileText, between laterFiles, cur FileText, mode filemode.FileMode) (FileUndo, error) {
 	var f FileUndo
-	versions := make([]fileLines, 0, len(between)+1)
-	for _, v := range append(slices.Clone(between), cur) {
-		versions = append(versions, splitLines(v.Data, v.Exists))
+	r, err := revertThrough(splitLines(base.Data, base.Exists), splitLines(left.Data, left.Exists), between, splitLines(cur.Data, cur.Exists))
+	if err != nil {
+		return f, err
 	}
-	r := revertLines(splitLines(base.Data, base.Exists), splitLines(left.Data, left.Exists), versions...)
 	f.touched = slices.Contains(r.touched, true)
 	for _, p := range r.parts {
 		f.Removed = append(f.Removed, p.removed...)
@@ -403,7 +410,7 @@ func undoText(base, left FileText, between []FileText, cur FileText, mode filemo
 	}
 	kl := f.out[KeepLater]
 	f.Deleted, f.Created = cur.Exists && !kl.exists, !cur.Exists && kl.exists
-	return f
+	return f, nil
 }
 
 // lineFile says a version can be undone line by line: absent, or a
