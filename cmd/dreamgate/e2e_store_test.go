@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -15,6 +16,7 @@ import (
 	"github.com/dreamgate/dreamgate/store"
 	"github.com/dreamgate/dreamgate/store/postgres"
 	"github.com/dreamgate/dreamgate/store/storetest"
+	"github.com/jackc/pgx/v5"
 )
 
 // With store.postgres the archive and the conversations go to the
@@ -61,7 +63,8 @@ func TestPostgresArchiveThroughTheBinary(t *testing.T) {
 
 // A DSN that does not parse is a config error naming the field (exit 2);
 // a database that cannot be reached fails the command in a sentence that
-// names store.postgres. Neither shows the password.
+// names store.postgres, or the variable it came from. Each is one line
+// and none shows the password.
 func TestStoreDSNErrors(t *testing.T) {
 	h := newHarness(t)
 	h.set("store.postgres", "postgres://ana:s3cret@127.0.0.1:bad/dg")
@@ -69,15 +72,49 @@ func TestStoreDSNErrors(t *testing.T) {
 	if r.code != 2 || !strings.Contains(r.stderr, "store.postgres") || strings.Contains(r.stderr, "s3cret") {
 		t.Fatalf("a DSN that does not parse: exit %d\n%s", r.code, r.stderr)
 	}
+	oneSentence(t, r.stderr)
 	h.set("store.postgres", "postgres://ana:s3cret@127.0.0.1:1/dg?connect_timeout=2")
 	r = h.run("chat", "-m", "hi")
 	if r.code == 0 || !strings.Contains(r.stderr, "store.postgres") || strings.Contains(r.stderr, "s3cret") {
 		t.Fatalf("an unreachable database: exit %d\n%s", r.code, r.stderr)
 	}
+	oneSentence(t, r.stderr)
 	h.set("store.postgres", "")
 	env := []string{"DREAMGATE_POSTGRES_URL=postgres://ana:s3cret@127.0.0.1:1/dg?connect_timeout=2"}
-	if r := h.runEnv(env, "chat", "-m", "hi"); r.code == 0 || strings.Contains(r.stderr, "s3cret") {
+	r = h.runEnv(env, "chat", "-m", "hi")
+	if r.code == 0 || !strings.Contains(r.stderr, "DREAMGATE_POSTGRES_URL") || strings.Contains(r.stderr, "s3cret") {
 		t.Fatalf("DREAMGATE_POSTGRES_URL to an unreachable database: exit %d\n%s", r.code, r.stderr)
+	}
+	oneSentence(t, r.stderr)
+}
+
+// A database a newer dreamgate has upgraded is refused by the binary in
+// one sentence that names store.postgres and says what to run, and the
+// database is left as it was.
+func TestPostgresNewerSchemaIsRefusedInOneSentence(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	h := newHarness(t)
+	h.set("store.postgres", dsn)
+	if r := h.run("chat", "-m", "hi"); r.code != 0 {
+		t.Fatalf("chat on a new database: exit %d\n%s", r.code, r.stderr)
+	}
+	conn, err := pgx.Connect(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	newer := postgres.SchemaVersion() + 1
+	if _, err := conn.Exec(t.Context(), `INSERT INTO dreamgate_schema (version_id, is_applied) VALUES ($1, true)`, newer); err != nil {
+		t.Fatal(err)
+	}
+	r := h.run("chat", "-m", "hi again")
+	if r.code == 0 || !strings.Contains(r.stderr, "store.postgres") || !strings.Contains(r.stderr, "at least as new") {
+		t.Fatalf("chat on a newer schema: exit %d\n%s", r.code, r.stderr)
+	}
+	oneSentence(t, r.stderr)
+	var msgs int
+	if err := conn.QueryRow(t.Context(), `SELECT count(*) FROM conversation_lines`).Scan(&msgs); err != nil || msgs != 2 {
+		t.Fatalf("the database holds %d messages (%v), want the first chat's 2", msgs, err)
 	}
 }
 

@@ -38,7 +38,13 @@ func openDatabase(cfg Config, logger *slog.Logger) (*postgres.DB, error) {
 	// Room for Dream's lock and the ledger's beside the turns' queries.
 	db, err := postgres.Open(ctx, cfg.Store.Postgres, postgres.Options{Logger: logger.With("component", "store"), MaxConns: 10})
 	if err != nil {
-		return nil, fmt.Errorf("open the program state in PostgreSQL (store.postgres): %w", err)
+		// Name where the DSN came from: one set in the service's
+		// environment is not in the config file the operator reads.
+		field := "store.postgres"
+		if env := cfg.fromEnv[field]; env != "" {
+			field += ", from the environment variable " + env
+		}
+		return nil, fmt.Errorf("open the program state in PostgreSQL (%s): %w", field, err)
 	}
 	return db, nil
 }

@@ -150,7 +150,7 @@ func RedactDSN(dsn string) string {
 }
 
 // redactErr is err's text without the DSN's password, whatever pgx
-// quoted of it.
+// quoted of it, on one line.
 func redactErr(err error, dsn string) string {
 	msg := err.Error()
 	if cfg, perr := pgx.ParseConfig(dsn); perr == nil && cfg.Password != "" {
@@ -159,7 +159,35 @@ func redactErr(err error, dsn string) string {
 	if strings.Contains(msg, dsn) {
 		msg = strings.ReplaceAll(msg, dsn, RedactDSN(dsn))
 	}
-	return msg
+	return oneLine(msg)
+}
+
+// oneLine joins the lines of a pgx error: a connection that failed lists
+// each address it tried on a line of its own, and each twice where it
+// tried with TLS and without (sslmode=prefer), which an operator would
+// read as that many errors.
+func oneLine(msg string) string {
+	if !strings.Contains(msg, "\n") {
+		return msg
+	}
+	var b strings.Builder
+	seen := map[string]bool{}
+	for line := range strings.SplitSeq(msg, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || seen[line] {
+			continue
+		}
+		seen[line] = true
+		switch {
+		case b.Len() == 0:
+		case strings.HasSuffix(b.String(), ":"):
+			b.WriteString(" ")
+		default:
+			b.WriteString("; ")
+		}
+		b.WriteString(line)
+	}
+	return b.String()
 }
 
 // errNoRows reports pgx's "no rows" as such.

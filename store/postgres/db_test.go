@@ -89,3 +89,17 @@ func TestRedactDSN(t *testing.T) {
 		t.Fatalf("a failed connection's error: %v", err)
 	}
 }
+
+// A server that cannot be reached is one line, said once: pgx lists each
+// address it tried on a line of its own, twice under sslmode=prefer (with
+// TLS, then without).
+func TestUnreachableServerIsOneLine(t *testing.T) {
+	_, err := postgres.Open(t.Context(), "postgres://ana:s3cret@127.0.0.1:1/dg?connect_timeout=1", postgres.Options{})
+	if err == nil {
+		t.Fatal("Open of a server that is not there succeeded")
+	}
+	msg := err.Error()
+	if strings.Contains(msg, "\n") || strings.Count(msg, "connection refused") != 1 || !strings.Contains(msg, "127.0.0.1:1") {
+		t.Fatalf("not one line naming the address once: %q", msg)
+	}
+}
