@@ -88,9 +88,30 @@ func TestBackupRoundTrip(t *testing.T) {
 	if after := fileNames(t, h2.home); !slices.Equal(before, after) {
 		t.Error("a refused restore changed the home")
 	}
-	h2.set("store.postgres", "postgres://dreamgate@127.0.0.1:1/dreamgate")
-	if r := h2.run("backup", filepath.Join(t.TempDir(), "pg.tar.gz")); r.code != 1 || !strings.Contains(r.stderr, "pg_dump") {
+	postgresRefused(t, h2, file)
+}
+
+// postgresRefused checks that backup and restore-backup refuse the
+// PostgreSQL engine in one sentence naming store.postgres and what to use
+// instead, before they read or write anything.
+func postgresRefused(t *testing.T, h *harness, file string) {
+	t.Helper()
+	h.set("store.postgres", "postgres://dreamgate@127.0.0.1:1/dreamgate")
+	r := h.run("backup", filepath.Join(t.TempDir(), "pg.tar.gz"))
+	if r.code != 1 || !strings.Contains(r.stderr, "store.postgres") || !strings.Contains(r.stderr, "pg_dump") {
 		t.Errorf("backup with the PostgreSQL engine: exit %d\n%s", r.code, r.stderr)
+	}
+	oneSentence(t, r.stderr)
+	empty := newHarness(t)
+	empty.set("store.postgres", "postgres://dreamgate@127.0.0.1:1/dreamgate")
+	before := fileNames(t, empty.home)
+	r = empty.run("restore-backup", file)
+	if r.code != 1 || !strings.Contains(r.stderr, "store.postgres") || !strings.Contains(r.stderr, "migrate --to-postgres") {
+		t.Errorf("restore-backup with the PostgreSQL engine: exit %d\n%s", r.code, r.stderr)
+	}
+	oneSentence(t, r.stderr)
+	if after := fileNames(t, empty.home); !slices.Equal(before, after) {
+		t.Errorf("a restore refused for PostgreSQL wrote %q", after)
 	}
 }
 
