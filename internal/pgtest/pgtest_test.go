@@ -2,6 +2,9 @@ package pgtest
 
 import (
 	"context"
+	"os"
+	osexec "os/exec"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -31,5 +34,35 @@ func TestPostgresSchemaPerTest(t *testing.T) {
 	}
 	if n != 0 {
 		t.Fatalf("the other test's schema holds the table: %d", n)
+	}
+}
+
+// Without a cluster a PostgreSQL test is skipped, saying why, but under
+// CI=true it fails: a CI run whose cluster did not start cannot pass by
+// skipping. Each case runs this test binary again without the cluster's
+// variable.
+func TestSkippedWithoutAClusterButNotUnderCI(t *testing.T) {
+	if os.Getenv("PGTEST_CHILD") == "1" {
+		Server(t)
+		return
+	}
+	for _, tc := range []struct {
+		ci, want string
+		fails    bool
+	}{
+		{"true", "may not be skipped under CI", true},
+		{"", "SKIP", false},
+	} {
+		cmd := osexec.Command(os.Args[0], "-test.run=^TestSkippedWithoutAClusterButNotUnderCI$", "-test.v")
+		for _, kv := range os.Environ() {
+			if !strings.HasPrefix(kv, EnvDSN+"=") && !strings.HasPrefix(kv, "CI=") {
+				cmd.Env = append(cmd.Env, kv)
+			}
+		}
+		cmd.Env = append(cmd.Env, "PGTEST_CHILD=1", "CI="+tc.ci)
+		out, err := cmd.CombinedOutput()
+		if (err != nil) != tc.fails || !strings.Contains(string(out), tc.want) || !strings.Contains(string(out), EnvDSN+" is not set") {
+			t.Errorf("CI=%q without a cluster: %v\n%s", tc.ci, err, out)
+		}
 	}
 }
