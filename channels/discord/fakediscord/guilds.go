@@ -22,10 +22,12 @@ type Role struct {
 	Permissions int64
 }
 
-// Member is a person's membership of a guild: the roles they hold.
+// Member is a person's membership of a guild: the roles they hold, and
+// the nickname they go by there ("" for none).
 type Member struct {
 	User  User
 	Roles []string
+	Nick  string
 }
 
 // guildState is what the fake knows of a guild beyond its channels.
@@ -101,18 +103,40 @@ func (s *Server) SetMember(guild string, user User, roles ...string) {
 	}
 	s.users[user.ID] = user
 	g := s.guildLocked(guild)
-	_, known := g.members[user.ID]
-	m := Member{User: user, Roles: slices.Clone(roles)}
+	old, known := g.members[user.ID]
+	m := Member{User: user, Roles: slices.Clone(roles), Nick: old.Nick}
 	g.members[user.ID] = m
+	event := "GUILD_MEMBER_UPDATE"
+	if !known {
+		event = "GUILD_MEMBER_ADD"
+	}
+	s.memberChangedLocked(guild, m, event)
+}
+
+// SetNick gives a member of guild the nickname they go by there ("" takes
+// it away); sessions with the Server Members intent are sent
+// GUILD_MEMBER_UPDATE.
+func (s *Server) SetNick(guild, user, nick string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g := s.guildLocked(guild)
+	m, ok := g.members[user]
+	if !ok {
+		return
+	}
+	m.Nick = nick
+	g.members[user] = m
+	s.memberChangedLocked(guild, m, "GUILD_MEMBER_UPDATE")
+}
+
+// memberChangedLocked tells the sessions with the Server Members intent
+// of m's event, where the bot is in guild.
+func (s *Server) memberChangedLocked(guild string, m Member, event string) {
 	if !s.joinedLocked(guild) {
 		return
 	}
 	obj := s.memberObjectLocked(guild, m)
 	obj["guild_id"] = guild
-	event := "GUILD_MEMBER_UPDATE"
-	if !known {
-		event = "GUILD_MEMBER_ADD"
-	}
 	s.dispatchIntentLocked(guild, IntentGuildMembers, event, obj)
 }
 
@@ -176,8 +200,12 @@ func (s *Server) memberObjectLocked(guild string, m Member) map[string]any {
 	for _, r := range m.Roles {
 		roles = append(roles, r)
 	}
-	return map[string]any{"user": s.userObjectLocked(m.User.ID), "roles": roles,
+	obj := map[string]any{"user": s.userObjectLocked(m.User.ID), "roles": roles, "nick": nil,
 		"joined_at": "2024-01-01T00:00:00Z", "deaf": false, "mute": false}
+	if m.Nick != "" {
+		obj["nick"] = m.Nick
+	}
+	return obj
 }
 
 // memberRolesLocked lists the roles user holds in guild (none for a user

@@ -28,6 +28,9 @@ func (s *Server) userObjectLocked(id string) map[string]any {
 		u = User{ID: id, Username: id}
 	}
 	obj := map[string]any{"id": u.ID, "username": u.Username, "global_name": nil, "discriminator": "0", "avatar": nil}
+	if u.GlobalName != "" {
+		obj["global_name"] = u.GlobalName
+	}
 	if u.Bot {
 		obj["bot"] = true
 	}

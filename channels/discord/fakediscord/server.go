@@ -141,7 +141,10 @@ func Hidden(guild string) Overwrite {
 type User struct {
 	ID       string
 	Username string
-	Bot      bool
+	// GlobalName is the display name a user chose for every server
+	// (Discord's global_name), "" for none.
+	GlobalName string
+	Bot        bool
 }
 
 // Message is a message a user posts, injected with InjectMessage.
