@@ -113,7 +113,10 @@ func cmdDream() *command {
 			}
 			// Dream runs beside the conversation, not in its queue: it may
 			// take minutes and the conversation goes on meanwhile.
-			g.goBackground(func() { g.dreamFor(g.bgCtx, in, arch) })
+			// Its answer is out when the Dream ends: a restart before
+			// that runs the command again (the inbox keeps it).
+			*req.later = true
+			g.answerLater(in, func() { g.dreamFor(g.bgCtx, in, arch) })
 			return ""
 		},
 	}

@@ -29,6 +29,10 @@ type command struct {
 type cmdRequest struct {
 	in   channels.Inbound
 	args string
+	// later, set by a command that answers from the background (/dream),
+	// says its answer is not out when run returns: the background work
+	// records it answered once it is.
+	later *bool
 }
 
 func commandList() []*command {
@@ -100,6 +104,7 @@ func parseCommand(text string) *parsedCommand {
 func (g *Gateway) runCommand(ctx context.Context, in channels.Inbound, pc *parsedCommand) Result {
 	c := g.commands[pc.name]
 	var reply string
+	later := false
 	switch {
 	case c == nil:
 		reply = g.unknownCommand(in, pc.name)
@@ -109,7 +114,7 @@ func (g *Gateway) runCommand(ctx context.Context, in channels.Inbound, pc *parse
 	case c.args == "" && pc.args != "":
 		reply = fmt.Sprintf("%s takes no arguments. Try %s.", pc.name, pc.name)
 	default:
-		reply = c.run(ctx, g, cmdRequest{in: in, args: pc.args})
+		reply = c.run(ctx, g, cmdRequest{in: in, args: pc.args, later: &later})
 	}
 	// Counted before its reply goes out: whoever reads the reply and then
 	// the metrics finds it counted.
@@ -117,7 +122,31 @@ func (g *Gateway) runCommand(ctx context.Context, in channels.Inbound, pc *parse
 	if reply != "" {
 		g.send(channels.ReplyTo(in, channels.KindReply, reply))
 	}
+	if g.recordsCommand(pc) && !later {
+		g.markAnswered(in)
+	}
 	return Result{Reply: reply}
+}
+
+// recordsCommand says whether the command pc is kept in the inbox until
+// answered, as a chat message is, so that a restart (or, on a shared
+// database, another process) runs a command accepted before it: every
+// command the conversation's queue runs (a /dream the gateway died in,
+// a Slack or Discord slash command whose answer still has its
+// response_url or interaction token), not the priority ones, answered at
+// once, nor a word that names no command.
+func (g *Gateway) recordsCommand(pc *parsedCommand) bool {
+	c := g.commandFor(pc)
+	return c != nil && !c.priority
+}
+
+// recordedCommand is the command a message of the inbox asks for, nil
+// when it is a chat message (or a command the inbox does not keep).
+func (g *Gateway) recordedCommand(in channels.Inbound) *parsedCommand {
+	if pc := parseCommand(in.Text); g.recordsCommand(pc) {
+		return pc
+	}
+	return nil
 }
 
 // unknownCommand suggests the nearest command in the form that works on

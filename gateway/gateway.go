@@ -195,6 +195,8 @@ type Gateway struct {
 	inboxLeft []inboxLine
 	// answering: the messages whose answer may be out already (answer.go).
 	answering answering
+	// later: the commands answered in the background (later.go).
+	later laterAnswers
 	// share, when set, shares conversations with other processes
 	// (share.go).
 	share *sharing

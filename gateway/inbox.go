@@ -494,6 +494,10 @@ func (g *Gateway) answerPending() {
 		if g.channel(l.Origin.Channel) == nil {
 			continue
 		}
+		if pc := g.recordedCommand(in); pc != nil {
+			g.requeueCommand(in, pc, now)
+			continue
+		}
 		sess, err := g.deps.Sessions.Get(l.Key)
 		if err != nil {
 			g.logger.Warn("cannot open a session to answer a message a restart left", "session", l.Key, "err", err)
@@ -530,6 +534,20 @@ func (g *Gateway) requeue(in channels.Inbound, reply string, now time.Time) {
 	}
 	if err := g.enqueue(j); err != nil {
 		g.logger.Warn("could not queue an unanswered message", "session", in.SessionKey, "err", err)
+	}
+}
+
+// requeueCommand queues a command a crash left unanswered: run again when
+// it is recent, else its sender asked to send it again. Its session holds
+// nothing of it: a command's reply is not part of the conversation.
+func (g *Gateway) requeueCommand(in channels.Inbound, pc *parsedCommand, now time.Time) {
+	j := job{in: in, cmd: pc}
+	if now.Sub(in.Time) > g.cfg.AnswerPending {
+		j = job{in: in, task: func(ctx context.Context) { g.finishPending(ctx, in, channels.KindError, restartedNotice) }}
+	}
+	g.logger.Info("running a command a restart left unanswered", "session", in.SessionKey, "command", pc.name, "again", j.cmd != nil)
+	if err := g.enqueue(j); err != nil {
+		g.logger.Warn("could not queue an unanswered command", "session", in.SessionKey, "err", err)
 	}
 }
 

@@ -35,6 +35,9 @@ type worker struct {
 	// was last put in the inbox's order.
 	unordered bool
 	current   channels.Inbound // the message of the job running now
+	// queued, while the worker holds its claim for a command answered
+	// in the background (holdForLater), is closed when a job is queued.
+	queued chan struct{}
 }
 
 // job is one thing a session's worker does: a chat turn, a command, or an
@@ -57,11 +60,11 @@ func (g *Gateway) Deliver(ctx context.Context, in channels.Inbound) error {
 }
 
 // Submit accepts one inbound message and returns a channel that receives
-// its Result once it has been handled. A chat message is recorded in the
-// inbox before it is queued, and one the inbox knows already (a platform
-// delivering it again) is ignored. Once shutdown has begun, a message is
-// still not dropped: it is saved in its session and its sender told to send
-// it again.
+// its Result once it has been handled. A chat message, or a command the
+// queue runs, is recorded in the inbox before it is queued, and one the
+// inbox knows already (a platform delivering it again) is ignored. Once
+// shutdown has begun, a message is still not dropped: it is saved in its
+// session and its sender told to send it again.
 func (g *Gateway) Submit(ctx context.Context, in channels.Inbound) (<-chan Result, error) {
 	if in.Time.IsZero() {
 		in.Time = g.now()
@@ -78,13 +81,15 @@ func (g *Gateway) Submit(ctx context.Context, in channels.Inbound) (<-chan Resul
 	if tooLong > 0 {
 		pc = nil // not run, whatever it starts with
 	}
-	if pc == nil && g.accept(in) {
+	if (pc == nil || g.recordsCommand(pc)) && g.accept(in) {
 		g.logger.Info("message delivered again and accepted before; ignored", "session", in.SessionKey)
 		done <- Result{}
 		return done, nil
 	}
 	var err error
-	shared := g.share != nil && pc == nil && tooLong == 0 && recoverable(in)
+	// A message, or a command the inbox keeps, is answered by whichever
+	// process holds its conversation, from the inbox.
+	shared := g.share != nil && (pc == nil || g.recordsCommand(pc)) && tooLong == 0 && recoverable(in)
 	switch c := g.commandFor(pc); {
 	case c != nil && c.priority && !in.InOrder:
 		err = g.runPriority(ctx, in, pc, done)
@@ -165,6 +170,10 @@ func (g *Gateway) enqueue(j job) error {
 		return channels.ErrBusy
 	}
 	w.queue = append(w.queue, j)
+	if w.queued != nil {
+		close(w.queued)
+		w.queued = nil
+	}
 	if j.shared && w.holding {
 		// Another process may have accepted a message of this
 		// conversation before this one: the inbox orders them.

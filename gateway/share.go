@@ -174,7 +174,7 @@ func (g *Gateway) turnover(ctx context.Context, w *worker) {
 		return
 	}
 	// A process shutting down finishes what it queued and takes no more.
-	if !closed && g.refill(w, false) {
+	if !closed && (g.refill(w, false) || g.holdForLater(ctx, w)) {
 		return
 	}
 	s := g.share
@@ -378,6 +378,14 @@ func (g *Gateway) answerWaiting(ctx context.Context, in channels.Inbound, now ti
 	if age > resendWindow {
 		g.logger.Info("letting go of a message left unanswered for long", "session", in.SessionKey, "age", age.Round(time.Second))
 		g.markAnswered(in)
+		return
+	}
+	if pc := g.recordedCommand(in); pc != nil {
+		if g.cfg.AnswerPending > 0 && age > g.cfg.AnswerPending {
+			g.finishPending(ctx, in, channels.KindError, restartedNotice)
+		} else {
+			g.runCommand(ctx, in, pc)
+		}
 		return
 	}
 	sess, err := g.deps.Sessions.Get(in.SessionKey)

@@ -192,7 +192,9 @@ func (a *Adapter) onInteraction(ctx context.Context, i *discordgo.Interaction, o
 			err := a.session.InteractionRespond(i, resp, discordgo.WithContext(rctx))
 			if err != nil {
 				a.log.Warn("discord: deferring a slash command failed", "interaction", i.ID, "err", err)
+				return
 			}
+			a.keepInteraction(it)
 		})
 		out.Put(ctx, item{i: i})
 	case discordgo.InteractionApplicationCommandAutocomplete:
@@ -383,19 +385,24 @@ func (a *Adapter) rememberInteraction(it *interaction) {
 	a.interactions[interactionPrefix+it.i.ID] = it
 }
 
-// interactionFor returns the live interaction a reply answers, nil when
-// replyTo is a message (or the interaction's token has expired).
+// interactionFor returns the interaction a reply answers: this process's
+// own, or one deferred by another process (or before a restart) and kept
+// in the handles; nil when replyTo is a message, or the interaction's
+// token has expired.
 func (a *Adapter) interactionFor(replyTo string) *interaction {
 	if !strings.HasPrefix(replyTo, interactionPrefix) {
 		return nil
 	}
 	a.ixMu.Lock()
-	defer a.ixMu.Unlock()
 	it := a.interactions[replyTo]
-	if it == nil || time.Since(it.created) > interactionTTL {
-		return nil
+	a.ixMu.Unlock()
+	if it != nil {
+		if time.Since(it.created) > interactionTTL {
+			return nil
+		}
+		return it
 	}
-	return it
+	return a.keptInteraction(replyTo)
 }
 
 // sendInteraction posts parts through the interaction's webhook: the first
@@ -436,6 +443,7 @@ func (a *Adapter) sendInteraction(ctx context.Context, r *channels.Retry, it *in
 			it.originalSet = true
 			it.mu.Unlock()
 		}
+		a.usedInteraction(it)
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package discord
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -359,5 +360,62 @@ func TestSlashStopAnsweredAtOnce(t *testing.T) {
 	}
 	if !fus[0].Original || fus[0].Content != "Nothing is running here." {
 		t.Fatalf("follow-up %+v", fus[0])
+	}
+}
+
+// A slash command deferred before a restart is answered after it through
+// its interaction, as it would have been: the "thinking…" edited into the
+// answer, privately where the command is answered privately, and nothing
+// posted to the channel. The interaction's token is kept in the reply
+// handles (here shared as the store shares them between a process and its
+// restart, or another process), which also count the parts sent: a
+// process that takes over after the first part follows it up.
+func TestSlashCommandAnsweredAfterARestart(t *testing.T) {
+	t.Parallel()
+	handles := &channels.MemoryReplyHandles{}
+	opts := commandOpts()
+	opts.cfg.Handles = handles
+	before := newHarness(t, opts)
+	ask := func(h *harness, channel, command string) (string, channels.Inbound) {
+		t.Helper()
+		n := len(h.fake.Callbacks())
+		id, err := h.fake.InjectInteraction(fakediscord.Interaction{ChannelID: channel, User: fakediscord.User{ID: "U1"}, Command: command})
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := h.next()
+		if _, err := h.fake.WaitCallbacks(h.ctx(), n+1); err != nil {
+			t.Fatal(err)
+		}
+		return id, in
+	}
+	dreamID, dream := ask(before, "C1", "dream")
+	helpID, help := ask(before, "C1", "help")
+	before.send(channels.ReplyTo(dream, channels.KindProgress, "Dreaming…"))
+	if _, err := before.fake.WaitFollowups(before.ctx(), 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := before.stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	opts.server = before.fake
+	after := newHarness(t, opts)
+	after.send(channels.ReplyTo(help, channels.KindReply, "Commands: …"))
+	after.send(channels.ReplyTo(dream, channels.KindReply, "Dream: 1 change to MEMORY.md"))
+	fus, err := after.fake.WaitFollowups(after.ctx(), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []fakediscord.Followup{
+		{InteractionID: dreamID, Original: true, Content: "Dreaming…"},
+		{InteractionID: helpID, Original: true, Content: "Commands: …", Ephemeral: true},
+		{InteractionID: dreamID, Content: "Dream: 1 change to MEMORY.md"},
+	}
+	if !slices.Equal(fus, want) {
+		t.Errorf("answers after the restart:\n%+v\nwant\n%+v", fus, want)
+	}
+	if sent := after.fake.Sent(); len(sent) != 0 {
+		t.Errorf("an answer after the restart was posted to the channel: %+v", sent)
 	}
 }

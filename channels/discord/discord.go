@@ -119,8 +119,14 @@ type Config struct {
 	// Posts, when set, records the parts of answers posted (by their
 	// channels.PostKey, also their nonce), shared with the other
 	// processes of one store; an answer sent again skips what it holds.
-	Posts  channels.PostLog
-	Logger *slog.Logger
+	Posts channels.PostLog
+	// Handles, when set, keep slash commands' interaction tokens from the
+	// deferral until they expire, shared with the other processes of one
+	// store and kept across a restart, so a command deferred before a
+	// restart is answered through its interaction after it. Nil keeps
+	// them in this process's memory.
+	Handles channels.ReplyHandles
+	Logger  *slog.Logger
 }
 
 // tuning holds the timings; tests shorten them.
@@ -178,6 +184,11 @@ type Adapter struct {
 
 	ixMu         sync.Mutex
 	interactions map[string]*interaction // by Inbound.MessageID
+	// handles keep the interactions' tokens for whichever process answers
+	// (Config.Handles, or this process's memory); localHandles those the
+	// store could not keep.
+	handles      channels.ReplyHandles
+	localHandles channels.MemoryReplyHandles
 
 	bg sync.WaitGroup // interaction answers, owned by Run
 
@@ -325,6 +336,7 @@ func New(cfg Config) (*Adapter, error) {
 		shardLeases:   cfg.ShardLeases,
 		standbyPoll:   cfg.StandbyPoll,
 		interactions:  map[string]*interaction{},
+		handles:       cfg.Handles,
 		refused:       channels.NewRecentSet(recentRefusals),
 		servers:       newServers(nil),
 		members:       cfg.GuildMembers,

@@ -82,29 +82,35 @@ type harness struct {
 }
 
 type harnessOpts struct {
-	cfg     Config
-	fake    fakediscord.Config
+	cfg  Config
+	fake fakediscord.Config
+	// server, when set, is the fake to run against (a restart, on the
+	// same Discord); fake is then unused.
+	server  *fakediscord.Server
 	noStart bool // build only; the test calls h.start
 	noWait  bool // do not wait for the first session
 }
 
 func newHarness(t *testing.T, o harnessOpts) *harness {
 	t.Helper()
-	if o.fake.HeartbeatInterval == 0 {
-		o.fake.HeartbeatInterval = 500 * time.Millisecond
+	fake := o.server
+	if fake == nil {
+		if o.fake.HeartbeatInterval == 0 {
+			o.fake.HeartbeatInterval = 500 * time.Millisecond
+		}
+		var err error
+		if fake, err = fakediscord.Start(o.fake); err != nil {
+			t.Fatalf("start fake: %v", err)
+		}
+		t.Cleanup(fake.Close)
+		fake.AddGuild("G1",
+			fakediscord.Channel{ID: "C1", Name: "general", Type: fakediscord.ChannelText},
+			fakediscord.Channel{ID: "C2", Name: "random", Type: fakediscord.ChannelText},
+			fakediscord.Channel{ID: "T1", Name: "a thread", ParentID: "C1", Type: fakediscord.ChannelPublicThread},
+		)
+		fake.AddChannel(fakediscord.Channel{ID: "D1", Type: fakediscord.ChannelDM})
+		fake.AddChannel(fakediscord.Channel{ID: "D2", Type: fakediscord.ChannelDM})
 	}
-	fake, err := fakediscord.Start(o.fake)
-	if err != nil {
-		t.Fatalf("start fake: %v", err)
-	}
-	t.Cleanup(fake.Close)
-	fake.AddGuild("G1",
-		fakediscord.Channel{ID: "C1", Name: "general", Type: fakediscord.ChannelText},
-		fakediscord.Channel{ID: "C2", Name: "random", Type: fakediscord.ChannelText},
-		fakediscord.Channel{ID: "T1", Name: "a thread", ParentID: "C1", Type: fakediscord.ChannelPublicThread},
-	)
-	fake.AddChannel(fakediscord.Channel{ID: "D1", Type: fakediscord.ChannelDM})
-	fake.AddChannel(fakediscord.Channel{ID: "D2", Type: fakediscord.ChannelDM})
 
 	cfg := o.cfg
 	if cfg.Token == "" {

@@ -77,9 +77,12 @@ type Adapter struct {
 	// threads are the threads (channel/ts) seen in this process: the first
 	// message of one reads its earlier messages.
 	threads *channels.RecentSet
-	slash   slashTargets
-	streams streams
-	edits   *editBudget // chat.update allowance shared by the streams
+	// handles keep slash commands' response_urls (Config.Handles, or
+	// this process's memory); localHandles those the store could not.
+	handles      channels.ReplyHandles
+	localHandles channels.MemoryReplyHandles
+	streams      streams
+	edits        *editBudget // chat.update allowance shared by the streams
 	// botHandle is the bot's user name (auth.test), for "@bot /status".
 	botHandle atomic.Value
 
@@ -131,6 +134,10 @@ func New(cfg Config) (*Adapter, error) {
 		streamDelay:     streamDelay,
 		streamInterval:  streamInterval,
 	}
+	a.handles = cfg.Handles
+	if a.handles == nil {
+		a.handles = &a.localHandles
+	}
 	a.gate = &connGate{a: a}
 	clock := func() time.Time { return a.now() }
 	a.people, a.convs = newPeople(clock), newConvCache(clock)
@@ -175,7 +182,7 @@ func (a *Adapter) Send(ctx context.Context, out channels.Outbound) error {
 	if out.ChatID == "" {
 		return errors.New("slack: send: no channel id")
 	}
-	if t := a.slash.get(out.ReplyTo); t != nil {
+	if t := a.slashTarget(out.ReplyTo); t != nil {
 		return a.respond(ctx, t, out)
 	}
 	r := a.retryPolicy().Start(out)

@@ -54,8 +54,14 @@ type Config struct {
 	// Posts, when set, records the parts of answers posted (by their
 	// channels.PostKey), shared with the other processes of one store;
 	// an answer sent again asks it before asking Slack.
-	Posts  channels.PostLog
-	Logger *slog.Logger // nil = discard
+	Posts channels.PostLog
+	// Handles, when set, keep slash commands' response_urls from their
+	// acceptance until they expire, shared with the other processes of
+	// one store and kept across a restart, so a command accepted before
+	// a restart is answered through its response_url after it. Nil keeps
+	// them in this process's memory.
+	Handles channels.ReplyHandles
+	Logger  *slog.Logger // nil = discard
 }
 
 // DefaultMaxFileBytes is Config.MaxFileBytes when it is 0.

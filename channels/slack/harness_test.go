@@ -103,8 +103,11 @@ func (h *harness) result() error {
 }
 
 type harnessOpts struct {
-	cfg      func(*Config)
-	fake     fakeslack.Config
+	cfg  func(*Config)
+	fake fakeslack.Config
+	// server, when set, is the fake to run against (another process, or
+	// a restart, on the same Slack); fake is then unused.
+	server   *fakeslack.Server
 	adapter  func(*Adapter)
 	sink     func(*recSink, *Adapter)
 	noWait   bool // do not wait for the first connection
@@ -114,8 +117,11 @@ type harnessOpts struct {
 
 func startHarness(t *testing.T, o harnessOpts) *harness {
 	t.Helper()
-	fake := fakeslack.New(o.fake)
-	t.Cleanup(fake.Close)
+	fake := o.server
+	if fake == nil {
+		fake = fakeslack.New(o.fake)
+		t.Cleanup(fake.Close)
+	}
 	cfg := Config{
 		BotToken: fake.BotToken(), AppToken: fake.AppToken(), APIURL: fake.APIURL(),
 		ReplyInThread: true,

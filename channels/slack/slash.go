@@ -2,6 +2,7 @@ package slack
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -38,54 +39,86 @@ const (
 	progressUses = 3
 )
 
-// slashTarget is where the replies to one slash command go.
+// slashTarget is where the replies to one slash command go. It is kept
+// in the reply handles (Config.Handles) under the command's MessageID, as
+// JSON, so that the process answering the command — this one, restarted
+// or not, or another on the same store — answers through its
+// response_url; the handles count its uses once for all of them.
 type slashTarget struct {
-	url, channel, user string
-	expires            time.Time
-	used               int
+	URL     string `json:"url"`
+	Channel string `json:"channel"`
+	User    string `json:"user"`
+	// Expires is when the response_url stops working; the target is kept
+	// an hour longer (slashKeep), for an answer that comes late to go by
+	// chat.postEphemeral.
+	Expires time.Time `json:"expires"`
+
+	// handles is where it was found: its uses are booked there.
+	handles channels.ReplyHandles
+	id      string
 }
 
-// slashTargets maps a slash command's MessageID to its response_url.
-type slashTargets struct {
-	mu sync.Mutex
-	m  map[string]*slashTarget
+// slashKeep is how long a slash command's target is kept.
+const slashKeep = responseURLTTL + time.Hour
+
+// keepSlash keeps t under id. When the store cannot keep it, this process
+// keeps it in its memory, so it can still answer (a restart then cannot),
+// and says so.
+func (a *Adapter) keepSlash(id string, t slashTarget) {
+	data, err := json.Marshal(t)
+	if err != nil {
+		a.log.Warn("slack: cannot record a slash command's response_url", "err", err)
+		return
+	}
+	expires := t.Expires.Add(slashKeep - responseURLTTL)
+	if err := a.handles.Keep(id, data, expires); err != nil {
+		a.log.Warn("slack: the store could not keep a slash command's response_url; only this process can answer through it", "err", err)
+		_ = a.localHandles.Keep(id, data, expires)
+	}
 }
 
-func (s *slashTargets) put(id string, t *slashTarget) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.m == nil {
-		s.m = map[string]*slashTarget{}
+// slashTarget returns the target of the slash command id names, nil when
+// id names no slash command or its target is no longer kept.
+func (a *Adapter) slashTarget(id string) *slashTarget {
+	if !isSlashID(id) {
+		return nil
 	}
 	now := time.Now()
-	for k, v := range s.m {
-		if now.After(v.expires.Add(time.Hour)) {
-			delete(s.m, k) // a late /dream reply falls back to chat.postEphemeral
+	for _, h := range []channels.ReplyHandles{a.handles, &a.localHandles} {
+		data, _, ok, err := h.Handle(id, now)
+		if err != nil {
+			a.log.Warn("slack: cannot read a slash command's response_url from the store", "err", err)
+			continue
 		}
+		if !ok {
+			continue
+		}
+		t := &slashTarget{handles: h, id: id}
+		if err := json.Unmarshal(data, t); err != nil {
+			a.log.Warn("slack: a slash command's response_url record does not parse", "err", err)
+			return nil
+		}
+		return t
 	}
-	s.m[id] = t
-}
-
-func (s *slashTargets) get(id string) *slashTarget {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.m[id]
+	return nil
 }
 
 // take books one use of t's response_url, or reports that it cannot take
 // another (spent, expired, or kept for the answer when progress).
-func (s *slashTargets) take(t *slashTarget, progress bool) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+func (a *Adapter) take(t *slashTarget, progress bool) bool {
+	now := time.Now()
+	if t.URL == "" || !now.Before(t.Expires) {
+		return false
+	}
 	limit := responseURLUses
 	if progress {
 		limit = progressUses
 	}
-	if t.used >= limit || time.Now().After(t.expires) {
-		return false
+	ok, err := t.handles.Use(t.id, limit, now)
+	if err != nil {
+		a.log.Warn("slack: cannot book a use of a slash command's response_url; posting ephemeral instead", "err", err)
 	}
-	t.used++
-	return true
+	return ok
 }
 
 // slashNameRE is a command word the gateway's parser takes as a command.
@@ -118,7 +151,7 @@ func (r *runner) handleSlash(ctx context.Context, sc slashCommand) {
 		return
 	}
 	id := slashIDPrefix + sc.triggerID
-	a.slash.put(id, &slashTarget{url: sc.responseURL, channel: sc.channel, user: sc.user, expires: time.Now().Add(responseURLTTL)})
+	a.keepSlash(id, slashTarget{URL: sc.responseURL, Channel: sc.channel, User: sc.user, Expires: time.Now().Add(responseURLTTL)})
 	dm := strings.HasPrefix(sc.channel, "D")
 	in := channels.Inbound{
 		Channel:    Name,
@@ -157,21 +190,21 @@ func (a *Adapter) respond(ctx context.Context, t *slashTarget, out channels.Outb
 		return nil
 	}
 	for i, part := range channels.SplitMessage(text, MaxMessageLen) {
-		if t.url != "" && a.slash.take(t, progress) {
-			err := a.respondOnce(ctx, t.url, part)
+		if a.take(t, progress) {
+			err := a.respondOnce(ctx, t.URL, part)
 			if err == nil {
 				continue
 			}
 			if ctx.Err() != nil {
 				return err
 			}
-			a.log.Info("slack response_url refused; posting ephemeral instead", "chat", t.channel, "err", err)
+			a.log.Info("slack response_url refused; posting ephemeral instead", "chat", t.Channel, "err", err)
 		} else if progress {
-			a.log.Debug("slack progress line dropped: response_url uses kept for the answer", "chat", t.channel)
+			a.log.Debug("slack progress line dropped: response_url uses kept for the answer", "chat", t.Channel)
 			return nil
 		}
 		if err := a.postEphemeral(ctx, r, t, part); err != nil {
-			return fmt.Errorf("slack: answer part %d of slash command in %s: %w", i+1, t.channel, err)
+			return fmt.Errorf("slack: answer part %d of slash command in %s: %w", i+1, t.Channel, err)
 		}
 	}
 	return nil
@@ -200,7 +233,7 @@ func (a *Adapter) respondOnce(ctx context.Context, url, text string) error {
 func (a *Adapter) postEphemeral(ctx context.Context, r *channels.Retry, t *slashTarget, text string) error {
 	for {
 		callCtx, cancel := context.WithTimeout(ctx, a.apiTimeout)
-		_, err := a.api.PostEphemeralContext(callCtx, t.channel, t.user, slack.MsgOptionText(text, false))
+		_, err := a.api.PostEphemeralContext(callCtx, t.Channel, t.User, slack.MsgOptionText(text, false))
 		cancel()
 		switch rl, limited := errors.AsType[*slack.RateLimitedError](err); {
 		case err == nil:

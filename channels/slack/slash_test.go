@@ -1,6 +1,7 @@
 package slack
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -180,5 +181,56 @@ func TestSlashAnswerEphemeralWaitsOutARateLimit(t *testing.T) {
 	}
 	if n := h.fake.CallCount("chat.postEphemeral"); n != 2 {
 		t.Errorf("chat.postEphemeral called %d times, want 2 (the 429, then the post)", n)
+	}
+}
+
+// A slash command accepted before a restart is answered after it through
+// its response_url, ephemeral, as it would have been: the response_url is
+// kept in the reply handles (here shared as the store shares them between
+// a process and its restart, or another process), and its uses are
+// counted across both, so the restarted process keeps within Slack's five.
+func TestSlashCommandAnsweredAfterARestart(t *testing.T) {
+	handles := &channels.MemoryReplyHandles{}
+	withHandles := func(c *Config) { c.Handles = handles }
+	before := startHarness(t, harnessOpts{cfg: withHandles})
+	_, trig, err := before.fake.InjectSlashCommand(fakeslack.SlashCommand{Command: "/dream", User: "U1", Channel: "C1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := before.sink.next(t)
+	ctx := before.ctx()
+	for _, p := range []string{"Archiving…", "Dreaming…"} {
+		if err := before.a.Send(ctx, channels.ReplyTo(in, channels.KindProgress, p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before.cancel()
+	if err := before.result(); err != nil {
+		t.Fatal(err)
+	}
+
+	after := startHarness(t, harnessOpts{cfg: withHandles, server: before.fake})
+	if err := after.a.Send(ctx, channels.ReplyTo(in, channels.KindProgress, "Editing…")); err != nil {
+		t.Fatal(err)
+	}
+	if err := after.a.Send(ctx, channels.ReplyTo(in, channels.KindProgress, "One too many…")); err != nil {
+		t.Fatal(err)
+	}
+	if err := after.a.Send(ctx, channels.ReplyTo(in, channels.KindReply, "Dream: 1 change to MEMORY.md")); err != nil {
+		t.Fatal(err)
+	}
+	resps := after.fake.Responses()
+	var texts []string
+	for _, r := range resps {
+		if r.TriggerID != trig || r.ResponseType != "ephemeral" {
+			t.Errorf("response %+v, want trigger %s, ephemeral", r, trig)
+		}
+		texts = append(texts, r.Text)
+	}
+	if want := []string{"Archiving…", "Dreaming…", "Editing…", "Dream: 1 change to MEMORY.md"}; !slices.Equal(texts, want) {
+		t.Errorf("responses %q, want %q (progress within its three uses across the restart)", texts, want)
+	}
+	if posts, eph := after.fake.Posts(), after.fake.Ephemerals(); len(posts) != 0 || len(eph) != 0 {
+		t.Errorf("the answer after the restart went elsewhere: posts %+v, ephemerals %+v", posts, eph)
 	}
 }

@@ -177,7 +177,7 @@ func (p *gatewayProcess) build() error {
 	if p.dreamer != nil {
 		dreamLog = dreamCommits(a.repo, p.g.MemoryKeep)
 	}
-	names, err := addChannels(p.g, cfg, logger, dreamLog, a.posts(), p.shardLeases())
+	names, err := addChannels(p.g, cfg, logger, dreamLog, a.posts(), a.replyHandles(), p.shardLeases())
 	if err != nil {
 		return err
 	}
@@ -409,7 +409,7 @@ func dreamCommits(repo *gitstore.Store, keepFor func(audience.Audience) func(str
 // addChannels adds the configured chat platforms, and returns them as the
 // memory page's names; dreamLog (nil without Dream) feeds Discord's sha
 // autocomplete.
-func addChannels(g *gateway.Gateway, cfg Config, logger *slog.Logger, dreamLog func(context.Context, audience.Audience, int) ([]discord.DreamCommit, error), posts channels.PostLog, shards discord.ShardLeases) (webNames, error) {
+func addChannels(g *gateway.Gateway, cfg Config, logger *slog.Logger, dreamLog func(context.Context, audience.Audience, int) ([]discord.DreamCommit, error), posts channels.PostLog, handles channels.ReplyHandles, shards discord.ShardLeases) (webNames, error) {
 	names := webNames{}
 	if s := cfg.Channels.Slack; s.Enabled {
 		ad, err := slack.New(slack.Config{
@@ -418,7 +418,7 @@ func addChannels(g *gateway.Gateway, cfg Config, logger *slog.Logger, dreamLog f
 			ReplyInThread: s.ReplyInThread, Logger: logger,
 			Commands: gateway.Commands(), CommandPrefix: s.CommandPrefix, MaxFileBytes: s.MaxFileBytes,
 			Images:    cfg.LLM.Images,
-			SendRetry: time.Duration(s.SendRetryMinutes) * time.Minute, Posts: posts,
+			SendRetry: time.Duration(s.SendRetryMinutes) * time.Minute, Posts: posts, Handles: handles,
 		})
 		if err != nil {
 			return nil, &configError{path: cfg.path, msg: err.Error()}
@@ -433,7 +433,7 @@ func addChannels(g *gateway.Gateway, cfg Config, logger *slog.Logger, dreamLog f
 			MaxFileBytes: d.MaxFileBytes, Images: cfg.LLM.Images, Stream: d.Stream, GuildMembers: d.GuildMembers,
 			ShardID: int(d.ShardID), ShardCount: int(d.ShardCount), ShardLeases: shards, StandbyPoll: cfg.lease() / 3,
 			SendRetry: time.Duration(d.SendRetryMinutes) * time.Minute,
-			Logger:    logger, Posts: posts,
+			Logger:    logger, Posts: posts, Handles: handles,
 		}
 		if d.SlashCommands {
 			dc.Commands, dc.CommandGuilds, dc.DreamLog = gateway.Commands(), d.CommandGuilds, dreamLog

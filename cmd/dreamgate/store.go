@@ -93,6 +93,21 @@ func (a *app) posts() channels.PostLog {
 	return &store.MemoryPosts{}
 }
 
+// replyHandlesFile holds, on files, the platforms' handles for answering
+// the slash commands accepted in the last half hour or so.
+const replyHandlesFile = "reply-handles.json"
+
+// replyHandles keep slash commands' response_urls and interaction tokens
+// until answered, so a restart (or, on a database, another process)
+// answers through them: the database's rows, or a file in the state
+// directory.
+func (a *app) replyHandles() channels.ReplyHandles {
+	if a.db != nil {
+		return a.db.ReplyHandles()
+	}
+	return store.OpenReplyHandlesFile(filepath.Join(a.cfg.StateDir, replyHandlesFile))
+}
+
 // pageKeyName is the memory page's signing key's name among the
 // database's secrets (web.key in the state directory on files).
 const pageKeyName = "web.key"
