@@ -23,9 +23,11 @@ type backend interface {
 	// still has its old value (storage.ErrReferenceHasChanged otherwise).
 	// Within a write it lands with the write.
 	setRefs(ups []refUpdate) error
-	// lineRefs lists the refs under prefix that may have changed since the
-	// stamp since ("" : all of them), and the stamp to pass next time.
-	lineRefs(prefix, since string) (map[plumbing.ReferenceName]plumbing.Hash, string, error)
+	// lineRefs lists the refs under refs/<prefix>/ that may have changed
+	// since the stamp since ("": all of them; a removed one with the zero
+	// id), whether that is every one of them (complete), and the stamp to
+	// pass next time. Nothing changed: nil.
+	lineRefs(prefix, since string) (refs map[plumbing.ReferenceName]plumbing.Hash, complete bool, stamp string, err error)
 	// refsStamp is the stamp lineRefs would return now, cheaply.
 	refsStamp(prefix string) (string, error)
 	// write runs fn as one write: under the repository's writer lock
@@ -34,6 +36,13 @@ type backend interface {
 	// files are written as fn goes, the refs last).
 	write(fn func() error) error
 	index() indexStore
+	// objectIDs lists the ids of the objects that start with the hex
+	// prefix (at least 2 digits).
+	objectIDs(prefix string) ([]plumbing.Hash, error)
+	// quickStamp changes whenever any ref changes, in one cheap look; ok
+	// is false when the backend has none (the index is then checked
+	// against the refs each time).
+	quickStamp() (stamp string, ok bool)
 }
 
 // refUpdate moves one ref: to new (a hash or symbolic reference), where it

@@ -41,6 +41,9 @@ type Commit struct {
 // to record may still see such a change carried along in a later commit.
 func (s *Store) Commit(subject, body string) (Commit, error) {
 	defer s.lock()()
+	if s.bare() {
+		return Commit{}, fmt.Errorf("commit %q: %w", subject, ErrNoWorkspace)
+	}
 	c, err := s.commitAll(subject, body)
 	if err != nil {
 		return Commit{}, fmt.Errorf("commit %q: %w", subject, err)
@@ -70,6 +73,9 @@ func (s *Store) commitAll(subject, body string) (Commit, error) {
 // store does not track is ErrNotTracked and nothing is committed.
 func (s *Store) CommitPaths(paths []string, subject, body string) (Commit, error) {
 	defer s.lock()()
+	if s.bare() {
+		return Commit{}, fmt.Errorf("commit %q: %w", subject, ErrNoWorkspace)
+	}
 	c, err := s.commitListed(paths, subject, body)
 	if err != nil {
 		return Commit{}, fmt.Errorf("commit %q: %w", subject, err)
@@ -118,6 +124,11 @@ func (s *Store) head() (headState, error) {
 	if !errors.As(err, &d) {
 		return h, err
 	}
+	if s.bare() {
+		// A database never tears a ref: one naming no commit was written so.
+		return headState{}, &DamagedError{Ref: d.name.String(), Path: "the database's refs", Problem: d.problem,
+			Reason: "the repository names no other commit for it"}
+	}
 	if err := s.repairRef(d); err != nil {
 		return headState{}, err
 	}
@@ -130,7 +141,7 @@ func (s *Store) head() (headState, error) {
 }
 
 func (s *Store) readHead() (headState, error) {
-	ref, err := s.readRef(plumbing.HEAD)
+	ref, err := s.be.ref(plumbing.HEAD)
 	if errors.Is(err, plumbing.ErrReferenceNotFound) {
 		return headState{}, &refDamage{name: plumbing.HEAD, problem: "is missing", unreadable: true}
 	}
@@ -145,7 +156,7 @@ func (s *Store) readHead() (headState, error) {
 	h := headState{name: plumbing.HEAD}
 	if ref.Type() == plumbing.SymbolicReference {
 		h.name = ref.Target()
-		ref, err = s.readRef(h.name)
+		ref, err = s.be.ref(h.name)
 		if errors.Is(err, plumbing.ErrReferenceNotFound) {
 			has, err := s.holdsCommits()
 			if err != nil {
@@ -193,6 +204,9 @@ type workFile struct {
 // readWorking reads a tracked file the way git would record it: a regular
 // file's bytes, or a symbolic link's target.
 func (s *Store) readWorking(p string) (workFile, error) {
+	if s.bare() {
+		return workFile{}, nil
+	}
 	full := filepath.Join(s.dir, filepath.FromSlash(p))
 	fi, err := os.Lstat(full)
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {

@@ -70,6 +70,7 @@ type commitIndex struct {
 	entries []indexEntry
 	pos     map[plumbing.Hash]int
 	last    map[line]int     // the newest entry of each line
+	legacy  int              // the newest entry of the branch that holds every scope; -1: none
 	paths   []string         // by number
 	num     map[string]int32 // paths' numbers
 	size    int64            // the stored index as we last wrote or read it (its length); -1: not stored
@@ -77,7 +78,7 @@ type commitIndex struct {
 }
 
 func newCommitIndex() *commitIndex {
-	return &commitIndex{pos: map[plumbing.Hash]int{}, last: map[line]int{}, num: map[string]int32{}, size: -1}
+	return &commitIndex{pos: map[plumbing.Hash]int{}, last: map[line]int{}, num: map[string]int32{}, size: -1, legacy: -1}
 }
 
 // head is the newest commit of all lines.
@@ -125,6 +126,9 @@ func (x *commitIndex) add(e indexEntry, paths []string) {
 func (x *commitIndex) push(e indexEntry) {
 	x.pos[e.id] = len(x.entries)
 	x.last[e.line] = len(x.entries)
+	if e.line == "" && e.holds {
+		x.legacy = len(x.entries)
+	}
 	x.entries = append(x.entries, e)
 }
 
@@ -149,6 +153,9 @@ func (x *commitIndex) parentOK(e indexEntry) bool {
 func (x *commitIndex) at(l line, p int) int {
 	if i, ok := x.last[l]; ok && i <= p {
 		return i
+	}
+	if _, own := x.last[l]; !own && l != "" && x.legacy >= 0 && x.legacy <= p {
+		return x.legacy // no commit of its own: where the branch last held it
 	}
 	for i := min(p, len(x.entries)-1); i >= 0; i-- {
 		e := &x.entries[i]

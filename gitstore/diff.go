@@ -67,6 +67,9 @@ func (s *Store) Status(keep func(path string) bool) (Diff, error) {
 }
 
 func (s *Store) status(keep func(string) bool) (Diff, error) {
+	if s.bare() {
+		return Diff{}, nil // no workspace: nothing is uncommitted
+	}
 	paths, heads, err := s.trackedNow(keep)
 	if err != nil {
 		return Diff{}, err

@@ -98,7 +98,18 @@ func (f filesBackend) refsDir(prefix string) string {
 	return filepath.Join(f.s.commonDir, "refs", filepath.FromSlash(prefix))
 }
 
-func (f filesBackend) lineRefs(prefix, since string) (map[plumbing.ReferenceName]plumbing.Hash, string, error) {
+func (f filesBackend) quickStamp() (string, bool) { return "", false }
+
+func (f filesBackend) objectIDs(prefix string) ([]plumbing.Hash, error) {
+	return f.s.objectsWithPrefix(prefix)
+}
+
+func (f filesBackend) lineRefs(prefix, since string) (map[plumbing.ReferenceName]plumbing.Hash, bool, string, error) {
+	out, stamp, err := f.listLineRefs(prefix, since)
+	return out, out != nil, stamp, err
+}
+
+func (f filesBackend) listLineRefs(prefix, since string) (map[plumbing.ReferenceName]plumbing.Hash, string, error) {
 	s := f.s
 	dir := f.refsDir(prefix)
 	stamp, err := f.refsStamp(prefix)

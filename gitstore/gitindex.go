@@ -51,6 +51,9 @@ func (l *indexLock) release() { _ = os.Remove(l.path) }
 // earlier version's entries of them are dropped), the git command line
 // ignores their folder.
 func (s *Store) writeIndex(files map[string]workFile) (err error) {
+	if s.bare() {
+		return nil
+	}
 	if s.linesOn() {
 		branch := map[string]workFile{}
 		for p, w := range files {

@@ -214,7 +214,7 @@ func (s *Store) resolve(rev string) (*object.Commit, error) {
 		ids = []plumbing.Hash{plumbing.NewHash(rev)}
 	} else {
 		var err error
-		if ids, err = s.objectsWithPrefix(rev); err != nil {
+		if ids, err = s.be.objectIDs(rev); err != nil {
 			return nil, fmt.Errorf("resolve %q: %w", rev, err)
 		}
 	}

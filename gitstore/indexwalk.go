@@ -15,6 +15,10 @@ import (
 // without commits has an empty index. Storing it is best effort: a failure
 // is logged and the index in memory is used anyway.
 func (s *Store) commits() (*commitIndex, error) {
+	quick, hasQuick := s.be.quickStamp()
+	if hasQuick && s.idx != nil && quick == s.verified {
+		return s.idx, nil // no ref moved since the index was checked
+	}
 	head, err := s.head()
 	if err != nil {
 		return nil, err
@@ -36,11 +40,11 @@ func (s *Store) commits() (*commitIndex, error) {
 		if s.idx == nil {
 			since = ""
 		}
-		refs, now, err := s.be.lineRefs(s.linesDir, since)
+		refs, complete, now, err := s.be.lineRefs(s.linesDir, since)
 		if err != nil {
 			return nil, err
 		}
-		stamp, all = now, refs != nil
+		stamp, all = now, complete
 		for name, h := range refs {
 			if l, ok := s.lineOfRef(name); ok {
 				tips[l] = h
@@ -48,14 +52,14 @@ func (s *Store) commits() (*commitIndex, error) {
 		}
 	}
 	if s.idx != nil && s.agrees(s.idx, tips, all) {
-		s.refStamp = stamp
+		s.refStamp, s.verified = stamp, quick
 		return s.idx, nil
 	}
 	x, err := s.catchUp(s.idx, tips, all)
 	if err != nil {
 		return nil, err
 	}
-	s.idx, s.refStamp = x, stamp
+	s.idx, s.refStamp, s.verified = x, stamp, quick
 	return x, nil
 }
 
@@ -108,7 +112,7 @@ func (s *Store) catchUp(known *commitIndex, tips map[line]plumbing.Hash, all boo
 	}
 	// Rebuild: every line from its ref.
 	if !all && s.linesOn() {
-		refs, _, err := s.be.lineRefs(s.linesDir, "")
+		refs, _, _, err := s.be.lineRefs(s.linesDir, "")
 		if err != nil {
 			return nil, err
 		}

@@ -195,7 +195,7 @@ func (s *Store) lineAdmits(l line, keep func(string) bool) bool {
 // workingLines lists the scope folders in the workspace, sorted (names a
 // line may have).
 func (s *Store) workingLines() ([]line, error) {
-	if !s.linesOn() || s.dir == "" {
+	if !s.linesOn() || s.bare() {
 		return nil, nil
 	}
 	entries, err := os.ReadDir(filepath.Join(s.dir, filepath.FromSlash(s.linesDir)))
@@ -289,6 +289,12 @@ func (s *Store) treeWithoutLines(root plumbing.Hash) (plumbing.Hash, map[string]
 	ignore, err := s.readWorking(ignoreFile)
 	if err != nil {
 		return plumbing.ZeroHash, nil, err
+	}
+	if s.bare() {
+		// No workspace: the committed .gitignore with the lines it lacks.
+		if ignore, err = s.committedIgnore(root); err != nil {
+			return plumbing.ZeroHash, nil, err
+		}
 	}
 	edits := map[string]workFile{}
 	if ignore.exists {

@@ -149,6 +149,9 @@ func (s *Store) commitEdits(edits map[string]workFile, msg string) ([]made, erro
 		if stamp, err := s.be.refsStamp(s.linesDir); err == nil {
 			s.refStamp = stamp
 		}
+		if quick, ok := s.be.quickStamp(); ok {
+			s.verified = quick
+		}
 	}
 	return out, nil
 }

@@ -103,6 +103,19 @@ func (s *Store) mergeIgnore() (added []string, err error) {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("read .gitignore: %w", err)
 	}
+	buf, add := s.mergedIgnore(old)
+	if len(add) == 0 {
+		return nil, nil
+	}
+	if err := s.files.WriteFile(ignoreFile, buf, 0o600); err != nil {
+		return nil, fmt.Errorf("write .gitignore: %w", err)
+	}
+	return add, nil
+}
+
+// mergedIgnore is the .gitignore old (nil: none) with the lines the store
+// needs and it lacks appended, and those lines.
+func (s *Store) mergedIgnore(old []byte) ([]byte, []string) {
 	have := map[string]bool{}
 	for line := range strings.SplitSeq(string(old), "\n") {
 		have[strings.TrimRight(line, " \t\r")] = true
@@ -114,17 +127,13 @@ func (s *Store) mergeIgnore() (added []string, err error) {
 		}
 	}
 	if len(add) == 0 {
-		return nil, nil
+		return old, nil
 	}
 	buf := bytes.Clone(old)
 	if len(buf) > 0 && buf[len(buf)-1] != '\n' {
 		buf = append(buf, '\n')
 	}
-	buf = append(buf, strings.Join(add, "\n")+"\n"...)
-	if err := s.files.WriteFile(ignoreFile, buf, 0o600); err != nil {
-		return nil, fmt.Errorf("write .gitignore: %w", err)
-	}
-	return add, nil
+	return append(buf, strings.Join(add, "\n")+"\n"...), add
 }
 
 // initialCommit touches the missing tracked files and commits them with the

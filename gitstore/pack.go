@@ -33,7 +33,7 @@ const packWindow = 10
 // (reflogs, the index, dangling work) goes away.
 func (s *Store) Pack() (int, error) {
 	defer s.lock()()
-	if s.estimateLoose() <= s.packThreshold {
+	if s.bare() || s.estimateLoose() <= s.packThreshold {
 		return 0, nil
 	}
 	n, err := s.pack()

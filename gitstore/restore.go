@@ -85,7 +85,15 @@ func (s *Store) PlanRestore(rev string, keep func(path string) bool) (RestorePla
 	if err != nil {
 		return RestorePlan{}, fmt.Errorf("plan restore of %s: %w", strings.TrimSpace(rev), err)
 	}
-	plan, err := s.planUndo(target, keep, s.workingVersion)
+	now := s.workingVersion
+	if s.bare() {
+		x, err := s.commits()
+		if err != nil {
+			return RestorePlan{}, fmt.Errorf("plan restore of %s: %w", strings.TrimSpace(rev), err)
+		}
+		now = s.committedVersion(x)
+	}
+	plan, err := s.planUndo(target, keep, now)
 	if err != nil {
 		return RestorePlan{}, fmt.Errorf("plan restore of %s: %w", strings.TrimSpace(rev), err)
 	}
@@ -151,7 +159,7 @@ func (s *Store) restore(rev string, keep func(string) bool, opts RestoreOptions)
 	// The commit first, then its files: a kill in between leaves a commit
 	// whose files the caller's next start writes (Checkout).
 	body := plan.Message(opts.Resolution, opts.Note) + "\n\n" + strings.Join(append(plan.Trailers(opts.Resolution), opts.Trailers...), "\n")
-	c, err := s.commitChanges(plan.Base, changes, RevertPrefix+plan.Target.Short, body)
+	c, err := s.commitChanges(plan.Base, changes, RevertPrefix+plan.Target.Short, body, nil)
 	if err != nil {
 		return Restored{}, fmt.Errorf("commit the restore: %w", err)
 	}
@@ -434,6 +442,9 @@ type fileOut struct {
 // accepts (byte for byte: even a change of line endings only is kept) as
 // ManualSubject, when there are any. The caller holds the index lock.
 func (s *Store) saveManualEdits(keep func(string) bool) error {
+	if s.bare() {
+		return nil
+	}
 	d, err := s.status(keep)
 	if err != nil {
 		return err

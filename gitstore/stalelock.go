@@ -32,6 +32,9 @@ type StaleLock struct {
 // removing nothing is not an error.
 func (s *Store) ClearStaleLocks() ([]StaleLock, error) {
 	defer s.lock()()
+	if s.bare() {
+		return nil, nil // a database's locks end with their transactions
+	}
 	locks := []struct{ name, path string }{
 		{"index.lock", filepath.Join(s.gitDir, "index.lock")},
 		{"HEAD.lock", s.refPath(plumbing.HEAD) + ".lock"},

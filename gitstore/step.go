@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
@@ -46,14 +47,17 @@ type Change struct {
 // written).
 func (s *Store) CommitChanges(parent string, changes []Change, subject, body string) (Commit, error) {
 	defer s.lock()()
-	c, err := s.commitChanges(parent, changes, subject, body)
+	c, err := s.commitChanges(parent, changes, subject, body, nil)
 	if err != nil {
 		return Commit{}, fmt.Errorf("commit %q: %w", subject, err)
 	}
 	return c, nil
 }
 
-func (s *Store) commitChanges(parent string, changes []Change, subject, body string) (Commit, error) {
+// commitChanges is CommitChanges; with, when set, runs in the commit's
+// write once the branch moved (a database's transaction: its error rolls
+// the commit back).
+func (s *Store) commitChanges(parent string, changes []Change, subject, body string, with func(Commit, DBTx) error) (Commit, error) {
 	msg, err := message(subject, body)
 	if err != nil {
 		return Commit{}, err
@@ -104,6 +108,9 @@ func (s *Store) commitChanges(parent string, changes []Change, subject, body str
 				"commit", shortID(c.Hash.String()), "err", err)
 		}
 		out = toCommit(c)
+		if with != nil {
+			return with(out, s.be.(*dbBackend).cur.tx)
+		}
 		return nil
 	})
 	return out, err
@@ -289,6 +296,9 @@ func (s *Store) Checkout(from, to string, keep func(string) bool) (CheckoutResul
 
 func (s *Store) checkout(from, to string, keep func(string) bool) (CheckoutResult, error) {
 	var res CheckoutResult
+	if s.bare() {
+		return res, nil // no workspace: the files are read from the commits
+	}
 	olds, news, err := s.checkoutFiles(from, to, keep)
 	if err != nil {
 		return res, err
@@ -427,4 +437,54 @@ func (s *Store) writeCheckout(p string, v blobState, now workFile) error {
 		return fmt.Errorf("write %s: %w", p, err)
 	}
 	return nil
+}
+
+// LineHead is the newest commit holding the files of the folder dir (""
+// the workspace root's; "scopes/<name>" a scope's, on its line): its full
+// id and when it was committed, which no other commit of the repository
+// shares. "" when there is none. A reader keeps what it read of a line by
+// this id, so it reads a file again only when the line moved.
+func (s *Store) LineHead(dir string) (string, time.Time, error) {
+	defer s.lock()()
+	x, err := s.commits()
+	if err != nil {
+		return "", time.Time{}, fmt.Errorf("read the line of %q: %w", dir, err)
+	}
+	l := line("")
+	if dir != "" {
+		l = s.lineOf(dir + "/x")
+		if l == "" {
+			return "", time.Time{}, fmt.Errorf("%q is no folder with a line of its own", dir)
+		}
+	}
+	i := x.at(l, len(x.entries)-1)
+	if i < 0 {
+		return "", time.Time{}, nil
+	}
+	c, err := s.indexedCommit(x.entries[i])
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	return c.Hash.String(), c.Committer.When, nil
+}
+
+// LineDirs lists the folders that have a line of their own ("scopes/<name>"),
+// sorted: every scope the repository holds files of.
+func (s *Store) LineDirs() ([]string, error) {
+	defer s.lock()()
+	x, err := s.commits()
+	if err != nil {
+		return nil, fmt.Errorf("list the lines: %w", err)
+	}
+	lines, err := s.linesFor(x, nil)
+	if err != nil {
+		return nil, fmt.Errorf("list the lines: %w", err)
+	}
+	var out []string
+	for _, l := range lines {
+		if l != "" {
+			out = append(out, s.lineDir(l))
+		}
+	}
+	return out, nil
 }

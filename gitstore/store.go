@@ -81,6 +81,10 @@ type Options struct {
 	// the disk, with its kill point's name (PointRefLock, PointRef): the
 	// chaos tests stop the process there. Nil in production.
 	AfterWrite func(point string)
+	// Initial is the content of the files of a new repository's first
+	// commit in a database (OpenDB), by path; a tracked file it lacks is
+	// empty. A workspace's first commit takes its files.
+	Initial map[string][]byte
 	// Lines, when set, names a folder each of whose folders has a line of
 	// history of its own (lines.go): dreamgate's scopes ("scopes"), so
 	// that a scope's commit writes that scope's objects alone. A plain
@@ -121,6 +125,7 @@ type Store struct {
 	log        *slog.Logger
 	afterWrite func(point string) // Options.AfterWrite
 	linesDir   string             // Options.Lines
+	initial    map[string][]byte  // Options.Initial
 	be         backend            // where the repository lives
 
 	mu        sync.Mutex // serialises every method: go-git's storage is not goroutine-safe
@@ -133,8 +138,9 @@ type Store struct {
 	// nil until first used.
 	idx *commitIndex
 	// refStamp is the backend's stamp of the lines' refs when the index
-	// was last checked against them.
-	refStamp string
+	// was last checked against them; verified its stamp of every ref then
+	// (backend.quickStamp).
+	refStamp, verified string
 	// decoded are trees read lately, decoded (lines.go, tree); a
 	// database's transaction's new ones are not the store's until it
 	// commits, so writes drop what they decode (db.go).
@@ -183,9 +189,12 @@ func Open(dir string, opts Options) (*Store, error) {
 }
 
 func newStore(dir string, opts Options) (*Store, error) {
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return nil, fmt.Errorf("workspace path: %w", err)
+	abs := "" // no workspace: a database's repository (OpenDB)
+	if dir != "" {
+		var err error
+		if abs, err = filepath.Abs(dir); err != nil {
+			return nil, fmt.Errorf("workspace path: %w", err)
+		}
 	}
 	if len(opts.Tracked) == 0 {
 		return nil, ErrNoTrackedFiles
@@ -227,7 +236,7 @@ func newStore(dir string, opts Options) (*Store, error) {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
-	if s.files == nil {
+	if s.files == nil && abs != "" {
 		s.files = dirFiles{dir: abs}
 	}
 	if err := checkLines(s.linesDir, tracked, patterns); err != nil {
@@ -451,9 +460,15 @@ func (s *Store) adopt(dotGit string) error {
 // Open starts with `defer s.lock()()`.
 func (s *Store) lock() (unlock func()) {
 	s.mu.Lock()
-	s.refresh()
+	if !s.bare() {
+		s.refresh()
+	}
 	return s.mu.Unlock
 }
+
+// bare reports a repository without a workspace: kept in a database
+// (OpenDB), its files are read from its commits alone.
+func (s *Store) bare() bool { return s.dir == "" }
 
 // refresh makes go-git list the packs again when the pack directory changed
 // since it last did: go-git remembers the pack list forever, so after a

@@ -188,6 +188,9 @@ func (s *Store) walkTree(h plumbing.Hash, dir string, depth int, rules []rule, k
 // a pattern matches. A directory that is a symbolic link is not entered
 // (git does not follow one either); a file that is one is listed.
 func (s *Store) workingFiles(keep func(string) bool) ([]string, error) {
+	if s.bare() {
+		return nil, nil
+	}
 	var out []string
 	if err := s.walkDir("", 0, s.rules, keep, &out); err != nil {
 		return nil, err

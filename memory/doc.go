@@ -9,9 +9,9 @@
 //
 // The prompt, Dream, the deep Dream, the memory page and recall ask it;
 // none of them reads a scope's files itself. Files is the one way in: Disk
-// reads a workspace folder, and an engine that keeps the memory
-// repository elsewhere would read a commit's tree through the same small
-// interface.
+// reads a workspace folder; Committed reads a scope's files from its
+// newest commit in the memory repository (the PostgreSQL engine's, which
+// no file system holds), keeping what it read by commit id.
 //
 // It sits above workspace and audience and below gateway, dream, recall
 // and web; it imports workspace (the layout's names), audience (scopes)

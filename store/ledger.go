@@ -20,3 +20,16 @@ type DreamLedger interface {
 	// says when that one started (zero when unknown).
 	TryDream(now time.Time) (release func(), ok bool, since time.Time, err error)
 }
+
+// LedgerTx writes a ledger step within a transaction of the database that
+// keeps the ledger, the Dream cursor and the memory repository (the
+// memory repository's write on PostgreSQL; gitstore.Store.CommitChangesWith
+// hands it over): a Dream step's commit, its ref and what the ledger takes
+// in of it land together or not at all. Nothing is visible to others
+// before the transaction commits.
+type LedgerTx interface {
+	// PutRecord replaces the ledger's record, as DreamLedger.PutRecord.
+	PutRecord(rec []byte) error
+	// SetDreamCursor records n as consumed, as DreamCursor.SetDreamCursor.
+	SetDreamCursor(n int) error
+}

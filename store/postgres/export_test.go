@@ -26,3 +26,13 @@ func (db *DB) Exec(sql string, args ...any) error {
 	_, err := db.pool.Exec(ctx, sql, args...)
 	return err
 }
+
+// RepositoryBytes is the content of every object the memory repository
+// stores, for the benchmarks.
+func RepositoryBytes(db *DB) (int64, error) {
+	ctx, cancel := db.call()
+	defer cancel()
+	var n int64
+	err := db.pool.QueryRow(ctx, `SELECT coalesce(sum(length(data)), 0) FROM git_objects`).Scan(&n)
+	return n, err
+}
