@@ -83,7 +83,7 @@ func (a *Adapter) slashTarget(id string) *slashTarget {
 	if !isSlashID(id) {
 		return nil
 	}
-	now := time.Now()
+	now := a.now()
 	for _, h := range []channels.ReplyHandles{a.handles, &a.localHandles} {
 		data, _, ok, err := h.Handle(id, now)
 		if err != nil {
@@ -106,7 +106,7 @@ func (a *Adapter) slashTarget(id string) *slashTarget {
 // take books one use of t's response_url, or reports that it cannot take
 // another (spent, expired, or kept for the answer when progress).
 func (a *Adapter) take(t *slashTarget, progress bool) bool {
-	now := time.Now()
+	now := a.now()
 	if t.URL == "" || !now.Before(t.Expires) {
 		return false
 	}
@@ -151,7 +151,7 @@ func (r *runner) handleSlash(ctx context.Context, sc slashCommand) {
 		return
 	}
 	id := slashIDPrefix + sc.triggerID
-	a.keepSlash(id, slashTarget{URL: sc.responseURL, Channel: sc.channel, User: sc.user, Expires: time.Now().Add(responseURLTTL)})
+	a.keepSlash(id, slashTarget{URL: sc.responseURL, Channel: sc.channel, User: sc.user, Expires: a.now().Add(responseURLTTL)})
 	dm := strings.HasPrefix(sc.channel, "D")
 	in := channels.Inbound{
 		Channel:    Name,

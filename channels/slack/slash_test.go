@@ -8,6 +8,7 @@ import (
 
 	"github.com/dreamgate/dreamgate/channels"
 	"github.com/dreamgate/dreamgate/channels/slack/fakeslack"
+	"github.com/dreamgate/dreamgate/internal/testkit"
 )
 
 var testCommands = []channels.Command{
@@ -232,5 +233,44 @@ func TestSlashCommandAnsweredAfterARestart(t *testing.T) {
 	}
 	if posts, eph := after.fake.Posts(), after.fake.Ephemerals(); len(posts) != 0 || len(eph) != 0 {
 		t.Errorf("the answer after the restart went elsewhere: posts %+v, ephemerals %+v", posts, eph)
+	}
+}
+
+// Within Slack's limits: a restart past a response_url's 30 minutes
+// answers by chat.postEphemeral, to its sender alone, rather than through
+// the response_url Slack no longer takes (and never in the channel).
+func TestSlashCommandAnsweredAfterARestartPastItsResponseURL(t *testing.T) {
+	handles := &channels.MemoryReplyHandles{}
+	clock := testkit.NewClock(time.Unix(1_800_000_000, 0))
+	o := harnessOpts{cfg: func(c *Config) { c.Handles = handles }, adapter: func(a *Adapter) { a.now = clock.Now }}
+	before := startHarness(t, o)
+	if _, _, err := before.fake.InjectSlashCommand(fakeslack.SlashCommand{Command: "/dream", User: "U1", Channel: "C1"}); err != nil {
+		t.Fatal(err)
+	}
+	in := before.sink.next(t)
+	ctx := before.ctx()
+	if err := before.a.Send(ctx, channels.ReplyTo(in, channels.KindProgress, "Dreaming…")); err != nil {
+		t.Fatal(err)
+	}
+	before.cancel()
+	if err := before.result(); err != nil {
+		t.Fatal(err)
+	}
+
+	clock.Advance(responseURLTTL + time.Minute)
+	o.server = before.fake
+	after := startHarness(t, o)
+	if err := after.a.Send(ctx, channels.ReplyTo(in, channels.KindReply, "Dream: 1 change to MEMORY.md")); err != nil {
+		t.Fatal(err)
+	}
+	if r := after.fake.Responses(); len(r) != 1 || r[0].Text != "Dreaming…" {
+		t.Errorf("responses %+v, want only the progress line before the restart", r)
+	}
+	eph := after.fake.Ephemerals()
+	if len(eph) != 1 || eph[0] != (fakeslack.Ephemeral{Channel: "C1", User: "U1", Text: "Dream: 1 change to MEMORY.md", At: eph[0].At}) {
+		t.Errorf("ephemerals %+v, want the answer to U1 in C1", eph)
+	}
+	if posts := after.fake.Posts(); len(posts) != 0 {
+		t.Errorf("the answer was posted in the channel: %+v", posts)
 	}
 }
