@@ -124,6 +124,11 @@ type Repo interface {
 	// branch there (gitstore.ErrConcurrentUpdate when it no longer names
 	// parent), writing no workspace file: a step's commit point.
 	CommitChanges(parent string, changes []gitstore.Change, subject, body string) (gitstore.Commit, error)
+	// InDatabase reports a repository kept in a database, whose
+	// CommitChangesWith runs the caller's writes in the commit's
+	// transaction (a step's ledger part: dbsteps.go).
+	InDatabase() bool
+	CommitChangesWith(parent string, changes []gitstore.Change, subject, body string, with func(gitstore.Commit, gitstore.DBTx) error) (gitstore.Commit, error)
 	// Checkout writes the files keep accepts that differ between the
 	// commits from and to, where the workspace still holds from's version.
 	Checkout(from, to string, keep func(path string) bool) (gitstore.CheckoutResult, error)

@@ -240,7 +240,15 @@ func (l *Ledger) read() (loaded, error) {
 // recorded before the frontier moves, then the cursor file moves when the
 // frontier did, then the record, each atomically. The caller holds the
 // record lock.
-func (l *Ledger) put(rec *record) error {
+func (l *Ledger) put(rec *record) error { return l.putVia(rec, nil) }
+
+// putVia is put writing the cursor and the record through tx, a
+// transaction of the database that keeps them (nil: each on its own).
+func (l *Ledger) putVia(rec *record, tx store.LedgerTx) error {
+	setCursor := l.hist.SetDreamCursor
+	if tx != nil {
+		setCursor = tx.SetDreamCursor
+	}
 	if f := rec.frontier(); f > rec.Frontier {
 		bl, _, err := l.hist.Backlogs(rec.Frontier, rec.cursors())
 		if err != nil {
@@ -251,13 +259,13 @@ func (l *Ledger) put(rec *record) error {
 		}
 	}
 	if f := rec.frontier(); f != rec.Frontier {
-		if err := l.hist.SetDreamCursor(f); err != nil {
+		if err := setCursor(f); err != nil {
 			return fmt.Errorf("set dream cursor to %d: %w", f, err)
 		}
 		rec.Frontier = f
 	}
 	rec.Version = ledgerVersion
-	if err := l.writeRecord(rec); err != nil {
+	if err := l.writeRecord(rec, tx); err != nil {
 		return err
 	}
 	if l.hook != nil {
@@ -469,14 +477,18 @@ func (l *Ledger) readRecord(rec *record) (ok bool, err error) {
 	return true, nil
 }
 
-// writeRecord writes rec to the file, atomically, or to the database.
-func (l *Ledger) writeRecord(rec *record) error {
+// writeRecord writes rec to the file, atomically, or to the database (in
+// the transaction tx when not nil).
+func (l *Ledger) writeRecord(rec *record, tx store.LedgerTx) error {
 	if l.st == nil {
 		return writeJSON(l.path(), "dream ledger", rec)
 	}
 	b, err := json.MarshalIndent(rec, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode dream ledger: %w", err)
+	}
+	if tx != nil {
+		return tx.PutRecord(b)
 	}
 	return l.st.PutRecord(b)
 }

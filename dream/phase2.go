@@ -208,6 +208,14 @@ func (h hookedRepo) CommitPaths(paths []string, subject, body string) (gitstore.
 	return c, err
 }
 
+func (h hookedRepo) CommitChangesWith(parent string, changes []gitstore.Change, subject, body string, with func(gitstore.Commit, gitstore.DBTx) error) (gitstore.Commit, error) {
+	c, err := h.Repo.CommitChangesWith(parent, changes, subject, body, with)
+	if err == nil {
+		h.hook(PointCommit)
+	}
+	return c, err
+}
+
 func (h hookedRepo) CommitChanges(parent string, changes []gitstore.Change, subject, body string) (gitstore.Commit, error) {
 	c, err := h.Repo.CommitChanges(parent, changes, subject, body)
 	if err == nil {

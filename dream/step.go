@@ -252,6 +252,7 @@ func (f fileSteps) land(s step) (landing, error) {
 	keep := OnlyScopes(append([]audience.Scope{s.note.Scope}, s.also...)...).pathIn
 	var out landing
 	base := s.base
+	took := false // the ledger took the step in with its commit (dbsteps.go)
 	err := d.exclusive(func() error {
 		st, err := d.repo.Status(keep)
 		if err != nil {
@@ -269,7 +270,7 @@ func (f fileSteps) land(s step) (landing, error) {
 			}
 			base = out.manual.SHA
 		}
-		out.commit, err = d.repo.CommitChanges(base, s.changes, s.subject, withNote(s.body, s.note))
+		out.commit, took, err = f.commitStep(base, s)
 		if errors.Is(err, gitstore.ErrNothingToCommit) {
 			out.commit, err = gitstore.Commit{}, nil
 			return nil
@@ -296,7 +297,7 @@ func (f fileSteps) land(s step) (landing, error) {
 		head = out.manual.SHA
 		notes = nil
 	}
-	if head == "" {
+	if head == "" || took {
 		return out, nil
 	}
 	if err := f.h.landed(notes, head, d.now()); err != nil {
