@@ -82,7 +82,14 @@ type ScopeFiles interface {
 // folder (workspace.Root.Scope, which creates it on first use), with the
 // chat policies of the workspace's own tools — memory files only for
 // people who are not admins.
-type ScopeFolders struct{ Root *workspace.Root }
+type ScopeFolders struct {
+	Root *workspace.Root
+	// DenyWrite lists paths of a scope's folder the tools may not write
+	// (agent.Policy's syntax): the memory files, when the memory
+	// repository is kept in the database and the folder holds a copy of
+	// them for reading.
+	DenyWrite []string
+}
 
 func (s ScopeFolders) Tools(scope audience.Scope, admin bool) ([]agent.Tool, func(), error) {
 	sub, err := s.Root.Scope(scope)
@@ -93,6 +100,7 @@ func (s ScopeFolders) Tools(scope audience.Scope, admin bool) ([]agent.Tool, fun
 	if admin {
 		pol = agent.ChatPolicy()
 	}
+	pol.DenyWrite = append(pol.DenyWrite, s.DenyWrite...)
 	return agent.FileTools(sub, pol), func() { _ = sub.Close() }, nil
 }
 
@@ -103,6 +111,11 @@ func (s ScopeFolders) Tools(scope audience.Scope, admin bool) ([]agent.Tool, fun
 // are out of their reach by construction — or none, when that folder
 // cannot be opened.
 func (g *Gateway) fileTools(in channels.Inbound, admin bool) ([]agent.Tool, string, func()) {
+	if g.deps.MemoryCopy != nil {
+		if err := g.deps.MemoryCopy(g.home(in.Audience)); err != nil {
+			g.logger.Warn("the memory files in the folder could not be brought up to date; the file tools read them as they were", "session", in.SessionKey, "err", err)
+		}
+	}
 	if !g.scoped(in.Audience) {
 		tools, text := g.baseTools(admin)
 		return tools, text, func() {}

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/dreamgate/dreamgate/agent"
+	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/channels"
 	"github.com/dreamgate/dreamgate/consolidator"
 	"github.com/dreamgate/dreamgate/gateway/session"
@@ -113,6 +114,11 @@ type Deps struct {
 	// is shared): they replace Tools and AdminTools there. Without it such
 	// a conversation has no file tools.
 	ScopeFiles ScopeFiles
+	// MemoryCopy, when set, writes a scope's memory files into its folder
+	// from where memory is kept before a turn's file tools may read them
+	// (the memory repository in the database, which no folder holds);
+	// nil: the folder's files are the memory.
+	MemoryCopy func(scope audience.Scope) error
 	// TurnTools, when set, adds tools chosen per turn by the sender's
 	// admin status (MCP servers).
 	TurnTools TurnTools

@@ -89,7 +89,10 @@ func openWorkspace(cfg Config, logger *slog.Logger, complete bool) (created []st
 		return created, fmt.Errorf("open workspace: %w", err)
 	}
 	defer ws.Close()
-	if _, err := gitstore.Open(cfg.Workspace, repoOptions(ws, logger, nil)); err != nil {
+	if cfg.Store.Postgres != "" {
+		// The memory repository is the database's (memrepo.go): the
+		// workspace folder holds none.
+	} else if _, err := gitstore.Open(cfg.Workspace, repoOptions(ws, logger, nil)); err != nil {
 		if errors.Is(err, gitstore.ErrNestedRepository) {
 			logger.Warn("memory versioning is off: the workspace is inside another git repository", "workspace", cfg.Workspace, "err", err)
 		} else {
@@ -151,6 +154,15 @@ func newApp(cfg Config, logger *slog.Logger) (*app, error) {
 	}
 	// Whatever the config says, no file tool reaches the conversations.
 	a.ws.Forbid(sessionsDir(cfg.StateDir))
+	if a.db != nil {
+		// The memory repository is the database's: memory is read from
+		// its commits (memrepo.go).
+		if a.repo, err = openDBRepo(cfg, a.db, a.ws, logger, a.afterWrite); err != nil {
+			a.close()
+			return nil, err
+		}
+		a.mem = memory.New(memory.NewCommitted(a.repo), !cfg.Memory.Scoped).WithLogger(a.logger)
+	}
 	return a, nil
 }
 
@@ -240,16 +252,19 @@ func (a *app) promptBuilder() *gateway.PromptBuilder {
 func (a *app) gateway(withDream bool) (*gateway.Gateway, *dream.Dreamer) {
 	model := a.limited()
 	cons := a.consolidator(model)
+	guestPolicy, adminPolicy := chatPolicies(a.db)
 	deps := gateway.Deps{
 		Model:        model,
 		Sessions:     a.sessions,
 		Consolidator: a.observedArchives(recallArchives(cons, a.recallIndex())),
 		Prompts:      a.promptBuilder(),
 		Memory:       a.mem,
-		// People who are not admins may write only the memory files.
-		Tools:      agent.FileTools(a.ws, agent.ChatGuestPolicy()),
-		AdminTools: agent.FileTools(a.ws, agent.ChatPolicy()),
-		ScopeFiles: gateway.ScopeFolders{Root: a.ws},
+		// People who are not admins may write only the memory files (none
+		// when memory is the database's: memrepo.go).
+		Tools:      agent.FileTools(a.ws, guestPolicy),
+		AdminTools: agent.FileTools(a.ws, adminPolicy),
+		ScopeFiles: a.scopeFolders(),
+		MemoryCopy: a.memoryCopy(),
 		Provenance: a.history,
 		WebLinks:   a.webLinksDep(),
 		Recall:     a.recallIndex(),

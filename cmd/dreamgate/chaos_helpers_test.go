@@ -222,7 +222,11 @@ func checkFsck(ws string) []string {
 	if _, err := exec.LookPath("git"); err != nil {
 		return nil // reported once by the suite as not checked
 	}
-	out, err := exec.Command("git", "-C", ws, "fsck", "--full", "--no-progress").CombinedOutput()
+	dir, _, err := memoryRepoDir(ws) // the database's repository, exported, on PostgreSQL
+	if err != nil {
+		return []string{fmt.Sprintf("export the memory repository: %v", err)}
+	}
+	out, err := exec.Command("git", "-C", dir, "fsck", "--full", "--no-progress").CombinedOutput()
 	if err != nil {
 		return []string{fmt.Sprintf("git fsck: %v: %s", err, strings.TrimSpace(string(out)))}
 	}

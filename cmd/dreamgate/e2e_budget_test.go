@@ -5,7 +5,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -79,9 +78,8 @@ func TestFactAnswerableAfterTheBudgetArchivedIt(t *testing.T) {
 	if r := h.run("dream", "run"); r.code != 0 {
 		t.Fatalf("dream run: exit %d: %s", r.code, r.stderr)
 	}
-	mem, err := os.ReadFile(filepath.Join(h.ws, "memory", "MEMORY.md"))
-	if err != nil || !strings.Contains(string(mem), fact) {
-		t.Fatalf("MEMORY.md after Dream lacks the fact (%v):\n%s", err, mem)
+	if mem := readMemoryFile(t, h.ws, "memory/MEMORY.md"); !strings.Contains(string(mem), fact) {
+		t.Fatalf("MEMORY.md after Dream lacks the fact:\n%s", mem)
 	}
 	r := h.run("chat", "--session", "vault", "-m", "What is the code word for the vault?")
 	if r.code != 0 || !strings.Contains(r.stdout, "heron-lantern") {

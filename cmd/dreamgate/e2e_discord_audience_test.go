@@ -1,14 +1,12 @@
 package main
 
 import (
-	"os"
-	"path/filepath"
+	"path"
 	"strings"
 	"testing"
 
 	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/channels/discord/fakediscord"
-	"github.com/dreamgate/dreamgate/internal/testkit"
 	"github.com/dreamgate/dreamgate/llm/llmtest"
 	"github.com/dreamgate/dreamgate/workspace"
 )
@@ -143,11 +141,7 @@ func (w *rolesWorld) private(chat string) audience.Audience {
 // memoryOf is the MEMORY.md of a's scope ("" before it has one).
 func (w *rolesWorld) memoryOf(a audience.Audience) string {
 	w.t.Helper()
-	b, err := os.ReadFile(filepath.Join(w.h.ws, filepath.FromSlash(a.Home().Dir()), workspace.Memory))
-	if err != nil && !os.IsNotExist(err) {
-		w.t.Fatal(err)
-	}
-	return string(b)
+	return string(readMemoryFile(w.t, w.h.ws, path.Join(a.Home().Dir(), workspace.Memory)))
 }
 
 // plant says fact in p, has it dreamed there, and checks that it was
@@ -185,7 +179,7 @@ func TestDiscordUserInstalledCommandsThroughTheBinary(t *testing.T) {
 	dc.AddChannel(fakediscord.Channel{ID: "4009", Type: fakediscord.ChannelDM, Recipients: []string{"501", "502"}})
 	dc.AddChannel(fakediscord.Channel{ID: "9001", GuildID: "9009", Type: fakediscord.ChannelText})
 	ana := audience.Audience{Kind: audience.Person, Platform: "discord", Person: "501"}
-	testkit.WriteFile(t, h.ws, ana.Home().Dir()+"/"+workspace.Memory, "# Long-term memory\n\n- Ana's locker code is ANALOCK42.\n")
+	writeMemory(t, h, ana.Home(), workspace.Memory, "# Long-term memory\n\n- Ana's locker code is ANALOCK42.\n")
 	addr := freeAddr(t)
 	h.set("web.enabled", true)
 	h.set("web.addr", addr)

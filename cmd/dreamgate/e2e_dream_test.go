@@ -19,6 +19,12 @@ func gitAgrees(t *testing.T, ws string) string {
 		t.Log("git not installed; skipping the git command-line checks (.ci/run installs it)")
 		return ""
 	}
+	// On PostgreSQL, the database's repository exported into a workspace
+	// of its own, which holds none of ws's other files.
+	ws, exported, err := memoryRepoDir(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
 	run := func(args ...string) string {
 		cmd := exec.Command("git", args...)
 		cmd.Dir = ws
@@ -35,7 +41,7 @@ func gitAgrees(t *testing.T, ws string) string {
 		t.Errorf("git status --porcelain = %q, want clean", st)
 	}
 	// The workspace's other files are outside the repository's concern.
-	if ign := run("status", "--porcelain", "--ignored"); !strings.Contains(ign, "!! notes.txt") || !strings.Contains(ign, "!! memory/history.jsonl") {
+	if ign := run("status", "--porcelain", "--ignored"); !exported && (!strings.Contains(ign, "!! notes.txt") || !strings.Contains(ign, "!! memory/history.jsonl")) {
 		t.Errorf("git status --ignored = %q, want notes.txt and history.jsonl ignored", ign)
 	}
 	return log
@@ -43,7 +49,6 @@ func gitAgrees(t *testing.T, ws string) string {
 
 func TestDreamRunLogRestoreThroughTheBinary(t *testing.T) {
 	h := newHarness(t)
-	userMD := filepath.Join(h.ws, "USER.md")
 
 	// A conversation, archived by /new.
 	h.llm.Push(
@@ -63,7 +68,7 @@ func TestDreamRunLogRestoreThroughTheBinary(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(h.ws, "notes.txt"), []byte("mine, untracked"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	before, _ := os.ReadFile(userMD)
+	before := readMemoryFile(t, h.ws, "USER.md")
 	gitAgrees(t, h.ws)
 
 	// Dream: phase 1 finds the fact, phase 2 edits USER.md, then stops.
@@ -77,7 +82,7 @@ func TestDreamRunLogRestoreThroughTheBinary(t *testing.T) {
 		t.Fatalf("dream run: exit %d\nstdout %s\nstderr %s", r.code, r.stdout, r.stderr)
 	}
 	t.Logf("dream run:\n%s", r.stdout)
-	after, _ := os.ReadFile(userMD)
+	after := readMemoryFile(t, h.ws, "USER.md")
 	if !strings.Contains(string(after), "- Prefers tea over coffee.") {
 		t.Fatalf("USER.md not edited:\n%s", after)
 	}
@@ -124,7 +129,7 @@ func TestDreamRunLogRestoreThroughTheBinary(t *testing.T) {
 		t.Fatalf("dream restore: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 	t.Logf("dream restore:\n%s", r.stdout)
-	restored, _ := os.ReadFile(userMD)
+	restored := readMemoryFile(t, h.ws, "USER.md")
 	if string(restored) != string(before) {
 		t.Errorf("USER.md after restore:\n%s\nwant:\n%s", restored, before)
 	}

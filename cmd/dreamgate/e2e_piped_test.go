@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -169,7 +168,7 @@ func TestPipedDreamFinishesBeforeTheEnd(t *testing.T) {
 			if !strings.Contains(r.stdout, "Dream: 1 change to USER.md") {
 				t.Errorf("the Dream's reply is missing; stdout:\n%s\nstderr:\n%s", r.stdout, tail(r.stderr, 2000))
 			}
-			user, _ := os.ReadFile(filepath.Join(h.ws, "USER.md"))
+			user := readMemoryFile(t, h.ws, "USER.md")
 			if !strings.Contains(string(user), "I live in Lisbon with my cat.") {
 				t.Errorf("USER.md lacks the fact:\n%s", user)
 			}

@@ -5,8 +5,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
-	"os"
-	"path/filepath"
+	"path"
 	"strings"
 	"testing"
 
@@ -182,11 +181,7 @@ func signedIn(t *testing.T, base, link string) func(path string) (int, string) {
 // scopeFile is the text of a scope's MEMORY.md ("" when it has none).
 func scopeFile(t *testing.T, h *harness, s audience.Scope) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(h.ws, filepath.FromSlash(s.Dir()), filepath.FromSlash(workspace.Memory)))
-	if err != nil && !os.IsNotExist(err) {
-		t.Fatal(err)
-	}
-	return string(b)
+	return string(readMemoryFile(t, h.ws, path.Join(s.Dir(), workspace.Memory)))
 }
 
 func slackT1(kind audience.Kind, chat, person string) audience.Audience {
@@ -440,11 +435,16 @@ func TestSlackMisfiledFactsMovedThroughTheBinary(t *testing.T) {
 		t.Errorf("the team's prompt or recall still finds the moved fact: %q\n%s", answer, prompt)
 	}
 	// Each scope's memory has a line of history of its own.
+	// (On PostgreSQL, git reads the database's repository exported.)
 	teamRef := "refs/" + team.Dir()
-	if subject, err := git(t, w.h.ws, "log", "-1", "--format=%s", teamRef); err != nil || !strings.HasPrefix(subject, "move:") {
+	repoDir, _, err := memoryRepoDir(w.h.ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if subject, err := git(t, repoDir, "log", "-1", "--format=%s", teamRef); err != nil || !strings.HasPrefix(subject, "move:") {
 		t.Errorf("the team's last commit is %q (%v), want the move's", subject, err)
 	}
-	if old, err := git(t, w.h.ws, "show", teamRef+"~1:"+team.Dir()+"/"+workspace.Memory); err != nil || !strings.Contains(old, "BLUEHERON") {
+	if old, err := git(t, repoDir, "show", teamRef+"~1:"+team.Dir()+"/"+workspace.Memory); err != nil || !strings.Contains(old, "BLUEHERON") {
 		t.Errorf("the team's earlier commit does not hold the fact (%v), yet the docs say it does:\n%s", err, old)
 	}
 	again := w.h.run("memory", "move", "--conversation", "slack:CLATE", "--to", string(private))

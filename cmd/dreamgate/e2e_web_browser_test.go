@@ -54,7 +54,7 @@ func TestWebPageInABrowser(t *testing.T) {
 		t.Skipf("no headless browser to drive: none of %s is on PATH (.ci/run installs Debian's chromium; DREAMGATE_BROWSER may name another Chrome)", strings.Join(browserNames, ", "))
 	}
 	h := newHarness(t)
-	userMD := filepath.Join(h.ws, "USER.md")
+	userMD := func() []byte { return readMemoryFile(t, h.ws, "USER.md") }
 
 	// Two conversations, each archived by /new and dreamed into USER.md:
 	// the first Dream's restore takes its lines out and leaves the
@@ -82,7 +82,7 @@ func TestWebPageInABrowser(t *testing.T) {
 		llmtest.Text("[USER] lives in Lisbon"),
 		llmtest.ToolCall("edit_file", `{"path":"USER.md","old_text":"## People\n","new_text":"## People\n- The user lives in Lisbon (moved there in 2026).\n"}`),
 		llmtest.Text("Added where the user lives to USER.md."))
-	if b, _ := os.ReadFile(userMD); !strings.Contains(string(b), "- Prefers tea over coffee. <!--") {
+	if b := userMD(); !strings.Contains(string(b), "- Prefers tea over coffee. <!--") {
 		t.Fatalf("Dream did not write the dated line:\n%s", b)
 	}
 	// A team's scope the operator reads too, with one unread entry: the
@@ -175,7 +175,7 @@ func TestWebPageInABrowser(t *testing.T) {
 		t.Errorf("the confirmation does not name the file and the lines that go, alone:\n%s", confirm)
 	}
 	b.shot("restore")
-	if b, _ := os.ReadFile(userMD); !strings.Contains(string(b), "Prefers tea") {
+	if b := userMD(); !strings.Contains(string(b), "Prefers tea") {
 		t.Fatal("the confirmation page changed USER.md")
 	}
 
@@ -184,7 +184,7 @@ func TestWebPageInABrowser(t *testing.T) {
 	if !strings.Contains(done, "Undone") || !strings.Contains(done, "revert: undo") || !strings.Contains(done, "Asked for on the memory page by the operator") {
 		t.Errorf("after the restore:\n%s", done)
 	}
-	after, _ := os.ReadFile(userMD)
+	after := userMD()
 	if strings.Contains(string(after), "Prefers tea") || !strings.Contains(string(after), "Lisbon") {
 		t.Errorf("USER.md after the restore holds the first Dream's lines, or lost the second's:\n%s", after)
 	}
@@ -192,11 +192,15 @@ func TestWebPageInABrowser(t *testing.T) {
 		t.Log("git not installed; skipping the git command-line checks (.ci/run installs it)")
 		return
 	}
-	out, err := exec.Command("git", "-C", h.ws, "log", "-1", "--format=%s%n%b").CombinedOutput()
+	repoDir, _, err := memoryRepoDir(h.ws) // on PostgreSQL, the database's exported
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("git", "-C", repoDir, "log", "-1", "--format=%s%n%b").CombinedOutput()
 	if err != nil || !strings.HasPrefix(string(out), "revert: undo ") || !strings.Contains(string(out), "memory page") {
 		t.Errorf("git log -1: %v\n%s", err, out)
 	}
-	if out, err := exec.Command("git", "-C", h.ws, "fsck", "--full").CombinedOutput(); err != nil {
+	if out, err := exec.Command("git", "-C", repoDir, "fsck", "--full").CombinedOutput(); err != nil {
 		t.Errorf("git fsck: %v\n%s", err, out)
 	}
 }
@@ -212,14 +216,8 @@ func teamFacts(t *testing.T, h *harness) {
 		t.Fatal(err)
 	}
 	a.close()
-	p := filepath.Join(h.ws, filepath.FromSlash(team.Dir()), workspace.Memory)
-	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-		t.Fatal(err)
-	}
 	text := fmt.Sprintf("# Long-term memory\n\n## Decisions\n\n- The team ships on Fridays at noon. <!-- durable 2026-11-26 src:%d -->\n- Ana reviews the release notes. <!-- durable 2026-11-26 src:%d -->\n", e.Cursor, e.Cursor)
-	if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeMemory(t, h, team, workspace.Memory, text)
 }
 
 // browser is one headless Chrome tab the test drives.

@@ -11,7 +11,6 @@ import (
 
 	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/channels/slack/fakeslack"
-	"github.com/dreamgate/dreamgate/internal/testkit"
 	"github.com/dreamgate/dreamgate/workspace"
 )
 
@@ -43,7 +42,7 @@ func TestWebLinkThroughSlack(t *testing.T) {
 		bob.Home():       "- Bob's locker code is BOBLOCK77.",
 		audience.Default: "- The operator's spare key is OPKEY99.",
 	} {
-		testkit.WriteFile(t, h.ws, s.Dir()+"/"+workspace.Memory, "# Long-term memory\n\n"+line+"\n")
+		writeMemory(t, h, s, workspace.Memory, "# Long-term memory\n\n"+line+"\n")
 	}
 	gw := h.startGateway(t)
 	gw.waitConnected(t, "slack")
@@ -140,7 +139,7 @@ func TestSlackCommandsInADMBetweenTwoPeopleThroughTheBinary(t *testing.T) {
 	addr := freeAddr(t)
 	h.set("web", map[string]any{"enabled": true, "addr": addr, "token": testWebToken})
 	ana := audience.Audience{Kind: audience.Person, Platform: "slack", Team: "T1", Person: "UANA"}
-	testkit.WriteFile(t, h.ws, ana.Home().Dir()+"/"+workspace.Memory, "# Long-term memory\n\n- Ana's locker code is ANALOCK42.\n")
+	writeMemory(t, h, ana.Home(), workspace.Memory, "# Long-term memory\n\n- Ana's locker code is ANALOCK42.\n")
 	gw := h.startGateway(t)
 	gw.waitConnected(t, "slack")
 	waitWeb(t, gw, "http://"+addr)

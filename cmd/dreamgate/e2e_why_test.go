@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -26,15 +24,7 @@ func TestWhyThroughTheBinary(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.close()
-	write := func(s audience.Scope, text string) {
-		p := filepath.Join(h.ws, filepath.FromSlash(s.Dir()), workspace.Memory)
-		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := func(s audience.Scope, text string) { writeMemory(t, h, s, workspace.Memory, text) }
 	write(team, fmt.Sprintf("- The team ships on Fridays at noon. <!-- durable 2026-11-26 src:%d -->\n", te.Cursor))
 	write(audience.Default, fmt.Sprintf("- The spare keys ship on Fridays. <!-- ephemeral 2026-11-27 src:%d -->\n", oe.Cursor))
 

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dreamgate/dreamgate/internal/testkit"
+	"github.com/dreamgate/dreamgate/audience"
 )
 
 // Issue 28, point 11: `/why Ana` matched "Banana" and "Panama" (a
@@ -14,11 +14,11 @@ import (
 func TestWhyMatchesWholeWordsThroughTheBinary(t *testing.T) {
 	h := newHarness(t)
 	h.app().close() // the workspace, as onboarding makes it
-	testkit.WriteFile(t, h.ws, "USER.md", "# Users\n\n- Ana likes green tea. <!-- durable 2026-11-02 id:00a1 -->\n"+
+	writeMemory(t, h, audience.Default, "USER.md", "# Users\n\n- Ana likes green tea. <!-- durable 2026-11-02 id:00a1 -->\n"+
 		"- Bring a banana to the standup. <!-- durable 2026-11-02 id:00a2 -->\n"+
 		"- Kenji runs the Panama account. <!-- durable 2026-11-02 id:00a3 -->\n"+
 		"- Ana's office is Canal Road. <!-- durable 2026-12-01 id:00c2 replaces:00b1 -->\n")
-	testkit.WriteFile(t, h.ws, "memory/COLD.md", "# Cold memory\n\n"+
+	writeMemory(t, h, audience.Default, "memory/COLD.md", "# Cold memory\n\n"+
 		"- Ana's office is Harbour. <!-- durable 2026-10-01 id:00b1 out:2026-11-20 why:budget superseded-by:00c2 -->\n")
 
 	chat := h.run("chat", "-m", "/why Ana")

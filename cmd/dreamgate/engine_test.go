@@ -63,6 +63,8 @@ var filesOnly = map[string]string{
 	"TestBackupRoundTrip":                                "dreamgate backup reads the files' engine",
 	"TestBackupWaitsForARunningDream":                    "dreamgate backup waits on the files' Dream lock",
 	"TestMigrateNeedsADatabase":                          "asks for a database where the config names none",
+	"TestWorkspaceInsideAnotherRepository":               "a repository around the workspace concerns the files' memory repository; on PostgreSQL it is the database's",
+	"TestAMemoryLinkIsNeverFollowedThroughSlack":         "plants memory files and links in the scope folders, which the database's memory never reads",
 	"TestChatBesideTerminalGatewayIsRefused":             "a conversation's lock across processes is the files' (flock); on PostgreSQL it comes with work shared by conversation",
 }
 

@@ -159,6 +159,10 @@ func (p *pipeline) Play(ctx context.Context, sc eval.Scenario) (eval.Outcome, er
 	cfg := p.base
 	cfg.Workspace = filepath.Join(dir, "workspace")
 	cfg.StateDir = filepath.Join(dir, "state")
+	// A scenario's memory is its throw-away workspace's files, whatever
+	// the config keeps its own program state in: scenarios never share a
+	// database's archive or memory repository.
+	cfg.Store.Postgres = ""
 	cfg.Admins = nil
 	// The idle timer is played by the scenario's idle turns, not by the
 	// clock.

@@ -52,8 +52,22 @@ func cmdExport(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	wsOut, stateOut := filepath.Join(dir, "workspace"), filepath.Join(dir, "state")
-	if err := copyTree(wsOut, cfg.Workspace, exportSkipsWorkspace); err != nil {
+	skip := exportSkipsWorkspace
+	if db != nil {
+		// The memory repository and its files come from the database.
+		skip = func(rel string) bool {
+			return exportSkipsWorkspace(rel) || rel == ".git" || rel == ".gitignore" || isMemoryFile(rel)
+		}
+	}
+	if err := copyTree(wsOut, cfg.Workspace, skip); err != nil {
 		return fmt.Errorf("copy the workspace: %w", err)
+	}
+	if db != nil {
+		said, err := exportRepository(cfg, db, wsOut, logger)
+		if err != nil {
+			return fmt.Errorf("export the memory repository: %w", err)
+		}
+		defer fmt.Fprintln(e.stdout, said)
 	}
 	if err := copyTree(stateOut, cfg.StateDir, exportSkipsState); err != nil {
 		return fmt.Errorf("copy the state directory: %w", err)

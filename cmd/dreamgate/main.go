@@ -36,6 +36,8 @@ Commands:
   memory move --conversation KEY --to SCOPE [--from SCOPE] [--since TIME] [--dry-run]
                                move a conversation's archive entries and the memory lines
                                traced to them to the scope it belongs in (as one commit)
+  memory edit [--scope NAME] [--from PATH|-] FILE
+                               edit a memory file (in $EDITOR, or the content given) as a hand edit
   web-link                     a one-time link that signs the operator in to the memory page
   migrate --to-postgres [DSN]  copy the program state from the files into PostgreSQL (again: no change)
   export DIR                   write the program state back as files: DIR/workspace, DIR/state

@@ -15,8 +15,9 @@ import (
 	"github.com/dreamgate/dreamgate/recall"
 )
 
-// memoryUsage is `memory`'s usage line.
-const memoryUsage = `usage: dreamgate memory move --conversation KEY --to SCOPE [--from SCOPE] [--since "YYYY-MM-DD HH:MM"] [--dry-run]`
+// memoryUsage is `memory`'s usage lines.
+const memoryUsage = `usage: dreamgate memory move --conversation KEY --to SCOPE [--from SCOPE] [--since "YYYY-MM-DD HH:MM"] [--dry-run]
+       dreamgate memory edit [--scope NAME] [--from PATH|-] FILE`
 
 // resetWait bounds the wait for the recall index's lock after a move.
 const resetWait = 30 * time.Second
@@ -34,8 +35,10 @@ func cmdMemory(ctx context.Context, e *env, args []string) error {
 	case isHelp(args[0]):
 		fmt.Fprintln(e.stdout, memoryUsage)
 		return nil
+	case args[0] == "edit":
+		return cmdMemoryEdit(ctx, e, args[1:])
 	case args[0] != "move":
-		return &exitError{code: 2, err: fmt.Errorf("unknown memory command %q; use move", args[0])}
+		return &exitError{code: 2, err: fmt.Errorf("unknown memory command %q; use move or edit", args[0])}
 	}
 	fs := e.flags("memory move")
 	var req dream.MoveRequest

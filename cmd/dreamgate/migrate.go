@@ -70,6 +70,11 @@ func cmdMigrate(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	fmt.Fprintln(e.stdout, got.sentence("into PostgreSQL"))
+	repo, err := migrateRepository(cfg, db, logger)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(e.stdout, repo)
 	if cfg.Store.Postgres == "" {
 		fmt.Fprintln(e.stdout, "The files are left in place. Set store.postgres (or DREAMGATE_POSTGRES_URL) to this database to use it.")
 	}

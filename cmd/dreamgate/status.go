@@ -16,6 +16,7 @@ import (
 	"github.com/dreamgate/dreamgate/dream"
 	"github.com/dreamgate/dreamgate/gitstore"
 	"github.com/dreamgate/dreamgate/llm"
+	"github.com/dreamgate/dreamgate/memory"
 )
 
 // cmdStatus prints config, workspace, channels, provider reachability and
@@ -168,7 +169,7 @@ func statusMemory(w io.Writer, op operatorParts, scope *scopeChoice) {
 		fmt.Fprintf(w, "History: %d %s, last cursor %d, Dream has read%s up to %d\n", n, noun, last, whose, dc)
 	}
 	if !scope.one {
-		fmt.Fprintln(w, scopesLine(op.cfg))
+		fmt.Fprintln(w, scopesLine(a.mem))
 	}
 }
 
@@ -200,8 +201,7 @@ func statusDream(w io.Writer, op operatorParts, scope *scopeChoice) {
 
 // scopesLine says how memory is kept: shared, or per audience with the
 // scope folders the workspace holds (their names, up to ten).
-func scopesLine(cfg Config) string {
-	mem := memoryOf(cfg)
+func scopesLine(mem *memory.Memory) string {
 	if mem.Shared() {
 		return "Memory: shared by every conversation (memory.scoped is false)"
 	}

@@ -43,6 +43,14 @@ var killPoints = []string{
 	// One file a step writes from its commit, after the branch moved
 	// (gitstore): a kill between a deep Dream's COLD.md and USER.md.
 	"gitstore-checkout",
+	// A write across lines with its journal in place, before any ref is
+	// renamed (gitstore).
+	"gitstore-journal",
+	// The memory repository in PostgreSQL (gitstore): a write's objects,
+	// refs and commit index sent, its transaction not yet committed; and
+	// committed.
+	"gitstore-db-write",
+	"gitstore-db-commit",
 }
 
 // killHook returns the AfterWrite hook the switch asks for, nil when it is

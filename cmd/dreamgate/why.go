@@ -46,7 +46,10 @@ func cmdWhy(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	mem := memoryOf(cfg).WithLogger(e.logger(slog.LevelWarn))
+	mem, _, err := memoryOn(cfg, db, e.logger(slog.LevelWarn))
+	if err != nil {
+		return err
+	}
 	return writeWhy(ctx, e, mem, hist, q, func(scopes []audience.Scope) (string, error) {
 		return whySaid(ctx, e, cfg, mem, db, hist, q.words, scopes)
 	})
