@@ -168,7 +168,7 @@ func (a *Adapter) onInteraction(ctx context.Context, i *discordgo.Interaction, o
 	}
 	switch i.Type {
 	case discordgo.InteractionApplicationCommand:
-		it := &interaction{i: i, created: time.Now(), acked: make(chan struct{})}
+		it := &interaction{i: i, created: a.now(), acked: make(chan struct{})}
 		a.rememberInteraction(it)
 		resp := &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredChannelMessageWithSource}
 		if i.ApplicationCommandData().Name == "stop" {
@@ -374,7 +374,7 @@ func (a *Adapter) rememberInteraction(it *interaction) {
 	defer a.ixMu.Unlock()
 	if len(a.interactions) >= maxInteractions {
 		for k, old := range a.interactions {
-			if time.Since(old.created) > interactionTTL {
+			if a.now().Sub(old.created) > interactionTTL {
 				delete(a.interactions, k)
 			}
 		}
@@ -397,7 +397,7 @@ func (a *Adapter) interactionFor(replyTo string) *interaction {
 	it := a.interactions[replyTo]
 	a.ixMu.Unlock()
 	if it != nil {
-		if time.Since(it.created) > interactionTTL {
+		if a.now().Sub(it.created) > interactionTTL {
 			return nil
 		}
 		return it

@@ -6,10 +6,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dreamgate/dreamgate/audience"
 	"github.com/dreamgate/dreamgate/channels"
 	"github.com/dreamgate/dreamgate/channels/discord/fakediscord"
+	"github.com/dreamgate/dreamgate/internal/testkit"
 )
 
 // testCommands mirrors the gateway's table (gateway.Commands).
@@ -417,5 +419,45 @@ func TestSlashCommandAnsweredAfterARestart(t *testing.T) {
 	}
 	if sent := after.fake.Sent(); len(sent) != 0 {
 		t.Errorf("an answer after the restart was posted to the channel: %+v", sent)
+	}
+}
+
+// Within Discord's limits: a restart past an interaction token's 15
+// minutes does not answer through the token Discord no longer takes; the
+// answer is posted in the channel, as an expired command's always is.
+func TestSlashCommandAnsweredAfterARestartPastItsToken(t *testing.T) {
+	t.Parallel()
+	clock := testkit.NewClock(time.Unix(1_800_000_000, 0))
+	opts := commandOpts()
+	opts.cfg.Handles = &channels.MemoryReplyHandles{}
+	opts.noStart = true
+	before := newHarness(t, opts)
+	before.a.tune.now = clock.Now
+	before.start()
+	if err := before.fake.WaitSessions(before.ctx(), 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := before.fake.InjectInteraction(fakediscord.Interaction{ChannelID: "C1", User: fakediscord.User{ID: "U1"}, Command: "dream"}); err != nil {
+		t.Fatal(err)
+	}
+	dream := before.next()
+	if _, err := before.fake.WaitCallbacks(before.ctx(), 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := before.stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	clock.Advance(interactionTTL + time.Minute)
+	opts.server = before.fake
+	after := newHarness(t, opts)
+	after.a.tune.now = clock.Now
+	after.start()
+	after.send(channels.ReplyTo(dream, channels.KindReply, "Dream: 1 change to MEMORY.md"))
+	if fus := after.fake.Followups(); len(fus) != 0 {
+		t.Errorf("answered through the expired token: %+v", fus)
+	}
+	if sent := after.fake.Sent(); len(sent) != 1 || sent[0].ChannelID != "C1" || sent[0].Content != "Dream: 1 change to MEMORY.md" {
+		t.Errorf("posted %+v, want the answer in C1", sent)
 	}
 }

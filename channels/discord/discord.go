@@ -142,6 +142,8 @@ type tuning struct {
 	streamEvery         time.Duration // least time between a stream's posts and edits
 	streamCallTimeout   time.Duration // bound on one streaming post or edit, or an interaction answer
 	autocompleteTimeout time.Duration // bound on listing Dream commits for autocomplete
+	// now, when set, is the clock of the interactions' 15 minutes.
+	now func() time.Time
 }
 
 var defaultTuning = tuning{

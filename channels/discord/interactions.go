@@ -47,7 +47,7 @@ func (a *Adapter) keepInteraction(it *interaction) {
 // expired): its deferral was answered, and its first part was sent when
 // a part of the answer was.
 func (a *Adapter) keptInteraction(key string) *interaction {
-	now := time.Now()
+	now := a.now()
 	for _, h := range []channels.ReplyHandles{a.replyHandles(), &a.localHandles} {
 		data, uses, ok, err := h.Handle(key, now)
 		if err != nil {
@@ -78,7 +78,7 @@ func (a *Adapter) keptInteraction(key string) *interaction {
 // usedInteraction books a part of it's answer as sent, for a process that
 // answers it later.
 func (a *Adapter) usedInteraction(it *interaction) {
-	key, now := interactionPrefix+it.i.ID, time.Now()
+	key, now := interactionPrefix+it.i.ID, a.now()
 	for _, h := range []channels.ReplyHandles{a.replyHandles(), &a.localHandles} {
 		if ok, err := h.Use(key, maxParts, now); err != nil {
 			a.log.Warn("discord: cannot book a part of a slash command's answer in the store", "err", err)
@@ -98,4 +98,12 @@ func (a *Adapter) replyHandles() channels.ReplyHandles {
 		return a.handles
 	}
 	return &a.localHandles
+}
+
+// now is the clock interactions expire by.
+func (a *Adapter) now() time.Time {
+	if a.tune.now != nil {
+		return a.tune.now()
+	}
+	return time.Now()
 }
