@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -12,11 +13,14 @@ import (
 	"github.com/dreamgate/dreamgate/gitstore"
 	"github.com/dreamgate/dreamgate/gitstore/gitdbtest"
 	"github.com/dreamgate/dreamgate/internal/pgtest"
+	"github.com/dreamgate/dreamgate/store"
 	"github.com/dreamgate/dreamgate/store/postgres"
 )
 
 // BenchmarkPostgresCommitScopes is one Dream commit — a line added to one
-// scope's memory/MEMORY.md, gitstore.CommitChanges on top of the head — in
+// scope's memory/MEMORY.md, gitstore.CommitChanges on top of the head; in
+// "+ledger", as a Dream step lands, CommitChangesWith writing a ledger
+// record of 2 KB and the Dream cursor in the commit's transaction — in
 // a memory repository in PostgreSQL holding 1,000 and 10,000 scopes, as
 // gitstore's BenchmarkCommitScopes on files: the scopes committed in one
 // branch (an earlier version's repository, imported), each on its line
@@ -28,34 +32,58 @@ import (
 //	make test-postgres, or: .ci/postgres run go test -run '^$' -bench BenchmarkPostgresCommitScopes -benchtime 50x ./store/postgres/
 func BenchmarkPostgresCommitScopes(b *testing.B) {
 	for _, n := range []int{1_000, 10_000} {
-		b.Run(fmt.Sprintf("postgres/lines/%d", n), func(b *testing.B) {
-			db, err := postgres.Open(context.Background(), pgtest.DSN(b), postgres.Options{})
-			if err != nil {
-				b.Fatal(err)
+		for _, ledger := range []bool{false, true} {
+			name := fmt.Sprintf("postgres/lines/%d", n)
+			if ledger {
+				name = fmt.Sprintf("postgres/lines+ledger/%d", n)
 			}
-			defer db.Close()
-			start := time.Now()
-			s := scopesInOneBranch(b, db.Repository(), n)
-			b.Logf("%d scopes built and opened in %v", n, time.Since(start).Round(time.Millisecond))
-			head, err := s.Head()
-			if err != nil {
-				b.Fatal(err)
-			}
-			stored0 := objectBytes(b, db)
-			cpu0 := cpuTime()
-			b.ResetTimer()
-			for i := 0; b.Loop(); i++ {
-				c, err := s.CommitChanges(head.SHA, []gitstore.Change{scopeMemory(n, i)}, "dream: 1 change from history bench", "")
-				if err != nil {
-					b.Fatal(err)
-				}
-				head = c
-			}
-			b.StopTimer()
-			b.ReportMetric(float64(cpuTime()-cpu0)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
-			b.ReportMetric(float64(objectBytes(b, db)-stored0)/float64(b.N), "objB/commit")
-		})
+			b.Run(name, func(b *testing.B) { benchCommitScopes(b, n, ledger) })
+		}
 	}
+}
+
+// ledgerRecord is a Dream ledger's record of some scopes, about 2 KB.
+var ledgerRecord = []byte(`{"version":2,"frontier":1200,"scopes":{` + strings.Repeat(`"person-slack-t0bench-u00001":{"cursor":1200,"since_deep":3},`, 30) + `"":{"cursor":1200}}}`)
+
+func benchCommitScopes(b *testing.B, n int, ledger bool) {
+	db, err := postgres.Open(context.Background(), pgtest.DSN(b), postgres.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	start := time.Now()
+	s := scopesInOneBranch(b, db.Repository(), n)
+	b.Logf("%d scopes built and opened in %v", n, time.Since(start).Round(time.Millisecond))
+	head, err := s.Head()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stored0 := objectBytes(b, db)
+	cpu0 := cpuTime()
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		var c gitstore.Commit
+		var err error
+		if ledger {
+			c, err = s.CommitChangesWith(head.SHA, []gitstore.Change{scopeMemory(n, i)}, "dream: 1 change from history bench", "",
+				func(_ gitstore.Commit, tx gitstore.DBTx) error {
+					ltx := tx.(store.LedgerTx)
+					if err := ltx.SetDreamCursor(1200 + i); err != nil {
+						return err
+					}
+					return ltx.PutRecord(ledgerRecord)
+				})
+		} else {
+			c, err = s.CommitChanges(head.SHA, []gitstore.Change{scopeMemory(n, i)}, "dream: 1 change from history bench", "")
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		head = c
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(cpuTime()-cpu0)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
+	b.ReportMetric(float64(objectBytes(b, db)-stored0)/float64(b.N), "objB/commit")
 }
 
 func benchScope(i int) string { return fmt.Sprintf("person-slack-t0bench-u%05d", i) }
