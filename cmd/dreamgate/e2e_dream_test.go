@@ -81,27 +81,7 @@ func TestDreamRunLogRestoreThroughTheBinary(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("dream run: exit %d\nstdout %s\nstderr %s", r.code, r.stdout, r.stderr)
 	}
-	t.Logf("dream run:\n%s", r.stdout)
-	after := readMemoryFile(t, h.ws, "USER.md")
-	if !strings.Contains(string(after), "- Prefers tea over coffee.") {
-		t.Fatalf("USER.md not edited:\n%s", after)
-	}
-	if !strings.Contains(r.stdout, "USER.md") || !strings.Contains(r.stdout, "1 history entr") {
-		t.Errorf("dream run said %q", r.stdout)
-	}
-	cursor := readDreamCursor(t, h.ws)
-	if strings.TrimSpace(string(cursor)) != "1" {
-		t.Errorf(".dream_cursor = %q, want the batch's last cursor 1", cursor)
-	}
-	log := gitAgrees(t, h.ws)
-	if log != "" && strings.Count(log, "dream:") != 1 {
-		t.Errorf("want exactly one dream: commit, git log:\n%s", log)
-	}
-	for _, req := range h.llm.Requests() {
-		if err := req.CheckToolPairs(); err != nil {
-			t.Error(err)
-		}
-	}
+	cursor := checkFirstDream(t, h, r)
 
 	// dream log prints that diff.
 	r = h.run("dream", "log")
@@ -129,18 +109,63 @@ func TestDreamRunLogRestoreThroughTheBinary(t *testing.T) {
 		t.Fatalf("dream restore: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 	t.Logf("dream restore:\n%s", r.stdout)
+	checkRestored(t, h, sha[1], before, cursor)
+	// An unknown sha is one sentence, exit 1.
+	r = h.run("dream", "log", "ffff")
+	if r.code != 1 {
+		t.Errorf("dream log ffff: exit %d", r.code)
+	}
+	oneSentence(t, r.stderr)
+}
+
+// checkFirstDream checks the first Dream run r of
+// TestDreamRunLogRestoreThroughTheBinary — USER.md edited, the report, the
+// cursor, one dream: commit, the tool calls paired — and returns the
+// Dream cursor.
+func checkFirstDream(t *testing.T, h *harness, r runResult) []byte {
+	t.Helper()
+	t.Logf("dream run:\n%s", r.stdout)
+	after := readMemoryFile(t, h.ws, "USER.md")
+	if !strings.Contains(string(after), "- Prefers tea over coffee.") {
+		t.Fatalf("USER.md not edited:\n%s", after)
+	}
+	if !strings.Contains(r.stdout, "USER.md") || !strings.Contains(r.stdout, "1 history entr") {
+		t.Errorf("dream run said %q", r.stdout)
+	}
+	cursor := readDreamCursor(t, h.ws)
+	if strings.TrimSpace(string(cursor)) != "1" {
+		t.Errorf(".dream_cursor = %q, want the batch's last cursor 1", cursor)
+	}
+	log := gitAgrees(t, h.ws)
+	if log != "" && strings.Count(log, "dream:") != 1 {
+		t.Errorf("want exactly one dream: commit, git log:\n%s", log)
+	}
+	for _, req := range h.llm.Requests() {
+		if err := req.CheckToolPairs(); err != nil {
+			t.Error(err)
+		}
+	}
+	return cursor
+}
+
+// checkRestored checks TestDreamRunLogRestoreThroughTheBinary's restore
+// of sha: USER.md as before, the revert the newest commit, dream log and
+// /dream-log calling the Dream undone, the untracked file and the cursor
+// untouched.
+func checkRestored(t *testing.T, h *harness, sha string, before, cursor []byte) {
+	t.Helper()
 	restored := readMemoryFile(t, h.ws, "USER.md")
 	if string(restored) != string(before) {
 		t.Errorf("USER.md after restore:\n%s\nwant:\n%s", restored, before)
 	}
-	log = gitAgrees(t, h.ws)
-	if log != "" && !strings.HasPrefix(log, "revert: undo "+sha[1]) {
+	log := gitAgrees(t, h.ws)
+	if log != "" && !strings.HasPrefix(log, "revert: undo "+sha) {
 		t.Errorf("newest commit should be the revert, git log:\n%s", log)
 	}
 	// The latest Dream commit is undone now: dream log and /dream-log say
 	// so rather than offer to undo it again.
 	for _, args := range [][]string{{"dream", "log"}, {"chat", "-m", "/dream-log"}} {
-		r = h.run(args...)
+		r := h.run(args...)
 		if r.code != 0 || !strings.Contains(r.stdout, "Already undone by `") || strings.Contains(r.stdout, "Undo it with") {
 			t.Errorf("%v after the restore: exit %d\n%s\n%s", args, r.code, r.stdout, r.stderr)
 		}
@@ -151,12 +176,6 @@ func TestDreamRunLogRestoreThroughTheBinary(t *testing.T) {
 	if cursor2 := readDreamCursor(t, h.ws); string(cursor2) != string(cursor) {
 		t.Error("restore must not roll the Dream cursor back")
 	}
-	// An unknown sha is one sentence, exit 1.
-	r = h.run("dream", "log", "ffff")
-	if r.code != 1 {
-		t.Errorf("dream log ffff: exit %d", r.code)
-	}
-	oneSentence(t, r.stderr)
 }
 
 func TestDreamFromChatAndStatus(t *testing.T) {
