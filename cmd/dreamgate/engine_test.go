@@ -53,6 +53,7 @@ var filesOnly = map[string]string{
 	"TestLongEntryIsReadWholeThroughTheBinary":           "writes history.jsonl to set up",
 	"TestRecentHistoryFollowsTheScopesCursor":            "writes history.jsonl to set up",
 	"TestWebShowsSlackNames":                             "writes history.jsonl to set up",
+	"TestWebShowsDiscordNames":                           "writes scopes' memory files by hand to set up (on PostgreSQL the page lists the database repository's scopes)",
 	"TestMonthsOfFactsStayWithinBudget":                  "reads history.jsonl",
 	"TestScenarioThirtyTurnsThreeSessionsTwoDreams":      "reads the session files",
 	"TestSetAsideConversationSurvivesAKill":              "reads the set-aside conversations' files",
