@@ -46,6 +46,9 @@ func TestBackupRoundTrip(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stderr, "Backup written to "+file) {
 		t.Fatalf("backup: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
+	if !strings.Contains(r.stderr, "the recall index is left out: the first search rebuilds it") {
+		t.Errorf("the backup does not say the recall index is rebuilt:\n%s", r.stderr)
+	}
 	if !strings.Contains(p.stderr.String(), `"command":"backup"`) {
 		t.Errorf("the running gateway did not take the backup; its log:\n%s", p.stderr.String())
 	}
