@@ -131,6 +131,7 @@ type Store struct {
 	mu        sync.Mutex // serialises every method: go-git's storage is not goroutine-safe
 	repo      *git.Repository
 	packStamp time.Time     // mtime of objects/pack when go-git last listed the packs
+	packNames string        // the pack index files it held then
 	lockWait  time.Duration // how long to wait for another writer's index.lock
 	// packThreshold is PackThreshold; tests lower it.
 	packThreshold int
@@ -474,9 +475,14 @@ func (s *Store) bare() bool { return s.dir == "" }
 // since it last did: go-git remembers the pack list forever, so after a
 // `git gc` (the git command line runs one on its own now and then) or
 // another process packing objects, objects that moved from loose files into
-// a new pack would otherwise be "not found". One stat per operation.
+// a new pack would otherwise be "not found". One stat per operation, and
+// a listing when the folder changed: go-git writes every loose object
+// through a temporary file there, so the folder changes at each commit,
+// and only a change of its packs makes go-git read their indexes again
+// (which costs a commit milliseconds per 10,000 objects packed).
 func (s *Store) refresh() {
-	fi, err := os.Stat(filepath.Join(s.objDir, "pack"))
+	dir := filepath.Join(s.objDir, "pack")
+	fi, err := os.Stat(dir)
 	if err != nil {
 		return
 	}
@@ -484,9 +490,36 @@ func (s *Store) refresh() {
 		return
 	}
 	s.packStamp = fi.ModTime()
+	names := packIndexes(dir)
+	if names == s.packNames && names != "" {
+		return
+	}
+	s.packNames = names
 	if r, ok := s.obj().(interface{ Reindex() }); ok {
 		r.Reindex()
 	}
+}
+
+// packIndexes lists the pack index files of dir, with their sizes and
+// times, as one string ("" when it cannot be read: then go-git lists
+// the packs again).
+func packIndexes(dir string) string {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), ".idx") {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil {
+			return ""
+		}
+		fmt.Fprintf(&b, "%s %d %d;", e.Name(), info.Size(), info.ModTime().UnixNano())
+	}
+	return b.String()
 }
 
 // Dir is the absolute workspace directory.
