@@ -110,6 +110,15 @@ func TestWebPageInABrowser(t *testing.T) {
 	}
 	b.shot("overview")
 
+	browseMemory(t, b)
+	browseSearch(t, b)
+	browseTimelineRestore(t, b, h, userMD)
+}
+
+// browseMemory reads, on the memory page, the line Dream wrote and follows
+// its provenance link (TestWebPageInABrowser).
+func browseMemory(t *testing.T, b *browser) {
+	t.Helper()
 	b.follow("the Memory tab", chromedp.Click(chromedp.CSS(`nav a[href="/memory"]`)))
 	b.follow("the default scope", chromedp.Click(chromedp.CSS(`main a[href="/memory/default"]`)))
 	const fact = `//p[contains(@class,"fact")][span[@class="text"][contains(.,"Prefers tea over coffee.")]]`
@@ -136,6 +145,12 @@ func TestWebPageInABrowser(t *testing.T) {
 	}
 	b.shot("provenance")
 
+}
+
+// browseSearch finds what was said with the page's search
+// (TestWebPageInABrowser).
+func browseSearch(t *testing.T, b *browser) {
+	t.Helper()
 	// Search is the recall index, built at the first search: until it
 	// has the archive, the page says so and the search is asked again.
 	b.follow("the Search tab", chromedp.Click(chromedp.CSS(`nav a[href="/search"]`)))
@@ -154,6 +169,14 @@ func TestWebPageInABrowser(t *testing.T) {
 	}
 	b.shot("search")
 
+}
+
+// browseTimelineRestore opens the first Dream's diff on the timeline and
+// undoes it from the page: the confirmation names the file and the lines
+// that go, the later Dream's line stays, and the restore is a commit that
+// says it came from the page (TestWebPageInABrowser).
+func browseTimelineRestore(t *testing.T, b *browser, h *harness, userMD func() []byte) {
+	t.Helper()
 	b.follow("the Timeline tab", chromedp.Click(chromedp.CSS(`nav a[href="/timeline"]`)))
 	timeline := text(b, chromedp.CSS("main"))
 	if strings.Count(timeline, "dream: ") != 2 {
