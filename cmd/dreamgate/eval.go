@@ -46,21 +46,9 @@ func cmdEval(ctx context.Context, e *env, args []string) error {
 	if *runs < 1 {
 		return &exitError{code: 2, err: errors.New("dreamgate eval: --runs must be at least 1")}
 	}
-	var scs []eval.Scenario
-	var err error
-	if *scenarioPath == "" {
-		scs, err = eval.Builtin()
-	} else {
-		scs, err = eval.Load(ctx, *scenarioPath)
-	}
-	if err == nil {
-		err = checkSeeds(scs)
-	}
+	scs, err := evalScenarios(ctx, *scenarioPath)
 	if err != nil {
-		if ctx.Err() != nil {
-			return &exitError{code: 1, err: errors.New("dreamgate eval: interrupted while reading the scenario")}
-		}
-		return &exitError{code: 2, err: fmt.Errorf("dreamgate eval: bad scenario: %w", err)}
+		return err
 	}
 	cfg, err := e.config()
 	if err != nil {
@@ -81,9 +69,60 @@ func cmdEval(ctx context.Context, e *env, args []string) error {
 		defer os.RemoveAll(root)
 	}
 
-	// One quick look first: with no model at an endpoint every scenario
-	// would spend minutes in retries to say the same thing. Each purpose
-	// needs one model that answers.
+	if err := evalModelsAnswer(ctx, cfg, logger); err != nil {
+		return err
+	}
+
+	if cfg.severalModels() {
+		fmt.Fprintf(e.stderr, "eval: %d scenario(s), %d run(s), models %s\n", len(scs), *runs, modelsLine(cfg))
+	} else {
+		fmt.Fprintf(e.stderr, "eval: %d scenario(s), %d run(s), model %s at %s\n", len(scs), *runs, cfg.LLM.Model, llm.RedactURL(cfg.LLM.BaseURL))
+	}
+	p := &pipeline{base: cfg, root: root, logger: logger}
+	rep := eval.Run(ctx, scs, p, eval.Options{Runs: *runs, Progress: e.stderr})
+	if *asJSON {
+		err = rep.WriteJSON(e.stdout)
+	} else {
+		err = rep.WriteTable(e.stdout)
+	}
+	if err != nil {
+		return fmt.Errorf("write the report: %w", err)
+	}
+	if ctx.Err() != nil {
+		return &exitError{code: 1, err: errors.New("dreamgate eval: interrupted; the report covers what ran")}
+	}
+	if !rep.Passed {
+		return &exitError{code: 1, err: errors.New("")}
+	}
+	return nil
+}
+
+// evalScenarios reads the scenarios to play: the built-in ones, or a file
+// or directory of them, their seeds checked.
+func evalScenarios(ctx context.Context, path string) ([]eval.Scenario, error) {
+	var scs []eval.Scenario
+	var err error
+	if path == "" {
+		scs, err = eval.Builtin()
+	} else {
+		scs, err = eval.Load(ctx, path)
+	}
+	if err == nil {
+		err = checkSeeds(scs)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, &exitError{code: 1, err: errors.New("dreamgate eval: interrupted while reading the scenario")}
+		}
+		return nil, &exitError{code: 2, err: fmt.Errorf("dreamgate eval: bad scenario: %w", err)}
+	}
+	return scs, nil
+}
+
+// evalModelsAnswer is one quick look before any scenario: with no model at
+// an endpoint every scenario would spend minutes in retries to say the same
+// thing. Each purpose needs one model that answers.
+func evalModelsAnswer(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	specs, chains := cfg.modelSpecs(), cfg.chains()
 	down := map[string]error{}
 	for _, p := range purposes {
@@ -115,28 +154,6 @@ func cmdEval(ctx context.Context, e *env, args []string) error {
 			}
 			return &exitError{code: 1, err: fmt.Errorf("dreamgate eval: %s (model %s at %s%s)", llm.UserMessage(last), specs[name].cfg.Model, llm.RedactURL(specs[name].cfg.BaseURL), for_)}
 		}
-	}
-
-	if cfg.severalModels() {
-		fmt.Fprintf(e.stderr, "eval: %d scenario(s), %d run(s), models %s\n", len(scs), *runs, modelsLine(cfg))
-	} else {
-		fmt.Fprintf(e.stderr, "eval: %d scenario(s), %d run(s), model %s at %s\n", len(scs), *runs, cfg.LLM.Model, llm.RedactURL(cfg.LLM.BaseURL))
-	}
-	p := &pipeline{base: cfg, root: root, logger: logger}
-	rep := eval.Run(ctx, scs, p, eval.Options{Runs: *runs, Progress: e.stderr})
-	if *asJSON {
-		err = rep.WriteJSON(e.stdout)
-	} else {
-		err = rep.WriteTable(e.stdout)
-	}
-	if err != nil {
-		return fmt.Errorf("write the report: %w", err)
-	}
-	if ctx.Err() != nil {
-		return &exitError{code: 1, err: errors.New("dreamgate eval: interrupted; the report covers what ran")}
-	}
-	if !rep.Passed {
-		return &exitError{code: 1, err: errors.New("")}
 	}
 	return nil
 }

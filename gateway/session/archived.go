@@ -134,36 +134,9 @@ func (st *Store) ReadArchived(name string, resume func(id string) (from int, at 
 		return Archived{}, fmt.Errorf("read conversation %s: %w", name, err)
 	}
 	out.Next, out.NextAt = from, at
-	var fnErr error
 	if from < lc {
-		cr := &countingReader{r: f}
-		nextAt := int64(-1) // where message lc's line starts, once seen
-		_, err = s.scan(bufio.NewReaderSize(cr, 64<<10), at, from, -1, nil, func(i int, m llm.Message, ref lineRef) {
-			switch {
-			case i == lc:
-				nextAt = ref.off
-			case i < lc && fnErr == nil:
-				if fnErr = fn(i, m); fnErr == nil {
-					out.Next = i + 1
-				}
-			}
-		})
-		if err != nil {
+		if err := s.scanArchived(f, at, from, lc, fn, &out); err != nil {
 			return Archived{}, err
-		}
-		if fnErr != nil {
-			return Archived{}, fnErr
-		}
-		if nextAt < 0 {
-			nextAt = at + cr.n // the file ended with the archived part
-		}
-		if out.Next == lc {
-			out.NextAt = nextAt
-		} else {
-			// The file holds fewer messages than its metadata says (a
-			// last_consolidated a load would reset): the next read starts
-			// over, skipping what it has.
-			out.Next, out.NextAt = 0, 0
 		}
 	}
 	// The metadata read is the one that goes with the file read only if
@@ -179,6 +152,44 @@ func (st *Store) ReadArchived(name string, resume func(id string) (from int, at 
 		out.Audience = audience.Unknown(out.Key)
 	}
 	return out, nil
+}
+
+// scanArchived calls fn with each archived message from the from-th (its
+// line starting at byte at) up to the last archived one, lc, and sets where
+// the next read starts: after them, or over from the start when the file
+// holds fewer messages than its metadata says.
+func (s *Session) scanArchived(f io.Reader, at int64, from, lc int, fn func(i int, m llm.Message) error, out *Archived) error {
+	var fnErr error
+	cr := &countingReader{r: f}
+	nextAt := int64(-1) // where message lc's line starts, once seen
+	_, err := s.scan(bufio.NewReaderSize(cr, 64<<10), at, from, -1, nil, func(i int, m llm.Message, ref lineRef) {
+		switch {
+		case i == lc:
+			nextAt = ref.off
+		case i < lc && fnErr == nil:
+			if fnErr = fn(i, m); fnErr == nil {
+				out.Next = i + 1
+			}
+		}
+	})
+	if err != nil {
+		return err
+	}
+	if fnErr != nil {
+		return fnErr
+	}
+	if nextAt < 0 {
+		nextAt = at + cr.n // the file ended with the archived part
+	}
+	if out.Next == lc {
+		out.NextAt = nextAt
+	} else {
+		// The file holds fewer messages than its metadata says (a
+		// last_consolidated a load would reset): the next read starts
+		// over, skipping what it has.
+		out.Next, out.NextAt = 0, 0
+	}
+	return nil
 }
 
 type countingReader struct {
