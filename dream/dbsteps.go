@@ -46,7 +46,7 @@ func (f fileSteps) commitStep(base string, s step) (c gitstore.Commit, took bool
 		n.Commit = c.Short
 		when := f.d.now()
 		var err error
-		rec, unlock, err = f.h.l.updateIn(ltx, func(r *record) {
+		rec, unlock, err = f.h.l.updateIn(ltx, f.h.fence, func(r *record) {
 			r.took(n, when)
 			r.Head = c.SHA
 		})
@@ -64,9 +64,10 @@ func (f fileSteps) commitStep(base string, s step) (c gitstore.Commit, took bool
 
 // updateIn is update with the cursor and the record written through tx, a
 // transaction of the database that keeps them, which commits after it
-// returns: the record lock stays held, and unlock (never nil) releases it
-// once the transaction ended.
-func (l *Ledger) updateIn(tx store.LedgerTx, change func(r *record)) (rec record, unlock func(), err error) {
+// returns — under fence, when set, checked in it (lease.go): the record
+// lock stays held, and unlock (never nil) releases it once the
+// transaction ended.
+func (l *Ledger) updateIn(tx store.LedgerTx, fence *store.Fence, change func(r *record)) (rec record, unlock func(), err error) {
 	release, err := l.write.lock()
 	if err != nil {
 		return record{}, func() {}, err
@@ -77,7 +78,7 @@ func (l *Ledger) updateIn(tx store.LedgerTx, change func(r *record)) (rec record
 		return record{}, func() {}, err
 	}
 	change(&ld.rec)
-	if err := l.putVia(&ld.rec, tx); err != nil {
+	if err := l.putVia(&ld.rec, tx, fence); err != nil {
 		release()
 		return record{}, func() {}, err
 	}

@@ -86,11 +86,15 @@ func (d *Dreamer) deepDreams(ctx context.Context, h *held, scopes Scopes, rep *R
 		if why == "" {
 			continue
 		}
+		if !d.leaseScope(h, s) {
+			continue // another process dreams it
+		}
 		dctx, cancel := context.WithTimeout(ctx, d.cfg.Timeout)
 		p := &deepPass{d: d, h: h, scope: s, dr: DeepReport{Why: why, Target: d.deepTarget()}}
 		err = p.run(dctx)
 		dr := p.dr
 		cancel()
+		d.unleaseScope(h)
 		rep.addDeep(s, dr)
 		if err != nil {
 			d.log.Warn("deep Dream failed; it stays due", "scope", string(s), "why", why, "err", err)

@@ -240,11 +240,12 @@ func (l *Ledger) read() (loaded, error) {
 // recorded before the frontier moves, then the cursor file moves when the
 // frontier did, then the record, each atomically. The caller holds the
 // record lock.
-func (l *Ledger) put(rec *record) error { return l.putVia(rec, nil) }
+func (l *Ledger) put(rec *record, fence *store.Fence) error { return l.putVia(rec, nil, fence) }
 
 // putVia is put writing the cursor and the record through tx, a
-// transaction of the database that keeps them (nil: each on its own).
-func (l *Ledger) putVia(rec *record, tx store.LedgerTx) error {
+// transaction of the database that keeps them (nil: each on its own),
+// the record under fence when set (a scope's lease, lease.go).
+func (l *Ledger) putVia(rec *record, tx store.LedgerTx, fence *store.Fence) error {
 	setCursor := l.hist.SetDreamCursor
 	if tx != nil {
 		setCursor = tx.SetDreamCursor
@@ -265,7 +266,7 @@ func (l *Ledger) putVia(rec *record, tx store.LedgerTx) error {
 		rec.Frontier = f
 	}
 	rec.Version = ledgerVersion
-	if err := l.writeRecord(rec, tx); err != nil {
+	if err := l.writeRecord(rec, tx, fence); err != nil {
 		return err
 	}
 	if l.hook != nil {
@@ -279,7 +280,11 @@ func (l *Ledger) putVia(rec *record, tx store.LedgerTx) error {
 // applies change and writes it, returning the record written. An error
 // leaves the record as it was (but for a cursor file already moved: the
 // next read follows it).
-func (l *Ledger) update(change func(r *record)) (record, error) {
+func (l *Ledger) update(change func(r *record)) (record, error) { return l.updateUnder(nil, change) }
+
+// updateUnder is update with the write fenced by a scope's lease (a
+// Dream's, lease.go); nil is unfenced.
+func (l *Ledger) updateUnder(fence *store.Fence, change func(r *record)) (record, error) {
 	unlock, err := l.write.lock()
 	if err != nil {
 		return record{}, err
@@ -290,7 +295,7 @@ func (l *Ledger) update(change func(r *record)) (record, error) {
 		return record{}, err
 	}
 	change(&ld.rec)
-	if err := l.put(&ld.rec); err != nil {
+	if err := l.put(&ld.rec, fence); err != nil {
 		return record{}, err
 	}
 	return ld.rec, nil
@@ -302,6 +307,9 @@ type held struct {
 	l       *Ledger
 	rec     record
 	release func()
+	// fence, while a scope's lease is held, fences the record's writes
+	// (lease.go).
+	fence *store.Fence
 }
 
 // begin takes the Dream lock — never waiting: a *BusyError when a Dream, a
@@ -345,7 +353,7 @@ func (h *held) scope(name audience.Scope) progress { return *h.rec.scope(name) }
 
 // update is Ledger.update keeping the held record in step.
 func (h *held) update(change func(r *record)) error {
-	rec, err := h.l.update(change)
+	rec, err := h.l.updateUnder(h.fence, change)
 	if err != nil {
 		return err
 	}
@@ -478,8 +486,9 @@ func (l *Ledger) readRecord(rec *record) (ok bool, err error) {
 }
 
 // writeRecord writes rec to the file, atomically, or to the database (in
-// the transaction tx when not nil).
-func (l *Ledger) writeRecord(rec *record, tx store.LedgerTx) error {
+// the transaction tx when not nil) — there under fence, when set, checked
+// in the same transaction.
+func (l *Ledger) writeRecord(rec *record, tx store.LedgerTx, fence *store.Fence) error {
 	if l.st == nil {
 		return writeJSON(l.path(), "dream ledger", rec)
 	}
@@ -488,7 +497,19 @@ func (l *Ledger) writeRecord(rec *record, tx store.LedgerTx) error {
 		return fmt.Errorf("encode dream ledger: %w", err)
 	}
 	if tx != nil {
+		if fence != nil {
+			ft, ok := tx.(store.FencedTx)
+			if !ok {
+				return fmt.Errorf("write dream ledger: its transaction cannot check the scope's lease (%s)", fence.Lease)
+			}
+			if err := ft.CheckFence(*fence); err != nil {
+				return err
+			}
+		}
 		return tx.PutRecord(b)
+	}
+	if fl, ok := l.st.(store.FencedLedger); ok && fence != nil {
+		return fl.PutRecordFenced(b, *fence)
 	}
 	return l.st.PutRecord(b)
 }

@@ -29,6 +29,9 @@ type Dreamer struct {
 	count TokenCounter
 	// ledger holds Dream's progress, and the Dream lock its writers take.
 	ledger *Ledger
+	// leases, when set, lease each scope's Dream across processes
+	// (lease.go).
+	leases ScopeLeases
 
 	mu   sync.Mutex
 	next func() time.Time // set by a Scheduler
@@ -143,11 +146,15 @@ func (d *Dreamer) drain(ctx context.Context, h *held, scopes Scopes, progress fu
 	for n := 1; len(queue) > 0; n++ {
 		scope := queue[0]
 		queue = queue[1:]
+		if !d.leaseScope(h, scope) {
+			continue // another process dreams it
+		}
 		b := &batch{d: d, h: h, scope: scope, parent: ctx, progress: progress,
 			rep: &Report{Trigger: rep.Trigger, Started: d.now(), MaxFailures: d.cfg.MaxFailures}}
 		bctx, cancel := context.WithTimeout(ctx, d.cfg.Timeout)
 		err := b.do(bctx)
 		cancel()
+		d.unleaseScope(h)
 		rep.add(*b.rep)
 		rep.scope(scope).add(*b.rep)
 		switch {

@@ -254,6 +254,11 @@ func (f fileSteps) land(s step) (landing, error) {
 	base := s.base
 	took := false // the ledger took the step in with its commit (dbsteps.go)
 	err := d.exclusive(func() error {
+		// Under a scope's lease, the store confirms it is still this
+		// holder's before the step writes anything (lease.go).
+		if err := d.checkFence(f.h); err != nil {
+			return err
+		}
 		st, err := d.repo.Status(keep)
 		if err != nil {
 			return fmt.Errorf("compare the memory files before the commit: %w", err)

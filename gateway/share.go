@@ -49,8 +49,9 @@ type ShareObserver interface {
 // ShareOptions configure ShareConversations.
 type ShareOptions struct {
 	// MaxConversations bounds the conversations this process holds at
-	// once when it looks for work (a message it received itself is
-	// always taken when free); 0 means 8.
+	// once: its share; a conversation it receives beyond it is left to
+	// the others (their messages wait in the inbox), so a slow or stuck
+	// process does not keep what others could answer; 0 means 8.
 	MaxConversations int
 	// Sweep is how often it looks for conversations nobody holds
 	// besides when told; 0 means 5 s. A dead process's conversations are
@@ -196,10 +197,14 @@ func (g *Gateway) turnover(ctx context.Context, w *worker) {
 // left to it; the rest waits for the claim.
 func (g *Gateway) acquire(ctx context.Context, w *worker) {
 	s := g.share
-	ok, takenOver, err := s.c.Claim(w.key)
 	g.mu.Lock()
 	w.sweep = false
 	g.mu.Unlock()
+	if s.holding() >= s.opts.MaxConversations {
+		g.decline(ctx, w)
+		return
+	}
+	ok, takenOver, err := s.c.Claim(w.key)
 	if err != nil {
 		g.logger.Warn("cannot claim a conversation; trying again", "session", w.key, "err", err)
 	}
@@ -253,6 +258,28 @@ func (g *Gateway) refuseQueued(w *worker) {
 		if j.done != nil {
 			j.done <- res
 		}
+	}
+}
+
+// decline leaves a conversation this process received to the others
+// while it holds its share (MaxConversations): its messages wait in the
+// inbox, and the others are told to look at once; what is not there (a
+// command) waits for room.
+func (g *Gateway) decline(ctx context.Context, w *worker) {
+	g.mu.Lock()
+	before := len(w.queue)
+	g.mu.Unlock()
+	empty := g.leaveToHolder(w)
+	g.mu.Lock()
+	left := before - len(w.queue)
+	g.mu.Unlock()
+	if left > 0 {
+		if err := g.share.c.Notify(""); err != nil {
+			g.logger.Warn("cannot tell the other processes of a conversation left to them", "session", w.key, "err", err)
+		}
+	}
+	if !empty {
+		g.waitForClaim(ctx, w)
 	}
 }
 
@@ -413,12 +440,12 @@ func (g *Gateway) shareLoop(ctx context.Context) {
 	t := time.NewTicker(s.opts.Sweep)
 	defer t.Stop()
 	lost := s.c.Lost()
-	look := true
+	look, now := true, false
 	for {
 		if look {
-			g.lookForWork()
+			g.lookForWork(now)
 		}
-		look = true
+		look, now = true, false
 		select {
 		case <-ctx.Done():
 			return
@@ -427,9 +454,10 @@ func (g *Gateway) shareLoop(ctx context.Context) {
 		case key := <-s.c.Wake():
 			// Another process let a conversation go: whoever waits for
 			// it tries again. Work nobody holds is looked for on the
-			// timer and after this process lets one go.
+			// timer, after this process lets one go, and at once when
+			// another process left a conversation it received (key "").
 			s.wakeAll()
-			look = key == ""
+			look, now = key == "", key == ""
 		case <-lost:
 			g.claimsLost()
 			lost = s.c.Lost()
@@ -438,8 +466,9 @@ func (g *Gateway) shareLoop(ctx context.Context) {
 }
 
 // lookForWork starts a worker for each conversation with messages
-// waiting that no live process holds, within MaxConversations.
-func (g *Gateway) lookForWork() {
+// waiting that no live process holds, within MaxConversations; now looks
+// also at those nobody claimed yet, however young.
+func (g *Gateway) lookForWork(now bool) {
 	s := g.share
 	room := s.opts.MaxConversations - s.holding()
 	if room <= 0 {
@@ -453,8 +482,13 @@ func (g *Gateway) lookForWork() {
 	g.mu.Unlock()
 	slices.Sort(platforms)
 	// A conversation nobody claimed yet is its receiver's for two sweeps
-	// (at least a second) before the others look at it.
-	keys, err := s.c.Claimable(platforms, max(2*s.opts.Sweep, time.Second), room)
+	// (at least a second) before the others look at it, unless its
+	// receiver said it leaves it to them (now).
+	grace := max(2*s.opts.Sweep, time.Second)
+	if now {
+		grace = 0
+	}
+	keys, err := s.c.Claimable(platforms, grace, room)
 	if err != nil {
 		g.logger.Warn("cannot look for conversations to answer", "err", err)
 		return

@@ -33,3 +33,22 @@ type LedgerTx interface {
 	// SetDreamCursor records n as consumed, as DreamCursor.SetDreamCursor.
 	SetDreamCursor(n int) error
 }
+
+// Fence names a lease at an epoch: a write made under it is refused with
+// ErrLeaseLost once another process took the lease.
+type Fence struct {
+	Lease string
+	Epoch int64
+}
+
+// FencedLedger is a DreamLedger whose record writes can be fenced: the
+// write happens only while the lease is at the fence's epoch.
+type FencedLedger interface {
+	PutRecordFenced(rec []byte, f Fence) error
+}
+
+// FencedTx is a LedgerTx that checks a fence within its transaction: the
+// writes that follow happen only while the lease is at the fence's epoch.
+type FencedTx interface {
+	CheckFence(f Fence) error
+}

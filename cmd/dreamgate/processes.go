@@ -55,6 +55,11 @@ func (p *gatewayProcess) join() error {
 		MaxConversations: p.cfg.Gateway.MaxConcurrentTurns,
 		Sweep:            p.cfg.lease() / 3,
 	})
+	if p.dreamer != nil {
+		// The schedule fires in every process; each scope's lease
+		// decides which one dreams it.
+		p.dreamer.ShareScopes(proc)
+	}
 	p.health.cluster.Store(&clusterSource{db: a.db, proc: proc, g: p.g})
 	return nil
 }

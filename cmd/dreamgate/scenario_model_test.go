@@ -29,6 +29,10 @@ type scenarioModel struct {
 	hold    chan struct{} // non-nil: chat turns wait for it to close
 	held    int           // chat turns waiting now
 	chats   []llmtest.Request
+	// holdDream and heldDream do the same for the memory pipeline's
+	// calls (archive, Dream).
+	holdDream chan struct{}
+	heldDream int
 }
 
 func newScenarioModel(name string) *scenarioModel {
@@ -59,6 +63,16 @@ func chatTurn(r llmtest.Request) bool {
 
 func (m *scenarioModel) respond(r llmtest.Request) llmtest.Reply {
 	if !chatTurn(r) {
+		m.mu.Lock()
+		hold := m.holdDream
+		if hold != nil {
+			m.heldDream++
+		}
+		m.notifyLocked()
+		m.mu.Unlock()
+		if hold != nil {
+			<-hold
+		}
 		return llmtest.MemoryModel(r)
 	}
 	m.mu.Lock()
@@ -95,6 +109,10 @@ func (m *scenarioModel) release() {
 		close(m.hold)
 		m.hold = nil
 	}
+	if m.holdDream != nil {
+		close(m.holdDream)
+		m.holdDream = nil
+	}
 }
 
 // waitFor waits until cond (called with m.mu held) holds.
@@ -115,12 +133,14 @@ func (m *scenarioModel) waitFor(within time.Duration, cond func() bool) bool {
 	}
 }
 
-// model hold NAME | model held NAME N | model release NAME
+// model hold NAME [dream] | model held NAME N [dream] | model release NAME
 // model prompt NAME TEXT
 //
-// hold makes NAME's chat turns wait in the model; held waits until N of
-// them wait; release lets them go. prompt checks that a chat turn of NAME
-// was shown TEXT in its system prompt (with !, that none was).
+// hold makes NAME's chat turns (with dream: its archive and Dream calls)
+// wait in the model; held waits until N of them wait (N calls of the
+// memory pipeline held, with dream); release lets them go. prompt checks
+// that a chat turn of NAME was shown TEXT in its system prompt (with !,
+// that none was).
 func cmdScenarioModel(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) < 2 {
 		ts.Fatalf("usage: model hold|held|release|prompt NAME [N|TEXT]")
@@ -135,7 +155,12 @@ func cmdScenarioModel(ts *testscript.TestScript, neg bool, args []string) {
 	switch args[0] {
 	case "hold":
 		m.mu.Lock()
-		if m.hold == nil {
+		switch {
+		case len(args) > 2 && args[2] == "dream":
+			if m.holdDream == nil {
+				m.holdDream = make(chan struct{})
+			}
+		case m.hold == nil:
 			m.hold = make(chan struct{})
 		}
 		m.mu.Unlock()
@@ -148,8 +173,9 @@ func cmdScenarioModel(ts *testscript.TestScript, neg bool, args []string) {
 			n, err = strconv.Atoi(args[2])
 			ts.Check(err)
 		}
-		if !m.waitFor(2*time.Minute, func() bool { return m.held >= n }) {
-			ts.Fatalf("%s's model never held %d turns", m.name, n)
+		dream := len(args) > 3 && args[3] == "dream"
+		if !m.waitFor(2*time.Minute, func() bool { return !dream && m.held >= n || dream && m.heldDream >= n }) {
+			ts.Fatalf("%s's model never held %d calls", m.name, n)
 		}
 	case "prompt":
 		text := strings.Join(args[2:], " ")

@@ -2,11 +2,18 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"io"
+	"io/fs"
 	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -63,4 +70,117 @@ func cmdScenarioHealthz(ts *testscript.TestScript, neg bool, args []string) {
 	defer resp.Body.Close()
 	_, err = io.Copy(ts.Stdout(), resp.Body)
 	ts.Check(err)
+}
+
+// archive wait N | archive check
+//
+// wait waits until the database's archive holds N entries; check checks
+// that it holds at least as many as at the last wait or check (history
+// never shrinks) and that no part of a conversation was archived twice.
+func cmdScenarioArchive(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) == 0 {
+		ts.Fatalf("usage: archive wait N | archive check")
+	}
+	s := scenarioOf(ts)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, s.dsn)
+	ts.Check(err)
+	defer conn.Close(ctx)
+	count := func() (entries, distinct int) {
+		ts.Check(conn.QueryRow(ctx, `SELECT count(*), count(DISTINCT (session_key, session_id, range_from, range_to, content))
+			FROM archive_entries`).Scan(&entries, &distinct))
+		return entries, distinct
+	}
+	switch args[0] {
+	case "wait":
+		n := argInt(ts, args, 1)
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			if got, _ := count(); got >= n {
+				s.archived = got
+				return
+			}
+			select {
+			case <-ctx.Done():
+				got, _ := count()
+				ts.Fatalf("the archive holds %d entries, want %d", got, n)
+			case <-tick.C:
+			}
+		}
+	case "check":
+		entries, distinct := count()
+		if entries < s.archived {
+			ts.Fatalf("the archive shrank from %d entries to %d", s.archived, entries)
+		}
+		if distinct != entries {
+			ts.Fatalf("%d of the archive's %d entries are another's double", entries-distinct, entries)
+		}
+		s.archived = entries
+		ts.Logf("the archive holds %d entries, none twice", entries)
+	default:
+		ts.Fatalf("archive: unknown action %q", args[0])
+	}
+}
+
+// memory count TEXT N
+//
+// Checks that the workspace's memory files (every *.md outside .git) hold
+// exactly N lines containing TEXT: a fact Dream wrote is there once.
+func cmdScenarioMemory(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 3 || args[0] != "count" {
+		ts.Fatalf("usage: memory count TEXT N")
+	}
+	want := argInt(ts, args, 2)
+	root := filepath.Join(scenarioOf(ts).work, "ws")
+	got := 0
+	var where []string
+	ts.Check(filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && strings.HasPrefix(d.Name(), ".") && path != root {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".md") {
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for line := range strings.Lines(string(data)) {
+			if strings.Contains(line, args[1]) {
+				got++
+				rel, _ := filepath.Rel(root, path)
+				where = append(where, rel+": "+strings.TrimSpace(line))
+			}
+		}
+		return nil
+	}))
+	if got != want {
+		ts.Fatalf("%d memory lines hold %q, want %d: %q", got, args[1], want, where)
+	}
+	ts.Logf("memory: %q", where)
+}
+
+// log NAME REGEXP
+//
+// Checks that gateway NAME's log has a line matching REGEXP (with !, that
+// none does).
+func cmdScenarioLog(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: log NAME REGEXP")
+	}
+	g := scenarioOf(ts).gateway(ts, args[0])
+	re, err := regexp.Compile(args[1])
+	ts.Check(err)
+	found := re.MatchString(g.log.String())
+	switch {
+	case found && neg:
+		ts.Fatalf("%s's log matches %q", args[0], args[1])
+	case !found && !neg:
+		ts.Fatalf("%s's log has no line matching %q:\n%s", args[0], args[1], logTail(g.log.String(), 30))
+	}
 }

@@ -25,6 +25,8 @@ import (
 type slackTalk struct {
 	mu   sync.Mutex
 	sent map[string]talkMessage
+	// running is the end of a converse-start's messages.
+	running chan error
 }
 
 type talkMessage struct {
@@ -57,12 +59,17 @@ func (s *scenario) replies() []talkReply {
 // slack say CHANNEL TEXT... | slack answered N | slack check
 // slack share PCT NAME...
 //
+// slack posts CHANNEL N | slack converse-start N M [FROM] | slack converse-wait
+//
 // start runs the fake Slack (gateways started later connect to it);
 // connections waits for N live Socket Mode connections; converse says N
 // messages over M conversations (the DMs D00… of people U00…), message i
 // the (i/M)-th of conversation i%M, starting at FROM, each after the
-// conversation's previous one was acknowledged; say posts one message,
-// mentioning the bot in a channel, or in a DM (D…); answered waits until
+// conversation's previous one was acknowledged (converse-start says them
+// in the background, converse-wait waits for the last); say posts one message,
+// mentioning the bot in a channel, or in a DM (D…); posts waits until the
+// bot posted N messages in CHANNEL and writes them to stdout, one a line;
+// answered waits until
 // N messages of converse have an answer; check checks that every message
 // said has exactly one answer, that each conversation's answers come in
 // the order of its messages, and that each turn was shown every earlier
@@ -80,21 +87,27 @@ func cmdScenarioSlack(ts *testscript.TestScript, neg bool, args []string) {
 	defer cancel()
 	switch args[0] {
 	case "start":
-		users := map[string]string{"U1": "Ana"}
-		for c := range 100 {
-			users[fmt.Sprintf("U%02d", c)] = fmt.Sprintf("Person %02d", c)
-		}
-		s.slack = fakeslack.New(fakeslack.Config{
-			Users:        users,
-			RetryUnacked: 2 * time.Second,
-			Events:       []string{"app_mention", "message.im"},
-		})
-		s.talk = &slackTalk{sent: map[string]talkMessage{}}
+		s.startSlack()
 	case "connections":
 		n := argInt(ts, args, 1)
 		ts.Check(s.slack.WaitLiveConnections(ctx, n))
 	case "converse":
 		s.converse(ctx, ts, argInt(ts, args, 1), argInt(ts, args, 2), optInt(ts, args, 3))
+	case "converse-start":
+		n, m, from := argInt(ts, args, 1), argInt(ts, args, 2), optInt(ts, args, 3)
+		done := make(chan error, 1)
+		s.talk.running = done
+		go func() {
+			bctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			done <- s.converseErr(bctx, n, m, from)
+		}()
+	case "converse-wait":
+		if s.talk.running == nil {
+			ts.Fatalf("slack converse-wait: no converse-start")
+		}
+		ts.Check(<-s.talk.running)
+		s.talk.running = nil
 	case "say":
 		if len(args) < 3 {
 			ts.Fatalf("usage: slack say CHANNEL TEXT...")
@@ -102,6 +115,8 @@ func cmdScenarioSlack(ts *testscript.TestScript, neg bool, args []string) {
 		s.say(ctx, ts, args[1], strings.Join(args[2:], " "))
 	case "answered":
 		s.waitAnswered(ctx, ts, argInt(ts, args, 1))
+	case "posts":
+		s.waitPosts(ctx, ts, args[1], argInt(ts, args, 2))
 	case "check":
 		s.checkAnswers(ts)
 	case "share":
@@ -109,6 +124,22 @@ func cmdScenarioSlack(ts *testscript.TestScript, neg bool, args []string) {
 	default:
 		ts.Fatalf("slack: unknown action %q", args[0])
 	}
+}
+
+// startSlack runs the fake Slack: an app subscribed to mentions and DMs,
+// people U00…U99 and Ana (U1), and envelopes not acknowledged within two
+// seconds sent again.
+func (s *scenario) startSlack() {
+	users := map[string]string{"U1": "Ana"}
+	for c := range 100 {
+		users[fmt.Sprintf("U%02d", c)] = fmt.Sprintf("Person %02d", c)
+	}
+	s.slack = fakeslack.New(fakeslack.Config{
+		Users:        users,
+		RetryUnacked: 2 * time.Second,
+		Events:       []string{"app_mention", "message.im"},
+	})
+	s.talk = &slackTalk{sent: map[string]talkMessage{}}
 }
 
 func argInt(ts *testscript.TestScript, args []string, i int) int {
@@ -130,7 +161,13 @@ func optInt(ts *testscript.TestScript, args []string, i int) int {
 // converse says messages from..from+n-1 over m conversations, each
 // conversation's in order (the next once the previous was acknowledged),
 // the conversations at once.
-func (s *scenario) converse(ctx context.Context, ts *testscript.TestScript, n, m, from int) {
+func (s *scenario) converse(ctx context.Context, ts scriptT, n, m, from int) {
+	if err := s.converseErr(ctx, n, m, from); err != nil {
+		ts.Fatalf("slack converse: %v", err)
+	}
+}
+
+func (s *scenario) converseErr(ctx context.Context, n, m, from int) error {
 	byConv := map[int][]int{}
 	for i := from; i < from+n; i++ {
 		byConv[i%m] = append(byConv[i%m], i)
@@ -157,9 +194,7 @@ func (s *scenario) converse(ctx context.Context, ts *testscript.TestScript, n, m
 	}
 	wg.Wait()
 	close(errs)
-	for err := range errs {
-		ts.Fatalf("slack converse: %v", err)
-	}
+	return <-errs
 }
 
 // say posts text in channel as Ana, mentioning the bot outside a DM, and
@@ -175,7 +210,7 @@ func (s *scenario) say(ctx context.Context, ts *testscript.TestScript, channel, 
 }
 
 // waitAnswered waits until n messages of converse have an answer.
-func (s *scenario) waitAnswered(ctx context.Context, ts *testscript.TestScript, n int) {
+func (s *scenario) waitAnswered(ctx context.Context, ts scriptT, n int) {
 	start := time.Now()
 	for {
 		answered := map[string]bool{}
@@ -194,6 +229,28 @@ func (s *scenario) waitAnswered(ctx context.Context, ts *testscript.TestScript, 
 			}
 			s.mu.Unlock()
 			ts.Fatalf("%d of %d messages answered: %v%s", len(answered), n, err, logs)
+		}
+	}
+}
+
+// waitPosts waits until the bot posted n messages in channel and writes
+// them to stdout.
+func (s *scenario) waitPosts(ctx context.Context, ts *testscript.TestScript, channel string, n int) {
+	for {
+		var got []string
+		for _, p := range s.slack.Posts() {
+			if p.Channel == channel {
+				got = append(got, p.Text)
+			}
+		}
+		if len(got) >= n {
+			for _, g := range got {
+				fmt.Fprintln(ts.Stdout(), g)
+			}
+			return
+		}
+		if _, err := s.slack.WaitPosts(ctx, len(s.slack.Posts())+1); err != nil {
+			ts.Fatalf("%d posts in %s, want %d: %v", len(got), channel, n, err)
 		}
 	}
 }

@@ -49,6 +49,14 @@ func TestScenarios(t *testing.T) {
 	})
 }
 
+// scriptT is what a scenario's steps need of what runs them: a script
+// (*testscript.TestScript) or a benchmark (benchT).
+type scriptT interface {
+	Fatalf(format string, args ...any)
+	Check(err error)
+	Logf(format string, args ...any)
+}
+
 // scenarioKey is where Setup keeps a script's scenario (ts.Value).
 type scenarioKey struct{}
 
@@ -63,6 +71,7 @@ type scenario struct {
 	gateways map[string]*scenarioGateway
 	models   map[string]*scenarioModel
 	talk     *slackTalk
+	archived int // the archive's entries at the last archive wait or check
 }
 
 // scenarioGateway is one `dreamgate gateway` of a scenario.
@@ -138,6 +147,9 @@ func scenarioCmds() map[string]func(ts *testscript.TestScript, neg bool, args []
 		"model":   cmdScenarioModel,
 		"metric":  cmdScenarioMetric,
 		"healthz": cmdScenarioHealthz,
+		"archive": cmdScenarioArchive,
+		"memory":  cmdScenarioMemory,
+		"log":     cmdScenarioLog,
 	}
 }
 
@@ -204,7 +216,7 @@ func (s *scenario) gateway(ts *testscript.TestScript, name string) *scenarioGate
 }
 
 // startGateway writes name's config and runs it until it answers.
-func (s *scenario) startGateway(ts *testscript.TestScript, name string, sets []string) {
+func (s *scenario) startGateway(ts scriptT, name string, sets []string) {
 	s.mu.Lock()
 	if s.gateways[name] != nil {
 		s.mu.Unlock()
@@ -248,7 +260,7 @@ func (s *scenario) startGateway(ts *testscript.TestScript, name string, sets []s
 }
 
 // gatewayConfig is name's config before the script's changes.
-func (s *scenario) gatewayConfig(ts *testscript.TestScript, name string, model *scenarioModel) map[string]any {
+func (s *scenario) gatewayConfig(ts scriptT, name string, model *scenarioModel) map[string]any {
 	chans := map[string]any{"terminal": map[string]any{"enabled": false}}
 	if sl := s.slack; sl != nil {
 		chans["slack"] = map[string]any{"enabled": true, "botToken": sl.BotToken(), "appToken": sl.AppToken(), "apiURL": sl.APIURL(),
@@ -270,7 +282,7 @@ func (s *scenario) gatewayConfig(ts *testscript.TestScript, name string, model *
 }
 
 // scenarioAddr is a free address on 127.0.0.1.
-func scenarioAddr(ts *testscript.TestScript) string {
+func scenarioAddr(ts scriptT) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	ts.Check(err)
 	defer ln.Close()

@@ -57,15 +57,15 @@ func (p *Process) Release(key string) error {
 			return nil
 		}
 		delete(p.held, name)
+		// Whoever waits for it (a command in another process) is told.
 		_, err := conn.Exec(ctx, `WITH d AS (DELETE FROM claims WHERE conversation = $1 AND process = $2)
-			SELECT pg_advisory_unlock(`+claimLock+`)`, key, p.id)
+			SELECT pg_advisory_unlock(`+claimLock+`), pg_notify('`+notifyChannel+`', current_schema() || E'\t' || $1)`, key, p.id)
 		return err
 	})
 	if err != nil {
 		return fmt.Errorf("release conversation %s: %w", key, err)
 	}
-	// Whoever waits for it (a command in another process) may go on.
-	return p.Notify(key)
+	return nil
 }
 
 // Waiting implements store.Claims.
@@ -168,7 +168,7 @@ var ErrLeaseLost = store.ErrLeaseLost
 // checkFence fails with ErrLeaseLost unless name's lease is at epoch,
 // and keeps it there until tx ends: a successor's taking waits for the
 // write, or the write sees its successor.
-func checkFence(ctx context.Context, tx pgx.Tx, name string, epoch int64) error {
+func checkFence(ctx context.Context, tx querier, name string, epoch int64) error {
 	var one int
 	err := tx.QueryRow(ctx, `SELECT 1 FROM leases WHERE name = $1 AND epoch = $2 AND process IS NOT NULL FOR SHARE`, name, epoch).Scan(&one)
 	if errNoRows(err) {
@@ -199,4 +199,10 @@ func (db *DB) fenced(name string, epoch int64, fn func(ctx context.Context, tx p
 		}
 		return fn(ctx, tx)
 	})
+}
+
+// CheckFence fails with store.ErrLeaseLost unless name's lease is at
+// epoch (and held).
+func (p *Process) CheckFence(name string, epoch int64) error {
+	return p.db.fenced(name, epoch, func(context.Context, pgx.Tx) error { return nil })
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dreamgate/dreamgate/store"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -122,4 +123,19 @@ func (l *Ledger) releaser(conn *pgxpool.Conn, key, before string) func() {
 			conn.Release()
 		})
 	}
+}
+
+var _ store.FencedLedger = (*Ledger)(nil)
+
+// PutRecordFenced implements store.FencedLedger: the record is written in
+// the transaction that checks the fence.
+func (l *Ledger) PutRecordFenced(rec []byte, f store.Fence) error {
+	err := l.db.fenced(f.Lease, f.Epoch, func(ctx context.Context, tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `UPDATE dream_ledger SET record = $1, updated_at = now() WHERE id = 1`, string(rec))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("write dream ledger: %w", err)
+	}
+	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dreamgate/dreamgate/gitstore"
 	"github.com/dreamgate/dreamgate/internal/pgtest"
 	"github.com/dreamgate/dreamgate/store"
 	"github.com/dreamgate/dreamgate/store/postgres"
@@ -163,6 +164,35 @@ func TestPostgresLeasesFenceByEpoch(t *testing.T) {
 	}
 	if err := dbA.Fenced("dream:", e1, func(context.Context) error { return nil }); !errors.Is(err, store.ErrLeaseLost) {
 		t.Fatalf("a's write under its lost lease: %v, want ErrLeaseLost", err)
+	}
+	// The Dream ledger's record: written under the current epoch only.
+	if err := dbA.DreamLedger().PutRecordFenced([]byte(`{"a":1}`), store.Fence{Lease: "dream:", Epoch: e1}); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("a's ledger write under its lost lease: %v, want ErrLeaseLost", err)
+	}
+	if err := dbB.DreamLedger().PutRecordFenced([]byte(`{"b":1}`), store.Fence{Lease: "dream:", Epoch: e2}); err != nil {
+		t.Fatalf("b's ledger write under its lease: %v", err)
+	}
+	// And in the memory repository's transaction, where a step's commit
+	// and its ledger step are written together.
+	inRepo := func(db *postgres.DB, epoch int64, rec string) error {
+		return db.Repository().Write(func(tx gitstore.DBTx) error {
+			if err := tx.(store.FencedTx).CheckFence(store.Fence{Lease: "dream:", Epoch: epoch}); err != nil {
+				return err
+			}
+			return tx.(store.LedgerTx).PutRecord([]byte(rec))
+		})
+	}
+	if err := inRepo(dbA, e1, `{"a":2}`); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("a's step under its lost lease: %v, want ErrLeaseLost", err)
+	}
+	if err := inRepo(dbB, e2, `{"b":1}`); err != nil {
+		t.Fatalf("b's step under its lease: %v", err)
+	}
+	if rec, _, err := dbA.DreamLedger().Record(); err != nil || string(rec) != `{"b":1}` {
+		t.Fatalf("the record is %s (%v), want b's", rec, err)
+	}
+	if err := b.CheckFence("dream:", e2); err != nil {
+		t.Fatalf("b's fence: %v", err)
 	}
 	if err := b.Unlease("dream:"); err != nil {
 		t.Fatal(err)

@@ -396,6 +396,16 @@ func (t gitTx) PutRecord(rec []byte) error {
 	return nil
 }
 
+var _ store.FencedTx = gitTx{}
+
+// CheckFence implements store.FencedTx: the lease is checked, and kept at
+// its epoch, within the memory repository's transaction.
+func (t gitTx) CheckFence(f store.Fence) error {
+	ctx, cancel := t.call()
+	defer cancel()
+	return checkFence(ctx, t.q, f.Lease, f.Epoch)
+}
+
 // SetDreamCursor implements store.LedgerTx.
 func (t gitTx) SetDreamCursor(n int) error {
 	ctx, cancel := t.call()
