@@ -26,13 +26,7 @@ func cmdStop() *command {
 			// What the person sees stops: the running turn and everything
 			// queued behind it, not just the first.
 			dropped := g.dropQueued(req.in.SessionKey)
-			for _, j := range dropped {
-				g.send(channels.ReplyTo(j.in, channels.KindError, stoppedNotice))
-				g.markAnswered(j.in)
-				if j.done != nil {
-					j.done <- Result{Reply: stoppedNotice, Err: errStopped}
-				}
-			}
+			g.refuseStopped(dropped)
 			running := g.cancelRunning(req.in.SessionKey)
 			switch {
 			case running:
@@ -40,8 +34,22 @@ func cmdStop() *command {
 				return ""
 			case len(dropped) > 0:
 				return fmt.Sprintf("Stopped; dropped %d waiting message(s).", len(dropped))
+			case g.stopElsewhere(req.in.SessionKey):
+				// Its cancelled turn replies "Stopped." there.
+				return "Asked the dreamgate process answering this conversation to stop."
 			}
 			return "Nothing is running here."
 		},
+	}
+}
+
+// refuseStopped tells each job /stop dropped that it was not answered.
+func (g *Gateway) refuseStopped(dropped []job) {
+	for _, j := range dropped {
+		g.send(channels.ReplyTo(j.in, channels.KindError, stoppedNotice))
+		g.markAnswered(j.in)
+		if j.done != nil {
+			j.done <- Result{Reply: stoppedNotice, Err: errStopped}
+		}
 	}
 }

@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"errors"
-	"slices"
 	"sync"
 	"time"
 
@@ -431,111 +430,4 @@ func (g *Gateway) answerWaiting(ctx context.Context, in channels.Inbound, now ti
 	default:
 		g.observedTurn(ctx, in)
 	}
-}
-
-// shareLoop looks for conversations nobody holds when told and every
-// Sweep, and lets go of everything when the claims are lost.
-func (g *Gateway) shareLoop(ctx context.Context) {
-	s := g.share
-	t := time.NewTicker(s.opts.Sweep)
-	defer t.Stop()
-	lost := s.c.Lost()
-	look, now := true, false
-	for {
-		if look {
-			g.lookForWork(now)
-		}
-		look, now = true, false
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		case <-s.kick:
-		case key := <-s.c.Wake():
-			// Another process let a conversation go: whoever waits for
-			// it tries again. Work nobody holds is looked for on the
-			// timer, after this process lets one go, and at once when
-			// another process left a conversation it received (key "").
-			s.wakeAll()
-			look, now = key == "", key == ""
-		case <-lost:
-			g.claimsLost()
-			lost = s.c.Lost()
-		}
-	}
-}
-
-// lookForWork starts a worker for each conversation with messages
-// waiting that no live process holds, within MaxConversations; now looks
-// also at those nobody claimed yet, however young.
-func (g *Gateway) lookForWork(now bool) {
-	s := g.share
-	room := s.opts.MaxConversations - s.holding()
-	if room <= 0 {
-		return
-	}
-	g.mu.Lock()
-	var platforms []string
-	for name := range g.channels {
-		platforms = append(platforms, name)
-	}
-	g.mu.Unlock()
-	slices.Sort(platforms)
-	// A conversation nobody claimed yet is its receiver's for two sweeps
-	// (at least a second) before the others look at it, unless its
-	// receiver said it leaves it to them (now).
-	grace := max(2*s.opts.Sweep, time.Second)
-	if now {
-		grace = 0
-	}
-	keys, err := s.c.Claimable(platforms, grace, room)
-	if err != nil {
-		g.logger.Warn("cannot look for conversations to answer", "err", err)
-		return
-	}
-	for _, key := range keys {
-		g.startSweep(key)
-	}
-}
-
-// startSweep starts a worker for key that takes its claim with nothing
-// queued yet, unless one runs already.
-func (g *Gateway) startSweep(key string) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.closed || g.workers[key] != nil {
-		return
-	}
-	w := &worker{key: key, running: true, sweep: true}
-	g.workers[key] = w
-	g.workerWG.Add(1)
-	go g.runWorker(w)
-}
-
-// claimsLost lets go of every conversation when the connection holding
-// the claims ended: their turns are stopped and their waiting messages
-// left in the inbox, for whichever process claims them next.
-func (g *Gateway) claimsLost() {
-	s := g.share
-	s.mu.Lock()
-	clear(s.held)
-	s.mu.Unlock()
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	for _, w := range g.workers {
-		if !w.holding {
-			continue
-		}
-		w.holding, w.handled = false, nil
-		if w.cancel != nil {
-			s.mu.Lock()
-			if s.lost == nil {
-				s.lost = map[string]bool{}
-			}
-			s.lost[originID(originOf(w.current))] = true
-			s.mu.Unlock()
-			w.cancel()
-		}
-	}
-	g.logger.Warn("this process lost its claims on the conversations it was answering; their turns were stopped and another process may answer them")
 }

@@ -212,3 +212,36 @@ func killBackend(t *testing.T, p *sharedProc) {
 		t.Fatal(err)
 	}
 }
+
+// /stop received by one process stops the turn another process is running
+// in that conversation.
+func TestPostgresStopReachesTheProcessAnswering(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	got := newAnswers()
+	started := make(chan struct{}, 1)
+	a := startShared(t, dsn, "a", got, func(ctx context.Context, _ llm.Request) (llm.Response, error) {
+		started <- struct{}{}
+		<-ctx.Done()
+		return llm.Response{}, ctx.Err()
+	})
+	b := startShared(t, dsn, "b", got, nil)
+	first := inbound("c", "a long question")
+	first.MessageID = "m1"
+	if _, err := a.env.g.Submit(context.Background(), first); err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	stop := inbound("c", "/stop")
+	stop.MessageID = "m2"
+	done, err := b.env.g.Submit(context.Background(), stop)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := wait(t, done); !strings.Contains(res.Reply, "Asked the dreamgate process") {
+		t.Errorf("/stop in b answered %q", res.Reply)
+	}
+	got.wait(t, 2)
+	if m1 := got.by["m1"]; len(m1) != 1 || m1[0] != "a:Stopped." {
+		t.Errorf("the running turn answered %v, want a's \"Stopped.\"", m1)
+	}
+}
