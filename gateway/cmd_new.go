@@ -42,6 +42,11 @@ func cmdNew() *command {
 // goBackground. A failure leaves it to the scan of set-aside
 // conversations (archiveSetAside).
 func (g *Gateway) archivePrevious(old *session.Session) {
+	release, ok := g.holdAsideArchive(old.Key(), old.ID())
+	if !ok {
+		return // another process archives it
+	}
+	defer release()
 	ctx, cancel := context.WithTimeout(context.Background(), archiveTimeout)
 	defer cancel()
 	if _, err := g.deps.Consolidator.ArchiveTail(ctx, old); err != nil {

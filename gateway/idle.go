@@ -227,6 +227,13 @@ func (g *Gateway) archiveSetAside(checked *seenSet) {
 			in: channels.Inbound{SessionKey: f.Key},
 			task: func(context.Context) {
 				g.goBackground(func() {
+					sess, release, ok := g.holdAside(sess, f)
+					if !ok {
+						g.logger.Info("a set-aside conversation is being archived by another process", "session", f.Key, "id", f.ID)
+						checked.remove(id) // in case its archiver dies first
+						return
+					}
+					defer release()
 					ctx, cancel := context.WithTimeout(context.Background(), archiveTimeout)
 					defer cancel()
 					g.logger.Info("archiving a set-aside conversation left unarchived", "session", f.Key, "id", f.ID,

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dreamgate/dreamgate/channels"
+	"github.com/dreamgate/dreamgate/gateway/session"
 	"github.com/dreamgate/dreamgate/store"
 )
 
@@ -69,6 +70,9 @@ type sharing struct {
 	// takeovers and waits are counted for /healthz.
 	takeovers int
 	kick      chan struct{} // asks the loop to look for work now
+	// aside are the set-aside conversations' archives this process
+	// holds (holdAsideArchive).
+	aside map[string]bool
 	// lost are the messages whose turn ran when this process lost its
 	// claims (by originID): they are neither answered nor marked answered
 	// here, until this process takes them again.
@@ -430,4 +434,57 @@ func (g *Gateway) answerWaiting(ctx context.Context, in channels.Inbound, now ti
 	default:
 		g.observedTurn(ctx, in)
 	}
+}
+
+// holdAsideArchive takes, when conversations are shared, the claim of a
+// set-aside conversation's archive (a conversation /new set aside, by key
+// and generation), so that one process archives it; ok is false when
+// another does (or this process does already). release lets it go.
+func (g *Gateway) holdAsideArchive(key, id string) (release func(), ok bool) {
+	s := g.share
+	if s == nil {
+		return func() {}, true
+	}
+	name := "aside " + key + " " + id
+	s.mu.Lock()
+	if s.aside[name] {
+		s.mu.Unlock()
+		return nil, false
+	}
+	s.mu.Unlock()
+	got, _, err := s.c.Claim(name)
+	if err != nil || !got {
+		return nil, false
+	}
+	s.mu.Lock()
+	if s.aside == nil {
+		s.aside = map[string]bool{}
+	}
+	s.aside[name] = true
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		delete(s.aside, name)
+		s.mu.Unlock()
+		if err := s.c.Release(name); err != nil {
+			g.logger.Warn("could not let go of a set-aside conversation's archive", "session", key, "err", err)
+		}
+	}, true
+}
+
+// holdAside takes the archive of a set-aside conversation the idle scan
+// found (holdAsideArchive) and, when shared, reads it again: another
+// process may have archived it since it was loaded.
+func (g *Gateway) holdAside(sess *session.Session, f session.SetAside) (*session.Session, func(), bool) {
+	release, ok := g.holdAsideArchive(f.Key, f.ID)
+	if !ok || g.share == nil {
+		return sess, release, ok
+	}
+	g.deps.Sessions.ForgetSetAside(sess)
+	fresh, err := g.deps.Sessions.OpenSetAside(f)
+	if err != nil || fresh.LastConsolidated() >= fresh.Len() {
+		release()
+		return nil, nil, false
+	}
+	return fresh, release, true
 }

@@ -167,8 +167,8 @@ func cmdScenarioMemory(ts *testscript.TestScript, neg bool, args []string) {
 
 // log NAME REGEXP
 //
-// Checks that gateway NAME's log has a line matching REGEXP (with !, that
-// none does).
+// Waits until gateway NAME's log has a line matching REGEXP (with !,
+// checks that none does now).
 func cmdScenarioLog(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) != 2 {
 		ts.Fatalf("usage: log NAME REGEXP")
@@ -177,6 +177,20 @@ func cmdScenarioLog(ts *testscript.TestScript, neg bool, args []string) {
 	re, err := regexp.Compile(args[1])
 	ts.Check(err)
 	found := re.MatchString(g.log.String())
+	if !neg && !found {
+		deadline := time.After(time.Minute)
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for !found {
+			select {
+			case <-deadline:
+			case <-tick.C:
+				found = re.MatchString(g.log.String())
+				continue
+			}
+			break
+		}
+	}
 	switch {
 	case found && neg:
 		ts.Fatalf("%s's log matches %q", args[0], args[1])
