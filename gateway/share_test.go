@@ -69,6 +69,11 @@ func (a *answers) wait(t *testing.T, n int) {
 // model answers through answer (nil: "<name> saw N" with the count of
 // the conversation's user messages it was shown).
 func startShared(t *testing.T, dsn, name string, got *answers, answer func(ctx context.Context, req llm.Request) (llm.Response, error)) *sharedProc {
+	return startSharedWith(t, dsn, name, got, answer, ShareOptions{Sweep: 50 * time.Millisecond})
+}
+
+// startSharedWith is startShared with sharing's options.
+func startSharedWith(t *testing.T, dsn, name string, got *answers, answer func(ctx context.Context, req llm.Request) (llm.Response, error), o ShareOptions) *sharedProc {
 	t.Helper()
 	db, err := postgres.Open(context.Background(), dsn, postgres.Options{})
 	if err != nil {
@@ -98,7 +103,7 @@ func startShared(t *testing.T, dsn, name string, got *answers, answer func(ctx c
 	if err := env.g.OpenInboxIn(db.Inbox("inbox")); err != nil {
 		t.Fatal(err)
 	}
-	env.g.ShareConversations(proc, ShareOptions{Sweep: 50 * time.Millisecond})
+	env.g.ShareConversations(proc, o)
 	p := &sharedProc{name: name, env: env, db: db, proc: proc, ran: make(chan struct{})}
 	ctx, cancel := context.WithCancel(context.Background())
 	p.stop = cancel
@@ -117,7 +122,8 @@ func newAnswers() *answers { return &answers{by: map[string][]string{}, ch: make
 // Two processes share the conversations: each message, whichever process
 // received it, is answered once, in order within its conversation (each
 // turn shown every earlier one). Which process answers which is the
-// scheduling's business (the scenarios check the spreading).
+// scheduling's business (TestPostgresConversationGoesToAProcessWithRoom
+// pins the spreading).
 func TestPostgresSharedConversationsAnsweredOnceInOrder(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	got := newAnswers()
@@ -152,6 +158,42 @@ func TestPostgresSharedConversationsAnsweredOnceInOrder(t *testing.T) {
 				t.Errorf("%s answered %q, want %q: the turn did not see every earlier one", id, text, want)
 			}
 		}
+	}
+}
+
+// A process holding its share of conversations (MaxConversations) leaves
+// a conversation it receives to the others: a, whose one conversation
+// waits in its model, receives a message of another conversation, which
+// b answers.
+func TestPostgresConversationGoesToAProcessWithRoom(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	got := newAnswers()
+	started := make(chan struct{}, 1)
+	gate := make(chan struct{})
+	defer close(gate)
+	a := startSharedWith(t, dsn, "a", got, func(ctx context.Context, _ llm.Request) (llm.Response, error) {
+		started <- struct{}{}
+		select {
+		case <-gate:
+		case <-ctx.Done():
+		}
+		return textReply("a answered"), nil
+	}, ShareOptions{MaxConversations: 1, Sweep: 50 * time.Millisecond})
+	startShared(t, dsn, "b", got, nil)
+	busy := inbound("busy", "a long question")
+	busy.MessageID = "m1"
+	if _, err := a.env.g.Submit(context.Background(), busy); err != nil {
+		t.Fatal(err)
+	}
+	<-started // a holds "busy", its one conversation
+	other := inbound("other", "hello")
+	other.MessageID = "m2"
+	if _, err := a.env.g.Submit(context.Background(), other); err != nil {
+		t.Fatal(err)
+	}
+	got.wait(t, 1)
+	if m2 := got.by["m2"]; len(m2) != 1 || m2[0] != "b:b saw 1" {
+		t.Fatalf("the other conversation was answered %v, want by b", m2)
 	}
 }
 

@@ -275,7 +275,7 @@ func (s *scenario) gatewayConfig(ts scriptT, name string, model *scenarioModel) 
 		"llm": map[string]any{"baseURL": model.srv.URL(), "apiKey": "sk-" + name, "model": "test-model",
 			"contextWindow": 128000, "maxTokens": 1024, "timeoutSeconds": 60},
 		"agent":    map[string]any{"idleCompactAfterMinutes": 0},
-		"gateway":  map[string]any{"healthAddr": scenarioAddr(ts), "maxConcurrentTurns": 8},
+		"gateway":  map[string]any{"healthAddr": scenarioAddr(ts), "maxConcurrentTurns": 4},
 		"store":    map[string]any{"postgres": s.dsn, "leaseSeconds": 3},
 		"channels": chans,
 	}
