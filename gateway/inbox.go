@@ -403,16 +403,19 @@ func recoverable(in channels.Inbound) bool {
 }
 
 // accept records in the inbox a chat message Submit is about to queue. It
-// reports a message accepted before: a platform delivered it again.
-func (g *Gateway) accept(in channels.Inbound) (known bool) {
+// reports a message accepted before (a platform delivered it again), and
+// whether the inbox holds the message now: one it could not record is
+// not there for another process to find, so this one answers it.
+func (g *Gateway) accept(in channels.Inbound) (known, recorded bool) {
 	if g.inbox == nil || !recoverable(in) {
-		return false
+		return false, false
 	}
 	known, err := g.inbox.accept(inboxLine{Key: in.SessionKey, Origin: originOf(in), Text: in.Text, Time: in.Time})
 	if err != nil {
 		g.logger.Warn("could not record an accepted message; a crash before its answer would lose it", "session", in.SessionKey, "err", err)
+		return false, false
 	}
-	return known
+	return known, true
 }
 
 // markAnswered records that in's sender has heard back (its answer, or a

@@ -81,15 +81,20 @@ func (g *Gateway) Submit(ctx context.Context, in channels.Inbound) (<-chan Resul
 	if tooLong > 0 {
 		pc = nil // not run, whatever it starts with
 	}
-	if (pc == nil || g.recordsCommand(pc)) && g.accept(in) {
-		g.logger.Info("message delivered again and accepted before; ignored", "session", in.SessionKey)
-		done <- Result{}
-		return done, nil
+	recorded := false
+	if pc == nil || g.recordsCommand(pc) {
+		var known bool
+		if known, recorded = g.accept(in); known {
+			g.logger.Info("message delivered again and accepted before; ignored", "session", in.SessionKey)
+			done <- Result{}
+			return done, nil
+		}
 	}
 	var err error
 	// A message, or a command the inbox keeps, is answered by whichever
-	// process holds its conversation, from the inbox.
-	shared := g.share != nil && (pc == nil || g.recordsCommand(pc)) && tooLong == 0 && recoverable(in)
+	// process holds its conversation, from the inbox: once the inbox
+	// holds it.
+	shared := g.share != nil && recorded && tooLong == 0
 	switch c := g.commandFor(pc); {
 	case c != nil && c.priority && !in.InOrder:
 		err = g.runPriority(ctx, in, pc, done)

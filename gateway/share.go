@@ -207,17 +207,21 @@ func (g *Gateway) acquire(ctx context.Context, w *worker) {
 		g.decline(ctx, w)
 		return
 	}
+	lost := s.c.Lost()
 	ok, takenOver, err := s.c.Claim(w.key)
 	if err != nil {
 		g.logger.Warn("cannot claim a conversation; trying again", "session", w.key, "err", err)
 	}
-	if ok {
-		s.mu.Lock()
-		s.held[w.key] = g.now()
-		if takenOver {
-			s.takeovers++
+	if ok && !g.holdClaim(w, lost, takenOver) {
+		// Lost with the connection as it was taken; should it have been
+		// taken on the next one, it is let go, not kept unknown to this
+		// gateway (nobody else could take it). What waits tries again.
+		if err := s.c.Release(w.key); err != nil {
+			g.logger.Warn("could not let go of a conversation; it is another's once this process's connection ends", "session", w.key, "err", err)
 		}
-		s.mu.Unlock()
+		return
+	}
+	if ok {
 		if takenOver {
 			g.logger.Info("took over a conversation a process that died held", "session", w.key)
 			if o, ok := g.deps.Observer.(ShareObserver); ok {
@@ -225,9 +229,6 @@ func (g *Gateway) acquire(ctx context.Context, w *worker) {
 			}
 		}
 		g.deps.Sessions.Forget(w.key)
-		g.mu.Lock()
-		w.holding, w.handled = true, nil
-		g.mu.Unlock()
 		g.refill(w, true)
 		return
 	}
@@ -242,6 +243,29 @@ func (g *Gateway) acquire(ctx context.Context, w *worker) {
 		return
 	}
 	g.waitForClaim(ctx, w)
+}
+
+// holdClaim records that w holds its conversation's claim, just taken,
+// unless the connection holding the claims ended since lost was read: a
+// claim taken on it is void, and claimsLost, which clears every holding
+// under g.mu once told of the loss, may already have run.
+func (g *Gateway) holdClaim(w *worker, lost <-chan struct{}, takenOver bool) bool {
+	s := g.share
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	select {
+	case <-lost:
+		return false
+	default:
+	}
+	s.mu.Lock()
+	s.held[w.key] = g.now()
+	if takenOver {
+		s.takeovers++
+	}
+	s.mu.Unlock()
+	w.holding, w.handled = true, nil
+	return true
 }
 
 // refuseQueued answers what a worker still waits to run when the process

@@ -43,8 +43,10 @@ func (g *Gateway) shareLoop(ctx context.Context) {
 			s.wakeAll()
 			look, now = key == "", key == ""
 		case <-lost:
-			g.claimsLost()
+			// The next loss is watched for before this one is handled,
+			// so one that comes meanwhile is not missed.
 			lost = s.c.Lost()
+			g.claimsLost()
 		}
 	}
 }
@@ -168,11 +170,11 @@ func (g *Gateway) stopHere(key string) {
 // left in the inbox, for whichever process claims them next.
 func (g *Gateway) claimsLost() {
 	s := g.share
+	g.mu.Lock()
+	defer g.mu.Unlock()
 	s.mu.Lock()
 	clear(s.held)
 	s.mu.Unlock()
-	g.mu.Lock()
-	defer g.mu.Unlock()
 	for _, w := range g.workers {
 		if !w.holding {
 			continue

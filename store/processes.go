@@ -23,7 +23,10 @@ type Claims interface {
 	// Release lets key go; other processes are told (Wake).
 	Release(key string) error
 	// Waiting returns the messages of key that were accepted (by any
-	// process) and not answered, in the order they were accepted.
+	// process) and not answered, in the order they were sent (by the
+	// platform's time; those sent at once in the order they were
+	// accepted): another process may record a conversation's message
+	// after this one recorded the next.
 	Waiting(key string) ([]InboxMessage, error)
 	// Claimable lists up to n conversations of the given platforms with
 	// messages waiting that no live process holds, the one waiting longest

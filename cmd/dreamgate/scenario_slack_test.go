@@ -65,7 +65,7 @@ func (s *scenario) replies() []talkReply {
 // connections waits for N live Socket Mode connections; converse says N
 // messages over M conversations (the DMs D00… of people U00…), message i
 // the (i/M)-th of conversation i%M, starting at FROM, each after the
-// conversation's previous one was acknowledged (converse-start says them
+// conversation's previous one was acknowledged and recorded (converse-start says them
 // in the background, converse-wait waits for the last); say posts one message,
 // mentioning the bot in a channel, or in a DM (D…); posts waits until the
 // bot posted N messages in CHANNEL and writes them to stdout, one a line;
@@ -159,8 +159,9 @@ func optInt(ts *testscript.TestScript, args []string, i int) int {
 }
 
 // converse says messages from..from+n-1 over m conversations, each
-// conversation's in order (the next once the previous was acknowledged),
-// the conversations at once.
+// conversation's in order (the next once the previous was acknowledged
+// and recorded by a gateway, as a person sees it sent), the
+// conversations at once.
 func (s *scenario) converse(ctx context.Context, ts scriptT, n, m, from int) {
 	if err := s.converseErr(ctx, n, m, from); err != nil {
 		ts.Fatalf("slack converse: %v", err)
@@ -181,6 +182,9 @@ func (s *scenario) converseErr(ctx context.Context, n, m, from int) error {
 				d, err := s.slack.Inject(fakeslack.Event{Type: "message", ChannelType: "im", Channel: fmt.Sprintf("D%02d", c), User: fmt.Sprintf("U%02d", c), Text: text})
 				if err == nil {
 					err = s.slack.WaitEventAcked(ctx, d.EventID)
+				}
+				if err == nil {
+					err = s.waitRecorded(ctx, d.Event.TS)
 				}
 				if err != nil {
 					errs <- fmt.Errorf("%s: %w", text, err)
@@ -228,7 +232,7 @@ func (s *scenario) waitAnswered(ctx context.Context, ts scriptT, n int) {
 				logs += "\n--- " + name + ":\n" + logTail(g.log.String(), 40)
 			}
 			s.mu.Unlock()
-			ts.Fatalf("%d of %d messages answered: %v%s", len(answered), n, err, logs)
+			ts.Fatalf("%d of %d messages answered: %v%s%s", len(answered), n, err, s.unansweredReport(answered), logs)
 		}
 	}
 }

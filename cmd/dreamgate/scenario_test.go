@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/dreamgate/dreamgate/channels/discord/fakediscord"
@@ -72,6 +73,7 @@ type scenario struct {
 	models   map[string]*scenarioModel
 	talk     *slackTalk
 	archived int // the archive's entries at the last archive wait or check
+	pool     *pgxpool.Pool
 }
 
 // scenarioGateway is one `dreamgate gateway` of a scenario.
@@ -105,6 +107,9 @@ func setupScenario(env *testscript.Env) error {
 	env.Values[scenarioKey{}] = s
 	env.Defer(func() {
 		s.stopAll()
+		if s.pool != nil {
+			s.pool.Close()
+		}
 		if err := pgExec(server, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
 			env.T().Log("drop the scenario's schema: ", err)
 		}

@@ -68,12 +68,13 @@ func (p *Process) Release(key string) error {
 	return nil
 }
 
-// Waiting implements store.Claims.
+// Waiting implements store.Claims: in the order the messages were sent
+// (accepted_at is the platform's time of the message), then accepted.
 func (p *Process) Waiting(key string) ([]store.InboxMessage, error) {
 	ctx, cancel := p.db.call()
 	defer cancel()
 	rows, err := p.db.pool.Query(ctx, `SELECT channel, message_id, conversation, origin, body, accepted_at
-		FROM inbox_messages WHERE conversation = $1 AND answered_at IS NULL ORDER BY seq`, key)
+		FROM inbox_messages WHERE conversation = $1 AND answered_at IS NULL ORDER BY accepted_at, seq`, key)
 	if err != nil {
 		return nil, fmt.Errorf("read conversation %s's waiting messages: %w", key, err)
 	}

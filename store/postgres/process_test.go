@@ -217,3 +217,32 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 		}
 	}
 }
+
+// A conversation's waiting messages come in the order they were sent (the
+// platform's time), whichever process accepted them first: Slack may
+// hand a conversation's next message to another process's connection
+// before the first process has recorded the one before.
+func TestPostgresWaitingInSentOrder(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	db, a := join(t, dsn, "a")
+	sent := time.Now()
+	for _, m := range []struct {
+		id string
+		at time.Time
+	}{{"m2", sent.Add(time.Second)}, {"m1", sent}, {"m3", sent.Add(2 * time.Second)}} {
+		if _, err := db.Inbox("inbox").Accept(store.InboxMessage{Channel: "slack", MessageID: m.id, Conversation: "slack:C1", Origin: []byte("{}"), Text: m.id, Accepted: m.at}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waiting, err := a.Waiting("slack:C1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range waiting {
+		got = append(got, m.MessageID)
+	}
+	if len(got) != 3 || got[0] != "m1" || got[1] != "m2" || got[2] != "m3" {
+		t.Fatalf("waiting %v, want m1 m2 m3", got)
+	}
+}

@@ -1,0 +1,118 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dreamgate/dreamgate/llm"
+	"github.com/dreamgate/dreamgate/store"
+)
+
+// stubClaims is the claims of a store where another process may hold a
+// conversation (elsewhere), for tests of sharing's rules without a
+// database: Claim of a conversation held elsewhere is refused and said
+// on refused; waiting are the inbox's open messages by conversation.
+type stubClaims struct {
+	mu        sync.Mutex
+	elsewhere map[string]bool
+	mine      map[string]bool
+	waiting   map[string][]store.InboxMessage
+	refused   chan string
+	wake      chan string
+	lost      chan struct{}
+}
+
+func newStubClaims() *stubClaims {
+	return &stubClaims{
+		elsewhere: map[string]bool{}, mine: map[string]bool{}, waiting: map[string][]store.InboxMessage{},
+		refused: make(chan string, 64), wake: make(chan string, 64), lost: make(chan struct{}),
+	}
+}
+
+func (c *stubClaims) Claim(key string) (bool, bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.elsewhere[key] {
+		c.refused <- key
+		return false, false, nil
+	}
+	c.mine[key] = true
+	return true, false, nil
+}
+
+func (c *stubClaims) Release(key string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.mine, key)
+	return nil
+}
+
+func (c *stubClaims) Waiting(key string) ([]store.InboxMessage, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]store.InboxMessage(nil), c.waiting[key]...), nil
+}
+
+func (c *stubClaims) Claimable([]string, time.Duration, int) ([]string, error) { return nil, nil }
+func (c *stubClaims) Notify(string) error                                      { return nil }
+func (c *stubClaims) Wake() <-chan string                                      { return c.wake }
+func (c *stubClaims) Lost() <-chan struct{}                                    { return c.lost }
+
+// letGo is the other process letting key go, and saying so.
+func (c *stubClaims) letGo(key string) {
+	c.mu.Lock()
+	delete(c.elsewhere, key)
+	c.mu.Unlock()
+	c.wake <- key
+}
+
+// failingInbox is a store.Inbox whose Accept fails (the database did not
+// answer in time).
+type failingInbox struct{}
+
+func (failingInbox) Accept(store.InboxMessage) (bool, error) {
+	return false, errors.New("record an accepted message: timeout")
+}
+func (failingInbox) Answer(string, string, time.Time) error { return nil }
+func (failingInbox) Open() ([]store.InboxMessage, error)    { return nil, nil }
+func (failingInbox) Forget(time.Time) error                 { return nil }
+
+// runShared runs env's gateway sharing conversations over c.
+func runShared(t *testing.T, env *testEnv, c Claims) {
+	t.Helper()
+	env.g.ShareConversations(c, ShareOptions{Sweep: time.Hour})
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan struct{})
+	go func() { _ = env.g.Run(ctx); close(ran) }()
+	t.Cleanup(func() { cancel(); <-ran })
+}
+
+// A message the inbox could not record is not in the inbox for the
+// process holding its conversation to find: it is not left to that
+// process, but waits here for the claim and is answered (it was dropped,
+// unanswered, when another process held the conversation).
+func TestUnrecordedMessageWaitsForTheClaim(t *testing.T) {
+	env := newTestEnv(t, func(context.Context, llm.Request) (llm.Response, error) {
+		return textReply("answered here"), nil
+	}, nil)
+	if err := env.g.OpenInboxIn(failingInbox{}); err != nil {
+		t.Fatal(err)
+	}
+	c := newStubClaims()
+	c.elsewhere["test:c1"] = true
+	runShared(t, env, c)
+	done, err := env.g.Submit(context.Background(), inbound("c1", "hello"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if key := <-c.refused; key != "test:c1" {
+		t.Fatalf("claimed %q", key)
+	}
+	c.letGo("test:c1")
+	if res := wait(t, done); res.Reply != "answered here" {
+		t.Fatalf("result %+v: the message was left to a process that cannot see it", res)
+	}
+}
