@@ -44,9 +44,12 @@ type talkReply struct {
 	channel   string
 }
 
-func (s *scenario) replies() []talkReply {
+func (s *scenario) replies() []talkReply { return repliesIn(s.slack.Posts()) }
+
+// repliesIn reads the answers among posts.
+func repliesIn(posts []fakeslack.Post) []talkReply {
 	var out []talkReply
-	for _, p := range s.slack.Posts() {
+	for _, p := range posts {
 		if m := replyRE.FindStringSubmatch(p.Text); m != nil {
 			saw, _ := strconv.Atoi(m[3])
 			out = append(out, talkReply{proc: m[1], msg: m[2], saw: saw, channel: p.Channel})
@@ -216,47 +219,65 @@ func (s *scenario) say(ctx context.Context, ts *testscript.TestScript, channel, 
 // waitAnswered waits until n messages of converse have an answer.
 func (s *scenario) waitAnswered(ctx context.Context, ts scriptT, n int) {
 	start := time.Now()
-	for {
-		answered := map[string]bool{}
-		for _, r := range s.replies() {
+	answered := map[string]bool{}
+	err := waitSlackPosts(ctx, s.slack, func(posts []fakeslack.Post) bool {
+		clear(answered)
+		for _, r := range repliesIn(posts) {
 			answered[r.msg] = true
 		}
-		if len(answered) >= n {
-			ts.Logf("%d messages answered (%s)", len(answered), time.Since(start).Round(time.Millisecond))
-			return
+		return len(answered) >= n
+	})
+	if err != nil {
+		s.mu.Lock()
+		logs := ""
+		for name, g := range s.gateways {
+			logs += "\n--- " + name + ":\n" + logTail(g.log.String(), 40)
 		}
-		if _, err := s.slack.WaitPosts(ctx, len(s.slack.Posts())+1); err != nil {
-			s.mu.Lock()
-			logs := ""
-			for name, g := range s.gateways {
-				logs += "\n--- " + name + ":\n" + logTail(g.log.String(), 40)
-			}
-			s.mu.Unlock()
-			ts.Fatalf("%d of %d messages answered: %v%s%s", len(answered), n, err, s.unansweredReport(answered), logs)
-		}
+		s.mu.Unlock()
+		ts.Fatalf("%d of %d messages answered: %v%s%s", len(answered), n, err, s.unansweredReport(answered), logs)
 	}
+	ts.Logf("%d messages answered (%s)", len(answered), time.Since(start).Round(time.Millisecond))
 }
 
 // waitPosts waits until the bot posted n messages in channel and writes
 // them to stdout.
 func (s *scenario) waitPosts(ctx context.Context, ts *testscript.TestScript, channel string, n int) {
-	for {
-		var got []string
-		for _, p := range s.slack.Posts() {
+	var got []string
+	err := waitSlackPosts(ctx, s.slack, func(posts []fakeslack.Post) bool {
+		got = got[:0]
+		for _, p := range posts {
 			if p.Channel == channel {
 				got = append(got, p.Text)
 			}
 		}
-		if len(got) >= n {
-			for _, g := range got {
-				fmt.Fprintln(ts.Stdout(), g)
-			}
-			return
-		}
-		if _, err := s.slack.WaitPosts(ctx, len(s.slack.Posts())+1); err != nil {
-			ts.Fatalf("%d posts in %s, want %d: %v", len(got), channel, n, err)
+		return len(got) >= n
+	})
+	if err != nil {
+		ts.Fatalf("%d posts in %s, want %d: %v", len(got), channel, n, err)
+	}
+	for _, g := range got {
+		fmt.Fprintln(ts.Stdout(), g)
+	}
+}
+
+// postSource is what waiting for posts asks of the Slack fake.
+type postSource interface {
+	Posts() []fakeslack.Post
+	WaitPosts(ctx context.Context, n int) ([]fakeslack.Post, error)
+}
+
+// waitSlackPosts waits until done holds of the posts so far. Each check
+// and the wait after it count the same posts: counted apart, a post that
+// came between them was waited for again, and the last ones never came.
+func waitSlackPosts(ctx context.Context, src postSource, done func([]fakeslack.Post) bool) error {
+	posts := src.Posts()
+	for !done(posts) {
+		var err error
+		if posts, err = src.WaitPosts(ctx, len(posts)+1); err != nil {
+			return err
 		}
 	}
+	return nil
 }
 
 func logTail(s string, lines int) string {
