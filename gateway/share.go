@@ -15,7 +15,7 @@ import (
 // PostgreSQL engine), any of them may receive a message: Submit records
 // it in the inbox as always, and a conversation's worker runs its jobs
 // only while this process holds the conversation's claim. A worker that
-// gets the claim first queues, in acceptance order, the conversation's
+// gets the claim first queues, in the order they were sent, the conversation's
 // messages other processes received meanwhile, and before letting the
 // claim go it looks for more; one that finds another process holding it
 // leaves its messages to that process (they are in the inbox) and waits
@@ -350,7 +350,7 @@ func (g *Gateway) waitForClaim(ctx context.Context, w *worker) {
 }
 
 // refill queues the conversation's messages waiting in the inbox that w
-// has not queued or handled, in acceptance order: with first (a fresh
+// has not queued or handled, in the order they were sent: with first (a fresh
 // claim, or messages queued under it since), w's own messages take their
 // places among them; otherwise they follow w's queue. It reports whether
 // it queued any.
@@ -367,7 +367,7 @@ func (g *Gateway) refill(w *worker, first bool) bool {
 		known[originID(originOf(j.in))] = true
 	}
 	// At a fresh claim the queue's own messages take their place among
-	// the waiting ones, in acceptance order; what is not in the inbox
+	// the waiting ones, in the order they were sent; what is not in the inbox
 	// (commands, idle tasks) follows.
 	queued := map[string]job{}
 	var rest []job
