@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 
@@ -32,6 +33,62 @@ func (s *scenario) inboxPool(ctx context.Context) (*pgxpool.Pool, error) {
 	}
 	s.pool = p
 	return p, nil
+}
+
+// appName is what the database calls a scenario gateway's pooled
+// connections (those of its process's own are "dreamgate process N").
+func appName(gateway string) string { return "scenario gateway " + gateway }
+
+// appNamed is dsn with gateway's application_name.
+func appNamed(ts scriptT, dsn, gateway string) string {
+	u, err := url.Parse(dsn)
+	ts.Check(err)
+	q := u.Query()
+	q.Set("application_name", appName(gateway))
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// waitConnectionsGone waits until the server let go of a stopped
+// gateway's connections — its pooled ones, and its process's (the live
+// processes are no more than the gateways running) — and so of the
+// advisory locks they held (a Dream's, a claim's): the server notices a
+// killed client's closed socket a moment after the kill.
+func (s *scenario) waitConnectionsGone(ctx context.Context, gateway string) error {
+	pool, err := s.inboxPool(ctx)
+	if err != nil {
+		return err
+	}
+	t := time.NewTicker(recordedPoll)
+	defer t.Stop()
+	for {
+		s.mu.Lock()
+		running := 0
+		for _, g := range s.gateways {
+			select {
+			case <-g.exited:
+			default:
+				running++
+			}
+		}
+		s.mu.Unlock()
+		var pooled, live int
+		err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM pg_stat_activity WHERE application_name = $1),
+			(SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 2 AND granted
+				AND classid = (hashtext('dreamgate process ' || current_schema()) & 2147483647)::integer::oid
+				AND database = (SELECT oid FROM pg_database WHERE datname = current_database()))`, appName(gateway)).Scan(&pooled, &live)
+		if err != nil {
+			return fmt.Errorf("look for gateway %s's connections: %w", gateway, err)
+		}
+		if pooled == 0 && live <= running {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("gateway %s's connections outlived it (%d pooled, %d live processes for %d gateways): %w", gateway, pooled, live, running, ctx.Err())
+		case <-t.C:
+		}
+	}
 }
 
 // recordedPoll is how often waitRecorded looks again.

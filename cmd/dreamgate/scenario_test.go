@@ -205,6 +205,9 @@ func cmdScenarioGateway(ts *testscript.TestScript, neg bool, args []string) {
 		if !g.stop(sig) {
 			ts.Fatalf("gateway %s did not exit after %v; log:\n%s", name, sig, g.log.String())
 		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		ts.Check(s.waitConnectionsGone(ctx, name))
 	default:
 		ts.Fatalf("gateway: unknown action %q", args[0])
 	}
@@ -281,7 +284,7 @@ func (s *scenario) gatewayConfig(ts scriptT, name string, model *scenarioModel) 
 			"contextWindow": 128000, "maxTokens": 1024, "timeoutSeconds": 60},
 		"agent":    map[string]any{"idleCompactAfterMinutes": 0},
 		"gateway":  map[string]any{"healthAddr": scenarioAddr(ts), "maxConcurrentTurns": 4},
-		"store":    map[string]any{"postgres": s.dsn, "leaseSeconds": 3},
+		"store":    map[string]any{"postgres": appNamed(ts, s.dsn, name), "leaseSeconds": 3},
 		"channels": chans,
 	}
 }
