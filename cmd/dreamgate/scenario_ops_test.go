@@ -15,6 +15,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/dreamgate/dreamgate/gitstore"
+	"github.com/dreamgate/dreamgate/store/postgres"
 )
 
 // metric NAME FAMILY OP VALUE
@@ -126,14 +129,15 @@ func cmdScenarioArchive(ts *testscript.TestScript, neg bool, args []string) {
 
 // memory count TEXT N
 //
-// Checks that the workspace's memory files (every *.md outside .git) hold
-// exactly N lines containing TEXT: a fact Dream wrote is there once.
+// Checks that the memory files (every *.md of the database's memory
+// repository, every scope's newest) hold exactly N lines containing TEXT:
+// a fact Dream wrote is there once.
 func cmdScenarioMemory(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 3 || args[0] != "count" {
 		ts.Fatalf("usage: memory count TEXT N")
 	}
 	want := argInt(ts, args, 2)
-	root := filepath.Join(scenarioOf(ts).work, "ws")
+	root := scenarioOf(ts).exportMemory(ts)
 	got := 0
 	var where []string
 	ts.Check(filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
@@ -163,6 +167,22 @@ func cmdScenarioMemory(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("%d memory lines hold %q, want %d: %q", got, args[1], want, where)
 	}
 	ts.Logf("memory: %q", where)
+}
+
+// exportMemory writes the memory repository, which is the database's,
+// into a folder of its own, the newest memory files with it, and returns
+// the folder.
+func (s *scenario) exportMemory(ts *testscript.TestScript) string {
+	db, err := postgres.Open(context.Background(), s.dsn, postgres.Options{})
+	ts.Check(err)
+	defer db.Close()
+	repo, err := gitstore.OpenDB(db.Repository(), dbRepoOptions())
+	ts.Check(err)
+	dir, err := os.MkdirTemp(s.work, "memory-")
+	ts.Check(err)
+	_, err = repo.Export(dir, dbRepoOptions())
+	ts.Check(err)
+	return dir
 }
 
 // log NAME REGEXP
