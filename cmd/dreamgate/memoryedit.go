@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/dreamgate/dreamgate/audience"
@@ -36,9 +38,9 @@ func cmdMemoryEdit(ctx context.Context, e *env, args []string) error {
 	if flags.NArg() != 1 {
 		return &exitError{code: 2, err: errors.New(memoryEditUsage)}
 	}
-	rel, ok := memoryFileArg(flags.Arg(0))
-	if !ok {
-		return &exitError{code: 2, err: fmt.Errorf("%q is not a memory file: SOUL.md, USER.md, MEMORY.md or COLD.md", flags.Arg(0))}
+	rel, err := memoryFileArg(flags.Arg(0), scope.one)
+	if err != nil {
+		return &exitError{code: 2, err: err}
 	}
 	cfg, err := e.config()
 	if err != nil {
@@ -53,6 +55,10 @@ func cmdMemoryEdit(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return openError(err)
 	}
+	known, err := scopeKnown(a.mem, scope.scope)
+	if err != nil {
+		return &exitError{code: 1, err: err}
+	}
 	old, err := a.mem.Read(scope.scope, rel)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return &exitError{code: 1, err: fmt.Errorf("read %s of the %s scope: %w", rel, memory.Name(scope.scope), err)}
@@ -60,6 +66,9 @@ func cmdMemoryEdit(ctx context.Context, e *env, args []string) error {
 	data, err := newContent(ctx, e, *from, rel, old)
 	if err != nil {
 		return err
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return &exitError{code: 2, err: fmt.Errorf("the new content of %s is empty: nothing was changed (to clear the file, keep a line such as its heading)", rel)}
 	}
 	res, err := d.Edit(scope.scope, rel, data)
 	var busy *dream.BusyError
@@ -70,22 +79,44 @@ func cmdMemoryEdit(ctx context.Context, e *env, args []string) error {
 		return &exitError{code: 1, err: err}
 	}
 	writeEdit(e.stdout, scope.scope, rel, res)
+	if !known && res.Commit.SHA != "" {
+		fmt.Fprintf(e.stdout, "The %s scope had no memory before: this edit began it (dreamgate status lists the scopes there are).\n", memory.Name(scope.scope))
+	}
 	return nil
 }
 
-// memoryFileArg maps a FILE argument to the memory file it names.
-func memoryFileArg(arg string) (string, bool) {
-	switch strings.TrimPrefix(filepath.ToSlash(arg), "./") {
+// memoryFileArg maps a FILE argument to the memory file it names. A
+// scope folder's file typed as its path (scopes/NAME/USER.md) is refused
+// with the --scope it wants, unless --scope was given (scoped): then it is
+// simply no memory file.
+func memoryFileArg(arg string, scoped bool) (string, error) {
+	p := strings.TrimPrefix(filepath.ToSlash(arg), "./")
+	switch p {
 	case memory.Soul:
-		return memory.Soul, true
+		return memory.Soul, nil
 	case memory.User:
-		return memory.User, true
+		return memory.User, nil
 	case memory.Long, "MEMORY.md":
-		return memory.Long, true
+		return memory.Long, nil
 	case memory.Cold, "COLD.md":
-		return memory.Cold, true
+		return memory.Cold, nil
 	}
-	return "", false
+	if rest, ok := strings.CutPrefix(p, audience.ScopesDir+"/"); ok && !scoped {
+		name, file, _ := strings.Cut(rest, "/")
+		if _, err := memory.ParseName(name); err == nil && memory.IsTierFile(file) {
+			return "", fmt.Errorf("%q is a scope's memory file: name the scope and the file as `dreamgate memory edit --scope %s %s`", arg, name, file)
+		}
+	}
+	return "", fmt.Errorf("%q is not a memory file: SOUL.md, USER.md, MEMORY.md or COLD.md", arg)
+}
+
+// scopeKnown reports whether memory has scope s already. An edit of a
+// scope it has none of begins that scope's memory — an operator's way to
+// give a team memory before its first conversation — and says so, so a
+// mistyped --scope is seen at once.
+func scopeKnown(mem *memory.Memory, s audience.Scope) (bool, error) {
+	all, err := mem.Scopes()
+	return slices.Contains(all, s), err
 }
 
 // newContent is the file's new content: read from --from, or edited by
