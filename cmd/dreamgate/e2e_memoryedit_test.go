@@ -191,3 +191,54 @@ func refusedBeforeMigrate(t *testing.T, h *harness, dsn string) {
 		t.Error("the refused start began a memory history in the database")
 	}
 }
+
+// A workspace whose own memory history the database lacks is refused on
+// PostgreSQL in a sentence even where another workspace began the
+// database's repository: its process would leave that history behind
+// unseen. Nothing is written — the database's history and the workspace's
+// .git stay as they were —; with the .git moved aside it goes on, on the
+// database's memory.
+func TestPostgresStartRefusesAHistoryTheDatabaseLacks(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	a, b := newHarness(t), newHarness(t)
+	a.set("store", map[string]any{"postgres": dsn})
+	pgWorkspaces.Store(a.ws, dsn)
+	b.set("store", map[string]any{}) // the files, whatever the pass
+	pgWorkspaces.Delete(b.ws)
+	edit := func(h *harness, text string) string {
+		t.Helper()
+		from := filepath.Join(t.TempDir(), "user.md")
+		if err := os.WriteFile(from, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		r := h.run("memory", "edit", "--from", from, "USER.md")
+		if r.code != 0 {
+			t.Fatalf("memory edit: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+		}
+		return regexp.MustCompile(`Committed ([0-9a-f]{8})`).FindStringSubmatch(r.stdout)[1]
+	}
+	sha := edit(a, "# User\n\n- The office moved to Canal Road.\n")
+	edit(b, "# User\n\n- Bob keeps the spare keys.\n")
+	inDB := memoryHistory(t, a.ws)
+	inWorkspace := memoryHistory(t, b.ws)
+
+	b.set("store", map[string]any{"postgres": dsn})
+	r := b.run("dream", "log")
+	if r.code == 0 || !strings.Contains(r.stderr, "that the PostgreSQL database does not hold: run dreamgate migrate --to-postgres first") {
+		t.Errorf("a start on a database another workspace began: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	oneSentence(t, r.stderr)
+	if now := memoryHistory(t, a.ws); now != inDB {
+		t.Errorf("the database's history after the refusal:\n%s\nwas:\n%s", now, inDB)
+	}
+	if now := memoryHistory(t, b.ws); now != inWorkspace {
+		t.Errorf("the workspace's history after the refusal:\n%s\nwas:\n%s", now, inWorkspace)
+	}
+
+	if err := os.Rename(filepath.Join(b.ws, ".git"), filepath.Join(b.ws, "git-aside")); err != nil {
+		t.Fatal(err)
+	}
+	if r := b.run("dream", "log", sha); r.code != 0 || !strings.Contains(r.stdout, "Canal Road") {
+		t.Errorf("the start with the .git moved aside: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}

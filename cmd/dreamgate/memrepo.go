@@ -37,9 +37,8 @@ import (
 // --to-postgres): starting without it would begin a second history the
 // first could no longer be copied into.
 func openDBRepo(cfg Config, db *postgres.DB, ws *workspace.Root, logger *slog.Logger, afterWrite func(string)) (*gitstore.Store, error) {
-	fresh := db.RepositoryEmpty()
-	if _, err := os.Stat(filepath.Join(cfg.Workspace, ".git")); err == nil && fresh {
-		return nil, fmt.Errorf("the workspace %s has a memory history (.git) that the PostgreSQL database does not hold yet: run dreamgate migrate --to-postgres first, which copies it in", cfg.Workspace)
+	if err := workspaceHistoryHeld(cfg.Workspace, db); err != nil {
+		return nil, err
 	}
 	opts := repoOptions(ws, logger, afterWrite)
 	opts.Files = nil
@@ -54,6 +53,30 @@ func openDBRepo(cfg Config, db *postgres.DB, ws *workspace.Root, logger *slog.Lo
 		return nil, fmt.Errorf("open the memory repository in PostgreSQL: %w", err)
 	}
 	return r, nil
+}
+
+// workspaceHistoryHeld refuses a workspace whose own repository (.git)
+// holds commits the database's memory repository lacks: an empty database
+// (its first process would begin a second history), or one another
+// workspace began, whose process would leave this workspace's history
+// behind unseen. A workspace migrated in, whose commits the database
+// holds, goes on.
+func workspaceHistoryHeld(workspace string, db *postgres.DB) error {
+	gitDir := filepath.Join(workspace, ".git")
+	if _, err := os.Stat(gitDir); err != nil {
+		return nil
+	}
+	if db.RepositoryEmpty() {
+		return fmt.Errorf("the workspace %s has a memory history (.git) that the PostgreSQL database does not hold yet: run dreamgate migrate --to-postgres first, which copies it in", workspace)
+	}
+	lacks, err := gitstore.DBLacks(db.Repository(), workspace)
+	if err != nil {
+		return fmt.Errorf("compare the workspace's memory history (%s) with the database's: %w", gitDir, err)
+	}
+	if len(lacks) > 0 {
+		return fmt.Errorf("the workspace %s has a memory history (.git, %s first) that the PostgreSQL database does not hold: run dreamgate migrate --to-postgres first, which copies it in, or move the .git folder aside if that history is not to be kept", workspace, lacks[0])
+	}
+	return nil
 }
 
 // memoryOn is the memory of the engine in use: read from the workspace's

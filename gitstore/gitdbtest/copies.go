@@ -44,9 +44,15 @@ func Copies(t *testing.T, db gitstore.DB) {
 		t.Fatal(err)
 	}
 
+	if lacks, err := gitstore.DBLacks(db, dir); err != nil || !slices.Contains(lacks, "refs/heads/main") {
+		t.Errorf("what the empty database lacks of the workspace's refs: %v, %v; want refs/heads/main among them", lacks, err)
+	}
 	res, err := gitstore.CopyToDB(db, fs)
 	if err != nil || res.Objects == 0 || len(res.Moved) == 0 {
 		t.Fatalf("the copy into the database: %+v, %v", res, err)
+	}
+	if lacks, err := gitstore.DBLacks(db, dir); err != nil || len(lacks) != 0 {
+		t.Errorf("what the database lacks after the copy: %v, %v; want nothing", lacks, err)
 	}
 	if again, err := gitstore.CopyToDB(db, fs); err != nil || again.Objects != 0 || len(again.Moved) != 0 {
 		t.Errorf("a second copy: %+v, %v; want nothing copied", again, err)
