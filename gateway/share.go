@@ -70,6 +70,9 @@ type sharing struct {
 	// takeovers and waits are counted for /healthz.
 	takeovers int
 	kick      chan struct{} // asks the loop to look for work now
+	// leftToUs: another process left a conversation to the others and
+	// this one has not yet looked for it with room (the loop's own).
+	leftToUs bool
 	// aside are the set-aside conversations' archives this process
 	// holds (holdAsideArchive).
 	aside map[string]bool

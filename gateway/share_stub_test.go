@@ -22,6 +22,7 @@ type stubClaims struct {
 	waiting   map[string][]store.InboxMessage
 	refused   chan string
 	wake      chan string
+	looked    chan time.Duration // each look for work, by its grace
 	lost      chan struct{}
 }
 
@@ -56,10 +57,15 @@ func (c *stubClaims) Waiting(key string) ([]store.InboxMessage, error) {
 	return append([]store.InboxMessage(nil), c.waiting[key]...), nil
 }
 
-func (c *stubClaims) Claimable([]string, time.Duration, int) ([]string, error) { return nil, nil }
-func (c *stubClaims) Notify(string) error                                      { return nil }
-func (c *stubClaims) Wake() <-chan string                                      { return c.wake }
-func (c *stubClaims) Lost() <-chan struct{}                                    { return c.lost }
+func (c *stubClaims) Claimable(_ []string, unclaimed time.Duration, _ int) ([]string, error) {
+	if c.looked != nil {
+		c.looked <- unclaimed
+	}
+	return nil, nil
+}
+func (c *stubClaims) Notify(string) error   { return nil }
+func (c *stubClaims) Wake() <-chan string   { return c.wake }
+func (c *stubClaims) Lost() <-chan struct{} { return c.lost }
 
 // letGo is the other process letting key go, and saying so.
 func (c *stubClaims) letGo(key string) {
@@ -114,5 +120,58 @@ func TestUnrecordedMessageWaitsForTheClaim(t *testing.T) {
 	c.letGo("test:c1")
 	if res := wait(t, done); res.Reply != "answered here" {
 		t.Fatalf("result %+v: the message was left to a process that cannot see it", res)
+	}
+}
+
+// A conversation another process left to the others (it held its share)
+// is looked for without the receiver's grace by a process that had no
+// room when told, once it has room: it was left waiting the grace (two
+// sweeps, ten seconds at the default lease) while the process that left
+// it, stuck, answered nothing — a takeover took 15 s where it takes one
+// sweep.
+func TestConversationLeftToOthersIsTakenOnceThereIsRoom(t *testing.T) {
+	release := make(chan struct{})
+	env := newTestEnv(t, func(ctx context.Context, _ llm.Request) (llm.Response, error) {
+		<-release
+		return textReply("done"), nil
+	}, nil)
+	if err := env.g.OpenInboxIn(failingInbox{}); err != nil {
+		t.Fatal(err)
+	}
+	c := newStubClaims()
+	c.wake = make(chan string) // unbuffered: a send returns once the loop has it
+	c.looked = make(chan time.Duration, 16)
+	env.g.ShareConversations(c, ShareOptions{MaxConversations: 1, Sweep: time.Hour})
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan struct{})
+	go func() { _ = env.g.Run(ctx); close(ran) }()
+	t.Cleanup(func() { cancel(); <-ran })
+	<-c.looked // the loop's first look, at start
+	done, err := env.g.Submit(context.Background(), inbound("c1", "hello"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitHolding(t, env.g, 1)
+	c.wake <- "" // another process left a conversation to the others; no room here
+	// The loop looks for work after each wake, before it reads the next:
+	// once this one is read, that look, with no room, is over.
+	c.wake <- "another process let a conversation go"
+	close(release)
+	wait(t, done)
+	if grace := <-c.looked; grace != 0 {
+		t.Fatalf("looked for work with a grace of %v once there was room; the conversation left to the others waits it out", grace)
+	}
+}
+
+// waitHolding waits until g holds n conversations.
+func waitHolding(t *testing.T, g *Gateway, n int) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for g.share.holding() != n {
+		select {
+		case <-deadline:
+			t.Fatalf("holding %d conversations, want %d", g.share.holding(), n)
+		case <-time.After(time.Millisecond):
+		}
 	}
 }

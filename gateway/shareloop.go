@@ -56,8 +56,13 @@ func (g *Gateway) shareLoop(ctx context.Context) {
 // also at those nobody claimed yet, however young.
 func (g *Gateway) lookForWork(now bool) {
 	s := g.share
+	// Told that a conversation was left to the others while this process
+	// had no room, it looks without the grace until it took what was
+	// left: the one that left it may be stuck, and answers nothing.
+	now = now || s.leftToUs
 	room := s.opts.MaxConversations - s.holding()
 	if room <= 0 {
+		s.leftToUs = now
 		return
 	}
 	g.mu.Lock()
@@ -79,6 +84,8 @@ func (g *Gateway) lookForWork(now bool) {
 		g.logger.Warn("cannot look for conversations to answer", "err", err)
 		return
 	}
+	// All there was fitted: nothing left waits without a claim.
+	s.leftToUs = now && len(keys) == room
 	for _, key := range keys {
 		g.startSweep(key)
 	}
