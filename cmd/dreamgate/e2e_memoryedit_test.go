@@ -66,8 +66,9 @@ func TestMemoryEditThroughTheBinary(t *testing.T) {
 
 // With the memory repository in PostgreSQL, two workspaces on two hosts
 // share one memory: a hand edit made from one is in the prompt of a chat
-// in the other, `dream log` there shows its commit, and neither workspace
-// folder holds the repository.
+// in the other, `dream log` there shows its commit, a fact a Dream in one
+// wrote is in the other's next prompt, and neither workspace folder holds
+// the repository.
 func TestPostgresMemorySharedWithoutAFileSystem(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	a, b := newHarness(t), newHarness(t)
@@ -94,6 +95,7 @@ func TestPostgresMemorySharedWithoutAFileSystem(t *testing.T) {
 	if log := b.run("dream", "log", sha); log.code != 0 || !strings.Contains(log.stdout, "Canal Road") {
 		t.Errorf("dream log %s in the second workspace: exit %d\n%s%s", sha, log.code, log.stdout, log.stderr)
 	}
+	dreamedInOneReadInTheOther(t, a, b)
 	for _, h := range []*harness{a, b} {
 		if _, err := os.Stat(filepath.Join(h.ws, ".git")); err == nil {
 			t.Errorf("the workspace %s holds a repository; the memory's is the database's", h.ws)
@@ -240,5 +242,37 @@ func TestPostgresStartRefusesAHistoryTheDatabaseLacks(t *testing.T) {
 	}
 	if r := b.run("dream", "log", sha); r.code != 0 || !strings.Contains(r.stdout, "Canal Road") {
 		t.Errorf("the start with the .git moved aside: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// dreamedInOneReadInTheOther: a conversation in a is archived and
+// dreamed there (Dream edits a's working copy and commits it); the next
+// prompt in b holds the fact, which b's workspace folder never held.
+func dreamedInOneReadInTheOther(t *testing.T, a, b *harness) {
+	t.Helper()
+	a.llm.Push(llmtest.Text("Noted: tea, not coffee."), llmtest.Text("- The user prefers tea over coffee"))
+	for _, m := range []string{"I prefer tea over coffee.", "/new"} {
+		if r := a.run("chat", "-m", m); r.code != 0 {
+			t.Fatalf("chat %q in the first workspace: exit %d\n%s", m, r.code, r.stderr)
+		}
+	}
+	a.llm.Push(
+		llmtest.Text("[USER] prefers tea over coffee"),
+		llmtest.ToolCall("edit_file", `{"path":"USER.md","old_text":"- The office moved to Canal Road.\n","new_text":"- The office moved to Canal Road.\n- Prefers tea over coffee.\n"}`),
+		llmtest.Text("Added the preference to USER.md."),
+	)
+	if r := a.run("dream", "run"); r.code != 0 {
+		t.Fatalf("dream run in the first workspace: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if got, _ := os.ReadFile(filepath.Join(b.ws, "USER.md")); strings.Contains(string(got), "tea over coffee") {
+		t.Fatal("the second workspace's folder holds the dreamed fact before its chat")
+	}
+	b.llm.Push(llmtest.Text("Tea."))
+	if r := b.run("chat", "-m", "What do I drink?"); r.code != 0 {
+		t.Fatalf("chat in the second workspace: exit %d\n%s", r.code, r.stderr)
+	}
+	reqs := b.llm.Requests()
+	if len(reqs) == 0 || !strings.Contains(reqs[len(reqs)-1].Messages[0].Content, "Prefers tea over coffee.") {
+		t.Error("the second workspace's prompt does not hold the fact the first one's Dream wrote")
 	}
 }
