@@ -67,8 +67,8 @@ func TestMemoryEditThroughTheBinary(t *testing.T) {
 // With the memory repository in PostgreSQL, two workspaces on two hosts
 // share one memory: a hand edit made from one is in the prompt of a chat
 // in the other, `dream log` there shows its commit, a fact a Dream in one
-// wrote is in the other's next prompt, and neither workspace folder holds
-// the repository.
+// wrote is in the other's next prompt, a restore from the other undoes it
+// for both, and neither workspace folder holds the repository.
 func TestPostgresMemorySharedWithoutAFileSystem(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	a, b := newHarness(t), newHarness(t)
@@ -96,6 +96,7 @@ func TestPostgresMemorySharedWithoutAFileSystem(t *testing.T) {
 		t.Errorf("dream log %s in the second workspace: exit %d\n%s%s", sha, log.code, log.stdout, log.stderr)
 	}
 	dreamedInOneReadInTheOther(t, a, b)
+	restoredInOneSeenInTheOther(t, b, a)
 	for _, h := range []*harness{a, b} {
 		if _, err := os.Stat(filepath.Join(h.ws, ".git")); err == nil {
 			t.Errorf("the workspace %s holds a repository; the memory's is the database's", h.ws)
@@ -274,5 +275,31 @@ func dreamedInOneReadInTheOther(t *testing.T, a, b *harness) {
 	reqs := b.llm.Requests()
 	if len(reqs) == 0 || !strings.Contains(reqs[len(reqs)-1].Messages[0].Content, "Prefers tea over coffee.") {
 		t.Error("the second workspace's prompt does not hold the fact the first one's Dream wrote")
+	}
+}
+
+// restoredInOneSeenInTheOther: b undoes the newest Dream, which a made;
+// a's dream log calls it undone, as on files, and a's next prompt no
+// longer holds its fact.
+func restoredInOneSeenInTheOther(t *testing.T, b, a *harness) {
+	t.Helper()
+	r := b.run("dream", "log")
+	sha := regexp.MustCompile("`([0-9a-f]{8})`").FindStringSubmatch(r.stdout)
+	if r.code != 0 || sha == nil {
+		t.Fatalf("dream log in the second workspace: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := b.run("dream", "restore", sha[1]); r.code != 0 {
+		t.Fatalf("dream restore %s in the second workspace: exit %d\n%s%s", sha[1], r.code, r.stdout, r.stderr)
+	}
+	if r := a.run("dream", "log"); r.code != 0 || !strings.Contains(r.stdout, "Already undone by `") {
+		t.Errorf("dream log in the first workspace after the second's restore: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	a.llm.Push(llmtest.Text("I do not know."))
+	if r := a.run("chat", "-m", "What do I drink?"); r.code != 0 {
+		t.Fatalf("chat in the first workspace: exit %d\n%s", r.code, r.stderr)
+	}
+	reqs := a.llm.Requests()
+	if len(reqs) == 0 || strings.Contains(reqs[len(reqs)-1].Messages[0].Content, "Prefers tea over coffee.") {
+		t.Error("the first workspace's prompt still holds the fact the second one's restore undid")
 	}
 }
