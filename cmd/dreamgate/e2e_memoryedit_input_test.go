@@ -59,6 +59,10 @@ func TestMemoryEditRefusesBadInput(t *testing.T) {
 			oneSentence(t, r.stderr)
 		}
 	}
+	help := h.run("memory", "edit", "-h")
+	if usage := help.stdout + help.stderr; !strings.Contains(usage, `"default" for the workspace root's files (the default)`) || strings.Contains(usage, "every scope") {
+		t.Errorf("memory edit -h says --scope's default wrongly:\n%s", usage)
+	}
 	if got := string(readMemoryFile(t, h.ws, "USER.md")); got != before {
 		t.Errorf("USER.md after the refused edits: %q, was %q", got, before)
 	}

@@ -31,6 +31,9 @@ const memoryEditUsage = `usage: dreamgate memory edit [--scope NAME] [--from PAT
 func cmdMemoryEdit(ctx context.Context, e *env, args []string) error {
 	flags := e.flags("memory edit")
 	scope := scopeFlag(flags)
+	// An edit is of one scope's file: without --scope, the default scope's
+	// (scopeFlag's usage says every scope, as the commands that list do).
+	flags.Lookup("scope").Usage = `the memory scope whose file to edit: a folder name under scopes/, or "default" for the workspace root's files (the default)`
 	from := flags.String("from", "", `take the new content from this file ("-": the standard input) instead of an editor`)
 	if err := e.parse(flags, args, 1); err != nil {
 		return err
