@@ -66,6 +66,7 @@ type sharing struct {
 
 	mu      sync.Mutex
 	held    map[string]time.Time // conversations this process holds, since
+	taking  int                  // claims being taken (reserve)
 	changed chan struct{}        // closed and replaced on every wake
 	// takeovers and waits are counted for /healthz.
 	takeovers int
@@ -149,10 +150,31 @@ func (s *sharing) wakeAll() {
 	s.changed = make(chan struct{})
 }
 
+// holding counts the conversations this process holds and those whose
+// claims it is taking.
 func (s *sharing) holding() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.held)
+	return len(s.held) + s.taking
+}
+
+// reserve counts a claim about to be taken against the share; false when
+// the share is full. unreserve ends the count once the claim is held or
+// refused.
+func (s *sharing) reserve() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.held)+s.taking >= s.opts.MaxConversations {
+		return false
+	}
+	s.taking++
+	return true
+}
+
+func (s *sharing) unreserve() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.taking--
 }
 
 // lookNow asks the loop to look for work at once.
@@ -206,7 +228,7 @@ func (g *Gateway) acquire(ctx context.Context, w *worker) {
 	g.mu.Lock()
 	w.sweep = false
 	g.mu.Unlock()
-	if s.holding() >= s.opts.MaxConversations {
+	if !s.reserve() {
 		g.decline(ctx, w)
 		return
 	}
@@ -215,7 +237,9 @@ func (g *Gateway) acquire(ctx context.Context, w *worker) {
 	if err != nil {
 		g.logger.Warn("cannot claim a conversation; trying again", "session", w.key, "err", err)
 	}
-	if ok && !g.holdClaim(w, lost, takenOver) {
+	held := ok && g.holdClaim(w, lost, takenOver)
+	s.unreserve() // counted as held now, or not taken
+	if ok && !held {
 		// Lost with the connection as it was taken; should it have been
 		// taken on the next one, it is let go, not kept unknown to this
 		// gateway (nobody else could take it). What waits tries again.

@@ -175,3 +175,59 @@ func waitHolding(t *testing.T, g *Gateway, n int) {
 		}
 	}
 }
+
+// gatedClaims are stubClaims whose Claim waits at a gate: the claims a
+// process is taking are all in flight at once.
+type gatedClaims struct {
+	*stubClaims
+	gate chan struct{}
+}
+
+func (c gatedClaims) Claim(key string) (bool, bool, error) {
+	<-c.gate
+	return c.stubClaims.Claim(key)
+}
+
+// A process holds at most MaxConversations, however many of its
+// conversations try to take their claims at once: those beyond its share
+// are left to the others (their messages are in the inbox) while the
+// first claim is still being taken. Each checked the count before its
+// claim and none counted the others in flight, so a process took six
+// conversations with a share of four.
+func TestShareHoldsWhileClaimsAreInFlight(t *testing.T) {
+	env := newTestEnv(t, func(context.Context, llm.Request) (llm.Response, error) {
+		return textReply("answered"), nil
+	}, nil)
+	ib, err := OpenInboxFile(t.TempDir()+"/inbox.jsonl", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ib.Close() })
+	if err := env.g.OpenInboxIn(ib); err != nil {
+		t.Fatal(err)
+	}
+	c := gatedClaims{stubClaims: newStubClaims(), gate: make(chan struct{})}
+	open := sync.OnceFunc(func() { close(c.gate) })
+	env.g.ShareConversations(c, ShareOptions{MaxConversations: 1, Sweep: time.Hour})
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan struct{})
+	go func() { _ = env.g.Run(ctx); close(ran) }()
+	t.Cleanup(func() { open(); cancel(); <-ran })
+	results := make(chan Result, 3)
+	for _, conv := range []string{"c1", "c2", "c3"} {
+		done, err := env.g.Submit(context.Background(), inbound(conv, "hello"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() { results <- <-done }()
+	}
+	for range 2 {
+		if res := wait(t, results); res.Reply != "" {
+			t.Fatalf("answered %q while the first claim was in flight", res.Reply)
+		}
+	}
+	open()
+	if res := wait(t, results); res.Reply != "answered" {
+		t.Fatalf("the conversation claimed was answered %q", res.Reply)
+	}
+}
