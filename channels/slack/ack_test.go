@@ -58,3 +58,47 @@ func TestAckGoesOutByItselfAfterTheDeadline(t *testing.T) {
 		t.Fatalf("not acked after the deadline: %v", err)
 	}
 }
+
+// With several gateways on one store (AckWhenRecorded), a slow gateway's
+// envelope is not acked at the deadline: Slack sends it again, to another
+// connection whose process answers it, and the envelope is acked once the
+// gateway recorded the message. Acked at the deadline, a message a
+// process was killed before recording was lost for good.
+func TestAckWhenRecordedWaitsPastTheDeadline(t *testing.T) {
+	release := make(chan struct{})
+	h := startHarness(t, harnessOpts{
+		cfg:     func(c *Config) { c.AckWhenRecorded = true },
+		fake:    fakeslack.Config{RetryUnacked: 100 * time.Millisecond},
+		adapter: func(a *Adapter) { a.ackDeadline = 10 * time.Millisecond },
+		sink: func(s *recSink, _ *Adapter) {
+			s.respond = func(channels.Inbound) error { <-release; return nil }
+		},
+	})
+	held := h.inject(fakeslack.Event{Channel: "D1", ChannelType: "im", User: "U1", Text: "slow"})
+	resent := func() bool {
+		for _, d := range h.fake.Deliveries() {
+			if d.EventID == held.EventID && d.Attempt > 0 {
+				return true
+			}
+		}
+		return false
+	}
+	ctx := h.ctx()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for !resent() {
+		select {
+		case <-ctx.Done():
+			close(release)
+			t.Fatal("Slack never sent the envelope again: it was acked before the gateway recorded it")
+		case <-tick.C:
+		}
+	}
+	if h.fake.Acked(held.EnvelopeID) {
+		t.Fatal("acked before the gateway recorded the message")
+	}
+	close(release)
+	if err := h.fake.WaitAcked(h.ctx(), held.EnvelopeID); err != nil {
+		t.Fatalf("not acked once the gateway recorded it: %v", err)
+	}
+}

@@ -51,6 +51,14 @@ type Config struct {
 	// errors is retried before it is dropped; 0 means
 	// channels.DefaultSendRetry.
 	SendRetry time.Duration
+	// AckWhenRecorded acknowledges a message's envelope only once the
+	// gateway has recorded it, however long that takes — never at the
+	// deadline that otherwise keeps Slack from sending a slow envelope
+	// again. With several gateways on one store, Slack's resend goes to
+	// another connection, whose process answers it (the shared inbox
+	// knows it once), and a process killed before recording a message it
+	// received leaves it to Slack's resend instead of losing it.
+	AckWhenRecorded bool
 	// Posts, when set, records the parts of answers posted (by their
 	// channels.PostKey), shared with the other processes of one store;
 	// an answer sent again asks it before asking Slack.

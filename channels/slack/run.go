@@ -261,6 +261,9 @@ func (r *runner) deferredAck(ctx context.Context, sm *socketmode.Client, req *so
 			r.ack(ctx, sm, req)
 		}
 	})
+	if r.a.cfg.AckWhenRecorded {
+		return once // Slack's resend is another process's to answer
+	}
 	t := time.AfterFunc(r.a.ackDeadline, once)
 	return func() {
 		t.Stop()

@@ -177,7 +177,9 @@ func (p *gatewayProcess) build() error {
 	if p.dreamer != nil {
 		dreamLog = dreamCommits(a.repo, p.g.MemoryKeep)
 	}
-	names, err := addChannels(p.g, cfg, logger, dreamLog, a.posts(), a.replyHandles(), p.shardLeases())
+	names, err := addChannels(p.g, cfg, logger, dreamLog, channelStore{
+		posts: a.posts(), handles: a.replyHandles(), shards: p.shardLeases(), shared: a.db != nil,
+	})
 	if err != nil {
 		return err
 	}
@@ -406,10 +408,21 @@ func dreamCommits(repo *gitstore.Store, keepFor func(audience.Audience) func(str
 	}
 }
 
+// channelStore is what the chat adapters keep in the store.
+type channelStore struct {
+	posts   channels.PostLog
+	handles channels.ReplyHandles
+	shards  discord.ShardLeases
+	// shared: other gateways may share the store (PostgreSQL), and answer
+	// what Slack sends again.
+	shared bool
+}
+
 // addChannels adds the configured chat platforms, and returns them as the
 // memory page's names; dreamLog (nil without Dream) feeds Discord's sha
 // autocomplete.
-func addChannels(g *gateway.Gateway, cfg Config, logger *slog.Logger, dreamLog func(context.Context, audience.Audience, int) ([]discord.DreamCommit, error), posts channels.PostLog, handles channels.ReplyHandles, shards discord.ShardLeases) (webNames, error) {
+func addChannels(g *gateway.Gateway, cfg Config, logger *slog.Logger, dreamLog func(context.Context, audience.Audience, int) ([]discord.DreamCommit, error), st channelStore) (webNames, error) {
+	posts, handles, shards := st.posts, st.handles, st.shards
 	names := webNames{}
 	if s := cfg.Channels.Slack; s.Enabled {
 		ad, err := slack.New(slack.Config{
@@ -419,6 +432,7 @@ func addChannels(g *gateway.Gateway, cfg Config, logger *slog.Logger, dreamLog f
 			Commands: gateway.Commands(), CommandPrefix: s.CommandPrefix, MaxFileBytes: s.MaxFileBytes,
 			Images:    cfg.LLM.Images,
 			SendRetry: time.Duration(s.SendRetryMinutes) * time.Minute, Posts: posts, Handles: handles,
+			AckWhenRecorded: st.shared,
 		})
 		if err != nil {
 			return nil, &configError{path: cfg.path, msg: err.Error()}
