@@ -31,6 +31,7 @@ import (
 type Claims interface {
 	Claim(key string) (ok, takenOver bool, err error)
 	Release(key string) error
+	HeldElsewhere(key string) (bool, error)
 	Waiting(key string) ([]store.InboxMessage, error)
 	Claimable(platforms []string, unclaimed time.Duration, n int) ([]string, error)
 	Notify(key string) error
@@ -228,8 +229,10 @@ func (g *Gateway) acquire(ctx context.Context, w *worker) {
 	g.mu.Lock()
 	w.sweep = false
 	g.mu.Unlock()
+	// A wake from here on is one the wait below must not miss.
+	changed := s.waitChange()
 	if !s.reserve() {
-		g.decline(ctx, w)
+		g.decline(ctx, w, changed)
 		return
 	}
 	lost := s.c.Lost()
@@ -269,7 +272,7 @@ func (g *Gateway) acquire(ctx context.Context, w *worker) {
 		g.refuseQueued(w)
 		return
 	}
-	g.waitForClaim(ctx, w)
+	g.waitForClaim(ctx, w, changed)
 }
 
 // holdClaim records that w holds its conversation's claim, just taken,
@@ -319,7 +322,7 @@ func (g *Gateway) refuseQueued(w *worker) {
 // while it holds its share (MaxConversations): its messages wait in the
 // inbox, and the others are told to look at once; what is not there (a
 // command) waits for room.
-func (g *Gateway) decline(ctx context.Context, w *worker) {
+func (g *Gateway) decline(ctx context.Context, w *worker, changed <-chan struct{}) {
 	g.mu.Lock()
 	before := len(w.queue)
 	g.mu.Unlock()
@@ -333,7 +336,7 @@ func (g *Gateway) decline(ctx context.Context, w *worker) {
 		}
 	}
 	if !empty {
-		g.waitForClaim(ctx, w)
+		g.waitForClaim(ctx, w, changed)
 	}
 }
 
@@ -361,13 +364,15 @@ func (g *Gateway) leaveToHolder(w *worker) bool {
 }
 
 // waitForClaim waits until the claim may be free: another process let a
-// conversation go, or the next Sweep.
-func (g *Gateway) waitForClaim(ctx context.Context, w *worker) {
+// conversation go since changed was read (before the claim was tried:
+// a release between the try and this wait is not missed), or the next
+// Sweep.
+func (g *Gateway) waitForClaim(ctx context.Context, w *worker, changed <-chan struct{}) {
 	start := g.now()
 	t := time.NewTimer(g.share.opts.Sweep)
 	defer t.Stop()
 	select {
-	case <-g.share.waitChange():
+	case <-changed:
 	case <-t.C:
 	case <-ctx.Done():
 	}

@@ -23,6 +23,8 @@ type stubClaims struct {
 	refused   chan string
 	wake      chan string
 	looked    chan time.Duration // each look for work, by its grace
+	releases  []string
+	claimable []string // what the next look for work finds
 	lost      chan struct{}
 }
 
@@ -48,7 +50,27 @@ func (c *stubClaims) Release(key string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.mine, key)
+	c.releases = append(c.releases, key)
 	return nil
+}
+
+// released counts the releases of key.
+func (c *stubClaims) released(key string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, k := range c.releases {
+		if k == key {
+			n++
+		}
+	}
+	return n
+}
+
+func (c *stubClaims) HeldElsewhere(key string) (bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.elsewhere[key], nil
 }
 
 func (c *stubClaims) Waiting(key string) ([]store.InboxMessage, error) {
@@ -61,7 +83,11 @@ func (c *stubClaims) Claimable(_ []string, unclaimed time.Duration, _ int) ([]st
 	if c.looked != nil {
 		c.looked <- unclaimed
 	}
-	return nil, nil
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	keys := c.claimable
+	c.claimable = nil
+	return keys, nil
 }
 func (c *stubClaims) Notify(string) error   { return nil }
 func (c *stubClaims) Wake() <-chan string   { return c.wake }
@@ -180,10 +206,14 @@ func waitHolding(t *testing.T, g *Gateway, n int) {
 // process is taking are all in flight at once.
 type gatedClaims struct {
 	*stubClaims
-	gate chan struct{}
+	gate    chan struct{}
+	entered chan string // each claim that reached the gate, when set
 }
 
 func (c gatedClaims) Claim(key string) (bool, bool, error) {
+	if c.entered != nil {
+		c.entered <- key
+	}
 	<-c.gate
 	return c.stubClaims.Claim(key)
 }
@@ -229,5 +259,97 @@ func TestShareHoldsWhileClaimsAreInFlight(t *testing.T) {
 	open()
 	if res := wait(t, results); res.Reply != "answered" {
 		t.Fatalf("the conversation claimed was answered %q", res.Reply)
+	}
+}
+
+// A /stop asks the process holding the conversation, when another does,
+// without taking or letting go of the claim itself: it took the claim to
+// see whether it was free and let it go, and so let go of the claim this
+// process's own worker was taking at that moment (the worker then went on
+// believing it held the conversation, beside whichever process took it
+// next).
+func TestStopLeavesTheClaimAlone(t *testing.T) {
+	env := newTestEnv(t, func(context.Context, llm.Request) (llm.Response, error) {
+		return textReply("answered"), nil
+	}, nil)
+	c := gatedClaims{stubClaims: newStubClaims(), gate: make(chan struct{}), entered: make(chan string, 4)}
+	c.claimable = []string{"test:c1"} // a conversation nobody holds: a worker takes it
+	open := sync.OnceFunc(func() { close(c.gate) })
+	env.g.ShareConversations(c, ShareOptions{Sweep: time.Hour})
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan struct{})
+	go func() { _ = env.g.Run(ctx); close(ran) }()
+	t.Cleanup(func() { open(); cancel(); <-ran })
+	<-c.entered // the worker is taking the claim
+	stop, err := env.g.Submit(context.Background(), inbound("c1", "/stop"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-c.entered:
+		open()
+		wait(t, stop)
+		t.Fatal("/stop took the conversation's claim itself, to see whether another process held it")
+	case <-stop:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no result of /stop within 10s")
+	}
+	open()
+	deadline := time.After(10 * time.Second)
+	for c.released("test:c1") == 0 || env.g.queued("test:c1") > 0 || hasWorker(env.g, "test:c1") {
+		select {
+		case <-deadline:
+			t.Fatal("the worker never let the conversation go")
+		case <-time.After(time.Millisecond):
+		}
+	}
+	if n := c.released("test:c1"); n != 1 {
+		t.Fatalf("the conversation's claim was let go %d times, want once, by the worker that took it", n)
+	}
+}
+
+func hasWorker(g *Gateway, key string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.workers[key] != nil
+}
+
+// lettingGo are stubClaims whose holder lets the conversation go just as
+// this process's claim is refused: the release is told (and the loop has
+// passed it on) before Claim returns.
+type lettingGo struct{ *stubClaims }
+
+func (c lettingGo) Claim(key string) (bool, bool, error) {
+	ok, over, err := c.stubClaims.Claim(key)
+	if !ok {
+		c.mu.Lock()
+		delete(c.elsewhere, key)
+		c.mu.Unlock()
+		c.wake <- key
+		c.wake <- stopPrefix + "another" // read once the loop passed the first on; wakes nobody
+	}
+	return ok, over, err
+}
+
+// A conversation let go between this process's refused claim and its wait
+// for the claim is taken at once: the wait missed that release and slept
+// until the next sweep (5 s by default, an hour here).
+func TestReleaseJustAfterARefusedClaimIsNotMissed(t *testing.T) {
+	env := newTestEnv(t, func(context.Context, llm.Request) (llm.Response, error) {
+		return textReply("answered here"), nil
+	}, nil)
+	if err := env.g.OpenInboxIn(failingInbox{}); err != nil {
+		t.Fatal(err)
+	}
+	c := lettingGo{newStubClaims()}
+	c.wake = make(chan string) // unbuffered: a send returns once the loop has it
+	c.elsewhere["test:c1"] = true
+	runShared(t, env, c)
+	done, err := env.g.Submit(context.Background(), inbound("c1", "hello"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := wait(t, done); res.Reply != "answered here" {
+		t.Fatalf("result %+v", res)
 	}
 }

@@ -123,17 +123,15 @@ func (g *Gateway) stopElsewhere(key string) bool {
 	if mine {
 		return false
 	}
-	ok, _, err := s.c.Claim(key)
+	// Looked at, not taken: a claim taken and let go here would let go of
+	// the one this process's worker may be taking at this moment.
+	elsewhere, err := s.c.HeldElsewhere(key)
 	if err != nil {
 		g.logger.Warn("/stop: cannot tell whether another process answers this conversation", "session", key, "err", err)
 		return false
 	}
-	if ok {
-		// Nobody holds it: nothing runs anywhere.
-		if err := s.c.Release(key); err != nil {
-			g.logger.Warn("/stop: could not let go of the conversation", "session", key, "err", err)
-		}
-		return false
+	if !elsewhere {
+		return false // nothing runs anywhere
 	}
 	if err := s.c.Notify(stopPrefix + key); err != nil {
 		g.logger.Warn("/stop: cannot reach the process answering this conversation", "session", key, "err", err)

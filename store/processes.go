@@ -22,6 +22,9 @@ type Claims interface {
 	Claim(key string) (ok, takenOver bool, err error)
 	// Release lets key go; other processes are told (Wake).
 	Release(key string) error
+	// HeldElsewhere reports whether another live process holds key,
+	// without taking or letting go of anything.
+	HeldElsewhere(key string) (bool, error)
 	// Waiting returns the messages of key that were accepted (by any
 	// process) and not answered, in the order they were sent (by the
 	// platform's time; those sent at once in the order they were

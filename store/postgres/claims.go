@@ -68,6 +68,20 @@ func (p *Process) Release(key string) error {
 	return nil
 }
 
+// HeldElsewhere implements store.Claims: the conversation's row names a
+// live process other than this one.
+func (p *Process) HeldElsewhere(key string) (bool, error) {
+	ctx, cancel := p.db.call()
+	defer cancel()
+	var held bool
+	err := p.db.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM claims WHERE conversation = $2 AND process <> $3
+		AND process IN (`+liveProcesses+`))`, p.key1, key, p.id).Scan(&held)
+	if err != nil {
+		return false, fmt.Errorf("look for conversation %s's holder: %w", key, err)
+	}
+	return held, nil
+}
+
 // Waiting implements store.Claims: in the order the messages were sent
 // (accepted_at is the platform's time of the message), then accepted.
 func (p *Process) Waiting(key string) ([]store.InboxMessage, error) {

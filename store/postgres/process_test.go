@@ -57,6 +57,12 @@ func TestPostgresClaimsAreExclusive(t *testing.T) {
 	if ok, _, err := b.Claim("slack:C1"); err != nil || ok {
 		t.Fatalf("b claimed what a holds: %v %v", ok, err)
 	}
+	if held, err := b.HeldElsewhere("slack:C1"); err != nil || !held {
+		t.Fatalf("b sees a's claim held elsewhere: %v, %v", held, err)
+	}
+	if held, err := a.HeldElsewhere("slack:C1"); err != nil || held {
+		t.Fatalf("a sees its own claim held elsewhere: %v, %v", held, err)
+	}
 	keys, err := b.Claimable([]string{"slack"}, 0, 10)
 	if err != nil || len(keys) != 1 || keys[0] != "slack:C2" {
 		t.Fatalf("claimable for b = %v, %v; want slack:C2 alone", keys, err)
@@ -78,6 +84,9 @@ func TestPostgresClaimsAreExclusive(t *testing.T) {
 	}
 	if err := a.Release("slack:C1"); err != nil {
 		t.Fatal(err)
+	}
+	if held, err := b.HeldElsewhere("slack:C1"); err != nil || held {
+		t.Fatalf("b sees a released claim held: %v, %v", held, err)
 	}
 	select {
 	case key := <-b.Wake():
