@@ -65,19 +65,11 @@ func cmdMemory(ctx context.Context, e *env, args []string) error {
 	if req.Conversation == "" || !toSet {
 		return &exitError{code: 2, err: errors.New(memoryUsage)}
 	}
-	cfg, err := e.config()
-	if err != nil {
-		return err
-	}
-	a, err := newApp(cfg, e.logger(slog.LevelWarn))
+	a, d, err := e.openDreamer()
 	if err != nil {
 		return err
 	}
 	defer a.close()
-	d, err := a.dreamer()
-	if err != nil {
-		return openError(err)
-	}
 	res, err := d.Move(req)
 	var busy *dream.BusyError
 	switch {
@@ -92,7 +84,7 @@ func cmdMemory(ctx context.Context, e *env, args []string) error {
 	if req.DryRun || len(res.Entries) == 0 {
 		return nil
 	}
-	idx := recall.Open(recall.Options{Store: recallStore(a.db), Dir: recallDir(cfg.StateDir)})
+	idx := recall.Open(recall.Options{Store: recallStore(a.db), Dir: recallDir(a.cfg.StateDir)})
 	defer idx.Close()
 	rctx, cancel := context.WithTimeout(ctx, resetWait)
 	defer cancel()
@@ -155,4 +147,23 @@ func pluralWord(n int, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// openDreamer opens the app and its Dreamer for a command that changes
+// memory; the caller closes the app.
+func (e *env) openDreamer() (*app, *dream.Dreamer, error) {
+	cfg, err := e.config()
+	if err != nil {
+		return nil, nil, err
+	}
+	a, err := newApp(cfg, e.logger(slog.LevelWarn))
+	if err != nil {
+		return nil, nil, err
+	}
+	d, err := a.dreamer()
+	if err != nil {
+		a.close()
+		return nil, nil, openError(err)
+	}
+	return a, d, nil
 }

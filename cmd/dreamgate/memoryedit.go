@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -45,19 +44,11 @@ func cmdMemoryEdit(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}
-	cfg, err := e.config()
-	if err != nil {
-		return err
-	}
-	a, err := newApp(cfg, e.logger(slog.LevelWarn))
+	a, d, err := e.openDreamer()
 	if err != nil {
 		return err
 	}
 	defer a.close()
-	d, err := a.dreamer()
-	if err != nil {
-		return openError(err)
-	}
 	known, err := scopeKnown(a.mem, scope.scope)
 	if err != nil {
 		return &exitError{code: 1, err: err}
