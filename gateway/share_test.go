@@ -20,6 +20,7 @@ import (
 // real PostgreSQL (each with its own database handle, as processes have).
 type sharedProc struct {
 	name string
+	dsn  string
 	env  *testEnv
 	db   *postgres.DB
 	proc *postgres.Process
@@ -104,7 +105,7 @@ func startSharedWith(t *testing.T, dsn, name string, got *answers, answer func(c
 		t.Fatal(err)
 	}
 	env.g.ShareConversations(proc, o)
-	p := &sharedProc{name: name, env: env, db: db, proc: proc, ran: make(chan struct{})}
+	p := &sharedProc{name: name, dsn: dsn, env: env, db: db, proc: proc, ran: make(chan struct{})}
 	ctx, cancel := context.WithCancel(context.Background())
 	p.stop = cancel
 	go func() { _ = env.g.Run(ctx); close(p.ran) }()
@@ -244,13 +245,18 @@ func TestPostgresLostProcessConversationIsTakenOver(t *testing.T) {
 // killBackend ends p's connections from the server's side.
 func killBackend(t *testing.T, p *sharedProc) {
 	t.Helper()
-	conn, err := pgx.Connect(context.Background(), pgtest.Server(t))
+	conn, err := pgx.Connect(context.Background(), p.dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close(context.Background())
-	if _, err := conn.Exec(context.Background(), `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1`,
-		fmt.Sprintf("dreamgate process %d", p.proc.ID())); err != nil {
+	// The backend holding the process's lock in this test's schema: a
+	// process of the same number in another schema (another package's
+	// test, on the same server) is not this one.
+	if _, err := conn.Exec(context.Background(), `SELECT pg_terminate_backend(pid) FROM pg_locks
+		WHERE locktype = 'advisory' AND objsubid = 2 AND granted AND objid = $1::bigint::oid
+		AND classid = (hashtext('dreamgate process ' || current_schema()) & 2147483647)::integer::oid
+		AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`, p.proc.ID()); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -36,15 +36,23 @@ func (s *scenario) inboxPool(ctx context.Context) (*pgxpool.Pool, error) {
 }
 
 // appName is what the database calls a scenario gateway's pooled
-// connections (those of its process's own are "dreamgate process N").
-func appName(gateway string) string { return "scenario gateway " + gateway }
+// connections (those of its process's own are "dreamgate process N"):
+// the scenario's schema names it apart from the gateways of the same name
+// in the scenarios running beside it on the same server.
+func (s *scenario) appName(gateway string) string {
+	schema := ""
+	if u, err := url.Parse(s.dsn); err == nil {
+		schema = u.Query().Get("search_path")
+	}
+	return "scenario " + schema + " gateway " + gateway
+}
 
-// appNamed is dsn with gateway's application_name.
-func appNamed(ts scriptT, dsn, gateway string) string {
-	u, err := url.Parse(dsn)
+// appNamed is the scenario's dsn with gateway's application_name.
+func (s *scenario) appNamed(ts scriptT, gateway string) string {
+	u, err := url.Parse(s.dsn)
 	ts.Check(err)
 	q := u.Query()
-	q.Set("application_name", appName(gateway))
+	q.Set("application_name", s.appName(gateway))
 	u.RawQuery = q.Encode()
 	return u.String()
 }
@@ -76,7 +84,7 @@ func (s *scenario) waitConnectionsGone(ctx context.Context, gateway string) erro
 		err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM pg_stat_activity WHERE application_name = $1),
 			(SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 2 AND granted
 				AND classid = (hashtext('dreamgate process ' || current_schema()) & 2147483647)::integer::oid
-				AND database = (SELECT oid FROM pg_database WHERE datname = current_database()))`, appName(gateway)).Scan(&pooled, &live)
+				AND database = (SELECT oid FROM pg_database WHERE datname = current_database()))`, s.appName(gateway)).Scan(&pooled, &live)
 		if err != nil {
 			return fmt.Errorf("look for gateway %s's connections: %w", gateway, err)
 		}

@@ -284,7 +284,7 @@ func (s *scenario) gatewayConfig(ts scriptT, name string, model *scenarioModel) 
 			"contextWindow": 128000, "maxTokens": 1024, "timeoutSeconds": 60},
 		"agent":    map[string]any{"idleCompactAfterMinutes": 0},
 		"gateway":  map[string]any{"healthAddr": scenarioAddr(ts), "maxConcurrentTurns": 4},
-		"store":    map[string]any{"postgres": appNamed(ts, s.dsn, name), "leaseSeconds": 3},
+		"store":    map[string]any{"postgres": s.appNamed(ts, name), "leaseSeconds": 3},
 		"channels": chans,
 	}
 }

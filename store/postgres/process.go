@@ -52,6 +52,10 @@ type Process struct {
 	stop  context.CancelFunc
 	loops sync.WaitGroup
 
+	// listening is closed once the listener first listens (heard).
+	listening chan struct{}
+	heard     sync.Once
+
 	mu   sync.Mutex // the connection, one statement at a time
 	conn *pgx.Conn  // nil once lost, until the next call dials again
 	lost chan struct{}
@@ -97,8 +101,17 @@ func (db *DB) Join(ctx context.Context, info ProcessInfo) (*Process, error) {
 	}
 	p.conn = conn
 	p.life, p.stop = context.WithCancel(db.life)
+	p.listening = make(chan struct{})
 	p.loops.Go(p.heartbeat)
 	p.loops.Go(p.listen)
+	// What another process tells once Join returned is heard: a release
+	// told before the listener listened was missed. A listener that
+	// cannot start in time costs hints only; the sweeps find the work.
+	select {
+	case <-p.listening:
+	case <-ctx.Done():
+	case <-time.After(db.timeout):
+	}
 	db.log.Info("joined the database's processes", "process", p.id)
 	return p, nil
 }
@@ -297,6 +310,7 @@ func (p *Process) listenOnce() error {
 	if _, err := conn.Exec(p.life, `LISTEN `+notifyChannel); err != nil {
 		return err
 	}
+	p.heard.Do(func() { close(p.listening) })
 	for {
 		n, err := conn.WaitForNotification(p.life)
 		if err != nil {
