@@ -228,15 +228,10 @@ func TestShareHoldsWhileClaimsAreInFlight(t *testing.T) {
 	env := newTestEnv(t, func(context.Context, llm.Request) (llm.Response, error) {
 		return textReply("answered"), nil
 	}, nil)
-	ib, err := OpenInboxFile(t.TempDir()+"/inbox.jsonl", time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ib.Close() })
-	if err := env.g.OpenInboxIn(ib); err != nil {
-		t.Fatal(err)
-	}
 	c := gatedClaims{stubClaims: newStubClaims(), gate: make(chan struct{})}
+	if err := env.g.OpenInboxIn(&waitingInbox{c: c.stubClaims}); err != nil {
+		t.Fatal(err)
+	}
 	open := sync.OnceFunc(func() { close(c.gate) })
 	env.g.ShareConversations(c, ShareOptions{MaxConversations: 1, Sweep: time.Hour})
 	ctx, cancel := context.WithCancel(context.Background())
