@@ -79,7 +79,7 @@ test:
 # starts and stops (Debian's postgresql package must be installed; .ci/run
 # installs it). make test skips them, saying why, unless
 # DREAMGATE_TEST_POSTGRES names a server; under CI=true a skipped one fails.
-PG_PKGS ?= ./internal/pgtest/ ./store/... ./gateway/ ./gateway/session/ ./cmd/dreamgate/
+PG_PKGS ?= ./internal/pgtest/ ./store/... ./gateway/ ./gateway/session/ ./dream/ ./cmd/dreamgate/
 test-postgres:
 	.ci/postgres run env CGO_ENABLED=$(TEST_CGO) $(GO) test $(RACE) -count=1 -timeout 30m -run 'Postgres|Scenarios' $(PG_PKGS)
 

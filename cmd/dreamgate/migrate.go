@@ -147,7 +147,8 @@ type stateCopy struct {
 
 // copyProgramState copies src's program state into dst through the
 // store's copies (store.CopyArchive, …): the one copy between engines,
-// which migrate and export (and a backup) share. It is idempotent.
+// which migrate and export share (a backup copies a running gateway's
+// state its own way: this copy needs it stopped). It is idempotent.
 func copyProgramState(dst, src programState) (stateCopy, error) {
 	var c stateCopy
 	into, ok := dst.archive.(store.ArchiveImporter)
