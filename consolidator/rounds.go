@@ -2,6 +2,7 @@ package consolidator
 
 import (
 	"context"
+	"log/slog"
 
 	"github.com/dreamgate/dreamgate/llm"
 )
@@ -164,6 +165,11 @@ func (c *Consolidator) keep(ctx context.Context, s Session, p Prompt) (Prompt, R
 			break
 		}
 	}
+	return c.settle(st, s, p, rep, log)
+}
+
+// settle fits p after keep's rounds and says what they did.
+func (c *Consolidator) settle(st *sessionCounts, s Session, p Prompt, rep Report, log *slog.Logger) (Prompt, Report, error) {
 	p, rep.After, _, _ = c.fit(st, s, p)
 	if rep.After > c.hard {
 		rep.OverLimit = true
