@@ -82,6 +82,20 @@ func TestPostgresClaimsAreExclusive(t *testing.T) {
 	if err != nil || len(procs) != 2 || len(procs[0].Claims) != 1 || procs[0].Claims[0].Name != "slack:C1" || procs[0].Host != "a" {
 		t.Fatalf("processes = %+v, %v", procs, err)
 	}
+	// What /healthz and dreamgate status show: a claim's age, and the
+	// messages waiting over every process.
+	if since := procs[0].Claims[0].Since; since.IsZero() || time.Since(since) > time.Minute || time.Until(since) > time.Minute {
+		t.Errorf("claim held since %v, want about now", since)
+	}
+	if n, err := dbA.InboxDepth(); err != nil || n != 3 {
+		t.Errorf("inbox depth = %d, %v; want 3", n, err)
+	}
+	if err := dbA.Inbox("inbox").Answer("slack", "m1", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := dbA.InboxDepth(); err != nil || n != 2 {
+		t.Errorf("inbox depth after an answer = %d, %v; want 2", n, err)
+	}
 	if err := a.Release("slack:C1"); err != nil {
 		t.Fatal(err)
 	}
