@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/dreamgate/dreamgate/audience"
+	"github.com/dreamgate/dreamgate/gitstore"
 	"github.com/dreamgate/dreamgate/internal/testkit"
 )
 
@@ -154,7 +155,41 @@ func TestRestoreConfirmsAndIsProtected(t *testing.T) {
 	mustNotContain(t, confirm.body, "/commit/"+team2.SHA, "/commit/"+f.commit["manual"].SHA, `value="all"`)
 	token, expect := formValue(t, csrfRe, confirm.body), formValue(t, expectRe, confirm.body)
 	path := "/restore/" + team1.SHA
+	checkRefusedRestores(t, f, bobC, path, token, expect)
 
+	// Ana is no admin: she is told so, and cannot post either.
+	anaC := f.person(ana)
+	if res := anaC.get(path); res.code != http.StatusForbidden || !strings.Contains(res.body, "for admins") {
+		t.Errorf("Ana's confirmation: %d", res.code)
+	}
+	if res := anaC.post(path, url.Values{"csrf": {csrfOf(t, anaC)}, "expect": {expect}}); res.code != http.StatusForbidden {
+		t.Errorf("Ana's restore: %d", res.code)
+	}
+
+	// The memory changes after the confirmation: the new plan is shown.
+	f.write("scopes/team-slack-t1/USER.md", "# Users\n\n- edited by hand\n")
+	res := bobC.post(path, url.Values{"csrf": {token}, "expect": {expect}})
+	if res.code != http.StatusConflict || !strings.Contains(res.body, "The memory changed") || !strings.Contains(res.body, "edits made by hand") {
+		t.Fatalf("a stale confirmation: %d\n%s", res.code, res.body)
+	}
+	expect = formValue(t, expectRe, res.body)
+	res = bobC.post(path, url.Values{"csrf": {token}, "expect": {expect}})
+	if res.code != http.StatusSeeOther {
+		t.Fatalf("restore: %d\n%s", res.code, res.body)
+	}
+	loc := res.header.Get("Location")
+	checkRestoreCommit(t, f, bobC, loc, team1)
+	// Once done, doing it again has nothing to undo.
+	again := bobC.get(path)
+	if again.code != http.StatusConflict || !strings.Contains(again.body, "changes nothing now") {
+		t.Errorf("a second confirmation: %d", again.code)
+	}
+}
+
+// checkRefusedRestores posts Bob's confirmed restore in every way it must be
+// refused, then checks that none of them changed the memory.
+func checkRefusedRestores(t *testing.T, f *fixture, bobC *client, path, token, expect string) {
+	t.Helper()
 	for _, tc := range []struct {
 		name    string
 		form    url.Values
@@ -181,28 +216,12 @@ func TestRestoreConfirmsAndIsProtected(t *testing.T) {
 	if log, _ := f.repo.Log(1, "", nil); log[0].SHA != f.commit["manual"].SHA {
 		t.Fatalf("a refused form changed the memory: %s", log[0].Subject)
 	}
+}
 
-	// Ana is no admin: she is told so, and cannot post either.
-	anaC := f.person(ana)
-	if res := anaC.get(path); res.code != http.StatusForbidden || !strings.Contains(res.body, "for admins") {
-		t.Errorf("Ana's confirmation: %d", res.code)
-	}
-	if res := anaC.post(path, url.Values{"csrf": {csrfOf(t, anaC)}, "expect": {expect}}); res.code != http.StatusForbidden {
-		t.Errorf("Ana's restore: %d", res.code)
-	}
-
-	// The memory changes after the confirmation: the new plan is shown.
-	f.write("scopes/team-slack-t1/USER.md", "# Users\n\n- edited by hand\n")
-	res := bobC.post(path, url.Values{"csrf": {token}, "expect": {expect}})
-	if res.code != http.StatusConflict || !strings.Contains(res.body, "The memory changed") || !strings.Contains(res.body, "edits made by hand") {
-		t.Fatalf("a stale confirmation: %d\n%s", res.code, res.body)
-	}
-	expect = formValue(t, expectRe, res.body)
-	res = bobC.post(path, url.Values{"csrf": {token}, "expect": {expect}})
-	if res.code != http.StatusSeeOther {
-		t.Fatalf("restore: %d\n%s", res.code, res.body)
-	}
-	loc := res.header.Get("Location")
+// checkRestoreCommit checks the commit Bob's restore made, at loc, and
+// what it left on disk.
+func checkRestoreCommit(t *testing.T, f *fixture, bobC *client, loc string, team1 gitstore.Commit) {
+	t.Helper()
 	revertSHA := strings.TrimSuffix(strings.TrimPrefix(loc, "/commit/"), "?restored=1")
 	full, d, err := f.repo.Show(revertSHA, nil)
 	if err != nil || !strings.HasPrefix(full.Subject, "revert: undo "+team1.Short) {
@@ -223,11 +242,6 @@ func TestRestoreConfirmsAndIsProtected(t *testing.T) {
 	}
 	if got := readFile(t, f.dir, anaScope.Dir()+"/USER.md"); !strings.Contains(got, anaSecret) {
 		t.Error("the team's restore touched Ana's files")
-	}
-	// Once done, doing it again has nothing to undo.
-	again := bobC.get(path)
-	if again.code != http.StatusConflict || !strings.Contains(again.body, "changes nothing now") {
-		t.Errorf("a second confirmation: %d", again.code)
 	}
 }
 

@@ -161,9 +161,30 @@ func (s *benchSite) build(b *testing.B) error {
 	if _, err := gitstore.Open(dir, opts); err != nil {
 		return err
 	}
+	memDir := filepath.Join(dir, "memory")
+	if err := writeBenchHistory(memDir); err != nil {
+		return err
+	}
+	if err := importBenchCommits(dir, benchFiles()); err != nil {
+		return err
+	}
+	repo, err := gitstore.Open(dir, opts)
+	if err != nil {
+		return err
+	}
+	if err := s.serve(dir, memDir, root, repo); err != nil {
+		return err
+	}
+	if err := s.findPages(repo); err != nil {
+		return err
+	}
+	b.Logf("built %d commits and %d history entries in %v", benchCommits, benchEntries, time.Since(start).Round(time.Millisecond))
+	return nil
+}
 
-	// The archive: written as a file, as years of archiving leave it (an
-	// Append per entry would sync 100,000 times).
+// writeBenchHistory writes the archive as a file, as years of archiving
+// leave it (an Append per entry would sync 100,000 times).
+func writeBenchHistory(memDir string) error {
 	var hist bytes.Buffer
 	enc := json.NewEncoder(&hist)
 	day := time.Date(2024, 1, 1, 9, 0, 0, 0, time.UTC)
@@ -177,31 +198,36 @@ func (s *benchSite) build(b *testing.B) error {
 			return err
 		}
 	}
-	memDir := filepath.Join(dir, "memory")
 	if err := os.WriteFile(filepath.Join(memDir, "history.jsonl"), hist.Bytes(), 0o600); err != nil {
 		return err
 	}
 	// Dream has read all but the last thousand.
-	if err := os.WriteFile(filepath.Join(memDir, ".dream_cursor"), []byte(strconv.Itoa(benchEntries-1000)), 0o600); err != nil {
-		return err
-	}
+	return os.WriteFile(filepath.Join(memDir, ".dream_cursor"), []byte(strconv.Itoa(benchEntries-1000)), 0o600)
+}
 
-	// The memory files, each line from an entry of its scope; the first
-	// Dream of a scope commits them all.
-	line := func(sc audience.Scope, i, run int) string {
-		src := max(1, (i*benchEntries/benchLines)/100*100+scopeOffset(sc))
-		return fmt.Sprintf("- Fact %d of %s, as of run %d: the release ships on Fridays. <!-- durable 2026-%02d-%02d src:%d,%d -->\n",
-			i, scopeName(sc), run, 1+i%12, 1+i%28, src, src+100)
-	}
+// benchLine is line i of scope sc's memory files as of Dream's run run;
+// its sources are entries of sc (scopeOffset).
+func benchLine(sc audience.Scope, i, run int) string {
+	src := max(1, (i*benchEntries/benchLines)/100*100+scopeOffset(sc))
+	return fmt.Sprintf("- Fact %d of %s, as of run %d: the release ships on Fridays. <!-- durable 2026-%02d-%02d src:%d,%d -->\n",
+		i, scopeName(sc), run, 1+i%12, 1+i%28, src, src+100)
+}
+
+func benchMemoryOf(sc audience.Scope) string {
+	return filepath.ToSlash(filepath.Join(sc.Dir(), workspace.Memory))
+}
+
+// benchFiles is the memory files by path, in lines, each line from an
+// entry of its scope; the first Dream of a scope commits them all.
+func benchFiles() map[string][]string {
 	files := map[string][]string{}
-	memoryOf := func(sc audience.Scope) string { return filepath.ToSlash(filepath.Join(sc.Dir(), workspace.Memory)) }
 	for _, bs := range benchScopes {
 		var mem, user []string
 		for i := range benchLines {
-			mem = append(mem, line(bs.scope, i, 0))
-			user = append(user, strings.Replace(line(bs.scope, i, 0), "Fact", "Person fact", 1))
+			mem = append(mem, benchLine(bs.scope, i, 0))
+			user = append(user, strings.Replace(benchLine(bs.scope, i, 0), "Fact", "Person fact", 1))
 		}
-		files[memoryOf(bs.scope)] = append([]string{"# Long-term memory\n", "\n", "## Notes\n", "\n"}, mem...)
+		files[benchMemoryOf(bs.scope)] = append([]string{"# Long-term memory\n", "\n", "## Notes\n", "\n"}, mem...)
 		files[filepath.ToSlash(filepath.Join(bs.scope.Dir(), workspace.User))] = append([]string{"# Users\n", "\n"}, user...)
 		files[filepath.ToSlash(filepath.Join(bs.scope.Dir(), workspace.Soul))] = []string{"# Soul\n", "\n", "Be brief.\n"}
 	}
@@ -210,20 +236,40 @@ func (s *benchSite) build(b *testing.B) error {
 		cold = append(cold, fmt.Sprintf("- Old fact %d of the team. <!-- ephemeral 2025-03-01 src:%d -->\n", i, 1+i*10))
 	}
 	files[filepath.ToSlash(filepath.Join(teamScope.Dir(), workspace.Cold))] = cold
+	return files
+}
 
-	// git fast-import: one commit per change, on the branch gitstore made.
-	var stream bytes.Buffer
-	data := func(text string) { fmt.Fprintf(&stream, "data %d\n%s\n", len(text), text) }
+// importBenchCommits makes the 10,000 commits with git fast-import, one
+// commit per change, on the branch gitstore made; files is changed as the
+// commits change it.
+func importBenchCommits(dir string, files map[string][]string) error {
 	branch, err := exec.Command("git", "-C", dir, "symbolic-ref", "HEAD").Output()
 	if err != nil {
 		return fmt.Errorf("git symbolic-ref: %w", err)
 	}
+	imp := exec.Command("git", "-C", dir, "fast-import", "--quiet")
+	imp.Stdin = benchCommitStream(strings.TrimSpace(string(branch)), files)
+	if out, err := imp.CombinedOutput(); err != nil {
+		return fmt.Errorf("git fast-import: %v\n%s", err, out)
+	}
+	// The files on disk as the last commit left them.
+	if out, err := exec.Command("git", "-C", dir, "reset", "--hard", "-q").CombinedOutput(); err != nil {
+		return fmt.Errorf("git reset: %v\n%s", err, out)
+	}
+	return nil
+}
+
+// benchCommitStream is the fast-import stream of the commits: first one
+// per scope with its files, then one line of one MEMORY.md per commit.
+func benchCommitStream(branch string, files map[string][]string) *bytes.Buffer {
+	var stream bytes.Buffer
+	data := func(text string) { fmt.Fprintf(&stream, "data %d\n%s\n", len(text), text) }
 	when := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	commit := func(n int, subject, body string, paths ...string) {
-		fmt.Fprintf(&stream, "commit %s\ncommitter dreamgate <dreamgate@localhost> %d +0000\n", strings.TrimSpace(string(branch)), when.Add(time.Duration(n)*time.Hour).Unix())
+		fmt.Fprintf(&stream, "commit %s\ncommitter dreamgate <dreamgate@localhost> %d +0000\n", branch, when.Add(time.Duration(n)*time.Hour).Unix())
 		data(subject + "\n\n" + body)
 		if n == 1 {
-			fmt.Fprintf(&stream, "from %s^0\n", strings.TrimSpace(string(branch)))
+			fmt.Fprintf(&stream, "from %s^0\n", branch)
 		}
 		for _, p := range paths {
 			fmt.Fprintf(&stream, "M 100644 inline %s\n", p)
@@ -245,9 +291,9 @@ func (s *benchSite) build(b *testing.B) error {
 	for n < benchCommits {
 		n++
 		sc := benchScopeOf(n)
-		p := memoryOf(sc)
+		p := benchMemoryOf(sc)
 		i := 4 + n%benchLines
-		files[p][i] = line(sc, i-4, n)
+		files[p][i] = benchLine(sc, i-4, n)
 		subject := fmt.Sprintf("dream: 1 change from history %d-%d", n*10, n*10+9)
 		switch {
 		case n%50 == 0:
@@ -261,20 +307,12 @@ func (s *benchSite) build(b *testing.B) error {
 		}
 		commit(n, subject, body, p)
 	}
-	imp := exec.Command("git", "-C", dir, "fast-import", "--quiet")
-	imp.Stdin = &stream
-	if out, err := imp.CombinedOutput(); err != nil {
-		return fmt.Errorf("git fast-import: %v\n%s", err, out)
-	}
-	// The files on disk as the last commit left them.
-	if out, err := exec.Command("git", "-C", dir, "reset", "--hard", "-q").CombinedOutput(); err != nil {
-		return fmt.Errorf("git reset: %v\n%s", err, out)
-	}
+	return &stream
+}
 
-	repo, err := gitstore.Open(dir, opts)
-	if err != nil {
-		return err
-	}
+// serve makes the server over the built workspace and signs in the
+// operator and Ana.
+func (s *benchSite) serve(dir, memDir string, root *workspace.Root, repo *gitstore.Store) error {
 	hs, err := history.Open(memDir, history.Options{})
 	if err != nil {
 		return err
@@ -299,10 +337,13 @@ func (s *benchSite) build(b *testing.B) error {
 	s.handler = s.srv.Handler()
 	s.operator = benchSession(s.srv, claim{Kind: claimOperator, Token: tokenID(opToken)})
 	s.ana = benchSession(s.srv, claim{Kind: claimPerson, Audience: ana.String()})
+	return nil
+}
 
-	// The commits the pages open, found as the timeline finds them (this
-	// also brings the commit index up to date, as the first request after
-	// a start would).
+// findPages finds the commits the pages open as the timeline finds them
+// (this also brings the commit index up to date, as the first request
+// after a start would), and the sources of a line far down the archive.
+func (s *benchSite) findPages(repo *gitstore.Store) error {
 	log, err := repo.LogBefore("", benchCommits/2, "", nil)
 	if err != nil || len(log) < benchCommits/2 {
 		return fmt.Errorf("log: %d commits, %v", len(log), err)
@@ -323,7 +364,6 @@ func (s *benchSite) build(b *testing.B) error {
 	s.anas = anas[1]
 	src := (benchLines/2*benchEntries/benchLines)/100*100 + scopeOffset(teamScope)
 	s.srcs = fmt.Sprintf("%d,%d", src, src+100)
-	b.Logf("built %d commits and %d history entries in %v", benchCommits, benchEntries, time.Since(start).Round(time.Millisecond))
 	return nil
 }
 

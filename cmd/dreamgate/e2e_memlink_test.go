@@ -34,25 +34,7 @@ func TestAMemoryLinkIsNeverFollowedThroughSlack(t *testing.T) {
 	h.set("web", map[string]any{"enabled": true, "addr": addr, "token": testWebToken})
 	h.llm.SetResponder(llmtest.MemoryModel)
 
-	team, ana := slackT1(audience.Team, "", "").Home(), slackT1(audience.Person, "", "UANA").Home()
-	outside := filepath.Join(t.TempDir(), "vault.md")
-	testkit.WriteFile(t, filepath.Dir(outside), "vault.md", "# Vault\n\n- The vault code is VAULT4711.\n")
-	testkit.WriteFile(t, h.ws, workspace.User, "# User\n\n- The operator's safe code is OPSAFE88.\n")
-	testkit.WriteFile(t, h.ws, team.Dir()+"/"+workspace.Memory, "# Long-term memory\n\n- The team ships on TEAMFRIDAY.\n")
-	testkit.WriteFile(t, h.ws, ana.Dir()+"/"+workspace.User, "# User\n\n- Ana drinks ANATEA tea.\n")
-	for link, target := range map[string]string{
-		team.Dir() + "/" + workspace.User:  outside,
-		team.Dir() + "/memory/COLD.md":     outside,
-		ana.Dir() + "/" + workspace.Memory: filepath.Join(h.ws, workspace.User),
-	} {
-		p := filepath.Join(h.ws, filepath.FromSlash(link))
-		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Symlink(target, p); err != nil {
-			t.Skipf("no symbolic links here: %v", err)
-		}
-	}
+	team, ana := plantMemoryLinks(t, h)
 	gw := h.startGateway(t)
 	gw.waitConnected(t, "slack")
 	waitWeb(t, gw, "http://"+addr)
@@ -113,4 +95,31 @@ func TestAMemoryLinkIsNeverFollowedThroughSlack(t *testing.T) {
 	if t.Failed() {
 		t.Logf("gateway log:\n%s", gw.stderr.String())
 	}
+}
+
+// plantMemoryLinks writes the scopes' own files and the links among them,
+// and returns the team's scope and Ana's. It skips the test where the file
+// system has no symbolic links.
+func plantMemoryLinks(t *testing.T, h *harness) (team, ana audience.Scope) {
+	t.Helper()
+	team, ana = slackT1(audience.Team, "", "").Home(), slackT1(audience.Person, "", "UANA").Home()
+	outside := filepath.Join(t.TempDir(), "vault.md")
+	testkit.WriteFile(t, filepath.Dir(outside), "vault.md", "# Vault\n\n- The vault code is VAULT4711.\n")
+	testkit.WriteFile(t, h.ws, workspace.User, "# User\n\n- The operator's safe code is OPSAFE88.\n")
+	testkit.WriteFile(t, h.ws, team.Dir()+"/"+workspace.Memory, "# Long-term memory\n\n- The team ships on TEAMFRIDAY.\n")
+	testkit.WriteFile(t, h.ws, ana.Dir()+"/"+workspace.User, "# User\n\n- Ana drinks ANATEA tea.\n")
+	for link, target := range map[string]string{
+		team.Dir() + "/" + workspace.User:  outside,
+		team.Dir() + "/memory/COLD.md":     outside,
+		ana.Dir() + "/" + workspace.Memory: filepath.Join(h.ws, workspace.User),
+	} {
+		p := filepath.Join(h.ws, filepath.FromSlash(link))
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(target, p); err != nil {
+			t.Skipf("no symbolic links here: %v", err)
+		}
+	}
+	return team, ana
 }

@@ -124,6 +124,37 @@ func TestScenarioThirtyTurnsThreeSessionsTwoDreams(t *testing.T) {
 
 	// Sessions 1 and 2: a process per turn, as `chat --session` is used
 	// from scripts. Nothing is archived: the budget is far away.
+	scenarioSessionsAlphaBeta(t, h)
+	scenarioFirstDream(t, h)
+	// A person edits MEMORY.md by hand between the Dreams.
+	scenarioEditByHand(t, h)
+	// The restarted gateway goes on with session 3; /dream archives its
+	// tail first and dreams again.
+	dreamLog, dreamList := scenarioSecondDream(t, h)
+
+	// Every fact once, in its file; every corrected value gone.
+	scenarioCheckFacts(t, h)
+	// The restarted gateway still replayed the end of the conversation
+	// that the first /dream archived.
+	scenarioCheckReplay(t, h)
+	scenarioCheckEdits(t, h)
+	// Each fact reached Dream's analysis once: nothing was dreamed twice.
+	scenarioCheckAnalysedOnce(t, h)
+	// The history: cursors strictly increase, no message of a session is
+	// in two entries, and the Dream cursor is at the last entry.
+	scenarioCheckHistory(t, h)
+
+	// The repository, through the real git command line: valid, clean,
+	// and its log is the Dreams and the one hand edit.
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed; the git command-line checks need it (.ci/run installs it)")
+	}
+	subjects, dreams, manual := scenarioCheckGitLog(t, h)
+	scenarioCheckDreamLog(t, h, dreamLog, dreamList, subjects, dreams, manual)
+}
+
+func scenarioSessionsAlphaBeta(t *testing.T, h *harness) {
+	t.Helper()
 	for _, s := range []struct {
 		name  string
 		turns []string
@@ -137,7 +168,11 @@ func TestScenarioThirtyTurnsThreeSessionsTwoDreams(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(h.ws, "memory", "history.jsonl")); err == nil && len(readHistory(t, h.ws)) > 0 {
 		t.Fatalf("history before any idle archive: %+v", readHistory(t, h.ws))
 	}
+}
 
+// scenarioFirstDream leaves the gateway stopped, as a restart needs.
+func scenarioFirstDream(t *testing.T, h *harness) {
+	t.Helper()
 	// Both go quiet for two hours; the gateway's scan of the disk at start
 	// archives them.
 	h.age(t, "terminal:alpha", 2*time.Hour)
@@ -164,8 +199,10 @@ func TestScenarioThirtyTurnsThreeSessionsTwoDreams(t *testing.T) {
 	if n := strings.Count(g.stderr.String(), "idle archive of a session left unarchived on disk"); n != 2 {
 		t.Errorf("the gateway's start archived %d conversations from disk, want alpha and beta; log:\n%s", n, g.stderr)
 	}
+}
 
-	// A person edits MEMORY.md by hand between the Dreams.
+func scenarioEditByHand(t *testing.T, h *harness) {
+	t.Helper()
 	memPath := filepath.Join(h.ws, "memory", "MEMORY.md")
 	mem, err := os.ReadFile(memPath)
 	if err != nil {
@@ -174,10 +211,13 @@ func TestScenarioThirtyTurnsThreeSessionsTwoDreams(t *testing.T) {
 	if err := os.WriteFile(memPath, []byte(strings.TrimRight(string(mem), "\n")+"\n"+handNote+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
 
-	// The restarted gateway goes on with session 3; /dream archives its
-	// tail first and dreams again.
-	g = h.startTerminalGateway(t)
+// scenarioSecondDream returns what /dream-log and /dream-restore answered,
+// for the checks against the repository once it is final.
+func scenarioSecondDream(t *testing.T, h *harness) (dreamLog, dreamList string) {
+	t.Helper()
+	g := h.startTerminalGateway(t)
 	if got := g.say(t, afterRestartTurns[0], "\n"); !strings.Contains(got, "My favourite editor is Helix.") {
 		t.Errorf("after the restart %q was answered %q, want the corrected editor from USER.md", afterRestartTurns[0], got)
 	}
@@ -186,13 +226,16 @@ func TestScenarioThirtyTurnsThreeSessionsTwoDreams(t *testing.T) {
 	}
 	dream2 := g.say(t, "/dream", "read.")
 	t.Logf("second /dream: %s", dream2)
-	dreamLog := g.say(t, "/dream-log", "Undo it with /dream-restore")
+	dreamLog = g.say(t, "/dream-log", "Undo it with /dream-restore")
 	t.Logf("/dream-log:\n%s", dreamLog)
-	dreamList := g.say(t, "/dream-restore", "/dream-restore <sha>")
+	dreamList = g.say(t, "/dream-restore", "/dream-restore <sha>")
 	t.Logf("/dream-restore:\n%s", dreamList)
 	g.leave(t)
+	return dreamLog, dreamList
+}
 
-	// Every fact once, in its file; every corrected value gone.
+func scenarioCheckFacts(t *testing.T, h *harness) {
+	t.Helper()
 	files := map[string]string{}
 	for _, f := range []string{"USER.md", "SOUL.md", "memory/MEMORY.md"} {
 		b, err := os.ReadFile(filepath.Join(h.ws, filepath.FromSlash(f)))
@@ -226,9 +269,10 @@ func TestScenarioThirtyTurnsThreeSessionsTwoDreams(t *testing.T) {
 			t.Logf("%s:\n%s", name, text)
 		}
 	}
+}
 
-	// The restarted gateway still replayed the end of the conversation
-	// that the first /dream archived.
+func scenarioCheckReplay(t *testing.T, h *harness) {
+	t.Helper()
 	firstAfter := 0
 	for _, r := range h.llm.Requests() {
 		if len(r.Tools) == 0 || llmtest.Spoken(r.Messages[len(r.Messages)-1].Content) != afterRestartTurns[0] {
@@ -247,7 +291,10 @@ func TestScenarioThirtyTurnsThreeSessionsTwoDreams(t *testing.T) {
 	if firstAfter != 1 {
 		t.Errorf("%d chat calls for the first turn after the restart, want 1", firstAfter)
 	}
+}
 
+func scenarioCheckEdits(t *testing.T, h *harness) {
+	t.Helper()
 	// Phase 2 made one edit per call, every one of them sound: a finding
 	// is one edit (the editor's twice: stated, then corrected in the same
 	// batch), 24 in the first Dream and 4 in the second, far more than
@@ -268,8 +315,10 @@ func TestScenarioThirtyTurnsThreeSessionsTwoDreams(t *testing.T) {
 	if edits != 28 || failed != 0 {
 		t.Errorf("phase 2 made %d edits (%d failed), want 28", edits, failed)
 	}
+}
 
-	// Each fact reached Dream's analysis once: nothing was dreamed twice.
+func scenarioCheckAnalysedOnce(t *testing.T, h *harness) {
+	t.Helper()
 	analysed := map[string]int{}
 	for _, r := range h.llm.Requests() {
 		if len(r.Tools) > 0 || len(r.Messages) < 2 || !strings.HasPrefix(r.Messages[1].Content, "## Archive entries") {
@@ -285,9 +334,10 @@ func TestScenarioThirtyTurnsThreeSessionsTwoDreams(t *testing.T) {
 			t.Errorf("%q reached Dream's analysis %d times, want once", f.word, analysed[f.word])
 		}
 	}
+}
 
-	// The history: cursors strictly increase, no message of a session is
-	// in two entries, and the Dream cursor is at the last entry.
+func scenarioCheckHistory(t *testing.T, h *harness) {
+	t.Helper()
 	hist := readHistory(t, h.ws)
 	type msgRef struct {
 		session string
@@ -324,19 +374,19 @@ func TestScenarioThirtyTurnsThreeSessionsTwoDreams(t *testing.T) {
 	if last := hist[len(hist)-1].Cursor; strings.TrimSpace(string(cursor)) != strconv.Itoa(last) {
 		t.Errorf(".dream_cursor = %q, want the last cursor %d", cursor, last)
 	}
+}
 
-	// The repository, through the real git command line: valid, clean,
-	// and its log is the Dreams and the one hand edit.
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git not installed; the git command-line checks need it (.ci/run installs it)")
-	}
+// scenarioCheckGitLog returns the log's subjects, oldest first, and the
+// indexes in it of the Dream commits and of the hand edit's, which the
+// chat commands' answers are checked against.
+func scenarioCheckGitLog(t *testing.T, h *harness) (subjects []string, dreams, manual []int) {
+	t.Helper()
 	gitCLI(t, h.ws, "fsck", "--full")
 	if st := gitCLI(t, h.ws, "status", "--porcelain"); st != "" {
 		t.Errorf("git status --porcelain = %q, want clean", st)
 	}
-	subjects := strings.Split(strings.TrimSpace(gitCLI(t, h.ws, "log", "--format=%s", "--reverse")), "\n")
+	subjects = strings.Split(strings.TrimSpace(gitCLI(t, h.ws, "log", "--format=%s", "--reverse")), "\n")
 	t.Logf("git log:\n%s", strings.Join(subjects, "\n"))
-	var dreams, manual []int
 	for i, s := range subjects {
 		switch {
 		case i == 0 && s == "init: memory store":
@@ -361,7 +411,11 @@ func TestScenarioThirtyTurnsThreeSessionsTwoDreams(t *testing.T) {
 			t.Errorf("Dream commit %q holds the hand edit:\n%s", subjects[i], diff)
 		}
 	}
+	return subjects, dreams, manual
+}
 
+func scenarioCheckDreamLog(t *testing.T, h *harness, dreamLog, dreamList string, subjects []string, dreams, manual []int) {
+	t.Helper()
 	// /dream-log shows the latest Dream commit, Dream's changes alone;
 	// /dream-restore lists the changes that can be undone: the Dream
 	// commits and the hand edit's.
