@@ -247,26 +247,7 @@ func checkRestoreCommit(t *testing.T, f *fixture, bobC *client, loc string, team
 
 func TestSignIn(t *testing.T) {
 	f := newFixture(t, fixtureOpts{token: opToken})
-	anon := f.anonymous()
-	if res := anon.get("/"); res.code != http.StatusSeeOther || res.header.Get("Location") != "/signin" {
-		t.Errorf("anonymous overview: %d %s", res.code, res.header.Get("Location"))
-	}
-	if res := anon.post("/signin", url.Values{"token": {"wrong"}}); res.code != http.StatusUnauthorized {
-		t.Errorf("a wrong token: %d", res.code)
-	}
-	if res := anon.postWith("/signin", url.Values{"token": {opToken}}, map[string]string{"Origin": "https://evil.example"}); res.code != http.StatusForbidden {
-		t.Errorf("a sign-in posted from another site: %d", res.code)
-	}
-	// The token as a bearer header, for scripts.
-	bearer := f.anonymous()
-	bearer.bearer = opToken
-	if res := bearer.get("/memory/default"); res.code != http.StatusOK {
-		t.Errorf("bearer: %d", res.code)
-	}
-	bearer.bearer = "wrong"
-	if res := bearer.get("/memory/default"); res.code != http.StatusSeeOther {
-		t.Errorf("a wrong bearer: %d", res.code)
-	}
+	checkTokenSignIn(t, f)
 
 	// A link: tampered, expired, or a session's value used as a link.
 	link, _ := f.srv.SignInLink(ana)
@@ -292,24 +273,7 @@ func TestSignIn(t *testing.T) {
 		t.Errorf("an expired link: %d", res.code)
 	}
 	later.cfg.Now = time.Now
-	// After a restart (another server with the same key), a link made
-	// before it is refused: the used links died with the old process.
-	restarted, err := New(func() Config {
-		c := f.srv.cfg
-		c.Now = func() time.Time { return time.Now().Add(time.Minute) }
-		return c
-	}(), f.srv.deps)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := restarted.readLink(value); err == nil {
-		t.Error("a link made before a restart signs in after it")
-	}
-	fresh, _ := restarted.SignInLink(ana)
-	_, freshValue, _ := strings.Cut(fresh, "link=")
-	if _, _, err := restarted.readLink(freshValue); err != nil {
-		t.Errorf("a link made after the restart: %v", err)
-	}
+	checkLinkAfterRestart(t, f, value)
 	// A link as a session cookie is refused too.
 	jar := f.anonymous()
 	u, _ := url.Parse(f.http.URL)
@@ -339,6 +303,56 @@ func TestSignIn(t *testing.T) {
 	}
 	if res := c.get("/"); res.code != http.StatusSeeOther {
 		t.Errorf("after sign out: %d", res.code)
+	}
+}
+
+// checkTokenSignIn signs in with the token, on the form and as a bearer
+// header, rightly and wrongly.
+func checkTokenSignIn(t *testing.T, f *fixture) {
+	t.Helper()
+	anon := f.anonymous()
+	if res := anon.get("/"); res.code != http.StatusSeeOther || res.header.Get("Location") != "/signin" {
+		t.Errorf("anonymous overview: %d %s", res.code, res.header.Get("Location"))
+	}
+	if res := anon.post("/signin", url.Values{"token": {"wrong"}}); res.code != http.StatusUnauthorized {
+		t.Errorf("a wrong token: %d", res.code)
+	}
+	if res := anon.postWith("/signin", url.Values{"token": {opToken}}, map[string]string{"Origin": "https://evil.example"}); res.code != http.StatusForbidden {
+		t.Errorf("a sign-in posted from another site: %d", res.code)
+	}
+	// The token as a bearer header, for scripts.
+	bearer := f.anonymous()
+	bearer.bearer = opToken
+	if res := bearer.get("/memory/default"); res.code != http.StatusOK {
+		t.Errorf("bearer: %d", res.code)
+	}
+	bearer.bearer = "wrong"
+	if res := bearer.get("/memory/default"); res.code != http.StatusSeeOther {
+		t.Errorf("a wrong bearer: %d", res.code)
+	}
+}
+
+// checkLinkAfterRestart checks value, Ana's link made before a restart,
+// against a server restarted with the same key.
+func checkLinkAfterRestart(t *testing.T, f *fixture, value string) {
+	t.Helper()
+	// After a restart (another server with the same key), a link made
+	// before it is refused: the used links died with the old process.
+	restarted, err := New(func() Config {
+		c := f.srv.cfg
+		c.Now = func() time.Time { return time.Now().Add(time.Minute) }
+		return c
+	}(), f.srv.deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := restarted.readLink(value); err == nil {
+		t.Error("a link made before a restart signs in after it")
+	}
+	fresh, _ := restarted.SignInLink(ana)
+	_, freshValue, _ := strings.Cut(fresh, "link=")
+	if _, _, err := restarted.readLink(freshValue); err != nil {
+		t.Errorf("a link made after the restart: %v", err)
 	}
 }
 
