@@ -134,7 +134,10 @@ func TestChainFallsBackWhenTheFirstModelCannotServe(t *testing.T) {
 					if tt.name == "timeout" {
 						// Only here: every try of this primary waits
 						// on an answer that never comes.
-						c.Timeout = 50 * time.Millisecond
+						// Long enough that the fake has read each
+						// request before the try is given up, on a
+						// loaded machine too.
+						c.Timeout = time.Second
 					}
 				}
 			}, "primary", "backup")

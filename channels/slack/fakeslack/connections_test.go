@@ -70,7 +70,9 @@ func (c *client) count() int {
 // Slack sends each envelope to one of an app's connections at random, and
 // an envelope nobody acked again, with retry_attempt set, to a live one.
 func TestEnvelopesSpreadOverConnectionsAndUnackedOnesComeAgain(t *testing.T) {
-	s := New(Config{RetryUnacked: 20 * time.Millisecond})
+	// Long enough that a live connection's slow ack is not taken for a
+	// loss on a loaded machine (a resend of it could reach the dead one).
+	s := New(Config{RetryUnacked: 2 * time.Second})
 	defer s.Close()
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
