@@ -127,6 +127,10 @@ func withoutLocks(names []string) []string {
 // change and a Dream cursor that agrees with it.
 func TestBackupWaitsForARunningDream(t *testing.T) {
 	h := newHarness(t)
+	// The held call must outlast the backup's start on a loaded machine:
+	// timed out and tried again, it is answered, and the Dream is over
+	// before the backup looks.
+	h.set("llm.timeoutSeconds", 120)
 	release := make(chan struct{})
 	var held, released sync.Once
 	free := func() { released.Do(func() { close(release) }) }
