@@ -414,10 +414,10 @@ func TestConcurrentCalls(t *testing.T) {
 func TestStreamIdleTimeout(t *testing.T) {
 	srv := llmtest.New(t)
 	srv.Push(llmtest.Reply{
-		Fragments:     []string{"a", "b", "c", "d", "e", "f"},
-		FragmentDelay: 120 * time.Millisecond, // 600ms in all
+		Fragments:     []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l"},
+		FragmentDelay: 200 * time.Millisecond, // 2.4 s in all, each wait far within the timeout
 	})
-	c := newClient(t, srv.URL(), func(c *llm.Config) { c.Timeout = 450 * time.Millisecond })
+	c := newClient(t, srv.URL(), func(c *llm.Config) { c.Timeout = 2 * time.Second })
 	req := userReq("hi")
 	var col collector
 	req.OnDelta = col.add
@@ -425,7 +425,7 @@ func TestStreamIdleTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Chat: %v", err)
 	}
-	if resp.Content != "abcdef" || len(col.frags) != 6 {
+	if resp.Content != "abcdefghijkl" || len(col.frags) != 12 {
 		t.Errorf("Content = %q, fragments = %q", resp.Content, col.frags)
 	}
 	if n := len(srv.Requests()); n != 1 {

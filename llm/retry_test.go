@@ -45,7 +45,8 @@ func TestRetriesThenSuccess(t *testing.T) {
 		{
 			name:     "timeout then answer",
 			replies:  []llmtest.Reply{llmtest.Slow(time.Minute, llmtest.Text("late")), llmtest.Text("ok")},
-			mod:      func(c *llm.Config) { c.Timeout = 500 * time.Millisecond },
+			// The second try, answered at once, has room on a loaded machine.
+			mod:      func(c *llm.Config) { c.Timeout = 5 * time.Second },
 			wantReqs: 2,
 		},
 		{
@@ -208,10 +209,10 @@ func TestFailures(t *testing.T) {
 			replies: []llmtest.Reply{{
 				Fragments: []string{"one", " two"}, FragmentDelay: time.Minute,
 			}},
-			mod:        func(c *llm.Config) { c.Timeout = 400 * time.Millisecond },
+			mod:        func(c *llm.Config) { c.Timeout = 3 * time.Second },
 			wantKind:   llm.ErrUnavailable,
 			wantStatus: 200,
-			wantReason: "timed out after 400ms",
+			wantReason: "timed out after 3s",
 			wantReqs:   1,
 			wantFrags:  1,
 		},
