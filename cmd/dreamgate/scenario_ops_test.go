@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -216,5 +217,37 @@ func cmdScenarioLog(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("%s's log matches %q", args[0], args[1])
 	case !found && !neg:
 		ts.Fatalf("%s's log has no line matching %q:\n%s", args[0], args[1], logTail(g.log.String(), 30))
+	}
+}
+
+// dream NAME
+//
+// Runs `dreamgate dream run` with gateway NAME's config (through its
+// admin socket, as an operator would) and writes what it printed to
+// stdout. A refusal because a Dream is already running is tried again,
+// for up to a minute, as an operator would: the server lets go of a
+// killed process's Dream lock once it has noticed the death, which a
+// loaded machine can put after the kill's own wait (seen once in a full
+// run under load: "Already dreaming (started 0s ago)").
+func cmdScenarioDream(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: dream NAME")
+	}
+	g := scenarioOf(ts).gateway(ts, args[0])
+	deadline := time.Now().Add(time.Minute)
+	for {
+		cmd := exec.Command(binPath, "--config", g.cfgPath, "dream", "run")
+		cmd.Env = []string{"HOME=" + filepath.Dir(g.cfgPath), "PATH=" + os.Getenv("PATH"), "TZ=UTC"}
+		out, err := cmd.CombinedOutput()
+		busy := strings.Contains(string(out), "Already dreaming")
+		if err == nil || !busy || time.Now().After(deadline) {
+			if err != nil {
+				ts.Fatalf("dream run on %s: %v\n%s\n--- %s's log:\n%s", args[0], err, out, args[0], logTail(g.log.String(), 40))
+			}
+			_, _ = ts.Stdout().Write(out)
+			return
+		}
+		ts.Logf("dream run on %s refused, tried again: %s", args[0], strings.TrimSpace(string(out)))
+		time.Sleep(100 * time.Millisecond)
 	}
 }

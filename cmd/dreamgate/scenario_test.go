@@ -155,6 +155,7 @@ func scenarioCmds() map[string]func(ts *testscript.TestScript, neg bool, args []
 		"archive": cmdScenarioArchive,
 		"memory":  cmdScenarioMemory,
 		"log":     cmdScenarioLog,
+		"dream":   cmdScenarioDream,
 	}
 }
 
