@@ -43,8 +43,8 @@ func TestRetriesThenSuccess(t *testing.T) {
 			wantReqs: 2,
 		},
 		{
-			name:     "timeout then answer",
-			replies:  []llmtest.Reply{llmtest.Slow(time.Minute, llmtest.Text("late")), llmtest.Text("ok")},
+			name:    "timeout then answer",
+			replies: []llmtest.Reply{llmtest.Slow(time.Minute, llmtest.Text("late")), llmtest.Text("ok")},
 			// The second try, answered at once, has room on a loaded machine.
 			mod:      func(c *llm.Config) { c.Timeout = 5 * time.Second },
 			wantReqs: 2,
