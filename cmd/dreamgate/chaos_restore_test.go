@@ -82,15 +82,10 @@ func deepDreamed(t *testing.T) (*harness, string) {
 	h := newHarness(t)
 	h.set("memory.hotTokens", 1000)
 	h.llm.SetResponder(llmtest.MemoryModel)
-	var b strings.Builder
-	b.WriteString("# User\n\n- Ana wants answers in Portuguese. <!-- permanent 2025-01-01 -->\n")
-	for i := range deepFacts {
-		fmt.Fprintf(&b, "- Ana's project P%03d is called Heron%03d. <!-- durable 2026-%02d-01 src:%d -->\n", i, i, 1+i%11, i+1)
-	}
 	if err := os.MkdirAll(h.ws, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(h.ws, "USER.md"), []byte(b.String()), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(h.ws, "USER.md"), []byte(deepUserFile()), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if r := h.run("chat", "-m", "Hello there."); r.code != 0 {
@@ -104,6 +99,17 @@ func deepDreamed(t *testing.T) (*harness, string) {
 		t.Fatal("no deep Dream commit")
 	}
 	return h, m[1]
+}
+
+// deepUserFile is a USER.md of deepFacts durable facts, over a 1,000-token
+// hot budget.
+func deepUserFile() string {
+	var b strings.Builder
+	b.WriteString("# User\n\n- Ana wants answers in Portuguese. <!-- permanent 2025-01-01 -->\n")
+	for i := range deepFacts {
+		fmt.Fprintf(&b, "- Ana's project P%03d is called Heron%03d. <!-- durable 2026-%02d-01 src:%d -->\n", i, i, 1+i%11, i+1)
+	}
+	return b.String()
 }
 
 // tierFacts counts each HeronNNN name in the hot files and in cold memory.

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/dreamgate/dreamgate/internal/pgtest"
+	"github.com/dreamgate/dreamgate/llm/llmtest"
+)
+
+// A restore is a whole step on the PostgreSQL engine too: `dreamgate dream
+// restore` of a deep Dream, killed after its transaction is sent and not
+// committed, once it committed, and after its ledger write, is done or
+// not done once the next Dream has run — on the export: every fact in
+// exactly one tier (hot when the restore happened), the hold recorded
+// when it happened, git fsck clean, no commit lost.
+func TestPostgresChaosRestore(t *testing.T) {
+	cases := []struct {
+		point string
+		count int
+	}{{"gitstore-db-write", 1}, {"gitstore-db-commit", 1}, {"dream-ledger", 1}}
+	kills := 0
+	for _, tc := range cases {
+		t.Run(fmt.Sprintf("%s,%d", tc.point, tc.count), func(t *testing.T) {
+			h, deep := deepDreamedOnPostgres(t)
+			refs, _ := checkBranch(exportOf(t, h), nil)
+			killed, code, out := h.runChaos([]string{testKillEnv + "=" + tc.point + "," + strconv.Itoa(tc.count)}, "dream", "restore", deep)
+			if !killed {
+				t.Errorf("the restore did not reach %s %d times (exit %d): %s", tc.point, tc.count, code, out)
+				return
+			}
+			kills++
+			if killed, code, out := h.runChaos(nil, "dream", "run"); killed || code != 0 {
+				t.Fatalf("the Dream after the kill: exit %d\n%s", code, out)
+			}
+			ws := exportOf(t, h)
+			restored := strings.Contains(gitCLI(t, ws, "log", "--all", "--format=%s"), "revert: undo "+deep)
+			t.Logf("killed after %s %d: the restore %s", tc.point, tc.count, map[bool]string{true: "happened", false: "did not happen"}[restored])
+			hot, cold := tierFacts(t, ws)
+			for k := 0; k < deepFacts; k++ {
+				fact := fmt.Sprintf("Heron%03d", k)
+				switch {
+				case hot[fact]+cold[fact] != 1:
+					t.Errorf("%s is in hot memory %d times and in cold memory %d times", fact, hot[fact], cold[fact])
+				case restored && hot[fact] != 1:
+					t.Errorf("%s is not hot after the restore", fact)
+				}
+			}
+			if held := strings.Contains(readLedger(t, ws), `"deep_held"`); held != restored {
+				t.Errorf("restore made %v, hold recorded %v", restored, held)
+			}
+			for _, problem := range append(checkFsck(ws), second(checkBranch(ws, refs))...) {
+				t.Error(problem)
+			}
+		})
+	}
+	if kills < len(cases) {
+		t.Errorf("only %d kills reached their point: the test did not aim", kills)
+	}
+}
+
+// deepDreamedOnPostgres is deepDreamed with the memory repository in
+// PostgreSQL: the over-budget USER.md is a hand edit (`memory edit`), as
+// memory kept in the database is written.
+func deepDreamedOnPostgres(t *testing.T) (*harness, string) {
+	t.Helper()
+	dsn := pgtest.DSN(t)
+	h := newHarness(t)
+	h.set("store", map[string]any{"postgres": dsn})
+	pgWorkspaces.Store(h.ws, dsn)
+	h.set("memory.hotTokens", 1000)
+	h.llm.SetResponder(llmtest.MemoryModel)
+	from := filepath.Join(t.TempDir(), "USER.md")
+	if err := os.WriteFile(from, []byte(deepUserFile()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := h.run("memory", "edit", "--from", from, "USER.md"); r.code != 0 {
+		t.Fatalf("memory edit: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := h.run("chat", "-m", "Hello there."); r.code != 0 {
+		t.Fatalf("chat: exit %d: %s", r.code, r.stderr)
+	}
+	if r := h.run("dream", "run"); r.code != 0 || !strings.Contains(r.stdout, "Deep Dream:") {
+		t.Fatalf("dream run: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	m := regexp.MustCompile("`([0-9a-f]{8})`").FindStringSubmatch(h.run("dream", "log").stdout)
+	if m == nil {
+		t.Fatal("no deep Dream commit")
+	}
+	return h, m[1]
+}
+
+// exportOf exports the engine's state and memory repository with the
+// binary and returns the exported workspace.
+func exportOf(t *testing.T, h *harness) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "export")
+	if r := h.run("export", dir); r.code != 0 {
+		t.Fatalf("export: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	return filepath.Join(dir, "workspace")
+}
