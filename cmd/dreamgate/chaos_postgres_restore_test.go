@@ -65,9 +65,24 @@ func TestPostgresChaosRestore(t *testing.T) {
 }
 
 // deepDreamedOnPostgres is deepDreamed with the memory repository in
-// PostgreSQL: the over-budget USER.md is a hand edit (`memory edit`), as
-// memory kept in the database is written.
+// PostgreSQL.
 func deepDreamedOnPostgres(t *testing.T) (*harness, string) {
+	t.Helper()
+	h := overBudgetOnPostgres(t)
+	if r := h.run("dream", "run"); r.code != 0 || !strings.Contains(r.stdout, "Deep Dream:") {
+		t.Fatalf("dream run: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	m := regexp.MustCompile("`([0-9a-f]{8})`").FindStringSubmatch(h.run("dream", "log").stdout)
+	if m == nil {
+		t.Fatal("no deep Dream commit")
+	}
+	return h, m[1]
+}
+
+// overBudgetOnPostgres is a workspace on PostgreSQL whose USER.md is over
+// its hot budget, waiting for a deep Dream: the file is a hand edit
+// (`memory edit`), as memory kept in the database is written.
+func overBudgetOnPostgres(t *testing.T) *harness {
 	t.Helper()
 	dsn := pgtest.DSN(t)
 	h := newHarness(t)
@@ -85,14 +100,7 @@ func deepDreamedOnPostgres(t *testing.T) (*harness, string) {
 	if r := h.run("chat", "-m", "Hello there."); r.code != 0 {
 		t.Fatalf("chat: exit %d: %s", r.code, r.stderr)
 	}
-	if r := h.run("dream", "run"); r.code != 0 || !strings.Contains(r.stdout, "Deep Dream:") {
-		t.Fatalf("dream run: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
-	}
-	m := regexp.MustCompile("`([0-9a-f]{8})`").FindStringSubmatch(h.run("dream", "log").stdout)
-	if m == nil {
-		t.Fatal("no deep Dream commit")
-	}
-	return h, m[1]
+	return h
 }
 
 // exportOf exports the engine's state and memory repository with the
@@ -104,4 +112,52 @@ func exportOf(t *testing.T, h *harness) string {
 		t.Fatalf("export: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	return filepath.Join(dir, "workspace")
+}
+
+// A deep Dream is a whole step on the PostgreSQL engine: `dreamgate dream
+// run`, moving an over-budget USER.md's lines to cold memory, killed after
+// its copy of the files is written, its transaction sent, committed, and
+// each ledger write, is done or not done once the next Dream has run — on
+// the export: every fact in exactly one tier, git fsck clean, no commit
+// lost.
+func TestPostgresChaosDeepPass(t *testing.T) {
+	cases := []struct {
+		point string
+		count int
+	}{{"dream-deep-write", 1}, {"gitstore-db-write", 1}, {"gitstore-db-commit", 1}, {"dream-ledger", 1}, {"dream-ledger", 2}}
+	kills := 0
+	for _, tc := range cases {
+		t.Run(fmt.Sprintf("%s,%d", tc.point, tc.count), func(t *testing.T) {
+			h := overBudgetOnPostgres(t)
+			refs, _ := checkBranch(exportOf(t, h), nil)
+			killed, code, out := h.runChaos([]string{testKillEnv + "=" + tc.point + "," + strconv.Itoa(tc.count)}, "dream", "run")
+			if !killed {
+				t.Errorf("the Dream did not reach %s %d times (exit %d): %s", tc.point, tc.count, code, out)
+				return
+			}
+			kills++
+			if killed, code, out := h.runChaos(nil, "dream", "run"); killed || code != 0 {
+				t.Fatalf("the Dream after the kill: exit %d\n%s", code, out)
+			}
+			ws := exportOf(t, h)
+			hot, cold := tierFacts(t, ws)
+			moved := 0
+			for k := 0; k < deepFacts; k++ {
+				fact := fmt.Sprintf("Heron%03d", k)
+				if hot[fact]+cold[fact] != 1 {
+					t.Errorf("%s is in hot memory %d times and in cold memory %d times", fact, hot[fact], cold[fact])
+				}
+				moved += cold[fact]
+			}
+			if moved == 0 {
+				t.Error("the Dream after the kill left USER.md over its budget: no line went cold")
+			}
+			for _, problem := range append(checkFsck(ws), second(checkBranch(ws, refs))...) {
+				t.Error(problem)
+			}
+		})
+	}
+	if kills < len(cases) {
+		t.Errorf("only %d of %d aimed kills reached their point: the test did not aim", kills, len(cases))
+	}
 }

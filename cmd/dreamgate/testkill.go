@@ -37,14 +37,12 @@ var killPoints = []string{
 	// in <ref>.lock, then the lock renamed over the ref.
 	"gitstore-ref-lock",
 	"gitstore-ref",
-	// A write that moves several scopes' refs at once (a move): the
-	// journal naming every move is in place, before any ref is (gitstore).
-	"gitstore-journal",
 	// One file a step writes from its commit, after the branch moved
 	// (gitstore): a kill between a deep Dream's COLD.md and USER.md.
 	"gitstore-checkout",
-	// A write across lines with its journal in place, before any ref is
-	// renamed (gitstore).
+	// A write across lines (a move's, several scopes' refs at once) with
+	// its journal naming every move in place, before any ref is renamed
+	// (gitstore).
 	"gitstore-journal",
 	// The memory repository in PostgreSQL (gitstore): a write's objects,
 	// refs and commit index sent, its transaction not yet committed; and
