@@ -431,24 +431,18 @@ func (g *Gateway) refill(w *worker, first bool) bool {
 		jobs = append(jobs, g.pendingJob(l, now))
 		added++
 	}
-	// A message of the queue that is not among the open ones was answered
-	// meanwhile (found here waiting before Submit queued it, or answered
-	// by the process that held the conversation before), or was accepted
-	// after they were read. Either way the inbox is its record: the first
-	// must not be answered again, and the next look finds the second.
-	var gone []job
-	for _, j := range w.queue {
-		if _, ok := queued[originID(originOf(j.in))]; ok && j.shared {
-			gone = append(gone, j)
-		}
-	}
 	if first {
 		w.queue = append(jobs, rest...)
 	} else {
 		w.queue = append(rest, jobs...)
 	}
 	g.mu.Unlock()
-	for _, j := range gone {
+	// What is left of queued is not among the open messages: answered
+	// meanwhile (found here waiting before Submit queued it, or answered
+	// by the process that held the conversation before), or accepted
+	// after they were read. Either way the inbox is its record: the first
+	// must not be answered again, and the next look finds the second.
+	for _, j := range queued {
 		if j.done != nil {
 			j.done <- Result{}
 		}

@@ -24,7 +24,8 @@ type stubClaims struct {
 	wake      chan string
 	looked    chan time.Duration // each look for work, by its grace
 	releases  []string
-	claimable []string // what the next look for work finds
+	let       chan string // each release, when set (never blocks)
+	claimable []string    // what the next look for work finds
 	lost      chan struct{}
 }
 
@@ -51,6 +52,10 @@ func (c *stubClaims) Release(key string) error {
 	defer c.mu.Unlock()
 	delete(c.mine, key)
 	c.releases = append(c.releases, key)
+	select {
+	case c.let <- key:
+	default:
+	}
 	return nil
 }
 

@@ -5,11 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 
-	"github.com/dreamgate/dreamgate/internal/pgtest"
 	"github.com/dreamgate/dreamgate/llm/llmtest"
 )
 
@@ -29,28 +27,14 @@ func TestPostgresChaosRestore(t *testing.T) {
 		t.Run(fmt.Sprintf("%s,%d", tc.point, tc.count), func(t *testing.T) {
 			h, deep := deepDreamedOnPostgres(t)
 			refs, _ := checkBranch(exportOf(t, h), nil)
-			killed, code, out := h.runChaos([]string{testKillEnv + "=" + tc.point + "," + strconv.Itoa(tc.count)}, "dream", "restore", deep)
-			if !killed {
-				t.Errorf("the restore did not reach %s %d times (exit %d): %s", tc.point, tc.count, code, out)
+			if !killThenDream(t, h, tc.point, tc.count, "dream", "restore", deep) {
 				return
 			}
 			kills++
-			if killed, code, out := h.runChaos(nil, "dream", "run"); killed || code != 0 {
-				t.Fatalf("the Dream after the kill: exit %d\n%s", code, out)
-			}
 			ws := exportOf(t, h)
 			restored := strings.Contains(gitCLI(t, ws, "log", "--all", "--format=%s"), "revert: undo "+deep)
 			t.Logf("killed after %s %d: the restore %s", tc.point, tc.count, map[bool]string{true: "happened", false: "did not happen"}[restored])
-			hot, cold := tierFacts(t, ws)
-			for k := 0; k < deepFacts; k++ {
-				fact := fmt.Sprintf("Heron%03d", k)
-				switch {
-				case hot[fact]+cold[fact] != 1:
-					t.Errorf("%s is in hot memory %d times and in cold memory %d times", fact, hot[fact], cold[fact])
-				case restored && hot[fact] != 1:
-					t.Errorf("%s is not hot after the restore", fact)
-				}
-			}
+			checkHeronTiers(t, ws, restored)
 			if held := strings.Contains(readLedger(t, ws), `"deep_held"`); held != restored {
 				t.Errorf("restore made %v, hold recorded %v", restored, held)
 			}
@@ -84,10 +68,7 @@ func deepDreamedOnPostgres(t *testing.T) (*harness, string) {
 // (`memory edit`), as memory kept in the database is written.
 func overBudgetOnPostgres(t *testing.T) *harness {
 	t.Helper()
-	dsn := pgtest.DSN(t)
-	h := newHarness(t)
-	h.set("store", map[string]any{"postgres": dsn})
-	pgWorkspaces.Store(h.ws, dsn)
+	h, _ := newPostgresHarness(t)
 	h.set("memory.hotTokens", 1000)
 	h.llm.SetResponder(llmtest.MemoryModel)
 	from := filepath.Join(t.TempDir(), "USER.md")
@@ -130,26 +111,12 @@ func TestPostgresChaosDeepPass(t *testing.T) {
 		t.Run(fmt.Sprintf("%s,%d", tc.point, tc.count), func(t *testing.T) {
 			h := overBudgetOnPostgres(t)
 			refs, _ := checkBranch(exportOf(t, h), nil)
-			killed, code, out := h.runChaos([]string{testKillEnv + "=" + tc.point + "," + strconv.Itoa(tc.count)}, "dream", "run")
-			if !killed {
-				t.Errorf("the Dream did not reach %s %d times (exit %d): %s", tc.point, tc.count, code, out)
+			if !killThenDream(t, h, tc.point, tc.count, "dream", "run") {
 				return
 			}
 			kills++
-			if killed, code, out := h.runChaos(nil, "dream", "run"); killed || code != 0 {
-				t.Fatalf("the Dream after the kill: exit %d\n%s", code, out)
-			}
 			ws := exportOf(t, h)
-			hot, cold := tierFacts(t, ws)
-			moved := 0
-			for k := 0; k < deepFacts; k++ {
-				fact := fmt.Sprintf("Heron%03d", k)
-				if hot[fact]+cold[fact] != 1 {
-					t.Errorf("%s is in hot memory %d times and in cold memory %d times", fact, hot[fact], cold[fact])
-				}
-				moved += cold[fact]
-			}
-			if moved == 0 {
+			if checkHeronTiers(t, ws, false) == 0 {
 				t.Error("the Dream after the kill left USER.md over its budget: no line went cold")
 			}
 			for _, problem := range append(checkFsck(ws), second(checkBranch(ws, refs))...) {

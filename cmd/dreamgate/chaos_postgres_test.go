@@ -26,10 +26,7 @@ import (
 // fact Dream read is once in its scope's memory, in one tier; no line of
 // history lost a commit; `git fsck --full` finds the repository whole.
 func TestPostgresChaosDreamStep(t *testing.T) {
-	dsn := pgtest.DSN(t)
-	h := newHarness(t)
-	h.set("store", map[string]any{"postgres": dsn})
-	pgWorkspaces.Store(h.ws, dsn)
+	h, dsn := newPostgresHarness(t)
 	h.set("dream.maxBatchSize", 3)
 	h.llm.SetResponder(llmtest.MemoryModel)
 	db, err := postgres.Open(context.Background(), dsn, postgres.Options{})
@@ -83,6 +80,17 @@ func TestPostgresChaosDreamStep(t *testing.T) {
 	if kills < cases {
 		t.Errorf("only %d of %d aimed kills reached their point", kills, cases)
 	}
+}
+
+// newPostgresHarness is a harness on the PostgreSQL engine, in a schema
+// of its own (whatever DREAMGATE_TEST_ENGINE says), and its DSN.
+func newPostgresHarness(t *testing.T) (*harness, string) {
+	t.Helper()
+	dsn := pgtest.DSN(t)
+	h := newHarness(t)
+	h.set("store", map[string]any{"postgres": dsn})
+	pgWorkspaces.Store(h.ws, dsn)
+	return h, dsn
 }
 
 // checkExported exports the engine's state and memory repository with the

@@ -35,27 +35,13 @@ func TestChaosRestoreKilledAtEachWrite(t *testing.T) {
 		t.Run(fmt.Sprintf("%s,%d", tc.point, tc.count), func(t *testing.T) {
 			h, deep := deepDreamed(t)
 			before, _ := checkBranch(h.ws, nil)
-			killed, code, out := h.runChaos([]string{testKillEnv + "=" + tc.point + "," + strconv.Itoa(tc.count)}, "dream", "restore", deep)
-			if !killed {
-				t.Errorf("the restore did not reach %s %d times (exit %d): %s", tc.point, tc.count, code, out)
+			if !killThenDream(t, h, tc.point, tc.count, "dream", "restore", deep) {
 				return
 			}
 			kills++
-			if killed, code, out := h.runChaos(nil, "dream", "run"); killed || code != 0 {
-				t.Fatalf("the Dream after the kill: exit %d\n%s", code, out)
-			}
 			restored := strings.HasPrefix(gitCLI(t, h.ws, "log", "-1", "--format=%s"), "revert: undo "+deep)
 			t.Logf("killed after %s %d: the restore %s", tc.point, tc.count, map[bool]string{true: "happened", false: "did not happen"}[restored])
-			hot, cold := tierFacts(t, h.ws)
-			for k := 0; k < deepFacts; k++ {
-				fact := fmt.Sprintf("Heron%03d", k)
-				switch {
-				case hot[fact]+cold[fact] != 1:
-					t.Errorf("%s is in hot memory %d times and in cold memory %d times", fact, hot[fact], cold[fact])
-				case restored && hot[fact] != 1:
-					t.Errorf("%s is not hot after the restore", fact)
-				}
-			}
+			checkHeronTiers(t, h.ws, restored)
 			if st := gitCLI(t, h.ws, "status", "--porcelain"); st != "" {
 				t.Errorf("the files are not as the branch's commit holds them: %q", st)
 			}
@@ -70,6 +56,40 @@ func TestChaosRestoreKilledAtEachWrite(t *testing.T) {
 	if kills < len(cases) {
 		t.Errorf("only %d kills reached their point: the test did not aim", kills)
 	}
+}
+
+// killThenDream runs the binary with args, killed after the count-th write
+// at point, then the next Dream, which must run whole; it reports whether
+// the kill happened (an error when not: the test did not aim).
+func killThenDream(t *testing.T, h *harness, point string, count int, args ...string) bool {
+	t.Helper()
+	killed, code, out := h.runChaos([]string{testKillEnv + "=" + point + "," + strconv.Itoa(count)}, args...)
+	if !killed {
+		t.Errorf("%s did not reach %s %d times (exit %d): %s", strings.Join(args, " "), point, count, code, out)
+		return false
+	}
+	if killed, code, out := h.runChaos(nil, "dream", "run"); killed || code != 0 {
+		t.Fatalf("the Dream after the kill: exit %d\n%s", code, out)
+	}
+	return true
+}
+
+// checkHeronTiers checks that each of deepFacts' facts is in exactly one
+// tier of ws's memory, hot when restored; it returns how many are cold.
+func checkHeronTiers(t *testing.T, ws string, restored bool) (cold int) {
+	t.Helper()
+	hot, coldFacts := tierFacts(t, ws)
+	for k := 0; k < deepFacts; k++ {
+		fact := fmt.Sprintf("Heron%03d", k)
+		switch {
+		case hot[fact]+coldFacts[fact] != 1:
+			t.Errorf("%s is in hot memory %d times and in cold memory %d times", fact, hot[fact], coldFacts[fact])
+		case restored && hot[fact] != 1:
+			t.Errorf("%s is not hot after the restore", fact)
+		}
+		cold += coldFacts[fact]
+	}
+	return cold
 }
 
 // deepFacts is how many facts deepDreamed plants.

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"io/fs"
 	"net/http"
@@ -224,30 +225,62 @@ func cmdScenarioLog(ts *testscript.TestScript, neg bool, args []string) {
 //
 // Runs `dreamgate dream run` with gateway NAME's config (through its
 // admin socket, as an operator would) and writes what it printed to
-// stdout. A refusal because a Dream is already running is tried again,
-// for up to a minute, as an operator would: the server lets go of a
-// killed process's Dream lock once it has noticed the death, which a
-// loaded machine can put after the kill's own wait (seen once in a full
-// run under load: "Already dreaming (started 0s ago)").
+// stdout. A refusal because a Dream is already running is tried again
+// once the workspace's Dream lock is free, for up to a minute, as an
+// operator would: the server lets go of a killed process's Dream lock
+// once it has noticed the death, which a loaded machine can put after
+// the kill's own wait (seen once in a full run under load: "Already
+// dreaming (started 0s ago)").
 func cmdScenarioDream(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 1 {
 		ts.Fatalf("usage: dream NAME")
 	}
-	g := scenarioOf(ts).gateway(ts, args[0])
-	deadline := time.Now().Add(time.Minute)
+	s := scenarioOf(ts)
+	g := s.gateway(ts, args[0])
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	for {
 		cmd := exec.Command(binPath, "--config", g.cfgPath, "dream", "run")
-		cmd.Env = []string{"HOME=" + filepath.Dir(g.cfgPath), "PATH=" + os.Getenv("PATH"), "TZ=UTC"}
+		cmd.Env = g.env()
 		out, err := cmd.CombinedOutput()
 		busy := strings.Contains(string(out), "Already dreaming")
-		if err == nil || !busy || time.Now().After(deadline) {
+		if err == nil || !busy || ctx.Err() != nil {
 			if err != nil {
 				ts.Fatalf("dream run on %s: %v\n%s\n--- %s's log:\n%s", args[0], err, out, args[0], logTail(g.log.String(), 40))
 			}
 			_, _ = ts.Stdout().Write(out)
 			return
 		}
-		ts.Logf("dream run on %s refused, tried again: %s", args[0], strings.TrimSpace(string(out)))
-		time.Sleep(100 * time.Millisecond)
+		ts.Logf("dream run on %s refused, tried again once the Dream lock is free: %s", args[0], strings.TrimSpace(string(out)))
+		ts.Check(s.waitDreamLockFree(ctx))
+	}
+}
+
+// waitDreamLockFree waits until the scenario's Dream lock (the advisory
+// lock a Dream holds, store/postgres's dreamLockKey) can be taken: no
+// process, live or dying, holds it.
+func (s *scenario) waitDreamLockFree(ctx context.Context) error {
+	pool, err := s.inboxPool(ctx)
+	if err != nil {
+		return err
+	}
+	t := time.NewTicker(recordedPoll)
+	defer t.Stop()
+	for {
+		var free bool
+		err := pool.QueryRow(ctx, `WITH k AS (SELECT hashtext('dreamgate dream ' || current_schema())::bigint AS key),
+			l AS (SELECT pg_try_advisory_lock(key) AS got, key FROM k)
+			SELECT got AND pg_advisory_unlock(key) FROM l`).Scan(&free)
+		if err != nil {
+			return fmt.Errorf("look at the Dream lock: %w", err)
+		}
+		if free {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the Dream lock is still held: %w", ctx.Err())
+		case <-t.C:
+		}
 	}
 }

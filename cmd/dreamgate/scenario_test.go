@@ -86,6 +86,12 @@ type scenarioGateway struct {
 	exited  chan struct{}
 }
 
+// env is the environment of the gateway's process and of the commands
+// run with its config: its folder as home.
+func (g *scenarioGateway) env() []string {
+	return []string{"HOME=" + filepath.Dir(g.cfgPath), "PATH=" + os.Getenv("PATH"), "TZ=UTC"}
+}
+
 func setupScenario(env *testscript.Env) error {
 	server := os.Getenv(pgtest.EnvDSN)
 	if server == "" {
@@ -255,7 +261,7 @@ func (s *scenario) startGateway(ts scriptT, name string, sets []string) {
 	g := &scenarioGateway{name: name, cfgPath: cfgPath, log: &testkit.Buffer{}, exited: make(chan struct{}),
 		health: "http://" + cfg["gateway"].(map[string]any)["healthAddr"].(string)}
 	g.cmd = exec.Command(binPath, "--config", cfgPath, "gateway")
-	g.cmd.Env = []string{"HOME=" + dir, "PATH=" + os.Getenv("PATH"), "TZ=UTC"}
+	g.cmd.Env = g.env()
 	g.cmd.Stdout, g.cmd.Stderr = g.log, g.log
 	ts.Check(g.cmd.Start())
 	go func() { _ = g.cmd.Wait(); close(g.exited) }()
